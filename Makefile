@@ -1,0 +1,36 @@
+# `make demo` and `make test` do all set-up themselves on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+# Re-install whenever pyproject.toml changes.
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-10)
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test lint bench clean serve
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# The exact CPU build; it lies on this machine's disk (a bare `torch` pulls CUDA).
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+demo: setup
+	$(VENV)/bin/proforma demo
+
+test: setup
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check app models tests bench
+
+serve: setup
+	$(VENV)/bin/proforma serve
+
+clean:
+	rm -rf $(VENV) data .pytest_cache

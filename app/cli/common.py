@@ -1,0 +1,37 @@
+"""Shared pieces of the CLI: the console, opening the warehouse for writing."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from rich.console import Console
+
+from app.migrations import migrate
+from app.reference import load_reference
+from app.warehouse import Warehouse, connect
+
+console = Console(stderr=False)
+
+
+def prepare(wh: Warehouse) -> list[str]:
+    """Apply pending migrations and refresh reference tables; returns applied names."""
+    applied = migrate(wh)
+    load_reference(wh)
+    return [m.path.name for m in applied]
+
+
+@contextlib.contextmanager
+def writer() -> Iterator[Warehouse]:
+    """The warehouse opened for writing, migrated and with current reference data."""
+    wh = connect()
+    try:
+        prepare(wh)
+        yield wh
+    finally:
+        wh.close()
+
+
+def summary(text: str) -> None:
+    """The one line every job ends with."""
+    console.print(f"[bold green]done:[/] {text}", highlight=False, soft_wrap=True)

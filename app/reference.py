@@ -1,0 +1,82 @@
+"""Reference tables (ref.items, ref.identities, ref.ff48) loaded from reference/*.csv.
+
+The CSVs are the project's own copies of the benchmark's reference data. Item ids are
+the 1-based row order of items.csv (alphabetical); the `scale` pseudo-item is id 0.
+Loading is idempotent and recorded with a checksum in ref.loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from app import ROOT
+from app.warehouse import Warehouse
+
+REFERENCE_DIR = ROOT / "reference"
+SCALE_ITEM_ID = 0
+N_ITEMS = 78
+
+
+def _file_checksum(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_reference(wh: Warehouse, folder: Path = REFERENCE_DIR) -> dict[str, int]:
+    """Replace ref.* rows from the CSVs when they changed; returns rows per table."""
+    files = {n: folder / f"{n}.csv" for n in ("items", "identities", "ff48_sic_ranges")}
+    sums = {n: _file_checksum(p) for n, p in files.items()}
+    loaded = dict(wh.fetchall("SELECT name, checksum FROM ref.loaded"))
+    if loaded == sums:
+        return {n: r for n, r in wh.fetchall("SELECT name, rows FROM ref.loaded")}
+    with wh.transaction():
+        wh.execute("DELETE FROM ref.identities; DELETE FROM ref.items; DELETE FROM ref.ff48;")
+        wh.execute(
+            """
+            INSERT INTO ref.items
+            SELECT row_number() OVER () AS item_id, item, description, statement,
+                   nullif(ytd_source, ''), true, pct_raw, pct_train, pct_val, pct_test
+            FROM read_csv(?, header = true, all_varchar = false)
+            """,
+            [str(files["items"])],
+        )
+        wh.execute(
+            "INSERT INTO ref.items VALUES (0, 'scale', 'Scale deflator |ltq|+|seqq| (pseudo-item)',"
+            " 'Scale', NULL, false, NULL, NULL, NULL, NULL)"
+        )
+        wh.execute(
+            """
+            INSERT INTO ref.identities
+            SELECT c.identity, c.statement, c.item, i.item_id, c.sign
+            FROM read_csv(?, header = true) c JOIN ref.items i USING (item)
+            """,
+            [str(files["identities"])],
+        )
+        wh.execute(
+            "INSERT INTO ref.ff48 SELECT ff48, short_name, label, sic_lo, sic_hi "
+            "FROM read_csv(?, header = true)",
+            [str(files["ff48_sic_ranges"])],
+        )
+        counts = {
+            "items": wh.scalar("SELECT count(*) FROM ref.items"),
+            "identities": wh.scalar("SELECT count(*) FROM ref.identities"),
+            "ff48_sic_ranges": wh.scalar("SELECT count(*) FROM ref.ff48"),
+        }
+        wh.execute("DELETE FROM ref.loaded")
+        for name, rows in counts.items():
+            wh.execute(
+                "INSERT INTO ref.loaded VALUES (?, ?, ?, current_timestamp::TIMESTAMP)",
+                [name, sums[name], rows],
+            )
+    return counts
+
+
+def raw_item_columns(wh: Warehouse) -> list[str]:
+    """Columns of raw.fundq that carry item values: reported items and YTD sources."""
+    return [
+        r[0]
+        for r in wh.fetchall(
+            "SELECT coalesce(ytd_source, item) FROM ref.items "
+            "WHERE statement IN ('BS', 'IS', 'CF') ORDER BY item_id"
+        )
+    ]

@@ -1,0 +1,113 @@
+"""SQL files under sql/ and migrations/: finding, normalized checksums, parameter rendering.
+
+Values reach SQL as DuckDB session variables (`getvariable('name')`), so every file
+stays plain SQL that sqlglot and DuckDB parse as-is. Identifiers that must vary
+(rare) are written `{{ name }}` and are checked against a strict pattern.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlglot
+import sqlglot.errors
+
+from app import ROOT
+from app.errors import UserError
+
+SQL_DIR = ROOT / "sql"
+_IDENT_SLOT = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_SAFE_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
+_LINE_COMMENT = re.compile(r"--[^\n]*")
+_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+
+
+def normalize_sql(text: str) -> str:
+    """Canonical form of a SQL script: parsed and regenerated without comments or layout.
+
+    Two files that differ only in whitespace, comments or keyword case normalize to the
+    same string. If sqlglot cannot parse a statement (new DuckDB syntax), that statement
+    falls back to comment-stripped, whitespace-collapsed text, so checksums still exist.
+    """
+    text = _IDENT_SLOT.sub(lambda m: f"__slot_{m.group(1)}__", text)
+    try:
+        statements = sqlglot.parse(text, read="duckdb")
+        parts = [s.sql(dialect="duckdb", comments=False) for s in statements if s is not None]
+        return ";\n".join(parts)
+    except sqlglot.errors.SqlglotError:
+        stripped = _BLOCK_COMMENT.sub(" ", _LINE_COMMENT.sub(" ", text))
+        return " ".join(stripped.split()).rstrip(";").lower()
+
+
+def checksum(text: str) -> str:
+    """sha256 of the normalized SQL (first 16 hex digits are plenty to tell versions apart)."""
+    return hashlib.sha256(normalize_sql(text).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class SqlFile:
+    path: Path
+    text: str
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+    @property
+    def checksum(self) -> str:
+        return checksum(self.text)
+
+    @property
+    def purpose(self) -> str:
+        """The opening comment block: what the step makes from what."""
+        lines = []
+        for line in self.text.splitlines():
+            s = line.strip()
+            if s.startswith("--"):
+                lines.append(s.lstrip("-").strip())
+            elif s:
+                break
+        return " ".join(x for x in lines if x)
+
+    def render(self, identifiers: dict[str, str] | None = None) -> str:
+        identifiers = identifiers or {}
+
+        def fill(m: re.Match) -> str:
+            key = m.group(1)
+            if key not in identifiers:
+                raise UserError(f"SQL step {self.path.name} needs identifier '{key}'")
+            value = identifiers[key]
+            if not _SAFE_IDENT.match(value):
+                raise UserError(f"'{value}' is not a valid SQL identifier for '{key}'")
+            return value
+
+        return _IDENT_SLOT.sub(fill, self.text)
+
+
+def sql_file(name: str | Path) -> SqlFile:
+    """A step by path or by name relative to sql/ (`build/010_trim` or `build/010_trim.sql`)."""
+    path = Path(name)
+    if not path.is_absolute():
+        path = SQL_DIR / path
+    if path.suffix != ".sql":
+        path = path.with_suffix(".sql")
+    if not path.exists():
+        raise UserError(f"No SQL step {name!r} (looked for {path})")
+    return SqlFile(path, path.read_text())
+
+
+def steps_in(folder: str) -> list[SqlFile]:
+    """The steps of sql/<folder>/ in file-name order (names start with a number)."""
+    return [SqlFile(p, p.read_text()) for p in sorted((SQL_DIR / folder).glob("*.sql"))]
+
+
+def folder_checksum(folder: str) -> str:
+    """One version string for a whole folder of steps (order and content)."""
+    h = hashlib.sha256()
+    for f in steps_in(folder):
+        h.update(f.path.name.encode())
+        h.update(f.checksum.encode())
+    return h.hexdigest()

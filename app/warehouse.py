@@ -1,0 +1,232 @@
+"""The DuckDB warehouse: connect, run SQL steps with parameters, Arrow in and out.
+
+One process owns the warehouse for writing (ARCHITECTURE.md, "One writer"); threads
+in that process take a cursor each (`Warehouse.cursor()`). Nothing here goes through
+pandas: reads are Arrow record batch readers, writes stream Arrow into DuckDB.
+
+DuckDB 2.0 API notes (the version pinned in pyproject.toml): a result opened with
+`execute()` must be fully fetched or `complete()`d before the next statement, and
+relations have no `fetchone()`; the helpers below hide both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import itertools
+import re
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from app.errors import UserError, WarehouseLocked
+from app.settings import Settings, get_settings
+from app.sqlfiles import SqlFile, sql_file
+
+_LOCK_PID = re.compile(r"PID (\d+)")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
+_view_counter = itertools.count()
+
+ArrowInput = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch]
+
+
+def _lock_message(path: Path, exc: Exception) -> str:
+    pid = _LOCK_PID.search(str(exc))
+    holder = f"process {pid.group(1)}" if pid else "another process"
+    return (
+        f"The warehouse {path} is open for writing in {holder}. Stop that process "
+        f"(for example the API server or a running build) and try again, or set "
+        f"PROFORMA_WAREHOUSE to another file."
+    )
+
+
+def connect(
+    settings: Settings | None = None,
+    *,
+    path: Path | str | None = None,
+    read_only: bool = False,
+) -> Warehouse:
+    """Open the warehouse (creating its folder), applying memory, thread and spill settings."""
+    settings = settings or get_settings()
+    target = Path(path) if path is not None else settings.warehouse
+    if str(target) != ":memory:":
+        if read_only and not target.exists():
+            raise UserError(f"No warehouse at {target}. Run `proforma migrate` first.")
+        target.parent.mkdir(parents=True, exist_ok=True)
+    config: dict[str, Any] = {"memory_limit": settings.memory_limit}
+    if settings.threads:
+        config["threads"] = settings.threads
+    if not read_only:
+        settings.temp_directory.mkdir(parents=True, exist_ok=True)
+        config["temp_directory"] = str(settings.temp_directory)
+    try:
+        con = duckdb.connect(str(target), read_only=read_only, config=config)
+    except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():
+            raise WarehouseLocked(_lock_message(target, exc)) from None
+        raise UserError(f"Cannot open the warehouse {target}: {exc}") from None
+    return Warehouse(con, target)
+
+
+class Warehouse:
+    """A DuckDB connection with the few operations the project needs."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path | str):
+        self.con = con
+        self.path = Path(path)
+        self._lock = threading.RLock()
+
+    # -- lifecycle -------------------------------------------------------------------
+    def cursor(self) -> Warehouse:
+        """A cursor for another thread: same database, its own transaction state."""
+        return Warehouse(self.con.cursor(), self.path)
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Warehouse:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Warehouse]:
+        """All or nothing: commit on success, roll back on any exception."""
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield self
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        else:
+            self.con.execute("COMMIT")
+
+    # -- statements ------------------------------------------------------------------
+    def execute(self, sql: str, params: Any = None) -> None:
+        """Run statements to their end, discarding any rows."""
+        self.con.execute(sql, params)
+        with contextlib.suppress(duckdb.Error):
+            self.con.complete()
+
+    def fetchall(self, sql: str, params: Any = None) -> list[tuple]:
+        return self.con.execute(sql, params).fetchall()
+
+    def fetchone(self, sql: str, params: Any = None) -> tuple | None:
+        rows = self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+    def scalar(self, sql: str, params: Any = None) -> Any:
+        row = self.fetchone(sql, params)
+        return None if row is None else row[0]
+
+    def table_exists(self, name: str) -> bool:
+        schema, _, table = name.rpartition(".")
+        return bool(
+            self.scalar(
+                "SELECT count(*) FROM information_schema.tables "
+                "WHERE table_name = ? AND table_schema = ?",
+                [table, schema or "main"],
+            )
+        )
+
+    # -- Arrow -----------------------------------------------------------------------
+    def arrow(self, sql: str, params: Any = None) -> pa.Table:
+        return self.con.sql(sql, params=params).to_arrow_table()
+
+    def reader(self, sql: str, params: Any = None, batch_size: int = 131_072) -> pa.RecordBatchReader:
+        """Stream a query's rows as Arrow record batches (nothing is materialized)."""
+        return self.con.sql(sql, params=params).to_arrow_reader(batch_size)
+
+    def write_arrow(self, table: str, data: ArrowInput, *, mode: str = "append") -> int:
+        """Write Arrow data into `table` by column name, streaming; returns rows written.
+
+        mode: 'append' (table exists), 'replace' (create or replace from the data's
+        schema), 'create' (must not exist yet).
+        """
+        if not _NAME.match(table):
+            raise UserError(f"Not a table name: {table!r}")
+        source = _as_reader(data)
+        view = f"__arrow_in_{next(_view_counter)}"
+        self.con.register(view, source)
+        try:
+            if mode == "append":
+                before = self._count(table)
+                self.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {view}")
+                return self._count(table) - before
+            if mode == "replace":
+                self.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM {view}")
+            elif mode == "create":
+                self.execute(f"CREATE TABLE {table} AS SELECT * FROM {view}")
+            else:
+                raise ValueError(f"unknown mode {mode!r}")
+            return self._count(table)
+        finally:
+            self.con.unregister(view)
+
+    def _count(self, table: str) -> int:
+        return int(self.scalar(f"SELECT count(*) FROM {table}"))
+
+    # -- SQL steps -------------------------------------------------------------------
+    def set_params(self, params: Mapping[str, Any] | None) -> None:
+        """Expose values to SQL as `getvariable('name')`."""
+        for key, value in (params or {}).items():
+            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+                raise UserError(f"Not a parameter name: {key!r}")
+            if value is None:
+                self.execute(f"RESET VARIABLE {key}")
+            else:
+                self.execute(f"SET VARIABLE {key} = ?", [_sql_value(value)])
+
+    def run_step(
+        self,
+        step: str | Path | SqlFile,
+        params: Mapping[str, Any] | None = None,
+        identifiers: dict[str, str] | None = None,
+    ) -> None:
+        """Run a sql/ file (all its statements) with parameters."""
+        f = step if isinstance(step, SqlFile) else sql_file(step)
+        self.set_params(params)
+        self.execute(f.render(identifiers))
+
+    def query_step(
+        self,
+        step: str | Path | SqlFile,
+        params: Mapping[str, Any] | None = None,
+        identifiers: dict[str, str] | None = None,
+    ) -> pa.Table:
+        """Run a sql/ file whose last statement is a query; return that query's rows."""
+        f = step if isinstance(step, SqlFile) else sql_file(step)
+        self.set_params(params)
+        statements = self.con.extract_statements(f.render(identifiers))
+        if not statements:
+            raise UserError(f"{f.path.name} holds no statement")
+        for s in statements[:-1]:
+            self.execute(s)
+        return self.con.sql(statements[-1].query).to_arrow_table()
+
+
+def _sql_value(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [_sql_value(v) for v in value]
+    if isinstance(value, (str, int, float, bool, dt.date, dt.datetime)):
+        return value
+    raise UserError(f"Unsupported SQL parameter value {value!r}")
+
+
+def _as_reader(data: ArrowInput) -> pa.RecordBatchReader | pa.Table:
+    if isinstance(data, (pa.Table, pa.RecordBatchReader)):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    batches = iter(data)
+    first = next(batches, None)
+    if first is None:
+        raise UserError("No Arrow batches to write")
+    return pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], batches))

@@ -1,0 +1,33 @@
+"""Fixtures shared by every test folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.cli.common import prepare
+from app.settings import Settings, get_settings
+from app.warehouse import Warehouse, connect
+
+
+@pytest.fixture
+def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """Settings pointing every path into a temporary folder (also for CLI runs)."""
+    monkeypatch.setenv("PROFORMA_WAREHOUSE", str(tmp_path / "warehouse.duckdb"))
+    monkeypatch.setenv("PROFORMA_TEMP_DIRECTORY", str(tmp_path / "tmp"))
+    monkeypatch.setenv("PROFORMA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PROFORMA_MEMORY_LIMIT", "2GB")
+    monkeypatch.setenv("PROFORMA_THREADS", "2")
+    get_settings.cache_clear()
+    yield get_settings()
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def wh(settings: Settings) -> Warehouse:
+    """A fresh, migrated warehouse file with reference tables loaded."""
+    w = connect(settings)
+    prepare(w)
+    yield w
+    w.close()
