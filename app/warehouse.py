@@ -18,7 +18,7 @@ import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import duckdb
 import pyarrow as pa
@@ -88,7 +88,7 @@ class Warehouse:
     def close(self) -> None:
         self.con.close()
 
-    def __enter__(self) -> Warehouse:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

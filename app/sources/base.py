@@ -15,6 +15,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+import duckdb
+import pyarrow as pa
+
 from app.errors import UserError
 from app.warehouse import ArrowInput, Warehouse
 
@@ -103,7 +106,8 @@ def ingest(wh: Warehouse, source: Source) -> IngestSummary:
             ingest_id = wh.scalar("SELECT max(ingest_id) FROM raw.ingests")
     except UserError:
         raise
-    except Exception as exc:  # constraint violations etc.: one line, nothing written
+    except (duckdb.Error, pa.ArrowException) as exc:
+        # Constraint violations, failed casts, a broken stream: one line, nothing written.
         msg = str(exc).splitlines()[0]
         raise UserError(f"{source.name} ingest rejected, nothing was written: {msg}") from None
     return IngestSummary(ingest_id, source.name, rows, digest, time.perf_counter() - t0)
