@@ -18,6 +18,19 @@ class Settings(BaseSettings):
     # Where sources cache downloads (WRDS yearly chunks) so interrupted pulls resume.
     cache_dir: Path = Path("data/cache")
 
+    # Trained model checkpoints and fit registries (models/*), one folder per model.
+    models_dir: Path = Path("data/models")
+
+    # Service (app/api): uploads stream to upload_dir, capped at upload_max_bytes.
+    upload_dir: Path = Path("data/uploads")
+    upload_max_bytes: int = 2 * 1024**3
+    uploads_per_day: int = 20  # per user, UTC day; a user's own daily_limit overrides it
+    # Public SQL runs on this read-only snapshot (aggregates only), bounded in rows and time.
+    public_snapshot: Path = Path("data/public.duckdb")
+    query_max_rows: int = 10_000
+    query_timeout_s: float = 5.0
+    query_memory_limit: str = "512MB"
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

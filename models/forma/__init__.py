@@ -1,0 +1,12 @@
+"""Forma: the tuple-set transformer of PAPER.tex section 4 (see docs/forma.md).
+
+Modules: tokens (embeddings, sinusoidal encoding), batching (Arrow tuple windows ->
+padded tensors, the ex-ante future grid), masking (identity-aware grouped masking,
+pinned-future masking), network (the encoder and its two heads), losses (beta-NLL),
+train (curriculum, checkpoints, DDP), predict (forecasts and mixtures), scenario
+(conditioning on pinned future values), presets (`paper`, `small`).
+"""
+
+from models.forma.presets import PRESETS, FormaConfig, preset
+
+__all__ = ["PRESETS", "FormaConfig", "preset"]

@@ -1,0 +1,52 @@
+"""beta-NLL losses (Seitzer et al. 2022), beta = 0.5, over tokens masked AND observed.
+
+Gaussian: [(y-mu)^2 / (2 s^2) + log(s^2)/2] * stopgrad(s^2)^beta
+Laplace (b = s / sqrt 2): [log 2b + |y-mu| / b] * stopgrad(b)^beta
+The mean is token-weighted across the whole batch (every eligible token counts once),
+so unrealized query tokens, padding and the industry token never enter it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from models.forma.network import LOGVAR_MAX, LOGVAR_MIN
+
+
+def gaussian_beta_nll(y: torch.Tensor, mu: torch.Tensor, logvar: torch.Tensor, beta: float = 0.5) -> torch.Tensor:
+    """Per-token Gaussian beta-NLL."""
+    logvar = logvar.clamp(LOGVAR_MIN, LOGVAR_MAX)
+    var = torch.exp(logvar)
+    nll = (y - mu) ** 2 / (2 * var) + 0.5 * logvar
+    return nll * var.detach() ** beta if beta else nll
+
+
+def laplace_beta_nll(y: torch.Tensor, mu: torch.Tensor, logvar: torch.Tensor, beta: float = 0.5) -> torch.Tensor:
+    """Per-token Laplace beta-NLL with b = sigma / sqrt(2)."""
+    logvar = logvar.clamp(LOGVAR_MIN, LOGVAR_MAX)
+    log_b = 0.5 * logvar - 0.5 * math.log(2.0)
+    b = torch.exp(log_b)
+    nll = math.log(2.0) + log_b + (y - mu).abs() / b
+    return nll * b.detach() ** beta if beta else nll
+
+
+LOSSES = {"gaussian": gaussian_beta_nll, "laplace": laplace_beta_nll}
+
+
+def masked_loss(
+    family: str,
+    y: torch.Tensor,
+    mu: torch.Tensor,
+    logvar: torch.Tensor,
+    loss_mask: torch.Tensor,
+    beta: float = 0.5,
+) -> tuple[torch.Tensor, int]:
+    """(mean loss over loss_mask tokens, their count). Zero (with grad) when none."""
+    sel = loss_mask.bool()
+    n = int(sel.sum())
+    per = LOSSES[family](y[sel].float(), mu[sel].float(), logvar[sel].float(), beta)
+    if n == 0:
+        return (mu.sum() * 0.0), 0
+    return per.mean(), n

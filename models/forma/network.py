@@ -1,0 +1,77 @@
+"""The Forma network: token embedding, a pre-LN Transformer encoder over the set, two heads.
+
+- Encoder: `nn.TransformerEncoderLayer(norm_first=True, activation="gelu")`, no final
+  LayerNorm; padding enters as a key-padding mask. PyTorch routes attention through
+  `scaled_dot_product_attention` (fused flash / memory-efficient kernels on GPUs).
+- Heads: each reads concat(h_L, PE(q)) (width 2d) through 2d -> 2d -> 1 with GELU; one
+  gives mu, the other log sigma^2, clamped to [-10, 10].
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from models.forma.tokens import TokenEmbedding, sinusoidal
+
+LOGVAR_MIN, LOGVAR_MAX = -10.0, 10.0
+
+
+def _head(d: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(2 * d, 2 * d), nn.GELU(), nn.Linear(2 * d, 1))
+
+
+class Forma(nn.Module):
+    """Tuple-set transformer returning (mu, log sigma^2) for every tuple token."""
+
+    def __init__(
+        self,
+        n_accounts: int,
+        n_industries: int = 49,
+        d_model: int = 128,
+        n_layers: int = 4,
+        n_heads: int = 4,
+        d_ff: int = 512,
+        dropout: float = 0.2,
+    ):
+        super().__init__()
+        self.d = d_model
+        self.embed = TokenEmbedding(n_accounts, n_industries, d_model)
+        layer = nn.TransformerEncoderLayer(
+            d_model,
+            n_heads,
+            dim_feedforward=d_ff,
+            dropout=dropout,
+            activation="gelu",
+            batch_first=True,
+            norm_first=True,
+        )
+        # enable_nested_tensor only applies to post-LN; off to keep one code path.
+        self.encoder = nn.TransformerEncoder(
+            layer, n_layers, norm=None, enable_nested_tensor=False
+        )
+        self.mu_head = _head(d_model)
+        self.logvar_head = _head(d_model)
+
+    def forward(
+        self,
+        account: torch.Tensor,
+        rel_q: torch.Tensor,
+        x: torch.Tensor,
+        hidden: torch.Tensor,
+        industry: torch.Tensor,
+        pad: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Inputs [B, T] (industry [B]); pad is True at padding. Returns mu, logvar [B, T]."""
+        h = self.embed(account, rel_q, x, hidden, industry)
+        key_pad = torch.cat((torch.zeros_like(pad[:, :1]), pad), dim=1)
+        h = self.encoder(h, src_key_padding_mask=key_pad)[:, 1:]
+        u = torch.cat((h, sinusoidal(rel_q, self.d).to(h.dtype)), dim=-1)
+        mu = self.mu_head(u).squeeze(-1)
+        logvar = self.logvar_head(u).squeeze(-1).clamp(LOGVAR_MIN, LOGVAR_MAX)
+        return mu, logvar
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Trainable parameters."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)

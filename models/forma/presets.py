@@ -1,0 +1,121 @@
+"""Forma configurations. `paper` is the canonical model of PAPER.tex (table
+"Forma canonical hyperparameters"); `small` trains on the demo panel in minutes on 2 CPU cores.
+
+Parameter accounting of `paper` (d=128, 4 layers, 4 heads, ff 512, 82 accounts, 49 industries):
+  encoder layer  = attention in-proj 3*128*128+384 (49,536) + out-proj 16,512
+                   + ff 128*512+512 (66,048) + 512*128+128 (65,664) + 2 LayerNorms 512
+                 = 198,272; x 4 layers = 793,088
+  heads          = 2 x [256*256+256 (65,792) + 256+1 (257)] = 132,098
+  embeddings     = (82 accounts + 49 industries + w_x + e_mask) x 128 = 133 x 128 = 17,024
+  total          = 942,210
+The 82-row account table is the published release's vocabulary size; this build's tuple
+view uses 79 of its rows (the 78 items and the scale pseudo-item, row = item_id), and
+rows 79-81 are reserved (never looked up; weight decay keeps them at zero drift).
+The 49 industry rows are the Fama-French 48 industries plus Unknown (ff48 = 49).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from app.errors import UserError
+
+
+@dataclass(frozen=True)
+class FormaConfig:
+    """Everything that defines a Forma run; stored inside every checkpoint."""
+
+    name: str = "paper"
+    # architecture
+    d_model: int = 128
+    n_layers: int = 4
+    n_heads: int = 4
+    d_ff: int = 512
+    dropout: float = 0.2
+    n_accounts: int = 82  # at least max item_id + 1; see module docstring
+    n_industries: int = 49
+    # optimisation
+    epochs: int = 12
+    batch_size: int = 32
+    lr: float = 1e-4
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    beta: float = 0.5
+    family: str = "gaussian"  # or "laplace"
+    # curriculum: max horizon 4, 4, 8, 12, ... capped at max_horizon
+    horizon_start: int = 4
+    horizon_step: int = 4
+    horizon_hold: int = 2  # epochs at the start horizon before the first expansion
+    max_horizon: int = 20
+    lookback: int = 12
+    # masking probabilities
+    p_mask_future_block: float = 0.5
+    p_mask_future_tuple: float = 0.95
+    p_select_instance: float = 0.1
+    p_mask_ungrouped: float = 0.05
+    # data
+    origins_per_epoch: int | None = None  # None = every origin; else a seeded subsample
+    bucket_chunk: int = 64  # batches per length-sorted chunk (bucketing window)
+    # speed switches (GPU)
+    bf16: bool = False
+    compile: bool = False
+    matmul_precision: str = "medium"
+    extra: dict = field(default_factory=dict)
+
+    def replace(self, **changes) -> FormaConfig:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> FormaConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+PRESETS: dict[str, FormaConfig] = {
+    "paper": FormaConfig(),
+    # The demo model: same architecture family, narrower and shallower; each epoch sees
+    # a seeded subsample of 3,000 origins (the demo panel has ~40-60k firm-quarters) and
+    # the curriculum runs 4, 4, 8, 12, 16, 20 over 6 epochs. Larger learning rate so
+    # the short run converges.
+    "small": FormaConfig(
+        name="small",
+        d_model=32,
+        n_layers=2,
+        n_heads=4,
+        d_ff=64,
+        dropout=0.1,
+        n_accounts=79,
+        epochs=6,
+        lr=1e-3,
+        weight_decay=0.01,
+        origins_per_epoch=3000,
+    ),
+}
+
+
+def preset(name: str, **overrides) -> FormaConfig:
+    """A named configuration, optionally with fields replaced."""
+    if name not in PRESETS:
+        raise UserError(f"Unknown Forma preset {name!r}; choose one of {sorted(PRESETS)}")
+    cfg = PRESETS[name]
+    if overrides:
+        unknown = set(overrides) - set(cfg.to_dict())
+        if unknown:
+            raise UserError(f"Unknown Forma setting(s): {sorted(unknown)}")
+        cfg = cfg.replace(**overrides)
+    if cfg.family not in ("gaussian", "laplace"):
+        raise UserError(f"Unknown family {cfg.family!r}; use gaussian or laplace")
+    return cfg
+
+
+def curriculum(cfg: FormaConfig) -> list[int]:
+    """Max queried horizon per epoch: 4, 4, 8, 12, 16, 20, 20, ... (paper schedule)."""
+    out = []
+    for epoch in range(cfg.epochs):
+        steps = max(0, epoch - (cfg.horizon_hold - 1))
+        out.append(min(cfg.max_horizon, cfg.horizon_start + cfg.horizon_step * steps))
+    return out

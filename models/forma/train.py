@@ -1,0 +1,267 @@
+"""Training: horizon curriculum, AdamW, clipping, per-epoch checkpoints, resume, DDP.
+
+`fit(store, identities, cfg, seed=..., checkpoint=...)` trains one seed on a WindowStore
+(the CLI fills it from train + val tuple windows; each origin once). Randomness is
+derived from (seed, epoch) at the start of every epoch, so a run resumed from a
+checkpoint continues exactly as the uninterrupted run would, and two runs with the same
+seed, data and thread count give the same weights. Final-epoch weights are the model.
+
+Several GPUs: `torchrun --nproc_per_node=N -m models.forma.train --windows w.arrow
+--identities ids.arrow --out seed60.pt` (files from `proforma forma export`); each rank
+takes every N-th batch of the same seeded epoch plan and DDP averages the gradients.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from app.errors import UserError
+from models.forma.batching import (
+    SPLIT_LAST_Q,
+    WindowStore,
+    bucketed_order,
+    default_account_map,
+    iter_batches,
+)
+from models.forma.losses import masked_loss
+from models.forma.masking import Identities
+from models.forma.network import Forma, count_parameters
+from models.forma.presets import FormaConfig, curriculum, preset
+
+CHECKPOINT_FORMAT = "forma-checkpoint-v1"
+
+
+@dataclass
+class FitResult:
+    checkpoint: Path | None
+    seed: int
+    epochs_run: int
+    history: list[dict] = field(default_factory=list)
+    parameters: int = 0
+
+    @property
+    def final_loss(self) -> float:
+        return self.history[-1]["loss"] if self.history else float("nan")
+
+
+def build_model(cfg: FormaConfig) -> Forma:
+    return Forma(cfg.n_accounts, cfg.n_industries, cfg.d_model, cfg.n_layers, cfg.n_heads,
+                 cfg.d_ff, cfg.dropout)
+
+
+def industry_map(cfg: FormaConfig) -> dict[int, int]:
+    """ff48 code (1..48, 49 = Unknown) -> industry embedding row."""
+    return {c: c - 1 for c in range(1, cfg.n_industries + 1)}
+
+
+def _dist() -> tuple[int, int]:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+def save_checkpoint(path: Path, payload: dict) -> None:
+    """Atomic write (temp file, then rename) so an interrupted save never corrupts."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path: Path | str, device: str | torch.device = "cpu") -> tuple[Forma, dict]:
+    """(model with the checkpoint's weights, in eval mode; the checkpoint dict)."""
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"No Forma checkpoint at {path}. Train first: `proforma train forma`.")
+    ckpt = torch.load(path, map_location=device, weights_only=False)
+    if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
+        raise UserError(f"{path} is not a Forma checkpoint")
+    cfg = FormaConfig.from_dict(ckpt["config"])
+    model = build_model(cfg)
+    model.load_state_dict(ckpt["state_dict"])
+    model.to(device).eval()
+    return model, ckpt
+
+
+def _autocast(cfg: FormaConfig, device: torch.device):
+    if cfg.bf16 and device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def fit(
+    store: WindowStore,
+    identities: Identities,
+    cfg: FormaConfig,
+    *,
+    seed: int = 60,
+    checkpoint: Path | str | None = None,
+    resume: bool = False,
+    device: str | torch.device = "cpu",
+    progress: bool = True,
+    last_q: dict[str, int] | None = None,
+    max_batches: int | None = None,
+    log: Callable[[str], None] | None = None,
+) -> FitResult:
+    """Train one seed; returns the per-epoch history. Writes `checkpoint` after every epoch."""
+    from tqdm.auto import tqdm
+
+    if len(store) == 0:
+        raise UserError("No training origins: the tuple windows are empty. Run `proforma build`.")
+    max_item = int(store.item_id.max()) if len(store.item_id) else 0
+    if max_item >= cfg.n_accounts:
+        raise UserError(
+            f"item_id {max_item} does not fit the {cfg.n_accounts}-row account table of preset "
+            f"{cfg.name!r}"
+        )
+    device = torch.device(device)
+    rank, world = _dist()
+    torch.set_float32_matmul_precision(cfg.matmul_precision)
+    torch.manual_seed(seed)
+    model = build_model(cfg).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    account_map = default_account_map(cfg.n_accounts)
+    history: list[dict] = []
+    start = 0
+    ckpt_path = Path(checkpoint) if checkpoint else None
+    if resume and ckpt_path and ckpt_path.exists():
+        _, ck = load_checkpoint(ckpt_path)
+        if FormaConfig.from_dict(ck["config"]) != cfg or ck["seed"] != seed:
+            raise UserError(f"{ckpt_path} was trained with another configuration or seed")
+        model.load_state_dict(ck["state_dict"])
+        opt.load_state_dict(ck["optimizer"])
+        start, history = int(ck["epoch"]), list(ck["history"])
+    net: nn.Module = model
+    if world > 1:
+        net = nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None
+        )
+    step_fn: nn.Module = torch.compile(net) if cfg.compile else net
+    schedule = curriculum(cfg)
+    for epoch in range(start, cfg.epochs):
+        horizon = schedule[epoch]
+        rng = np.random.default_rng([seed, epoch])
+        torch.manual_seed(seed * 1009 + epoch)
+        idx = np.arange(len(store))
+        if cfg.origins_per_epoch and cfg.origins_per_epoch < len(store):
+            idx = np.sort(rng.choice(len(store), cfg.origins_per_epoch, replace=False))
+        sub = store.take(idx) if len(idx) < len(store) else store
+        sizes = sub.size_estimates(horizon, last_q)
+        order = bucketed_order(sizes, cfg.batch_size, rng, cfg.bucket_chunk)
+        if world > 1:  # equal batch counts per rank keep the collective calls in step
+            n = len(order) // world * world
+            order = order[rank:n:world]
+        if max_batches:
+            order = order[:max_batches]
+        mask_rng = np.random.default_rng([seed, epoch, rank, 1])
+        model.train()
+        t0 = time.perf_counter()
+        total, tokens, pad_slots, slots = 0.0, 0, 0, 0
+        bar = tqdm(total=len(order), desc=f"forma seed {seed} epoch {epoch + 1}/{cfg.epochs} H={horizon}",
+                   disable=not progress or rank != 0, leave=False, unit="batch")
+        for batch in iter_batches(sub, order, horizon, account_map, rng=mask_rng,
+                                  identities=identities, cfg=cfg, last_q=last_q or SPLIT_LAST_Q,
+                                  lookback=cfg.lookback):
+            inputs = batch.inputs(device)
+            with _autocast(cfg, device):
+                mu, logvar = step_fn(*inputs)
+            loss, n = masked_loss(cfg.family, batch.target.to(device), mu, logvar,
+                                  batch.loss_mask.to(device), cfg.beta)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            opt.step()
+            total += float(loss.detach()) * n
+            tokens += n
+            pad_slots += int(batch.pad.sum())
+            slots += batch.pad.numel()
+            bar.update(1)
+            bar.set_postfix(loss=f"{total / max(tokens, 1):.4f}")
+        bar.close()
+        seconds = time.perf_counter() - t0
+        history.append({
+            "epoch": epoch + 1, "horizon": horizon, "loss": total / max(tokens, 1),
+            "tokens": tokens, "origins": int(sum(len(o) for o in order)), "batches": len(order),
+            "padding_share": pad_slots / max(slots, 1), "seconds": round(seconds, 3),
+        })
+        if log and rank == 0:
+            h = history[-1]
+            log(f"seed {seed} epoch {h['epoch']}/{cfg.epochs} H={horizon} loss {h['loss']:.4f} "
+                f"({h['origins']} origins, {seconds:.1f}s, padding {h['padding_share']:.1%})")
+        if ckpt_path and rank == 0:
+            save_checkpoint(ckpt_path, {
+                "format": CHECKPOINT_FORMAT,
+                "config": cfg.to_dict(),
+                "seed": seed,
+                "epoch": epoch + 1,
+                "complete": epoch + 1 == cfg.epochs,
+                "state_dict": model.state_dict(),
+                "optimizer": opt.state_dict(),
+                "account_map": account_map.tolist(),
+                "industry_map": industry_map(cfg),
+                "identities": identities.to_dict(),
+                "history": history,
+                "parameters": count_parameters(model),
+                "torch": torch.__version__,
+                "saved_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            })
+    return FitResult(ckpt_path, seed, cfg.epochs - start, history, count_parameters(model))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """torchrun entry point: train one seed from exported Arrow IPC files."""
+    import pyarrow as pa
+
+    ap = argparse.ArgumentParser(description="Train Forma from exported tuple windows (DDP-ready).")
+    ap.add_argument("--windows", nargs="+", required=True, help="Arrow IPC files of tuple windows")
+    ap.add_argument("--identities", required=True, help="Arrow IPC file of ref.identities")
+    ap.add_argument("--preset", default="paper")
+    ap.add_argument("--family", default="gaussian")
+    ap.add_argument("--seed", type=int, default=60)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--bf16", action="store_true")
+    ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--origins-per-epoch", type=int, default=None)
+    args = ap.parse_args(argv)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1:
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        torch.distributed.init_process_group(backend)
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device(f"cuda:{local}" if torch.cuda.is_available() else "cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    batches = []
+    for f in args.windows:
+        with pa.memory_map(f) as src:
+            batches.extend(pa.ipc.open_file(src).read_all().to_batches())
+    store = WindowStore.from_batches(batches)
+    with pa.memory_map(args.identities) as src:
+        ids = Identities.from_arrow(pa.ipc.open_file(src).read_all())
+    overrides = {"family": args.family, "bf16": args.bf16, "compile": args.compile}
+    if args.origins_per_epoch:
+        overrides["origins_per_epoch"] = args.origins_per_epoch
+    cfg = preset(args.preset, **overrides)
+    res = fit(store, ids, cfg, seed=args.seed, checkpoint=args.out, resume=args.resume,
+              device=device, log=print)
+    if _dist()[0] == 0:
+        print(f"done: seed {res.seed}, {res.epochs_run} epochs, final loss {res.final_loss:.4f}, "
+              f"{res.parameters:,} parameters -> {res.checkpoint}")
+    if world > 1:
+        torch.distributed.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
