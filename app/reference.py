@@ -7,6 +7,7 @@ Loading is idempotent and recorded with a checksum in ref.loaded.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 from pathlib import Path
 
@@ -79,4 +80,17 @@ def raw_item_columns(wh: Warehouse) -> list[str]:
             "SELECT coalesce(ytd_source, item) FROM ref.items "
             "WHERE statement IN ('BS', 'IS', 'CF') ORDER BY item_id"
         )
+    ]
+
+
+def raw_item_columns_from_file(folder: Path = REFERENCE_DIR) -> list[str]:
+    """The same columns as `raw_item_columns`, read from items.csv (no warehouse needed).
+
+    Sources use this to project their pulls: the 52 balance-sheet and income-statement
+    items as reported and the YTD source column (`*y`) of each of the 20 cash-flow items.
+    """
+    with (folder / "items.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    return [
+        (r["ytd_source"] or r["item"]) for r in rows if r["statement"] in ("BS", "IS", "CF")
     ]

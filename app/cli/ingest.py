@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
-from app.cli.common import summary, writer
+from app.cli.common import console, summary, writer
 from app.sources import ingest
 from app.sources.base import Source
 
@@ -15,6 +18,79 @@ def run_ingest(source: Source) -> None:
     with writer() as wh:
         result = ingest(wh, source)
     summary(result.line())
+
+
+@ingest_app.command("wrds")
+def ingest_wrds(
+    user: Annotated[str, typer.Option("--user", help="Your WRDS user name (password from ~/.pgpass).")],
+    start: Annotated[int, typer.Option("--start", help="First calendar year of datadate.")] = 1970,
+    end: Annotated[int, typer.Option("--end", help="Last calendar year of datadate.")] = 2024,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option("--cache-dir", help="Where yearly chunks are cached (default: PROFORMA_CACHE_DIR)."),
+    ] = None,
+) -> None:
+    """Pull comp.fundq, comp.co_industry and crsp.ccmxpf_lnkhist from WRDS into raw.*.
+
+    Makes AT MOST ONE login attempt and never retries: WRDS deactivates accounts
+    after repeated failed two-factor attempts. If the login fails, fix the cause
+    (~/.pgpass, Duo approval) and run the command once more by hand, never in a loop.
+    Chunks (one per year) are cached on disk, so an interrupted pull resumes.
+    """
+    from app.sources.wrds import WrdsSource
+
+    source = WrdsSource(user, start_year=start, end_year=end, cache_dir=cache_dir)
+    # Fail fast if another process holds the warehouse, before a long pull and a Duo push.
+    with writer():
+        pass
+    todo = source.missing()
+    total = len(source.chunks())
+    console.print(
+        f"WRDS pull {start}-{end}: {total - len(todo)} of {total} chunks cached, "
+        f"{len(todo)} to fetch" + (" (one login)" if todo else " (no login needed)"),
+        highlight=False,
+    )
+    source.pull()  # outside the warehouse: it is not held open during the download
+    run_ingest(source)
+
+
+@ingest_app.command("parquet")
+def ingest_parquet(
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="Compustat-shaped raw panel parquet (gvkey, datadate, fyearq, fqtr, the "
+            "items, sich, naicsh, permno)."
+        ),
+    ],
+    industry: Annotated[
+        Path | None,
+        typer.Option(
+            "--industry",
+            help="Parquet of comp.co_industry rows (gvkey, datadate, sich, naicsh); "
+            "default: the panel's own sich/naicsh.",
+        ),
+    ] = None,
+    links: Annotated[
+        Path | None,
+        typer.Option(
+            "--links",
+            help="Parquet of crsp.ccmxpf_lnkhist rows (gvkey, lpermno, linktype, linkprim, "
+            "linkdt, linkenddt); default: derived from the panel's permno.",
+        ),
+    ] = None,
+) -> None:
+    """Load a raw panel parquet file into raw.* after validating it (nothing is written on error)."""
+    from app.sources.parquet import ParquetSource
+
+    source = ParquetSource(path, industry=industry, links=links)
+    try:
+        source.validate()  # before opening the warehouse: a bad file costs nothing
+        for note in source.notes:
+            console.print(f"note: {note}", highlight=False)
+        run_ingest(source)
+    finally:
+        source.close()
 
 
 def register(app: typer.Typer) -> None:

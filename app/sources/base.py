@@ -9,6 +9,7 @@ raw schema, leaves the previous raw tables untouched.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import time
 from abc import ABC, abstractmethod
@@ -45,9 +46,11 @@ class IngestSummary:
 
     def line(self) -> str:
         counts = ", ".join(f"{n} {r:,}" for n, r in self.rows.items())
+        # The recorded checksum starts with table names and counts; show a digest of it.
+        short = hashlib.sha256(self.checksum.encode()).hexdigest()[:12]
         return (
             f"ingest {self.ingest_id} from {self.source}: {counts} rows "
-            f"in {self.seconds:.1f}s (checksum {self.checksum[:12]})"
+            f"in {self.seconds:.1f}s (checksum {short})"
         )
 
 
