@@ -177,10 +177,11 @@ class Warehouse:
         for key, value in (params or {}).items():
             if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
                 raise UserError(f"Not a parameter name: {key!r}")
+            # Quoted: names such as `limit` or `end` are keywords.
             if value is None:
-                self.execute(f"RESET VARIABLE {key}")
+                self.execute(f'RESET VARIABLE "{key}"')
             else:
-                self.execute(f"SET VARIABLE {key} = ?", [_sql_value(value)])
+                self.execute(f'SET VARIABLE "{key}" = ?', [_sql_value(value)])
 
     def run_step(
         self,
@@ -190,8 +191,9 @@ class Warehouse:
     ) -> None:
         """Run a sql/ file (all its statements) with parameters."""
         f = step if isinstance(step, SqlFile) else sql_file(step)
+        sql = f.render(identifiers)  # identifiers are checked before anything runs
         self.set_params(params)
-        self.execute(f.render(identifiers))
+        self.execute(sql)
 
     def query_step(
         self,
@@ -201,8 +203,9 @@ class Warehouse:
     ) -> pa.Table:
         """Run a sql/ file whose last statement is a query; return that query's rows."""
         f = step if isinstance(step, SqlFile) else sql_file(step)
+        sql = f.render(identifiers)
         self.set_params(params)
-        statements = self.con.extract_statements(f.render(identifiers))
+        statements = self.con.extract_statements(sql)
         if not statements:
             raise UserError(f"{f.path.name} holds no statement")
         for s in statements[:-1]:

@@ -1,0 +1,106 @@
+"""Migrations: fresh apply, idempotent re-run, edits detected, failures rolled back."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app.errors import MigrationError
+from app.migrations import MIGRATIONS_DIR, discover, migrate, status
+from app.settings import Settings
+from app.warehouse import Warehouse, connect
+
+
+@pytest.fixture
+def bare(settings: Settings) -> Warehouse:
+    w = connect(settings)
+    yield w
+    w.close()
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    dst = tmp_path / "migrations"
+    shutil.copytree(MIGRATIONS_DIR, dst)
+    return dst
+
+
+def test_fresh_apply_then_idempotent(bare: Warehouse, folder: Path) -> None:
+    applied = migrate(bare, folder)
+    assert [m.version for m in applied] == [m.version for m in discover(folder)]
+    assert bare.table_exists("raw.fundq") and bare.table_exists("ref.items")
+    assert bare.scalar("SELECT qlabel(qord(DATE '2001-12-31'))") == "2001Q4"
+    recorded = bare.fetchall("SELECT version, checksum FROM schema_migrations ORDER BY 1")
+    assert [v for v, _ in recorded] == [m.version for m in applied]
+    assert all(len(c) == 64 for _, c in recorded)
+
+    assert migrate(bare, folder) == []
+    assert {s.status for s in status(bare, folder)} == {"applied"}
+    assert bare.scalar("SELECT count(*) FROM schema_migrations") == len(applied)
+
+
+def test_edited_migration_is_an_error(bare: Warehouse, folder: Path) -> None:
+    migrate(bare, folder)
+    path = folder / "V0003__quarter_macros.sql"
+    path.write_text(path.read_text().replace("year(d) * 4", "year(d) * 5"))
+    states = {s.version: s.status for s in status(bare, folder)}
+    assert states[3] == "edited"
+    with pytest.raises(MigrationError, match=r"V0003__quarter_macros \(edited\)"):
+        migrate(bare, folder)
+
+
+def test_whitespace_comment_and_case_edits_are_not_edits(bare: Warehouse, folder: Path) -> None:
+    migrate(bare, folder)
+    path = folder / "V0003__quarter_macros.sql"
+    text = path.read_text()
+    edited = "-- a new comment line\n/* and a block */\n" + text.replace(
+        "CREATE MACRO", "create   macro"
+    ).replace(" AS ", "\n    AS ")
+    assert edited != text
+    path.write_text(edited)
+    assert {s.status for s in status(bare, folder)} == {"applied"}
+    assert migrate(bare, folder) == []
+
+
+def test_failing_migration_leaves_nothing(bare: Warehouse, folder: Path) -> None:
+    migrate(bare, folder)
+    bad = folder / "V0004__half_done.sql"
+    bad.write_text(
+        "CREATE TABLE raw.made_first (x INTEGER);\n"
+        "INSERT INTO raw.made_first VALUES (1);\n"
+        "CREATE TABLE raw.fundq (x INTEGER);  -- exists already: fails\n"
+    )
+    with pytest.raises(MigrationError, match="V0004__half_done.sql failed and was rolled back"):
+        migrate(bare, folder)
+    assert not bare.table_exists("raw.made_first")
+    assert bare.scalar("SELECT count(*) FROM schema_migrations WHERE version = 4") == 0
+    assert [s.status for s in status(bare, folder) if s.version == 4] == ["pending"]
+    # The connection is usable afterwards and a fixed file applies.
+    bad.write_text("CREATE TABLE raw.made_first (x INTEGER);\n")
+    assert [m.version for m in migrate(bare, folder)] == [4]
+    assert bare.table_exists("raw.made_first")
+
+
+def test_missing_applied_migration_is_an_error(bare: Warehouse, folder: Path) -> None:
+    migrate(bare, folder)
+    (folder / "V0003__quarter_macros.sql").unlink()
+    with pytest.raises(MigrationError, match=r"V0003__quarter_macros \(missing\)"):
+        migrate(bare, folder)
+
+
+@pytest.mark.parametrize("name", ["V4__short.sql", "V0004-dash.sql", "V0004__Upper.sql", "0004__x.sql"])
+def test_bad_file_names(bare: Warehouse, folder: Path, name: str) -> None:
+    (folder / name).write_text("SELECT 1;")
+    with pytest.raises(MigrationError, match="V0001__lower_snake_name.sql"):
+        migrate(bare, folder)
+    assert not bare.table_exists("raw.fundq")  # nothing applied before the check
+
+
+def test_duplicate_versions(bare: Warehouse, folder: Path) -> None:
+    (folder / "V0004__one.sql").write_text("CREATE TABLE a (x INTEGER);")
+    (folder / "V0004__two.sql").write_text("CREATE TABLE b (x INTEGER);")
+    with pytest.raises(MigrationError, match=r"share version\(s\) \[4\]"):
+        migrate(bare, folder)
+    assert not bare.table_exists("raw.fundq")
