@@ -1,0 +1,499 @@
+"""`proforma train forma`, `proforma predict forma`, `proforma scenario`, `proforma forma ...`.
+
+This layer opens the warehouse, hands the model Arrow readers (app.views.tuple_windows)
+and writes what the model returns (app.scoring.ingest_forecasts); models/forma never
+touches the database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import itertools
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import pyarrow as pa
+import typer
+from rich.table import Table
+
+from app.cli.common import console, summary, writer
+from app.errors import UserError
+from app.settings import get_settings
+from app.warehouse import Warehouse, connect
+
+forma_app = typer.Typer(help="Forma, the tuple-set transformer: export, oracle experiment, info.",
+                        no_args_is_help=True)
+
+PRESET_OPT = typer.Option("small", "--preset", help="paper (942,210 parameters) or small (demo).")
+FAMILY_OPT = typer.Option("gaussian", "--family", help="gaussian (R2/CRPS track) or laplace (MAE track).")
+SEEDS_OPT = typer.Option("60-64", "--seeds", help="Seeds: a range 60-64 or a list 60,61.")
+DEVICE_OPT = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N.")
+
+
+# -- helpers -------------------------------------------------------------------------
+def shared_group(app: typer.Typer, name: str, help: str) -> typer.Typer:
+    """The sub-command group `name`, created once and shared by every module using it."""
+    for info in app.registered_groups:
+        if info.name == name and info.typer_instance is not None:
+            return info.typer_instance
+    group = typer.Typer(help=help, no_args_is_help=True)
+    app.add_typer(group, name=name)
+    return group
+
+
+def parse_seeds(text: str) -> list[int]:
+    """'60-64' -> [60..64]; '60,62' -> [60, 62]."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        m = re.fullmatch(r"(\d+)-(\d+)", part)
+        if m:
+            a, b = int(m.group(1)), int(m.group(2))
+            if b < a:
+                raise UserError(f"Seed range {part!r} runs backwards")
+            seeds.extend(range(a, b + 1))
+        elif part.isdigit():
+            seeds.append(int(part))
+        else:
+            raise UserError(f"Not a seed list: {text!r} (use 60-64 or 60,61)")
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise UserError(f"Seeds must be distinct and non-empty: {text!r}")
+    return seeds
+
+
+def parse_quarter(text: str) -> int:
+    """'2015Q4' -> quarter ordinal year*4 + quarter - 1."""
+    m = re.fullmatch(r"(\d{4})\s*[Qq]([1-4])", text.strip())
+    if not m:
+        raise UserError(f"Not a quarter: {text!r} (use e.g. 2015Q4)")
+    return int(m.group(1)) * 4 + int(m.group(2)) - 1
+
+
+def qlabel(q: int) -> str:
+    return f"{q // 4}Q{q % 4 + 1}"
+
+
+def resolve_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise UserError("--device cuda asked for, but PyTorch sees no CUDA device")
+    return device
+
+
+def run_dir(preset: str, family: str) -> Path:
+    return get_settings().models_dir / "forma" / f"{preset}-{family}"
+
+
+def checkpoint_path(preset: str, family: str, seed: int) -> Path:
+    return run_dir(preset, family) / f"seed{seed}.pt"
+
+
+def _views():
+    try:
+        from app import views
+    except ImportError as exc:
+        raise UserError("app.views is missing: the panel build (issue 'build') is not installed") from exc
+    return views
+
+
+def tuple_reader(wh: Warehouse, split: str, batch_size: int = 2048, future: bool = True,
+                 **filters) -> pa.RecordBatchReader:
+    """app.views.tuple_windows, passing firm/origin filters when the view supports them."""
+    fn = _views().tuple_windows
+    accepted = inspect.signature(fn).parameters
+    kwargs = {k: v for k, v in filters.items() if k in accepted}
+    reader = fn(wh, split, batch_size, future=future, **kwargs)
+    rest = {k: v for k, v in filters.items() if k not in accepted}
+    if not rest:
+        return reader
+    return pa.RecordBatchReader.from_batches(reader.schema, _filtered(reader, rest))
+
+
+def _filtered(reader: pa.RecordBatchReader, filters: dict) -> Iterator[pa.RecordBatch]:
+    import pyarrow.compute as pc
+
+    for batch in reader:
+        mask = None
+        for col, val in filters.items():
+            m = pc.equal(batch.column(col), pa.scalar(val, batch.schema.field(col).type))
+            mask = m if mask is None else pc.and_(mask, m)
+        out = batch.filter(mask)
+        if out.num_rows:
+            yield out
+
+
+def identities_table(wh: Warehouse) -> pa.Table:
+    return wh.arrow("SELECT identity, item_id, sign FROM ref.identities ORDER BY identity, item_id")
+
+
+def read_only() -> Warehouse:
+    return connect(read_only=get_settings().warehouse.exists())
+
+
+def _require_panel(wh: Warehouse) -> None:
+    if not wh.table_exists("panel.origins"):
+        raise UserError("The panel is not built. Run `proforma build` first.")
+
+
+def load_store(wh: Warehouse, splits: list[str], future: bool, **filters):
+    from models.forma.batching import WindowStore
+
+    _require_panel(wh)
+    readers = [tuple_reader(wh, s, future=future, **filters) for s in splits]
+    return WindowStore.from_batches(itertools.chain.from_iterable(readers))
+
+
+def load_models(preset: str, family: str, seeds: list[int], device: str):
+    from models.forma.train import load_checkpoint
+
+    models, ckpts = [], []
+    for s in seeds:
+        path = checkpoint_path(preset, family, s)
+        model, ck = load_checkpoint(path, device)
+        if not ck.get("complete"):
+            raise UserError(f"{path} stopped after epoch {ck['epoch']}; finish it with "
+                            f"`proforma train forma --preset {preset} --seeds {s} --resume`")
+        models.append(model)
+        ckpts.append((path, ck))
+    return models, ckpts
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+# -- train ---------------------------------------------------------------------------
+def train_forma(
+    preset: str = PRESET_OPT,
+    seeds: str = SEEDS_OPT,
+    family: str = FAMILY_OPT,
+    resume: bool = typer.Option(False, "--resume", help="Continue unfinished checkpoints."),
+    device: str = DEVICE_OPT,
+    bf16: bool = typer.Option(False, "--bf16", help="bf16 autocast (CUDA only)."),
+    compile: bool = typer.Option(False, "--compile", help="torch.compile the network."),
+    origins_per_epoch: int = typer.Option(0, "--origins-per-epoch",
+                                          help="Seeded subsample of origins per epoch (0 = preset)."),
+    epochs: int = typer.Option(0, "--epochs", help="Override the preset's epochs (0 = preset)."),
+) -> None:
+    """Train Forma on train + validation tuple windows (each origin once), one checkpoint per seed."""
+    from models.forma.masking import Identities
+    from models.forma.presets import preset as get_preset
+    from models.forma.train import fit
+
+    overrides: dict = {"family": family, "bf16": bf16, "compile": compile}
+    if origins_per_epoch:
+        overrides["origins_per_epoch"] = origins_per_epoch
+    if epochs:
+        overrides["epochs"] = epochs
+    cfg = get_preset(preset, **overrides)
+    seed_list = parse_seeds(seeds)
+    dev = resolve_device(device)
+    t0 = time.perf_counter()
+    with read_only() as wh:
+        store = load_store(wh, ["train", "val"], future=True)
+        ids = Identities.from_arrow(identities_table(wh))
+    console.print(f"forma: {len(store):,} train+val origins, {len(store.rel_q):,} tuples; "
+                  f"preset {cfg.name}, {cfg.epochs} epochs, family {cfg.family}, device {dev}")
+    losses = []
+    for s in seed_list:
+        path = checkpoint_path(preset, family, s)
+        if path.exists() and not resume:
+            raise UserError(f"{path} exists; pass --resume to continue it or delete it to retrain")
+        res = fit(store, ids, cfg, seed=s, checkpoint=path, resume=resume, device=dev,
+                  log=console.print)
+        losses.append(res.final_loss)
+        console.print(f"seed {s}: {res.parameters:,} parameters, final loss {res.final_loss:.4f} -> {path}")
+    summary(f"trained Forma {cfg.name}/{family} seeds {seeds} on {len(store):,} origins in "
+            f"{time.perf_counter() - t0:.0f}s; final losses "
+            + ", ".join(f"{v:.3f}" for v in losses))
+
+
+# -- predict -------------------------------------------------------------------------
+def predict_forma(
+    preset: str = PRESET_OPT,
+    seeds: str = SEEDS_OPT,
+    family: str = FAMILY_OPT,
+    split: str = typer.Option("test", "--split", help="Origins to forecast: test, val or train."),
+    name: str = typer.Option("", "--name", help="Submission name (default forma-<preset>-<family>)."),
+    device: str = DEVICE_OPT,
+    batch_size: int = typer.Option(64, "--batch-size", help="Origins per forward pass."),
+    score: bool = typer.Option(True, "--score/--no-score", help="Score the forecasts right away."),
+) -> None:
+    """Forecast every origin of a split (all future hidden, one pass), write the seeds as
+    mixture components through the common forecast path, and score them."""
+    from models.forma.predict import predict
+
+    seed_list = parse_seeds(seeds)
+    dev = resolve_device(device)
+    models, ckpts = load_models(preset, family, seed_list, dev)
+    name = name or f"forma-{preset}-{family}"
+    t0 = time.perf_counter()
+    try:
+        from app import scoring
+    except ImportError as exc:
+        raise UserError("app.scoring is missing: scoring (issue 'scoring') is not installed") from exc
+    with writer() as wh:
+        store = load_store(wh, [split], future=False)
+        if not len(store):
+            raise UserError(f"No {split} origins in the panel")
+        metadata = {
+            "model": "forma", "preset": preset, "family": family, "split": split,
+            "seeds": seed_list, "components": {str(k): s for k, s in enumerate(seed_list)},
+            "parameters": int(ckpts[0][1]["parameters"]),
+            "checkpoints": {str(s): _sha(p) for s, (p, _) in zip(seed_list, ckpts)},
+            "config": ckpts[0][1]["config"],
+        }
+        batches = predict(models, store, batch_size=batch_size, device=dev, progress=True)
+        sub_id = scoring.ingest_forecasts(wh, name, batches, family=family, source="model",
+                                          metadata=metadata)
+        scored = ""
+        if score and hasattr(scoring, "score"):
+            result = scoring.score(wh, sub_id)
+            scored = f"; scored ({result})" if result is not None else "; scored"
+    summary(f"Forma {preset}/{family} x{len(seed_list)} seeds forecast {len(store):,} {split} "
+            f"origins in {time.perf_counter() - t0:.0f}s -> submission {sub_id} '{name}'{scored}")
+
+
+# -- scenario ------------------------------------------------------------------------
+_PIN = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:@\s*(\d+)(?:\s*-\s*(\d+))?)?\s*=\s*(\S+)\s*$")
+
+
+def parse_pins(specs: list[str]) -> list[tuple[str, list[int] | None, str, float]]:
+    """'revtq=120' (every horizon), 'revtq@1=120', 'revtq@1-4=std:0.5', comma-separated ok.
+    Returns (item, horizons or None for all, 'usd'|'std', value)."""
+    out = []
+    for spec in specs:
+        for part in spec.split(","):
+            if not part.strip():
+                continue
+            m = _PIN.match(part)
+            if not m:
+                raise UserError(f"Not a pin: {part!r} (use revtq=1200, revtq@1=1200 or revtq@1-4=std:0.5)")
+            item, a, b, raw = m.groups()
+            hz = None if a is None else list(range(int(a), int(b or a) + 1))
+            if hz is not None and (min(hz) < 1 or max(hz) > 20):
+                raise UserError(f"Pin horizons must lie in 1..20: {part!r}")
+            unit = "usd"
+            if raw.lower().startswith("std:"):
+                unit, raw = "std", raw[4:]
+            try:
+                value = float(raw)
+            except ValueError:
+                raise UserError(f"Pin value is not a number: {part!r}") from None
+            if not np.isfinite(value):
+                raise UserError(f"Pin value must be finite: {part!r}")
+            out.append((item.lower(), hz, unit, value))
+    return out
+
+
+def scenario_command(
+    firm: str = typer.Option(..., "--firm", help="gvkey of the firm (e.g. 001690)."),
+    origin: str = typer.Option(..., "--origin", help="Forecast origin quarter, e.g. 2015Q4."),
+    pin: Annotated[list[str] | None, typer.Option(
+        "--pin", help="Pinned future values: revtq=1200 (dollars, all horizons), revtq@1=1200, "
+        "revtq@1-4=std:0.5 (standardized). Repeatable.")] = None,
+    preset: str = PRESET_OPT,
+    seeds: str = SEEDS_OPT,
+    family: str = FAMILY_OPT,
+    horizons: str = typer.Option("1,4,8,12,20", "--horizons", help="Horizons shown in the table."),
+    level: int = typer.Option(80, "--level", help="Central interval shown: 50, 80, 90 or 95."),
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Write the full conditional forecast as parquet.")] = None,
+    device: str = DEVICE_OPT,
+) -> None:
+    """Conditional statement forecast: pin future values, forecast the rest, in dollars with
+    intervals and the identity check."""
+    import pyarrow.parquet as pq
+
+    from models.forma.scenario import OriginParams, conditional_forecast, identity_check, to_dollars
+
+    if level not in (50, 80, 90, 95):
+        raise UserError("--level must be 50, 80, 90 or 95")
+    shown = [int(h) for h in horizons.split(",") if h.strip()]
+    oq = parse_quarter(origin)
+    pins_spec = parse_pins(pin or [])
+    seed_list = parse_seeds(seeds)
+    dev = resolve_device(device)
+    models, _ = load_models(preset, family, seed_list, dev)
+    with read_only() as wh:
+        _require_panel(wh)
+        row = wh.fetchone(
+            "SELECT o.firm_id, o.split, o.z FROM panel.origins o JOIN panel.firms f USING (firm_id) "
+            "WHERE f.gvkey = ? AND o.origin_q = ?", [firm.strip().zfill(6), oq])
+        if row is None:
+            raise UserError(f"No origin {qlabel(oq)} for firm {firm!r} in the panel")
+        firm_id, split, z = row
+        store = load_store(wh, [split], future=False, firm_id=firm_id, origin_q=oq)
+        items = dict(wh.fetchall("SELECT item, item_id FROM ref.items"))
+        names = {v: k for k, v in items.items()}
+        k = dict(wh.fetchall("SELECT item_id, k FROM panel.item_k"))
+        par = wh.fetchall("SELECT item_id, mu, sigma FROM panel.origin_params WHERE q = ?", [oq])
+        ident = identities_table(wh)
+    i = store.find(firm_id, oq)
+    if i < 0:
+        raise UserError(f"The tuple view holds no window for firm {firm} at {qlabel(oq)}")
+    params = OriginParams(z=float(z), k={int(a): float(b) for a, b in k.items()},
+                          mu={int(a): float(b) for a, b, _ in par},
+                          sigma={int(a): float(c) for a, _, c in par})
+    pins: dict[tuple[int, int], float] = {}
+    for item, hz, unit, value in pins_spec:
+        if item not in items or items[item] == 0:
+            raise UserError(f"Unknown item {item!r} in --pin")
+        iid = items[item]
+        for h in hz or range(1, 21):
+            if unit == "std":
+                pins[(iid, h)] = float(np.clip(value, -6, 6))
+            else:
+                if iid not in params.k or iid not in params.mu:
+                    raise UserError(f"No standardization parameters for {item} at {qlabel(oq)}")
+                pins[(iid, h)] = params.to_std(iid, value)
+    table = conditional_forecast(models, store, i, pins, device=dev, family=family)
+    table = to_dollars(table, params)
+    check = identity_check(table, ident.column("identity").to_pylist(),
+                           ident.column("item_id").to_pylist(), ident.column("sign").to_pylist())
+    table = table.append_column("item", pa.array([names.get(int(v), "?") for v in table.column("item_id").to_numpy()]))
+    # the table: one row per item, chosen horizons, "point [lo, hi]" in dollars
+    tag = f"{level:02d}"
+    view = Table(title=f"{firm} {qlabel(oq)}: conditional forecast, dollars "
+                 f"(point [{level}% interval]; * pinned)")
+    view.add_column("item")
+    for h in shown:
+        view.add_column(f"h={h}", justify="right")
+    cells = {(int(a), int(b)): (float(p), float(lo), float(hi), bool(pn)) for a, b, p, lo, hi, pn in zip(
+        table.column("item_id").to_numpy(), table.column("horizon").to_numpy(),
+        table.column("point_usd").to_numpy(zero_copy_only=False),
+        table.column(f"lo_{tag}_usd").to_numpy(zero_copy_only=False),
+        table.column(f"hi_{tag}_usd").to_numpy(zero_copy_only=False),
+        table.column("pinned").to_numpy(zero_copy_only=False))}
+    for iid in sorted({a for a, _ in cells}):
+        row_cells = []
+        for h in shown:
+            c = cells.get((iid, h))
+            if c is None:
+                row_cells.append("")
+            elif c[3]:
+                row_cells.append(f"{c[0]:,.1f}*")
+            else:
+                row_cells.append(f"{c[0]:,.1f} [{c[1]:,.1f}, {c[2]:,.1f}]")
+        view.add_row(names.get(iid, str(iid)), *row_cells)
+    console.print(view)
+    viol = check.column("violation").to_numpy() if check.num_rows else np.zeros(0)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, out)
+    med = f"median identity violation {np.median(viol):.1%} over {len(viol)} (identity, horizon) pairs" \
+        if len(viol) else "no identity fully forecast"
+    summary(f"scenario {firm} {qlabel(oq)}: {len(pins)} pinned cell(s), "
+            f"{int((~table.column('pinned').to_numpy(zero_copy_only=False)).sum())} forecast; {med}"
+            + (f"; written to {out}" if out else ""))
+
+
+# -- forma group: oracle experiment, export, info --------------------------------------
+@forma_app.command("oracle-experiment")
+def oracle_experiment(
+    preset: str = PRESET_OPT,
+    seeds: str = SEEDS_OPT,
+    family: str = FAMILY_OPT,
+    item: str = typer.Option("revtq", "--item", help="Item whose realized path is pinned."),
+    origins: int = typer.Option(768, "--origins", help="Test origins sampled (0 = all)."),
+    sample_seed: int = typer.Option(0, "--sample-seed", help="Seed of the origin sample."),
+    out: Annotated[Path | None, typer.Option("--out", help="Write the summary table as parquet.")] = None,
+    device: str = DEVICE_OPT,
+) -> None:
+    """Pin the realized path of --item on test origins and report the change in MAE and
+    change-space R2 of the other cells vs. the unconditional forecast, by horizon and statement."""
+    import pyarrow.parquet as pq
+
+    from models.forma.scenario import oracle_cells, oracle_summary
+
+    seed_list = parse_seeds(seeds)
+    dev = resolve_device(device)
+    models, _ = load_models(preset, family, seed_list, dev)
+    with read_only() as wh:
+        store = load_store(wh, ["test"], future=True)
+        item_id = wh.scalar("SELECT item_id FROM ref.items WHERE item = ? AND item_id > 0", [item])
+        stmt = dict(wh.fetchall(
+            "SELECT i.item_id, CASE WHEN i.statement IN ('BS', 'IS', 'CF') THEN i.statement "
+            "ELSE coalesce(min(d.statement), i.statement) END "
+            "FROM ref.items i LEFT JOIN ref.identities d USING (item_id) GROUP BY i.item_id, i.statement"))
+    if item_id is None:
+        raise UserError(f"Unknown item {item!r}")
+    if not len(store):
+        raise UserError("No test origins in the panel")
+    if origins and origins < len(store):
+        pick = np.sort(np.random.default_rng(sample_seed).choice(len(store), origins, replace=False))
+        store = store.take(pick)
+    cells = oracle_cells(models, store, int(item_id), device=dev, progress=True)
+    if not len(cells["actual"]):
+        raise UserError(f"No sampled origin has a realized {item} path")
+    table = oracle_summary(cells, stmt)
+    view = Table(title=f"Oracle experiment: pin the realized {item} path ({len(seed_list)}-seed mixture)")
+    for c in ("group", "key", "cells", "mae_uncond", "mae_cond", "d_mae", "r2_uncond", "r2_cond", "d_r2"):
+        view.add_column(c, justify="right")
+    for r in table.to_pylist():
+        view.add_row(r["group"], r["key"], f"{r['cells']:,}", *(f"{r[c]:.4f}" for c in
+                     ("mae_uncond", "mae_cond", "d_mae", "r2_uncond", "r2_cond", "d_r2")))
+    console.print(view)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, out)
+    top = table.to_pylist()[0]
+    summary(f"oracle {item}: {len(store):,} origins, {top['cells']:,} non-pinned cells; MAE "
+            f"{top['mae_uncond']:.3f} -> {top['mae_cond']:.3f}, R2 {top['r2_uncond']:.1%} -> "
+            f"{top['r2_cond']:.1%}" + (f"; written to {out}" if out else ""))
+
+
+@forma_app.command("export")
+def export_windows(
+    folder: Annotated[Path, typer.Argument(help="Folder for the Arrow IPC files.")],
+    splits: str = typer.Option("train,val", "--splits", help="Splits to export."),
+) -> None:
+    """Write tuple windows and identities as Arrow IPC files for `torchrun -m models.forma.train`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = 0
+    with read_only() as wh:
+        _require_panel(wh)
+        for s in [p.strip() for p in splits.split(",") if p.strip()]:
+            reader = tuple_reader(wh, s, future=True)
+            with pa.OSFile(str(folder / f"windows_{s}.arrow"), "wb") as f, \
+                    pa.ipc.new_file(f, reader.schema) as w:
+                for b in reader:
+                    w.write_batch(b)
+                    rows += b.num_rows
+        ids = identities_table(wh)
+        with pa.OSFile(str(folder / "identities.arrow"), "wb") as f, pa.ipc.new_file(f, ids.schema) as w:
+            w.write_table(ids)
+    summary(f"exported {rows:,} origin windows to {folder}; train with: torchrun --nproc_per_node=N "
+            f"-m models.forma.train --windows {folder}/windows_*.arrow --identities "
+            f"{folder}/identities.arrow --out seed60.pt")
+
+
+@forma_app.command("info")
+def info(preset: str = PRESET_OPT) -> None:
+    """Show a preset's configuration and trainable parameter count."""
+    from models.forma.network import count_parameters
+    from models.forma.presets import preset as get_preset
+    from models.forma.train import build_model
+
+    cfg = get_preset(preset)
+    n = count_parameters(build_model(cfg))
+    for k, v in cfg.to_dict().items():
+        console.print(f"{k:>22}: {v}")
+    summary(f"preset {preset}: {n:,} trainable parameters")
+
+
+def register(app: typer.Typer) -> None:
+    train_group = shared_group(app, "train", "Train a forecaster on the panel.")
+    train_group.command("forma")(train_forma)
+    predict_group = shared_group(app, "predict", "Forecast with a trained model and score it.")
+    predict_group.command("forma")(predict_forma)
+    app.command("scenario")(scenario_command)
+    app.add_typer(forma_app, name="forma")

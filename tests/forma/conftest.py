@@ -1,0 +1,55 @@
+"""Hand-made tuple windows in the contract's Arrow schema (docs/contracts.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from models.forma.masking import Identities
+
+WINDOW_SCHEMA = pa.schema([
+    ("firm_id", pa.int32()), ("origin_q", pa.int32()), ("split", pa.string()),
+    ("ff48", pa.int16()), ("rel_q", pa.list_(pa.int8())), ("item_id", pa.list_(pa.int16())),
+    ("x", pa.list_(pa.float32())),
+])
+
+# A toy statement: items 1 + 2 = 3 (identity A), 3 - 4 = 5 (identity B); item 6 ungrouped.
+TOY_IDENTITIES = Identities.from_arrays(
+    ["A", "A", "A", "B", "B", "B"], [1, 2, 3, 3, 4, 5]
+)
+
+
+def make_windows(n_origins: int = 48, seed: int = 0, *, items=(1, 2, 3, 4, 5, 6),
+                 split: str = "train", origin_q0: int = 7900, future: bool = True,
+                 drop_future: float = 0.2) -> pa.RecordBatch:
+    """Origins with a persistent, learnable dynamic: x_{t+q} = a_item * rho^q + noise."""
+    rng = np.random.default_rng(seed)
+    rows = {k: [] for k in WINDOW_SCHEMA.names}
+    for o in range(n_origins):
+        level = rng.normal(size=len(items))
+        rq, it, xv = [], [], []
+        for q in range(-11, 21 if future else 1):
+            if q >= 1 and rng.random() < drop_future:
+                continue
+            for j, item in enumerate(items):
+                if q <= 0 and rng.random() < 0.1 and q != 0:
+                    continue
+                rq.append(q)
+                it.append(item)
+                xv.append(float(level[j] * 0.9 ** abs(q) + 0.1 * rng.normal()))
+            if q == 0:
+                rq.append(0), it.append(0), xv.append(float(rng.normal()))
+        rows["firm_id"].append(o // 4 + 1)
+        rows["origin_q"].append(origin_q0 + o % 4)
+        rows["split"].append(split)
+        rows["ff48"].append(int(rng.integers(1, 50)))
+        rows["rel_q"].append(rq)
+        rows["item_id"].append(it)
+        rows["x"].append(xv)
+    return pa.RecordBatch.from_pydict(rows, schema=WINDOW_SCHEMA)
+
+
+@pytest.fixture
+def toy_ids() -> Identities:
+    return TOY_IDENTITIES

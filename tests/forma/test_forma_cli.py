@@ -1,0 +1,44 @@
+"""The Forma CLI layer: argument parsing and clear errors before any work."""
+
+from __future__ import annotations
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from app.cli.forma import parse_pins, parse_quarter, parse_seeds, register, shared_group
+from app.errors import UserError
+
+
+def test_parse_seeds_quarters_and_pins():
+    assert parse_seeds("60-64") == [60, 61, 62, 63, 64]
+    assert parse_seeds("60, 62") == [60, 62]
+    for bad in ("64-60", "a", "60,60", ""):
+        with pytest.raises(UserError):
+            parse_seeds(bad)
+    assert parse_quarter("2015Q4") == 2015 * 4 + 3 and parse_quarter("2001q1") == 8004
+    with pytest.raises(UserError):
+        parse_quarter("2015-12")
+    pins = parse_pins(["revtq=1200.5", "revtq@1=3,revtq@2-4=std:0.5"])
+    assert pins == [("revtq", None, "usd", 1200.5), ("revtq", [1], "usd", 3.0),
+                    ("revtq", [2, 3, 4], "std", 0.5)]
+    for bad in ("revtq", "revtq@0=1", "revtq@21=1", "revtq=abc", "revtq=nan"):
+        with pytest.raises(UserError):
+            parse_pins([bad])
+
+
+def test_commands_register_and_share_groups(settings):
+    app = typer.Typer()
+    other = shared_group(app, "train", "shared")
+    register(app)
+    assert shared_group(app, "train", "x") is other  # one `train` group for every model
+    runner = CliRunner()
+    for args in (["train", "forma", "--help"], ["predict", "forma", "--help"],
+                 ["scenario", "--help"], ["forma", "oracle-experiment", "--help"]):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["forma", "info", "--preset", "paper"])
+    assert res.exit_code == 0 and "942,210" in res.output
+    # no checkpoint yet: one clear error, nothing written
+    res = runner.invoke(app, ["predict", "forma", "--seeds", "60"])
+    assert isinstance(res.exception, UserError) and "Train first" in str(res.exception)
