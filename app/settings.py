@@ -30,6 +30,8 @@ class Settings(BaseSettings):
     query_max_rows: int = 10_000
     query_timeout_s: float = 5.0
     query_memory_limit: str = "512MB"
+    # Aggregates over fewer cells than this stay out of the public snapshot.
+    public_min_cells: int = 30
 
 
 @lru_cache(maxsize=1)

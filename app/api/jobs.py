@@ -1,0 +1,299 @@
+"""The upload job queue: validation and scoring in a background thread, persisted.
+
+Every upload becomes a `service.jobs` row (status `queued`) before the HTTP response
+goes out; one worker thread takes jobs in order on its own warehouse cursor
+(ARCHITECTURE.md, "One writer") and moves them through `validating` (the scoring
+layer's `ingest_parquet`, one transaction) and `scoring` (`score` on every footprint)
+to `done` or `failed`, keeping the validation report. The uploaded file stays on disk
+until the job ends.
+
+Killing the server at any point loses nothing: on start, unfinished jobs are taken up
+again. A job that was `validating` first looks for a submission already ingested for it
+(the ingest records `service_job_id` in its metadata, in the same transaction), so a
+kill between ingest and status update never ingests twice; a `scoring` job re-scores
+(each score run is its own transaction). A job interrupted `MAX_ATTEMPTS` times fails
+cleanly with that reason instead of looping.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import logging
+import queue
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from app.errors import UserError, ValidationError
+from app.settings import Settings
+from app.warehouse import Warehouse
+
+log = logging.getLogger("proforma.jobs")
+
+MAX_ATTEMPTS = 3
+UNFINISHED = ("queued", "validating", "scoring")
+_STOP = object()
+
+JOB_COLUMNS = (
+    "job_id", "user_id", "model_name", "family", "df", "metadata", "upload_path",
+    "upload_bytes", "upload_sha256", "status", "message", "report", "submission_id",
+    "score_runs", "attempts", "created_at", "started_at", "finished_at",
+)
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+@dataclass(frozen=True)
+class NewJob:
+    user_id: int
+    model_name: str
+    family: str
+    df: float | None
+    metadata: dict[str, Any]
+    upload_path: Path
+    upload_bytes: int
+    upload_sha256: str
+
+
+def _decode(row: tuple) -> dict[str, Any]:
+    job = dict(zip(JOB_COLUMNS, row, strict=True))
+    for key in ("metadata", "report", "score_runs"):
+        if isinstance(job[key], str):
+            job[key] = json.loads(job[key])
+    return job
+
+
+def get_job(wh: Warehouse, job_id: int) -> dict[str, Any] | None:
+    row = wh.fetchone(f"SELECT {', '.join(JOB_COLUMNS)} FROM service.jobs WHERE job_id = ?", [job_id])
+    return _decode(row) if row else None
+
+
+def list_jobs(wh: Warehouse, *, user_id: int | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    where = "WHERE user_id = ?" if user_id is not None else ""
+    params: list[Any] = [user_id] if user_id is not None else []
+    rows = wh.fetchall(
+        f"SELECT {', '.join(JOB_COLUMNS)} FROM service.jobs {where} ORDER BY job_id DESC LIMIT {int(limit)}",
+        params,
+    )
+    return [_decode(r) for r in rows]
+
+
+class Scorer:
+    """The scoring layer as the queue uses it (app.scoring; replaceable in tests)."""
+
+    def ingest_parquet(self, wh: Warehouse, path: Path, name: str, **kw: Any) -> int:
+        from app import scoring
+
+        return scoring.ingest_parquet(wh, path, name, **kw)
+
+    def score(self, wh: Warehouse, footprint: str) -> int:
+        from app import scoring
+
+        return scoring.score(wh, footprint=footprint)
+
+    def footprints(self, wh: Warehouse) -> list[str]:
+        """Names of the footprints every new submission is scored on."""
+        if not wh.table_exists("eval.footprints"):
+            return []
+        return [r[0] for r in wh.fetchall("SELECT DISTINCT name FROM eval.footprints ORDER BY name")]
+
+    def submission_for_job(self, wh: Warehouse, job_id: int) -> int | None:
+        """A submission an earlier, interrupted attempt of this job already ingested."""
+        if not wh.table_exists("eval.submissions"):
+            return None
+        return wh.scalar(
+            "SELECT max(submission_id) FROM eval.submissions "
+            "WHERE json_extract_string(metadata, '$.service_job_id') = ?",
+            [str(job_id)],
+        )
+
+    def warnings(self, wh: Warehouse, submission_id: int) -> list[Any]:
+        if not wh.table_exists("eval.submissions"):
+            return []
+        raw = wh.scalar("SELECT warnings FROM eval.submissions WHERE submission_id = ?", [submission_id])
+        value = json.loads(raw) if isinstance(raw, str) else raw
+        if value is None:
+            return []
+        return value if isinstance(value, list) else [value]
+
+
+class JobQueue:
+    """One worker thread over a persistent queue of upload jobs."""
+
+    def __init__(
+        self,
+        wh: Warehouse,
+        settings: Settings,
+        *,
+        scorer: Scorer | None = None,
+        after_scoring: Callable[[Warehouse], Any] | None = None,
+    ):
+        self.wh = wh
+        self.settings = settings
+        self.scorer = scorer or Scorer()
+        self.after_scoring = after_scoring
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._cursor: Warehouse | None = None
+        self._stopping = threading.Event()
+        self.current: int | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+    def start(self) -> list[int]:
+        """Take up unfinished jobs (oldest first) and start the worker; returns their ids."""
+        resumed = self.recover()
+        self._cursor = self.wh.cursor()
+        self._thread = threading.Thread(target=self._run, name="proforma-jobs", daemon=True)
+        self._thread.start()
+        return resumed
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the worker; a job in flight is interrupted and resumes on the next start."""
+        self._stopping.set()
+        self._queue.put(_STOP)
+        if self._cursor is not None and self.current is not None:
+            with contextlib.suppress(Exception):
+                self._cursor.con.interrupt()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        if self._cursor is not None:
+            with contextlib.suppress(Exception):
+                self._cursor.close()
+
+    def recover(self) -> list[int]:
+        resumed = []
+        for job_id, status, attempts, path in self.wh.fetchall(
+            "SELECT job_id, status, attempts, upload_path FROM service.jobs "
+            "WHERE status IN ('queued', 'validating', 'scoring') ORDER BY job_id"
+        ):
+            if attempts >= MAX_ATTEMPTS:
+                self._finish(
+                    self.wh, job_id, "failed",
+                    message=(
+                        f"The server stopped {attempts} times while this job was {status}; "
+                        f"it is not retried again. Upload the file once more."
+                    ),
+                )
+                continue
+            if status != "scoring" and not Path(path).exists():
+                self._finish(
+                    self.wh, job_id, "failed",
+                    message="The uploaded file was lost before validation; upload it again.",
+                )
+                continue
+            resumed.append(job_id)
+            self._queue.put(job_id)
+        if resumed:
+            log.info("resuming %d unfinished job(s): %s", len(resumed), resumed)
+        return resumed
+
+    def pending(self) -> int:
+        return self._queue.qsize() + (1 if self.current is not None else 0)
+
+    # -- submitting ------------------------------------------------------------------
+    def submit(self, wh: Warehouse, job: NewJob) -> int:
+        """Record a queued job (committed before this returns) and hand it to the worker."""
+        job_id = wh.scalar(
+            """
+            INSERT INTO service.jobs (user_id, model_name, family, df, metadata, upload_path,
+                upload_bytes, upload_sha256, status, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)
+            RETURNING job_id
+            """,
+            [
+                job.user_id, job.model_name, job.family, job.df, json.dumps(job.metadata),
+                str(job.upload_path), job.upload_bytes, job.upload_sha256, _now(),
+            ],
+        )
+        self._queue.put(int(job_id))
+        return int(job_id)
+
+    # -- the worker ------------------------------------------------------------------
+    def _run(self) -> None:
+        assert self._cursor is not None
+        while not self._stopping.is_set():
+            item = self._queue.get()
+            if item is _STOP:
+                break
+            self.current = item
+            try:
+                self._process(self._cursor, item)
+            except Exception:  # noqa: BLE001 - the worker must survive any job
+                log.error("job %s crashed the worker step:\n%s", item, traceback.format_exc())
+            finally:
+                self.current = None
+
+    def _set(self, wh: Warehouse, job_id: int, **values: Any) -> None:
+        cols = ", ".join(f"{k} = ?" for k in values)
+        params = [json.dumps(v) if k in ("report", "score_runs") and v is not None else v
+                  for k, v in values.items()]
+        wh.execute(f"UPDATE service.jobs SET {cols} WHERE job_id = ?", [*params, job_id])
+
+    def _finish(self, wh: Warehouse, job_id: int, status: str, **values: Any) -> None:
+        self._set(wh, job_id, status=status, finished_at=_now(), **values)
+        job = get_job(wh, job_id)
+        if job is not None:
+            with contextlib.suppress(OSError):
+                Path(job["upload_path"]).unlink(missing_ok=True)
+
+    def _process(self, wh: Warehouse, job_id: int) -> None:
+        job = get_job(wh, job_id)
+        if job is None or job["status"] not in UNFINISHED:
+            return
+        self._set(wh, job_id, attempts=job["attempts"] + 1, started_at=job["started_at"] or _now())
+        try:
+            submission_id = job["submission_id"]
+            if job["status"] in ("queued", "validating"):
+                self._set(wh, job_id, status="validating")
+                submission_id = self.scorer.submission_for_job(wh, job_id)
+                if submission_id is None:
+                    metadata = {**job["metadata"], "service_job_id": job_id}
+                    try:
+                        submission_id = self.scorer.ingest_parquet(
+                            wh, Path(job["upload_path"]), job["model_name"],
+                            family=job["family"], df=job["df"], metadata=metadata,
+                        )
+                    except ValidationError as exc:
+                        self._finish(
+                            wh, job_id, "failed", message=str(exc),
+                            report={"valid": False, "problems": exc.problems, "warnings": []},
+                        )
+                        return
+                warnings = self.scorer.warnings(wh, submission_id)
+                self._set(
+                    wh, job_id, status="scoring", submission_id=submission_id,
+                    report={"valid": True, "problems": [], "warnings": warnings},
+                )
+            runs: dict[str, int] = {}
+            for footprint in self.scorer.footprints(wh):
+                runs[footprint] = int(self.scorer.score(wh, footprint))
+                self._set(wh, job_id, score_runs=runs)
+            if self.after_scoring is not None:
+                self.after_scoring(wh)
+            self._finish(
+                wh, job_id, "done", score_runs=runs,
+                message=f"Scored on {len(runs)} footprint(s): {', '.join(runs) or 'none defined'}.",
+            )
+        except duckdb.InterruptException:
+            if self._stopping.is_set():
+                log.info("job %s interrupted by shutdown; it resumes on the next start", job_id)
+                return
+            self._finish(wh, job_id, "failed", message="The job was interrupted.")
+        except UserError as exc:
+            self._finish(wh, job_id, "failed", message=str(exc))
+        except Exception as exc:  # noqa: BLE001 - reported on the job, logged in full
+            log.error("job %s failed:\n%s", job_id, traceback.format_exc())
+            self._finish(
+                wh, job_id, "failed",
+                message=f"Internal error while processing the job ({type(exc).__name__}); "
+                f"the operator's log has the details.",
+            )

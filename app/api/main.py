@@ -1,0 +1,133 @@
+"""The FastAPI application: `create_app(settings)`.
+
+The process that runs it is the warehouse's one writer (ARCHITECTURE.md): the lifespan
+opens the warehouse read-write, applies migrations, publishes the public snapshot and
+starts the job queue (which takes up unfinished jobs). Requests get a cursor each. Every
+error a client can cause comes back as JSON `{"detail": "...", "problems": [...]}`
+with a specific 4xx status; the OpenAPI schema is at /api/v1/openapi.json and a
+readable, CDN-free reference at /api/docs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app import __version__
+from app.api.jobs import JobQueue, Scorer
+from app.api.routers import footprints, health, jobs, leaderboards, query, submissions, users
+from app.api.snapshot import publish
+from app.errors import UserError, ValidationError, WarehouseLocked
+from app.settings import Settings, get_settings
+from app.warehouse import connect
+from app.web import STATIC_DIR
+from app.web import pages as web_pages
+
+log = logging.getLogger("proforma.api")
+API_PREFIX = "/api/v1"
+
+
+def _status_for(exc: UserError) -> int:
+    if isinstance(exc, ValidationError):
+        return 422
+    if isinstance(exc, WarehouseLocked):
+        return 503
+    return int(getattr(exc, "status_code", 400))
+
+
+def _error_body(message: str, problems: list[Any] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"detail": message}
+    if problems:
+        body["problems"] = problems
+    return body
+
+
+def _describe_validation(exc: RequestValidationError) -> tuple[str, list[dict[str, Any]]]:
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "request"
+        problems.append({"field": where, "problem": err.get("msg", "invalid")})
+    first = problems[0] if problems else {"field": "request", "problem": "invalid"}
+    return f"Invalid {first['field']}: {first['problem']}.", problems
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    scorer: Scorer | None = None,
+    start_jobs: bool = True,
+) -> FastAPI:
+    """The service over the warehouse in `settings` (default: the environment's)."""
+    settings = settings or get_settings()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        from app.cli.common import prepare
+
+        wh = connect(settings)
+        try:
+            prepare(wh)
+            app.state.wh = wh
+            published = publish(wh, settings)
+            log.info(published.line())
+            queue = JobQueue(wh, settings, scorer=scorer, after_scoring=lambda w: publish(w, settings))
+            app.state.jobs = queue
+            if start_jobs:
+                queue.start()
+            yield
+        finally:
+            if getattr(app.state, "jobs", None) is not None:
+                app.state.jobs.stop()
+            wh.close()
+
+    app = FastAPI(
+        title="ProForma-20Q benchmark service",
+        version=__version__,
+        description=(
+            "Upload long-horizon financial-statement forecasts (parquet), follow their "
+            "validation and scoring, read leaderboards by footprint and track, and query "
+            "the public snapshot of aggregate scores with read-only SQL."
+        ),
+        lifespan=lifespan,
+        openapi_url=f"{API_PREFIX}/openapi.json",
+        docs_url=None,  # Swagger UI loads from a CDN; /api/docs renders the schema locally
+        redoc_url=None,
+    )
+    app.state.settings = settings
+
+    @app.exception_handler(UserError)
+    async def user_error(request: Request, exc: UserError) -> JSONResponse:
+        status = _status_for(exc)
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        return JSONResponse(
+            _error_body(str(exc), getattr(exc, "problems", None)), status_code=status, headers=headers
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def request_invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        message, problems = _describe_validation(exc)
+        return JSONResponse(_error_body(message, problems), status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        detail = exc.detail
+        if exc.status_code == 404 and detail == "Not Found":
+            detail = f"No route {request.method} {request.url.path}; see {API_PREFIX}/openapi.json."
+        elif exc.status_code == 405:
+            detail = f"{request.method} is not allowed on {request.url.path}."
+        return JSONResponse(_error_body(str(detail)), status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
+    for module in (health, users, submissions, jobs, leaderboards, footprints, query):
+        app.include_router(module.router, prefix=API_PREFIX)
+    app.include_router(web_pages.router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    return app

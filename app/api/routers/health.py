@@ -1,0 +1,36 @@
+"""GET /api/v1/health: liveness plus versions (used by the compose healthcheck)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from app import __version__
+from app.api.deps import JobsDep, SettingsDep, WarehouseDep
+from app.api.snapshot import last_published
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/health", summary="Service health, versions and queue depth")
+def health(wh: WarehouseDep, jobs: JobsDep, settings: SettingsDep) -> dict[str, Any]:
+    """`ok` when the warehouse answers; also the schema version, the queue and the snapshot."""
+    migration = wh.scalar("SELECT max(version) FROM schema_migrations")
+    snapshot = last_published(wh)
+    return {
+        "status": "ok",
+        "version": __version__,
+        "schema_version": migration,
+        "jobs_pending": jobs.pending(),
+        "snapshot": {
+            "published_at": snapshot["published_at"] if snapshot else None,
+            "tables": len(snapshot["tables"]) if snapshot else 0,
+        },
+        "limits": {
+            "upload_max_bytes": settings.upload_max_bytes,
+            "uploads_per_day": settings.uploads_per_day,
+            "query_max_rows": settings.query_max_rows,
+            "query_timeout_s": settings.query_timeout_s,
+        },
+    }

@@ -1,0 +1,44 @@
+"""Upload jobs: status (queued, validating, scoring, done, failed) and validation report."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from app.api.deps import CurrentUser, WarehouseDep
+from app.api.errors import Forbidden, NotFound
+from app.api.formats import clean
+from app.api.jobs import get_job, list_jobs
+
+router = APIRouter(prefix="/jobs", tags=["jobs"])
+
+_PUBLIC = ("job_id", "model_name", "family", "df", "status", "message", "report", "submission_id",
+           "score_runs", "attempts", "upload_bytes", "upload_sha256", "created_at", "started_at",
+           "finished_at")
+
+
+def _view(job: dict[str, Any]) -> dict[str, Any]:
+    out = {k: job[k] for k in _PUBLIC}
+    out["metadata"] = job["metadata"]
+    if job["submission_id"] is not None:
+        out["submission_url"] = f"/api/v1/submissions/{job['submission_id']}"
+    return clean(out)
+
+
+@router.get("", summary="The caller's jobs, newest first (admins: everyone's)")
+def my_jobs(
+    user: CurrentUser, wh: WarehouseDep, limit: Annotated[int, Query(ge=1, le=500)] = 50
+) -> list[dict[str, Any]]:
+    jobs = list_jobs(wh, user_id=None if user.is_admin else user.user_id, limit=limit)
+    return [_view(j) for j in jobs]
+
+
+@router.get("/{job_id}", summary="One job's status and validation report (owner or admin)")
+def job_status(job_id: int, user: CurrentUser, wh: WarehouseDep) -> dict[str, Any]:
+    job = get_job(wh, job_id)
+    if job is None:
+        raise NotFound(f"No job {job_id}.")
+    if job["user_id"] != user.user_id and not user.is_admin:
+        raise Forbidden(f"Job {job_id} belongs to another user.")
+    return _view(job)

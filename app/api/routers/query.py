@@ -1,0 +1,76 @@
+"""Read-only SQL over the public snapshot (aggregates, scores, footprint membership)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import pyarrow as pa
+from fastapi import APIRouter, Query
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+from pydantic import BaseModel, Field
+
+from app.api.deps import SettingsDep
+from app.api.formats import Format, FormatQuery, clean, csv_bytes
+from app.api.sqlguard import QueryResult, SnapshotMissing, run_query, snapshot_schema
+from app.settings import Settings
+
+router = APIRouter(prefix="/query", tags=["query"])
+
+
+class QueryBody(BaseModel):
+    sql: str = Field(description="One SELECT over the public tables (GET /api/v1/query/tables)")
+    format: Format = Format.json
+
+
+def _run(sql: str, settings: Settings) -> QueryResult:
+    return run_query(
+        sql,
+        settings.public_snapshot,
+        max_rows=settings.query_max_rows,
+        timeout_s=settings.query_timeout_s,
+        memory_limit=settings.query_memory_limit,
+    )
+
+
+def _respond(result: QueryResult, fmt: Format) -> Response | dict[str, Any]:
+    if fmt == Format.csv:
+        table = pa.Table.from_pylist(
+            [dict(zip(result.columns, r, strict=True)) for r in result.rows]
+        ) if result.rows else pa.table({c: pa.array([], pa.string()) for c in result.columns})
+        headers = {"Content-Disposition": 'attachment; filename="query.csv"',
+                   "X-Truncated": str(result.truncated).lower()}
+        return Response(csv_bytes(table), media_type="text/csv", headers=headers)
+    return clean({
+        "columns": result.columns,
+        "types": result.types,
+        "rows": result.rows,
+        "row_count": len(result.rows),
+        "truncated": result.truncated,
+        "elapsed_ms": round(result.elapsed_ms, 1),
+        "tables": list(result.tables),
+    })
+
+
+@router.post("", summary="Run one SELECT on the public snapshot")
+async def query_post(body: QueryBody, settings: SettingsDep) -> Any:
+    """Guarded by a sqlglot allow-list, then by DuckDB (read-only, no external access),
+    with a row limit (`truncated` tells) and a time limit (408)."""
+    return _respond(await run_in_threadpool(_run, body.sql, settings), body.format)
+
+
+@router.get("", summary="Run one SELECT on the public snapshot (query string)")
+async def query_get(
+    settings: SettingsDep,
+    sql: Annotated[str, Query(description="One SELECT over the public tables")],
+    format: FormatQuery = Format.json,
+) -> Any:
+    return _respond(await run_in_threadpool(_run, sql, settings), format)
+
+
+@router.get("/tables", summary="The public tables and their columns")
+def tables(settings: SettingsDep) -> dict[str, Any]:
+    schema = snapshot_schema(settings.public_snapshot)
+    if not schema:
+        raise SnapshotMissing("No public snapshot is published yet.")
+    return {"tables": {t: [{"name": c, "type": ty} for c, ty in cols.items()] for t, cols in schema.items()}}

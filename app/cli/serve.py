@@ -1,0 +1,101 @@
+"""`proforma serve` (the API and the leaderboard pages) and `proforma users ...`."""
+
+from __future__ import annotations
+
+import logging
+
+import typer
+from rich.table import Table
+
+from app.cli.common import console, summary, writer
+
+users_app = typer.Typer(help="Users and API tokens of the service.", no_args_is_help=True)
+
+
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Interface to listen on (0.0.0.0 inside a container)."),
+    port: int = typer.Option(8000, help="TCP port."),
+    log_level: str = typer.Option("info", help="uvicorn log level."),
+) -> None:
+    """Serve the API and leaderboard pages. Applies migrations first; runs ONE worker,
+    because the server is the warehouse's only writer (stop it before `proforma build`)."""
+    import uvicorn
+
+    from app.api.main import create_app
+    from app.settings import get_settings
+
+    with writer() as wh:  # migrations and reference data, then release the file
+        version = wh.scalar("SELECT max(version) FROM schema_migrations")
+    settings = get_settings()
+    logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    console.print(
+        f"[bold]ProForma-20Q[/] serving {settings.warehouse} (schema V{version:04d}) at "
+        f"[link]http://{shown}:{port}[/link]  (API: http://{shown}:{port}/api/docs)",
+        highlight=False,
+    )
+    uvicorn.run(create_app(settings), host=host, port=port, workers=1, log_level=log_level)
+    summary(f"server on {host}:{port} stopped")
+
+
+@users_app.command("add")
+def users_add(
+    name: str = typer.Argument(..., help="User name: letters, digits, '_', '.', '-'."),
+    admin: bool = typer.Option(False, "--admin", help="May manage users and footprints."),
+    daily_limit: int | None = typer.Option(None, help="Uploads per UTC day (default: server setting)."),
+) -> None:
+    """Create a user and print its API token ONCE (only a salted digest is stored)."""
+    from app.api.auth import add_user
+
+    with writer() as wh:
+        user, token = add_user(wh, name, admin=admin, daily_limit=daily_limit)
+    console.print(f"token for {user.name}: [bold]{token}[/]", highlight=False, soft_wrap=True)
+    console.print("[yellow]Store it now: it is not shown again.[/]")
+    summary(f"user {user.name!r} created{' (admin)' if user.is_admin else ''}")
+
+
+@users_app.command("token")
+def users_token(name: str = typer.Argument(..., help="An existing user.")) -> None:
+    """Issue another token for a user and print it once."""
+    from app.api.auth import get_user, new_token
+    from app.errors import UserError
+
+    with writer() as wh:
+        user = get_user(wh, name)
+        if user is None:
+            raise UserError(f"No user {name!r}; create it with `proforma users add {name}`.")
+        token = new_token(wh, user)
+    console.print(f"token for {user.name}: [bold]{token}[/]", highlight=False, soft_wrap=True)
+    summary(f"new token issued for {user.name!r}")
+
+
+@users_app.command("revoke")
+def users_revoke(name: str = typer.Argument(..., help="An existing user.")) -> None:
+    """Revoke all of a user's tokens."""
+    from app.api.auth import revoke_tokens
+
+    with writer() as wh:
+        n = revoke_tokens(wh, name)
+    summary(f"{n} token(s) of {name!r} revoked")
+
+
+@users_app.command("list")
+def users_list() -> None:
+    """List users, roles, limits and active token counts."""
+    from app.api.auth import list_users
+
+    with writer() as wh:
+        users = list_users(wh)
+    table = Table(title="users")
+    for col in ("name", "admin", "daily limit", "active tokens", "created"):
+        table.add_column(col)
+    for u in users:
+        table.add_row(u["name"], "yes" if u["is_admin"] else "", str(u["daily_limit"] or "default"),
+                      str(u["active_tokens"]), f"{u['created_at']:%Y-%m-%d %H:%M}")
+    console.print(table)
+    summary(f"{len(users)} user(s)")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)
+    app.add_typer(users_app, name="users")

@@ -1,0 +1,201 @@
+"""The HTML pages: leaderboard, submission, upload form, SQL console, API reference.
+
+Pages render on the server from the same functions the JSON API uses (app.scoring's
+leaderboard, the eval.* aggregate tables, the public snapshot's schema); charts are drawn
+in the browser by app/web/static/charts.js from JSON embedded in the page.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+from fastapi.templating import Jinja2Templates
+
+from app import __version__
+from app.api.deps import SettingsDep, WarehouseDep
+from app.api.errors import NotFound
+from app.api.formats import clean
+from app.api.routers.leaderboards import TRACKS, footprint_names, latest_run, leaderboard_table
+from app.api.routers.submissions import submission_record, submission_scores
+from app.api.sqlguard import snapshot_schema
+from app.api.uploads import human_bytes
+from app.warehouse import Warehouse
+from app.web import TEMPLATES_DIR
+
+router = APIRouter(include_in_schema=False)
+templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
+
+_HIDDEN = {"submission_id", "score_run_id", "footprint", "footprint_id", "track", "level", "by",
+           "horizon", "item", "item_id", "statement"}
+_LABELS = {"r2": "R²", "mse": "MSE", "mae": "MAE", "nll": "NLL", "crps": "CRPS", "z2": "z²",
+           "n": "cells", "model": "model", "name": "model"}
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "–"
+        return f"{value:,.1f}" if abs(value) >= 1000 else f"{value:.4f}"
+    return str(value)
+
+
+templates.env.globals["fmt"] = fmt
+
+
+def _render(request: Request, name: str, page: str, **context: Any) -> HTMLResponse:
+    return templates.TemplateResponse(request, name, {"page": page, "version": __version__, **context})
+
+
+def _columns(table_columns: list[str], types: dict[str, str]) -> list[dict[str, Any]]:
+    cols = []
+    names = set(table_columns)
+    for c in table_columns:
+        if c in _HIDDEN or c.endswith(("_mark", "_p")) or c.startswith("dm_"):
+            continue
+        col: dict[str, Any] = {"name": "model" if c == "name" else c, "label": _LABELS.get(c, c),
+                               "text": types.get(c) == "string"}
+        for mark in (f"{c}_mark", "dm_mark" if c in ("r2", "mae", "crps", "nll") else ""):
+            if mark and mark in names:
+                col["mark"] = mark
+                break
+        cols.append(col)
+    return cols
+
+
+def _chart(wh: Warehouse, run: dict[str, Any], track: str) -> dict[str, Any]:
+    """Series for the charts: the track's main metric by horizon, coverage, PIT."""
+    metric = next((t for t in TRACKS if t["name"] == track), TRACKS[0])["metric"]
+    rows = wh.fetchall(
+        f"""
+        SELECT m.submission_id, s.name, m.horizon, m.{metric}
+        FROM eval.metrics m JOIN eval.submissions s USING (submission_id)
+        WHERE m.score_run_id = ? AND m.level = 'horizon'
+        ORDER BY s.name, m.horizon
+        """,
+        [run["score_run_id"]],
+    )
+    series: dict[int, dict[str, Any]] = {}
+    for sid, name, h, v in rows:
+        series.setdefault(sid, {"name": name, "points": []})["points"].append([h, v])
+    coverage = wh.fetchall(
+        """
+        SELECT m.submission_id, s.name, m.cov50, m.cov80, m.cov90, m.cov95
+        FROM eval.metrics m JOIN eval.submissions s USING (submission_id)
+        WHERE m.score_run_id = ? AND m.level = 'global' AND s.has_sigma
+        ORDER BY s.name
+        """,
+        [run["score_run_id"]],
+    )
+    pit_rows = wh.fetchall(
+        """
+        SELECT p.submission_id, s.name, list(p.share ORDER BY p.bin)
+        FROM eval.pit p JOIN eval.submissions s USING (submission_id)
+        WHERE p.score_run_id = ? GROUP BY ALL ORDER BY s.name
+        """,
+        [run["score_run_id"]],
+    )
+    return clean({
+        "metric": metric,
+        "metric_label": _LABELS.get(metric, metric),
+        "by_horizon": list(series.values()),
+        "coverage": [{"name": name, "points": [[0.5, c50], [0.8, c80], [0.9, c90], [0.95, c95]]}
+                     for _, name, c50, c80, c90, c95 in coverage],
+        "pit": [{"submission_id": sid, "name": name, "shares": shares, "index": i}
+                for i, (sid, name, shares) in enumerate(pit_rows)],
+    })
+
+
+@router.get("/", response_class=HTMLResponse)
+def leaderboard_page(
+    request: Request,
+    wh: WarehouseDep,
+    footprint: str | None = None,
+    track: str = TRACKS[0]["name"],
+) -> HTMLResponse:
+    names = footprint_names(wh)
+    if track not in {t["name"] for t in TRACKS}:
+        track = TRACKS[0]["name"]
+    if footprint not in names:
+        footprint = "full" if "full" in names else (names[0] if names else None)
+    context: dict[str, Any] = {"footprints": names, "footprint": footprint, "tracks": TRACKS,
+                               "track": track, "run": None}
+    run = latest_run(wh, footprint) if footprint else None
+    if run:
+        table = leaderboard_table(wh, footprint, track, "global")
+        types = {f.name: ("string" if str(f.type) in ("string", "large_string") else "number")
+                 for f in table.schema}
+        context.update(
+            run=run,
+            columns=_columns(table.column_names, types),
+            rows=table.to_pylist(),
+            chart=_chart(wh, run, track),
+            dm_note="Diebold–Mariano marks against the leader (quarter-clustered, Newey–West, "
+                    "HLN): * / ** / *** leader better at 10 / 5 / 1%, † this model better.",
+        )
+    return _render(request, "leaderboard.html", "leaderboard", **context)
+
+
+@router.get("/submissions/{submission_id}", response_class=HTMLResponse)
+def submission_page(request: Request, submission_id: int, wh: WarehouseDep) -> HTMLResponse:
+    record = submission_record(wh, submission_id)
+    if record is None:
+        raise NotFound(f"No submission {submission_id}.")
+    return _render(request, "submission.html", "submission", sub=record,
+                   scores=clean(submission_scores(wh, submission_id)))
+
+
+@router.get("/upload", response_class=HTMLResponse)
+def upload_page(request: Request, settings: SettingsDep) -> HTMLResponse:
+    return _render(request, "upload.html", "upload", max_size=human_bytes(settings.upload_max_bytes),
+                   per_day=settings.uploads_per_day)
+
+
+@router.get("/query", response_class=HTMLResponse)
+def query_page(request: Request, settings: SettingsDep) -> HTMLResponse:
+    schema = snapshot_schema(settings.public_snapshot)
+    return _render(request, "query.html", "query", max_rows=f"{settings.query_max_rows:,}",
+                   timeout=f"{settings.query_timeout_s:g}",
+                   tables={t: list(cols) for t, cols in schema.items()})
+
+
+@router.get("/api/docs", response_class=HTMLResponse)
+def api_docs(request: Request) -> HTMLResponse:
+    spec = request.app.openapi()
+    operations = []
+    for path, methods in spec.get("paths", {}).items():
+        for method, op in methods.items():
+            params = [
+                {"name": p["name"], "where": p["in"], "required": p.get("required", False),
+                 "type": p.get("schema", {}).get("type", p.get("schema", {}).get("anyOf", [{}])[0].get("type", "")),
+                 "description": p.get("description", "")}
+                for p in op.get("parameters", [])
+            ]
+            body = op.get("requestBody", {}).get("content", {})
+            for media, content in body.items():
+                schema = content.get("schema", {})
+                if "$ref" in schema:
+                    ref = schema["$ref"].rsplit("/", 1)[-1]
+                    schema = spec.get("components", {}).get("schemas", {}).get(ref, {})
+                for name, prop in schema.get("properties", {}).items():
+                    params.append({"name": name, "where": f"body ({media})",
+                                   "required": name in schema.get("required", []),
+                                   "type": prop.get("type", prop.get("format", "")),
+                                   "description": prop.get("description", "")})
+            operations.append({"method": method.upper(), "path": path, "summary": op.get("summary", ""),
+                               "description": op.get("description", ""), "params": params,
+                               "secured": bool(op.get("security"))})
+    return _render(request, "api_docs.html", "docs", operations=operations)
+
+
+@router.get("/favicon.ico", include_in_schema=False)
+def favicon() -> Response:
+    return Response(status_code=204)
