@@ -19,6 +19,7 @@ ValidationError naming the column and a few example rows (numbered from 1).
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,7 @@ _TIMESTAMP = re.compile(r"^TIMESTAMP")
 _GVKEY_FIX = (
     "gvkeys are 6-character strings with leading zeros ('001004'), never numbers. Fix "
     "the file, e.g. in DuckDB: COPY (SELECT * REPLACE (lpad(CAST(gvkey AS VARCHAR), 6, "
-    "'0') AS gvkey) FROM 'in.parquet') TO 'out.parquet'"
+    "'0') AS gvkey) FROM 'in.parquet') TO 'out.parquet'."
 )
 
 
@@ -62,6 +63,17 @@ def _kind(duck_type: str) -> str:
     return "other"
 
 
+def _show(value: Any) -> str:
+    """A value as a user would write it: ISO dates, quoted text, NULL."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, str):
+        return repr(value[:40])
+    return str(value)
+
+
 def _lit(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
@@ -73,7 +85,7 @@ class _File:
         self.con, self.path, self.name, self.role = con, Path(path), name, role
         if not self.path.is_file():
             what = "is a folder, not a file" if self.path.is_dir() else "does not exist"
-            raise ValidationError(f"The {role} file {self.path} {what}.")
+            raise ValidationError(f"The {role} file {self.path} {what}. Nothing was written.")
         try:
             con.execute(
                 f"CREATE OR REPLACE VIEW {name} AS "
@@ -84,29 +96,33 @@ class _File:
         except duckdb.Error as exc:
             first = str(exc).strip().splitlines()[0]
             raise ValidationError(
-                f"The {role} file {self.path} is not a readable parquet file: {first}"
+                f"The {role} file {self.path} is not a readable parquet file: {first}. "
+                f"Nothing was written."
             ) from None
         # Column names match case-insensitively, as DuckDB resolves them.
         self.types = {r[0].lower(): r[1] for r in described if r[0] != "file_row_number"}
         if self.rows == 0:
-            raise ValidationError(f"The {role} file {self.path} holds no rows.")
+            raise ValidationError(f"The {role} file {self.path} holds no rows. Nothing was written.")
 
-    def fail(self, column: str, problem: str, where: str, show: list[str], hint: str = "") -> None:
+    def fail(
+        self, column: str, problem: str, where: str, show: list[str], hint: str = "",
+        subject: str | None = None, order: str = "file_row_number",
+    ) -> None:
         """Raise one ValidationError with up to 3 example rows matching `where`."""
         n = self.con.execute(f"SELECT count(*) FROM {self.name} WHERE {where}").fetchone()[0]
-        cols = list(dict.fromkeys(c for c in [*show, column] if c in self.types))
+        cols = list(dict.fromkeys(c for c in [column, *show] if c in self.types))
         select = ", ".join(f'"{c}"' for c in cols)
         rows = self.con.execute(
             f"SELECT file_row_number + 1, {select} FROM {self.name} WHERE {where} "
-            f"ORDER BY file_row_number LIMIT 3"
+            f"ORDER BY {order} LIMIT 3"
         ).fetchall()
         examples = "; ".join(
-            f"row {r[0]}: " + ", ".join(f"{c}={v!r}" for c, v in zip(cols, r[1:], strict=True))
+            f"row {r[0]}: " + ", ".join(f"{c}={_show(v)}" for c, v in zip(cols, r[1:], strict=True))
             for r in rows
         )
         message = (
-            f"{self.path.name}: column '{column}' {problem} ({n:,} row(s), e.g. {examples})."
-            f"{' ' + hint if hint else ''} Nothing was written."
+            f"{self.path.name}: {subject or f'column {column!r}'} {problem} "
+            f"({n:,} row(s), e.g. {examples}).{' ' + hint if hint else ''} Nothing was written."
         )
         raise ValidationError(
             message,
@@ -194,8 +210,9 @@ class _File:
         ).fetchone()
         if hit:
             self.fail(
-                keys[-1], f"repeats: duplicate ({', '.join(keys)}) rows", dup, keys,
+                keys[0], "appear more than once", dup, keys,
                 "Each key must appear once; remove the duplicates.",
+                subject=f"duplicate ({', '.join(keys)}) rows", order=f"{cols}, file_row_number",
             )
 
 

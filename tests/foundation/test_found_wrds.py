@@ -1,0 +1,226 @@
+"""The WRDS source against a fake connection: projection, chunk resume, one login."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+
+import pandas as pd  # only to play the wrds client, which answers with DataFrames
+import pytest
+from typer.testing import CliRunner
+
+import app.sources.wrds as wrds_source
+from app.errors import UserError
+from app.sources import ingest
+from app.sources.wrds import FUNDQ_KEYS, WrdsSource, fundq_columns
+from app.warehouse import Warehouse
+
+FIRMS = ("001004", "001045", "012345")
+
+
+class FakeWrds:
+    """Answers raw_sql like wrds.Connection: a pandas DataFrame per query."""
+
+    def __init__(self, fail_after: int | None = None, bad_gvkey: bool = False):
+        self.queries: list[str] = []
+        self.fail_after = fail_after
+        self.bad_gvkey = bad_gvkey
+        self.closed = False
+
+    def raw_sql(self, sql: str) -> pd.DataFrame:
+        if self.fail_after is not None and len(self.queries) >= self.fail_after:
+            raise RuntimeError("server closed the connection unexpectedly\nmore detail")
+        self.queries.append(sql)
+        columns = [c.strip() for c in re.search(r"SELECT (.*?) FROM", sql).group(1).split(",")]
+        if "comp.fundq" in sql:
+            year = int(re.search(r"BETWEEN '(\d{4})-01-01'", sql).group(1))
+            rows = []
+            for f, gvkey in enumerate(FIRMS):
+                for q in range(1, 5):
+                    row = {c: float(f * 1000 + q) for c in columns}
+                    row.update(
+                        gvkey=gvkey[1:] if self.bad_gvkey else gvkey,
+                        datadate=dt.date(year, q * 3, 28),
+                        fyearq=float(year), fqtr=float(q), fyr=12.0,
+                    )
+                    row["txbcofy"] = None  # a column with no value this year (object dtype)
+                    rows.append(row)
+            frame = pd.DataFrame(rows, columns=columns)
+            return frame.astype({"gvkey": "string"})
+        if "comp.co_industry" in sql:
+            return pd.DataFrame(
+                {"gvkey": list(FIRMS), "datadate": [dt.date(1999, 12, 31)] * 3,
+                 "sich": [5080.0, 6020.0, None], "naicsh": [423.0, None, None]}
+            )[columns]
+        if "crsp.ccmxpf_lnkhist" in sql:
+            return pd.DataFrame(
+                {"gvkey": ["001004"], "lpermno": [54594.0], "linktype": ["LC"],
+                 "linkprim": ["P"], "linkdt": [pd.Timestamp("1990-01-01")],
+                 "linkenddt": [pd.NaT]}
+            )[columns]
+        raise AssertionError(f"unexpected query {sql}")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class Factory:
+    def __init__(self, *fakes: FakeWrds, error: Exception | None = None):
+        self.fakes = list(fakes)
+        self.error = error
+        self.calls: list[str] = []
+
+    def __call__(self, user: str) -> FakeWrds:
+        self.calls.append(user)
+        if self.error is not None:
+            raise self.error
+        return self.fakes.pop(0)
+
+
+def source(tmp_path: Path, factory: Factory, start: int = 2000, end: int = 2003) -> WrdsSource:
+    return WrdsSource("jdoe", start, end, cache_dir=tmp_path / "cache",
+                      connection_factory=factory, progress=False)
+
+
+def test_projection_and_filters(tmp_path: Path) -> None:
+    fake = FakeWrds()
+    src = source(tmp_path, Factory(fake))
+    assert src.pull() == 4 + 2
+    fundq = [q for q in fake.queries if "comp.fundq" in q]
+    assert len(fundq) == 4
+    for year, q in zip(range(2000, 2004), fundq, strict=True):
+        selected = [c.strip() for c in re.search(r"SELECT (.*?) FROM", q).group(1).split(",")]
+        assert selected == fundq_columns()
+        assert len(selected) == len(FUNDQ_KEYS) + 72 and "*" not in q
+        for f in ("indfmt = 'INDL'", "datafmt = 'STD'", "consol = 'C'", "popsrc = 'D'"):
+            assert f in q
+        assert f"BETWEEN '{year}-01-01' AND '{year}-12-31'" in q
+    (industry,) = [q for q in fake.queries if "co_industry" in q]
+    assert "SELECT gvkey, datadate, sich, naicsh FROM" in industry
+    assert "consol = 'C'" in industry and "popsrc = 'D'" in industry
+    (links,) = [q for q in fake.queries if "lnkhist" in q]
+    assert "linktype IN ('LU', 'LC')" in links and "linkprim IN ('P', 'C')" in links
+    assert fake.closed
+
+
+def test_interrupted_pull_resumes_from_cached_chunks(tmp_path: Path) -> None:
+    first = FakeWrds(fail_after=2)
+    src = source(tmp_path, Factory(first))
+    with pytest.raises(UserError, match=r"fundq 2002 failed after 2 of 6 chunks.*run the same"):
+        src.pull()
+    assert first.closed
+    folder = src.chunks()[0].folder
+    assert sorted(p.name for p in folder.iterdir()) == ["2000.parquet", "2001.parquet"]
+
+    second = FakeWrds()
+    factory = Factory(second)
+    src = source(tmp_path, factory)
+    assert src.pull() == 4
+    asked = [re.search(r"'(\d{4})-01-01'", q).group(1) if "fundq" in q else q.split()[-1]
+             for q in second.queries]
+    assert asked[:2] == ["2002", "2003"] and len(asked) == 4
+    assert factory.calls == ["jdoe"]
+    assert not list(tmp_path.rglob("*.tmp-*"))  # atomic writes leave nothing half-done
+
+    third = Factory()  # everything cached: no login at all
+    assert source(tmp_path, third).pull() == 0
+    assert third.calls == []
+
+
+def test_cache_key_follows_the_projection(tmp_path: Path) -> None:
+    a = source(tmp_path, Factory())
+    b = source(tmp_path, Factory())
+    b.columns = b.columns[:-1]
+    assert a.chunks()[0].folder != b.chunks()[0].folder
+    assert a.chunks()[0].folder == source(tmp_path, Factory()).chunks()[0].folder
+
+
+def test_exactly_one_login_attempt_when_login_fails(tmp_path: Path) -> None:
+    factory = Factory(error=RuntimeError("FATAL: password authentication failed\nsecret detail"))
+    src = source(tmp_path, factory)
+    with pytest.raises(UserError) as info:
+        src.tables()
+    message = str(info.value)
+    assert "one attempt" in message and "loop" in message and "\n" not in message
+    assert "secret detail" not in message
+    with pytest.raises(UserError):  # the same run never tries again
+        src.pull()
+    assert factory.calls == ["jdoe"] and src.login_attempts == 1
+    assert not (tmp_path / "cache" / "wrds").exists() or not list((tmp_path / "cache").rglob("*.parquet"))
+
+
+def test_exactly_one_login_attempt_for_a_whole_pull(tmp_path: Path) -> None:
+    factory = Factory(FakeWrds())
+    src = source(tmp_path, factory, 1995, 2004)
+    src.tables()
+    src.tables()
+    assert factory.calls == ["jdoe"] and src.login_attempts == 1
+
+
+def test_ingest_writes_raw_tables(wh: Warehouse, tmp_path: Path) -> None:
+    src = source(tmp_path, Factory(FakeWrds()))
+    result = ingest(wh, src)
+    assert result.rows == {"fundq": 4 * 12, "company_industry": 3, "ccm_link": 1}
+    row = wh.fetchone(
+        "SELECT gvkey, datadate, fyearq, fqtr, fyr, atq, txbcofy FROM raw.fundq "
+        "WHERE gvkey = '001045' AND datadate = DATE '2001-06-28'"
+    )
+    assert row == ("001045", dt.date(2001, 6, 28), 2001, 2, 12, 1002.0, None)
+    assert wh.fetchall("SELECT * FROM raw.ccm_link") == [
+        ("001004", 54594, "LC", "P", dt.date(1990, 1, 1), None)
+    ]
+    assert wh.scalar("SELECT count(*) FROM raw.company_industry WHERE sich IS NULL") == 1
+    source_name, vintage, params = wh.fetchone("SELECT source, vintage, parameters FROM raw.ingests")
+    assert source_name == "wrds" and vintage.startswith("WRDS pull 20")
+    assert '"start_year": 2000' in params and "password" not in params
+
+
+def test_bad_rows_are_rejected_and_previous_raw_tables_kept(wh: Warehouse, tmp_path: Path) -> None:
+    ingest(wh, source(tmp_path / "a", Factory(FakeWrds())))
+    before = wh.scalar("SELECT count(*) FROM raw.fundq")
+    bad = source(tmp_path / "b", Factory(FakeWrds(bad_gvkey=True)))
+    with pytest.raises(UserError, match="wrds ingest rejected, nothing was written"):
+        ingest(wh, bad)
+    assert wh.scalar("SELECT count(*) FROM raw.fundq") == before
+    assert wh.scalar("SELECT count(*) FROM raw.ingests") == 1
+
+
+def test_bad_arguments_cost_no_login(tmp_path: Path) -> None:
+    factory = Factory(FakeWrds())
+    with pytest.raises(UserError, match="after"):
+        WrdsSource("jdoe", 2005, 2000, connection_factory=factory)
+    with pytest.raises(UserError, match="Not a WRDS user name"):
+        WrdsSource("j doe; drop", connection_factory=factory)
+    assert factory.calls == []
+
+
+def test_cli_wrds_failed_login_is_one_attempt(settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.cli import app
+
+    calls: list[str] = []
+
+    def refuse(user: str) -> None:
+        calls.append(user)
+        raise RuntimeError("Duo push was not approved")
+
+    monkeypatch.setattr(wrds_source, "_login", refuse)
+    result = CliRunner().invoke(app, ["ingest", "wrds", "--user", "jdoe", "--start", "2001", "--end", "2002"])
+    assert isinstance(result.exception, UserError), result.output
+    assert "one attempt" in str(result.exception) and "Do not re-run it in a loop" in str(result.exception)
+    assert calls == ["jdoe"]
+
+
+def test_cli_wrds_pulls_and_ingests(settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.cli import app
+
+    factory = Factory(FakeWrds())
+    monkeypatch.setattr(wrds_source, "_login", factory)
+    result = CliRunner().invoke(app, ["ingest", "wrds", "--user", "jdoe", "--start", "2001", "--end", "2002"])
+    assert result.exit_code == 0, result.output
+    assert "0 of 4 chunks cached, 4 to fetch (one login)" in result.output
+    assert "done: ingest 1 from wrds: fundq 24" in result.output
+    assert factory.calls == ["jdoe"]
+    again = CliRunner().invoke(app, ["ingest", "wrds", "--user", "jdoe", "--start", "2001", "--end", "2002"])
+    assert again.exit_code == 0 and "(no login needed)" in again.output
+    assert factory.calls == ["jdoe"]
