@@ -1,0 +1,229 @@
+"""`proforma submit`, `score`, `leaderboard`, `footprint ...`, `baselines ...`, `export`."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from app.cli.common import console, summary, writer
+from app.errors import UserError, ValidationError
+
+footprint_app = typer.Typer(help="Footprints: named, versioned cell sets scores are tied to.",
+                            no_args_is_help=True)
+baselines_app = typer.Typer(help="Reference baselines computed in SQL.", no_args_is_help=True)
+
+
+def _report_problems(exc: ValidationError) -> None:
+    table = Table(title="submission problems", show_lines=False)
+    for col in ("severity", "problem", "rows", "examples"):
+        table.add_column(col, overflow="fold")
+    for p in exc.problems:
+        colour = "red" if p.get("severity", "error") == "error" else "yellow"
+        table.add_row(f"[{colour}]{p.get('severity', 'error')}[/]", p["problem"],
+                      f"{p['count']:,}", "\n".join(str(e) for e in p["examples"]))
+    console.print(table)
+
+
+def submit_command(
+    file: Annotated[Path, typer.Argument(
+        help="Parquet file: firm, target, origin, horizon, prediction[, sigma][, component]")],
+    name: Annotated[str, typer.Option("--name", help="Name on the leaderboard.")],
+    family: Annotated[str, typer.Option(
+        "--family", help="Density family of sigma: gaussian, laplace, student_t.")] = "gaussian",
+    df: Annotated[float | None, typer.Option(
+        "--df", help="Degrees of freedom (student_t).")] = None,
+    replace: Annotated[bool, typer.Option(
+        "--replace", help="Replace a submission of that name.")] = False,
+) -> None:
+    """Validate a submission file and store it (nothing is written when it is rejected)."""
+    from app.scoring import ingest_parquet
+
+    with writer() as wh:
+        try:
+            with console.status(f"checking and loading {file.name} ..."):
+                sid = ingest_parquet(wh, file, name, family=family, df=df, replace=replace)
+        except ValidationError as exc:
+            _report_problems(exc)
+            raise
+        row = wh.fetchone("SELECT rows, n_components, warnings FROM eval.submissions "
+                          "WHERE submission_id = ?", [sid])
+        warnings = json.loads(row[2] or "[]")
+        for w in warnings:
+            console.print(f"[yellow]warning:[/] {w['problem']}: {w['count']:,} rows "
+                          f"(e.g. {'; '.join(map(str, w['examples'][:2]))})")
+        summary(f"submission {sid} {name!r}: {row[0]:,} rows, {row[1]} component(s), "
+                f"{len(warnings)} warning(s); score it with `proforma score`")
+
+
+def score_command(
+    footprint: Annotated[str, typer.Option(
+        "--footprint", "-f", help="Footprint name (or name@version).")] = "full",
+    submissions: Annotated[list[str] | None, typer.Option(
+        "--submission", "-s", help="Submission name or id (repeat); default: all.")] = None,
+    no_coherence: Annotated[bool, typer.Option(
+        "--no-coherence", help="Skip the identity checks.")] = False,
+) -> None:
+    """Score submissions on a footprint's common sample (reference baselines included)."""
+    from app.scoring import run_reference_baselines, run_summary, score
+
+    with writer() as wh:
+        with console.status("reference baselines ..."):
+            run_reference_baselines(wh)
+        with console.status(f"scoring on footprint {footprint} ..."):
+            run = score(wh, footprint, submissions or None, coherence=not no_coherence)
+        info = run_summary(wh, run)
+        table = Table(title=f"coverage of {info['footprint_name']}@{info['footprint_version']}")
+        for col in ("id", "submission", "cells predicted", "coverage"):
+            table.add_column(col)
+        for c in info["coverage"]:
+            table.add_row(str(c["submission_id"]), c["name"], f"{c['predicted_cells']:,}",
+                          f"{c['coverage']:.1%}" if c["coverage"] is not None else "-")
+        console.print(table)
+        summary(f"score run {run}: {len(info['submission_ids'])} submission(s) on "
+                f"{info['n_cells']:,} common cells of {info['footprint_cells']:,} in "
+                f"{info['footprint_name']}@{info['footprint_version']} "
+                f"({info['elapsed_s']:.1f}s, scoring SQL {info['eval_sql_version']})")
+
+
+def _fmt(v: object) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else f"{v:.4f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def leaderboard_command(
+    footprint: Annotated[str, typer.Option(
+        "--footprint", "-f", help="Footprint (name[@version]).")] = "full",
+    track: Annotated[str, typer.Option(
+        "--track", help="squared | absolute | density.")] = "squared",
+    by: Annotated[str | None, typer.Option("--by", help="horizon | item | statement.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table | csv | json.")] = "table",
+    out: Annotated[Path | None, typer.Option("--out", help="Write csv/json here.")] = None,
+) -> None:
+    """Print the leaderboard of a footprint's latest score run (or export it)."""
+    from app.scoring import leaderboard, table_to_text
+    from app.scoring.leaderboard import write_text
+
+    with writer() as wh:
+        table = leaderboard(wh, footprint, track, by)
+    meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+    if fmt == "table":
+        t = Table(title=f"{track} track, {meta.get('footprint_name')}@"
+                  f"{meta.get('footprint_version')} ({int(meta.get('n_cells', 0)):,} cells)")
+        hidden = {"submission_id", "source", "family", "n_components"}
+        cols = [c for c in table.column_names if c not in hidden]
+        for c in cols:
+            t.add_column(c, justify="left" if c in ("model", "item", "statement") else "right")
+        for row in table.to_pylist():
+            t.add_row(*[_fmt(row[c]) for c in cols])
+        console.print(t)
+    elif fmt in ("csv", "json"):
+        write_text(table_to_text(table, fmt), out)
+    else:
+        raise UserError(f"Unknown format {fmt!r}: use table, csv or json")
+    summary(f"{table.num_rows} row(s) from score run {meta.get('score_run_id')} "
+            f"(build {meta.get('build_id')}, scoring SQL {meta.get('eval_sql_version')})")
+
+
+@footprint_app.command("create")
+def footprint_create(
+    name: Annotated[str, typer.Argument(help="Footprint name; re-creating adds a version.")],
+    where: Annotated[str, typer.Option(
+        "--where", help="Predicate over firm, origin, item, horizon, e.g. "
+        "\"item IN ('revtq','niq') AND horizon <= 8\".")] = "TRUE",
+    from_submissions: Annotated[list[str] | None, typer.Option(
+        "--from", help="Freeze the common sample of these submissions (repeat).")] = None,
+    n_origins: Annotated[int | None, typer.Option(
+        "--origins", help="Seeded calendar-balanced origin sample size.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the origin sample.")] = 20240101,
+    split: Annotated[str, typer.Option("--split", help="train | val | test.")] = "test",
+    description: Annotated[str | None, typer.Option("--description")] = None,
+) -> None:
+    """Create a footprint: a predicate, an origin sample, or a frozen common sample."""
+    from app.scoring import create_footprint, get_footprint
+    from app.scoring.metrics import resolve_submissions
+
+    with writer() as wh:
+        ids = resolve_submissions(wh, from_submissions) if from_submissions else None
+        with console.status(f"creating footprint {name} ..."):
+            fid = create_footprint(wh, name, predicate=where, submissions=ids,
+                                   n_origins=n_origins, seed=seed, split=split,
+                                   description=description)
+        fp = get_footprint(wh, name)
+        summary(f"footprint {name}@{fp['version']} (id {fid}, {fp['kind']}): "
+                f"{fp['n_cells']:,} scoreable cells")
+
+
+@footprint_app.command("list")
+def footprint_list() -> None:
+    """List footprints and their versions."""
+    from app.scoring import ensure_standard_footprints, list_footprints
+
+    with writer() as wh:
+        if wh.table_exists("panel.truth"):
+            ensure_standard_footprints(wh)
+        rows = list_footprints(wh).to_pylist()
+    t = Table(title="footprints")
+    for c in ("name", "version", "kind", "cells", "predicate", "description"):
+        t.add_column(c, overflow="fold")
+    for r in rows:
+        t.add_row(r["name"], str(r["version"]), r["kind"], _fmt(r["n_cells"]),
+                  r["predicate"][:60], r["description"] or "")
+    console.print(t)
+    summary(f"{len(rows)} footprint version(s)")
+
+
+@baselines_app.command("reference")
+def baselines_reference(
+    force: Annotated[bool, typer.Option(
+        "--force", help="Recompute even if current.")] = False,
+) -> None:
+    """Make the seasonal random walk and fade / AR(1) forecasts (SQL) for the current build."""
+    from app.scoring import run_reference_baselines
+
+    with writer() as wh:
+        with console.status("reference baselines ..."):
+            ids = run_reference_baselines(wh, force=force)
+        rows = wh.fetchall("SELECT submission_id, name, rows FROM eval.submissions "
+                           "WHERE list_contains(?, submission_id) ORDER BY 1", [ids])
+    for sid, name, n in rows:
+        console.print(f"{sid}: {name} ({n:,} rows)")
+    summary(f"{len(rows)} reference baseline(s) current")
+
+
+def export_command(
+    table: Annotated[str, typer.Argument(
+        help="metrics | quarter_losses | dm_tests | pit | coverage | score_runs | coherence "
+        "| submissions | footprints")],
+    run: Annotated[int | None, typer.Option("--run", help="Only this score run's rows.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="csv | json.")] = "csv",
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="File to write (default stdout).")] = None,
+) -> None:
+    """Export an eval result table as CSV or JSON."""
+    from app.scoring import export_table, table_to_text
+    from app.scoring.leaderboard import write_text
+
+    with writer() as wh:
+        result = export_table(wh, table, score_run_id=run)
+    write_text(table_to_text(result, fmt), out)
+    if out is not None:
+        summary(f"{result.num_rows:,} row(s) of eval.{table} written to {out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("submit")(submit_command)
+    app.command("score")(score_command)
+    app.command("leaderboard")(leaderboard_command)
+    app.command("export")(export_command)
+    app.add_typer(footprint_app, name="footprint")
+    app.add_typer(baselines_app, name="baselines")

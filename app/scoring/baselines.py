@@ -1,0 +1,49 @@
+"""Reference baselines produced in SQL for every build: the leaderboard's floor.
+
+Seasonal random walk (sql/eval/090) and fade / AR(1) (sql/eval/091) are written as
+ordinary submissions (source 'reference'), checked and scored like any other.
+"""
+
+from __future__ import annotations
+
+from app.errors import UserError
+from app.scoring.ingest import _claim_name, _finish, _new_submission
+from app.scoring.provenance import current_build_id, eval_sql_version
+from app.warehouse import Warehouse
+
+REFERENCE_BASELINES = {
+    "Seasonal random walk": "eval/090_baseline_seasonal_rw",
+    "Fade / AR(1)": "eval/091_baseline_fade",
+}
+_NEEDS = ("panel.truth", "panel.origins", "panel.origin_params", "panel.item_k",
+          "panel.values", "panel.firms")
+
+
+def run_reference_baselines(wh: Warehouse, *, split: str = "test",
+                            force: bool = False) -> list[int]:
+    """Submission ids of the reference baselines for the current build (made if missing)."""
+    missing = [t for t in _NEEDS if not wh.table_exists(t)]
+    if missing:
+        raise UserError(f"No panel for the baselines ({', '.join(missing)} missing): "
+                        f"run `proforma build` first")
+    build_id = current_build_id(wh)
+    version = eval_sql_version()
+    ids = []
+    for name, step in REFERENCE_BASELINES.items():
+        row = wh.fetchone(
+            "SELECT submission_id FROM eval.submissions WHERE name = ? AND retired_at IS NULL "
+            "AND source = 'reference' AND build_id IS NOT DISTINCT FROM ? "
+            "AND json_extract_string(metadata, '$.eval_sql_version') = ?",
+            [name, build_id, version])
+        if row and not force:
+            ids.append(int(row[0]))
+            continue
+        with wh.transaction():
+            _claim_name(wh, name, replace=True)
+            sid = _new_submission(wh, name, "reference", "gaussian", None, False,
+                                  f"sql:{version}", {"eval_sql_version": version,
+                                                     "sql": step, "split": split})
+            wh.run_step(step, {"submission_id": sid, "split": split})
+            _finish(wh, sid, name, [])
+        ids.append(sid)
+    return ids

@@ -1,0 +1,44 @@
+"""Coherence of forecast statements in dollars (sql/eval/080_coherence.sql)."""
+
+from __future__ import annotations
+
+from app.scoring.provenance import eval_sql_version
+from app.warehouse import Warehouse
+
+_NEEDS = ("panel.origins", "panel.origin_params", "panel.item_k")
+
+
+def compute_coherence(wh: Warehouse, submission_id: int, split: str = "test") -> int:
+    """(Re)compute eval.coherence rows of a submission; returns identity instances scored."""
+    version = eval_sql_version()
+    with wh.transaction():
+        wh.execute("DELETE FROM eval.coherence WHERE submission_id = ?", [submission_id])
+        wh.run_step("eval/080_coherence", {"submission_id": submission_id, "split": split,
+                                           "eval_sql_version": version})
+    return int(wh.scalar(
+        "SELECT coalesce(max(n_instances), 0) FROM eval.coherence "
+        "WHERE submission_id = ? AND identity = 'ALL'", [submission_id]))
+
+
+def ensure_coherence(wh: Warehouse, submission_ids: list[int]) -> None:
+    """Compute coherence for submissions lacking it under the current scoring SQL."""
+    if not all(wh.table_exists(t) for t in _NEEDS):
+        return
+    version = eval_sql_version()
+    for sid in submission_ids:
+        done = wh.scalar("SELECT count(*) FROM eval.coherence WHERE submission_id = ? "
+                         "AND eval_sql_version = ?", [sid, version])
+        if not done:
+            compute_coherence(wh, sid)
+
+
+def coherence_table(wh: Warehouse, submission_id: int | None = None):
+    """Median identity violation by identity and overall ('ALL'), per submission."""
+    sql = ("SELECT s.name, c.* FROM eval.coherence c JOIN eval.submissions s "
+           "USING (submission_id)")
+    params = []
+    if submission_id is not None:
+        sql += " WHERE c.submission_id = ?"
+        params.append(submission_id)
+    return wh.arrow(sql + " ORDER BY c.submission_id, c.identity = 'ALL' DESC, c.identity",
+                    params)

@@ -1,0 +1,448 @@
+"""Submissions in: a parquet file (uploads) or a model's Arrow batches, one path.
+
+Validation is SQL (sql/eval/010_submission_checks.sql on the file while DuckDB streams
+it, sql/eval/030_forecast_checks.sql on the integer-keyed rows), so nothing is ever
+loaded into Python. A rejected submission writes nothing: the insert and the checks
+run in one transaction that is rolled back on any blocking problem, and the
+ValidationError carries every problem with its count and example rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from app.errors import UserError, ValidationError
+from app.scoring.provenance import (
+    BatchHasher,
+    current_build_id,
+    file_checksum,
+    now,
+    to_json,
+)
+from app.warehouse import Warehouse
+
+FAMILIES = ("gaussian", "laplace", "student_t")
+REQUIRED = ("firm", "target", "origin", "horizon", "prediction")
+ALIASES = {"firm_id": "firm", "quarter": "origin", "forecast_horizon": "horizon"}
+OPTIONAL = ("sigma", "component")
+MAX_EXAMPLES = 3
+
+# (problem key, message, blocking?) in report order.
+_FILE_PROBLEMS = [
+    ("null_key", "null key (firm, target, origin or horizon)", True),
+    ("huge_string", "string longer than 64 characters in firm or target", True),
+    ("unknown_firm", "unknown firm (gvkey not in panel.firms)", True),
+    ("unknown_item", "unknown target item (not one of the 78 items)", True),
+    ("bad_origin", "origin is not a date, timestamp or quarter like 2015Q1", True),
+    ("non_integer_horizon", "horizon is not an integer", True),
+    ("horizon_out_of_range", "horizon outside 1..20", True),
+    ("bad_component", "component null or outside 0..1023", True),
+    ("bad_sigma", "sigma missing, not finite or not > 0", True),
+    ("non_finite_prediction", "prediction is null, NaN or infinite (cell left out)", False),
+    ("huge_prediction", "|prediction| > 60: probably raw units, not standardized", False),
+]
+
+
+def _problem(problem: str, count: int, examples: list[Any] | None = None, *,
+             blocking: bool = True) -> dict:
+    return {"problem": problem, "count": int(count), "examples": examples or [],
+            "severity": "error" if blocking else "warning"}
+
+
+def _check_family(family: str, df: float | None) -> None:
+    if family not in FAMILIES:
+        raise UserError(f"Unknown family {family!r}: use one of {', '.join(FAMILIES)}")
+    if family == "student_t":
+        if df is None or not df > 0:
+            raise UserError("family student_t needs --df NU > 0")
+    elif df is not None:
+        raise UserError(f"--df applies to family student_t only, not {family}")
+
+
+def _require_panel(wh: Warehouse) -> None:
+    if not wh.table_exists("panel.firms"):
+        raise UserError("No panel in the warehouse: run `proforma build` before submitting")
+
+
+def _claim_name(wh: Warehouse, name: str, replace: bool) -> None:
+    if not name or len(name) > 200:
+        raise UserError("A submission needs a name of 1 to 200 characters")
+    old = wh.fetchall(
+        "SELECT submission_id FROM eval.submissions WHERE name = ? AND retired_at IS NULL", [name])
+    if old and not replace:
+        raise UserError(
+            f"A submission named {name!r} exists (id {old[0][0]}); choose another name "
+            f"or replace it")
+    for (sid,) in old:
+        # The old forecasts go; its row and past scores stay for the record.
+        wh.execute("DELETE FROM eval.forecasts WHERE submission_id = ?", [sid])
+        wh.execute("UPDATE eval.submissions SET retired_at = ? WHERE submission_id = ?",
+                   [now(), sid])
+
+
+def _new_submission(wh: Warehouse, name: str, source: str, family: str, df: float | None,
+                    has_sigma: bool, checksum: str, metadata: dict | None) -> int:
+    sid = int(wh.scalar("SELECT nextval('eval.submission_id_seq')"))
+    wh.execute(
+        "INSERT INTO eval.submissions (submission_id, name, source, family, df, has_sigma, "
+        "n_components, rows, cells, checksum, build_id, warnings, metadata, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, 1, 0, 0, ?, ?, '[]', ?, ?)",
+        [sid, name, source, family, df, has_sigma, checksum, current_build_id(wh),
+         to_json(metadata or {}), now()],
+    )
+    return sid
+
+
+def _decode_key(wh: Warehouse, key: int) -> str:
+    """A packed (cell, component) key as firm/target/origin/horizon/component text."""
+    component, cell = key % 1024, key // 1024
+    horizon, cell = cell % 32, cell // 32
+    item_id, cell = cell % 128, cell // 128
+    origin_q, firm_id = cell % 16384, cell // 16384
+    gvkey = wh.scalar("SELECT gvkey FROM panel.firms WHERE firm_id = ?", [firm_id])
+    item = wh.scalar("SELECT item FROM ref.items WHERE item_id = ?", [item_id])
+    label = wh.scalar("SELECT qlabel(?)", [origin_q])
+    return (f"firm={gvkey or firm_id} target={item or item_id} origin={label} "
+            f"horizon={horizon} component={component}")
+
+
+def _finish(wh: Warehouse, sid: int, name: str, file_warnings: list[dict]) -> int:
+    """Run the integer-level checks on the inserted rows; raise (caller rolls back) or finish."""
+    row = wh.query_step("eval/030_forecast_checks", {"submission_id": sid}).to_pylist()[0]
+    problems: list[dict] = []
+    if row["n_rows"] == 0:
+        problems.append(_problem("no rows: the submission is empty", 0))
+    checks = [
+        ("null_key", "null key (firm_id, origin_q, item_id or horizon)", None),
+        ("unknown_firm", "unknown firm_id (not in panel.firms)", "unknown_firm_ex"),
+        ("unknown_item", "unknown item_id (not one of the 78 items)", "unknown_item_ex"),
+        ("bad_origin", "origin_q outside 0..16383", "bad_origin_ex"),
+        ("horizon_out_of_range", "horizon outside 1..20", "horizon_out_of_range_ex"),
+        ("bad_component", "component null or outside 0..1023", None),
+        ("bad_sigma", "sigma not finite or not > 0", "bad_sigma_ex"),
+    ]
+    for key, text, ex in checks:
+        if row[f"{key}_n"]:
+            problems.append(_problem(text, row[f"{key}_n"], row[ex] if ex else None))
+    if row["sigma_present_n"] and row["sigma_null_n"]:
+        problems.append(_problem("sigma missing on some rows of a density submission",
+                                 row["sigma_null_n"]))
+    if row["duplicate_key_n"]:
+        examples = [_decode_key(wh, k) for k in row["duplicate_key_ex"] or []]
+        problems.append(_problem("duplicate key (firm, target, origin, horizon, component)",
+                                 row["duplicate_key_n"], examples))
+    if problems:
+        raise ValidationError(_summary(name, problems), problems)
+    warnings = list(file_warnings)
+    if not file_warnings:
+        if row["non_finite_prediction_n"]:
+            warnings.append(_problem("prediction is null, NaN or infinite (cell left out)",
+                                     row["non_finite_prediction_n"], blocking=False))
+        if row["huge_prediction_n"]:
+            warnings.append(_problem("|prediction| > 60: probably raw units, not standardized",
+                                     row["huge_prediction_n"], row["huge_prediction_ex"],
+                                     blocking=False))
+    n_components = int(row["n_components"])
+    wh.execute(
+        "UPDATE eval.submissions SET rows = ?, cells = ?, n_components = ?, "
+        "has_sigma = ?, warnings = ? WHERE submission_id = ?",
+        [row["n_rows"], row["n_rows"] // max(n_components, 1), n_components,
+         bool(row["sigma_present_n"]), to_json(warnings), sid],
+    )
+    return sid
+
+
+def _summary(name: str, problems: list[dict]) -> str:
+    parts = "; ".join(f"{p['problem']} ({p['count']:,} rows)" for p in problems)
+    return f"Submission {name!r} rejected, nothing written: {parts}"
+
+
+# -- parquet uploads ----------------------------------------------------------------------
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _is_int(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t)
+
+
+def _is_num(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def _value_type(t: pa.DataType) -> pa.DataType:
+    return t.value_type if pa.types.is_dictionary(t) else t
+
+
+def _is_str(t: pa.DataType) -> bool:
+    t = _value_type(t)
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
+def _schema_view(path: Path, schema: pa.Schema) -> tuple[str, list[dict]]:
+    """SQL of the temp view `submission_in` over the file, or the schema's problems."""
+    by_lower: dict[str, str] = {}
+    for field in schema:
+        low = field.name.lower()
+        canonical = ALIASES.get(low, low)
+        # The canonical name wins over an alias when both exist.
+        if canonical not in by_lower or low == canonical:
+            by_lower[canonical] = field.name
+    problems = []
+    missing = [c for c in REQUIRED if c not in by_lower]
+    if missing:
+        problems.append(_problem(
+            "missing column(s): " + ", ".join(missing)
+            + f" (found: {', '.join(schema.names) or 'none'})", 0))
+    types = {c: schema.field(by_lower[c]).type for c in by_lower}
+    expect = {
+        "firm": (_is_str, "a string gvkey such as '001004'"),
+        "target": (_is_str, "a string item name such as 'revtq'"),
+        "origin": (lambda t: pa.types.is_date(t) or pa.types.is_timestamp(t) or _is_str(t),
+                   "a date, timestamp or quarter string such as '2015Q1'"),
+        "horizon": (_is_num, "an integer 1..20"),
+        "prediction": (_is_num, "a number (standardized level)"),
+        "sigma": (_is_num, "a positive number"),
+        "component": (_is_int, "an integer mixture member id"),
+    }
+    for col, (ok, what) in expect.items():
+        if col in types and not ok(types[col]):
+            problems.append(_problem(
+                f"wrong type: column {by_lower[col]!r} is {types[col]}, expected {what}", 0))
+    if problems:
+        return "", problems
+    q = {c: _quote(by_lower[c]) for c in by_lower}
+    origin_t = _value_type(types["origin"])
+    if pa.types.is_date(origin_t):
+        origin_expr = f"qord({q['origin']})"
+    elif pa.types.is_timestamp(origin_t) and origin_t.tz:
+        origin_expr = f"qord(CAST(timezone('UTC', {q['origin']}) AS DATE))"
+    elif pa.types.is_timestamp(origin_t):
+        origin_expr = f"qord(CAST({q['origin']} AS DATE))"
+    else:
+        origin_expr = f"eval.origin_from_text(CAST({q['origin']} AS VARCHAR))"
+    sigma = f"CAST({q['sigma']} AS DOUBLE)" if "sigma" in q else "CAST(NULL AS DOUBLE)"
+    component = f"CAST({q['component']} AS BIGINT)" if "component" in q else "CAST(0 AS BIGINT)"
+    literal = "'" + str(path).replace("'", "''") + "'"
+    sql = f"""
+        CREATE OR REPLACE TEMP VIEW submission_in AS
+        SELECT
+            file_row_number AS row_nr,
+            CAST({q['firm']} AS VARCHAR) AS firm,
+            CAST({q['target']} AS VARCHAR) AS target,
+            {q['origin']} IS NULL AS origin_is_null,
+            CAST({origin_expr} AS INTEGER) AS origin_q,
+            CAST({q['horizon']} AS DOUBLE) AS horizon_num,
+            CAST({q['prediction']} AS DOUBLE) AS prediction,
+            {sigma} AS sigma,
+            {component} AS component
+        FROM read_parquet({literal}, file_row_number = true)
+    """
+    return sql, problems
+
+
+def _examples(wh: Warehouse, row_nrs: set[int]) -> dict[int, str]:
+    if not row_nrs:
+        return {}
+    rows = wh.fetchall(
+        "SELECT row_nr, left(coalesce(firm, 'NULL'), 40), left(coalesce(target, 'NULL'), 40), "
+        "CASE WHEN origin_q IS NULL THEN 'NULL' ELSE qlabel(origin_q) END, horizon_num, "
+        "prediction, sigma, component FROM submission_in "
+        "WHERE list_contains(?, row_nr) ORDER BY row_nr",
+        [sorted(row_nrs)],
+    )
+    out = {}
+    for r in rows:
+        text = (f"row {r[0]}: firm={r[1]!r} target={r[2]!r} origin={r[3]} horizon={r[4]:g} "
+                if r[4] is not None else
+                f"row {r[0]}: firm={r[1]!r} target={r[2]!r} origin={r[3]} horizon=NULL ")
+        text += f"prediction={r[5]} sigma={r[6]} component={r[7]}"
+        out[r[0]] = text
+    return out
+
+
+def _unreadable(name: str, path: Path, detail: str) -> ValidationError:
+    problems = [_problem(f"not a readable parquet file: {detail}", 1, [str(path.name)])]
+    return ValidationError(_summary(name, problems), problems)
+
+
+def ingest_parquet(
+    wh: Warehouse,
+    path: str | Path,
+    name: str,
+    *,
+    family: str = "gaussian",
+    df: float | None = None,
+    metadata: dict | None = None,
+    source: str = "upload",
+    replace: bool = False,
+) -> int:
+    """Validate and store a submission file; returns its submission_id.
+
+    Raises ValidationError (with `.problems`: every problem's count and example rows)
+    and writes nothing when the file is not acceptable. Warnings (non-finite or huge
+    predictions) are stored in eval.submissions.warnings.
+    """
+    _check_family(family, df)
+    _require_panel(wh)
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"No file {path}")
+    if path.stat().st_size == 0:
+        raise _unreadable(name, path, "the file is empty (0 bytes)")
+    try:
+        meta = pq.ParquetFile(path)
+        schema = meta.schema_arrow
+    except (pa.ArrowException, OSError) as exc:
+        raise _unreadable(name, path, str(exc).splitlines()[0][:200]) from None
+    if meta.metadata.num_rows == 0:
+        problems = [_problem("the file holds no rows", 0)]
+        raise ValidationError(_summary(name, problems), problems)
+    view_sql, problems = _schema_view(path, schema)
+    if problems:
+        raise ValidationError(_summary(name, problems), problems)
+    checksum = file_checksum(path)
+    has_sigma = any(f.name.lower() == "sigma" for f in schema)
+    try:
+        wh.execute(view_sql)
+        wh.set_params({"has_sigma": has_sigma})
+        counts = wh.query_step("eval/010_submission_checks").to_pylist()[0]
+    except duckdb.Error as exc:
+        raise _unreadable(name, path, str(exc).splitlines()[0][:200]) from None
+    found = [(k, text, blocking) for k, text, blocking in _FILE_PROBLEMS if counts[f"{k}_n"]]
+    blocking = [f for f in found if f[2]]
+    if counts["n_rows"] == 0:
+        problems = [_problem("the file holds no rows", 0)]
+        raise ValidationError(_summary(name, problems), problems)
+    if blocking:
+        wanted = {n for k, _, _ in found for n in (counts[f"{k}_ex"] or [])}
+        examples = _examples(wh, wanted)
+        problems = [
+            _problem(text, counts[f"{k}_n"],
+                     [examples.get(n, f"row {n}") for n in counts[f"{k}_ex"] or []],
+                     blocking=b)
+            for k, text, b in found
+        ]
+        raise ValidationError(_summary(name, [p for p in problems if p["severity"] == "error"]),
+                              problems)
+    warn_examples = _examples(wh, {n for k, _, _ in found for n in (counts[f"{k}_ex"] or [])})
+    warnings = [
+        _problem(text, counts[f"{k}_n"],
+                 [warn_examples.get(n, f"row {n}") for n in counts[f"{k}_ex"] or []],
+                 blocking=False)
+        for k, text, _ in found
+    ]
+    with wh.transaction():
+        _claim_name(wh, name, replace)
+        sid = _new_submission(wh, name, source, family, df, has_sigma, checksum, metadata)
+        wh.run_step("eval/020_submission_insert", {"submission_id": sid})
+        _finish(wh, sid, name, warnings)
+    wh.execute("DROP VIEW IF EXISTS submission_in")
+    return sid
+
+
+# -- Arrow batches from models -------------------------------------------------------------
+
+FORECAST_SCHEMA = pa.schema([
+    ("firm_id", pa.int32()),
+    ("origin_q", pa.int32()),
+    ("item_id", pa.int16()),
+    ("horizon", pa.int8()),
+    ("component", pa.int16()),
+    ("mu", pa.float64()),
+    ("sigma", pa.float64()),
+])
+
+
+def _conform(batches: Iterable[pa.RecordBatch], hasher: BatchHasher, name: str,
+             errors: list[ValidationError]) -> tuple[pa.RecordBatchReader, bool]:
+    """The batches cast to FORECAST_SCHEMA (component 0 and sigma NULL when absent)."""
+    if isinstance(batches, pa.Table):
+        batches = batches.to_batches()
+    elif isinstance(batches, pa.RecordBatch):
+        batches = [batches]
+    it: Iterator[pa.RecordBatch] = iter(batches)
+    first = next(it, None)
+    if first is None:
+        problems = [_problem("no rows: the submission is empty", 0)]
+        raise ValidationError(_summary(name, problems), problems)
+    names = set(first.schema.names)
+    missing = [c for c in ("firm_id", "origin_q", "item_id", "horizon", "mu") if c not in names]
+    if missing:
+        problems = [_problem("missing column(s): " + ", ".join(missing), 0)]
+        raise ValidationError(_summary(name, problems), problems)
+    has_sigma = "sigma" in names
+
+    def cast(batch: pa.RecordBatch) -> pa.RecordBatch:
+        hasher.update(batch)
+        cols = []
+        for field in FORECAST_SCHEMA:
+            if field.name in batch.schema.names:
+                col = batch.column(field.name)
+                try:
+                    cols.append(col.cast(field.type, safe=True))
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                    problems = [_problem(f"wrong type or value in column {field.name}: "
+                                         f"{str(exc).splitlines()[0][:200]}", batch.num_rows)]
+                    # Raised inside DuckDB's scan; kept here so the caller re-raises it.
+                    errors.append(ValidationError(_summary(name, problems), problems))
+                    raise errors[-1] from None
+            elif field.name == "component":
+                cols.append(pa.array([0] * batch.num_rows, pa.int16()))
+            else:
+                cols.append(pa.nulls(batch.num_rows, pa.float64()))
+        return pa.RecordBatch.from_arrays(cols, schema=FORECAST_SCHEMA)
+
+    stream = (cast(b) for b in itertools.chain([first], it))
+    return pa.RecordBatchReader.from_batches(FORECAST_SCHEMA, stream), has_sigma
+
+
+def ingest_forecasts(
+    wh: Warehouse,
+    name: str,
+    batches: Iterable[pa.RecordBatch] | pa.RecordBatchReader | pa.Table,
+    *,
+    family: str = "gaussian",
+    df: float | None = None,
+    source: str = "model",
+    metadata: dict | None = None,
+    replace: bool | None = None,
+) -> int:
+    """Store a model's forecasts (Arrow batches, docs/contracts.md "Forecasts").
+
+    Same checks as uploads, on the integer keys; returns the submission_id. A model
+    re-using a name replaces its earlier forecasts unless replace=False.
+    """
+    _check_family(family, df)
+    _require_panel(wh)
+    replace = (source != "upload") if replace is None else replace
+    hasher = BatchHasher()
+    errors: list[ValidationError] = []
+    reader, has_sigma = _conform(batches, hasher, name, errors)
+    view = "__forecasts_in"
+    with wh.transaction():
+        _claim_name(wh, name, replace)
+        sid = _new_submission(wh, name, source, family, df, has_sigma, "pending", metadata)
+        wh.con.register(view, reader)
+        try:
+            wh.execute(
+                f"INSERT INTO eval.forecasts SELECT ?, firm_id, origin_q, item_id, horizon, "
+                f"component, mu, sigma FROM {view}", [sid])
+        except (duckdb.Error, ValidationError):
+            if errors:
+                raise errors[0] from None
+            raise
+        finally:
+            wh.con.unregister(view)
+        wh.execute("UPDATE eval.submissions SET checksum = ? WHERE submission_id = ?",
+                   [hasher.hexdigest(), sid])
+        _finish(wh, sid, name, [])
+    return sid

@@ -1,0 +1,181 @@
+"""Leaderboards and exports from the eval.* result tables."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from app.errors import UserError
+from app.warehouse import Warehouse
+
+TRACKS = {
+    # track: (columns, sort column, ascending, DM loss)
+    "squared": (["r2", "mse", "mae"], "r2", False, "squared"),
+    "absolute": (["mae", "mse", "r2"], "mae", True, "absolute"),
+    "density": (["nll", "crps", "z2", "cov50", "cov80", "cov90", "cov95"], "crps", True, None),
+}
+BY = {None: "global", "horizon": "horizon", "item": "item", "statement": "statement"}
+RESULT_TABLES = ("metrics", "quarter_losses", "dm_tests", "pit", "coverage", "score_runs",
+                 "coherence", "submissions", "footprints")
+
+
+def latest_run(wh: Warehouse, footprint: str = "full") -> int:
+    """The newest score run of a footprint ('name' or 'name@version')."""
+    name, _, version = footprint.partition("@")
+    sql = "SELECT max(score_run_id) FROM eval.score_runs WHERE footprint_name = ?"
+    params: list[Any] = [name]
+    if version:
+        sql += " AND footprint_version = ?"
+        params.append(int(version))
+    run = wh.scalar(sql, params)
+    if run is None:
+        raise UserError(f"No scores for footprint {footprint!r}: run `proforma score "
+                        f"--footprint {name}` first")
+    return int(run)
+
+
+def _stars(p: float | None, model_better: bool) -> str:
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return ""
+    if model_better:
+        return "†" if p < 0.01 else ""
+    return "***" if p < 0.01 else "**" if p < 0.05 else "*" if p < 0.10 else ""
+
+
+def leaderboard(
+    wh: Warehouse,
+    footprint: str = "full",
+    track: str = "squared",
+    by: str | None = None,
+    *,
+    score_run_id: int | None = None,
+) -> pa.Table:
+    """One row per submission (and group when `by` is horizon, item or statement).
+
+    Squared and absolute tracks carry the pooled (or per-horizon) Diebold-Mariano test
+    against the group's leader: dm_vs_leader > 0 favours the row's model;
+    stars mark the leader better at 10/5/1%, a dagger the model better at 1%.
+    The table's schema metadata holds the run's provenance.
+    """
+    if track not in TRACKS:
+        raise UserError(f"Unknown track {track!r}: use squared, absolute or density")
+    if by not in BY:
+        raise UserError(f"Unknown --by {by!r}: use horizon, item or statement")
+    run = score_run_id or latest_run(wh, footprint)
+    columns, sort, ascending, loss = TRACKS[track]
+    level = BY[by]
+    group = {"global": "NULL", "horizon": "m.horizon", "item": "i.item",
+             "statement": "m.statement"}[level]
+    density_filter = "AND s.has_sigma" if track == "density" else ""
+    rows = wh.arrow(
+        f"""
+        SELECT {group} AS grp, m.submission_id, s.name AS model, s.source, s.family,
+               s.n_components, m.n, {', '.join('m.' + c for c in columns)}, m.horizon
+        FROM eval.metrics m
+        JOIN eval.submissions s USING (submission_id)
+        LEFT JOIN ref.items i ON i.item_id = m.item_id
+        WHERE m.score_run_id = ? AND m.level = ? {density_filter}
+        """,
+        [run, level],
+    ).to_pylist()
+    dm: dict[tuple, tuple] = {}
+    if loss:
+        for a, b, h, stat, p in wh.fetchall(
+            "SELECT submission_a, submission_b, horizon, dm_stat, p_value FROM eval.dm_tests "
+            "WHERE score_run_id = ? AND loss = ?", [run, loss]):
+            dm[(a, b, h)] = (stat, p)
+    groups: dict[Any, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(r["grp"], []).append(r)
+    out = []
+
+    def key(r: dict) -> float:
+        v = r[sort]
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return math.inf
+        return v if ascending else -v
+
+    for grp in sorted(groups, key=lambda g: (g is None, g)):
+        ranked = sorted(groups[grp], key=key)
+        leader = ranked[0]
+        for rank, r in enumerate(ranked, 1):
+            row = {"rank": rank}
+            if level != "global":
+                row[level] = grp
+            row.update({k: r[k] for k in ("model", "submission_id", "source", "family",
+                                           "n_components", "n")})
+            row.update({c: r[c] for c in columns})
+            if loss:
+                h = 0 if level != "horizon" else int(r["horizon"])
+                stat = p = None
+                if r is not leader and level in ("global", "horizon"):
+                    a, b = leader["submission_id"], r["submission_id"]
+                    if (a, b, h) in dm:
+                        stat, p = dm[(a, b, h)]
+                    elif (b, a, h) in dm:
+                        stat, p = dm[(b, a, h)]
+                        stat = None if stat is None else -stat
+                row["dm_vs_leader"] = stat
+                row["p_value"] = p
+                row["sig"] = _stars(p, stat is not None and stat > 0)
+            out.append(row)
+    run_row = wh.arrow(
+        "SELECT footprint_name, footprint_version, n_cells, footprint_cells, build_id, "
+        "eval_sql_version, finished_at FROM eval.score_runs WHERE score_run_id = ?",
+        [run]).to_pylist()[0]
+    meta = {"score_run_id": str(run), "track": track, "by": level,
+            **{k: str(v) for k, v in run_row.items()}}
+    table = pa.Table.from_pylist(out) if out else pa.table({"rank": pa.array([], pa.int64())})
+    return table.replace_schema_metadata(meta)
+
+
+def table_to_text(table: pa.Table, fmt: str) -> str:
+    """A result table as CSV or JSON text (JSON: {"provenance": ..., "rows": [...]})."""
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf)
+        writer.writerow(table.column_names)
+        for row in table.to_pylist():
+            writer.writerow(["" if v is None else v for v in row.values()])
+        return buf.getvalue()
+    if fmt == "json":
+        meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+        rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v)
+                 for k, v in r.items()} for r in table.to_pylist()]
+        return json.dumps({"provenance": meta, "rows": rows}, default=str, indent=1)
+    raise UserError(f"Unknown format {fmt!r}: use csv or json")
+
+
+def export_table(wh: Warehouse, table: str, *, score_run_id: int | None = None) -> pa.Table:
+    """Any eval result table (optionally one score run's rows) as Arrow."""
+    if table not in RESULT_TABLES:
+        raise UserError(f"Unknown result table {table!r}; one of {', '.join(RESULT_TABLES)}")
+    sql = f"SELECT * FROM eval.{table}"
+    params: list[Any] = []
+    if score_run_id is not None:
+        cols = {r[0] for r in wh.fetchall(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = 'eval' "
+            "AND table_name = ?", [table])}
+        if "score_run_id" not in cols:
+            raise UserError(f"eval.{table} is not per score run")
+        sql += " WHERE score_run_id = ?"
+        params.append(score_run_id)
+    result = wh.arrow(sql, params)
+    meta = {"table": f"eval.{table}"}
+    if score_run_id is not None:
+        meta["score_run_id"] = str(score_run_id)
+    return result.replace_schema_metadata(meta)
+
+
+def write_text(text: str, out: Path | None) -> None:
+    if out is None:
+        print(text, end="" if text.endswith("\n") else "\n")
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)

@@ -1,0 +1,170 @@
+"""Score runs: common sample, metrics, PIT, Diebold-Mariano, coverage, provenance.
+
+All data semantics are the sql/eval steps 040-070; this module orders them, keeps a
+run in one transaction, and records the run's provenance (build, scoring-SQL version,
+submission checksums, time).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+from duckdb.sqltypes import DOUBLE
+from scipy import special
+
+from app.errors import UserError
+from app.scoring.footprints import (
+    _drop_temp,
+    ensure_standard_footprints,
+    get_footprint,
+    prepare_footprint,
+)
+from app.scoring.provenance import current_build, eval_sql_version, now, to_json
+from app.scoring.significance import run_dm_tests
+from app.warehouse import Warehouse
+
+
+def _t_cdf(x: pa.Array, nu: pa.Array) -> pa.Array:
+    """Student-t CDF for the SQL UDF eval_t_cdf (SQL has no incomplete beta function)."""
+    xs = x.to_numpy(zero_copy_only=False).astype(float)
+    ns = nu.to_numpy(zero_copy_only=False).astype(float)
+    return pa.array(special.stdtr(ns, xs), mask=np.isnan(xs) | np.isnan(ns))
+
+
+def register_functions(wh: Warehouse) -> None:
+    """Register the scoring UDFs on this connection (idempotent)."""
+    try:
+        wh.con.create_function("eval_t_cdf", _t_cdf, [DOUBLE, DOUBLE], DOUBLE, type="arrow")
+    except duckdb.Error as exc:
+        if "already" not in str(exc).lower():
+            raise
+
+
+def prepare_run_subs(wh: Warehouse, submission_ids: list[int]) -> None:
+    """Temp table run_subs: family, df, mixture size and sigma flag of each submission."""
+    wh.set_params({"submission_ids": [int(s) for s in submission_ids]})
+    wh.execute(
+        "CREATE OR REPLACE TEMP TABLE run_subs AS "
+        "SELECT submission_id, family, df, n_components, has_sigma FROM eval.submissions "
+        "WHERE list_contains(getvariable('submission_ids'), submission_id)")
+
+
+def active_submissions(wh: Warehouse) -> list[int]:
+    """Current submissions (not retired, with rows) in id order."""
+    return [r[0] for r in wh.fetchall(
+        "SELECT submission_id FROM eval.submissions WHERE retired_at IS NULL AND rows > 0 "
+        "ORDER BY submission_id")]
+
+
+def resolve_submissions(wh: Warehouse, submissions: list[int | str] | None) -> list[int]:
+    """Ids for a list of ids or names (None: every current submission)."""
+    if submissions is None:
+        ids = active_submissions(wh)
+        if not ids:
+            raise UserError("No submissions to score: submit a file or run a model first")
+        return ids
+    out = []
+    for s in submissions:
+        if isinstance(s, int) or (isinstance(s, str) and s.isdigit()):
+            row = wh.fetchone("SELECT submission_id, retired_at FROM eval.submissions "
+                              "WHERE submission_id = ?", [int(s)])
+        else:
+            row = wh.fetchone("SELECT submission_id, retired_at FROM eval.submissions "
+                              "WHERE name = ? ORDER BY retired_at NULLS FIRST, submission_id DESC "
+                              "LIMIT 1", [s])
+        if row is None:
+            raise UserError(f"No submission {s!r}")
+        if row[1] is not None:
+            raise UserError(f"Submission {s!r} was replaced; its forecasts are gone")
+        out.append(int(row[0]))
+    if len(set(out)) != len(out):
+        raise UserError("A submission is listed twice")
+    if not out:
+        raise UserError("No submissions to score")
+    return out
+
+
+def score(
+    wh: Warehouse,
+    footprint: str = "full",
+    submissions: list[int | str] | None = None,
+    *,
+    coherence: bool = True,
+    baselines: bool = True,
+) -> int:
+    """Score submissions (default: all current ones) on a footprint; returns score_run_id.
+
+    The common sample is the footprint's finite truth cells that every submission
+    predicts finitely. Results: eval.metrics, eval.quarter_losses, eval.pit,
+    eval.dm_tests, eval.coverage, eval.score_runs (provenance); eval.coherence per
+    submission when the panel's standardization tables exist.
+    """
+    for table in ("panel.truth", "panel.firms"):
+        if not wh.table_exists(table):
+            raise UserError("No panel in the warehouse: run `proforma build` first")
+    if baselines and submissions is None:
+        from app.scoring.baselines import run_reference_baselines
+
+        run_reference_baselines(wh)
+    ensure_standard_footprints(wh)
+    fp = get_footprint(wh, footprint)
+    ids = resolve_submissions(wh, submissions)
+    register_functions(wh)
+    started, t0 = now(), time.perf_counter()
+    version = eval_sql_version()
+    build = current_build(wh)
+    with wh.transaction():
+        run_id = int(wh.scalar("SELECT nextval('eval.score_run_id_seq')"))
+        n_fp = prepare_footprint(wh, fp)
+        prepare_run_subs(wh, ids)
+        wh.run_step("eval/050_common_sample")
+        n = int(wh.scalar("SELECT count(*) FROM common_cells"))
+        coverage = dict(wh.fetchall(
+            "SELECT submission_id, count(*) FROM run_valid GROUP BY 1"))
+        for sid in ids:
+            got = int(coverage.get(sid, 0))
+            wh.execute("INSERT INTO eval.coverage VALUES (?, ?, ?, ?, ?)",
+                       [run_id, sid, n_fp, got, got / n_fp if n_fp else None])
+        if n == 0:
+            names = dict(wh.fetchall("SELECT submission_id, name FROM eval.submissions"))
+            detail = ", ".join(f"{names[s]}: {int(coverage.get(s, 0)):,}" for s in ids)
+            raise UserError(
+                f"The common sample is empty: footprint {fp['name']}@{fp['version']} has "
+                f"{n_fp:,} scoreable cells; cells predicted per submission: {detail}")
+        wh.run_step("eval/060_cell_scores")
+        wh.run_step("eval/070_metrics", {"score_run_id": run_id})
+        run_dm_tests(wh, run_id, ids)
+        checksums = dict(wh.fetchall(
+            "SELECT CAST(submission_id AS VARCHAR), checksum FROM eval.submissions "
+            "WHERE list_contains(?, submission_id)", [ids]))
+        wh.execute(
+            "INSERT INTO eval.score_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [run_id, fp["footprint_id"], fp["name"], fp["version"], ids, n_fp, n,
+             (build or {}).get("build_id"), to_json(build), version, to_json(checksums),
+             started, now(), time.perf_counter() - t0])
+    wh.execute("DROP VIEW IF EXISTS cell_scores")
+    wh.execute("DROP TABLE IF EXISTS run_agg")
+    _drop_temp(wh)
+    if coherence:
+        from app.scoring.coherence import ensure_coherence
+
+        ensure_coherence(wh, ids)
+    return run_id
+
+
+def run_summary(wh: Warehouse, score_run_id: int) -> dict[str, Any]:
+    """The score run's record with each submission's name and coverage."""
+    rows = wh.arrow("SELECT * FROM eval.score_runs WHERE score_run_id = ?",
+                    [score_run_id]).to_pylist()
+    if not rows:
+        raise UserError(f"No score run {score_run_id}")
+    run = rows[0]
+    run["coverage"] = wh.arrow(
+        "SELECT c.submission_id, s.name, c.predicted_cells, c.footprint_cells, c.coverage "
+        "FROM eval.coverage c JOIN eval.submissions s USING (submission_id) "
+        "WHERE c.score_run_id = ? ORDER BY c.submission_id", [score_run_id]).to_pylist()
+    return run

@@ -1,0 +1,74 @@
+"""Provenance of scores: the build, the scoring-SQL version, checksums, the time."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from app.sqlfiles import folder_checksum
+from app.warehouse import Warehouse
+
+
+def eval_sql_version() -> str:
+    """One version string for every sql/eval step (normalized, order-sensitive)."""
+    return folder_checksum("eval")[:16]
+
+
+def current_build(wh: Warehouse) -> dict[str, Any] | None:
+    """The newest meta.builds record (as written by the build), or None without a build."""
+    if not wh.table_exists("meta.builds"):
+        return None
+    cols = [r[0] for r in wh.fetchall(
+        "SELECT column_name FROM information_schema.columns "
+        "WHERE table_schema = 'meta' AND table_name = 'builds' ORDER BY ordinal_position")]
+    order = "build_id" if "build_id" in cols else cols[0]
+    rows = wh.arrow(f'SELECT * FROM meta.builds ORDER BY "{order}" DESC LIMIT 1').to_pylist()
+    return rows[0] if rows else None
+
+
+def current_build_id(wh: Warehouse) -> int | None:
+    build = current_build(wh)
+    if not build:
+        return None
+    value = build.get("build_id")
+    return int(value) if value is not None else None
+
+
+def to_json(value: Any) -> str:
+    """JSON text for provenance columns (dates and other objects as strings)."""
+    return json.dumps(value, default=str, sort_keys=True)
+
+
+def file_checksum(path: Path, chunk: int = 8 << 20) -> str:
+    """sha256 of a file, streamed."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+class BatchHasher:
+    """sha256 over the Arrow buffers of record batches as they stream past."""
+
+    def __init__(self) -> None:
+        self._h = hashlib.sha256()
+
+    def update(self, batch: pa.RecordBatch) -> None:
+        self._h.update(str(batch.num_rows).encode())
+        for column in batch.columns:
+            for buf in column.buffers():
+                if buf is not None:
+                    self._h.update(memoryview(buf))
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)

@@ -1,0 +1,55 @@
+-- Problems of the integer-keyed rows of submission getvariable('submission_id') in
+-- eval.forecasts (model batches land here directly; uploads after 010): null keys,
+-- unknown firm ids and items, horizons outside 1..20, bad sigma or component,
+-- duplicate (cell, component) keys anywhere in the input, and the warnings.
+WITH rows_in AS (
+    SELECT
+        f.*,
+        f.firm_id IS NOT NULL AND NOT EXISTS (
+            SELECT 1 FROM panel.firms p WHERE p.firm_id = f.firm_id) AS unknown_firm,
+        f.item_id IS NOT NULL AND NOT EXISTS (
+            SELECT 1 FROM ref.items i WHERE i.item_id = f.item_id AND i.is_target) AS unknown_item
+    FROM eval.forecasts f
+    WHERE f.submission_id = getvariable('submission_id')
+),
+dup AS (
+    SELECT count(*) AS n, min(k, 3) AS ex
+    FROM (
+        SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) * 1024 + component AS k
+        FROM rows_in
+        WHERE firm_id IS NOT NULL AND origin_q IS NOT NULL AND item_id IS NOT NULL
+          AND horizon IS NOT NULL AND component BETWEEN 0 AND 1023
+          AND origin_q BETWEEN 0 AND 16383 AND horizon BETWEEN 1 AND 20
+        GROUP BY k
+        HAVING count(*) > 1
+    )
+),
+flags AS (
+    SELECT
+        count(*) AS n_rows,
+        count(DISTINCT component) AS n_components,
+        count(*) FILTER (WHERE firm_id IS NULL OR origin_q IS NULL OR item_id IS NULL
+                                OR horizon IS NULL) AS null_key_n,
+        count(*) FILTER (WHERE unknown_firm) AS unknown_firm_n,
+        min(firm_id, 3) FILTER (WHERE unknown_firm) AS unknown_firm_ex,
+        count(*) FILTER (WHERE unknown_item) AS unknown_item_n,
+        min(item_id, 3) FILTER (WHERE unknown_item) AS unknown_item_ex,
+        count(*) FILTER (WHERE NOT (origin_q BETWEEN 0 AND 16383)) AS bad_origin_n,
+        min(origin_q, 3) FILTER (WHERE NOT (origin_q BETWEEN 0 AND 16383)) AS bad_origin_ex,
+        count(*) FILTER (WHERE NOT (horizon BETWEEN 1 AND 20)) AS horizon_out_of_range_n,
+        min(horizon, 3) FILTER (WHERE NOT (horizon BETWEEN 1 AND 20)) AS horizon_out_of_range_ex,
+        count(*) FILTER (WHERE component IS NULL OR NOT (component BETWEEN 0 AND 1023))
+            AS bad_component_n,
+        count(*) FILTER (WHERE isfinite(mu) AND sigma IS NOT NULL
+                                AND NOT (isfinite(sigma) AND sigma > 0)) AS bad_sigma_n,
+        min(sigma, 3) FILTER (WHERE isfinite(mu) AND sigma IS NOT NULL
+                                   AND NOT (isfinite(sigma) AND sigma > 0)) AS bad_sigma_ex,
+        count(*) FILTER (WHERE isfinite(mu) AND sigma IS NULL) AS sigma_null_n,
+        count(*) FILTER (WHERE sigma IS NOT NULL) AS sigma_present_n,
+        count(*) FILTER (WHERE mu IS NULL OR NOT isfinite(mu)) AS non_finite_prediction_n,
+        count(*) FILTER (WHERE isfinite(mu) AND abs(mu) > 60) AS huge_prediction_n,
+        min(mu, 3) FILTER (WHERE isfinite(mu) AND abs(mu) > 60) AS huge_prediction_ex
+    FROM rows_in
+)
+SELECT flags.*, dup.n AS duplicate_key_n, dup.ex AS duplicate_key_ex
+FROM flags, dup;

@@ -1,0 +1,29 @@
+-- Seasonal random walk forecasts for submission getvariable('submission_id') into
+-- eval.forecasts: for every truth cell of split getvariable('split'),
+-- p(h) = x_{t - ((4 - h) mod 4)}, the item's value at that calendar lag
+-- (panel.values) standardized with the ORIGIN's deflator z_t (panel.origins),
+-- parameters (panel.origin_params) and k (panel.item_k), clipped at +-6. When the
+-- lagged quarter was not reported the forecast falls back to x_t (the baseline).
+INSERT INTO eval.forecasts
+WITH cells AS (
+    SELECT firm_id, origin_q, item_id, horizon, baseline,
+           (4 - horizon % 4) % 4 AS lag
+    FROM panel.truth
+    WHERE split = getvariable('split')
+)
+SELECT
+    getvariable('submission_id'),
+    c.firm_id, c.origin_q, c.item_id, c.horizon,
+    0 AS component,
+    CASE
+        WHEN c.lag = 0 OR v.v IS NULL THEN c.baseline
+        ELSE greatest(-6.0, least(6.0,
+            (asinh(k.k * v.v / o.z) - op.mu) / (op.sigma + 1e-8)))
+    END AS mu,
+    NULL AS sigma
+FROM cells c
+JOIN panel.origins o ON o.firm_id = c.firm_id AND o.origin_q = c.origin_q
+JOIN panel.origin_params op ON op.item_id = c.item_id AND op.q = c.origin_q
+JOIN panel.item_k k ON k.item_id = c.item_id
+LEFT JOIN panel.values v
+  ON v.firm_id = c.firm_id AND v.item_id = c.item_id AND v.q = c.origin_q - c.lag;

@@ -1,0 +1,28 @@
+-- Fade / AR(1) forecasts for submission getvariable('submission_id') into
+-- eval.forecasts: per (item, horizon) OLS x_{t+h} = a + rho x_t on the finite truth
+-- cells of the train and val splits (panel.truth actual on baseline); with fewer than
+-- 100 cells (or no variance in x_t) the forecast is x_t plus the mean change. Applied
+-- to every truth cell of split getvariable('split').
+INSERT INTO eval.forecasts
+WITH fit AS (
+    SELECT item_id, horizon,
+           count(*) AS n,
+           regr_intercept(actual, baseline) AS a,
+           regr_slope(actual, baseline) AS rho,
+           avg(change) AS mean_change
+    FROM panel.truth
+    WHERE split IN ('train', 'val') AND isfinite(actual) AND isfinite(baseline)
+    GROUP BY item_id, horizon
+)
+SELECT
+    getvariable('submission_id'),
+    t.firm_id, t.origin_q, t.item_id, t.horizon,
+    0 AS component,
+    CASE
+        WHEN f.n >= 100 AND isfinite(f.rho) AND isfinite(f.a) THEN f.a + f.rho * t.baseline
+        ELSE t.baseline + coalesce(f.mean_change, 0)
+    END AS mu,
+    NULL AS sigma
+FROM panel.truth t
+LEFT JOIN fit f ON f.item_id = t.item_id AND f.horizon = t.horizon
+WHERE t.split = getvariable('split');
