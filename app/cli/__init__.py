@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "app.cli.ingest",
     "app.cli.serve",
     "app.cli.forma",
+    "app.cli.score",
 ]
 
 for _name in COMMAND_MODULES:
