@@ -59,6 +59,7 @@ def ingest_parquet(
     path: Annotated[
         Path,
         typer.Argument(
+            metavar="PATH",
             help="Compustat-shaped raw panel parquet (gvkey, datadate, fyearq, fqtr, the "
             "items, sich, naicsh, permno)."
         ),

@@ -216,10 +216,16 @@ class WrdsSource(Source):
     def _connect(self) -> Any:
         if self._login_error is not None:  # never a second attempt in one run
             raise self._login_error
+        if self.login_attempts:
+            raise UserError(
+                "This run already logged in to WRDS once; run the command again to pull "
+                "the chunks still missing (one new login)."
+            )
         self.login_attempts += 1
         try:
             return self.connection_factory(self.user)
-        except UserError:
+        except UserError as exc:
+            self._login_error = exc
             raise
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure ends the run, once
             # SystemExit too: the wrds client calls sys.exit on some prompt failures.

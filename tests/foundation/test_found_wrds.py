@@ -224,3 +224,70 @@ def test_cli_wrds_pulls_and_ingests(settings, monkeypatch: pytest.MonkeyPatch) -
     again = CliRunner().invoke(app, ["ingest", "wrds", "--user", "jdoe", "--start", "2001", "--end", "2002"])
     assert again.exit_code == 0 and "(no login needed)" in again.output
     assert factory.calls == ["jdoe"]
+
+
+class _ClientSpy:
+    """Stands in for the `wrds` module: records how the real client would be driven."""
+
+    def __init__(self, single_attempt: bool, fails: bool):
+        self.events: list[tuple] = []
+        spy = self
+
+        class Connection:
+            def __init__(self, **kwargs):
+                spy.events.append(("init", kwargs))
+
+            def connect(self):  # the retrying path: must never be used
+                spy.events.append(("connect",))
+
+        if single_attempt:
+            def single(self, raise_err=False):
+                spy.events.append(("single", raise_err))
+                if fails:
+                    raise RuntimeError("FATAL: PAM authentication failed")
+
+            Connection._Connection__make_sa_engine_conn = single
+        self.Connection = Connection
+        self.__version__ = "spy"
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_default_login_uses_the_single_attempt_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: bool
+) -> None:
+    import sys
+
+    spy = _ClientSpy(single_attempt=True, fails=fails)
+    monkeypatch.setitem(sys.modules, "wrds", spy)
+    src = WrdsSource("jdoe", 2001, 2001, cache_dir=tmp_path, progress=False)
+    if fails:
+        with pytest.raises(UserError, match="one attempt"):
+            src.pull()
+        with pytest.raises(UserError):
+            src.pull()
+    else:
+        with pytest.raises(UserError, match="failed after 0 of 3"):  # the spy answers no SQL
+            src.pull()
+    assert spy.events == [("init", {"wrds_username": "jdoe", "autoconnect": False}), ("single", True)]
+
+
+def test_default_login_refuses_a_client_without_single_attempt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    spy = _ClientSpy(single_attempt=False, fails=False)
+    monkeypatch.setitem(sys.modules, "wrds", spy)
+    with pytest.raises(UserError, match="refusing to use its retrying connect"):
+        WrdsSource("jdoe", 2001, 2001, cache_dir=tmp_path, progress=False).pull()
+    assert ("connect",) not in spy.events
+
+
+def test_no_second_login_after_a_failed_query_in_the_same_run(tmp_path: Path) -> None:
+    factory = Factory(FakeWrds(fail_after=1), FakeWrds())
+    src = source(tmp_path, factory)
+    with pytest.raises(UserError, match="failed after 1 of 6"):
+        src.pull()
+    with pytest.raises(UserError, match="already logged in to WRDS once"):
+        src.pull()
+    assert factory.calls == ["jdoe"]

@@ -1,0 +1,78 @@
+"""`proforma migrate`, `proforma db status`, `proforma ingest parquet` and --help."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from foundation_data import n_rows, write_panel
+from typer.testing import CliRunner
+
+from app.cli import app
+from app.settings import Settings
+from app.warehouse import connect
+
+
+def proforma(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "from app.cli import main; main()", *args],
+        check=False, capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_migrate_then_status(settings: Settings) -> None:
+    runner = CliRunner()
+    first = runner.invoke(app, ["migrate"])
+    assert first.exit_code == 0, first.output
+    assert "applied V0001__raw_schema.sql" in first.output
+    assert "done:" in first.output and str(settings.warehouse) in first.output.replace("\n", "")
+    again = runner.invoke(app, ["migrate"])
+    assert again.exit_code == 0 and "done: 0 migration(s) applied" in again.output
+
+    status = runner.invoke(app, ["db", "status"])
+    assert status.exit_code == 0, status.output
+    assert "V0001" in status.output and "applied" in status.output
+    assert "raw.fundq" in status.output and "ref.items" in status.output
+    assert "pending" in status.output.split("done:")[-1]  # the summary counts pending ones
+    assert "0 pending" in status.output
+
+
+def test_status_before_migrate_lists_pending(settings: Settings) -> None:
+    result = CliRunner().invoke(app, ["db", "status"])
+    assert result.exit_code == 0, result.output
+    assert "pending" in result.output
+
+
+def test_ingest_parquet_subprocess(settings: Settings, tmp_path: Path) -> None:
+    good = proforma("ingest", "parquet", str(write_panel(tmp_path / "p.parquet")))
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert f"done: ingest 1 from parquet: fundq {n_rows()}" in good.stdout
+
+    bad = proforma("ingest", "parquet", str(write_panel(tmp_path / "bad.parquet", fqtr=None)))
+    text = (bad.stdout + bad.stderr).strip()
+    assert bad.returncode == 2 and "Traceback" not in text
+    assert len(text.splitlines()) == 1 and "missing key column(s) fqtr" in text
+    with connect(settings, read_only=True) as wh:
+        assert wh.scalar("SELECT count(*) FROM raw.fundq") == n_rows()
+        assert wh.scalar("SELECT count(*) FROM raw.ingests") == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--help"], ["migrate", "db", "ingest"]),
+        (["ingest", "--help"], ["wrds", "parquet"]),
+        (["ingest", "wrds", "--help"], ["--user", "--start", "--end", "ONE login", "loop"]),
+        (["ingest", "parquet", "--help"], ["PATH", "--industry", "--links"]),
+        (["migrate", "--help"], ["migrations"]),
+        (["db", "status", "--help"], ["migrations"]),
+    ],
+)
+def test_help(args: list[str], expected: list[str]) -> None:
+    result = CliRunner().invoke(app, args, terminal_width=200)
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.output.split())
+    for word in expected:
+        assert word in flat, (word, flat)
