@@ -101,9 +101,11 @@ class Scorer:
         return scoring.score(wh, footprint=footprint)
 
     def footprints(self, wh: Warehouse) -> list[str]:
-        """Names of the footprints every new submission is scored on."""
-        if not wh.table_exists("eval.footprints"):
-            return []
+        """Names of the footprints every new submission is scored on (the paper's three
+        are created on first use)."""
+        from app import scoring
+
+        scoring.ensure_standard_footprints(wh)
         return [r[0] for r in wh.fetchall("SELECT DISTINCT name FROM eval.footprints ORDER BY name")]
 
     def submission_for_job(self, wh: Warehouse, job_id: int) -> int | None:
@@ -217,6 +219,10 @@ class JobQueue:
         self._queue.put(int(job_id))
         return int(job_id)
 
+    def request_score(self, footprint: str) -> None:
+        """Score every current submission on `footprint` in the worker (after queued jobs)."""
+        self._queue.put(("score", footprint))
+
     # -- the worker ------------------------------------------------------------------
     def _run(self) -> None:
         assert self._cursor is not None
@@ -226,11 +232,23 @@ class JobQueue:
                 break
             self.current = item
             try:
-                self._process(self._cursor, item)
+                if isinstance(item, tuple):
+                    self._score_footprint(self._cursor, item[1])
+                else:
+                    self._process(self._cursor, item)
             except Exception:  # noqa: BLE001 - the worker must survive any job
                 log.error("job %s crashed the worker step:\n%s", item, traceback.format_exc())
             finally:
                 self.current = None
+
+    def _score_footprint(self, wh: Warehouse, footprint: str) -> None:
+        try:
+            run = self.scorer.score(wh, footprint)
+            if self.after_scoring is not None:
+                self.after_scoring(wh)
+            log.info("footprint %s scored: run %s", footprint, run)
+        except UserError as exc:
+            log.warning("footprint %s not scored: %s", footprint, exc)
 
     def _set(self, wh: Warehouse, job_id: int, **values: Any) -> None:
         cols = ", ".join(f"{k} = ?" for k in values)

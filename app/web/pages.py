@@ -28,10 +28,10 @@ from app.web import TEMPLATES_DIR
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
 
-_HIDDEN = {"submission_id", "score_run_id", "footprint", "footprint_id", "track", "level", "by",
-           "horizon", "item", "item_id", "statement"}
+_HIDDEN = {"rank", "submission_id", "n_components", "sig", "footprint", "score_run_id"}
 _LABELS = {"r2": "R²", "mse": "MSE", "mae": "MAE", "nll": "NLL", "crps": "CRPS", "z2": "z²",
-           "n": "cells", "model": "model", "name": "model"}
+           "n": "cells", "model": "model", "dm_vs_leader": "DM vs leader", "p_value": "p",
+           "cov50": "cov 50%", "cov80": "cov 80%", "cov90": "cov 90%", "cov95": "cov 95%"}
 
 
 def fmt(value: Any) -> str:
@@ -55,25 +55,26 @@ def _render(request: Request, name: str, page: str, **context: Any) -> HTMLRespo
     return templates.TemplateResponse(request, name, {"page": page, "version": __version__, **context})
 
 
-def _columns(table_columns: list[str], types: dict[str, str]) -> list[dict[str, Any]]:
+def _columns(names: list[str], types: dict[str, str], metric: str) -> list[dict[str, Any]]:
+    """Displayed columns of a scoring.leaderboard table; the DM mark sits on the track's metric."""
     cols = []
-    names = set(table_columns)
-    for c in table_columns:
-        if c in _HIDDEN or c.endswith(("_mark", "_p")) or c.startswith("dm_"):
+    for c in names:
+        if c in _HIDDEN:
             continue
-        col: dict[str, Any] = {"name": "model" if c == "name" else c, "label": _LABELS.get(c, c),
-                               "text": types.get(c) == "string"}
-        for mark in (f"{c}_mark", "dm_mark" if c in ("r2", "mae", "crps", "nll") else ""):
-            if mark and mark in names:
-                col["mark"] = mark
-                break
+        col: dict[str, Any] = {"name": c, "label": _LABELS.get(c, c), "text": types.get(c) == "string"}
+        if c == metric and "sig" in names:
+            col["mark"] = "sig"
         cols.append(col)
     return cols
 
 
+def _metric(track: str) -> str:
+    return next((t for t in TRACKS if t["name"] == track), TRACKS[0])["metric"]
+
+
 def _chart(wh: Warehouse, run: dict[str, Any], track: str) -> dict[str, Any]:
     """Series for the charts: the track's main metric by horizon, coverage, PIT."""
-    metric = next((t for t in TRACKS if t["name"] == track), TRACKS[0])["metric"]
+    metric = _metric(track)
     rows = wh.fetchall(
         f"""
         SELECT m.submission_id, s.name, m.horizon, m.{metric}
@@ -135,11 +136,12 @@ def leaderboard_page(
                  for f in table.schema}
         context.update(
             run=run,
-            columns=_columns(table.column_names, types),
+            columns=_columns(table.column_names, types, _metric(track)),
             rows=table.to_pylist(),
             chart=_chart(wh, run, track),
-            dm_note="Diebold–Mariano marks against the leader (quarter-clustered, Newey–West, "
-                    "HLN): * / ** / *** leader better at 10 / 5 / 1%, † this model better.",
+            dm_note="Diebold–Mariano tests against the leader (quarter-clustered, Newey–West, "
+                    "HLN; DM > 0 favours the row's model): * / ** / *** leader better at "
+                    "10 / 5 / 1%, † this model better at 1%.",
         )
     return _render(request, "leaderboard.html", "leaderboard", **context)
 

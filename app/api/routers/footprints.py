@@ -1,5 +1,5 @@
-"""Footprints (fixed cell sets that define a common sample): list, inspect; admins add
-and remove them."""
+"""Footprints (fixed cell sets that define a common sample): list, inspect; admins
+create new ones (or new versions), which are then scored in the background."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import Response
+from pydantic import BaseModel, Field
 
-from app.api.deps import WarehouseDep
+from app.api.deps import AdminUser, JobsDep, WarehouseDep
 from app.api.errors import NotFound
 from app.api.formats import Format, FormatQuery, clean, table_response
 
@@ -36,3 +37,29 @@ def get_footprint(name: str, wh: WarehouseDep) -> dict[str, Any]:
         v["cells"] = wh.scalar(
             "SELECT count(*) FROM eval.footprint_cells WHERE footprint_id = ?", [v["footprint_id"]])
     return clean({"name": name, "versions": versions})
+
+
+class NewFootprint(BaseModel):
+    name: str = Field(min_length=1, max_length=64, description="Letters, digits, - and _")
+    predicate: str = Field("TRUE", description="SQL over firm, origin, item, horizon")
+    submissions: list[int] | None = Field(None, description="Freeze these submissions' common sample")
+    n_origins: int | None = Field(None, ge=1, description="A seeded calendar-balanced origin sample")
+    seed: int | None = None
+    split: str = "test"
+    description: str | None = Field(None, max_length=2000)
+
+
+@router.post("", status_code=201, summary="Create a footprint or a new version of one (admin)")
+def create_footprint(body: NewFootprint, _: AdminUser, wh: WarehouseDep, jobs: JobsDep) -> dict[str, Any]:
+    """Creates the footprint now; scoring every current submission on it is queued."""
+    from app import scoring
+
+    kwargs: dict[str, Any] = {"predicate": body.predicate, "submissions": body.submissions,
+                              "n_origins": body.n_origins, "split": body.split,
+                              "description": body.description}
+    if body.seed is not None:
+        kwargs["seed"] = body.seed
+    footprint_id = scoring.create_footprint(wh, body.name, **kwargs)
+    jobs.request_score(body.name)
+    record = wh.arrow(_SQL + " WHERE footprint_id = ?", [footprint_id]).to_pylist()[0]
+    return clean({**record, "scoring": "queued"})

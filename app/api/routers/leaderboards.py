@@ -20,15 +20,15 @@ router = APIRouter(prefix="/leaderboards", tags=["leaderboards"])
 #: The tracks of the paper's results table: squared error on conditional means (R²),
 #: absolute error on medians (MAE), proper scores on densities (CRPS, NLL).
 TRACKS: list[dict[str, str]] = [
-    {"name": "point", "label": "Point: R² (squared error)", "metric": "r2"},
-    {"name": "median", "label": "Median: MAE (absolute error)", "metric": "mae"},
-    {"name": "density", "label": "Density: CRPS and NLL", "metric": "crps"},
+    {"name": "squared", "label": "Squared error: R² (means)", "metric": "r2"},
+    {"name": "absolute", "label": "Absolute error: MAE (medians)", "metric": "mae"},
+    {"name": "density", "label": "Density: CRPS, NLL, coverage", "metric": "crps"},
 ]
 
 
 class Track(str, Enum):
-    point = "point"
-    median = "median"
+    squared = "squared"
+    absolute = "absolute"
     density = "density"
 
 
@@ -65,7 +65,7 @@ def latest_run(wh: Warehouse, footprint: str) -> dict[str, Any] | None:
 def leaderboard_table(wh: Warehouse, footprint: str, track: str, by: str) -> pa.Table:
     from app import scoring
 
-    return scoring.leaderboard(wh, footprint, track, by)
+    return scoring.leaderboard(wh, footprint, track, None if by == "global" else by)
 
 
 @router.get("", summary="Footprints with their latest score run, and the tracks")
@@ -85,7 +85,7 @@ def index(wh: WarehouseDep) -> dict[str, Any]:
 def leaderboard(
     footprint: str,
     wh: WarehouseDep,
-    track: Annotated[Track, Query(description="point (R²), median (MAE) or density (CRPS, NLL)")] = Track.point,
+    track: Annotated[Track, Query(description="squared (R²), absolute (MAE) or density (CRPS, NLL)")] = Track.squared,
     by: Annotated[By, Query(description="global, horizon, item or statement")] = By.global_,
     format: FormatQuery = Format.json,
 ) -> Response:

@@ -19,7 +19,7 @@ from pydantic import ValidationError as PydanticError
 
 from app.api import auth
 from app.api.deps import CurrentUser, JobsDep, SettingsDep, WarehouseDep
-from app.api.errors import BadUpload, NotFound, RateLimited
+from app.api.errors import BadUpload, Conflict, NotFound, RateLimited
 from app.api.formats import Format, FormatQuery, clean, table_response
 from app.api.jobs import NewJob
 from app.api.uploads import receive_upload
@@ -149,6 +149,19 @@ def parse_meta(fields: dict[str, str]) -> SubmissionMeta:
         raise BadUpload(message, problems) from None
 
 
+def check_name_free(wh: Warehouse, name: str) -> None:
+    """409 when a current submission or an unfinished job already uses the model name."""
+    taken = wh.fetchone(
+        "SELECT submission_id FROM eval.submissions WHERE name = ? AND retired_at IS NULL", [name])
+    if taken:
+        raise Conflict(f"A submission named {name!r} exists already (id {taken[0]}); choose another name.")
+    pending = wh.fetchone(
+        "SELECT job_id FROM service.jobs WHERE model_name = ? AND status IN ('queued', 'validating', 'scoring')",
+        [name])
+    if pending:
+        raise Conflict(f"Job {pending[0]} is already processing a submission named {name!r}.")
+
+
 def check_parquet(path: Path) -> dict[str, Any]:
     """Cheap checks before queueing: parquet magic, readable footer, rows, key columns."""
     with open(path, "rb") as f:
@@ -197,6 +210,7 @@ async def upload(
     received = await receive_upload(request, Path(settings.upload_dir), settings.upload_max_bytes)
     try:
         meta = parse_meta(received.fields)
+        await run_in_threadpool(check_name_free, wh, meta.name)
         info = await run_in_threadpool(check_parquet, received.path)
         final = received.path.with_name(f"upload-{received.sha256[:16]}-{secrets.token_hex(4)}.parquet")
         received.path.rename(final)
@@ -227,7 +241,7 @@ async def upload(
 
 _LIST_SQL = """
 SELECT s.submission_id, s.name, s.source, s.family, s.df, s.has_sigma, s.n_components,
-       s.rows, s.cells, s.checksum, s.build_id, s.created_at,
+       s.rows, s.cells, s.checksum, s.build_id, s.created_at, s.retired_at,
        json_extract_string(s.metadata, '$.description') AS description,
        json_extract_string(s.metadata, '$.code_url') AS code_url,
        json_extract_string(s.metadata, '$.training_cutoff') AS training_cutoff,

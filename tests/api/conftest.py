@@ -1,0 +1,39 @@
+"""Fixtures for the service tests: small limits, a tiny panel, the app under TestClient."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from service_helpers import Api, make_panel_warehouse
+
+from app.api.main import create_app
+from app.settings import Settings, get_settings
+
+
+@pytest.fixture
+def api_settings(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """Service settings in tmp with small limits (256 KiB uploads, 4 a day, 2 s queries)."""
+    monkeypatch.setenv("PROFORMA_UPLOAD_DIR", str(tmp_path / "uploads"))
+    monkeypatch.setenv("PROFORMA_PUBLIC_SNAPSHOT", str(tmp_path / "public.duckdb"))
+    monkeypatch.setenv("PROFORMA_UPLOAD_MAX_BYTES", str(256 * 1024))
+    monkeypatch.setenv("PROFORMA_UPLOADS_PER_DAY", "4")
+    monkeypatch.setenv("PROFORMA_QUERY_TIMEOUT_S", "2")
+    monkeypatch.setenv("PROFORMA_QUERY_MAX_ROWS", "500")
+    monkeypatch.setenv("PROFORMA_PUBLIC_MIN_CELLS", "5")
+    get_settings.cache_clear()
+    return get_settings()
+
+
+@pytest.fixture
+def panel(api_settings: Settings) -> Settings:
+    make_panel_warehouse(api_settings)
+    return api_settings
+
+
+@pytest.fixture
+def api(panel: Settings) -> Iterator[Api]:
+    with TestClient(create_app(panel)) as client:
+        yield Api(client)
