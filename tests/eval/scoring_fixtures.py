@@ -114,3 +114,32 @@ def forecasts_from(cells: pa.Table, mu, sigma=None, component: int = 0) -> pa.Ta
         "sigma": pa.array(None if sigma is None else np.asarray(sigma, float), pa.float64())
         if sigma is not None else pa.nulls(n, pa.float64()),
     })
+
+
+def module_warehouse(tmp_path_factory, name: str):
+    """A migrated warehouse with the tiny panel, for one test module (built once)."""
+    from app.cli.common import prepare
+    from app.settings import Settings
+    from app.warehouse import connect
+
+    folder = tmp_path_factory.mktemp(name)
+    settings = Settings(warehouse=folder / "wh.duckdb", temp_directory=folder / "tmp",
+                        memory_limit="1GB", threads=2, cache_dir=folder / "cache")
+    wh = connect(settings)
+    prepare(wh)
+    make_panel(wh)
+    return wh
+
+
+def cell_scores(wh: Warehouse, footprint: str, submission_ids: list[int]) -> pa.Table:
+    """Per-cell scores straight from the SQL steps 040-060 (for exact checks)."""
+    from app.scoring.footprints import get_footprint, prepare_footprint
+    from app.scoring.metrics import prepare_run_subs, register_functions
+
+    register_functions(wh)
+    prepare_footprint(wh, get_footprint(wh, footprint))
+    prepare_run_subs(wh, submission_ids)
+    wh.run_step("eval/050_common_sample")
+    wh.run_step("eval/060_cell_scores")
+    return wh.arrow("SELECT * FROM cell_scores ORDER BY submission_id, origin_q, item_id, "
+                    "horizon, y")
