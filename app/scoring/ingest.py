@@ -428,21 +428,22 @@ def ingest_forecasts(
     errors: list[ValidationError] = []
     reader, has_sigma = _conform(batches, hasher, name, errors)
     view = "__forecasts_in"
-    with wh.transaction():
-        _claim_name(wh, name, replace)
-        sid = _new_submission(wh, name, source, family, df, has_sigma, "pending", metadata)
-        wh.con.register(view, reader)
-        try:
-            wh.execute(
-                f"INSERT INTO eval.forecasts SELECT ?, firm_id, origin_q, item_id, horizon, "
-                f"component, mu, sigma FROM {view}", [sid])
-        except (duckdb.Error, ValidationError):
-            if errors:
-                raise errors[0] from None
-            raise
-        finally:
-            wh.con.unregister(view)
-        wh.execute("UPDATE eval.submissions SET checksum = ? WHERE submission_id = ?",
-                   [hasher.hexdigest(), sid])
-        _finish(wh, sid, name, [])
+    wh.con.register(view, reader)
+    try:
+        with wh.transaction():
+            _claim_name(wh, name, replace)
+            sid = _new_submission(wh, name, source, family, df, has_sigma, "pending", metadata)
+            try:
+                wh.execute(
+                    f"INSERT INTO eval.forecasts SELECT ?, firm_id, origin_q, item_id, horizon, "
+                    f"component, mu, sigma FROM {view}", [sid])
+            except (duckdb.Error, ValidationError):
+                if errors:
+                    raise errors[0] from None
+                raise
+            wh.execute("UPDATE eval.submissions SET checksum = ? WHERE submission_id = ?",
+                       [hasher.hexdigest(), sid])
+            _finish(wh, sid, name, [])
+    finally:
+        wh.con.unregister(view)
     return sid

@@ -1,0 +1,219 @@
+"""Submission ingest: the format, its aliases, and every hostile file (nothing written)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from scoring_fixtures import module_warehouse
+
+from app import scoring
+from app.errors import UserError, ValidationError
+
+
+@pytest.fixture(scope="module")
+def wh(tmp_path_factory):
+    w = module_warehouse(tmp_path_factory, "ingest")
+    yield w
+    w.close()
+
+
+def _good(n: int = 40) -> dict:
+    """n valid rows: firms 000001.., item revtq/niq, origins 2010Q1.., horizons 1..20."""
+    return {
+        "firm": [f"{1001 + i % 5:06d}" for i in range(n)],
+        "target": ["revtq" if i % 2 else "niq" for i in range(n)],
+        "origin": [dt.date(2010, 3, 31) + dt.timedelta(days=91 * (i // 20)) for i in range(n)],
+        "horizon": [i % 20 + 1 for i in range(n)],
+        "prediction": [0.1 * (i % 7) for i in range(n)],
+    }
+
+
+def _write(tmp_path, cols: dict, name: str = "sub.parquet", **kw) -> str:
+    path = tmp_path / name
+    pq.write_table(pa.table(cols), path, **kw)
+    return path
+
+
+def _counts(wh):
+    return (wh.scalar("SELECT count(*) FROM eval.submissions"),
+            wh.scalar("SELECT count(*) FROM eval.forecasts"))
+
+
+def _rejected(wh, path, *fragments, name="bad", **kw):
+    before = _counts(wh)
+    with pytest.raises(ValidationError) as info:
+        scoring.ingest_parquet(wh, path, name, **kw)
+    assert _counts(wh) == before, "a rejected submission wrote something"
+    text = " | ".join(p["problem"] for p in info.value.problems)
+    for f in fragments:
+        assert f in text, text
+    for p in info.value.problems:
+        assert set(p) >= {"problem", "count", "examples"}
+    return info.value.problems
+
+
+def test_good_file_with_aliases_and_quarter_strings(wh, tmp_path):
+    cols = _good()
+    cols["firm_id"] = cols.pop("firm")
+    cols["quarter"] = [f"{o.year}Q{(o.month - 1) // 3 + 1}" for o in cols.pop("origin")]
+    cols["forecast_horizon"] = cols.pop("horizon")
+    cols["sigma"] = [0.5] * 40
+    sid = scoring.ingest_parquet(wh, _write(tmp_path, cols), "aliases")
+    rows = wh.fetchall("SELECT DISTINCT origin_q FROM eval.forecasts WHERE submission_id = ? "
+                       "ORDER BY 1", [sid])
+    assert [r[0] for r in rows] == [8040, 8041]
+    sub = wh.fetchone("SELECT rows, has_sigma, family, checksum FROM eval.submissions "
+                      "WHERE submission_id = ?", [sid])
+    assert sub[0] == 40 and sub[1] is True and sub[2] == "gaussian" and len(sub[3]) == 64
+
+
+def test_any_instant_in_the_quarter_means_that_quarter(wh, tmp_path):
+    cols = _good(20)
+    cols["origin"] = pa.array([dt.datetime(2010, 2, 14, 13, 5)] * 20, pa.timestamp("us", "UTC"))
+    sid = scoring.ingest_parquet(wh, _write(tmp_path, cols), "timestamps")
+    assert wh.scalar("SELECT max(origin_q) FROM eval.forecasts WHERE submission_id = ?",
+                     [sid]) == 8040
+
+
+def test_nan_and_inf_predictions_are_warnings(wh, tmp_path):
+    cols = _good()
+    cols["prediction"][0] = float("nan")
+    cols["prediction"][1] = float("inf")
+    cols["prediction"][2] = 75.0
+    sid = scoring.ingest_parquet(wh, _write(tmp_path, cols), "warned")
+    import json
+
+    warnings = json.loads(wh.scalar("SELECT warnings FROM eval.submissions "
+                                    "WHERE submission_id = ?", [sid]))
+    by = {w["problem"].split(" ")[0]: w for w in warnings}
+    assert by["prediction"]["count"] == 2
+    assert by["|prediction|"]["count"] == 1 and "row 2" in by["|prediction|"]["examples"][0]
+
+
+def test_missing_columns(wh, tmp_path):
+    cols = _good()
+    del cols["horizon"], cols["prediction"]
+    _rejected(wh, _write(tmp_path, cols), "missing column(s): horizon, prediction")
+
+
+@pytest.mark.parametrize("column,values,fragment", [
+    ("firm", list(range(40)), "column 'firm' is int64"),
+    ("horizon", ["1"] * 40, "column 'horizon' is string"),
+    ("prediction", ["0.5"] * 40, "column 'prediction' is string"),
+    ("origin", list(range(40)), "column 'origin' is int64"),
+    ("sigma", [True] * 40, "column 'sigma' is bool"),
+])
+def test_wrong_types(wh, tmp_path, column, values, fragment):
+    cols = _good()
+    cols[column] = values
+    _rejected(wh, _write(tmp_path, cols), fragment)
+
+
+def test_bad_values_are_all_reported_with_examples(wh, tmp_path):
+    cols = _good()
+    cols["horizon"] = [float(h) for h in cols["horizon"]]
+    cols["horizon"][0] = 0.0
+    cols["horizon"][1] = 21.0
+    cols["horizon"][2] = 1.5
+    cols["target"][3] = "no_such_item"
+    cols["firm"][4] = "999999"
+    cols["firm"][5] = None
+    cols["origin"][6] = None
+    cols["sigma"] = [0.5] * 40
+    cols["sigma"][7] = 0.0
+    cols["sigma"][8] = -1.0
+    problems = _rejected(wh, _write(tmp_path, cols), "horizon outside 1..20",
+                         "horizon is not an integer", "unknown target item", "unknown firm",
+                         "null key", "sigma missing, not finite or not > 0")
+    by = {p["problem"]: p for p in problems}
+    assert by["horizon outside 1..20 "[:-1]]["count"] == 2
+    assert by["horizon is not an integer"]["examples"][0].startswith("row 2:")
+    assert by["sigma missing, not finite or not > 0"]["count"] == 2
+    assert "no_such_item" in by["unknown target item (not one of the 78 items)"]["examples"][0]
+
+
+def test_duplicate_keys_in_different_row_groups(wh, tmp_path):
+    cols = _good()
+    for k in cols:
+        cols[k] = cols[k] + cols[k][:3]  # rows 40..42 repeat rows 0..2
+    problems = _rejected(wh, _write(tmp_path, cols, row_group_size=20), "duplicate key")
+    dup = [p for p in problems if p["problem"].startswith("duplicate")][0]
+    assert dup["count"] == 3
+    assert "firm=001001" in dup["examples"][0]
+
+
+def test_empty_zero_byte_corrupt_and_foreign_files(wh, tmp_path):
+    empty = {k: pa.array(v[:0]) for k, v in _good().items()}
+    _rejected(wh, _write(tmp_path, empty, "empty.parquet"), "no rows")
+    zero = tmp_path / "zero.parquet"
+    zero.write_bytes(b"")
+    _rejected(wh, zero, "0 bytes")
+    good = _write(tmp_path, _good(), "good.parquet").read_bytes()
+    corrupt = tmp_path / "corrupt.parquet"
+    corrupt.write_bytes(good[:8] + bytes(np.random.default_rng(0).integers(0, 255, 400,
+                                                                            dtype=np.uint8))
+                        + good[-300:])
+    _rejected(wh, corrupt, "not a readable parquet file")
+    csv = tmp_path / "forecasts.parquet"
+    csv.write_text("firm,target,origin,horizon,prediction\n001001,revtq,2010Q1,1,0.5\n")
+    _rejected(wh, csv, "not a readable parquet file")
+
+
+def test_huge_strings(wh, tmp_path):
+    cols = _good()
+    cols["firm"][0] = "9" * 2_000_000
+    cols["target"][1] = "x" * 100_000
+    problems = _rejected(wh, _write(tmp_path, cols), "longer than 64")
+    huge = [p for p in problems if "64" in p["problem"]][0]
+    assert huge["count"] == 2
+    assert all(len(e) < 400 for e in huge["examples"])
+
+
+def test_family_and_names(wh, tmp_path):
+    path = _write(tmp_path, _good())
+    with pytest.raises(UserError, match="needs --df"):
+        scoring.ingest_parquet(wh, path, "t", family="student_t")
+    with pytest.raises(UserError, match="Unknown family"):
+        scoring.ingest_parquet(wh, path, "t", family="cauchy")
+    scoring.ingest_parquet(wh, path, "twice")
+    with pytest.raises(UserError, match="exists"):
+        scoring.ingest_parquet(wh, path, "twice")
+    new = scoring.ingest_parquet(wh, path, "twice", replace=True)
+    assert wh.fetchall("SELECT submission_id FROM eval.submissions WHERE name = 'twice' "
+                       "AND retired_at IS NULL") == [(new,)]
+
+
+def _batch(n=30, **over):
+    cols = {
+        "firm_id": pa.array([1 + i % 3 for i in range(n)], pa.int32()),
+        "origin_q": pa.array([8040] * n, pa.int32()),
+        "item_id": pa.array([1 + i // 20 for i in range(n)], pa.int16()),
+        "horizon": pa.array([i % 20 + 1 for i in range(n)], pa.int8()),
+        "mu": pa.array([0.1] * n, pa.float64()),
+    }
+    cols.update(over)
+    return pa.RecordBatch.from_pydict(cols)
+
+
+def test_model_batches_are_checked_on_integer_keys(wh):
+    before = _counts(wh)
+    for bad, fragment in [
+        ({"firm_id": pa.array([999] * 30, pa.int32())}, "unknown firm_id"),
+        ({"horizon": pa.array([21] * 30, pa.int8())}, "horizon outside"),
+        ({"item_id": pa.array([500] * 30, pa.int16())}, "unknown item_id"),
+        ({"sigma": pa.array([-1.0] * 30)}, "sigma not finite"),
+        ({"mu": pa.array(["a"] * 30)}, "wrong type or value in column mu"),
+    ]:
+        with pytest.raises(ValidationError) as info:
+            scoring.ingest_forecasts(wh, "bad model", [_batch(**bad)])
+        assert fragment in str(info.value.problems)
+    # Duplicates across batches.
+    with pytest.raises(ValidationError, match="duplicate key"):
+        scoring.ingest_forecasts(wh, "dup model", [_batch(), _batch()])
+    assert _counts(wh) == before
+    sid = scoring.ingest_forecasts(wh, "ok model", iter([_batch(), _batch().slice(0, 0)]))
+    assert wh.scalar("SELECT rows FROM eval.submissions WHERE submission_id = ?", [sid]) == 30
