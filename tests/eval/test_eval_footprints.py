@@ -1,0 +1,106 @@
+"""Footprints: safe predicates, Geert. items, the seeded LLM origin sample, frozen cells."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow.compute as pc
+import pytest
+from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
+
+from app import scoring
+from app.errors import UserError
+from app.scoring.footprints import GEERT_ITEMS, validate_predicate
+
+
+@pytest.fixture(scope="module")
+def wh(tmp_path_factory):
+    w = module_warehouse(tmp_path_factory, "footprints")
+    yield w
+    w.close()
+
+
+@pytest.mark.parametrize("text", [
+    "item IN ('revtq', 'niq') AND horizon BETWEEN 1 AND 4",
+    "origin >= DATE '2012-01-01'",
+    "NOT (firm = '001001') OR horizon <> 3",
+    "TRUE",
+])
+def test_allowed_predicates(text):
+    assert validate_predicate(text)
+
+
+@pytest.mark.parametrize("text", [
+    "1; DROP TABLE eval.forecasts",
+    "horizon IN (SELECT 1)",
+    "lower(item) = 'x'",
+    "t.horizon = 1",
+    "secret = 1",
+    "read_parquet('x') IS NULL",
+    "horizon + 1 = 2",
+    "horizon",
+    "",
+])
+def test_rejected_predicates(text):
+    with pytest.raises(UserError):
+        validate_predicate(text)
+
+
+def _fp(wh, name):
+    return scoring.get_footprint(wh, name)
+
+
+def test_standard_footprints(wh):
+    scoring.ensure_standard_footprints(wh)
+    truth = truth_cells(wh)
+    items = dict(wh.fetchall("SELECT item_id, item FROM ref.items"))
+    geert = sum(items[i] in GEERT_ITEMS for i in truth["item_id"].to_pylist())
+    assert 0 < geert < truth.num_rows
+    assert _fp(wh, "geert")["n_cells"] == geert
+    assert _fp(wh, "full")["n_cells"] == truth.num_rows
+    n_origins = wh.scalar("SELECT count(*) FROM panel.origins WHERE split = 'test'")
+    llm = _fp(wh, "llm")
+    assert llm["kind"] == "origins"
+    # Fewer than 2,103 test origins in the tiny panel: all of them.
+    assert wh.scalar("SELECT count(*) FROM eval.footprint_origins WHERE footprint_id = ?",
+                     [llm["footprint_id"]]) == n_origins
+
+
+def test_origin_sample_is_seeded_and_calendar_balanced(wh):
+    a = scoring.create_footprint(wh, "sample", n_origins=60, seed=7)
+    b = scoring.create_footprint(wh, "sample", n_origins=60, seed=7)
+    c = scoring.create_footprint(wh, "sample", n_origins=60, seed=8)
+
+    def origins(fid):
+        return wh.fetchall("SELECT firm_id, origin_q FROM eval.footprint_origins "
+                           "WHERE footprint_id = ? ORDER BY 1, 2", [fid])
+
+    assert len(origins(a)) == 60 and origins(a) == origins(b) != origins(c)
+    per_q = [n for (n,) in wh.fetchall(
+        "SELECT count(*) FROM eval.footprint_origins WHERE footprint_id = ? GROUP BY origin_q",
+        [a])]
+    assert len(per_q) == 20 and max(per_q) - min(per_q) <= 1
+    assert _fp(wh, "sample")["version"] == 3
+    assert scoring.get_footprint(wh, "sample@1")["footprint_id"] == a
+
+
+def test_frozen_common_sample_and_scores_tied_to_version(wh):
+    cells = truth_cells(wh)
+    early = cells.filter(pc.less(cells["origin_q"], 8044))
+    s1 = scoring.ingest_forecasts(wh, "early", forecasts_from(early, early["actual"]))
+    s2 = scoring.ingest_forecasts(wh, "everything", forecasts_from(cells, cells["actual"]))
+    fid = scoring.create_footprint(wh, "frozen", submissions=[s1, s2])
+    assert _fp(wh, "frozen")["kind"] == "cells"
+    assert _fp(wh, "frozen")["n_cells"] == early.num_rows
+    run = scoring.score(wh, "frozen", [s2], coherence=False)
+    info = scoring.run_summary(wh, run)
+    assert info["footprint_id"] == fid and info["footprint_version"] == 1
+    assert info["n_cells"] == early.num_rows
+    assert info["coverage"][0]["coverage"] == 1.0
+
+    fid2 = scoring.create_footprint(wh, "dated", predicate="origin < DATE '2011-01-01'")
+    run = scoring.score(wh, "dated", [s2], coherence=False)
+    n = int(np.sum(cells["origin_q"].to_numpy() < 8044))
+    assert scoring.run_summary(wh, run)["n_cells"] == n
+    assert scoring.run_summary(wh, run)["footprint_id"] == fid2
+    with pytest.raises(UserError, match="No footprint"):
+        scoring.score(wh, "nope", [s2])
