@@ -255,9 +255,18 @@ def predict_forma(
         sub_id = scoring.ingest_forecasts(wh, name, batches, family=family, source="model",
                                           metadata=metadata)
         scored = ""
-        if score and hasattr(scoring, "score"):
-            result = scoring.score(wh, sub_id)
-            scored = f"; scored ({result})" if result is not None else "; scored"
+        if score:
+            # every current submission (reference baselines included) on the full footprint
+            run_id = scoring.score(wh)
+            board = scoring.leaderboard(wh, score_run_id=run_id).to_pylist()
+            view = Table(title=f"full footprint, score run {run_id}")
+            cols = [c for c in ("model", "n", "r2", "mae", "crps") if board and c in board[0]]
+            for c in cols:
+                view.add_column(c, justify="right")
+            for r in board:
+                view.add_row(*(f"{r[c]:.4f}" if isinstance(r[c], float) else str(r[c]) for c in cols))
+            console.print(view)
+            scored = f"; scored in run {run_id} (`proforma leaderboard` for more)"
     summary(f"Forma {preset}/{family} x{len(seed_list)} seeds forecast {len(store):,} {split} "
             f"origins in {time.perf_counter() - t0:.0f}s -> submission {sub_id} '{name}'{scored}")
 
