@@ -55,7 +55,8 @@ def make_panel(wh: Warehouse, n_firms: int = 12, seed: int = 0, items=ITEMS,
         """
         CREATE OR REPLACE TABLE panel.origin_params AS
         SELECT CAST(k.item_id AS SMALLINT) AS item_id, CAST(q.q AS INTEGER) AS q,
-               0.2 + 0.001 * (q.q - 8000) AS mu, 0.9 + 0.01 * k.item_id AS sigma
+               CAST(0.2 + 0.001 * (q.q - 8000) AS DOUBLE) AS mu,
+               CAST(0.9 + 0.01 * k.item_id AS DOUBLE) AS sigma
         FROM panel.item_k k, (SELECT unnest(range(7990, 8100)) AS q) q
         """)
     splits = [(q, "train") for q in TRAIN_Q] + [(q, "val") for q in VAL_Q] + \

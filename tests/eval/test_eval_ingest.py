@@ -141,7 +141,7 @@ def test_duplicate_keys_in_different_row_groups(wh, tmp_path):
     for k in cols:
         cols[k] = cols[k] + cols[k][:3]  # rows 40..42 repeat rows 0..2
     problems = _rejected(wh, _write(tmp_path, cols, row_group_size=20), "duplicate key")
-    dup = [p for p in problems if p["problem"].startswith("duplicate")][0]
+    dup = next(p for p in problems if p["problem"].startswith("duplicate"))
     assert dup["count"] == 3
     assert "firm=001001" in dup["examples"][0]
 
@@ -168,7 +168,7 @@ def test_huge_strings(wh, tmp_path):
     cols["firm"][0] = "9" * 2_000_000
     cols["target"][1] = "x" * 100_000
     problems = _rejected(wh, _write(tmp_path, cols), "longer than 64")
-    huge = [p for p in problems if "64" in p["problem"]][0]
+    huge = next(p for p in problems if "64" in p["problem"])
     assert huge["count"] == 2
     assert all(len(e) < 400 for e in huge["examples"])
 

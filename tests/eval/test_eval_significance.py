@@ -71,6 +71,6 @@ def test_dm_tests_match_numpy_pooled_and_per_horizon(wh):
 
 def test_pooled_dm_with_enough_quarters():
     d = np.random.default_rng(1).normal(0.1, 1, 60)
-    mean, stat, p = diebold_mariano(d, 20)
+    _mean, stat, p = diebold_mariano(d, 20)
     dm, pp = _direct_dm(d, 20)
     assert stat == pytest.approx(dm, rel=1e-12) and p == pytest.approx(pp, rel=1e-10)

@@ -1,0 +1,109 @@
+"""Reference baselines (seasonal RW, fade) and coherence against numpy computations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
+
+from app import scoring
+from app.scoring.coherence import compute_coherence
+
+
+@pytest.fixture(scope="module")
+def wh(tmp_path_factory):
+    w = module_warehouse(tmp_path_factory, "baselines")
+    yield w
+    w.close()
+
+
+def _forecasts(wh, sid):
+    return {(f, o, i, h): mu for f, o, i, h, mu in wh.fetchall(
+        "SELECT firm_id, origin_q, item_id, horizon, mu FROM eval.forecasts "
+        "WHERE submission_id = ?", [sid])}
+
+
+def test_reference_baselines_match_numpy(wh):
+    ids = scoring.run_reference_baselines(wh)
+    assert len(ids) == 2
+    assert scoring.run_reference_baselines(wh) == ids  # current for this build: reused
+    names = dict(wh.fetchall("SELECT submission_id, name FROM eval.submissions"))
+    rw = _forecasts(wh, next(i for i in ids if names[i] == "Seasonal random walk"))
+    fade = _forecasts(wh, next(i for i in ids if names[i] == "Fade / AR(1)"))
+
+    values = {(f, q, i): v for f, q, i, v in wh.fetchall("SELECT * FROM panel.values")}
+    z = {(f, o): zz for f, o, zz in wh.fetchall("SELECT firm_id, origin_q, z FROM panel.origins")}
+    k = dict(wh.fetchall("SELECT item_id, k FROM panel.item_k"))
+    params = {(i, q): (m, s) for i, q, m, s in wh.fetchall("SELECT * FROM panel.origin_params")}
+    truth = truth_cells(wh).to_pylist()
+    assert len(rw) == len(fade) == len(truth)
+    fell_back = 0
+    for c in truth:
+        f, o, i, h = c["firm_id"], c["origin_q"], c["item_id"], c["horizon"]
+        lag = (4 - h % 4) % 4
+        v = values.get((f, o - lag, i))
+        if lag == 0 or v is None:
+            want = c["baseline"]
+            fell_back += lag != 0
+        else:
+            m, s = params[(i, o)]
+            want = float(np.clip((np.arcsinh(k[i] * v / z[(f, o)]) - m) / (s + 1e-8), -6, 6))
+        assert rw[(f, o, i, h)] == pytest.approx(want, abs=1e-12)
+    assert fell_back > 0  # the fixture has reporting gaps
+
+    fit = wh.arrow("SELECT item_id, horizon, actual, baseline, change FROM panel.truth "
+                   "WHERE split IN ('train', 'val')").to_pylist()
+    groups: dict = {}
+    for r in fit:
+        groups.setdefault((r["item_id"], r["horizon"]), []).append(r)
+    coef, ols = {}, 0
+    for key, rows in groups.items():
+        x = np.array([r["baseline"] for r in rows])
+        y = np.array([r["actual"] for r in rows])
+        if len(rows) >= 100:
+            rho, a = np.polyfit(x, y, 1)
+            coef[key] = ("ols", a, rho)
+            ols += 1
+        else:
+            coef[key] = ("mean", np.mean(y - x), None)
+    assert 0 < ols < len(coef)  # both branches exercised
+    for c in truth:
+        # No training cell at all (purged long horizons): the forecast is x_t.
+        kind, a, rho = coef.get((c["item_id"], c["horizon"]), ("mean", 0.0, None))
+        want = a + rho * c["baseline"] if kind == "ols" else c["baseline"] + a
+        got = fade[(c["firm_id"], c["origin_q"], c["item_id"], c["horizon"])]
+        assert got == pytest.approx(want, rel=1e-8, abs=1e-10)
+
+
+def test_coherence_matches_numpy(wh):
+    cells = truth_cells(wh)
+    sid = scoring.ingest_forecasts(wh, "truth for coherence", forecasts_from(cells, cells["actual"]))
+    n = compute_coherence(wh, sid)
+    z = {(f, o): zz for f, o, zz in wh.fetchall("SELECT firm_id, origin_q, z FROM panel.origins")}
+    k = dict(wh.fetchall("SELECT item_id, k FROM panel.item_k"))
+    params = {(i, q): (m, s) for i, q, m, s in wh.fetchall("SELECT * FROM panel.origin_params")}
+    dollars = {}
+    for c in cells.to_pylist():
+        f, o, i, h = c["firm_id"], c["origin_q"], c["item_id"], c["horizon"]
+        m, s = params[(i, o)]
+        dollars[(f, o, h, i)] = z[(f, o)] * np.sinh(c["actual"] * (s + 1e-8) + m) / k[i]
+    identities: dict = {}
+    for ident, item_id, sign in wh.fetchall("SELECT identity, item_id, sign FROM ref.identities"):
+        identities.setdefault(ident, []).append((item_id, sign))
+    shares: dict = {}
+    instances = {(f, o, h) for f, o, h, _ in dollars}
+    for ident, terms in identities.items():
+        for f, o, h in instances:
+            vals = [(dollars.get((f, o, h, i)), s) for i, s in terms]
+            if any(v is None for v, _ in vals):
+                continue
+            gross = sum(abs(v) for v, _ in vals)
+            shares.setdefault(ident, []).append(abs(sum(s * v for v, s in vals)) / gross)
+    allshares = [x for v in shares.values() for x in v]
+    assert n == len(allshares) > 0
+    got = dict(wh.fetchall("SELECT identity, median_violation FROM eval.coherence "
+                           "WHERE submission_id = ?", [sid]))
+    assert got["ALL"] == pytest.approx(np.median(allshares), rel=1e-9)
+    for ident, v in shares.items():
+        assert got[ident] == pytest.approx(np.median(v), rel=1e-9)
+    assert set(got) == set(shares) | {"ALL"}
