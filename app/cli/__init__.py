@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "app.cli.serve",
     "app.cli.forma",
     "app.cli.score",
+    "app.cli.baselines",
 ]
 
 for _name in COMMAND_MODULES:
