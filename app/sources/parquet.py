@@ -86,12 +86,17 @@ class _File:
         if not self.path.is_file():
             what = "is a folder, not a file" if self.path.is_dir() else "does not exist"
             raise ValidationError(f"The {role} file {self.path} {what}. Nothing was written.")
+        # can_have_nan: pyarrow leaves NaN out of the min/max statistics, and without
+        # this DuckDB 2.0 trusts them and folds isnan()/nullif() away (duckdb#25521).
+        source = f"read_parquet({_lit(self.path)}, file_row_number = true, can_have_nan = true)"
         try:
-            con.execute(
-                f"CREATE OR REPLACE VIEW {name} AS "
-                f"SELECT * FROM read_parquet({_lit(self.path)}, file_row_number = true)"
-            )
-            described = con.execute(f"DESCRIBE SELECT * FROM {name}").fetchall()
+            described = con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()
+            # NaN is how many tools write a missing float: it becomes NULL here, once,
+            # so every check and every output sees one kind of missing value.
+            floats = [r[0] for r in described if r[1] in ("FLOAT", "DOUBLE")]
+            replace = ", ".join(f"nullif(\"{c}\", 'NaN'::DOUBLE) AS \"{c}\"" for c in floats)
+            self.select = f"SELECT * {f'REPLACE ({replace}) ' if replace else ''}FROM {source}"
+            con.execute(f"CREATE OR REPLACE VIEW {name} AS {self.select}")
             self.rows = con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]
         except duckdb.Error as exc:
             first = str(exc).strip().splitlines()[0]
@@ -193,6 +198,16 @@ class _File:
                 f'"{column}" IS NOT NULL AND NOT ("{column}" BETWEEN {lo} AND {hi})', show,
             )
 
+    def check_finite(self, columns: list[str]) -> None:
+        """One scan for infinite values in many float columns (the item columns)."""
+        floats = [c for c in columns if c in self.types and self.kind(c) == "float"]
+        if floats:
+            flags = ", ".join(f'bool_or(isinf("{c}"))' for c in floats)
+            hits = self.con.execute(f"SELECT {flags} FROM {self.name}").fetchone()
+            for c, hit in zip(floats, hits, strict=True):
+                if hit:
+                    self.fail(c, "holds infinite values", f'isinf("{c}")', ["gvkey", "datadate"])
+
     def fail_if(self, column: str, problem: str, where: str, show: list[str], hint: str = "") -> None:
         hit = self.con.execute(f"SELECT 1 FROM {self.name} WHERE {where} LIMIT 1").fetchone()
         if hit:
@@ -268,7 +283,7 @@ class ParquetSource(Source):
     def validate(self) -> None:
         """Check every file; raise one ValidationError for the first problem found."""
         con = self._connection()
-        panel = _File(con, self.path, "panel", "panel")
+        panel = self._panel = _File(con, self.path, "panel", "panel")
         self.has_fyr = "fyr" in panel.types
         self.has_permno = "permno" in panel.types
         self.has_naicsh = "naicsh" in panel.types
@@ -285,14 +300,15 @@ class ParquetSource(Source):
             panel.require(["sich"], "industry", "Give --industry FILE or a panel with sich.")
         panel.check_gvkey()
         panel.check_date("datadate")
+        for item in self.items:  # types first (no scan), then one scan for infinities
+            panel.check_number(item, integral=False)
+        panel.check_finite([*self.items, "fyearq", "fqtr", "fyr", "sich", "naicsh", "permno"])
         # Compustat ships a few records without a fiscal quarter (changed fiscal year
         # ends); they are kept, and the build treats them as having no fiscal position.
         panel.check_number("fyearq", integral=True, lo=1900, hi=2100)
         panel.check_number("fqtr", integral=True, lo=1, hi=4)
         if self.has_fyr:
             panel.check_number("fyr", integral=True, lo=1, hi=12)
-        for item in self.items:
-            panel.check_number(item, integral=False)
         for code in ("sich", "naicsh", "permno"):
             if code in panel.types:
                 panel.check_number(code, integral=True, lo=0, hi=2_147_483_647)
@@ -304,6 +320,7 @@ class ParquetSource(Source):
             self.industry_has_naicsh = "naicsh" in ind.types
             ind.check_gvkey()
             ind.check_date("datadate")
+            ind.check_finite(["sich", "naicsh"])
             for code in ("sich", "naicsh"):
                 if code in ind.types:
                     ind.check_number(code, integral=True, lo=0, hi=2_147_483_647)
@@ -315,6 +332,7 @@ class ParquetSource(Source):
                 "The link file has crsp.ccmxpf_lnkhist's columns.",
             )
             lk.check_gvkey()
+            lk.check_finite(["lpermno"])
             lk.check_number("lpermno", integral=True, lo=0, hi=2_147_483_647)
             lk.check_date("linkdt")
             lk.check_date("linkenddt", nullable=True)  # null: the link is still active
@@ -362,7 +380,7 @@ class ParquetSource(Source):
             if not self.has_naicsh:
                 con.execute(
                     "CREATE OR REPLACE VIEW panel AS SELECT *, CAST(NULL AS INTEGER) AS naicsh "
-                    f"FROM read_parquet({_lit(self.path)}, file_row_number = true)"
+                    f"FROM ({self._panel.select})"
                 )
             industry = sql_file("sources/parquet_company_industry").text
         if self.links is not None:

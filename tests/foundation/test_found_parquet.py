@@ -111,6 +111,8 @@ def _bad(tmp_path: Path, case: str) -> tuple[Path, dict]:
         return write_panel(p, fqtr=pa.array([5.0 if i == 2 else 1.0 + i % 4 for i in range(N)])), {}
     if case == "fyearq_fraction":
         return write_panel(p, fyearq=pa.array([2000.5] * N)), {}
+    if case == "inf_item":
+        return write_panel(p, ltq=pa.array([float("inf") if i == 9 else 1.0 for i in range(N)])), {}
     if case == "duplicates":
         cols = panel_columns()
         table = pa.table(cols)
@@ -156,6 +158,7 @@ CASES = {
     "null_date": ("column 'datadate' is null", "row 8"),
     "fqtr_range": ("column 'fqtr' lies outside 1..4", "fqtr=5.0"),
     "fyearq_fraction": ("column 'fyearq' holds non-integer values", "2000.5"),
+    "inf_item": ("column 'ltq' holds infinite values", "row 10"),
     "duplicates": ("duplicate (gvkey, datadate, fyearq, fqtr) rows appear more than once", "4 row(s), e.g. row 5: gvkey='001004', datadate=2001-03-28"),
     "not_parquet": ("is not a readable parquet file", None),
     "empty_file": ("is not a readable parquet file", None),
@@ -199,3 +202,20 @@ def test_uppercase_names_and_extra_columns_are_accepted(wh: Warehouse, tmp_path:
     pq.write_table(pa.table(cols), path)
     assert ingest(wh, ParquetSource(path)).rows["fundq"] == N
     assert wh.scalar("SELECT count(DISTINCT gvkey) FROM raw.fundq") == len(FIRMS)
+
+
+def test_nan_is_a_missing_value(wh: Warehouse, tmp_path: Path) -> None:
+    nan = float("nan")
+    path = write_panel(
+        tmp_path / "nan.parquet",
+        atq=pa.array([nan if i % 2 else 5.0 for i in range(N)]),
+        sich=pa.array([nan] * N),
+        permno=pa.array([nan if i < 8 else 77.0 for i in range(N)]),
+        fqtr=pa.array([nan if i == 0 else 1.0 + i % 4 for i in range(N)]),
+    )
+    ingest(wh, ParquetSource(path))
+    assert wh.scalar("SELECT count(*) FROM raw.fundq WHERE atq IS NULL") == N // 2
+    assert wh.scalar("SELECT count(*) FROM raw.fundq WHERE isnan(atq)") == 0
+    assert wh.scalar("SELECT count(*) FROM raw.fundq WHERE fqtr IS NULL") == 1
+    assert wh.scalar("SELECT count(*) FROM raw.company_industry WHERE sich IS NULL") == N
+    assert wh.fetchall("SELECT DISTINCT lpermno FROM raw.ccm_link") == [(77,)]
