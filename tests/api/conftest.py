@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,9 +28,19 @@ def api_settings(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyP
     return get_settings()
 
 
+@pytest.fixture(scope="session")
+def panel_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated warehouse with the tiny panel, made once and copied for each test."""
+    folder = tmp_path_factory.mktemp("panel-template")
+    template = Settings(warehouse=folder / "warehouse.duckdb", temp_directory=folder / "tmp",
+                        memory_limit="1GB", threads=2)
+    make_panel_warehouse(template)
+    return template.warehouse
+
+
 @pytest.fixture
-def panel(api_settings: Settings) -> Settings:
-    make_panel_warehouse(api_settings)
+def panel(api_settings: Settings, panel_template: Path) -> Settings:
+    shutil.copyfile(panel_template, api_settings.warehouse)
     return api_settings
 
 
