@@ -26,6 +26,7 @@ app = typer.Typer(
 COMMAND_MODULES = [
     "app.cli.db",
     "app.cli.ingest",
+    "app.cli.synthetic",
     "app.cli.serve",
     "app.cli.forma",
     "app.cli.score",

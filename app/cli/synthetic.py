@@ -1,0 +1,78 @@
+"""`proforma ingest synthetic`, `proforma synthetic validate` and `proforma oracle`."""
+
+from __future__ import annotations
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from app.cli.common import console, summary, writer
+from app.cli.ingest import ingest_app
+from app.sources import ingest
+from app.sources.synthetic import SyntheticConfig, SyntheticSource, submit_oracle
+from app.sources.synthetic.validation import check_sql, render, validation_report
+
+synthetic_app = typer.Typer(help="The built-in synthetic Compustat-shaped panel.", no_args_is_help=True)
+
+
+@ingest_app.command("synthetic")
+def ingest_synthetic(
+    firms: int = typer.Option(None, help="Firms to generate (default: 1,000 at demo, 34,000 at full scale)."),
+    start: int = typer.Option(1971, help="First calendar year of filings."),
+    end: int = typer.Option(2024, help="Last calendar year of filings."),
+    seed: int = typer.Option(20, help="Random seed; equal options give identical data."),
+    scale: str = typer.Option("demo", help="demo (fast, ~45k firm-quarters) or full (~1.2M after the build's filters)."),
+    oracle_origins: int = typer.Option(None, help="Test origins with oracle paths (default 200 demo, 2,000 full)."),
+    oracle_paths: int = typer.Option(64, help="Simulated future paths per oracle origin."),
+) -> None:
+    """Generate the synthetic panel (raw.fundq with YTD cash flows, company_industry,
+    ccm_link) and the oracle paths, replacing the raw tables in one transaction."""
+    cfg = SyntheticConfig.for_scale(
+        scale, firms=firms, start=start, end=end, seed=seed,
+        oracle_origins=oracle_origins, oracle_paths=oracle_paths,
+    )
+    with Progress(
+        TextColumn("[bold]synthetic"), BarColumn(), MofNCompleteColumn(), TextColumn("quarters"),
+        TimeElapsedColumn(), console=console, transient=True,
+    ) as bar:
+        task = bar.add_task("history", total=cfg.n_quarters)
+        source = SyntheticSource(cfg, progress=lambda q: bar.advance(task))
+        with writer() as wh:
+            result = ingest(wh, source)
+    sim = source.simulation
+    extra = f"; {cfg.firms:,} firms, {sim.fyr_changes:,} fiscal-year changes" if sim else ""
+    summary(result.line() + extra)
+
+
+@synthetic_app.command("validate")
+def validate(
+    all_items: bool = typer.Option(False, "--all-items", help="List availability for all 78 items."),
+) -> None:
+    """Print the validation report of the current raw tables: identity residuals,
+    availability by split vs items.csv, joint availability vs the paper, YTD
+    consistency, persistence and seasonality."""
+    check_sql()
+    with writer() as wh:
+        report = validation_report(wh)
+    render(report, console, all_items=all_items)
+    mad = report.availability_mad()
+    summary(
+        f"{report.identity_violations} identity violation(s); availability within "
+        + ", ".join(f"{v:.1f} pp ({k})" for k, v in mad.items())
+        + " of items.csv on average"
+    )
+
+
+def oracle_command(
+    name: str = typer.Option("oracle", help="Submission name on the leaderboard."),
+) -> None:
+    """Score the oracle of a synthetic panel: its simulated futures, standardized with each
+    origin's frozen parameters, averaged (mu) with their spread (sigma). Needs
+    `proforma ingest synthetic` and `proforma build`."""
+    with writer() as wh:
+        submission_id, rows = submit_oracle(wh, name)
+    summary(f"oracle submission {submission_id} ({name}): {rows:,} forecast cells")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(synthetic_app, name="synthetic")
+    app.command("oracle")(oracle_command)

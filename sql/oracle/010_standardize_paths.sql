@@ -1,0 +1,34 @@
+-- Oracle forecasts from raw.oracle_paths (dollar futures simulated from the true latent
+-- state at each sampled origin): every path value is standardized with the ORIGIN's
+-- frozen parameters, x = clip((asinh(k v / z_t) - mu_t) / (sigma_t + 1e-8), -6, 6), with
+-- k from panel.item_k, (mu_t, sigma_t) from panel.origin_params at the origin quarter and
+-- z_t the origin deflator (panel.origins). mu = mean of x over paths (the squared-error
+-- optimum), sigma = its standard deviation over paths (floored at 1e-4). Rows follow the
+-- forecast contract (firm_id, origin_q, item_id, horizon, component, mu, sigma); origins
+-- that are not eligible origins of the current build are left out.
+WITH x AS (
+    SELECT
+        po.firm_id,
+        oo.origin_q,
+        p.item_id,
+        p.horizon,
+        least(greatest((asinh(k.k * p.v / po.z) - op.mu) / (op.sigma + 1e-8), -6.0), 6.0) AS x
+    FROM raw.oracle_paths AS p
+    JOIN raw.oracle_origins AS oo ON oo.origin_id = p.origin_id
+    JOIN panel.firms AS f ON f.gvkey = oo.gvkey
+    JOIN panel.origins AS po ON po.firm_id = f.firm_id AND po.origin_q = oo.origin_q
+    JOIN panel.item_k AS k ON k.item_id = p.item_id
+    JOIN panel.origin_params AS op ON op.item_id = p.item_id AND op.q = oo.origin_q
+    WHERE p.horizon BETWEEN 1 AND 20
+)
+SELECT
+    CAST(firm_id AS INTEGER) AS firm_id,
+    CAST(origin_q AS INTEGER) AS origin_q,
+    CAST(item_id AS SMALLINT) AS item_id,
+    CAST(horizon AS TINYINT) AS horizon,
+    CAST(0 AS SMALLINT) AS component,
+    avg(x) AS mu,
+    greatest(coalesce(stddev_samp(x), 0.0), 1e-4) AS sigma
+FROM x
+GROUP BY firm_id, origin_q, item_id, horizon
+ORDER BY firm_id, origin_q, item_id, horizon;
