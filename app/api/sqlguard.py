@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -39,6 +40,12 @@ MAX_SQL_CHARS = 20_000
 _DENIED_FUNCTIONS = frozenset(
     {"current_setting", "getvariable", "getenv", "read_text", "read_blob", "query", "query_table"}
 )
+
+
+# The first word of the query, after any comments: statements other than queries are
+# refused by name even where sqlglot cannot parse them (EXPORT, INSTALL, ...).
+_LEADING_WORD = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*([A-Za-z_]+)", re.DOTALL)
+_QUERY_STARTS = frozenset({"SELECT", "WITH", "FROM", "VALUES"})
 
 
 class QueryRejected(UserError):
@@ -102,6 +109,11 @@ def check_sql(sql: str, schema: dict[str, dict[str, str]]) -> CheckedQuery:
         raise QueryRejected("The query is empty: send one SELECT statement.")
     if len(sql) > MAX_SQL_CHARS:
         raise QueryRejected(f"The query is {len(sql):,} characters long; the limit is {MAX_SQL_CHARS:,}.")
+    lead = _LEADING_WORD.match(sql)
+    if lead and lead.group(1).upper() not in _QUERY_STARTS:
+        raise QueryRejected(
+            f"Only SELECT queries are allowed, not {lead.group(1).upper()}."
+        )
     try:
         statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
     except sqlglot.errors.ParseError as exc:
@@ -117,7 +129,7 @@ def check_sql(sql: str, schema: dict[str, dict[str, str]]) -> CheckedQuery:
     tree = statements[0]
     if not isinstance(tree, exp.Query):
         kind = tree.key.upper() if tree.key else type(tree).__name__.upper()
-        raise QueryRejected(f"Only SELECT queries are allowed; this is a {kind} statement.")
+        raise QueryRejected(f"Only SELECT queries are allowed, not {kind}.")
     if tree.find(exp.Into):
         raise QueryRejected("SELECT ... INTO is not allowed: the snapshot is read-only.")
     for node in tree.find_all(exp.Command, exp.Pragma, exp.Set, exp.Copy, exp.Attach):
