@@ -157,14 +157,14 @@ def create_footprint(
         raise UserError("A footprint is frozen from submissions or from an origin sample, not both")
     with wh.transaction():
         if submissions:
-            from app.scoring.metrics import prepare_run_subs
+            from app.scoring.metrics import common_sample, prepare_run_subs
 
             fid = _insert(wh, name, "cells", predicate, split, description,
                           {"submissions": submissions, "predicate": predicate})
             # The predicate scope first, then the common sample of the submissions in it.
             prepare_footprint(wh, {**get_footprint_by_id(wh, fid), "kind": "predicate"})
             prepare_run_subs(wh, submissions)
-            wh.run_step("eval/050_common_sample")
+            common_sample(wh, submissions)
             wh.run_step("eval/046_footprint_freeze", {"footprint_id": fid})
         elif n_origins:
             if n_origins < 1:
@@ -194,7 +194,7 @@ def ensure_standard_footprints(wh: Warehouse) -> list[str]:
         create_footprint(wh, "geert", predicate=f"item IN ({items})",
                          description="The 25 chained-GBM items (Geertsema) in the 78")
         made.append("geert")
-    if "llm" not in have:
+    if "llm" not in have and wh.table_exists("panel.origins"):
         create_footprint(wh, "llm", n_origins=LLM_ORIGINS, seed=LLM_SEED,
                          description=f"Seeded calendar-balanced sample of {LLM_ORIGINS:,} "
                          "test origins (fewer if the panel has fewer)")

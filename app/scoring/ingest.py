@@ -113,7 +113,7 @@ def _decode_key(wh: Warehouse, key: int) -> str:
             f"horizon={horizon} component={component}")
 
 
-def _finish(wh: Warehouse, sid: int, name: str, file_warnings: list[dict]) -> int:
+def _finish(wh: Warehouse, sid: int, name: str, file_warnings: list[dict] | None) -> int:
     """Run the integer-level checks on the inserted rows; raise (caller rolls back) or finish."""
     row = wh.query_step("eval/030_forecast_checks", {"submission_id": sid}).to_pylist()[0]
     problems: list[dict] = []
@@ -140,14 +140,15 @@ def _finish(wh: Warehouse, sid: int, name: str, file_warnings: list[dict]) -> in
                                  row["duplicate_key_n"], examples))
     if problems:
         raise ValidationError(_summary(name, problems), problems)
-    warnings = list(file_warnings)
+    warnings = list(file_warnings or [])
     if not file_warnings:
         if row["non_finite_prediction_n"]:
             warnings.append(_problem("prediction is null, NaN or infinite (cell left out)",
                                      row["non_finite_prediction_n"], blocking=False))
         if row["huge_prediction_n"]:
             warnings.append(_problem("|prediction| > 60: probably raw units, not standardized",
-                                     row["huge_prediction_n"], row["huge_prediction_ex"],
+                                     row["huge_prediction_n"],
+                                     [f"prediction={v:g}" for v in row["huge_prediction_ex"]],
                                      blocking=False))
     n_components = int(row["n_components"])
     wh.execute(
@@ -314,39 +315,43 @@ def ingest_parquet(
     try:
         wh.execute(view_sql)
         wh.set_params({"has_sigma": has_sigma})
-        counts = wh.query_step("eval/010_submission_checks").to_pylist()[0]
+        # Happy path: ONE streaming pass stores integer-keyed rows (invalid keys as NULL)
+        # and 030 checks them; any problem rolls back and 010 explains the file.
+        try:
+            with wh.transaction():
+                _claim_name(wh, name, replace)
+                sid = _new_submission(wh, name, source, family, df, has_sigma, checksum,
+                                      metadata)
+                wh.run_step("eval/020_submission_insert", {"submission_id": sid})
+                _finish(wh, sid, name, None)
+        except ValidationError as found:
+            raise _explain(wh, name, found) from None
     except duckdb.Error as exc:
         raise _unreadable(name, path, str(exc).splitlines()[0][:200]) from None
-    found = [(k, text, blocking) for k, text, blocking in _FILE_PROBLEMS if counts[f"{k}_n"]]
-    blocking = [f for f in found if f[2]]
-    if counts["n_rows"] == 0:
-        problems = [_problem("the file holds no rows", 0)]
-        raise ValidationError(_summary(name, problems), problems)
-    if blocking:
-        wanted = {n for k, _, _ in found for n in (counts[f"{k}_ex"] or [])}
-        examples = _examples(wh, wanted)
-        problems = [
-            _problem(text, counts[f"{k}_n"],
-                     [examples.get(n, f"row {n}") for n in counts[f"{k}_ex"] or []],
-                     blocking=b)
-            for k, text, b in found
-        ]
-        raise ValidationError(_summary(name, [p for p in problems if p["severity"] == "error"]),
-                              problems)
-    warn_examples = _examples(wh, {n for k, _, _ in found for n in (counts[f"{k}_ex"] or [])})
-    warnings = [
-        _problem(text, counts[f"{k}_n"],
-                 [warn_examples.get(n, f"row {n}") for n in counts[f"{k}_ex"] or []],
-                 blocking=False)
-        for k, text, _ in found
-    ]
-    with wh.transaction():
-        _claim_name(wh, name, replace)
-        sid = _new_submission(wh, name, source, family, df, has_sigma, checksum, metadata)
-        wh.run_step("eval/020_submission_insert", {"submission_id": sid})
-        _finish(wh, sid, name, warnings)
-    wh.execute("DROP VIEW IF EXISTS submission_in")
+    finally:
+        wh.execute("DROP VIEW IF EXISTS submission_in")
     return sid
+
+
+def _explain(wh: Warehouse, name: str, found: ValidationError) -> ValidationError:
+    """The file-level report (010, with example rows) for a rejected upload."""
+    counts = wh.query_step("eval/010_submission_checks").to_pylist()[0]
+    flagged = [(k, text, b) for k, text, b in _FILE_PROBLEMS if counts[f"{k}_n"]]
+    examples = _examples(wh, {n for k, _, _ in flagged for n in (counts[f"{k}_ex"] or [])})
+    problems = [
+        _problem(text, counts[f"{k}_n"],
+                 [examples.get(n, f"row {n}") for n in counts[f"{k}_ex"] or []], blocking=b)
+        for k, text, b in flagged
+    ]
+    if counts["n_rows"] == 0:
+        problems.insert(0, _problem("the file holds no rows", 0))
+    # Problems only the integer-level checks see (duplicates, mixed sigma) are kept.
+    keep = ("duplicate key",)
+    problems += [p for p in found.problems if p["problem"].startswith(keep)]
+    if not any(p["severity"] == "error" for p in problems):
+        problems = found.problems
+    return ValidationError(_summary(name, [p for p in problems if p["severity"] == "error"]),
+                           problems)
 
 
 # -- Arrow batches from models -------------------------------------------------------------

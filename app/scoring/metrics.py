@@ -53,6 +53,14 @@ def prepare_run_subs(wh: Warehouse, submission_ids: list[int]) -> None:
         "WHERE list_contains(getvariable('submission_ids'), submission_id)")
 
 
+def common_sample(wh: Warehouse, submission_ids: list[int]) -> None:
+    """Temp tables run_valid and common_cells (fp_truth and run_subs must exist)."""
+    if len(submission_ids) == 1:
+        wh.run_step("eval/051_common_sample_single")
+    else:
+        wh.run_step("eval/050_common_sample")
+
+
 def active_submissions(wh: Warehouse) -> list[int]:
     """Current submissions (not retired, with rows) in id order."""
     return [r[0] for r in wh.fetchall(
@@ -121,7 +129,7 @@ def score(
         run_id = int(wh.scalar("SELECT nextval('eval.score_run_id_seq')"))
         n_fp = prepare_footprint(wh, fp)
         prepare_run_subs(wh, ids)
-        wh.run_step("eval/050_common_sample")
+        common_sample(wh, ids)
         n = int(wh.scalar("SELECT count(*) FROM common_cells"))
         coverage = dict(wh.fetchall(
             "SELECT submission_id, count(*) FROM run_valid GROUP BY 1"))

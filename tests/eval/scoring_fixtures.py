@@ -135,12 +135,12 @@ def module_warehouse(tmp_path_factory, name: str):
 def cell_scores(wh: Warehouse, footprint: str, submission_ids: list[int]) -> pa.Table:
     """Per-cell scores straight from the SQL steps 040-060 (for exact checks)."""
     from app.scoring.footprints import get_footprint, prepare_footprint
-    from app.scoring.metrics import prepare_run_subs, register_functions
+    from app.scoring.metrics import common_sample, prepare_run_subs, register_functions
 
     register_functions(wh)
     prepare_footprint(wh, get_footprint(wh, footprint))
     prepare_run_subs(wh, submission_ids)
-    wh.run_step("eval/050_common_sample")
+    common_sample(wh, submission_ids)
     wh.run_step("eval/060_cell_scores")
     return wh.arrow("SELECT * FROM cell_scores ORDER BY submission_id, origin_q, item_id, "
                     "horizon, y")

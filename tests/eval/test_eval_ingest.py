@@ -91,7 +91,7 @@ def test_nan_and_inf_predictions_are_warnings(wh, tmp_path):
                                     "WHERE submission_id = ?", [sid]))
     by = {w["problem"].split(" ")[0]: w for w in warnings}
     assert by["prediction"]["count"] == 2
-    assert by["|prediction|"]["count"] == 1 and "row 2" in by["|prediction|"]["examples"][0]
+    assert by["|prediction|"]["count"] == 1 and "prediction=75" in by["|prediction|"]["examples"][0]
 
 
 def test_missing_columns(wh, tmp_path):

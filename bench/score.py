@@ -1,0 +1,181 @@
+"""Benchmark: ingest and score a synthetic N-row submission (default 50M rows).
+
+    .venv/bin/python bench/score.py --rows 50000000 [--dir /tmp/bench_score] [--memory 3GB]
+
+A synthetic panel (panel.firms, panel.truth) and a submission parquet (gvkey strings,
+item names, dates, horizons, predictions, sigma) are generated with DuckDB in a child
+process, so the measured process starts clean. Then ingest_parquet (validation in SQL,
+integer coding, duplicate check) and score (common sample, all metrics at every level,
+PIT, DM quarter means) run in this process. Prints rows/second per stage and end to
+end, and peak resident memory (sampled every 50 ms, and the kernel's high-water mark).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _hwm_bytes() -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+class PeakMemory:
+    """Samples this process's RSS in a thread; .peak is the maximum seen."""
+
+    def __init__(self, every: float = 0.05):
+        self.every, self.peak, self._stop = every, 0, threading.Event()
+
+    def __enter__(self):
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+        return self
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, _rss_bytes())
+            time.sleep(self.every)
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+        self.peak = max(self.peak, _rss_bytes())
+
+
+def generate(folder: Path, rows: int, memory: str, threads: int) -> None:
+    """Child process: migrated warehouse with a synthetic panel, and the submission file."""
+    from app.cli.common import prepare
+    from app.settings import Settings
+    from app.warehouse import connect
+
+    settings = Settings(warehouse=folder / "wh.duckdb", temp_directory=folder / "tmp",
+                        memory_limit=memory, threads=threads, cache_dir=folder / "cache")
+    wh = connect(settings)
+    prepare(wh)
+    cells_per_origin = 78 * 20
+    n_origins = -(-rows // cells_per_origin)
+    n_quarters = 60
+    n_firms = -(-n_origins // n_quarters)
+    wh.execute("CREATE SCHEMA IF NOT EXISTS panel")
+    wh.execute(f"""
+        CREATE OR REPLACE TABLE panel.firms AS
+        SELECT CAST(range + 1 AS INTEGER) AS firm_id, lpad(CAST(range + 1 AS VARCHAR), 6, '0')
+               AS gvkey, 3000 AS sic, CAST(1 AS SMALLINT) AS ff48
+        FROM range({n_firms})""")
+    # 60 test quarters (2010-2024); truth for every item and horizon of each origin.
+    wh.execute(f"""
+        CREATE OR REPLACE TABLE panel.truth AS
+        WITH o AS (
+            SELECT CAST(1 + r // {n_quarters} AS INTEGER) AS firm_id,
+                   CAST(8040 + r % {n_quarters} AS INTEGER) AS origin_q
+            FROM range({n_origins}) t(r)
+        ), c AS (
+            SELECT o.firm_id, o.origin_q, CAST(i.item_id AS SMALLINT) AS item_id,
+                   CAST(h.h AS TINYINT) AS horizon,
+                   (hash(o.firm_id, o.origin_q, i.item_id) % 1000000) / 1e6 * 2 - 1 AS baseline,
+                   (hash(o.firm_id, o.origin_q, i.item_id, h.h) % 1000000) / 1e6 - 0.5 AS noise
+            FROM o, (SELECT item_id FROM ref.items WHERE is_target) i,
+                 (SELECT unnest(range(1, 21)) AS h) h
+        )
+        SELECT firm_id, origin_q, item_id, horizon, 'test' AS split,
+               baseline + noise AS actual, baseline, noise AS change
+        FROM c
+        LIMIT {rows}""")
+    wh.execute(f"""
+        COPY (
+            SELECT f.gvkey AS firm, i.item AS target, qend(t.origin_q) AS origin,
+                   CAST(t.horizon AS INTEGER) AS horizon,
+                   t.baseline + 0.5 * t.change + 0.1 AS prediction,
+                   0.3 + 0.1 * (t.horizon % 3) AS sigma
+            FROM panel.truth t
+            JOIN panel.firms f USING (firm_id)
+            JOIN ref.items i USING (item_id)
+        ) TO '{folder / "submission.parquet"}' (FORMAT parquet, ROW_GROUP_SIZE 1000000)""")
+    from app.scoring import ensure_standard_footprints
+
+    ensure_standard_footprints(wh)  # once per build, not part of a score
+    wh.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=50_000_000)
+    ap.add_argument("--dir", type=Path, default=Path("/tmp/bench_score"))
+    ap.add_argument("--memory", default="3GB", help="DuckDB memory_limit")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--keep", action="store_true", help="reuse an existing generated folder")
+    ap.add_argument("--generate-only", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    folder = args.dir
+    if args.generate_only:
+        generate(folder, args.rows, args.memory, args.threads)
+        return
+    if not (args.keep and (folder / "submission.parquet").exists()):
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        t = time.perf_counter()
+        subprocess.run([sys.executable, __file__, "--rows", str(args.rows), "--dir", str(folder),
+                        "--memory", args.memory, "--threads", str(args.threads),
+                        "--generate-only"], check=True)
+        print(f"generated {args.rows:,} truth cells and the submission in "
+              f"{time.perf_counter() - t:.1f}s")
+
+    from app import scoring
+    from app.settings import Settings
+    from app.warehouse import connect
+
+    settings = Settings(warehouse=folder / "wh.duckdb", temp_directory=folder / "tmp",
+                        memory_limit=args.memory, threads=args.threads,
+                        cache_dir=folder / "cache")
+    wh = connect(settings)
+    wh.execute("DELETE FROM eval.forecasts; DELETE FROM eval.metrics; "
+               "DELETE FROM eval.quarter_losses; DELETE FROM eval.pit; DELETE FROM eval.coverage")
+    wh.execute("CHECKPOINT")
+    path = folder / "submission.parquet"
+    size = path.stat().st_size
+    results = {}
+    with PeakMemory() as mem_in:
+        t = time.perf_counter()
+        sid = scoring.ingest_parquet(wh, path, f"bench {time.time():.0f}", replace=True)
+        results["ingest"] = time.perf_counter() - t
+    with PeakMemory() as mem_score:
+        t = time.perf_counter()
+        run = scoring.score(wh, "full", [sid], coherence=False, baselines=False)
+        results["score"] = time.perf_counter() - t
+    n = wh.scalar("SELECT rows FROM eval.submissions WHERE submission_id = ?", [sid])
+    cells = wh.scalar("SELECT n_cells FROM eval.score_runs WHERE score_run_id = ?", [run])
+    r2 = wh.scalar("SELECT r2 FROM eval.metrics WHERE score_run_id = ? AND level = 'global'", [run])
+    wh.close()
+    total = results["ingest"] + results["score"]
+    gb = 1024 ** 3
+    print(f"submission: {n:,} rows, {size / gb:.2f} GiB parquet; scored on {cells:,} cells "
+          f"(R2 {r2:.4f}); threads {args.threads}, DuckDB memory_limit {args.memory}")
+    for stage in ("ingest", "score"):
+        print(f"  {stage:7s} {results[stage]:7.1f}s  {n / results[stage] / 1e6:6.2f}M rows/s")
+    print(f"  total   {total:7.1f}s  {n / total / 1e6:6.2f}M rows/s end to end, "
+          f"{n / total / args.threads / 1e6:.2f}M rows/s per core")
+    print(f"  peak RSS: ingest {mem_in.peak / gb:.2f} GiB, score {mem_score.peak / gb:.2f} GiB, "
+          f"process high-water mark {_hwm_bytes() / gb:.2f} GiB")
+
+
+if __name__ == "__main__":
+    main()
