@@ -1,25 +1,30 @@
 -- Oracle forecasts from raw.oracle_paths (dollar futures simulated from the true latent
--- state at each sampled origin): every path value is standardized with the ORIGIN's
--- frozen parameters, x = clip((asinh(k v / z_t) - mu_t) / (sigma_t + 1e-8), -6, 6), with
--- k from panel.item_k, (mu_t, sigma_t) from panel.origin_params at the origin quarter and
--- z_t the origin deflator (panel.origins). mu = mean of x over paths (the squared-error
--- optimum), sigma = its standard deviation over paths (floored at 1e-4). Rows follow the
--- forecast contract (firm_id, origin_q, item_id, horizon, component, mu, sigma); origins
--- that are not eligible origins of the current build are left out.
-WITH x AS (
+-- state at each sampled origin; one column per item): every path value is standardized
+-- with the ORIGIN's frozen parameters, x = clip((asinh(k v / z_t) - mu_t) / (sigma_t +
+-- 1e-8), -6, 6), with k from panel.item_k, (mu_t, sigma_t) from panel.origin_params at the
+-- origin quarter and z_t the origin deflator (panel.origins). mu = mean of x over paths
+-- (the squared-error optimum), sigma = its standard deviation over paths (floored at
+-- 1e-4). Rows follow the forecast contract (firm_id, origin_q, item_id, horizon,
+-- component, mu, sigma); origins that are not eligible origins of the build are left out.
+WITH long AS (
+    UNPIVOT (SELECT * FROM raw.oracle_paths WHERE horizon BETWEEN 1 AND 20)
+    ON COLUMNS(* EXCLUDE (origin_id, horizon, path))
+    INTO NAME item VALUE v
+),
+x AS (
     SELECT
         po.firm_id,
         oo.origin_q,
-        p.item_id,
+        i.item_id,
         p.horizon,
         least(greatest((asinh(k.k * p.v / po.z) - op.mu) / (op.sigma + 1e-8), -6.0), 6.0) AS x
-    FROM raw.oracle_paths AS p
+    FROM long AS p
+    JOIN ref.items AS i ON i.item = p.item
     JOIN raw.oracle_origins AS oo ON oo.origin_id = p.origin_id
     JOIN panel.firms AS f ON f.gvkey = oo.gvkey
     JOIN panel.origins AS po ON po.firm_id = f.firm_id AND po.origin_q = oo.origin_q
-    JOIN panel.item_k AS k ON k.item_id = p.item_id
-    JOIN panel.origin_params AS op ON op.item_id = p.item_id AND op.q = oo.origin_q
-    WHERE p.horizon BETWEEN 1 AND 20
+    JOIN panel.item_k AS k ON k.item_id = i.item_id
+    JOIN panel.origin_params AS op ON op.item_id = i.item_id AND op.q = oo.origin_q
 )
 SELECT
     CAST(firm_id AS INTEGER) AS firm_id,

@@ -26,7 +26,7 @@ def test_ingest_writes_raw_tables_oracle_and_provenance(wh):
     assert json.loads(meta) == json.loads(params)
     k = wh.scalar("SELECT count(*) FROM raw.oracle_origins")
     assert k == cfg.oracle_origins
-    assert wh.scalar("SELECT count(*) FROM raw.oracle_paths") == k * 78 * (1 + 4 * 6)
+    assert wh.scalar("SELECT count(*) FROM raw.oracle_paths") == k * (1 + 4 * 6)
     assert wh.scalar("SELECT count(*) FROM raw.fundq WHERE length(gvkey) <> 6") == 0
     # a second ingest replaces everything, oracle tables included
     ingest(wh, SyntheticSource(tiny_config(firms=20, seed=9, oracle_origins=3)))

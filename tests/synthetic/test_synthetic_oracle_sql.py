@@ -36,21 +36,24 @@ def _paths(wh):
         "origin_q": pa.array([8044, 8050, 8044], pa.int32())}))
     rng = np.random.default_rng(0)
     rows = {"origin_id": [], "item_id": [], "horizon": [], "path": [], "v": []}
+    wide = {"origin_id": [], "horizon": [], "path": [], "aoq": [], "atq": []}
     for o in (0, 1, 2):
-        for item in (5, 9):
-            rows["origin_id"] += [o]; rows["item_id"] += [item]; rows["horizon"] += [0]; rows["path"] += [0]
-            rows["v"] += [10.0]
-            for h in (1, 2):
-                for p in range(3):
-                    v = 5.0 if (o == 1 and item == 9) else float(rng.normal(10, 40))
+        for h in (0, 1, 2):
+            for p in ([0] if h == 0 else range(3)):
+                wide["origin_id"].append(o); wide["horizon"].append(h); wide["path"].append(p)
+                for item, name in ((5, "aoq"), (9, "atq")):
+                    v = 10.0 if h == 0 else (5.0 if (o == 1 and item == 9) else float(rng.normal(10, 40)))
                     if o == 0 and item == 5 and h == 2 and p == 0:
                         v = 1e9  # far beyond the clip
+                    wide[name].append(v)
                     rows["origin_id"] += [o]; rows["item_id"] += [item]; rows["horizon"] += [h]
                     rows["path"] += [p]; rows["v"] += [v]
+    # a narrow stand-in for the 78-column table: the SQL unpivots whatever item columns exist
     wh.write_arrow("raw.oracle_paths", pa.table({
-        "origin_id": pa.array(rows["origin_id"], pa.int32()), "item_id": pa.array(rows["item_id"], pa.int16()),
-        "horizon": pa.array(rows["horizon"], pa.int8()), "path": pa.array(rows["path"], pa.int16()),
-        "v": rows["v"]}))
+        "origin_id": pa.array(wide["origin_id"], pa.int32()), "horizon": pa.array(wide["horizon"], pa.int8()),
+        "path": pa.array(wide["path"], pa.int16()), "aoq": pa.array(wide["aoq"], pa.float32()),
+        "atq": pa.array(wide["atq"], pa.float32())}), mode="replace")
+    rows["v"] = [float(np.float32(v)) for v in rows["v"]]
     return rows
 
 

@@ -4,7 +4,8 @@
 inside a CCM link window, at least four quarters of history, one future quarter left).
 `path_batches` simulates M paths of H quarters per origin with the same `step` as the
 history (fresh shocks, fresh macro futures), one vectorized lane per (origin, path),
-and yields raw.oracle_paths rows in dollars (quarterly flows, all 78 items). Horizon 0
+and yields raw.oracle_paths rows in dollars (quarterly flows, one float32 column per item
+of the 78). Horizon 0
 holds the origin's own true values (path 0 only). `oracle_forecasts` standardizes the
 paths with each origin's frozen parameters (sql/oracle) and `submit_oracle` scores them.
 """
@@ -32,11 +33,10 @@ if TYPE_CHECKING:
 PATHS_SCHEMA = pa.schema(
     [
         pa.field("origin_id", pa.int32(), nullable=False),
-        pa.field("item_id", pa.int16(), nullable=False),
         pa.field("horizon", pa.int8(), nullable=False),
         pa.field("path", pa.int16(), nullable=False),
-        pa.field("v", pa.float64(), nullable=False),
     ]
+    + [pa.field(it.item, pa.float32()) for it in items()]
 )
 ORIGIN_STATE = ("s", "g", "gm", "sga", "e_rev")
 
@@ -83,17 +83,13 @@ def _item_matrix(values: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def _rows(origin: np.ndarray, horizon: int, path: np.ndarray, mat: np.ndarray) -> pa.RecordBatch:
-    n_items = mat.shape[1]
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array(np.repeat(origin, n_items).astype(np.int32)),
-            pa.array(np.tile(np.arange(1, n_items + 1, dtype=np.int16), origin.size)),
-            pa.array(np.full(mat.size, horizon, dtype=np.int8)),
-            pa.array(np.repeat(path, n_items).astype(np.int16)),
-            pa.array(mat.reshape(-1)),
-        ],
-        schema=PATHS_SCHEMA,
-    )
+    head = [
+        pa.array(origin.astype(np.int32)),
+        pa.array(np.full(origin.size, horizon, dtype=np.int8)),
+        pa.array(path.astype(np.int16)),
+    ]
+    cols = [pa.array(mat[:, j].astype(np.float32)) for j in range(mat.shape[1])]
+    return pa.RecordBatch.from_arrays(head + cols, schema=PATHS_SCHEMA)
 
 
 def path_batches(sim: Simulation) -> Iterator[pa.RecordBatch]:
