@@ -98,7 +98,7 @@ def bench(name: str, store: WindowStore, args, ids: Identities) -> None:
     torch.set_float32_matmul_precision(cfg.matmul_precision)
     model = build_model(cfg).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    net = torch.compile(model) if cfg.compile else model
+    net = torch.compile(model, dynamic=True) if cfg.compile else model
     amap = default_account_map(cfg.n_accounts)
     rng = np.random.default_rng(0)
     horizon = 20

@@ -147,7 +147,8 @@ def fit(
         net = nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None
         )
-    step_fn: nn.Module = torch.compile(net) if cfg.compile else net
+    # dynamic shapes: bucketed batches vary in set length, avoid one recompile per length
+    step_fn: nn.Module = torch.compile(net, dynamic=True) if cfg.compile else net
     schedule = curriculum(cfg)
     for epoch in range(start, cfg.epochs):
         horizon = schedule[epoch]
