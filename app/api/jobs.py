@@ -38,6 +38,7 @@ from app.warehouse import Warehouse
 log = logging.getLogger("proforma.jobs")
 
 MAX_ATTEMPTS = 3
+MAX_BATCH = 25
 UNFINISHED = ("queued", "validating", "scoring")
 _STOP = object()
 
@@ -95,10 +96,15 @@ class Scorer:
 
         return scoring.ingest_parquet(wh, path, name, **kw)
 
-    def score(self, wh: Warehouse, footprint: str) -> int:
+    def score(self, wh: Warehouse, footprint: str, exclude: list[int] | None = None) -> int:
         from app import scoring
 
-        return scoring.score(wh, footprint=footprint)
+        if not exclude:
+            return scoring.score(wh, footprint=footprint)
+        keep = [r[0] for r in wh.fetchall(
+            "SELECT submission_id FROM eval.submissions WHERE retired_at IS NULL AND rows > 0 "
+            "AND NOT list_contains(?, submission_id) ORDER BY submission_id", [exclude])]
+        return scoring.score(wh, footprint=footprint, submissions=keep)
 
     def footprints(self, wh: Warehouse) -> list[str]:
         """Names of the footprints every new submission is scored on (the paper's three
@@ -225,21 +231,50 @@ class JobQueue:
 
     # -- the worker ------------------------------------------------------------------
     def _run(self) -> None:
+        """Validate jobs one by one; score the validated ones together once the queue is
+        empty (or MAX_BATCH are waiting), so a burst of uploads costs one scoring pass."""
         assert self._cursor is not None
+        cur = self._cursor
+        ready: list[int] = []
         while not self._stopping.is_set():
+            if ready and (self._queue.empty() or len(ready) >= MAX_BATCH):
+                self.current = ready[0]
+                self._guarded(ready, self._score_jobs, cur, ready)
+                ready, self.current = [], None
+                continue
             item = self._queue.get()
             if item is _STOP:
                 break
             self.current = item
-            try:
-                if isinstance(item, tuple):
-                    self._score_footprint(self._cursor, item[1])
-                else:
-                    self._process(self._cursor, item)
-            except Exception:  # noqa: BLE001 - the worker must survive any job
-                log.error("job %s crashed the worker step:\n%s", item, traceback.format_exc())
-            finally:
-                self.current = None
+            if isinstance(item, tuple):
+                if ready:  # finish validated jobs first: the footprint run includes them
+                    self._guarded(ready, self._score_jobs, cur, ready)
+                    ready = []
+                self._score_footprint(cur, item[1])
+            elif self._guarded([item], self._validate, cur, item):
+                ready.append(item)
+            self.current = None
+
+    def _guarded(self, job_ids: list[int], step: Callable[..., Any], *args: Any) -> Any:
+        """Run a step; any error fails its jobs with one clear message (shutdown excepted)."""
+        try:
+            return step(*args)
+        except duckdb.InterruptException:
+            if self._stopping.is_set():
+                log.info("jobs %s interrupted by shutdown; they resume on the next start", job_ids)
+                return None
+            message = "The job was interrupted."
+        except UserError as exc:
+            message = str(exc)
+        except Exception as exc:  # noqa: BLE001 - reported on the job, logged in full
+            log.error("jobs %s failed:\n%s", job_ids, traceback.format_exc())
+            message = (f"Internal error while processing the job ({type(exc).__name__}); "
+                       f"the operator's log has the details.")
+        assert self._cursor is not None
+        for job_id in job_ids:
+            with contextlib.suppress(Exception):
+                self._finish(self._cursor, job_id, "failed", message=message)
+        return None
 
     def _score_footprint(self, wh: Warehouse, footprint: str) -> None:
         try:
@@ -249,6 +284,8 @@ class JobQueue:
             log.info("footprint %s scored: run %s", footprint, run)
         except UserError as exc:
             log.warning("footprint %s not scored: %s", footprint, exc)
+        except Exception:  # noqa: BLE001 - the worker must survive
+            log.error("footprint %s not scored:\n%s", footprint, traceback.format_exc())
 
     def _set(self, wh: Warehouse, job_id: int, **values: Any) -> None:
         cols = ", ".join(f"{k} = ?" for k in values)
@@ -263,55 +300,64 @@ class JobQueue:
             with contextlib.suppress(OSError):
                 Path(job["upload_path"]).unlink(missing_ok=True)
 
-    def _process(self, wh: Warehouse, job_id: int) -> None:
+    def _validate(self, wh: Warehouse, job_id: int) -> bool:
+        """Ingest the job's file (once); True when the job waits for scoring."""
         job = get_job(wh, job_id)
         if job is None or job["status"] not in UNFINISHED:
-            return
+            return False
         self._set(wh, job_id, attempts=job["attempts"] + 1, started_at=job["started_at"] or _now())
-        try:
-            submission_id = job["submission_id"]
-            if job["status"] in ("queued", "validating"):
-                self._set(wh, job_id, status="validating")
-                submission_id = self.scorer.submission_for_job(wh, job_id)
-                if submission_id is None:
-                    metadata = {**job["metadata"], "service_job_id": job_id}
-                    try:
-                        submission_id = self.scorer.ingest_parquet(
-                            wh, Path(job["upload_path"]), job["model_name"],
-                            family=job["family"], df=job["df"], metadata=metadata,
-                        )
-                    except ValidationError as exc:
-                        self._finish(
-                            wh, job_id, "failed", message=str(exc),
-                            report={"valid": False, "problems": exc.problems, "warnings": []},
-                        )
-                        return
-                warnings = self.scorer.warnings(wh, submission_id)
-                self._set(
-                    wh, job_id, status="scoring", submission_id=submission_id,
-                    report={"valid": True, "problems": [], "warnings": warnings},
+        if job["status"] == "scoring":
+            return True
+        self._set(wh, job_id, status="validating")
+        submission_id = self.scorer.submission_for_job(wh, job_id)
+        if submission_id is None:
+            metadata = {**job["metadata"], "service_job_id": job_id}
+            try:
+                submission_id = self.scorer.ingest_parquet(
+                    wh, Path(job["upload_path"]), job["model_name"],
+                    family=job["family"], df=job["df"], metadata=metadata,
                 )
-            runs: dict[str, int] = {}
-            for footprint in self.scorer.footprints(wh):
+            except ValidationError as exc:
+                self._finish(
+                    wh, job_id, "failed", message=str(exc),
+                    report={"valid": False, "problems": exc.problems, "warnings": []},
+                )
+                return False
+        warnings = self.scorer.warnings(wh, submission_id)
+        self._set(
+            wh, job_id, status="scoring", submission_id=submission_id,
+            report={"valid": True, "problems": [], "warnings": warnings},
+        )
+        return True
+
+    def _score_jobs(self, wh: Warehouse, job_ids: list[int]) -> None:
+        """One scoring pass per footprint for all waiting jobs, then publish and finish.
+
+        A footprint whose common sample the new submissions would empty (they predict none
+        of its cells) is scored without them and noted on their jobs, like a dash in the
+        paper's tables: the submission is simply not on that leaderboard.
+        """
+        jobs = [j for j in (get_job(wh, i) for i in job_ids) if j and j["status"] == "scoring"]
+        if not jobs:
+            return
+        runs: dict[str, int] = {}
+        skipped: dict[str, str] = {}
+        for footprint in self.scorer.footprints(wh):
+            try:
                 runs[footprint] = int(self.scorer.score(wh, footprint))
-                self._set(wh, job_id, score_runs=runs)
-            if self.after_scoring is not None:
-                self.after_scoring(wh)
-            self._finish(
-                wh, job_id, "done", score_runs=runs,
-                message=f"Scored on {len(runs)} footprint(s): {', '.join(runs) or 'none defined'}.",
-            )
-        except duckdb.InterruptException:
-            if self._stopping.is_set():
-                log.info("job %s interrupted by shutdown; it resumes on the next start", job_id)
-                return
-            self._finish(wh, job_id, "failed", message="The job was interrupted.")
-        except UserError as exc:
-            self._finish(wh, job_id, "failed", message=str(exc))
-        except Exception as exc:  # noqa: BLE001 - reported on the job, logged in full
-            log.error("job %s failed:\n%s", job_id, traceback.format_exc())
-            self._finish(
-                wh, job_id, "failed",
-                message=f"Internal error while processing the job ({type(exc).__name__}); "
-                f"the operator's log has the details.",
-            )
+            except UserError as exc:
+                if "common sample is empty" not in str(exc):
+                    raise
+                skipped[footprint] = str(exc)
+                with contextlib.suppress(UserError):
+                    self.scorer.score(wh, footprint, exclude=[j["submission_id"] for j in jobs])
+            for job in jobs:
+                self._set(wh, job["job_id"], score_runs=runs)
+        if self.after_scoring is not None:
+            self.after_scoring(wh)
+        for job in jobs:
+            report = {**(job["report"] or {}), "footprints_skipped": skipped}
+            scored = ", ".join(runs) or "none"
+            note = f" Not on {', '.join(skipped)}: no cells there." if skipped else ""
+            self._finish(wh, job["job_id"], "done", score_runs=runs, report=report,
+                         message=f"Scored on {len(runs)} footprint(s): {scored}.{note}")

@@ -107,3 +107,25 @@ def test_health_and_docs(api: Api) -> None:
             "/api/v1/jobs/{job_id}", "/api/v1/users/me", "/api/v1/footprints"} <= paths
     docs = api.client.get("/api/docs").text
     assert "/api/v1/submissions" in docs and "cdn" not in docs.lower()
+
+
+def test_submission_outside_a_footprint_is_left_off_it(api: Api) -> None:
+    """Forecasts of atq only (no Geertsema item): scored on full and llm, noted as not on geert."""
+    import io
+
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(io.BytesIO(submission_bytes(api.wh)))
+    only_atq = table.filter(pc.equal(table["target"], "atq"))
+    buf = io.BytesIO()
+    pq.write_table(only_atq, buf)
+    first = api.wait(api.upload(submission_bytes(api.wh), name="everything").json()["job_id"])
+    assert first["status"] == "done"
+    job = api.wait(api.upload(buf.getvalue(), name="atq-only").json()["job_id"])
+    assert job["status"] == "done", job
+    assert "geert" in job["report"]["footprints_skipped"] and "Not on geert" in job["message"]
+    geert = {r["model"] for r in api.client.get("/api/v1/leaderboards/geert").json()["rows"]}
+    assert "everything" in geert and "atq-only" not in geert
+    full = {r["model"] for r in api.client.get("/api/v1/leaderboards/full").json()["rows"]}
+    assert {"everything", "atq-only"} <= full
