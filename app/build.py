@@ -1,0 +1,331 @@
+"""`proforma build`: run sql/build in order over raw.*, producing panel.*, and record it.
+
+Every step is a SQL file (sql/build/NNN_name.sql) whose opening comment says what it
+makes from what; this module only runs them in order with the build's parameters (as
+DuckDB variables), shows progress, and writes the build record:
+meta.builds (one row per build: parameters, the folder checksum, the statistics space,
+row counts per table and split) and meta.build_steps (per step: normalized checksum,
+purpose, rows of the tables it created, elapsed time).
+
+The whole build is one transaction: a failure (or bad pinned statistics) leaves the
+previous panel as it was, and the failed attempt is recorded with its error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.errors import UserError
+from app.sqlfiles import SqlFile, folder_checksum, steps_in
+from app.warehouse import Warehouse
+
+BUILD_FOLDER = "build"
+_CREATES = re.compile(
+    r"CREATE\s+(?:OR\s+REPLACE\s+)?TABLE\s+((?:panel|stage)\.[A-Za-z_][A-Za-z0-9_]*)", re.I
+)
+PINNED_TABLE = "stage.reg_stats_pinned"
+
+
+@dataclass(frozen=True)
+class BuildParams:
+    """The build's parameters (SPEC_NOTES section 2); recorded with every build."""
+
+    fin_sic_lo: int = 6000
+    fin_sic_hi: int = 6999
+    z_eps: float = 1e-3
+    train_first_year: int = 1971
+    train_last_year: int = 2001
+    val_last_year: int = 2009
+    test_last_year: int = 2024
+    min_history: int = 4
+    horizons: int = 20
+    k_grid_n: int = 250
+    k_lo: float = 1e-2
+    k_hi: float = 1e3
+    k_target_kurtosis: float = 3.0
+    # Exact k search through binned screening (see sql/build/080_k_grid_search.sql).
+    k_bin_width: float = 0.01
+    k_tolerance: float = 0.25
+
+    @property
+    def train_end_q(self) -> int:
+        """Last quarter of the k estimation window and of train targets (2001Q4 = 8007)."""
+        return self.train_last_year * 4 + 3
+
+    def variables(self, pinned: bool) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["train_end_q"] = self.train_end_q
+        out["reg_stats_pinned"] = pinned
+        return out
+
+
+@dataclass
+class StepResult:
+    step_no: int
+    name: str
+    checksum: str
+    purpose: str
+    rows: dict[str, Any]
+    elapsed_s: float
+
+
+@dataclass
+class BuildResult:
+    build_id: int
+    reg_stats: str
+    elapsed_s: float
+    steps: list[StepResult] = field(default_factory=list)
+    row_counts: dict[str, Any] = field(default_factory=dict)
+
+    def line(self) -> str:
+        origins = self.row_counts.get("panel.origins", {})
+        cells = self.row_counts.get("panel.truth_cells", {})
+        return (
+            f"build {self.build_id}: {len(self.steps)} steps in {self.elapsed_s:.1f}s, "
+            f"{origins.get('total', 0):,} origins, {cells.get('total', 0):,} truth cells, "
+            f"statistics: {self.reg_stats}"
+        )
+
+
+def plan() -> list[SqlFile]:
+    """The steps of sql/build in the order they run."""
+    steps = steps_in(BUILD_FOLDER)
+    if not steps:
+        raise UserError("sql/build holds no steps")
+    return steps
+
+
+def explain() -> list[dict[str, str]]:
+    """The plan as rows: step number, name, normalized checksum, purpose."""
+    return [
+        {"step": f.name.split("_", 1)[0], "name": f.name, "checksum": f.checksum[:16],
+         "purpose": f.purpose}
+        for f in plan()
+    ]
+
+
+def created_tables(f: SqlFile) -> list[str]:
+    """Tables (not views or temp tables) a step creates, in order of appearance."""
+    seen: list[str] = []
+    for m in _CREATES.finditer(f.render({})):
+        if m.group(1) not in seen:
+            seen.append(m.group(1))
+    return seen
+
+
+def count_rows(wh: Warehouse, table: str) -> dict[str, int]:
+    """{'total': n} plus per-split counts when the table has a `split` column."""
+    cols = {r[0] for r in wh.fetchall(
+        "SELECT column_name FROM information_schema.columns "
+        "WHERE table_schema = ? AND table_name = ?", table.split(".", 1))}
+    out = {"total": int(wh.scalar(f"SELECT count(*) FROM {table}"))}
+    if "split" in cols:
+        for split, n in wh.fetchall(f"SELECT split, count(*) FROM {table} GROUP BY 1 ORDER BY 1"):
+            out[str(split)] = int(n)
+    return out
+
+
+# -- pinned statistics --------------------------------------------------------------------
+def _ensure_pinned_table(wh: Warehouse) -> None:
+    wh.execute(
+        f"CREATE OR REPLACE TABLE {PINNED_TABLE} "
+        "(q INTEGER, item_id SMALLINT, mu DOUBLE, sigma DOUBLE, k DOUBLE)"
+    )
+
+
+def load_pinned_stats(wh: Warehouse, path: Path) -> int:
+    """Validate a published statistics parquet (quarter, feature, mu, sigma, k) and load it.
+
+    quarter: a date/timestamp (any instant in the quarter), an ordinal, or 'YYYYQn';
+    feature: an item name or 'scale'. Every one of the 79 features needs one finite,
+    positive k; mu finite and sigma finite and positive; one row per (feature, quarter).
+    """
+    if not path.exists():
+        raise UserError(f"No statistics file at {path}")
+    src = str(path)
+    try:
+        cols = {r[0]: r[1] for r in wh.fetchall(
+            "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(?))", [src])}
+    except Exception as exc:  # noqa: BLE001 - any read failure is the user's file
+        raise UserError(f"Cannot read {path} as parquet: {str(exc).splitlines()[0]}") from None
+    missing = [c for c in ("quarter", "feature", "mu", "sigma", "k") if c not in cols]
+    if missing:
+        raise UserError(f"{path.name} lacks column(s) {', '.join(missing)} "
+                        "(expected quarter, feature, mu, sigma, k)")
+    qtype = cols["quarter"].upper()
+    if "DATE" in qtype or "TIMESTAMP" in qtype:
+        qexpr = "qord(CAST(quarter AS DATE))"
+    elif "INT" in qtype:
+        qexpr = "quarter"
+    elif qtype == "VARCHAR":
+        qexpr = ("CAST(split_part(quarter, 'Q', 1) AS INTEGER) * 4 "
+                 "+ CAST(split_part(quarter, 'Q', 2) AS INTEGER) - 1")
+    else:
+        raise UserError(f"{path.name}: column quarter has type {qtype}; use a date or 'YYYYQn'")
+    try:
+        wh.execute(
+            f"""CREATE OR REPLACE TEMP TABLE pinned_raw AS
+                SELECT ({qexpr})::INTEGER AS q, CAST(feature AS VARCHAR) AS feature,
+                       CAST(mu AS DOUBLE) AS mu, CAST(sigma AS DOUBLE) AS sigma,
+                       CAST(k AS DOUBLE) AS k
+                FROM read_parquet(?)""",
+            [src],
+        )
+    except Exception as exc:  # noqa: BLE001
+        raise UserError(f"{path.name}: {str(exc).splitlines()[0]}") from None
+    problems = []
+    unknown = [r[0] for r in wh.fetchall(
+        "SELECT DISTINCT feature FROM pinned_raw WHERE feature NOT IN (SELECT item FROM ref.items) "
+        "OR feature IS NULL ORDER BY 1 LIMIT 5")]
+    if unknown:
+        problems.append(f"unknown feature(s) {unknown}")
+    absent = [r[0] for r in wh.fetchall(
+        "SELECT item FROM ref.items WHERE item NOT IN (SELECT feature FROM pinned_raw "
+        "WHERE feature IS NOT NULL) ORDER BY item_id LIMIT 5")]
+    if absent:
+        problems.append(f"no rows for feature(s) {absent}")
+    checks = {
+        "null or unparseable quarter": "q IS NULL",
+        "non-finite mu": "mu IS NULL OR NOT isfinite(mu)",
+        "non-finite or non-positive sigma": "sigma IS NULL OR NOT isfinite(sigma) OR sigma <= 0",
+        "non-finite or non-positive k": "k IS NULL OR NOT isfinite(k) OR k <= 0",
+    }
+    for label, cond in checks.items():
+        n = wh.scalar(f"SELECT count(*) FROM pinned_raw WHERE {cond}")
+        if n:
+            problems.append(f"{n} row(s) with {label}")
+    dup = wh.scalar("SELECT count(*) FROM (SELECT feature, q FROM pinned_raw "
+                    "GROUP BY ALL HAVING count(*) > 1)")
+    if dup:
+        problems.append(f"{dup} duplicate (feature, quarter) pair(s)")
+    multi_k = wh.scalar("SELECT count(*) FROM (SELECT feature FROM pinned_raw "
+                        "GROUP BY feature HAVING count(DISTINCT k) > 1)")
+    if multi_k:
+        problems.append(f"{multi_k} feature(s) with more than one k")
+    if problems:
+        wh.execute("DROP TABLE pinned_raw")
+        raise UserError(f"Bad statistics file {path.name}: " + "; ".join(problems))
+    wh.execute(
+        f"INSERT INTO {PINNED_TABLE} SELECT p.q, i.item_id, p.mu, p.sigma, p.k "
+        "FROM pinned_raw AS p JOIN ref.items AS i ON i.item = p.feature"
+    )
+    wh.execute("DROP TABLE pinned_raw")
+    return int(wh.scalar(f"SELECT count(*) FROM {PINNED_TABLE}"))
+
+
+def _check_pinned_coverage(wh: Warehouse, path: Path) -> None:
+    """Every origin quarter needs parameters for all 79 features."""
+    row = wh.fetchone(
+        """SELECT count(*), min(o.origin_q) FROM (SELECT DISTINCT origin_q FROM panel.origins) AS o
+           WHERE (SELECT count(*) FROM panel.origin_params AS p WHERE p.q = o.origin_q)
+                 < (SELECT count(*) FROM ref.items)"""
+    )
+    if row and row[0]:
+        label = wh.scalar("SELECT qlabel(?)", [row[1]])
+        raise UserError(
+            f"{path.name} does not cover the panel: {row[0]} origin quarter(s) lack statistics "
+            f"for some feature (first: {label})"
+        )
+
+
+# -- the build ----------------------------------------------------------------------------
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+def run_build(
+    wh: Warehouse,
+    reg_stats: str | Path = "estimate",
+    params: BuildParams | None = None,
+    on_step: Callable[[int, int, SqlFile, str], None] | None = None,
+) -> BuildResult:
+    """Run every sql/build step over raw.* in one transaction and record the build.
+
+    reg_stats: 'estimate' (k and the standardization statistics from this panel) or the
+    path of a published statistics parquet to pin instead. `on_step(i, n, step, phase)`
+    is called with phase 'start' and 'done' for progress displays.
+    """
+    params = params or BuildParams()
+    pinned = str(reg_stats) != "estimate"
+    stats_path = Path(reg_stats) if pinned else None
+    if not wh.table_exists("raw.fundq") or not wh.table_exists("meta.builds"):
+        raise UserError("The warehouse is not migrated: run `proforma migrate` first.")
+    if not wh.scalar("SELECT count(*) FROM raw.fundq"):
+        raise UserError("raw.fundq is empty: ingest a source first (`proforma ingest ...`).")
+    steps = plan()
+    variables = params.variables(pinned)
+    recorded = {**variables, "reg_stats": str(reg_stats)}
+    stats_sum = _file_sha256(stats_path) if stats_path and stats_path.exists() else None
+    ingest_id = wh.scalar("SELECT max(ingest_id) FROM raw.ingests")
+    started = _now()
+    t0 = time.perf_counter()
+    build_id = int(wh.scalar(
+        "INSERT INTO meta.builds (status, sql_checksum, parameters, reg_stats, reg_stats_checksum, "
+        "raw_ingest_id, started_at) VALUES ('running', ?, ?, ?, ?, ?, ?) RETURNING build_id",
+        [folder_checksum(BUILD_FOLDER), json.dumps(recorded), str(reg_stats), stats_sum,
+         ingest_id, started],
+    ))
+    results: list[StepResult] = []
+    try:
+        with wh.transaction():
+            _ensure_pinned_table(wh)
+            if stats_path is not None:
+                load_pinned_stats(wh, stats_path)
+            wh.set_params(variables)
+            for i, step in enumerate(steps, 1):
+                if on_step:
+                    on_step(i, len(steps), step, "start")
+                s0 = time.perf_counter()
+                try:
+                    wh.run_step(step)
+                except UserError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - reported with the step's name
+                    raise UserError(
+                        f"Build step {step.path.name} failed: {str(exc).splitlines()[0]}"
+                    ) from exc
+                if pinned and step.name.startswith("100_"):
+                    _check_pinned_coverage(wh, stats_path)
+                rows = {t: count_rows(wh, t) for t in created_tables(step)}
+                elapsed = time.perf_counter() - s0
+                results.append(StepResult(i, step.name, step.checksum, step.purpose, rows, elapsed))
+                wh.execute(
+                    "INSERT INTO meta.build_steps VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [build_id, i, step.name, step.checksum, step.purpose, json.dumps(rows), elapsed],
+                )
+                if on_step:
+                    on_step(i, len(steps), step, "done")
+            counts = {t: r for s in results for t, r in s.rows.items() if t.startswith("panel.")}
+            elapsed = time.perf_counter() - t0
+            wh.execute(
+                "UPDATE meta.builds SET status = 'succeeded', row_counts = ?, finished_at = ?, "
+                "elapsed_s = ? WHERE build_id = ?",
+                [json.dumps(counts), _now(), elapsed, build_id],
+            )
+    except BaseException as exc:
+        wh.execute(
+            "UPDATE meta.builds SET status = 'failed', error = ?, finished_at = ?, elapsed_s = ? "
+            "WHERE build_id = ?",
+            [str(exc).splitlines()[0] if str(exc) else type(exc).__name__, _now(),
+             time.perf_counter() - t0, build_id],
+        )
+        raise
+    return BuildResult(build_id, "pinned " + str(stats_path) if pinned else "estimated from this panel",
+                       elapsed, results, counts)

@@ -1,0 +1,142 @@
+"""`proforma build`, `proforma audit identities`, `proforma export`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from app.build import explain, run_build
+from app.cli.common import console, summary, writer
+from app.errors import UserError
+from app.sqlfiles import sql_file
+
+audit_app = typer.Typer(help="Audit the reported data.", no_args_is_help=True)
+
+
+def build_command(
+    reg_stats: str = typer.Option(
+        "estimate", "--reg-stats",
+        help="'estimate' (k and statistics from this panel) or the path of a published "
+             "statistics parquet (quarter, feature, mu, sigma, k) to pin.",
+    ),
+    explain_only: bool = typer.Option(
+        False, "--explain", help="Print the plan (steps, checksums, purposes) and exit."
+    ),
+) -> None:
+    """Build the benchmark panel (panel.*) from raw.* by running sql/build in order."""
+    if explain_only:
+        table = Table(title="proforma build plan (sql/build)")
+        for col in ("step", "name", "checksum", "purpose"):
+            table.add_column(col, overflow="fold")
+        rows = explain()
+        for r in rows:
+            table.add_row(r["step"], r["name"], r["checksum"], r["purpose"])
+        console.print(table)
+        summary(f"{len(rows)} steps; statistics: "
+                + ("estimated from this panel" if reg_stats == "estimate" else f"pinned {reg_stats}"))
+        return
+    space = "estimated from this panel" if reg_stats == "estimate" else f"pinned from {reg_stats}"
+    console.print(f"standardization statistics: {space}")
+    with writer() as wh, Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(), console=console, transient=False,
+    ) as progress:
+        task = progress.add_task("build", total=None)
+
+        def on_step(i: int, n: int, step, phase: str) -> None:
+            if phase == "start":
+                progress.update(task, total=n, description=f"{step.name}")
+            else:
+                progress.update(task, completed=i)
+
+        result = run_build(wh, reg_stats, on_step=on_step)
+    table = Table(title=f"build {result.build_id}")
+    for col in ("step", "seconds", "rows"):
+        table.add_column(col)
+    for s in result.steps:
+        rows = ", ".join(f"{t}={r['total']:,}" for t, r in s.rows.items()) or "-"
+        table.add_row(s.name, f"{s.elapsed_s:.1f}", rows)
+    console.print(table)
+    summary(result.line())
+
+
+@audit_app.command("identities")
+def audit_identities(
+    rel_tol: float = typer.Option(0.01, help="Relative tolerance (share of the largest term)."),
+    abs_tol: float = typer.Option(0.0015, help="Absolute tolerance (reporting units)."),
+    out: Path = typer.Option(None, help="Write the violating instances to this parquet file."),
+    show: int = typer.Option(10, help="Violating instances to print."),
+) -> None:
+    """Identity audit of the reported data: violations per identity and the worst instances."""
+    with writer() as wh:
+        if not wh.table_exists("panel.values"):
+            raise UserError("The panel is not built: run `proforma build` first.")
+        params = {"identity_rel_tol": rel_tol, "identity_abs_tol": abs_tol}
+        summ = wh.query_step("audits/020_identity_summary", params)
+        table = Table(title="identity audit (reported data)")
+        for col in ("identity", "statement", "instances", "violations", "share", "median rel. residual"):
+            table.add_column(col)
+        total_inst = total_bad = 0
+        for r in summ.to_pylist():
+            total_inst += r["instances"]
+            total_bad += r["violations"]
+            share = "-" if r["violation_share"] is None else f"{r['violation_share']:.2%}"
+            med = "-" if r["median_rel_residual"] is None else f"{r['median_rel_residual']:.3g}"
+            table.add_row(r["identity"], r["statement"], f"{r['instances']:,}", f"{r['violations']:,}",
+                          share, med)
+        console.print(table)
+        violations = sql_file("audits/010_identity_violations")
+        if out is not None or show:
+            bad = wh.query_step(violations, params)
+            if out is not None:
+                import pyarrow.parquet as pq
+
+                out.parent.mkdir(parents=True, exist_ok=True)
+                pq.write_table(bad, out)
+                console.print(f"wrote {bad.num_rows:,} violating instances to {out}")
+            if show and bad.num_rows:
+                top = Table(title=f"first {min(show, bad.num_rows)} violating instances")
+                for col in ("gvkey", "quarter", "identity", "residual", "rel. residual"):
+                    top.add_column(col)
+                for r in bad.slice(0, show).to_pylist():
+                    rel = "-" if r["rel_residual"] is None else f"{r['rel_residual']:.3g}"
+                    top.add_row(r["gvkey"], r["quarter"], r["identity"], f"{r['residual']:.4g}", rel)
+                console.print(top)
+    share = total_bad / total_inst if total_inst else 0.0
+    summary(f"{total_bad:,} of {total_inst:,} complete identity instances violate ({share:.2%})")
+
+
+def export_command(
+    target: str = typer.Argument(
+        ..., help="With --layout: the folder to write into. Without: an eval table "
+                  "(metrics | quarter_losses | dm_tests | pit | coverage | score_runs | "
+                  "coherence | submissions | footprints), as `proforma export` of scoring."),
+    layout: str = typer.Option(
+        None, "--layout", help="Export the built panel in this file layout: proforma20q."),
+    run: int = typer.Option(None, "--run", help="(eval tables) Only this score run's rows."),
+    fmt: str = typer.Option("csv", "--format", help="(eval tables) csv | json."),
+    out: Path = typer.Option(None, "--out", help="(eval tables) File to write (default stdout)."),
+) -> None:
+    """Export the panel (--layout proforma20q DIR) or an eval result table."""
+    if layout is None:
+        # `proforma export TABLE` belongs to scoring (app/cli/score.py); both share the name.
+        from app.cli import score
+
+        score.export_command(target, run=run, fmt=fmt, out=out)
+        return
+    from app.export import export
+
+    out_dir = Path(target)
+    with writer() as wh:
+        written = export(wh, out_dir, layout,
+                         on_file=lambda name, n: console.print(f"wrote {name}: {n:,} rows"))
+    summary(f"{len(written)} files in {out_dir} (layout {layout})")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("build")(build_command)
+    app.command("export")(export_command)
+    app.add_typer(audit_app, name="audit")

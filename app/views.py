@@ -1,0 +1,280 @@
+"""Arrow readers over the built panel: the tabular view and per-origin tuple windows.
+
+Models never open the warehouse; the orchestration layer hands them these readers
+(docs/contracts.md, "Arrow readers for models"). The data semantics live in SQL
+(sql/build/150_tuple_view.sql and 160_tabular_view.sql define the table macros these
+readers query); Python only walks a split's origin quarters in chunks, so memory stays
+bounded at any panel size, and lays the long rows out into the contract's columns
+(numpy scatter of the values SQL computed; no pandas).
+
+Rows come in (origin_q, firm_id) order, so a consumer can group them by quarter while
+streaming.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from app.errors import UserError
+from app.warehouse import Warehouse
+
+SPLITS = ("train", "val", "test")
+N_HORIZONS = 20
+HISTORY = 12
+N_FF48 = 48
+#: Origins per SQL query: bounds the memory of one chunk (a chunk is whole quarters).
+CHUNK_ORIGINS = 20_000
+
+TUPLE_SCHEMA = pa.schema(
+    [
+        pa.field("firm_id", pa.int32()),
+        pa.field("origin_q", pa.int32()),
+        pa.field("split", pa.string()),
+        pa.field("ff48", pa.int16()),
+        pa.field("rel_q", pa.list_(pa.int8())),
+        pa.field("item_id", pa.list_(pa.int16())),
+        pa.field("x", pa.list_(pa.float32())),
+    ]
+)
+
+
+def _check(wh: Warehouse, split: str) -> None:
+    if split not in SPLITS:
+        raise UserError(f"Unknown split {split!r}: use one of {', '.join(SPLITS)}")
+    if not wh.table_exists("panel.truth_cells"):
+        raise UserError("The panel is not built: run `proforma build` first.")
+
+
+def item_names(wh: Warehouse) -> list[str]:
+    """The 78 items in item_id order (index i holds item_id i + 1)."""
+    rows = wh.fetchall("SELECT item FROM ref.items WHERE item_id > 0 ORDER BY item_id")
+    return [r[0] for r in rows]
+
+
+def feature_columns(items: list[str]) -> list[str]:
+    """The 985 feature names in order: levels, yoy changes, scale, FF48 dummies."""
+    cols = [f"{it}_level_{k}" for it in items for k in range(4)]
+    cols += [f"{it}_yoy_{k}" for it in items for k in range(8)]
+    cols.append("scale_level_0")
+    cols += [f"indff48_{k}" for k in range(1, N_FF48 + 1)]
+    return cols
+
+
+def target_columns(items: list[str]) -> list[str]:
+    """The 1,560 target names: {item}_t1..t20 in item_id order."""
+    return [f"{it}_t{h}" for it in items for h in range(1, N_HORIZONS + 1)]
+
+
+def tabular_schema(items: list[str]) -> pa.Schema:
+    fields = [pa.field("firm_id", pa.int32()), pa.field("origin_q", pa.int32()),
+              pa.field("split", pa.string())]
+    fields += [pa.field(c, pa.float32()) for c in feature_columns(items)]
+    fields += [pa.field(c, pa.float32()) for c in target_columns(items)]
+    return pa.schema(fields)
+
+
+def origin_chunks(
+    wh: Warehouse, split: str, chunk_origins: int = CHUNK_ORIGINS,
+    origin_q: int | None = None,
+) -> list[tuple[int, int, int]]:
+    """(lo_q, hi_q, n_origins) ranges of whole origin quarters covering a split, in order."""
+    where = "split = ?" + (" AND origin_q = ?" if origin_q is not None else "")
+    params = [split] + ([origin_q] if origin_q is not None else [])
+    rows = wh.fetchall(
+        f"SELECT origin_q, count(*) FROM panel.origins WHERE {where} GROUP BY 1 ORDER BY 1",
+        params,
+    )
+    chunks: list[tuple[int, int, int]] = []
+    lo = hi = None
+    n = 0
+    for q, c in rows:
+        if lo is not None and n + c > chunk_origins:
+            chunks.append((lo, hi, n))
+            lo, n = None, 0
+        if lo is None:
+            lo = q
+        hi, n = q, n + c
+    if lo is not None:
+        chunks.append((lo, hi, n))
+    return chunks
+
+
+def _rebatch(batches: Iterator[pa.RecordBatch], batch_size: int) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        for start in range(0, batch.num_rows, batch_size):
+            yield batch.slice(start, batch_size)
+
+
+# -- tuple windows -----------------------------------------------------------------------
+def tuple_windows(
+    wh: Warehouse,
+    split: str,
+    batch_size: int = 2048,
+    future: bool = True,
+    *,
+    firm_id: int | None = None,
+    origin_q: int | None = None,
+    chunk_origins: int = CHUNK_ORIGINS,
+) -> pa.RecordBatchReader:
+    """One row per eligible origin of `split`: its window as parallel lists.
+
+    `rel_q` (-11..0 history incl. the scale token at 0; 1..20 future when `future`),
+    `item_id` and standardized `x` (origin parameters, clipped at +-6); lists are sorted
+    by (rel_q, item_id). Future tuples are the origin's truth cells: present_in_q0,
+    realized and not purged (cut at the split's last quarter). `firm_id`/`origin_q`
+    restrict to one firm or one origin quarter.
+    """
+    _check(wh, split)
+    chunks = origin_chunks(wh, split, chunk_origins, origin_q)
+    firm_filter = "" if firm_id is None else f" AND firm_id = {int(firm_id)}"
+    future_filter = "" if future else " AND NOT is_future"
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for lo, hi, _ in chunks:
+            sql = f"""
+                SELECT firm_id::INTEGER AS firm_id, origin_q::INTEGER AS origin_q, split,
+                       ff48::SMALLINT AS ff48,
+                       list(rel_q ORDER BY rel_q, item_id)::TINYINT[] AS rel_q,
+                       list(item_id ORDER BY rel_q, item_id)::SMALLINT[] AS item_id,
+                       list(x ORDER BY rel_q, item_id)::FLOAT[] AS x
+                FROM panel.tuple_window_rows({int(lo)}, {int(hi)})
+                WHERE split = ?{firm_filter}{future_filter}
+                GROUP BY firm_id, origin_q, split, ff48
+                ORDER BY origin_q, firm_id
+            """
+            table = wh.arrow(sql, [split]).cast(TUPLE_SCHEMA)
+            yield from _rebatch(iter(table.to_batches()), batch_size)
+
+    return pa.RecordBatchReader.from_batches(TUPLE_SCHEMA, batches())
+
+
+# -- tabular view ------------------------------------------------------------------------
+def tabular_reader(
+    wh: Warehouse,
+    split: str,
+    batch_size: int = 8192,
+    columns: list[str] | None = None,
+    imputed: bool = False,
+    *,
+    chunk_origins: int = CHUNK_ORIGINS,
+) -> pa.RecordBatchReader:
+    """The tabular view of `split`, streamed in (origin_q, firm_id) order.
+
+    Columns: firm_id int32, origin_q int32, split, the 985 features and the 1,560
+    targets (float32; NULL when missing, not present at the origin, or purged).
+    `columns` keeps only those columns (keys always come first). `imputed=True` reads
+    the factor-imputed features stored in panel.tabular_imputed (issue 7).
+    """
+    _check(wh, split)
+    items = item_names(wh)
+    schema = tabular_schema(items)
+    if columns is not None:
+        unknown = [c for c in columns if schema.get_field_index(c) < 0]
+        if unknown:
+            raise UserError(f"Unknown tabular column(s): {', '.join(unknown[:5])}")
+        keep = ["firm_id", "origin_q", "split"] + [
+            c for c in columns if c not in ("firm_id", "origin_q", "split")
+        ]
+        schema = pa.schema([schema.field(c) for c in keep])
+    if imputed:
+        return _imputed_reader(wh, split, batch_size, schema)
+    chunks = origin_chunks(wh, split, chunk_origins)
+    n_feat = len(items) * 12 + 1 + N_FF48
+    n_targ = len(items) * N_HORIZONS
+    full_names = ["firm_id", "origin_q", "split"] + feature_columns(items) + target_columns(items)
+    position = {c: j for j, c in enumerate(full_names)}
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for lo, hi, _ in chunks:
+            keys = wh.arrow(
+                "SELECT firm_id::INTEGER AS firm_id, origin_q::INTEGER AS origin_q, ff48 "
+                "FROM panel.origins WHERE split = ? AND origin_q BETWEEN ? AND ? "
+                "ORDER BY origin_q, firm_id",
+                [split, lo, hi],
+            )
+            n = keys.num_rows
+            if n == 0:
+                continue
+            number = (
+                "WITH o AS (SELECT firm_id, origin_q, (row_number() OVER "
+                "(ORDER BY origin_q, firm_id) - 1)::INTEGER AS r FROM panel.origins "
+                f"WHERE split = ? AND origin_q BETWEEN {int(lo)} AND {int(hi)}) "
+            )
+            feats = np.full((n, n_feat), np.nan, dtype=np.float32)
+            f = wh.arrow(
+                number + "SELECT o.r, t.item_id, t.* EXCLUDE (firm_id, origin_q, item_id) "
+                f"FROM panel.tabular_feature_rows({int(lo)}, {int(hi)}) AS t "
+                "JOIN o USING (firm_id, origin_q)",
+                [split],
+            )
+            r = f.column("r").to_numpy()
+            item = f.column("item_id").to_numpy().astype(np.int64)
+            items_mask = item > 0
+            base = (item[items_mask] - 1) * 4
+            ybase = len(items) * 4 + (item[items_mask] - 1) * 8
+            for j in range(4):
+                vals = f.column(f"level_{j}").to_numpy(zero_copy_only=False)
+                feats[r[items_mask], base + j] = vals[items_mask]
+            for j in range(8):
+                vals = f.column(f"yoy_{j}").to_numpy(zero_copy_only=False)
+                feats[r[items_mask], ybase + j] = vals[items_mask]
+            scale = ~items_mask
+            feats[r[scale], len(items) * 12] = (
+                f.column("level_0").to_numpy(zero_copy_only=False)[scale]
+            )
+            ff = keys.column("ff48").to_numpy()
+            dummies = np.zeros((n, N_FF48), dtype=np.float32)
+            known = (ff >= 1) & (ff <= N_FF48)
+            dummies[np.nonzero(known)[0], ff[known] - 1] = 1.0
+            feats[:, len(items) * 12 + 1:] = dummies
+            targ = np.full((n, n_targ), np.nan, dtype=np.float32)
+            t = wh.arrow(
+                number + "SELECT o.r, t.item_id, t.horizon, t.actual "
+                f"FROM panel.tabular_target_rows({int(lo)}, {int(hi)}) AS t "
+                "JOIN o USING (firm_id, origin_q)",
+                [split],
+            )
+            tr = t.column("r").to_numpy()
+            tcol = (t.column("item_id").to_numpy().astype(np.int64) - 1) * N_HORIZONS + (
+                t.column("horizon").to_numpy().astype(np.int64) - 1
+            )
+            targ[tr, tcol] = t.column("actual").to_numpy()
+            arrays = []
+            for field in schema:
+                name = field.name
+                if name == "firm_id":
+                    arrays.append(keys.column("firm_id").combine_chunks())
+                elif name == "origin_q":
+                    arrays.append(keys.column("origin_q").combine_chunks())
+                elif name == "split":
+                    arrays.append(pa.array([split] * n, pa.string()))
+                else:
+                    j = position[name] - 3
+                    col = feats[:, j] if j < n_feat else targ[:, j - n_feat]
+                    arrays.append(pa.array(col, pa.float32(), from_pandas=True))
+            batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
+            yield from _rebatch(iter([batch]), batch_size)
+
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+def _imputed_reader(
+    wh: Warehouse, split: str, batch_size: int, schema: pa.Schema
+) -> pa.RecordBatchReader:
+    if not wh.table_exists("panel.tabular_imputed"):
+        raise UserError(
+            "No imputed tabular view (panel.tabular_imputed): run the factor imputation "
+            "of the competitor suite first."
+        )
+    cols = ", ".join(f'"{f.name}"' for f in schema)
+    reader = wh.reader(
+        f"SELECT {cols} FROM panel.tabular_imputed WHERE split = ? ORDER BY origin_q, firm_id",
+        [split],
+        batch_size,
+    )
+    return pa.RecordBatchReader.from_batches(
+        schema, (b.cast(schema) if b.schema != schema else b for b in reader)
+    )

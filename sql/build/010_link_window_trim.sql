@@ -1,0 +1,16 @@
+-- Link-window trim: stage.fundq_linked from raw.fundq and raw.ccm_link. A firm that
+-- appears in the CRSP-Compustat link table keeps only the rows whose datadate falls
+-- inside one of its link windows [linkdt, linkenddt] (a missing linkdt is open to the
+-- past, a missing linkenddt means the link is still active); a firm absent from the
+-- link table is kept whole.
+CREATE OR REPLACE VIEW stage.fundq_linked AS
+SELECT f.*
+FROM raw.fundq AS f
+WHERE NOT EXISTS (SELECT 1 FROM raw.ccm_link AS l WHERE l.gvkey = f.gvkey)
+   OR EXISTS (
+        SELECT 1
+        FROM raw.ccm_link AS l
+        WHERE l.gvkey = f.gvkey
+          AND (l.linkdt IS NULL OR f.datadate >= l.linkdt)
+          AND (l.linkenddt IS NULL OR f.datadate <= l.linkenddt)
+   );

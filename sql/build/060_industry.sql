@@ -1,0 +1,26 @@
+-- Industry: stage.firm_industry from stage.fq_items and ref.ff48. Each firm takes its
+-- modal historical SIC (sich) over its de-duplicated, non-financial firm-quarters
+-- (ties -> the smallest SIC; the published benchmark's convention) and the Fama-French
+-- 48 industry whose SIC range holds it; a firm with no sich, or a SIC outside every
+-- range, gets industry 49 (Unknown).
+CREATE OR REPLACE TABLE stage.firm_industry AS
+WITH counts AS (
+    SELECT gvkey, sich, count(*) AS n
+    FROM stage.fq_items
+    WHERE sich IS NOT NULL
+    GROUP BY gvkey, sich
+),
+modal AS (
+    SELECT gvkey, arg_min(sich, (-n, sich)) AS sic
+    FROM counts
+    GROUP BY gvkey
+),
+firms AS (
+    SELECT DISTINCT gvkey FROM stage.fq_items
+)
+SELECT f.gvkey,
+       m.sic::INTEGER AS sic,
+       coalesce((SELECT min(r.ff48) FROM ref.ff48 AS r
+                 WHERE m.sic BETWEEN r.sic_lo AND r.sic_hi), 49)::SMALLINT AS ff48
+FROM firms AS f
+LEFT JOIN modal AS m USING (gvkey);

@@ -1,0 +1,50 @@
+-- Deflator: panel.firms, stage.fq and panel.values from stage.fq_items and
+-- stage.firm_industry. z = |ltq| + |seqq| + z_eps when both are reported and the sum is
+-- finite and positive; otherwise |atq| + z_eps when that is; otherwise the firm-quarter
+-- is dropped. Surviving (scale-valid) firm-quarters get dense integer keys: firm_id per
+-- gvkey (in gvkey order) and pos = the firm-quarter's position in the firm's panel;
+-- stage.fq holds each firm-quarter's z and its 78 item values as a list in item_id order.
+-- panel.values is the tuple view: one row per reported (firm, quarter, item) value,
+-- with item 0 (`scale`) holding z; sorted by (q, firm_id, item_id) for range scans.
+CREATE OR REPLACE TEMP TABLE deflated AS
+SELECT i.*,
+       CASE
+           WHEN ltq IS NOT NULL AND seqq IS NOT NULL
+                AND isfinite(abs(ltq) + abs(seqq) + getvariable('z_eps'))
+                AND abs(ltq) + abs(seqq) + getvariable('z_eps') > 0
+               THEN abs(ltq) + abs(seqq) + getvariable('z_eps')
+           WHEN atq IS NOT NULL
+                AND isfinite(abs(atq) + getvariable('z_eps'))
+                AND abs(atq) + getvariable('z_eps') > 0
+               THEN abs(atq) + getvariable('z_eps')
+       END AS z
+FROM stage.fq_items AS i;
+
+CREATE OR REPLACE TABLE panel.firms AS
+SELECT (row_number() OVER (ORDER BY f.gvkey))::INTEGER AS firm_id,
+       f.gvkey, f.sic, f.ff48
+FROM stage.firm_industry AS f
+WHERE f.gvkey IN (SELECT gvkey FROM deflated WHERE z IS NOT NULL)
+ORDER BY firm_id;
+
+CREATE OR REPLACE TABLE stage.fq AS
+SELECT f.firm_id, d.q, d.z,
+       (row_number() OVER (PARTITION BY f.firm_id ORDER BY d.q))::INTEGER AS pos,
+       list_value(*COLUMNS(* EXCLUDE (gvkey, q, sich, z))) AS vals
+FROM deflated AS d
+JOIN panel.firms AS f USING (gvkey)
+WHERE d.z IS NOT NULL
+ORDER BY d.q, f.firm_id;
+
+-- Unnesting stage.fq (stored in (q, firm_id) order) keeps that order: no sort needed.
+CREATE OR REPLACE TABLE panel.values AS
+SELECT firm_id, q, item_id, v
+FROM (
+    SELECT firm_id, q,
+           unnest(range(0, len(vals) + 1))::SMALLINT AS item_id,
+           unnest(list_prepend(z, vals)) AS v
+    FROM stage.fq
+)
+WHERE v IS NOT NULL;
+
+DROP TABLE deflated;

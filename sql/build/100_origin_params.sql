@@ -1,0 +1,16 @@
+-- Origin parameters: panel.origin_params from stage.raw_stats (or the pinned statistics
+-- stage.reg_stats_pinned). The parameters of origin quarter t are the trailing means
+-- of the raw statistics of quarters t-3..t (fewer at the panel start):
+-- mu(i, t) = mean mu_raw(i, t-3..t), sigma(i, t) = mean sigma_raw(i, t-3..t).
+CREATE OR REPLACE TABLE panel.origin_params AS
+SELECT item_id::SMALLINT AS item_id, q::INTEGER AS q,
+       avg(mu_raw) OVER w AS mu,
+       avg(sigma_raw) OVER w AS sigma
+FROM stage.raw_stats
+WHERE NOT getvariable('reg_stats_pinned')
+WINDOW w AS (PARTITION BY item_id ORDER BY q RANGE BETWEEN 3 PRECEDING AND CURRENT ROW)
+UNION ALL
+SELECT item_id, q, mu, sigma
+FROM stage.reg_stats_pinned
+WHERE getvariable('reg_stats_pinned')
+ORDER BY item_id, q;
