@@ -1,0 +1,64 @@
+"""docker-compose.yml against the compose specification's JSON schema (vendored beside
+this file), plus what the service needs from it: volumes, memory limit, healthcheck,
+migrations before the server, the WRDS profile; the Dockerfile installs via the Makefile."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = Path(__file__).with_name("compose-spec.json")
+
+
+def _compose() -> dict:
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+
+
+def test_compose_file_matches_the_specification() -> None:
+    schema = json.loads(SCHEMA.read_text())
+    jsonschema.Draft7Validator.check_schema(schema)
+    errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(_compose()), key=str)
+    assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors)
+
+
+def test_the_schema_rejects_a_broken_file() -> None:
+    """The vendored schema is strict enough to catch mistakes (it can fail)."""
+    schema = json.loads(SCHEMA.read_text())
+    broken = _compose()
+    broken["services"]["proforma"]["healthcheck"]["intervall"] = "5s"
+    broken["services"]["proforma"]["ports"] = "8000:8000"
+    errors = list(jsonschema.Draft7Validator(schema).iter_errors(broken))
+    assert len(errors) >= 2
+
+
+def test_demo_service_essentials() -> None:
+    svc = _compose()["services"]["proforma"]
+    mounts = {v.split(":")[1] for v in svc["volumes"]}
+    assert mounts == {"/data", "/duckdb-tmp"}
+    assert svc["mem_limit"] and svc["healthcheck"]["test"][0] == "CMD"
+    assert "/api/v1/health" in " ".join(svc["healthcheck"]["test"])
+    command = " ".join(svc["command"])
+    assert command.index("proforma migrate") < command.index("proforma demo")
+    assert svc["ports"] == ["127.0.0.1:8000:8000"]
+    assert "profiles" not in svc
+
+
+def test_wrds_profile() -> None:
+    services = _compose()["services"]
+    ingest, serve = services["wrds-ingest"], services["wrds-serve"]
+    assert ingest["profiles"] == ["wrds"] and serve["profiles"] == ["wrds"]
+    assert "proforma ingest wrds" in " ".join(ingest["command"])
+    assert serve["depends_on"]["wrds-ingest"]["condition"] == "service_completed_successfully"
+    # the WRDS warehouse never shares a volume with the synthetic demo
+    assert {v.split(":")[0] for v in ingest["volumes"]}.isdisjoint(
+        {v.split(":")[0] for v in services["proforma"]["volumes"]})
+
+
+def test_dockerfile_installs_with_the_makefile() -> None:
+    text = (ROOT / "Dockerfile").read_text()
+    assert "make setup" in text and "proforma migrate" in text
+    assert "VOLUME" in text and "/duckdb-tmp" in text and "PROFORMA_TEMP_DIRECTORY=/duckdb-tmp" in text
