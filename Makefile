@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-10)
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test lint bench clean serve
+.PHONY: setup demo test lint bench clean serve browser
 
 setup: $(STAMP)
 
@@ -23,8 +23,16 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(VENV)/bin/proforma demo
 
-test: setup
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+test: setup browser
+	PROFORMA_REQUIRE_BROWSER=1 $(PY) -m pytest -q $(PYTEST_ARGS)
+
+# Debian's headless Chromium and its driver for the browser test (tests/api); CI runs
+# as root on a fresh Debian machine.
+browser:
+	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium chromium-driver; }
 
 lint: setup
 	$(VENV)/bin/ruff check app models tests bench

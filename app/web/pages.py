@@ -72,7 +72,7 @@ def _metric(track: str) -> str:
     return next((t for t in TRACKS if t["name"] == track), TRACKS[0])["metric"]
 
 
-def _chart(wh: Warehouse, run: dict[str, Any], track: str) -> dict[str, Any]:
+def _chart(wh: Warehouse, run: dict[str, Any], track: str, order: list[str]) -> dict[str, Any]:
     """Series for the charts: the track's main metric by horizon, coverage, PIT."""
     metric = _metric(track)
     rows = wh.fetchall(
@@ -100,11 +100,13 @@ def _chart(wh: Warehouse, run: dict[str, Any], track: str) -> dict[str, Any]:
         """
         SELECT p.submission_id, s.name, list(p.share ORDER BY p.bin)
         FROM eval.pit p JOIN eval.submissions s USING (submission_id)
-        WHERE p.score_run_id = ? GROUP BY ALL ORDER BY s.name
+        WHERE p.score_run_id = ? AND s.has_sigma GROUP BY ALL ORDER BY s.name
         """,
         [run["score_run_id"]],
     )
     return clean({
+        # one colour per model on every chart: its place on the leaderboard
+        "colors": {name: i for i, name in enumerate(order)},
         "metric": metric,
         "metric_label": _LABELS.get(metric, metric),
         "by_horizon": list(series.values()),
@@ -138,7 +140,7 @@ def leaderboard_page(
             run=run,
             columns=_columns(table.column_names, types, _metric(track)),
             rows=table.to_pylist(),
-            chart=_chart(wh, run, track),
+            chart=_chart(wh, run, track, [r.get("model") for r in table.to_pylist()]),
             dm_note="Diebold–Mariano tests against the leader (quarter-clustered, Newey–West, "
                     "HLN; DM > 0 favours the row's model): * / ** / *** leader better at "
                     "10 / 5 / 1%, † this model better at 1%.",

@@ -42,15 +42,15 @@
     if (!data) return;
     const r2 = $("#chart-r2");
     if (r2) PF.lineChart(r2, data.by_horizon, { xlabel: "horizon (quarters)", ylabel: data.metric_label,
-      legend: $("#legend-r2"), includeZero: true });
+      legend: $("#legend-r2"), includeZero: true, colors: data.colors });
     const cov = $("#chart-coverage");
-    if (cov) PF.coverageChart(cov, data.coverage, { legend: $("#legend-coverage") });
+    if (cov) PF.coverageChart(cov, data.coverage, { legend: $("#legend-coverage"), colors: data.colors });
     const pitSel = $("#pit-model"), pit = $("#chart-pit");
     if (pit && pitSel) {
       const draw = () => {
         const entry = data.pit.find((p) => String(p.submission_id) === pitSel.value);
         const svg = $("#chart-pit");
-        if (svg) PF.pitChart(svg, entry ? entry.shares : [], { color: PF.palette[entry ? entry.index % PF.palette.length : 0] });
+        if (svg) PF.pitChart(svg, entry ? entry.shares : [], { color: entry ? PF.colour({ colors: data.colors }, entry.name, entry.index) : PF.palette[0] });
       };
       pitSel.addEventListener("change", draw);
       draw();

@@ -47,12 +47,18 @@ function frame(svg, opts) {
     { "text-anchor": "middle", transform: `rotate(-90 12 ${(m.t + H - m.b) / 2})` });
   return { x, y, g, W, H, m };
 }
-function legend(container, names) {
+// A series' colour: its model's fixed index (opts.colors) or its position.
+function colour(opts, name, i) {
+  const k = opts && opts.colors && name in opts.colors ? opts.colors[name] : i;
+  return PF.palette[k % PF.palette.length];
+}
+PF.colour = colour;
+function legend(container, names, opts) {
   if (!container) return;
   container.innerHTML = "";
   names.forEach((n, i) => {
     const s = document.createElement("span");
-    s.style.setProperty("--c", PF.palette[i % PF.palette.length]);
+    s.style.setProperty("--c", colour(opts, n, i));
     s.textContent = n;
     container.appendChild(s);
   });
@@ -71,7 +77,7 @@ PF.lineChart = function (svg, series, opts) {
   const f = frame(svg, { x0, x1, y0, y1, yticks: niceTicks(y0, y1, 5), xticks: niceTicks(x0, x1, 10),
     xlabel: opts.xlabel, ylabel: opts.ylabel, yfmt: (v) => v.toFixed(2) });
   series.forEach((s, i) => {
-    const c = PF.palette[i % PF.palette.length];
+    const c = colour(opts, s.name, i);
     const good = s.points.filter((p) => Number.isFinite(p[1]));
     el("polyline", { points: good.map((p) => `${f.x(p[0])},${f.y(p[1])}`).join(" "), fill: "none",
       stroke: c, "stroke-width": 2, "data-series": s.name }, f.g);
@@ -80,7 +86,7 @@ PF.lineChart = function (svg, series, opts) {
       el("title", {}, dot).textContent = `${s.name}: h=${p[0]}, ${p[1].toFixed(4)}`;
     }
   });
-  legend(opts.legend, series.map((s) => s.name));
+  legend(opts.legend, series.map((s) => s.name), opts);
 };
 
 // Nominal vs empirical interval coverage, one marker set per model, with the diagonal.
@@ -96,7 +102,7 @@ PF.coverageChart = function (svg, series, opts) {
     const good = s.points.filter((p) => Number.isFinite(p[1]));
     if (!good.length) return;
     drawn.push(s.name);
-    const c = PF.palette[i % PF.palette.length];
+    const c = colour(opts, s.name, i);
     el("polyline", { points: good.map((p) => `${f.x(p[0])},${f.y(Math.max(0.4, p[1]))}`).join(" "),
       fill: "none", stroke: c, "stroke-width": 1.5 }, f.g);
     for (const p of good) {
@@ -105,7 +111,7 @@ PF.coverageChart = function (svg, series, opts) {
     }
   });
   if (!drawn.length) text(f.g, f.W / 2, f.H / 2, "no density forecasts", { "text-anchor": "middle" });
-  legend(opts.legend, series.map((s) => s.name));
+  legend(opts.legend, series.map((s) => s.name), opts);
 };
 
 // 20-bin PIT histogram (shares), with the uniform line at 1/20.
