@@ -29,6 +29,13 @@ def _rss_bytes() -> int:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def _cpu_seconds() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def _hwm_bytes() -> int:
     with open("/proc/self/status") as fh:
         for line in fh:
@@ -152,27 +159,31 @@ def main() -> None:
     wh.execute("CHECKPOINT")
     path = folder / "submission.parquet"
     size = path.stat().st_size
-    results = {}
+    results, cpu = {}, {}
     with PeakMemory() as mem_in:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), _cpu_seconds()
         sid = scoring.ingest_parquet(wh, path, f"bench {time.time():.0f}", replace=True)
-        results["ingest"] = time.perf_counter() - t
+        results["ingest"], cpu["ingest"] = time.perf_counter() - t, _cpu_seconds() - c
     with PeakMemory() as mem_score:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), _cpu_seconds()
         run = scoring.score(wh, "full", [sid], coherence=False, baselines=False)
-        results["score"] = time.perf_counter() - t
+        results["score"], cpu["score"] = time.perf_counter() - t, _cpu_seconds() - c
     n = wh.scalar("SELECT rows FROM eval.submissions WHERE submission_id = ?", [sid])
     cells = wh.scalar("SELECT n_cells FROM eval.score_runs WHERE score_run_id = ?", [run])
     r2 = wh.scalar("SELECT r2 FROM eval.metrics WHERE score_run_id = ? AND level = 'global'", [run])
     wh.close()
     total = results["ingest"] + results["score"]
+    total_cpu = cpu["ingest"] + cpu["score"]
     gb = 1024 ** 3
     print(f"submission: {n:,} rows, {size / gb:.2f} GiB parquet; scored on {cells:,} cells "
           f"(R2 {r2:.4f}); threads {args.threads}, DuckDB memory_limit {args.memory}")
+    print(f"  load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for stage in ("ingest", "score"):
-        print(f"  {stage:7s} {results[stage]:7.1f}s  {n / results[stage] / 1e6:6.2f}M rows/s")
-    print(f"  total   {total:7.1f}s  {n / total / 1e6:6.2f}M rows/s end to end, "
-          f"{n / total / args.threads / 1e6:.2f}M rows/s per core")
+        print(f"  {stage:7s} {results[stage]:7.1f}s wall {n / results[stage] / 1e6:6.2f}M rows/s;"
+              f" {cpu[stage]:7.1f}s CPU {n / cpu[stage] / 1e6:6.2f}M rows per CPU-second")
+    print(f"  total   {total:7.1f}s wall {n / total / 1e6:6.2f}M rows/s end to end "
+          f"({n / total / args.threads / 1e6:.2f}M rows/s per core); {total_cpu:.1f}s CPU "
+          f"{n / total_cpu / 1e6:.2f}M rows per CPU-second")
     print(f"  peak RSS: ingest {mem_in.peak / gb:.2f} GiB, score {mem_score.peak / gb:.2f} GiB, "
           f"process high-water mark {_hwm_bytes() / gb:.2f} GiB")
 

@@ -108,8 +108,9 @@ def get_footprint(wh: Warehouse, name: str, version: int | None = None) -> dict[
 
 
 def prepare_footprint(wh: Warehouse, fp: dict[str, Any]) -> int:
-    """Materialize temp table fp_truth (scoreable truth cells of the footprint); returns n."""
+    """Temp view fp_truth (scoreable truth cells of the footprint); returns their number."""
     predicate = validate_predicate(fp["predicate"])
+    _drop_temp(wh)  # temp objects of an earlier run may be views or tables
     wh.execute(
         f"CREATE OR REPLACE TEMP MACRO fp_predicate(firm, origin, item, horizon) AS ({predicate})")
     wh.run_step("eval/040_footprint_truth", {
@@ -157,14 +158,15 @@ def create_footprint(
         raise UserError("A footprint is frozen from submissions or from an origin sample, not both")
     with wh.transaction():
         if submissions:
-            from app.scoring.metrics import common_sample, prepare_run_subs
+            from app.scoring.metrics import prepare_run_subs
 
             fid = _insert(wh, name, "cells", predicate, split, description,
                           {"submissions": submissions, "predicate": predicate})
             # The predicate scope first, then the common sample of the submissions in it.
             prepare_footprint(wh, {**get_footprint_by_id(wh, fid), "kind": "predicate"})
             prepare_run_subs(wh, submissions)
-            common_sample(wh, submissions)
+            # 050 (not the one-submission shortcut): the frozen cells must be exact.
+            wh.run_step("eval/050_common_sample")
             wh.run_step("eval/046_footprint_freeze", {"footprint_id": fid})
         elif n_origins:
             if n_origins < 1:
@@ -209,5 +211,10 @@ def list_footprints(wh: Warehouse):
 
 
 def _drop_temp(wh: Warehouse) -> None:
-    for t in ("fp_truth", "run_valid", "common_cells", "run_subs"):
+    for name in ("common_cells", "fp_truth"):
+        kind = wh.scalar("SELECT table_type FROM information_schema.tables "
+                         "WHERE table_name = ? AND table_schema = 'main'", [name])
+        if kind:
+            wh.execute(f"DROP {'VIEW' if kind == 'VIEW' else 'TABLE'} {name}")
+    for t in ("run_valid", "run_subs"):
         wh.execute(f"DROP TABLE IF EXISTS {t}")

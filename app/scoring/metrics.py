@@ -54,11 +54,21 @@ def prepare_run_subs(wh: Warehouse, submission_ids: list[int]) -> None:
 
 
 def common_sample(wh: Warehouse, submission_ids: list[int]) -> None:
-    """Temp tables run_valid and common_cells (fp_truth and run_subs must exist)."""
+    """common_cells for 060 (and run_valid with several submissions); needs fp_truth, run_subs."""
     if len(submission_ids) == 1:
         wh.run_step("eval/051_common_sample_single")
     else:
         wh.run_step("eval/050_common_sample")
+
+
+def cell_scores_view(wh: Warehouse) -> str:
+    """The 060 view a run needs: single forecasts, mixtures, or both."""
+    single, mixture = wh.fetchone(
+        "SELECT count(*) FILTER (WHERE n_components = 1), count(*) FILTER (WHERE n_components > 1) "
+        "FROM run_subs")
+    if single and mixture:
+        return "cell_scores"
+    return "cell_scores_single" if single else "cell_scores_mixture"
 
 
 def active_submissions(wh: Warehouse) -> list[int]:
@@ -130,9 +140,16 @@ def score(
         n_fp = prepare_footprint(wh, fp)
         prepare_run_subs(wh, ids)
         common_sample(wh, ids)
-        n = int(wh.scalar("SELECT count(*) FROM common_cells"))
-        coverage = dict(wh.fetchall(
-            "SELECT submission_id, count(*) FROM run_valid GROUP BY 1"))
+        wh.run_step("eval/060_cell_scores")
+        wh.run_step("eval/070_metrics", {"score_run_id": run_id},
+                    identifiers={"cell_scores": cell_scores_view(wh)})
+        n = int(wh.scalar("SELECT coalesce(max(n), 0) FROM eval.metrics WHERE score_run_id = ? "
+                          "AND level = 'global'", [run_id]))
+        if len(ids) == 1:
+            coverage = {ids[0]: n}  # one submission: its sample is its coverage
+        else:
+            coverage = dict(wh.fetchall(
+                "SELECT submission_id, count(*) FROM run_valid GROUP BY 1"))
         for sid in ids:
             got = int(coverage.get(sid, 0))
             wh.execute("INSERT INTO eval.coverage VALUES (?, ?, ?, ?, ?)",
@@ -143,8 +160,6 @@ def score(
             raise UserError(
                 f"The common sample is empty: footprint {fp['name']}@{fp['version']} has "
                 f"{n_fp:,} scoreable cells; cells predicted per submission: {detail}")
-        wh.run_step("eval/060_cell_scores")
-        wh.run_step("eval/070_metrics", {"score_run_id": run_id})
         run_dm_tests(wh, run_id, ids)
         checksums = dict(wh.fetchall(
             "SELECT CAST(submission_id AS VARCHAR), checksum FROM eval.submissions "
@@ -154,8 +169,10 @@ def score(
             [run_id, fp["footprint_id"], fp["name"], fp["version"], ids, n_fp, n,
              (build or {}).get("build_id"), to_json(build), version, to_json(checksums),
              started, now(), time.perf_counter() - t0])
-    wh.execute("DROP VIEW IF EXISTS cell_scores")
+    for view in ("cell_scores", "cell_scores_single", "cell_scores_mixture"):
+        wh.execute(f"DROP VIEW IF EXISTS {view}")
     wh.execute("DROP TABLE IF EXISTS run_agg")
+    wh.execute("DROP TABLE IF EXISTS run_fine")
     _drop_temp(wh)
     if coherence:
         from app.scoring.coherence import ensure_coherence

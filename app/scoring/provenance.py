@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -10,12 +11,20 @@ from typing import Any
 
 import pyarrow as pa
 
-from app.sqlfiles import folder_checksum
+from app.sqlfiles import SQL_DIR, folder_checksum
 from app.warehouse import Warehouse
 
 
 def eval_sql_version() -> str:
     """One version string for every sql/eval step (normalized, order-sensitive)."""
+    stamp = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size)
+                  for p in sorted((SQL_DIR / "eval").glob("*.sql")))
+    return _eval_version(stamp)
+
+
+@functools.lru_cache(maxsize=8)
+def _eval_version(stamp: tuple) -> str:
+    # Parsing every step with sqlglot takes most of a second: once per file state.
     return folder_checksum("eval")[:16]
 
 

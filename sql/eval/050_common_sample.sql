@@ -1,5 +1,5 @@
--- The common sample of a score run (temp table common_cells) from fp_truth and the
--- run's submissions (temp table run_subs): the footprint cells that EVERY submission
+-- The common sample of a score run with several submissions (temp table common_cells)
+-- from fp_truth and the run's submissions (temp table run_subs): the footprint cells that EVERY submission
 -- predicts finitely (all mixture components finite, sigma finite and positive where
 -- given). Also run_valid (submission, cell) for each submission's coverage.
 CREATE OR REPLACE TEMP TABLE run_valid AS

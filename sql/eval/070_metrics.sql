@@ -1,8 +1,9 @@
 -- Aggregates of cell_scores for score run getvariable('score_run_id') into eval.metrics
 -- (global, horizon, item, statement, item x horizon), eval.quarter_losses (per horizon
 -- and origin quarter: the Diebold-Mariano input) and eval.pit (20 bins). One pass over
--- the cells builds additive sums per (submission, item, horizon, origin quarter) and
--- per PIT bin; every level is a roll-up of those sums. R2 = 1 - SSE / (sum y^2 -
+-- the cells (view {{ cell_scores }}) builds additive sums per (submission, item,
+-- horizon), per (submission, horizon, origin quarter) and per PIT bin; every level is a
+-- roll-up of the first. R2 = 1 - SSE / (sum y^2 -
 -- (sum y)^2 / n + 1e-12), the truth-only denominator shared by all submissions (same
 -- cells); NaN when the truth has no variance (<= 1e-15). Coverage at p counts
 -- u in [(1 - p) / 2, (1 + p) / 2]; density means are over cells with a density.
@@ -27,9 +28,10 @@ SELECT
     count(*) FILTER (WHERE u BETWEEN 0.10 AND 0.90) AS in80,
     count(*) FILTER (WHERE u BETWEEN 0.05 AND 0.95) AS in90,
     count(*) FILTER (WHERE u BETWEEN 0.025 AND 0.975) AS in95
-FROM cell_scores
+FROM {{ cell_scores }}
 GROUP BY GROUPING SETS (
-    (submission_id, item_id, horizon, origin_q),
+    (submission_id, item_id, horizon),
+    (submission_id, horizon, origin_q),
     (submission_id, CAST(least(floor(u * 20), 19) AS TINYINT))
 );
 
@@ -37,7 +39,7 @@ CREATE OR REPLACE TEMP TABLE run_fine AS
 SELECT a.*, i.statement
 FROM run_agg a
 JOIN ref.items i ON i.item_id = a.item_id
-WHERE a.g = 1;
+WHERE a.g = 3;
 
 INSERT INTO eval.metrics
 WITH rolled AS (
@@ -77,10 +79,9 @@ SELECT
 FROM rolled;
 
 INSERT INTO eval.quarter_losses
-SELECT getvariable('score_run_id'), submission_id, horizon, origin_q,
-       sum(n), sum(sse), sum(sae)
-FROM run_fine
-GROUP BY submission_id, horizon, origin_q;
+SELECT getvariable('score_run_id'), submission_id, horizon, origin_q, n, sse, sae
+FROM run_agg
+WHERE g = 9;
 
 INSERT INTO eval.pit
 SELECT getvariable('score_run_id'), submission_id, pit_bin, n,

@@ -143,4 +143,4 @@ def cell_scores(wh: Warehouse, footprint: str, submission_ids: list[int]) -> pa.
     common_sample(wh, submission_ids)
     wh.run_step("eval/060_cell_scores")
     return wh.arrow("SELECT * FROM cell_scores ORDER BY submission_id, origin_q, item_id, "
-                    "horizon, y")
+                    "horizon, y")  # both kinds: exercises the union view too

@@ -240,3 +240,10 @@ def test_partial_submission_shrinks_the_common_sample(wh, cells):
     assert cov[b]["predicted_cells"] == half.num_rows - 7
     assert cov[b]["coverage"] == pytest.approx((half.num_rows - 7) / cells.num_rows)
     assert _metrics(wh, run, a)[0]["n"] == _metrics(wh, run, b)[0]["n"] == info["n_cells"]
+
+    # One submission alone (the 051 shortcut) and frozen through 050 agree.
+    alone = scoring.run_summary(wh, scoring.score(wh, "full", [b], coherence=False))
+    assert alone["n_cells"] == half.num_rows - 7
+    assert alone["coverage"][0]["predicted_cells"] == half.num_rows - 7
+    scoring.create_footprint(wh, "b cells".replace(" ", "_"), submissions=[b])
+    assert scoring.get_footprint(wh, "b_cells")["n_cells"] == half.num_rows - 7
