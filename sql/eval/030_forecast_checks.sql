@@ -2,32 +2,27 @@
 -- eval.forecasts (model batches land here directly; uploads after 010): null keys,
 -- unknown firm ids and items, horizons outside 1..20, bad sigma or component,
 -- duplicate (cell, component) keys anywhere in the input, and the warnings.
-WITH rows_in AS (
-    SELECT
-        f.*,
-        f.firm_id IS NOT NULL AND NOT EXISTS (
-            SELECT 1 FROM panel.firms p WHERE p.firm_id = f.firm_id) AS unknown_firm,
-        f.item_id IS NOT NULL AND NOT EXISTS (
-            SELECT 1 FROM ref.items i WHERE i.item_id = f.item_id AND i.is_target) AS unknown_item
-    FROM eval.forecasts f
-    WHERE f.submission_id = getvariable('submission_id')
-),
-dup AS (
+WITH dup AS (
+    -- A separate scan: sharing one CTE with the flags below would materialize it.
     SELECT count(*) AS n, min(k, 3) AS ex
     FROM (
         SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) * 1024 + component AS k
-        FROM rows_in
-        WHERE firm_id IS NOT NULL AND origin_q IS NOT NULL AND item_id IS NOT NULL
-          AND horizon IS NOT NULL AND component BETWEEN 0 AND 1023
-          AND origin_q BETWEEN 0 AND 16383 AND horizon BETWEEN 1 AND 20
+        FROM eval.forecasts
+        WHERE submission_id = getvariable('submission_id')
+          AND firm_id IS NOT NULL AND origin_q BETWEEN 0 AND 16383 AND item_id IS NOT NULL
+          AND horizon BETWEEN 1 AND 20 AND component BETWEEN 0 AND 1023
         GROUP BY k
         HAVING count(*) > 1
     )
 ),
+components AS (
+    SELECT count(*) AS n_components
+    FROM (SELECT DISTINCT component FROM eval.forecasts
+          WHERE submission_id = getvariable('submission_id'))
+),
 flags AS (
     SELECT
         count(*) AS n_rows,
-        count(DISTINCT component) AS n_components,
         count(*) FILTER (WHERE firm_id IS NULL OR origin_q IS NULL OR item_id IS NULL
                                 OR horizon IS NULL) AS null_key_n,
         count(*) FILTER (WHERE unknown_firm) AS unknown_firm_n,
@@ -49,7 +44,17 @@ flags AS (
         count(*) FILTER (WHERE mu IS NULL OR NOT isfinite(mu)) AS non_finite_prediction_n,
         count(*) FILTER (WHERE isfinite(mu) AND abs(mu) > 60) AS huge_prediction_n,
         min(mu, 3) FILTER (WHERE isfinite(mu) AND abs(mu) > 60) AS huge_prediction_ex
-    FROM rows_in
+    FROM (
+        SELECT
+            f.*,
+            f.firm_id IS NOT NULL AND NOT EXISTS (
+                SELECT 1 FROM panel.firms p WHERE p.firm_id = f.firm_id) AS unknown_firm,
+            f.item_id IS NOT NULL AND NOT EXISTS (
+                SELECT 1 FROM ref.items i WHERE i.item_id = f.item_id AND i.is_target)
+                AS unknown_item
+        FROM eval.forecasts f
+        WHERE f.submission_id = getvariable('submission_id')
+    )
 )
-SELECT flags.*, dup.n AS duplicate_key_n, dup.ex AS duplicate_key_ex
-FROM flags, dup;
+SELECT flags.*, components.n_components, dup.n AS duplicate_key_n, dup.ex AS duplicate_key_ex
+FROM flags, components, dup;
