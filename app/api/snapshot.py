@@ -3,9 +3,10 @@
 The snapshot holds only what sql/public/*.sql selects: reference items, build and score
 provenance, submissions' public records, footprint membership (keys, no values) and
 aggregate scores over at least `public_min_cells` cells. It is written by the warehouse's
-own process (the one writer) into a fresh file through ATTACH, checked, and moved over
-the previous snapshot atomically (os.replace), so readers see either the old or the new
-file, never a half-written one.
+own process (the one writer) into a fresh file through ATTACH, checked, renamed to a
+versioned file (public-<ns>.duckdb) and then `public.duckdb` is atomically re-pointed at
+it (a symlink replaced with os.replace): readers see the old or the new snapshot, never a
+half-written one, and queries still running on the old version finish on it.
 
 Before the move, `check_public` refuses any column whose name says it holds firm-level
 values (mu, sigma, actual, baseline, v, ...): a second line of defence should a future
@@ -102,13 +103,27 @@ def publish(wh: Warehouse, settings: Settings) -> Published:
             tmp.unlink(missing_ok=True)
             raise
         wh.execute("DETACH pub")
-        os.replace(tmp, target)
+        version = target.with_name(f"{target.stem}-{time.time_ns()}{target.suffix}")
+        os.replace(tmp, version)
+        _point(target, version)
         elapsed = (time.perf_counter() - started) * 1000
         wh.execute(
             "INSERT INTO service.snapshots (path, tables, published_at, elapsed_ms) VALUES (?, ?, ?, ?)",
             [str(target), json.dumps(tables), dt.datetime.now(dt.UTC).replace(tzinfo=None), elapsed],
         )
     return Published(target, tables, elapsed)
+
+
+def _point(target: Path, version: Path, keep: int = 3) -> None:
+    """Make `target` a symlink to `version` atomically; drop all but the newest `keep`
+    versions (a reader still holding an old one keeps reading it until it closes)."""
+    link = target.with_name(f".{target.name}.{os.getpid()}.{next(_counter)}.link")
+    link.unlink(missing_ok=True)
+    link.symlink_to(version.name)
+    os.replace(link, target)
+    versions = sorted(target.parent.glob(f"{target.stem}-*{target.suffix}"))
+    for old in versions[:-keep]:
+        old.unlink(missing_ok=True)
 
 
 def last_published(wh: Warehouse) -> dict | None:

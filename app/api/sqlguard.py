@@ -194,14 +194,27 @@ def check_sql(sql: str, schema: dict[str, dict[str, str]]) -> CheckedQuery:
 
 
 # -- the DuckDB side ---------------------------------------------------------------------
+# public.duckdb is a symlink to the current versioned snapshot file (app/api/snapshot.py).
+# Each version is opened once, read-only and locked, and every query runs on a cursor of
+# that connection: DuckDB caches one database instance per file path in a process, so a
+# per-version path is also what lets readers see a new snapshot while old queries finish.
+
+_MISSING = "No public snapshot is published yet: it appears after the first scoring run."
+_connections: dict[str, duckdb.DuckDBPyConnection] = {}
+_open_lock = threading.Lock()
+
+
+def _resolve(path: Path) -> Path:
+    real = Path(os.path.realpath(path))
+    if not real.exists():
+        raise SnapshotMissing(_MISSING)
+    return real
+
 
 def _open_snapshot(path: Path, memory_limit: str) -> duckdb.DuckDBPyConnection:
-    if not path.exists():
-        raise SnapshotMissing(
-            "No public snapshot is published yet: it appears after the first scoring run."
-        )
+    """A new read-only, external-access-free, configuration-locked connection."""
     con = duckdb.connect(
-        str(path),
+        str(_resolve(path)),
         read_only=True,
         config={
             "enable_external_access": False,
@@ -212,38 +225,49 @@ def _open_snapshot(path: Path, memory_limit: str) -> duckdb.DuckDBPyConnection:
             "threads": 1,
         },
     )
-    con.execute("SET lock_configuration = true")
+    if not con.execute("SELECT current_setting('lock_configuration')").fetchone()[0]:
+        con.execute("SET lock_configuration = true")
     return con
 
 
-_schema_cache: dict[str, tuple[tuple[float, int], dict[str, dict[str, str]]]] = {}
-_schema_lock = threading.Lock()
+def _snapshot_cursor(path: Path, memory_limit: str) -> duckdb.DuckDBPyConnection:
+    """A cursor on the (cached) connection to the snapshot version `path` points to."""
+    real = str(_resolve(path))
+    with _open_lock:
+        con = _connections.get(real)
+        if con is None:
+            con = _open_snapshot(Path(real), memory_limit)
+            # older versions stay open only while their cursors run (no explicit close)
+            _connections.clear()
+            _connections[real] = con
+        return con.cursor()
 
 
-def snapshot_schema(path: Path, memory_limit: str = "256MB") -> dict[str, dict[str, str]]:
-    """{table: {column: type}} of the snapshot's public tables (cached per file version)."""
+_schema_cache: dict[str, dict[str, dict[str, str]]] = {}
+
+
+def snapshot_schema(path: Path, memory_limit: str = "512MB") -> dict[str, dict[str, str]]:
+    """{table: {column: type}} of the snapshot's public tables (cached per version)."""
     try:
-        st = os.stat(path)
-    except FileNotFoundError:
+        real = str(_resolve(path))
+    except SnapshotMissing:
         return {}
-    key = (st.st_mtime, st.st_ino)
-    with _schema_lock:
-        cached = _schema_cache.get(str(path))
-        if cached and cached[0] == key:
-            return cached[1]
-    con = _open_snapshot(path, memory_limit)
+    cached = _schema_cache.get(real)
+    if cached is not None:
+        return cached
+    cur = _snapshot_cursor(path, memory_limit)
     try:
-        rows = con.execute(
+        rows = cur.execute(
             "SELECT table_name, column_name, data_type FROM information_schema.columns "
             "WHERE table_schema = 'main' ORDER BY table_name, ordinal_position"
         ).fetchall()
     finally:
-        con.close()
+        cur.close()
     schema: dict[str, dict[str, str]] = {}
     for table, column, dtype in rows:
         schema.setdefault(table, {})[column] = dtype
-    with _schema_lock:
-        _schema_cache[str(path)] = (key, schema)
+    _schema_cache.clear()
+    _schema_cache[real] = schema
     return schema
 
 
@@ -256,13 +280,11 @@ def run_query(
     memory_limit: str = "512MB",
 ) -> QueryResult:
     """Check `sql`, then run it on the snapshot under the row, time and memory limits."""
-    schema = snapshot_schema(path)
+    schema = snapshot_schema(path, memory_limit)
     if not schema:
-        raise SnapshotMissing(
-            "No public snapshot is published yet: it appears after the first scoring run."
-        )
+        raise SnapshotMissing(_MISSING)
     checked = check_sql(sql, schema)
-    con = _open_snapshot(path, memory_limit)
+    con = _snapshot_cursor(path, memory_limit)
     timer = threading.Timer(timeout_s, con.interrupt)
     started = time.perf_counter()
     timer.start()
