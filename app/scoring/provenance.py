@@ -36,7 +36,10 @@ def current_build(wh: Warehouse) -> dict[str, Any] | None:
         "SELECT column_name FROM information_schema.columns "
         "WHERE table_schema = 'meta' AND table_name = 'builds' ORDER BY ordinal_position")]
     order = "build_id" if "build_id" in cols else cols[0]
-    rows = wh.arrow(f'SELECT * FROM meta.builds ORDER BY "{order}" DESC LIMIT 1').to_pylist()
+    # The panel in the warehouse is the one the latest SUCCESSFUL build wrote.
+    where = "WHERE status = 'succeeded'" if "status" in cols else ""
+    rows = wh.arrow(f'SELECT * FROM meta.builds {where} ORDER BY "{order}" DESC LIMIT 1'
+                    ).to_pylist()
     return rows[0] if rows else None
 
 
