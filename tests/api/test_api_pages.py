@@ -1,0 +1,41 @@
+"""The HTML pages render, link only to local assets (no CDN), and escape user text."""
+
+from __future__ import annotations
+
+import re
+
+from service_helpers import Api, submission_bytes
+
+from app.web import STATIC_DIR, TEMPLATES_DIR
+
+
+def test_no_external_assets() -> None:
+    """Every script, stylesheet, image and font is served from /static."""
+    for path in list(TEMPLATES_DIR.glob("*.html")) + list(STATIC_DIR.glob("*")):
+        text = path.read_text()
+        for url in re.findall(r"""(?:src|href)\s*=\s*["']([^"']+)["']""", text):
+            assert not re.match(r"^(https?:)?//", url), f"{path.name} loads {url}"
+        assert not re.search(r"@import\s+url\(\s*['\"]?https?:", text), path.name
+        assert "fetch(\"http" not in text and "fetch('http" not in text, path.name
+
+
+def test_pages_render_before_and_after_scoring(api: Api) -> None:
+    c = api.client
+    empty = c.get("/")
+    assert empty.status_code == 200 and "No footprints are defined yet" in empty.text
+    for path, marker in [("/upload", 'id="upload-form"'), ("/query", 'id="query-form"'),
+                         ("/api/docs", "/api/v1/submissions")]:
+        r = c.get(path)
+        assert r.status_code == 200 and marker in r.text, path
+    for asset in ("/static/app.js", "/static/charts.js", "/static/style.css"):
+        assert c.get(asset).status_code == 200
+    job = api.wait(api.upload(submission_bytes(api.wh), name="model (v2)",
+                              description="<script>alert('x')</script>").json()["job_id"])
+    page = c.get("/?footprint=geert&track=density").text
+    assert 'value="geert" selected' in page and "model (v2)" in page
+    assert 'id="chart-data"' in page and "sql/eval" in page
+    detail = c.get(f"/submissions/{job['submission_id']}").text
+    assert "<script>alert" not in detail and "&lt;script&gt;alert" in detail
+    assert c.get("/submissions/999").status_code == 404
+    # unknown footprint or track falls back to the defaults instead of failing
+    assert c.get("/?footprint=nope&track=nope").status_code == 200
