@@ -3,9 +3,11 @@
 Every upload becomes a `service.jobs` row (status `queued`) before the HTTP response
 goes out; one worker thread takes jobs in order on its own warehouse cursor
 (ARCHITECTURE.md, "One writer") and moves them through `validating` (the scoring
-layer's `ingest_parquet`, one transaction) and `scoring` (`score` on every footprint)
-to `done` or `failed`, keeping the validation report. The uploaded file stays on disk
-until the job ends.
+layer's `ingest_parquet`, one transaction) and `scoring` to `done` or `failed`, keeping
+the validation report. Validated jobs wait until the queue is empty and are then scored
+together (one `score` run per footprint covers them all), so a burst of uploads costs
+one scoring pass, after which the public snapshot is republished. The uploaded file
+stays on disk until the job ends.
 
 Killing the server at any point loses nothing: on start, unfinished jobs are taken up
 again. A job that was `validating` first looks for a submission already ingested for it

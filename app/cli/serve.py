@@ -12,13 +12,9 @@ from app.cli.common import console, summary, writer
 users_app = typer.Typer(help="Users and API tokens of the service.", no_args_is_help=True)
 
 
-def serve(
-    host: str = typer.Option("127.0.0.1", help="Interface to listen on (0.0.0.0 inside a container)."),
-    port: int = typer.Option(8000, help="TCP port."),
-    log_level: str = typer.Option("info", help="uvicorn log level."),
-) -> None:
-    """Serve the API and leaderboard pages. Applies migrations first; runs ONE worker,
-    because the server is the warehouse's only writer (stop it before `proforma build`)."""
+def run_server(host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
+    """Apply migrations, print the URL, serve until stopped (ONE worker: the warehouse's
+    only writer). `proforma demo` calls this after preparing the demo warehouse."""
     import uvicorn
 
     from app.api.main import create_app
@@ -35,6 +31,16 @@ def serve(
         highlight=False,
     )
     uvicorn.run(create_app(settings), host=host, port=port, workers=1, log_level=log_level)
+
+
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Interface to listen on (0.0.0.0 inside a container)."),
+    port: int = typer.Option(8000, help="TCP port."),
+    log_level: str = typer.Option("info", help="uvicorn log level."),
+) -> None:
+    """Serve the API and leaderboard pages. Applies migrations first; runs ONE worker,
+    because the server is the warehouse's only writer (stop it before `proforma build`)."""
+    run_server(host, port, log_level)
     summary(f"server on {host}:{port} stopped")
 
 
