@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -80,6 +81,8 @@ def main() -> None:
     parser.add_argument("--workdir", default=None, help="Folder for the warehouse (default: a temp dir)")
     parser.add_argument("--memory-limit", default="5GB", help="DuckDB memory_limit for the build")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--reuse", action="store_true",
+                        help="Keep the raw panel already in --workdir (skip the ingest)")
     args = parser.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="bench_build_"))
     work.mkdir(parents=True, exist_ok=True)
@@ -100,18 +103,23 @@ def main() -> None:
     source = args.source
     t0 = time.perf_counter()
     if source == "synthetic":
-        cmd = [sys.executable, "-m", "app.cli", "ingest", "synthetic", "--scale", args.scale]
+        have = False
+        if args.reuse and Path(os.environ["PROFORMA_WAREHOUSE"]).exists():
+            with connect() as probe:
+                have = probe.table_exists("raw.fundq") and bool(
+                    probe.scalar("SELECT count(*) FROM raw.fundq"))
         proc = subprocess.run(
-            [sys.executable, "-c", "from app.cli import main; main()", *cmd[3:]],
-            capture_output=True, text=True,
-        )
+            [sys.executable, "-c", "from app.cli import main; main()",
+             "ingest", "synthetic", "--scale", args.scale],
+            check=False, capture_output=True, text=True,
+        ) if not have else subprocess.CompletedProcess([], 0)
         if proc.returncode != 0:
             print(f"synthetic source unavailable ({proc.stderr.strip().splitlines()[-1:]}); "
                   "generating a Compustat-shaped panel in SQL instead")
             source = "generated"
     wh = connect()
     prepare(wh)
-    if source == "generated":
+    if source == "generated" and not (args.reuse and wh.scalar("SELECT count(*) FROM raw.fundq")):
         cols = raw_item_columns(wh)
         ytd = [c for c in cols if c.endswith("y")]
         items = [c for c in cols if c not in ytd]
@@ -131,15 +139,20 @@ def main() -> None:
             print(f"  {step.name:<28} {marks[-1][1]:7.1f}s  hwm {marks[-1][2]:8,.0f} MB", flush=True)
 
     t1 = time.perf_counter()
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     result = run_build(wh, "estimate", on_step=on_step)
     elapsed = time.perf_counter() - t1
+    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     fq = wh.scalar("SELECT count(*) FROM stage.fq")
     cells = result.row_counts.get("panel.truth_cells", {}).get("total", 0)
     size = sum(p.stat().st_size for p in work.glob("warehouse.duckdb*"))
     wh.close()
     print(f"build ({args.scale}, {source}, threads={args.threads}, memory_limit={args.memory_limit}): "
           f"{elapsed:.1f}s, peak RSS {_hwm_mb():,.0f} MB, {fq:,} scale-valid firm-quarters, "
-          f"{cells:,} truth cells, warehouse {size / 2**30:.2f} GiB")
+          f"{cells:,} truth cells, warehouse {size / 2**30:.2f} GiB; CPU {cpu:.0f}s "
+          f"(= {cpu / args.threads:.0f}s wall on {args.threads} idle cores); load average at end "
+          f"{os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -28,13 +29,12 @@ def build_command(
 ) -> None:
     """Build the benchmark panel (panel.*) from raw.* by running sql/build in order."""
     if explain_only:
-        table = Table(title="proforma build plan (sql/build)")
-        for col in ("step", "name", "checksum", "purpose"):
-            table.add_column(col, overflow="fold")
         rows = explain()
+        console.print("[bold]proforma build plan[/] (sql/build, run in this order in one transaction)")
         for r in rows:
-            table.add_row(r["step"], r["name"], r["checksum"], r["purpose"])
-        console.print(table)
+            console.print(f"[bold]{r['name']}[/]  checksum {r['checksum']}", highlight=False,
+                          soft_wrap=True)
+            console.print(f"    {r['purpose']}", highlight=False, soft_wrap=True, markup=False)
         summary(f"{len(rows)} steps; statistics: "
                 + ("estimated from this panel" if reg_stats == "estimate" else f"pinned {reg_stats}"))
         return
@@ -67,7 +67,8 @@ def build_command(
 def audit_identities(
     rel_tol: float = typer.Option(0.01, help="Relative tolerance (share of the largest term)."),
     abs_tol: float = typer.Option(0.0015, help="Absolute tolerance (reporting units)."),
-    out: Path = typer.Option(None, help="Write the violating instances to this parquet file."),
+    out: Annotated[Path | None, typer.Option(
+        help="Write the violating instances to this parquet file.")] = None,
     show: int = typer.Option(10, help="Violating instances to print."),
 ) -> None:
     """Identity audit of the reported data: violations per identity and the worst instances."""
@@ -118,7 +119,8 @@ def export_command(
         None, "--layout", help="Export the built panel in this file layout: proforma20q."),
     run: int = typer.Option(None, "--run", help="(eval tables) Only this score run's rows."),
     fmt: str = typer.Option("csv", "--format", help="(eval tables) csv | json."),
-    out: Path = typer.Option(None, "--out", help="(eval tables) File to write (default stdout)."),
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="(eval tables) File to write (default stdout).")] = None,
 ) -> None:
     """Export the panel (--layout proforma20q DIR) or an eval result table."""
     if layout is None:

@@ -4,14 +4,20 @@
 -- item i (reporting gaps collapse) and z_(n-4) the deflator at position n-4's quarter.
 -- k_i is the point of a k_grid_n-point log grid over [k_lo, k_hi] whose asinh(k r) over
 -- the pool's training quarters (q <= train_end_q) has bias-corrected excess kurtosis
--- closest to k_target_kurtosis; ties -> the smallest k. The scale item (0) has its own
+-- closest to k_target_kurtosis; ties (equal up to 1e-9 relative: rounding) -> the
+-- smallest k. The scale item (0) has its own
 -- k on the contemporaneous deflators z (no lag pool, no self-deflation). A pool with no
 -- defined kurtosis (fewer than 4 values or no spread) ties everywhere: smallest k.
--- Exact and fast: the objective is first evaluated at every grid point on the pool
--- binned by log|r| (bins of width k_bin_width, each at its members' mean r), which moves
--- every asinh(k r) by a relative error below k_bin_width / 2; every grid point within
--- k_tolerance (plus 5% of the objective) of the binned minimum, and its two neighbours,
--- is then evaluated exactly on the full pool with two-pass (centered) moments.
+-- Exact and fast: the objective is first screened at every grid point on the pool
+-- binned by log|r| (bins of width k_bin_width times the item's spread of log|r|, each at
+-- its members' mean r: every asinh(k r) moves by a small fraction of the pool's spread);
+-- the grid points within
+-- k_tolerance + 1% of (objective + target) of the screened minimum (at most
+-- k_max_candidates, the best screened) are then evaluated exactly on the full pool
+-- (moments about a shift at the binned mean) and the exact objective decides. Where the
+-- objective is flat (more grid points within the screen's error than
+-- k_max_candidates: the plateau of positive items at large k), the choice is exact among
+-- the best screened points and within the screen's error of the optimum.
 -- With reg_stats pinned, k comes from the pinned statistics instead (stage.reg_stats_pinned).
 CREATE OR REPLACE TABLE stage.lag_pool AS
 WITH series AS (
@@ -47,73 +53,102 @@ SELECT j::SMALLINT AS j,
                END) AS k
 FROM range(getvariable('k_grid_n')) AS t(j);
 
+-- Bins of log|r| scale with the item's spread of log|r|, so a narrow pool is not
+-- collapsed into one bin: width = k_bin_width * stddev(log|r|) (k_bin_width if undefined).
 CREATE OR REPLACE TEMP TABLE k_bins AS
-SELECT item_id, count(*) AS n, avg(r) AS r
-FROM k_pool
-GROUP BY item_id, sign(r), CASE WHEN r <> 0 THEN round(ln(abs(r)) / getvariable('k_bin_width')) END;
-
--- Bias-corrected excess kurtosis from n, m2, m4 (central moments over n):
--- G2 = ((n + 1) (m4 / m2^2 - 3) + 6) (n - 1) / ((n - 2) (n - 3)).
-CREATE OR REPLACE TEMP MACRO pf_excess_kurtosis(n, m2, m4) AS
-    CASE WHEN n >= 4 AND m2 > 0
-         THEN ((n + 1) * (m4 / (m2 * m2) - 3) + 6) * (n - 1) / ((n - 2) * (n - 3)) END;
-
-CREATE OR REPLACE TEMP TABLE k_binned AS
-WITH t AS (
-    SELECT b.item_id, g.j, b.n, asinh(g.k * b.r) AS a FROM k_bins AS b, k_grid AS g
-),
-m AS (
-    SELECT item_id, j, sum(n * a) / sum(n) AS mean FROM t GROUP BY item_id, j
-),
-c AS (
-    SELECT t.item_id, t.j, sum(t.n) AS n,
-           sum(t.n * pow(t.a - m.mean, 2)) / sum(t.n) AS m2,
-           sum(t.n * pow(t.a - m.mean, 4)) / sum(t.n) AS m4
-    FROM t JOIN m USING (item_id, j)
-    GROUP BY t.item_id, t.j
+WITH spread AS (
+    SELECT item_id,
+           coalesce(nullif(stddev_pop(ln(abs(r))) FILTER (WHERE r <> 0), 0), 1)
+               * getvariable('k_bin_width') AS width
+    FROM k_pool
+    GROUP BY item_id
 )
-SELECT item_id, j, abs(pf_excess_kurtosis(n, m2, m4) - getvariable('k_target_kurtosis')) AS obj
-FROM c;
+SELECT p.item_id, count(*) AS n, avg(p.r) AS r
+FROM k_pool AS p JOIN spread AS s USING (item_id)
+GROUP BY p.item_id, sign(p.r), CASE WHEN p.r <> 0 THEN round(ln(abs(p.r)) / s.width) END;
+
+-- Bias-corrected excess kurtosis from n and the power sums s1..s4 of (a - c), a shift c
+-- close to the mean (so the central moments lose no precision):
+-- d = s1/n, m2 = s2/n - d^2, m4 = s4/n - 4 d s3/n + 6 d^2 s2/n - 3 d^4,
+-- G2 = ((n + 1) (m4 / m2^2 - 3) + 6) (n - 1) / ((n - 2) (n - 3)).
+CREATE OR REPLACE TEMP MACRO pf_excess_kurtosis(n, s1, s2, s3, s4) AS
+    CASE WHEN n >= 4 AND s2 / n - pow(s1 / n, 2) > 0
+         THEN ((n + 1) * ((s4 / n - 4 * (s1 / n) * (s3 / n) + 6 * pow(s1 / n, 2) * (s2 / n)
+                           - 3 * pow(s1 / n, 4)) / pow(s2 / n - pow(s1 / n, 2), 2) - 3) + 6)
+              * (n - 1) / ((n - 2) * (n - 3)) END;
+
+-- Screening shift: asinh(k * median r) per item.
+CREATE OR REPLACE TEMP TABLE k_binned AS
+WITH med AS (
+    SELECT item_id, median(r) AS r_med FROM k_pool GROUP BY item_id
+),
+t AS (
+    SELECT b.item_id, g.j, b.n, asinh(g.k * b.r) - asinh(g.k * m.r_med) AS a
+    FROM k_bins AS b JOIN med AS m USING (item_id), k_grid AS g
+)
+SELECT item_id, j,
+       sum(n) AS n, sum(n * a) / sum(n) AS mean_shifted,
+       abs(pf_excess_kurtosis(sum(n), sum(n * a), sum(n * a * a), sum(n * a * a * a),
+                              sum(n * a * a * a * a)) - getvariable('k_target_kurtosis')) AS obj
+FROM t
+GROUP BY item_id, j;
 
 CREATE OR REPLACE TEMP TABLE k_candidates AS
 WITH best AS (
     SELECT item_id, min(obj) AS obj FROM k_binned GROUP BY item_id
 ),
 near AS (
-    SELECT b.item_id, b.j
-    FROM k_binned AS b JOIN best AS m USING (item_id)
-    WHERE b.obj <= m.obj * 1.05 + getvariable('k_tolerance')
+    -- Within the screen's error of the binned minimum; at most k_max_candidates of them
+    -- (the best screened), so a flat objective does not multiply the exact pass.
+    SELECT item_id, j
+    FROM (
+        SELECT b.item_id, b.j,
+               row_number() OVER (
+                   PARTITION BY b.item_id
+                   -- screened ties (equal up to rounding) first, in grid order
+                   ORDER BY CASE WHEN b.obj <= m.obj + 1e-9 * (1 + m.obj) THEN -1 ELSE b.obj END, b.j
+               ) AS rank
+        FROM k_binned AS b JOIN best AS m USING (item_id)
+        WHERE b.obj <= m.obj + getvariable('k_tolerance')
+                         + 0.01 * (m.obj + abs(getvariable('k_target_kurtosis')))
+    )
+    WHERE rank <= getvariable('k_max_candidates')
+),
+med AS (
+    SELECT item_id, median(r) AS r_med FROM k_pool GROUP BY item_id
 )
-SELECT DISTINCT n.item_id, g.j, g.k
-FROM near AS n, k_grid AS g
-WHERE g.j BETWEEN n.j - 1 AND n.j + 1;
+SELECT n.item_id, g.j, g.k,
+       -- the exact pass's shift: the binned mean of asinh(k r), within the binning error
+       asinh(g.k * md.r_med) + kb.mean_shifted AS c
+FROM near AS n
+JOIN med AS md USING (item_id)
+JOIN k_grid AS g ON g.j = n.j
+JOIN k_binned AS kb ON kb.item_id = n.item_id AND kb.j = g.j;
 
 CREATE OR REPLACE TEMP TABLE k_exact AS
 WITH t AS (
-    SELECT c.item_id, c.j, asinh(c.k * p.r) AS a
+    SELECT c.item_id, c.j, asinh(c.k * p.r) - c.c AS a
     FROM k_pool AS p JOIN k_candidates AS c USING (item_id)
-),
-m AS (
-    SELECT item_id, j, avg(a) AS mean FROM t GROUP BY item_id, j
-),
-c AS (
-    SELECT t.item_id, t.j, count(*) AS n,
-           avg(pow(t.a - m.mean, 2)) AS m2, avg(pow(t.a - m.mean, 4)) AS m4
-    FROM t JOIN m USING (item_id, j)
-    GROUP BY t.item_id, t.j
 )
-SELECT item_id, j, n, abs(pf_excess_kurtosis(n, m2, m4) - getvariable('k_target_kurtosis')) AS obj
-FROM c;
+SELECT item_id, j, count(*) AS n,
+       abs(pf_excess_kurtosis(count(*), sum(a), sum(a * a), sum(a * a * a), sum(a * a * a * a))
+           - getvariable('k_target_kurtosis')) AS obj
+FROM t
+GROUP BY item_id, j;
 
 CREATE OR REPLACE TABLE panel.item_k AS
-WITH chosen AS (
-    SELECT item_id,
-           coalesce(arg_min(j, (obj, j)) FILTER (WHERE obj IS NOT NULL), min(j)) AS j,
-           max(n) AS n_pool,
-           min(obj) AS objective,
+WITH best AS (
+    SELECT item_id, min(obj) AS obj FROM k_exact GROUP BY item_id
+),
+chosen AS (
+    -- Ties: objectives equal up to floating rounding (1e-9 relative) count as equal.
+    SELECT e.item_id,
+           coalesce(min(e.j) FILTER (WHERE e.obj <= b.obj + 1e-9 * (1 + b.obj)), min(e.j)) AS j,
+           max(e.n) AS n_pool,
+           min(e.obj) AS objective,
            count(*) AS n_exact
-    FROM k_exact
-    GROUP BY item_id
+    FROM k_exact AS e JOIN best AS b USING (item_id)
+    GROUP BY e.item_id
 )
 SELECT it.item_id,
        coalesce(g.k, (SELECT k FROM k_grid WHERE j = 0)) AS k,

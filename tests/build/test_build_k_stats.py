@@ -1,0 +1,129 @@
+"""k grid search (ties, edges, the binned screen vs brute force) and the per-quarter raw
+statistics with their trailing origin parameters at the panel start."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import kurtosis
+
+from app.build import BuildParams
+from app.sqlfiles import sql_file
+from tests.build.conftest import run_steps
+
+GRID = 10 ** np.linspace(-2, 3, 250)
+
+
+def brute_force_k(pool: np.ndarray, target: float = 3.0) -> float:
+    """The spec's k, by brute force over the whole grid (ties -> smallest k)."""
+    obj = np.array([abs(kurtosis(np.arcsinh(k * pool), bias=False) - target) for k in GRID])
+    if not np.isfinite(obj).any():
+        return float(GRID[0])
+    best = np.nanmin(obj)
+    return float(GRID[np.nonzero(obj <= best + 1e-9 * (1 + best))[0][0]])
+
+
+def load_scale_pool(wh, z: np.ndarray, first_q: int = 7900) -> None:
+    """A stage.fq/panel.values holding only deflators: the scale item's k pool is z."""
+    wh.execute("CREATE SCHEMA IF NOT EXISTS stage")
+    wh.execute("CREATE OR REPLACE TABLE stage.fq (firm_id INTEGER, q INTEGER, z DOUBLE, "
+               "pos INTEGER, vals DOUBLE[])")
+    rows = [(i + 1, first_q + i % 40, float(v), 1, []) for i, v in enumerate(z)]
+    wh.con.executemany("INSERT INTO stage.fq VALUES (?, ?, ?, ?, ?)", rows)
+    wh.execute("CREATE OR REPLACE TABLE panel.values AS "
+               "SELECT firm_id, q, 0::SMALLINT AS item_id, z AS v FROM stage.fq")
+
+
+def run_k(wh, **overrides) -> dict[int, tuple]:
+    wh.execute("CREATE OR REPLACE TABLE stage.reg_stats_pinned "
+               "(q INTEGER, item_id SMALLINT, mu DOUBLE, sigma DOUBLE, k DOUBLE)")
+    wh.set_params(BuildParams(**overrides).variables(False))
+    wh.run_step(sql_file("build/080_k_grid_search"))
+    return {r[0]: r[1:] for r in wh.fetchall("SELECT item_id, k, n_pool, n_exact FROM panel.item_k")}
+
+
+def test_k_matches_brute_force_on_heavy_tails(wh):
+    rng = np.random.default_rng(3)
+    z = np.exp(rng.standard_t(3, size=400) * 1.5) * 10
+    load_scale_pool(wh, z)
+    k = run_k(wh)
+    assert k[0][0] == pytest.approx(brute_force_k(z), rel=1e-12)
+    assert k[0][1] == 400
+    # Items without any pool (no values) tie everywhere: the smallest grid k.
+    assert k[1][0] == pytest.approx(0.01) and k[1][1] == 0
+
+
+def test_k_ties_pick_the_smallest_k(wh):
+    # A two-point pool: asinh(k z) is two-point for every k, so its kurtosis does not depend
+    # on k and every grid point ties.
+    load_scale_pool(wh, np.array([1.0] * 30 + [50.0] * 10))
+    assert run_k(wh)[0][0] == pytest.approx(0.01)
+
+
+def test_k_grid_edges(wh):
+    # Near-Gaussian small ratios: asinh only lowers the kurtosis, so the best k is the
+    # smallest (lower edge); a pool of huge-kurtosis tiny values needs the most
+    # compression (upper edge). Both agree with brute force.
+    rng = np.random.default_rng(5)
+    low = 5 + 0.001 * rng.standard_normal(300)
+    load_scale_pool(wh, low)
+    got = run_k(wh)[0][0]
+    assert got == pytest.approx(brute_force_k(low)) and got == pytest.approx(GRID[0])
+    high = 1e-6 * np.exp(4 * rng.standard_normal(300))
+    load_scale_pool(wh, high)
+    got = run_k(wh)[0][0]
+    assert got == pytest.approx(brute_force_k(high)) and got == pytest.approx(GRID[-1])
+
+
+def test_training_window_only(wh):
+    rng = np.random.default_rng(9)
+    z = np.exp(rng.standard_normal(200) * 2)
+    load_scale_pool(wh, z, first_q=7990)  # quarters 7990..8029: only q <= 8007 count
+    qs = 7990 + np.arange(200) % 40
+    assert run_k(wh)[0][0] == pytest.approx(brute_force_k(z[qs <= 8007]))
+
+
+def test_raw_stats_and_trailing_origin_params(wh, fundq):
+    from tests.build.conftest import qdate
+
+    # Two firms, 6 quarters from 2000Q1 (panel start); revtq reported by firm A only.
+    rows = []
+    for c in range(6):
+        yr, qt = 2000 + c // 4, c % 4 + 1
+        rows.append({"gvkey": "000001", "datadate": qdate(yr, qt), "fyearq": yr, "fqtr": qt, "fyr": 12,
+                         "ltq": 10.0 * (c + 1), "seqq": 0.0, "revtq": float(c + 1)})
+        rows.append({"gvkey": "000002", "datadate": qdate(yr, qt), "fyearq": yr, "fqtr": qt, "fyr": 12,
+                         "ltq": 30.0, "seqq": 10.0})
+    fundq(rows)
+    run_steps(wh, "100")
+    k = dict(wh.fetchall("SELECT item_id, k FROM panel.item_k"))
+    rev = wh.scalar("SELECT item_id FROM ref.items WHERE item = 'revtq'")
+    z_a = [10.0 * (c + 1) + 1e-3 for c in range(6)]
+    z_b = 40.001
+    raw = {r[0]: r[1:] for r in wh.fetchall(
+        "SELECT q, mu_raw, sigma_raw FROM stage.raw_stats WHERE item_id = 0 ORDER BY q")}
+    q0 = 8000
+    for c in range(6):
+        a = np.arcsinh(k[0] * np.array([z_a[c], z_b]))
+        assert raw[q0 + c][0] == pytest.approx(a.mean(), rel=1e-12)
+        sd = a.std(ddof=1)  # 2000Q4: both firms have z = 40.001 -> zero std -> 1
+        assert raw[q0 + c][1] == pytest.approx(sd if sd > 0 else 1.0, rel=1e-9)
+    params = {r[0]: r[1:] for r in wh.fetchall(
+        "SELECT q, mu, sigma FROM panel.origin_params WHERE item_id = 0 ORDER BY q")}
+    # Trailing means over t-3..t, fewer at the panel start.
+    for c in range(6):
+        window = [raw[q0 + j] for j in range(max(0, c - 3), c + 1)]
+        assert params[q0 + c][0] == pytest.approx(np.mean([w[0] for w in window]), rel=1e-12)
+        assert params[q0 + c][1] == pytest.approx(np.mean([w[1] for w in window]), rel=1e-12)
+    # revtq: mu_raw = asinh(k v / z) of the one reporting firm; sigma: the lag pool needs
+    # 4 earlier reported positions, so quarters 0..3 have no pool -> sigma 1; at position 5
+    # (q0 + 4) the pool is {v_5 / z_1} (no position -3), one value -> std missing -> 1.
+    rs = {r[0]: r[1:] for r in wh.fetchall(
+        "SELECT q, mu_raw, sigma_raw FROM stage.raw_stats WHERE item_id = ? ORDER BY q", [rev])}
+    for c in range(6):
+        assert rs[q0 + c][0] == pytest.approx(math.asinh(k[rev] * (c + 1) / z_a[c]), rel=1e-12)
+        assert rs[q0 + c][1] == 1.0
+    # Quarters no item reports still get stats: mu 0, sigma 1 (none here beyond the panel).
+    assert wh.scalar("SELECT count(*) FROM stage.raw_stats") == 79 * 6
