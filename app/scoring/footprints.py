@@ -107,14 +107,21 @@ def get_footprint(wh: Warehouse, name: str, version: int | None = None) -> dict[
     return rows[0]
 
 
-def prepare_footprint(wh: Warehouse, fp: dict[str, Any]) -> int:
-    """Temp view fp_truth (scoreable truth cells of the footprint); returns their number."""
+def prepare_footprint(wh: Warehouse, fp: dict[str, Any], *, recount: bool = True) -> int:
+    """Temp view fp_truth (scoreable truth cells of the footprint); returns their number.
+
+    With recount=False the count recorded at creation is reused when the footprint was
+    made from the current build (same truth, so the same cells): one truth scan saved.
+    """
     predicate = validate_predicate(fp["predicate"])
     _drop_temp(wh)  # temp objects of an earlier run may be views or tables
     wh.execute(
         f"CREATE OR REPLACE TEMP MACRO fp_predicate(firm, origin, item, horizon) AS ({predicate})")
     wh.run_step("eval/040_footprint_truth", {
         "split": fp["split"], "fp_kind": fp["kind"], "footprint_id": fp["footprint_id"]})
+    if not recount and fp.get("n_cells") is not None and fp.get("build_id") is not None \
+            and fp["build_id"] == current_build_id(wh):
+        return int(fp["n_cells"])
     return int(wh.scalar("SELECT count(*) FROM fp_truth"))
 
 

@@ -137,7 +137,7 @@ def score(
     build = current_build(wh)
     with wh.transaction():
         run_id = int(wh.scalar("SELECT nextval('eval.score_run_id_seq')"))
-        n_fp = prepare_footprint(wh, fp)
+        n_fp = prepare_footprint(wh, fp, recount=False)
         prepare_run_subs(wh, ids)
         common_sample(wh, ids)
         wh.run_step("eval/060_cell_scores")
