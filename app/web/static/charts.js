@@ -3,7 +3,8 @@
 const PF = (window.PF = window.PF || {});
 const SVGNS = "http://www.w3.org/2000/svg";
 PF.palette = ["#1f5fbf", "#d9480f", "#2b8a3e", "#862e9c", "#e67700", "#0b7285", "#c2255c",
-              "#5c940d", "#364fc7", "#a61e4d", "#495057", "#087f5b"];
+              "#5c940d", "#364fc7", "#a61e4d", "#495057", "#087f5b", "#f08c00", "#5f3dc4",
+              "#74b816", "#1098ad", "#e64980", "#845ef7", "#66a80f", "#000000"];
 
 function el(name, attrs, parent) {
   const node = document.createElementNS(SVGNS, name);
