@@ -1,10 +1,11 @@
--- Link-window trim: stage.fundq_linked from raw.fundq and raw.ccm_link. A firm that
--- appears in the CRSP-Compustat link table keeps only the rows whose datadate falls
--- inside one of its link windows [linkdt, linkenddt] (a missing linkdt is open to the
--- past, a missing linkenddt means the link is still active); a firm absent from the
--- link table is kept whole.
+-- Link-window trim: the view stage.fundq_linked (row keys: raw_row = raw.fundq's rowid,
+-- gvkey, datadate, fyearq, fqtr) from raw.fundq and raw.ccm_link. A firm that appears in
+-- the CRSP-Compustat link table keeps only the rows whose datadate falls inside one of
+-- its link windows [linkdt, linkenddt] (a missing linkdt is open to the past, a missing
+-- linkenddt means the link is still active); a firm absent from the link table is kept
+-- whole. Steps 010-030 work on these narrow keys; 030 fetches the surviving rows' items.
 CREATE OR REPLACE VIEW stage.fundq_linked AS
-SELECT f.*
+SELECT f.rowid AS raw_row, f.gvkey, f.datadate, f.fyearq, f.fqtr
 FROM raw.fundq AS f
 WHERE NOT EXISTS (SELECT 1 FROM raw.ccm_link AS l WHERE l.gvkey = f.gvkey)
    OR EXISTS (

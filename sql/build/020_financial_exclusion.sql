@@ -1,5 +1,5 @@
--- Financial-sector exclusion: stage.fundq_nonfin from stage.fundq_linked and
--- raw.company_industry. Each row takes the historical SIC (sich) of the firm's latest
+-- Financial-sector exclusion: the view stage.fundq_nonfin (keys and sich) from
+-- stage.fundq_linked and raw.company_industry. Each row takes the historical SIC (sich) of the firm's latest
 -- industry record at or before its datadate; rows with sich in
 -- [fin_sic_lo, fin_sic_hi] (6000-6999) are dropped, rows with a missing sich are kept.
 CREATE OR REPLACE VIEW stage.fundq_nonfin AS

@@ -6,35 +6,40 @@
 -- stage.fq holds each firm-quarter's z and its 78 item values as a list in item_id order.
 -- panel.values is the tuple view: one row per reported (firm, quarter, item) value,
 -- with item 0 (`scale`) holding z; sorted by (q, firm_id, item_id) for range scans.
-CREATE OR REPLACE TEMP TABLE deflated AS
-SELECT i.*,
-       CASE
-           WHEN ltq IS NOT NULL AND seqq IS NOT NULL
-                AND isfinite(abs(ltq) + abs(seqq) + getvariable('z_eps'))
-                AND abs(ltq) + abs(seqq) + getvariable('z_eps') > 0
-               THEN abs(ltq) + abs(seqq) + getvariable('z_eps')
-           WHEN atq IS NOT NULL
-                AND isfinite(abs(atq) + getvariable('z_eps'))
-                AND abs(atq) + getvariable('z_eps') > 0
-               THEN abs(atq) + getvariable('z_eps')
-       END AS z
-FROM stage.fq_items AS i;
+CREATE OR REPLACE TEMP MACRO pf_deflator(ltq, seqq, atq) AS
+    CASE
+        WHEN ltq IS NOT NULL AND seqq IS NOT NULL
+             AND isfinite(abs(ltq) + abs(seqq) + getvariable('z_eps'))
+             AND abs(ltq) + abs(seqq) + getvariable('z_eps') > 0
+            THEN abs(ltq) + abs(seqq) + getvariable('z_eps')
+        WHEN atq IS NOT NULL
+             AND isfinite(abs(atq) + getvariable('z_eps'))
+             AND abs(atq) + getvariable('z_eps') > 0
+            THEN abs(atq) + getvariable('z_eps')
+    END;
 
 CREATE OR REPLACE TABLE panel.firms AS
 SELECT (row_number() OVER (ORDER BY f.gvkey))::INTEGER AS firm_id,
        f.gvkey, f.sic, f.ff48
 FROM stage.firm_industry AS f
-WHERE f.gvkey IN (SELECT gvkey FROM deflated WHERE z IS NOT NULL)
+WHERE f.gvkey IN (SELECT gvkey FROM stage.fq_items WHERE pf_deflator(ltq, seqq, atq) IS NOT NULL)
 ORDER BY firm_id;
 
 CREATE OR REPLACE TABLE stage.fq AS
-SELECT f.firm_id, d.q, d.z,
-       (row_number() OVER (PARTITION BY f.firm_id ORDER BY d.q))::INTEGER AS pos,
-       list_value(*COLUMNS(* EXCLUDE (gvkey, q, sich, z))) AS vals
-FROM deflated AS d
-JOIN panel.firms AS f USING (gvkey)
-WHERE d.z IS NOT NULL
-ORDER BY d.q, f.firm_id;
+WITH d AS (
+    SELECT f.firm_id, i.q, pf_deflator(i.ltq, i.seqq, i.atq) AS z,
+           list_value(*COLUMNS(i.* EXCLUDE (gvkey, q, sich))) AS vals
+    FROM stage.fq_items AS i
+    JOIN panel.firms AS f USING (gvkey)
+    WHERE pf_deflator(i.ltq, i.seqq, i.atq) IS NOT NULL
+),
+p AS (
+    SELECT firm_id, q, (row_number() OVER (PARTITION BY firm_id ORDER BY q))::INTEGER AS pos
+    FROM d
+)
+SELECT d.firm_id, d.q, d.z, p.pos, d.vals
+FROM d JOIN p USING (firm_id, q)
+ORDER BY d.q, d.firm_id;
 
 -- Unnesting stage.fq (stored in (q, firm_id) order) keeps that order: no sort needed.
 CREATE OR REPLACE TABLE panel.values AS
@@ -47,4 +52,4 @@ FROM (
 )
 WHERE v IS NOT NULL;
 
-DROP TABLE deflated;
+DROP MACRO pf_deflator;
