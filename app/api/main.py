@@ -59,6 +59,15 @@ def _describe_validation(exc: RequestValidationError) -> tuple[str, list[dict[st
     return f"Invalid {first['field']}: {first['problem']}.", problems
 
 
+def _publish_safely(wh: Any, settings: Settings) -> None:
+    """Republish public.duckdb; a failure is logged and the previous snapshot stays (the
+    scores themselves are already committed, so jobs still finish)."""
+    try:
+        log.info(publish(wh, settings).line())
+    except Exception:  # the service keeps running on the last snapshot
+        log.exception("publishing the public snapshot failed; the previous one stays")
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -76,9 +85,9 @@ def create_app(
         try:
             prepare(wh)
             app.state.wh = wh
-            published = publish(wh, settings)
-            log.info(published.line())
-            queue = JobQueue(wh, settings, scorer=scorer, after_scoring=lambda w: publish(w, settings))
+            _publish_safely(wh, settings)
+            queue = JobQueue(wh, settings, scorer=scorer,
+                             after_scoring=lambda w: _publish_safely(w, settings))
             app.state.jobs = queue
             if start_jobs:
                 queue.start()
