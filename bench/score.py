@@ -102,7 +102,9 @@ def generate(folder: Path, rows: int, memory: str, threads: int) -> None:
                  (SELECT unnest(range(1, 21)) AS h) h
         )
         SELECT firm_id, origin_q, item_id, horizon, 'test' AS split,
-               baseline + noise AS actual, baseline, noise AS change
+               -- FLOAT, as the build writes panel.truth
+               CAST(baseline + noise AS FLOAT) AS actual, CAST(baseline AS FLOAT) AS baseline,
+               CAST(baseline + noise AS FLOAT) - CAST(baseline AS FLOAT) AS change
         FROM c
         LIMIT {rows}""")
     wh.execute(f"""
