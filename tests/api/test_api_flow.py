@@ -129,3 +129,22 @@ def test_submission_outside_a_footprint_is_left_off_it(api: Api) -> None:
     assert "everything" in geert and "atq-only" not in geert
     full = {r["model"] for r in api.client.get("/api/v1/leaderboards/full").json()["rows"]}
     assert {"everything", "atq-only"} <= full
+
+
+def test_failed_publication_keeps_the_service_up(panel, monkeypatch) -> None:
+    """A snapshot that cannot be published is logged; the server starts and jobs finish."""
+    from fastapi.testclient import TestClient
+
+    from app.api import main
+    from app.errors import UserError
+
+    def broken(*_a, **_k):
+        raise UserError("disk full")
+
+    monkeypatch.setattr(main, "publish", broken)
+    with TestClient(main.create_app(panel)) as client:
+        api = Api(client)
+        assert client.get("/api/v1/health").json()["status"] == "ok"
+        assert client.post("/api/v1/query", json={"sql": "SELECT 1"}).status_code == 503
+        job = api.wait(api.upload(submission_bytes(api.wh)).json()["job_id"])
+        assert job["status"] == "done"
