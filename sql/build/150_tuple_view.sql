@@ -8,6 +8,13 @@
 -- unpurged: the split's cut) at rel_q = horizon 1..20 with x = actual.
 -- app.views.tuple_windows folds these rows into one list row per origin.
 CREATE OR REPLACE MACRO panel.tuple_window_rows(lo_q, hi_q) AS TABLE
+WITH slots AS (
+    -- one row per (origin, history quarter): the join below is then an equi-join on
+    -- (firm_id, q) rather than a range join
+    SELECT o.firm_id, o.origin_q, o.split, o.ff48, o.z, (o.origin_q + r.rel)::INTEGER AS q
+    FROM panel.origins AS o, range(-11, 1) AS r(rel)
+    WHERE o.origin_q BETWEEN lo_q AND hi_q
+)
 SELECT o.firm_id, o.origin_q, o.split, o.ff48,
        (v.q - o.origin_q)::TINYINT AS rel_q, v.item_id,
        CASE WHEN v.item_id = 0
@@ -15,13 +22,11 @@ SELECT o.firm_id, o.origin_q, o.split, o.ff48,
             ELSE panel.pf_standardize(v.v, k.k, o.z, p.mu, p.sigma)
        END::FLOAT AS x,
        false AS is_future
-FROM panel.origins AS o
-JOIN panel.values AS v
-  ON v.firm_id = o.firm_id AND v.q BETWEEN o.origin_q - 11 AND o.origin_q
+FROM slots AS o
+JOIN panel.values AS v ON v.firm_id = o.firm_id AND v.q = o.q
 JOIN panel.item_k AS k ON k.item_id = v.item_id
 JOIN panel.origin_params AS p ON p.item_id = v.item_id AND p.q = o.origin_q
-WHERE o.origin_q BETWEEN lo_q AND hi_q
-  AND v.q BETWEEN lo_q - 11 AND hi_q
+WHERE v.q BETWEEN lo_q - 11 AND hi_q
   AND (v.item_id > 0 OR v.q = o.origin_q)
 UNION ALL
 SELECT o.firm_id, o.origin_q, o.split, o.ff48, t.horizon::TINYINT AS rel_q, t.item_id,

@@ -11,19 +11,22 @@
 -- app.views.tabular_reader assembles (985 features: 78 x (4 + 8) + 1 + 48 FF48 dummies
 -- with Unknown omitted; targets {item}_t1..t20).
 CREATE OR REPLACE MACRO panel.tabular_feature_rows(lo_q, hi_q) AS TABLE
-WITH u AS (
+WITH slots AS (
+    SELECT o.firm_id, o.origin_q, o.z, (o.origin_q + r.rel)::INTEGER AS q
+    FROM panel.origins AS o, range(-11, 1) AS r(rel)
+    WHERE o.origin_q BETWEEN lo_q AND hi_q
+),
+u AS (
     SELECT o.firm_id, o.origin_q, v.item_id, (o.origin_q - v.q)::INTEGER AS lag,
            CASE WHEN v.item_id = 0
                 THEN panel.pf_unclipped(v.v, k.k, 1.0, p.mu, p.sigma)
                 ELSE panel.pf_unclipped(v.v, k.k, o.z, p.mu, p.sigma)
            END AS u
-    FROM panel.origins AS o
-    JOIN panel.values AS v
-      ON v.firm_id = o.firm_id AND v.q BETWEEN o.origin_q - 11 AND o.origin_q
+    FROM slots AS o
+    JOIN panel.values AS v ON v.firm_id = o.firm_id AND v.q = o.q
     JOIN panel.item_k AS k ON k.item_id = v.item_id
     JOIN panel.origin_params AS p ON p.item_id = v.item_id AND p.q = o.origin_q
-    WHERE o.origin_q BETWEEN lo_q AND hi_q
-      AND v.q BETWEEN lo_q - 11 AND hi_q
+    WHERE v.q BETWEEN lo_q - 11 AND hi_q
       AND (v.item_id > 0 OR v.q = o.origin_q)
 ),
 w AS (
