@@ -77,10 +77,20 @@ CREATE OR REPLACE TEMP MACRO pf_excess_kurtosis(n, s1, s2, s3, s4) AS
                            - 3 * pow(s1 / n, 4)) / pow(s2 / n - pow(s1 / n, 2), 2) - 3) + 6)
               * (n - 1) / ((n - 2) * (n - 3)) END;
 
--- Screening shift: asinh(k * median r) per item.
+-- Shift for the moments: asinh(k * r_med), r_med the (binned) median r of the item.
+CREATE OR REPLACE TEMP TABLE k_center AS
+SELECT item_id, arg_min(r, cum) AS r_med
+FROM (
+    SELECT item_id, r, sum(n) OVER (PARTITION BY item_id ORDER BY r) AS cum,
+           sum(n) OVER (PARTITION BY item_id) AS total
+    FROM k_bins
+)
+WHERE cum >= total / 2
+GROUP BY item_id;
+
 CREATE OR REPLACE TEMP TABLE k_binned AS
 WITH med AS (
-    SELECT item_id, median(r) AS r_med FROM k_pool GROUP BY item_id
+    SELECT * FROM k_center
 ),
 t AS (
     SELECT b.item_id, g.j, b.n, asinh(g.k * b.r) - asinh(g.k * m.r_med) AS a
@@ -115,7 +125,7 @@ near AS (
     WHERE rank <= getvariable('k_max_candidates')
 ),
 med AS (
-    SELECT item_id, median(r) AS r_med FROM k_pool GROUP BY item_id
+    SELECT * FROM k_center
 )
 SELECT n.item_id, g.j, g.k,
        -- the exact pass's shift: the binned mean of asinh(k r), within the binning error
@@ -166,5 +176,5 @@ WHERE getvariable('reg_stats_pinned')
 GROUP BY item_id
 ORDER BY item_id;
 
-DROP TABLE k_pool; DROP TABLE k_bins; DROP TABLE k_binned; DROP TABLE k_candidates; DROP TABLE k_exact;
+DROP TABLE k_pool; DROP TABLE k_bins; DROP TABLE k_center; DROP TABLE k_binned; DROP TABLE k_candidates; DROP TABLE k_exact;
 DROP TABLE k_grid; DROP MACRO pf_excess_kurtosis;
