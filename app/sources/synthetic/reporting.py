@@ -69,8 +69,15 @@ def availability(tr: Traits, rng: np.random.Generator) -> tuple[np.ndarray, np.n
     """
     n = tr["sic"].size
     quality = rng.standard_normal(n)
+    cf_block = rng.standard_normal(n)  # cash-flow statements are filed (or not) as a block
     e = rng.standard_normal((n, len(RAW)))
-    uni = ndtr(0.8 * quality[:, None] + 0.6 * e)
+    is_cf = np.array([it.statement == "CF" for it in RAW])
+    latent = np.where(
+        is_cf[None, :],
+        0.5 * quality[:, None] + 0.7 * cf_block[:, None] + 0.51 * e,
+        0.7 * quality[:, None] + 0.714 * e,
+    )
+    uni = ndtr(latent)
     p_row = np.empty(len(RAW))
     ok = np.zeros((n, len(RAW), 3), dtype=bool)
     for j, it in enumerate(RAW):
