@@ -375,7 +375,7 @@ def scenario_command(
                  f"(point [{level}% interval]; * pinned)")
     view.add_column("item")
     for h in shown:
-        view.add_column(f"h={h}", justify="right")
+        view.add_column(f"h={h}", justify="right", no_wrap=True)
     cells = {(int(a), int(b)): (float(p), float(lo), float(hi), bool(pn)) for a, b, p, lo, hi, pn in zip(
         table.column("item_id").to_numpy(), table.column("horizon").to_numpy(),
         table.column("point_usd").to_numpy(zero_copy_only=False),
@@ -389,9 +389,9 @@ def scenario_command(
             if c is None:
                 row_cells.append("")
             elif c[3]:
-                row_cells.append(f"{c[0]:,.1f}*")
+                row_cells.append(f"{c[0]:.4g}*")
             else:
-                row_cells.append(f"{c[0]:,.1f} [{c[1]:,.1f}, {c[2]:,.1f}]")
+                row_cells.append(f"{c[0]:.4g} [{c[1]:.3g}, {c[2]:.3g}]")
         view.add_row(names.get(iid, str(iid)), *row_cells)
     console.print(view)
     viol = check.column("violation").to_numpy() if check.num_rows else np.zeros(0)
