@@ -67,17 +67,24 @@ def load_splits(wh: Warehouse, batch_size: int = 8192) -> dict[str, TabularData]
 
 
 def fit_model(model: str, data: dict[str, TabularData], spec: dict[str, dict[str, Any]], fan: FanOut,
-              tracker: Tracker, root: Any) -> Any:
-    """Fit one competitor and return its models.baselines.base.Forecast for the test split."""
+              tracker: Tracker, root: Any, items: tuple[str, ...] | None = None,
+              horizons: tuple[int, ...] | None = None) -> Any:
+    """Fit one competitor and return its models.baselines.base.Forecast for the test split.
+
+    `items` / `horizons` restrict the per-(item, horizon) models and the GBM chain (for
+    quick checks); the FFNNs always forecast every cell.
+    """
     train, val, test = data["train"], data["val"], data["test"]
     if model == "enet":
         from models.baselines import elastic_net
 
-        return elastic_net.fit_predict(train, val, test, root, spec["enet"], fan=fan, tracker=tracker)
+        return elastic_net.fit_predict(train, val, test, root, spec["enet"], fan=fan, tracker=tracker,
+                                       items=items, horizons=horizons)
     if model == "rf":
         from models.baselines import random_forest
 
-        return random_forest.fit_predict(train, val, test, root, spec["rf"], fan=fan, tracker=tracker)
+        return random_forest.fit_predict(train, val, test, root, spec["rf"], fan=fan, tracker=tracker,
+                                         items=items, horizons=horizons)
     if model.startswith("ffnn-"):
         from models.baselines import ffnn
 
@@ -86,7 +93,7 @@ def fit_model(model: str, data: dict[str, TabularData], spec: dict[str, dict[str
     from models.baselines import chained_gbm
 
     return chained_gbm.fit_predict(train, val, test, root, model.removeprefix("gbm-"), spec["gbm"],
-                                   fan=fan, tracker=tracker)
+                                   fan=fan, tracker=tracker, items=items, horizons=horizons)
 
 
 def run_baselines(
@@ -100,6 +107,8 @@ def run_baselines(
     score: bool = True,
     reimpute: bool = False,
     tracker: Tracker | None = None,
+    items: tuple[str, ...] | None = None,
+    horizons: tuple[int, ...] | None = None,
 ) -> list[dict[str, Any]]:
     """Fit the chosen competitors, ingest their forecasts and score them; one dict per model."""
     from app.imputed import build_imputed, current_imputation
@@ -116,7 +125,7 @@ def run_baselines(
     results = []
     for model in which:
         t0 = time.perf_counter()
-        forecast = fit_model(model, data, spec, fan, tracker, root)
+        forecast = fit_model(model, data, spec, fan, tracker, root, items, horizons)
         fit_s = time.perf_counter() - t0
         family_key = "ffnn" if model.startswith("ffnn") else "gbm" if model.startswith("gbm") else model
         metadata = {"model": model, "preset": preset_name, "config": spec[family_key],

@@ -94,6 +94,33 @@ def refit_task(task: tuple[int, int, dict[str, Any], Builder, Callable | None, i
     return {"item": i, "h": h, "pred": pred, "n_fit": int(rows.size), "state": state}
 
 
+def select_chunk(tasks: list, **shared: np.ndarray) -> list[dict]:
+    """Several selection fits in one dispatch (amortizes per-task scheduling overhead)."""
+    return [select_task(t, **shared) for t in tasks]
+
+
+def refit_chunk(tasks: list, **shared: np.ndarray) -> list[dict]:
+    return [refit_task(t, **shared) for t in tasks]
+
+
+def chunk_size(n_tasks: int, fan: FanOut) -> int:
+    """About 8 chunks per worker: few enough dispatches, enough to balance load."""
+    return max(1, n_tasks // (8 * max(fan.n_jobs, 1)))
+
+
+def _run_chunked(fan: FanOut, fn: Callable, tasks: list, shared: dict, save: Callable,
+                 advance: Callable[[int], None]) -> None:
+    size = chunk_size(len(tasks), fan)
+    chunks = [tasks[i : i + size] for i in range(0, len(tasks), size)]
+
+    def on_result(chunk: list, results: list) -> None:
+        for t, r in zip(chunk, results, strict=True):
+            save(t, r)
+        advance(len(chunk))
+
+    fan.map(fn, chunks, shared, on_result=on_result)
+
+
 def select_per_horizon(scores: list[dict], grid: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     """Per horizon, the grid point with the lowest validation MSE (ties: first in the grid)."""
     best: dict[int, tuple[float, int]] = {}
@@ -135,11 +162,10 @@ def run_pairwise(
     ]
     advance = tracker.stage(f"{model}: select", len(cfg.horizons) * len(cfg.grid))
     advance(len(cfg.horizons) * len(cfg.grid) - len(sel_tasks))
-    fan.map(
-        select_task, sel_tasks,
+    _run_chunked(
+        fan, select_chunk, sel_tasks,
         {"X_fit": train.X, "Y_fit": train.Y, "X_val": val.X, "Y_val": val.Y},
-        on_result=lambda t, r: registry.save("select", f"h{t[0]}_g{t[1]}", r),
-        progress=advance,
+        lambda t, r: registry.save("select", f"h{t[0]}_g{t[1]}", r), advance,
     )
     scores = [registry.load("select", f"h{h}_g{g}") for h in cfg.horizons for g in range(len(cfg.grid))]
     selection = select_per_horizon(scores, cfg.grid)
@@ -154,10 +180,9 @@ def run_pairwise(
     total = len(item_index) * len(cfg.horizons)
     advance = tracker.stage(f"{model}: refit", total)
     advance(total - len(fit_tasks))
-    fan.map(
-        refit_task, fit_tasks, {"X_fit": fit.X, "Y_fit": fit.Y, "X_test": test.X},
-        on_result=lambda t, r: registry.save("fit", f"{train.items[t[0]]}_h{t[1]}", r),
-        progress=advance,
+    _run_chunked(
+        fan, refit_chunk, fit_tasks, {"X_fit": fit.X, "Y_fit": fit.Y, "X_test": test.X},
+        lambda t, r: registry.save("fit", f"{train.items[t[0]]}_h{t[1]}", r), advance,
     )
     mu = np.full((test.n, len(train.items), N_HORIZONS), np.nan, dtype=np.float32)
     for i in item_index:

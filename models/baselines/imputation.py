@@ -109,9 +109,10 @@ def _top_eigen(cov: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """
     p = cov.shape[0]
     if k < p - 1 and p > 50:
+        v0 = np.random.default_rng(0).uniform(-1.0, 1.0, p)
         try:
-            evals, evecs = scipy.sparse.linalg.eigsh(cov, k=k, which="LA", v0=np.ones(p) / np.sqrt(p))
-        except scipy.sparse.linalg.ArpackNoConvergence:
+            evals, evecs = scipy.sparse.linalg.eigsh(cov, k=k, which="LA", v0=v0)
+        except scipy.sparse.linalg.ArpackError:  # includes no convergence: fall back to exact
             evals, evecs = np.linalg.eigh(cov)
     else:
         evals, evecs = np.linalg.eigh(cov)

@@ -1,0 +1,81 @@
+"""End to end on a tiny synthetic panel: impute, fit, ingest, score; and the error paths."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from app.build import run_build
+from app.cli import app as cli_app
+from app.cli.baselines import parse_which, run_baselines
+from app.errors import UserError
+from app.imputed import build_imputed, current_imputation
+from app.sources import ingest
+from app.sources.synthetic import SyntheticConfig, SyntheticSource
+from app.views import tabular_reader
+from models.baselines.data import from_batches
+
+
+def test_parse_which_rejects_unknown_models() -> None:
+    assert parse_which("rf, enet,rf") == ["rf", "enet"]
+    with pytest.raises(UserError, match="Unknown model"):
+        parse_which("enet,xgboost")
+    with pytest.raises(UserError):
+        parse_which(" , ")
+
+
+def test_cli_errors_are_one_line(settings) -> None:
+    runner = CliRunner()
+    res = runner.invoke(cli_app, ["run", "baselines", "--which", "lasso"])
+    assert res.exit_code != 0 and "Unknown model" in str(res.exception or res.output)
+    res = runner.invoke(cli_app, ["run", "baselines", "--which", "enet", "--preset", "huge"])
+    assert res.exit_code != 0 and "Unknown preset" in str(res.exception or res.output)
+
+
+def test_impute_needs_a_built_panel(wh) -> None:
+    with pytest.raises(UserError, match="build"):
+        build_imputed(wh)
+    assert not wh.table_exists("panel.tabular_imputed")
+
+
+def test_end_to_end_on_tiny_synthetic_panel(wh, settings) -> None:
+    cfg = SyntheticConfig.for_scale("demo", firms=30, start=1996, end=2013, seed=3, oracle_origins=2,
+                                    oracle_paths=2, oracle_horizon=4)
+    ingest(wh, SyntheticSource(cfg))
+    run_build(wh)
+
+    # The imputed view: same rows and columns, observed cells and targets unchanged.
+    info = build_imputed(wh)
+    assert current_imputation(wh) == info["imputation_id"]
+    raw = from_batches(tabular_reader(wh, "val", 4096))
+    imp = from_batches(tabular_reader(wh, "val", 4096, imputed=True))
+    assert raw.n == imp.n > 0 and np.array_equal(raw.firm_id, imp.firm_id)
+    obs = np.isfinite(raw.X)
+    assert (~obs).any() and np.array_equal(raw.X[obs], imp.X[obs])
+    assert np.isfinite(imp.X).mean() > np.isfinite(raw.X).mean()
+    assert np.array_equal(raw.Y, imp.Y, equal_nan=True)
+
+    results = run_baselines(wh, ["enet", "gbm-l2", "ffnn-linear"], "demo", engine="serial",
+                            items=("niq", "revtq", "cogsq"), horizons=(1, 4))
+    assert [r["model"] for r in results] == ["enet", "gbm-l2", "ffnn-linear"]
+    subs = dict(wh.fetchall("SELECT name, n_components FROM eval.submissions WHERE source = 'model'"))
+    assert subs == {"enet (demo)": 1, "gbm-l2 (demo)": 1, "ffnn-linear (demo)": 2}
+    # The imputation is reused (not recomputed per model) and every run is recorded.
+    assert wh.scalar("SELECT count(*) FROM meta.imputations") == 1
+    assert wh.scalar("SELECT count(DISTINCT model) FROM meta.baseline_runs") == 3
+    runs = results[0]["score_runs"]
+    assert set(runs) == {"full", "geert"}
+    in_full = wh.scalar("SELECT submission_ids FROM eval.score_runs WHERE score_run_id = ?", [runs["full"]])
+    gbm_id = results[1]["submission_id"]
+    assert gbm_id not in in_full and results[0]["submission_id"] in in_full
+    # enet forecasts exactly the requested items and horizons, on realized cells only.
+    cells = wh.fetchall(
+        "SELECT DISTINCT i.item, f.horizon FROM eval.forecasts f JOIN ref.items i USING (item_id) "
+        "WHERE submission_id = ? ORDER BY 1, 2", [results[0]["submission_id"]])
+    assert cells == [(it, h) for it in ("cogsq", "niq", "revtq") for h in (1, 4)]
+
+    # A rerun resumes: every fit is found on disk, the submissions are replaced.
+    again = run_baselines(wh, ["enet"], "demo", engine="serial", items=("niq", "revtq", "cogsq"),
+                          horizons=(1, 4), score=False)
+    assert again[0]["cells"] == results[0]["cells"]
