@@ -174,6 +174,7 @@ def create_footprint(
             prepare_run_subs(wh, submissions)
             # 050 (not the one-submission shortcut): the frozen cells must be exact.
             wh.run_step("eval/050_common_sample")
+            wh.run_step("eval/052_common_cells")
             wh.run_step("eval/046_footprint_freeze", {"footprint_id": fid})
         elif n_origins:
             if n_origins < 1:

@@ -59,6 +59,22 @@ def common_sample(wh: Warehouse, submission_ids: list[int]) -> None:
         wh.run_step("eval/051_common_sample_single")
     else:
         wh.run_step("eval/050_common_sample")
+        wh.run_step("eval/052_common_cells")
+
+
+#: A submission enters a footprint's default run (no explicit list) only when it
+#: predicts at least this share of the footprint's cells. Models that restrict coverage
+#: (chained GBM's 25 items, the oracle's origin sample, a partial upload) are scored on
+#: the footprints they cover instead of shrinking everyone's common sample
+#: (the paper's "one footprint per group" protocol).
+MIN_COVERAGE = 0.95
+
+
+def entering_submissions(wh: Warehouse, ids: list[int], n_fp: int,
+                         min_coverage: float) -> list[int]:
+    """The candidates (run_valid computed for all of them) that cover enough of the footprint."""
+    counts = dict(wh.fetchall("SELECT submission_id, count(*) FROM run_valid GROUP BY 1"))
+    return [s for s in ids if n_fp and counts.get(s, 0) >= min_coverage * n_fp]
 
 
 def cell_scores_view(wh: Warehouse) -> str:
@@ -113,11 +129,13 @@ def score(
     *,
     coherence: bool = True,
     baselines: bool = True,
+    min_coverage: float = MIN_COVERAGE,
 ) -> int:
     """Score submissions (default: all current ones) on a footprint; returns score_run_id.
 
     The common sample is the footprint's finite truth cells that every submission
-    predicts finitely. Results: eval.metrics, eval.quarter_losses, eval.pit,
+    predicts finitely. With no explicit list, only submissions covering at least
+    `min_coverage` of the footprint enter the run; the others get a coverage row only. Results: eval.metrics, eval.quarter_losses, eval.pit,
     eval.dm_tests, eval.coverage, eval.score_runs (provenance); eval.coherence per
     submission when the panel's standardization tables exist.
     """
@@ -130,7 +148,7 @@ def score(
         run_reference_baselines(wh)
     ensure_standard_footprints(wh)
     fp = get_footprint(wh, footprint)
-    ids = resolve_submissions(wh, submissions)
+    ids = candidates = resolve_submissions(wh, submissions)
     register_functions(wh)
     started, t0 = now(), time.perf_counter()
     version = eval_sql_version()
@@ -140,17 +158,26 @@ def score(
         n_fp = prepare_footprint(wh, fp, recount=False)
         prepare_run_subs(wh, ids)
         common_sample(wh, ids)
+        if submissions is None and len(ids) > 1:
+            ids = entering_submissions(wh, candidates, n_fp, min_coverage)
+            if not ids:
+                raise UserError(
+                    f"No submission covers {min_coverage:.0%} of footprint "
+                    f"{fp['name']}@{fp['version']}; name the submissions to score explicitly")
+            if ids != candidates:
+                prepare_run_subs(wh, ids)
+                wh.run_step("eval/052_common_cells")
         wh.run_step("eval/060_cell_scores")
         wh.run_step("eval/070_metrics", {"score_run_id": run_id},
                     identifiers={"cell_scores": cell_scores_view(wh)})
         n = int(wh.scalar("SELECT coalesce(max(n), 0) FROM eval.metrics WHERE score_run_id = ? "
                           "AND level = 'global'", [run_id]))
-        if len(ids) == 1:
+        if len(candidates) == 1:
             coverage = {ids[0]: n}  # one submission: its sample is its coverage
         else:
             coverage = dict(wh.fetchall(
                 "SELECT submission_id, count(*) FROM run_valid GROUP BY 1"))
-        for sid in ids:
+        for sid in candidates:
             got = int(coverage.get(sid, 0))
             wh.execute("INSERT INTO eval.coverage VALUES (?, ?, ?, ?, ?)",
                        [run_id, sid, n_fp, got, got / n_fp if n_fp else None])

@@ -19,11 +19,3 @@ mixture AS (
 SELECT v.submission_id, v.cell
 FROM (SELECT * FROM single UNION ALL SELECT * FROM mixture) v
 SEMI JOIN fp_truth t ON t.cell = v.cell;
-
-CREATE OR REPLACE TEMP TABLE common_cells AS
-SELECT t.*
-FROM fp_truth t
-SEMI JOIN (
-    SELECT cell FROM run_valid GROUP BY cell
-    HAVING count(*) = (SELECT count(*) FROM run_subs)
-) c ON c.cell = t.cell;

@@ -247,3 +247,36 @@ def test_partial_submission_shrinks_the_common_sample(wh, cells):
     assert alone["coverage"][0]["predicted_cells"] == half.num_rows - 7
     scoring.create_footprint(wh, "b cells".replace(" ", "_"), submissions=[b])
     assert scoring.get_footprint(wh, "b_cells")["n_cells"] == half.num_rows - 7
+
+
+def test_default_run_leaves_out_submissions_that_cover_too_little(tmp_path_factory):
+    """With no explicit list, a restricted submission does not shrink the footprint's
+    common sample: it gets a coverage row and is scored on footprints it covers."""
+    wh = module_warehouse(tmp_path_factory, "coverage")
+    cells = truth_cells(wh)
+    actual = cells["actual"].to_numpy()
+    half = cells.filter(pa.compute.less_equal(cells["horizon"], 10))
+    a = scoring.ingest_forecasts(wh, "everything", forecasts_from(cells, actual + 0.1))
+    b = scoring.ingest_forecasts(wh, "half", forecasts_from(half, half["actual"].to_numpy()))
+    run = scoring.score(wh, "full", coherence=False, baselines=False)
+    info = scoring.run_summary(wh, run)
+    assert info["n_cells"] == cells.num_rows
+    assert list(info["submission_ids"]) == [a]
+    cov = {c["submission_id"]: c for c in info["coverage"]}
+    assert cov[b]["coverage"] == pytest.approx(half.num_rows / cells.num_rows)
+    assert not _metrics(wh, run, b)
+    assert [r["submission_id"] for r in scoring.leaderboard(wh, "full").to_pylist()] == [a]
+
+    # Both enter a footprint made of the cells the partial submission predicts.
+    scoring.create_footprint(wh, "half_cells", submissions=[b])
+    both = scoring.run_summary(wh, scoring.score(wh, "half_cells", coherence=False,
+                                                 baselines=False))
+    assert sorted(both["submission_ids"]) == sorted([a, b])
+    assert both["n_cells"] == half.num_rows
+
+    # A lower bar lets the partial submission in again, shrinking the sample.
+    low = scoring.run_summary(wh, scoring.score(wh, "full", coherence=False, baselines=False,
+                                                min_coverage=0.3))
+    assert sorted(low["submission_ids"]) == sorted([a, b])
+    assert low["n_cells"] == half.num_rows
+    wh.close()
