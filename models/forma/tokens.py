@@ -44,8 +44,11 @@ class TokenEmbedding(nn.Module):
         self.industry = nn.Embedding(n_industries, d)
         self.w_x = nn.Parameter(torch.empty(d))
         self.e_mask = nn.Parameter(torch.empty(d))
+        # PyTorch's default embedding init, N(0, 1), for every learned vector: at the scale
+        # of the unit-amplitude sinusoid, so account identity and value are visible from
+        # the first step (a GPT-style 0.02 init left tokens ~ PE(q) for hundreds of steps).
         for p in (self.account.weight, self.industry.weight, self.w_x, self.e_mask):
-            nn.init.normal_(p, std=0.02)
+            nn.init.normal_(p, std=1.0)
 
     def forward(
         self,
