@@ -91,7 +91,7 @@ def chain_task(task: tuple[int, str, dict[str, Any], list[list[int]], int], *,
         for i in step:
             s = seed + 997 * h + i
             tr = _rows(Y_tr[:, i, hi], spec["max_rows"], s)
-            va = np.nonzero(np.isfinite(Y_va[:, i, hi]))[0]
+            va = _rows(Y_va[:, i, hi], spec["max_rows"], s + 2)
             if tr.size < 2:
                 continue
             D_tr = design(X_tr[tr], Y_tr[tr][:, upstream, hi])

@@ -54,8 +54,8 @@ FFNN_DEMO: dict[str, Any] = {"epochs": 3, "seeds": [60, 61], "lr": 1e-3, "batch_
 
 GBM_PAPER: dict[str, Any] = {"max_trees": 500, "early_stopping": 10, "leaves": [15, 31],
                              "learning_rate": 0.1, "max_rows": None}
-GBM_DEMO: dict[str, Any] = {"max_trees": 60, "early_stopping": 10, "leaves": [15],
-                            "learning_rate": 0.1, "max_rows": 4_000}
+GBM_DEMO: dict[str, Any] = {"max_trees": 30, "early_stopping": 10, "leaves": [15],
+                            "learning_rate": 0.2, "max_rows": 1_500, "lgb_params": {"max_bin": 31}}
 
 DEMO_CHANGES: dict[str, str] = {
     "enet": "grid alpha {0.01,0.1} x l1_ratio {0.5,0.99} (4 of 42 points); max_iter 1,000, tol 1e-3; "
@@ -63,7 +63,9 @@ DEMO_CHANGES: dict[str, str] = {
     "rf": "8 trees, depth {4,6}, min_samples_split 100 (2 of 18 points); max_features 0.1; "
           "each fit on at most 3,000 rows",
     "ffnn": "seeds 60-61 (2 of 5), 3 epochs, learning rate 1e-3; at most 20,000 training rows",
-    "gbm": "at most 60 trees, leaves {15} only; each fit on at most 4,000 rows",
+    "gbm": "at most 30 trees at learning rate 0.2 (paper 500 at LightGBM's 0.1), leaves {15} only, "
+           "max_bin 31 (LightGBM default 255); each fit and each early-stopping set on at most "
+           "1,500 rows",
 }
 
 
