@@ -335,9 +335,9 @@ class JobQueue:
     def _score_jobs(self, wh: Warehouse, job_ids: list[int]) -> None:
         """One scoring pass per footprint for all waiting jobs, then publish and finish.
 
-        A footprint whose common sample the new submissions would empty (they predict none
-        of its cells) is scored without them and noted on their jobs, like a dash in the
-        paper's tables: the submission is simply not on that leaderboard.
+        A submission enters a footprint's run only when it covers enough of it
+        (app.scoring.metrics.MIN_COVERAGE); otherwise it is noted on its job, like a dash
+        in the paper's tables: the submission is simply not on that leaderboard.
         """
         jobs = [j for j in (get_job(wh, i) for i in job_ids) if j and j["status"] == "scoring"]
         if not jobs:
@@ -348,18 +348,39 @@ class JobQueue:
             try:
                 runs[footprint] = int(self.scorer.score(wh, footprint))
             except UserError as exc:
-                if "common sample is empty" not in str(exc):
+                if "common sample is empty" not in str(exc) and "No submission covers" not in str(exc):
                     raise
                 skipped[footprint] = str(exc)
                 with contextlib.suppress(UserError):
                     self.scorer.score(wh, footprint, exclude=[j["submission_id"] for j in jobs])
+            else:
+                skipped.update(_left_out(wh, runs[footprint], footprint, jobs))
             for job in jobs:
                 self._set(wh, job["job_id"], score_runs=runs)
         if self.after_scoring is not None:
             self.after_scoring(wh)
         for job in jobs:
-            report = {**(job["report"] or {}), "footprints_skipped": skipped}
-            scored = ", ".join(runs) or "none"
-            note = f" Not on {', '.join(skipped)}: no cells there." if skipped else ""
+            report = {**(job["report"] or {})}
+            mine = {fp: why for fp, why in skipped.items()
+                    if not isinstance(why, dict) or job["submission_id"] in why}
+            report["footprints_skipped"] = {
+                fp: (why[job["submission_id"]] if isinstance(why, dict) else why)
+                for fp, why in mine.items()}
+            scored = ", ".join(fp for fp in runs if fp not in mine) or "none"
+            note = f" Not on {', '.join(mine)}: too few of its cells predicted." if mine else ""
             self._finish(wh, job["job_id"], "done", score_runs=runs, report=report,
-                         message=f"Scored on {len(runs)} footprint(s): {scored}.{note}")
+                         message=f"Scored on {scored}.{note}")
+
+
+def _left_out(wh: Warehouse, run_id: int, footprint: str, jobs: list[dict[str, Any]]) -> dict:
+    """{footprint: {submission_id: reason}} for job submissions the run did not admit."""
+    ids = [j["submission_id"] for j in jobs]
+    rows = wh.fetchall(
+        "SELECT c.submission_id, c.coverage FROM eval.coverage c "
+        "JOIN eval.score_runs r USING (score_run_id) WHERE c.score_run_id = ? "
+        "AND list_contains(?, c.submission_id) AND NOT list_contains(r.submission_ids, c.submission_id)",
+        [run_id, ids])
+    if not rows:
+        return {}
+    return {footprint: {sid: f"predicts {float(cov or 0):.1%} of its cells; a submission enters "
+                             f"a footprint's leaderboard from 95%" for sid, cov in rows}}

@@ -1,0 +1,150 @@
+"""`proforma demo`: the whole benchmark on the synthetic panel, then the service.
+
+Each stage is the same `proforma` command a user would run, started as a child process
+so that it holds the warehouse only while it works (one writer at a time). A stage whose
+result is already in the warehouse is skipped, so a second `make demo` goes straight to
+serving; `--fresh` starts from an empty warehouse.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import typer
+
+from app.cli.common import console, summary
+from app.errors import UserError
+from app.settings import get_settings
+from app.warehouse import Warehouse, connect
+
+#: The competitors the demo fits (demo preset: docs/baselines.md lists what it shrinks).
+DEMO_COMPETITORS = ("enet", "rf", "ffnn-linear", "ffnn-large", "gbm-l1", "gbm-l2")
+FORMA_SEEDS = "60-62"
+
+
+@dataclass(frozen=True)
+class Stage:
+    title: str
+    args: list[str]
+    done: Callable[[Warehouse], bool]
+
+
+def _rows(wh: Warehouse, sql: str, params: list | None = None) -> int:
+    try:
+        return int(wh.scalar(sql, params) or 0)
+    except Exception:  # noqa: BLE001 - a table not there yet means "not done"
+        return 0
+
+
+def _latest_build(wh: Warehouse) -> int:
+    return _rows(wh, "SELECT max(build_id) FROM meta.builds WHERE status = 'succeeded' "
+                     "AND raw_ingest_id = (SELECT max(ingest_id) FROM raw.ingests)")
+
+
+def _has_model(wh: Warehouse, name_like: str) -> bool:
+    build = _latest_build(wh)
+    return build > 0 and _rows(
+        wh, "SELECT count(*) FROM eval.submissions WHERE name LIKE ? AND retired_at IS NULL "
+            "AND rows > 0 AND created_at >= (SELECT finished_at FROM meta.builds WHERE build_id = ?)",
+        [name_like, build]) > 0
+
+
+def stages(firms: int | None) -> list[Stage]:
+    ingest = ["ingest", "synthetic", "--scale", "demo"] + (["--firms", str(firms)] if firms else [])
+    return [
+        Stage("synthetic panel", ingest,
+              lambda wh: _rows(wh, "SELECT count(*) FROM raw.ingests WHERE source = 'synthetic'") > 0),
+        Stage("benchmark build", ["build"], lambda wh: _latest_build(wh) > 0),
+        Stage("reference baselines", ["baselines", "reference"],
+              lambda wh: _has_model(wh, "Fade%") and _has_model(wh, "Seasonal%")),
+        Stage("oracle", ["oracle"], lambda wh: _has_model(wh, "oracle")),
+        Stage("competitors (demo preset)",
+              ["run", "baselines", "--preset", "demo", "--no-score",
+               "--which", ",".join(DEMO_COMPETITORS)],
+              lambda wh: all(_has_model(wh, f"{m} (demo)") for m in DEMO_COMPETITORS)),
+        Stage("Forma training (small preset)",
+              ["train", "forma", "--preset", "small", "--seeds", FORMA_SEEDS, "--resume"],
+              lambda wh: _has_model(wh, "forma-small%")),
+        Stage("Forma forecasts", ["predict", "forma", "--preset", "small", "--seeds", FORMA_SEEDS,
+                                  "--no-score"],
+              lambda wh: _has_model(wh, "forma-small%")),
+    ]
+
+
+def _run(args: list[str]) -> None:
+    """One `proforma` command in a child process, its output passed straight through."""
+    cmd = [sys.executable, "-m", "app.cli", *args]
+    console.print(f"[bold cyan]$ proforma {' '.join(args)}[/]", highlight=False)
+    rc = subprocess.call(cmd)
+    if rc != 0:
+        raise UserError(f"`proforma {' '.join(args)}` failed (exit {rc}); the demo stopped there. "
+                        f"Fix the cause and run `make demo` again: finished stages are kept.")
+
+
+def score_footprints(wh: Warehouse) -> dict[str, int]:
+    """Score every submission on the paper's footprints plus the oracle's origins."""
+    from app import scoring
+
+    runs: dict[str, int] = {}
+    for footprint in ("full", "geert", "llm"):
+        runs[footprint] = scoring.score(wh, footprint)
+    oracle = wh.scalar("SELECT max(submission_id) FROM eval.submissions WHERE name = 'oracle' "
+                       "AND retired_at IS NULL")
+    if oracle is not None:
+        existing = {f["name"]: f for f in scoring.list_footprints(wh).to_pylist()}
+        if "oracle" not in existing or existing["oracle"].get("build_id") != _latest_build(wh):
+            scoring.create_footprint(wh, "oracle", submissions=[int(oracle)],
+                                     description="The cells of the synthetic oracle's origin sample")
+        runs["oracle"] = scoring.score(wh, "oracle")
+    return runs
+
+
+def demo_command(
+    host: str = typer.Option("127.0.0.1", help="Address to serve on."),
+    port: int = typer.Option(8000, help="Port to serve on."),
+    fresh: bool = typer.Option(False, "--fresh", help="Delete the warehouse and models first."),
+    firms: int = typer.Option(None, help="Synthetic firms (default: the demo scale's 1,000)."),
+    serve: bool = typer.Option(True, "--serve/--no-serve", help="Serve the leaderboard at the end."),
+) -> None:
+    """Ingest the synthetic panel, build the benchmark, run the reference baselines, the
+    oracle, the competitors and Forma (small presets), score them, and serve the site."""
+    settings = get_settings()
+    if fresh:
+        for path in (settings.warehouse, settings.warehouse.with_name(settings.warehouse.name + ".wal")):
+            path.unlink(missing_ok=True)
+        shutil.rmtree(settings.models_dir, ignore_errors=True)
+    t0 = time.perf_counter()
+    _run(["migrate"])
+    for stage in stages(firms):
+        with connect() as wh:
+            done = stage.done(wh)
+        if done:
+            console.print(f"[dim]{stage.title}: already done, skipped[/]")
+            continue
+        started = time.perf_counter()
+        _run(stage.args)
+        console.print(f"[dim]{stage.title}: {time.perf_counter() - started:.0f}s[/]")
+    with connect() as wh:
+        from app import scoring
+
+        runs = score_footprints(wh)
+        board = scoring.leaderboard(wh, "full").to_pylist()
+    console.print("[bold]full footprint[/] (R² of changes, standardized space)")
+    for r in board:
+        console.print(f"  {r['model']:<28} R² {r['r2']:+.3f}   MAE {r['mae']:.3f}   n {r['n']:,}",
+                      highlight=False)
+    summary(f"demo ready in {time.perf_counter() - t0:.0f}s: score runs "
+            + ", ".join(f"{k} {v}" for k, v in runs.items()))
+    if serve:
+        from app.cli.serve import run_server
+
+        run_server(host=host, port=port)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo_command)
