@@ -150,6 +150,7 @@ def fit(
     # dynamic shapes: bucketed batches vary in set length, avoid one recompile per length
     step_fn: nn.Module = torch.compile(net, dynamic=True) if cfg.compile else net
     schedule = curriculum(cfg)
+    step = int(sum(h.get("batches", 0) for h in history))  # optimizer steps so far (resume)
     for epoch in range(start, cfg.epochs):
         horizon = schedule[epoch]
         rng = np.random.default_rng([seed, epoch])
@@ -179,6 +180,10 @@ def fit(
                 mu, logvar = step_fn(*inputs)
             loss, n = masked_loss(cfg.family, batch.target.to(device), mu, logvar,
                                   batch.loss_mask.to(device), cfg.beta)
+            if cfg.warmup_steps:
+                for g in opt.param_groups:
+                    g["lr"] = cfg.lr * min(1.0, (step + 1) / cfg.warmup_steps)
+            step += 1
             opt.zero_grad(set_to_none=True)
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)

@@ -25,7 +25,8 @@ from models.forma.scenario import (
 from models.forma.train import fit, load_checkpoint
 
 TINY = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "dropout": 0.0, "n_accounts": 10,
-            "batch_size": 8, "lr": 3e-3, "weight_decay": 0.0, "origins_per_epoch": None}
+            "batch_size": 8, "lr": 3e-3, "weight_decay": 0.0, "origins_per_epoch": None,
+        "warmup_steps": 3}  # short warm-up: the resume test then checks its step count
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +44,15 @@ def test_tiny_fit_lowers_the_loss(store):
     losses = [h["loss"] for h in res.history]
     assert losses[-1] < losses[0] - 0.03 and min(losses[-3:]) < min(losses[:3])
     assert all(0 <= h["padding_share"] < 1 for h in res.history)
+
+
+def test_warmup_scales_the_learning_rate_by_optimizer_step(store, tmp_path):
+    cfg = preset("small", epochs=1, **{**TINY, "warmup_steps": 1000})
+    res = fit(store, TOY_IDENTITIES, cfg, seed=3, checkpoint=tmp_path / "w.pt", progress=False)
+    _, ck = load_checkpoint(tmp_path / "w.pt")
+    steps = res.history[0]["batches"]
+    assert steps >= 1
+    assert ck["optimizer"]["param_groups"][0]["lr"] == pytest.approx(cfg.lr * steps / 1000)
 
 
 def test_checkpoint_round_trip_resume_and_determinism(store, tmp_path):
