@@ -33,6 +33,9 @@ PRESET_OPT = typer.Option("small", "--preset", help="paper (942,210 parameters) 
 FAMILY_OPT = typer.Option("gaussian", "--family", help="gaussian (R2/CRPS track) or laplace (MAE track).")
 SEEDS_OPT = typer.Option("60-64", "--seeds", help="Seeds: a range 60-64 or a list 60,61.")
 DEVICE_OPT = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N.")
+THREADS_OPT = typer.Option(0, "--threads", min=0,
+                           help="CPU threads for PyTorch (0 = PyTorch's default, one per core). "
+                                "On a CPU shared with other jobs, 1 avoids threads waiting on each other.")
 
 
 # -- helpers -------------------------------------------------------------------------
@@ -78,9 +81,11 @@ def qlabel(q: int) -> str:
     return f"{q // 4}Q{q % 4 + 1}"
 
 
-def resolve_device(device: str) -> str:
+def resolve_device(device: str, threads: int = 0) -> str:
     import torch
 
+    if threads:
+        torch.set_num_threads(threads)
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -182,6 +187,7 @@ def train_forma(
     origins_per_epoch: int = typer.Option(0, "--origins-per-epoch",
                                           help="Seeded subsample of origins per epoch (0 = preset)."),
     epochs: int = typer.Option(0, "--epochs", help="Override the preset's epochs (0 = preset)."),
+    threads: int = THREADS_OPT,
 ) -> None:
     """Train Forma on train + validation tuple windows (each origin once), one checkpoint per seed."""
     from models.forma.masking import Identities
@@ -195,7 +201,7 @@ def train_forma(
         overrides["epochs"] = epochs
     cfg = get_preset(preset, **overrides)
     seed_list = parse_seeds(seeds)
-    dev = resolve_device(device)
+    dev = resolve_device(device, threads)
     t0 = time.perf_counter()
     with read_only() as wh:
         store = load_store(wh, ["train", "val"], future=True)
@@ -226,13 +232,14 @@ def predict_forma(
     device: str = DEVICE_OPT,
     batch_size: int = typer.Option(64, "--batch-size", help="Origins per forward pass."),
     score: bool = typer.Option(True, "--score/--no-score", help="Score the forecasts right away."),
+    threads: int = THREADS_OPT,
 ) -> None:
     """Forecast every origin of a split (all future hidden, one pass), write the seeds as
     mixture components through the common forecast path, and score them."""
     from models.forma.predict import predict
 
     seed_list = parse_seeds(seeds)
-    dev = resolve_device(device)
+    dev = resolve_device(device, threads)
     models, ckpts = load_models(preset, family, seed_list, dev)
     name = name or f"forma-{preset}-{family}"
     t0 = time.perf_counter()

@@ -40,5 +40,12 @@ def test_commands_register_and_share_groups(settings):
     res = runner.invoke(app, ["forma", "info", "--preset", "paper"])
     assert res.exit_code == 0 and "942,210" in res.output
     # no checkpoint yet: one clear error, nothing written
-    res = runner.invoke(app, ["predict", "forma", "--seeds", "60"])
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        res = runner.invoke(app, ["predict", "forma", "--seeds", "60", "--threads", "1"])
+        assert torch.get_num_threads() == 1  # --threads reaches PyTorch before any work
+    finally:
+        torch.set_num_threads(before)
     assert isinstance(res.exception, UserError) and "Train first" in str(res.exception)
