@@ -28,7 +28,8 @@ from app.warehouse import Warehouse, connect
 #: or `proforma run baselines --preset demo` adds them.
 DEMO_COMPETITORS = ("enet", "ffnn-linear", "ffnn-large")
 ALL_COMPETITORS = ("enet", "rf", "ffnn-linear", "ffnn-large", "gbm-l1", "gbm-l2")
-FORMA_SEEDS = "60-62"
+#: One seed keeps the demo near its budget on 2 cores; the paper mixes seeds 60-64.
+FORMA_SEEDS = "60"
 
 
 @dataclass(frozen=True)
