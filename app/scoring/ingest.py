@@ -27,6 +27,7 @@ from app.scoring.provenance import (
     to_json,
 )
 from app.warehouse import Warehouse
+from models import FORECAST_SCHEMA as MODEL_FORECAST_SCHEMA
 
 FAMILIES = ("gaussian", "laplace", "student_t")
 REQUIRED = ("firm", "target", "origin", "horizon", "prediction")
@@ -356,15 +357,9 @@ def _explain(wh: Warehouse, name: str, found: ValidationError) -> ValidationErro
 
 # -- Arrow batches from models -------------------------------------------------------------
 
-FORECAST_SCHEMA = pa.schema([
-    ("firm_id", pa.int32()),
-    ("origin_q", pa.int32()),
-    ("item_id", pa.int16()),
-    ("horizon", pa.int8()),
-    ("component", pa.int16()),
-    ("mu", pa.float64()),
-    ("sigma", pa.float64()),
-])
+# The models' contract schema, every field nullable here so that bad batches reach the
+# checks (and their report) instead of failing on construction.
+FORECAST_SCHEMA = pa.schema([f.with_nullable(True) for f in MODEL_FORECAST_SCHEMA])
 
 
 def _conform(batches: Iterable[pa.RecordBatch], hasher: BatchHasher, name: str,

@@ -19,26 +19,13 @@ import numpy as np
 import pyarrow as pa
 
 from app import ROOT
+from models import FORECAST_SCHEMA
 
 KEY_COLUMNS = ("firm_id", "origin_q", "split")
 N_HORIZONS = 20
 N_FEATURES = 985
 SPLITS = ("train", "val", "test")
 _TARGET = re.compile(r"^(?P<item>.+)_t(?P<h>[0-9]+)$")
-
-#: The forecast batches every model returns (docs/contracts.md, "Forecasts").
-FORECAST_SCHEMA = pa.schema(
-    [
-        pa.field("firm_id", pa.int32(), nullable=False),
-        pa.field("origin_q", pa.int32(), nullable=False),
-        pa.field("item_id", pa.int16(), nullable=False),
-        pa.field("horizon", pa.int8(), nullable=False),
-        pa.field("component", pa.int16(), nullable=False),
-        pa.field("mu", pa.float64(), nullable=False),
-        pa.field("sigma", pa.float64(), nullable=True),
-    ]
-)
-
 
 @lru_cache(maxsize=1)
 def item_names() -> tuple[str, ...]:

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from models import FORECAST_SCHEMA
 from models.forma.batching import (
     Batch,
     WindowStore,
@@ -22,16 +23,6 @@ from models.forma.batching import (
     sequential_order,
 )
 from models.forma.network import Forma
-
-FORECAST_SCHEMA = pa.schema([
-    ("firm_id", pa.int32()),
-    ("origin_q", pa.int32()),
-    ("item_id", pa.int16()),
-    ("horizon", pa.int8()),
-    ("component", pa.int16()),
-    ("mu", pa.float64()),
-    ("sigma", pa.float64()),
-])
 
 
 @torch.no_grad()
