@@ -25,8 +25,8 @@ import numpy as np
 
 from models.baselines.base import Forecast
 from models.baselines.data import N_HORIZONS, TabularData, item_names
-from models.baselines.elastic_net import _fingerprint
 from models.baselines.fanout import FanOut, Tracker
+from models.baselines.grid import data_fingerprint as _fingerprint
 from models.baselines.presets import GBM_PAPER
 from models.baselines.registry import Registry
 

@@ -17,9 +17,8 @@ import numpy as np
 from models.baselines.base import Forecast
 from models.baselines.data import TabularData
 from models.baselines.fanout import FanOut, Tracker
-from models.baselines.grid import PairwiseConfig, run_pairwise
+from models.baselines.grid import select_refit_forecast
 from models.baselines.presets import ENET_PAPER
-from models.baselines.registry import Registry
 
 
 def _cuml_available() -> bool:
@@ -85,13 +84,6 @@ def fit_predict(
     """Select on validation, refit on train+val, forecast the test split."""
     spec = spec or ENET_PAPER
     backend = backend or ("cuml" if _cuml_available() else "sklearn")
-    cfg = PairwiseConfig(grid=grid_points(spec, backend), items=items, max_rows=spec.get("max_rows"))
-    if horizons:
-        cfg.horizons = tuple(horizons)
-    registry = Registry(registry_root, "enet", cfg.describe(), _fingerprint(train, val, test))
-    mu, selection = run_pairwise("enet", build, cfg, train, val, test, registry, fan, tracker, keep_state)
-    return Forecast(test, [(mu, None)], {"selection": selection, "run": str(registry.dir)})
-
-
-def _fingerprint(*parts: TabularData) -> str:
-    return "-".join(p.fingerprint() for p in parts)
+    return select_refit_forecast("enet", build, grid_points(spec, backend), spec, train, val, test,
+                                 registry_root, items=items, horizons=horizons, fan=fan,
+                                 tracker=tracker, keep_state=keep_state)

@@ -23,8 +23,8 @@ from torch import nn
 
 from models.baselines.base import Forecast
 from models.baselines.data import N_HORIZONS, TabularData
-from models.baselines.elastic_net import _fingerprint
 from models.baselines.fanout import Tracker
+from models.baselines.grid import data_fingerprint as _fingerprint
 from models.baselines.presets import FFNN_PAPER
 from models.baselines.registry import Registry
 

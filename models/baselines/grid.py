@@ -189,3 +189,37 @@ def run_pairwise(
         for h in cfg.horizons:
             mu[:, i, h - 1] = registry.load("fit", f"{train.items[i]}_h{h}")["pred"]
     return mu, selection
+
+
+def data_fingerprint(*parts: TabularData) -> str:
+    """Identifies the data a registry run was fit on (a rebuilt panel starts a new run)."""
+    return "-".join(p.fingerprint() for p in parts)
+
+
+def select_refit_forecast(
+    model: str,
+    build: Builder,
+    grid: list[dict[str, Any]],
+    spec: dict[str, Any],
+    train: TabularData,
+    val: TabularData,
+    test: TabularData,
+    registry_root: Any,
+    *,
+    items: tuple[str, ...] | None = None,
+    horizons: tuple[int, ...] | None = None,
+    fan: FanOut | None = None,
+    tracker: Tracker | None = None,
+    keep_state: Callable[[Any], Any] | None = None,
+) -> Any:
+    """The per-(item, horizon) protocol shared by the elastic net and the random forest:
+    select on validation, refit on train+val, forecast the test split."""
+    from models.baselines.base import Forecast
+
+    cfg = PairwiseConfig(grid=grid, items=items, max_rows=spec.get("max_rows"))
+    if horizons:
+        cfg.horizons = tuple(horizons)
+    registry = Registry(registry_root, model, cfg.describe(), data_fingerprint(train, val, test))
+    mu, selection = run_pairwise(model, build, cfg, train, val, test, registry, fan, tracker,
+                                 keep_state)
+    return Forecast(test, [(mu, None)], {"selection": selection, "run": str(registry.dir)})

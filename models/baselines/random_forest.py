@@ -14,11 +14,10 @@ from typing import Any
 
 from models.baselines.base import Forecast
 from models.baselines.data import TabularData
-from models.baselines.elastic_net import _cuml_available, _fingerprint
+from models.baselines.elastic_net import _cuml_available
 from models.baselines.fanout import FanOut, Tracker
-from models.baselines.grid import PairwiseConfig, run_pairwise
+from models.baselines.grid import select_refit_forecast
 from models.baselines.presets import RF_PAPER
-from models.baselines.registry import Registry
 
 
 def build(params: dict[str, Any]) -> Any:
@@ -65,9 +64,6 @@ def fit_predict(
     """Select on validation, refit on train+val, forecast the test split."""
     spec = spec or RF_PAPER
     backend = backend or ("cuml" if _cuml_available() else "sklearn")
-    cfg = PairwiseConfig(grid=grid_points(spec, backend), items=items, max_rows=spec.get("max_rows"))
-    if horizons:
-        cfg.horizons = tuple(horizons)
-    registry = Registry(registry_root, "rf", cfg.describe(), _fingerprint(train, val, test))
-    mu, selection = run_pairwise("rf", build, cfg, train, val, test, registry, fan, tracker)
-    return Forecast(test, [(mu, None)], {"selection": selection, "run": str(registry.dir)})
+    return select_refit_forecast("rf", build, grid_points(spec, backend), spec, train, val, test,
+                                 registry_root, items=items, horizons=horizons, fan=fan,
+                                 tracker=tracker)
