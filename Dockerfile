@@ -2,9 +2,9 @@
 # The project installs exactly as on a developer machine (`make setup`), into /app/.venv.
 FROM python:3.11-slim-bookworm
 
-# Optional: a PyTorch wheel index with CPU-only builds (much smaller than the default
-# wheel). Leave empty to install torch from the default index.
-ARG TORCH_INDEX_URL=""
+# PyTorch's CPU-only wheel index: the default PyPI wheel bundles CUDA (several GB) that
+# the service never uses. Build with TORCH_INDEX_URL="" to take torch from PyPI instead.
+ARG TORCH_INDEX_URL="https://download.pytorch.org/whl/cpu"
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
