@@ -32,7 +32,7 @@ from sqlglot import exp
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import traverse_scope
 
-from app.errors import UserError
+from app.api.errors import ApiError
 
 MAX_SQL_CHARS = 20_000
 
@@ -48,19 +48,19 @@ _LEADING_WORD = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*([A-Za-z_]+)", 
 _QUERY_STARTS = frozenset({"SELECT", "WITH", "FROM", "VALUES"})
 
 
-class QueryRejected(UserError):
+class QueryRejected(ApiError):
     """The SQL failed the allow-list (HTTP 400)."""
 
     status_code = 400
 
 
-class QueryTimeout(UserError):
+class QueryTimeout(ApiError):
     """The query ran past the time limit and was interrupted (HTTP 408)."""
 
     status_code = 408
 
 
-class SnapshotMissing(UserError):
+class SnapshotMissing(ApiError):
     """No public snapshot has been published yet (HTTP 503)."""
 
     status_code = 503
