@@ -61,8 +61,17 @@ class Forma(nn.Module):
         hidden: torch.Tensor,
         industry: torch.Tensor,
         pad: torch.Tensor,
+        query_index: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Inputs [B, T] (industry [B]); pad is True at padding. Returns mu, logvar [B, T]."""
+        """Inputs [B, T] (industry [B]); pad is True at padding. Returns mu, logvar [B, T].
+
+        With `query_index` [B, Q] (positions into T) only those tokens are read out:
+        every layer but the last runs on the whole set (all tokens are keys and values
+        of the next layer), the last layer and the heads run only on the Q queried
+        tokens, and mu, logvar come back [B, Q]. The result equals the full pass at those
+        positions (the last layer's queries are independent of each other); inference
+        uses it to skip the history tokens' last-layer queries, feed-forward and heads.
+        """
         h = self.embed(account, rel_q, x, hidden, industry)
         key_pad = torch.cat((torch.zeros_like(pad[:, :1]), pad), dim=1)
         # The eval-mode "fast path" of nn.TransformerEncoderLayer uses a native attention
@@ -71,13 +80,32 @@ class Forma(nn.Module):
         fast = torch.backends.mha.get_fastpath_enabled()
         torch.backends.mha.set_fastpath_enabled(False)
         try:
-            h = self.encoder(h, src_key_padding_mask=key_pad)[:, 1:]
+            if query_index is None:
+                h = self.encoder(h, src_key_padding_mask=key_pad)[:, 1:]
+            else:
+                layers = self.encoder.layers
+                for layer in layers[:-1]:
+                    h = layer(h, src_key_padding_mask=key_pad)
+                h = _last_layer_queries(layers[-1], h, query_index + 1, key_pad)
+                rel_q = rel_q.gather(1, query_index)
         finally:
             torch.backends.mha.set_fastpath_enabled(fast)
         u = torch.cat((h, sinusoidal(rel_q, self.d).to(h.dtype)), dim=-1)
         mu = self.mu_head(u).squeeze(-1)
         logvar = self.logvar_head(u).squeeze(-1).clamp(LOGVAR_MIN, LOGVAR_MAX)
         return mu, logvar
+
+
+def _last_layer_queries(layer: nn.TransformerEncoderLayer, h: torch.Tensor, index: torch.Tensor,
+                        key_pad: torch.Tensor) -> torch.Tensor:
+    """Pre-LN encoder layer evaluated only at `index` [B, Q] (keys: every token of h):
+    x + SA(LN1 x | LN1 h) then + FF(LN2 .), the same submodules as layer.forward."""
+    hn = layer.norm1(h)
+    gidx = index.unsqueeze(-1).expand(-1, -1, h.shape[-1])
+    hq, qn = h.gather(1, gidx), hn.gather(1, gidx)
+    a = layer.self_attn(qn, hn, hn, key_padding_mask=key_pad, need_weights=False)[0]
+    hq = hq + layer.dropout1(a)
+    return hq + layer._ff_block(layer.norm2(hq))
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -25,32 +25,66 @@ from models.forma.batching import (
 from models.forma.network import Forma
 
 
-@torch.no_grad()
+def _autocast(device: torch.device, bf16: bool):
+    if bf16 and device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return torch.autocast(device.type, enabled=False)
+
+
 def run_batch(model: Forma, batch: Batch, device: str | torch.device = "cpu",
               bf16: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(mu, sigma) arrays [B, T] in fp32 (bf16 autocast only if asked, on CUDA)."""
+    """(mu, sigma) arrays [B, T] in fp32 for every token (bf16 autocast only if asked, on CUDA)."""
     model.eval()
     dev = torch.device(device)
-    ctx = (torch.autocast("cuda", dtype=torch.bfloat16) if bf16 and dev.type == "cuda"
-           else torch.autocast("cpu", enabled=False))
-    with ctx:
+    with torch.inference_mode(), _autocast(dev, bf16):
         mu, logvar = model(*batch.inputs(dev))
-    sigma = torch.exp(0.5 * logvar.float())
+        sigma = torch.exp(0.5 * logvar.float())
     return mu.float().cpu().numpy(), sigma.cpu().numpy()
 
 
-def batch_rows(batch: Batch, mu: np.ndarray, sigma: np.ndarray, component: int) -> pa.RecordBatch:
-    """Forecast rows of the batch's query slots."""
-    sel = batch.slot.numpy()
-    r, c = np.nonzero(sel)
+def slot_index(batch: Batch) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of each row's query slots, [B, Q] (Q = most slots in a row), in token
+    order, and a [B, Q] mask of which entries are real (rows with fewer slots repeat
+    position 0 there)."""
+    slot = batch.slot.numpy()
+    counts = slot.sum(1)
+    q = max(int(counts.max()) if len(counts) else 0, 1)
+    index = np.argsort(~slot, axis=1, kind="stable")[:, :q]
+    valid = np.arange(q)[None, :] < counts[:, None]
+    return np.where(valid, index, 0).astype(np.int64), valid
+
+
+def run_slots(model: Forma, batch: Batch, index: np.ndarray, device: str | torch.device = "cpu",
+              bf16: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(mu, sigma) [B, Q] at the positions `index` only: the last encoder layer and the
+    heads skip every other token (equal to run_batch at those positions)."""
+    model.eval()
+    dev = torch.device(device)
+    with torch.inference_mode(), _autocast(dev, bf16):
+        mu, logvar = model(*batch.inputs(dev), query_index=torch.from_numpy(index).to(dev))
+        sigma = torch.exp(0.5 * logvar.float())
+    return mu.float().cpu().numpy(), sigma.cpu().numpy()
+
+
+def batch_rows(batch: Batch, mu: np.ndarray, sigma: np.ndarray, component: int,
+               index: np.ndarray | None = None, valid: np.ndarray | None = None) -> pa.RecordBatch:
+    """Forecast rows of the batch's query slots; mu, sigma are [B, T], or [B, Q] at
+    `index` (with `valid`) as run_slots returns them."""
+    if index is None:
+        r, c = np.nonzero(batch.slot.numpy())
+        rc = (r, c)
+    else:
+        r, k = np.nonzero(valid)
+        c = index[r, k]
+        rc = (r, k)
     return pa.RecordBatch.from_arrays([
         pa.array(batch.firm_id[r], pa.int32()),
         pa.array(batch.origin_q[r], pa.int32()),
         pa.array(batch.item_id[r, c], pa.int16()),
         pa.array(batch.rel_q.numpy()[r, c].astype(np.int8), pa.int8()),
         pa.array(np.full(len(r), component, np.int16), pa.int16()),
-        pa.array(mu[r, c].astype(np.float64), pa.float64()),
-        pa.array(sigma[r, c].astype(np.float64), pa.float64()),
+        pa.array(mu[rc].astype(np.float64), pa.float64()),
+        pa.array(sigma[rc].astype(np.float64), pa.float64()),
     ], schema=FORECAST_SCHEMA)
 
 
@@ -79,9 +113,10 @@ def predict(
     for idx in tqdm(order, desc="forma predict", unit="batch", disable=not progress, leave=False):
         batch = collate([build_example(store, int(i), max_horizon, last_q=last_q) for i in idx],
                         account_map)
+        index, valid = slot_index(batch)
         for k, m in enumerate(models):
-            mu, sigma = run_batch(m, batch, device, bf16)
-            rows = batch_rows(batch, mu, sigma, k)
+            mu, sigma = run_slots(m, batch, index, device, bf16)
+            rows = batch_rows(batch, mu, sigma, k, index, valid)
             if rows.num_rows:
                 yield rows
 
