@@ -91,3 +91,23 @@ def test_quarter_grouping_sorted_and_unsorted() -> None:
     unsorted = [batch([2, 3]), batch([1, 2]), batch([3])]
     got = [(t.column("origin_q")[0].as_py(), t.num_rows) for t in _quarters(iter(unsorted))]
     assert got == [(1, 1), (2, 2), (3, 2)]
+
+
+def test_blocks_of_quarters_impute_each_quarter_alone(panel) -> None:
+    # build_imputed gathers whole quarters into blocks (one INSERT each); the result must
+    # equal imputing every quarter on its own, and observed cells keep their exact value.
+    from app.imputed import _blocks
+
+    train = panel["train"]
+    quarters = [to_table(train.rows(train.origin_q == q)) for q in np.unique(train.origin_q)[:5]]
+    blocks = list(_blocks(iter(quarters), min_rows=2 * quarters[0].num_rows))
+    assert [n for _, n in blocks] == [2, 2, 1]
+    assert [b.num_rows for b, _ in blocks] == [2 * quarters[0].num_rows] * 2 + [quarters[0].num_rows]
+    block, _ = blocks[0]
+    out, filled = impute_table(block, ImputationConfig())
+    got = from_batches(out)
+    for q in np.unique(got.origin_q):
+        raw = from_batches(block.filter(pa.compute.equal(block.column("origin_q"), q)))
+        expect = impute_matrix(raw.X.astype(np.float64))
+        assert np.array_equal(got.X[got.origin_q == q], expect)
+    assert filled == int(np.isnan(from_batches(block).X).sum())
