@@ -124,14 +124,24 @@ def created_tables(f: SqlFile) -> list[str]:
 
 
 def count_rows(wh: Warehouse, table: str) -> dict[str, int]:
-    """{'total': n} plus per-split counts when the table has a `split` column."""
+    """{'total': n} plus per-split counts (from a `split` column, or origin_q via panel.splits)."""
     cols = {r[0] for r in wh.fetchall(
         "SELECT column_name FROM information_schema.columns "
         "WHERE table_schema = ? AND table_name = ?", table.split(".", 1))}
     out = {"total": int(wh.scalar(f"SELECT count(*) FROM {table}"))}
     if "split" in cols:
-        for split, n in wh.fetchall(f"SELECT split, count(*) FROM {table} GROUP BY 1 ORDER BY 1"):
-            out[str(split)] = int(n)
+        rows = wh.fetchall(f"SELECT split, count(*) FROM {table} GROUP BY 1 ORDER BY 1")
+    elif "origin_q" in cols and wh.table_exists("panel.splits"):
+        # a table keyed by origin without a stored split (panel.truth_cells): count per
+        # origin quarter first (a cheap scan of one run-length encoded column)
+        rows = wh.fetchall(
+            f"SELECT s.split, sum(c.n) FROM (SELECT origin_q, count(*) AS n FROM {table} "
+            "GROUP BY 1) AS c JOIN panel.splits AS s ON c.origin_q BETWEEN s.first_q AND s.last_q "
+            "GROUP BY 1 ORDER BY 1")
+    else:
+        rows = []
+    for split, n in rows:
+        out[str(split)] = int(n)
     return out
 
 
