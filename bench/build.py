@@ -29,6 +29,12 @@ def _hwm_mb() -> float:
     return float("nan")
 
 
+def _cpu_s() -> float:
+    """CPU seconds (user + system) of this process, DuckDB's threads included."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def generated_raw_sql(items: list[str], ytd: list[str], firms: int, seed: float = 0.42) -> str:
     """SQL that fills raw.* with a random Compustat-shaped panel of `firms` firms."""
     cols = []
@@ -81,6 +87,8 @@ def main() -> None:
     parser.add_argument("--workdir", default=None, help="Folder for the warehouse (default: a temp dir)")
     parser.add_argument("--memory-limit", default="5GB", help="DuckDB memory_limit for the build")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--firms", type=int, default=None,
+                        help="Firms for the synthetic source (default: the scale's own)")
     parser.add_argument("--reuse", action="store_true",
                         help="Keep the raw panel already in --workdir (skip the ingest)")
     args = parser.parse_args()
@@ -110,7 +118,8 @@ def main() -> None:
                     probe.scalar("SELECT count(*) FROM raw.fundq"))
         proc = subprocess.run(
             [sys.executable, "-c", "from app.cli import main; main()",
-             "ingest", "synthetic", "--scale", args.scale],
+             "ingest", "synthetic", "--scale", args.scale,
+             *(["--firms", str(args.firms)] if args.firms else [])],
             check=False, capture_output=True, text=True,
         ) if not have else subprocess.CompletedProcess([], 0)
         if proc.returncode != 0:
@@ -128,15 +137,16 @@ def main() -> None:
     raw_rows = wh.scalar("SELECT count(*) FROM raw.fundq")
     print(f"raw panel ({source}, {args.scale}): {raw_rows:,} raw.fundq rows in "
           f"{time.perf_counter() - t0:.1f}s; process RSS high-water so far {_hwm_mb():,.0f} MB")
-    marks: list[tuple[str, float, float]] = []
-    t_step = [time.perf_counter()]
+    marks: list[tuple[str, float, float, float]] = []
+    t_step = [time.perf_counter(), 0.0]
 
     def on_step(i, n, step, phase):
         if phase == "start":
-            t_step[0] = time.perf_counter()
+            t_step[:] = [time.perf_counter(), _cpu_s()]
         else:
-            marks.append((step.name, time.perf_counter() - t_step[0], _hwm_mb()))
-            print(f"  {step.name:<28} {marks[-1][1]:7.1f}s  hwm {marks[-1][2]:8,.0f} MB", flush=True)
+            marks.append((step.name, time.perf_counter() - t_step[0], _cpu_s() - t_step[1], _hwm_mb()))
+            print(f"  {step.name:<28} {marks[-1][1]:7.1f}s wall {marks[-1][2]:7.1f}s CPU  "
+                  f"hwm {marks[-1][3]:8,.0f} MB  load {os.getloadavg()[0]:.1f}", flush=True)
 
     t1 = time.perf_counter()
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)

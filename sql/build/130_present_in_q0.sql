@@ -18,8 +18,9 @@ GROUP BY p.q;
 
 CREATE OR REPLACE TABLE stage.origin_q0 AS
 SELECT o.firm_id, o.origin_q, o.split, s.last_q, o.z, o.ff48,
-       list_transform(range(1, len(f.vals) + 1),
-                      lambda i: panel.pf_standardize(f.vals[i], pl.k[i], o.z, pl.mu[i], pl.sigma[i]))
+       -- zip the parallel lists: a lambda capturing whole lists copies them per element
+       list_transform(list_zip(f.vals, pl.k, pl.mu, pl.sigma),
+                      lambda t: panel.pf_standardize(t[1], t[2], o.z, t[3], t[4]))
            AS x0
 FROM panel.origins AS o
 JOIN panel.splits AS s USING (split)

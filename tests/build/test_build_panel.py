@@ -222,6 +222,12 @@ def test_build_record(built):
     counts = json.loads(b[2])
     assert counts["panel.truth_cells"]["total"] == wh.scalar("SELECT count(*) FROM panel.truth")
     assert set(counts["panel.truth_cells"]) == {"total", "train", "val", "test"}
+    # truth_cells stores no split: the record's per-split counts come through origin_q
+    # and equal the view's (which derives split from panel.splits)
+    assert "split" not in {r[0] for r in wh.fetchall("DESCRIBE panel.truth_cells")}
+    by_split = dict(wh.fetchall("SELECT split, count(*) FROM panel.truth GROUP BY 1"))
+    assert {k: v for k, v in counts["panel.truth_cells"].items() if k != "total"} == by_split
+    assert all(by_split.values())
     steps = wh.fetchall("SELECT step_no, name, checksum, purpose, elapsed_s FROM meta.build_steps "
                         "WHERE build_id = ? ORDER BY step_no", [result.build_id])
     files = steps_in("build")
