@@ -42,6 +42,8 @@ class FormaConfig:
     weight_decay: float = 0.1
     grad_clip: float = 1.0
     warmup_steps: int = 0  # linear learning-rate warm-up over the first N optimizer steps
+    lr_schedule: str = "constant"  # or "cosine": decay to lr_min_ratio x lr by the last step
+    lr_min_ratio: float = 0.1
     beta: float = 0.5
     family: str = "gaussian"  # or "laplace"
     # curriculum: max horizon 4, 4, 8, 12, ... capped at max_horizon
@@ -116,6 +118,8 @@ def preset(name: str, **overrides) -> FormaConfig:
         if unknown:
             raise UserError(f"Unknown Forma setting(s): {sorted(unknown)}")
         cfg = cfg.replace(**overrides)
+    if cfg.lr_schedule not in ("constant", "cosine"):
+        raise UserError(f"Unknown lr_schedule {cfg.lr_schedule!r}; use constant or cosine")
     if cfg.family not in ("gaussian", "laplace"):
         raise UserError(f"Unknown family {cfg.family!r}; use gaussian or laplace")
     return cfg

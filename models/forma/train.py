@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import math
 import os
 import time
 from collections.abc import Callable
@@ -49,6 +50,7 @@ class FitResult:
     epochs_run: int
     history: list[dict] = field(default_factory=list)
     parameters: int = 0
+    model: nn.Module | None = field(default=None, repr=False)  # the trained (final-epoch) network
 
     @property
     def final_loss(self) -> float:
@@ -63,6 +65,28 @@ def build_model(cfg: FormaConfig) -> Forma:
 def industry_map(cfg: FormaConfig) -> dict[int, int]:
     """ff48 code (1..48, 49 = Unknown) -> industry embedding row."""
     return {c: c - 1 for c in range(1, cfg.n_industries + 1)}
+
+
+def planned_steps(cfg: FormaConfig, n_origins: int, world: int = 1) -> int:
+    """Optimizer steps of a whole run (bucketed_order's batch count per epoch, per rank)."""
+    n = min(cfg.origins_per_epoch or n_origins, n_origins)
+    chunk = cfg.batch_size * max(1, cfg.bucket_chunk)
+    per_epoch = (n // chunk) * (chunk // cfg.batch_size) + -(-(n % chunk) // cfg.batch_size)
+    if world > 1:
+        per_epoch //= world
+    return per_epoch * cfg.epochs
+
+
+def learning_rate(cfg: FormaConfig, step: int, total_steps: int) -> float:
+    """Learning rate of optimizer step `step` (0-based): linear warm-up over
+    `warmup_steps`, then constant or (lr_schedule "cosine") a cosine decay to
+    `lr_min_ratio` x lr at the last planned step."""
+    lr = cfg.lr * (min(1.0, (step + 1) / cfg.warmup_steps) if cfg.warmup_steps else 1.0)
+    if cfg.lr_schedule == "cosine":
+        span = max(1, total_steps - 1 - cfg.warmup_steps)
+        t = min(1.0, max(0, step - cfg.warmup_steps) / span)
+        lr *= cfg.lr_min_ratio + (1 - cfg.lr_min_ratio) * 0.5 * (1 + math.cos(math.pi * t))
+    return lr
 
 
 def _dist() -> tuple[int, int]:
@@ -95,8 +119,10 @@ def load_checkpoint(path: Path | str, device: str | torch.device = "cpu") -> tup
 
 
 def _autocast(cfg: FormaConfig, device: torch.device):
-    if cfg.bf16 and device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
+    """bf16 autocast when the config asks for it (meant for GPUs; CPU autocast works too,
+    which the tests use, but is slower than fp32 on CPUs without bf16 matrix units)."""
+    if cfg.bf16:
+        return torch.autocast(device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 
@@ -113,8 +139,10 @@ def fit(
     last_q: dict[str, int] | None = None,
     max_batches: int | None = None,
     log: Callable[[str], None] | None = None,
+    trace: list | None = None,
 ) -> FitResult:
-    """Train one seed; returns the per-epoch history. Writes `checkpoint` after every epoch."""
+    """Train one seed; returns the per-epoch history. Writes `checkpoint` after every epoch.
+    `trace`, when given, receives (epoch, firm_ids, origin_qs) of every batch this rank trains."""
     from tqdm.auto import tqdm
 
     if len(store) == 0:
@@ -150,6 +178,7 @@ def fit(
     # dynamic shapes: bucketed batches vary in set length, avoid one recompile per length
     step_fn: nn.Module = torch.compile(net, dynamic=True) if cfg.compile else net
     schedule = curriculum(cfg)
+    total_steps = planned_steps(cfg, len(store), world)
     step = int(sum(h.get("batches", 0) for h in history))  # optimizer steps so far (resume)
     for epoch in range(start, cfg.epochs):
         horizon = schedule[epoch]
@@ -175,14 +204,16 @@ def fit(
         for batch in iter_batches(sub, order, horizon, account_map, rng=mask_rng,
                                   identities=identities, cfg=cfg, last_q=last_q or SPLIT_LAST_Q,
                                   lookback=cfg.lookback):
+            if trace is not None:
+                trace.append((epoch, batch.firm_id.tolist(), batch.origin_q.tolist()))
             inputs = batch.inputs(device)
             with _autocast(cfg, device):
                 mu, logvar = step_fn(*inputs)
             loss, n = masked_loss(cfg.family, batch.target.to(device), mu, logvar,
                                   batch.loss_mask.to(device), cfg.beta)
-            if cfg.warmup_steps:
+            if cfg.warmup_steps or cfg.lr_schedule != "constant":
                 for g in opt.param_groups:
-                    g["lr"] = cfg.lr * min(1.0, (step + 1) / cfg.warmup_steps)
+                    g["lr"] = learning_rate(cfg, step, total_steps)
             step += 1
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -222,7 +253,7 @@ def fit(
                 "torch": torch.__version__,
                 "saved_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             })
-    return FitResult(ckpt_path, seed, cfg.epochs - start, history, count_parameters(model))
+    return FitResult(ckpt_path, seed, cfg.epochs - start, history, count_parameters(model), model)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -240,6 +271,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--bf16", action="store_true")
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--origins-per-epoch", type=int, default=None)
+    ap.add_argument("--epochs", type=int, default=None)
+    ap.add_argument("--rank-report", default=None,
+                    help="folder for one JSON per rank: the (firm, origin) keys it trained per "
+                         "epoch and a SHA-256 of its final weights (checks the DDP sharding)")
     args = ap.parse_args(argv)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world > 1:
@@ -259,9 +294,26 @@ def main(argv: list[str] | None = None) -> None:
     overrides = {"family": args.family, "bf16": args.bf16, "compile": args.compile}
     if args.origins_per_epoch:
         overrides["origins_per_epoch"] = args.origins_per_epoch
+    if args.epochs:
+        overrides["epochs"] = args.epochs
     cfg = preset(args.preset, **overrides)
+    trace: list | None = [] if args.rank_report else None
     res = fit(store, ids, cfg, seed=args.seed, checkpoint=args.out, resume=args.resume,
-              device=device, log=print)
+              device=device, log=print, progress=False, trace=trace)
+    if args.rank_report:
+        import hashlib
+        import json
+
+        rank, world_now = _dist()
+        weights = hashlib.sha256()
+        for v in res.model.state_dict().values():
+            weights.update(v.detach().cpu().contiguous().numpy().tobytes())
+        out = Path(args.rank_report)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"rank{rank}.json").write_text(json.dumps({
+            "rank": rank, "world": world_now, "weights_sha256": weights.hexdigest(),
+            "batches": [[e, list(zip(f, q))] for e, f, q in trace],
+        }))
     if _dist()[0] == 0:
         print(f"done: seed {res.seed}, {res.epochs_run} epochs, final loss {res.final_loss:.4f}, "
               f"{res.parameters:,} parameters -> {res.checkpoint}")

@@ -13,7 +13,14 @@ from app.sources import ingest
 from app.sources.synthetic import SyntheticConfig, SyntheticSource
 
 
-def test_train_then_predict_spools_forecasts_from_the_main_thread(wh, settings, monkeypatch) -> None:
+def test_train_then_predict_spools_forecasts_from_the_main_thread(wh, settings, monkeypatch,
+                                                                 tmp_path) -> None:
+    # the shared `settings` fixture leaves models_dir at data/models: keep checkpoints in tmp
+    from app.settings import get_settings
+
+    monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / "models"))
+    get_settings.cache_clear()
+    settings = get_settings()
     cfg = SyntheticConfig.for_scale("demo", firms=12, start=1996, end=2012, seed=3, oracle_origins=2,
                                     oracle_paths=2, oracle_horizon=4)
     ingest(wh, SyntheticSource(cfg))

@@ -1,0 +1,105 @@
+"""The multi-process and GPU switches, exercised on CPU: DDP under torchrun with gloo,
+bf16 autocast, torch.compile wiring."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import torch
+from conftest import TOY_IDENTITIES, make_windows
+
+import models.forma.train as forma_train
+from models.forma.batching import WindowStore
+from models.forma.presets import preset
+from models.forma.train import fit, load_checkpoint
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "dropout": 0.0, "n_accounts": 10,
+        "batch_size": 8, "lr": 3e-3, "weight_decay": 0.0, "origins_per_epoch": None, "warmup_steps": 0}
+
+
+def _write_ipc(path: Path, table: pa.Table) -> None:
+    with pa.OSFile(str(path), "wb") as f, pa.ipc.new_file(f, table.schema) as w:
+        w.write_table(table)
+
+
+def test_torchrun_two_ranks_train_disjoint_shards_and_end_identical(tmp_path):
+    _write_ipc(tmp_path / "windows.arrow", pa.Table.from_batches([make_windows(48, seed=5)]))
+    ids = TOY_IDENTITIES.to_dict()
+    _write_ipc(tmp_path / "ids.arrow", pa.table({"identity": ids["identity"],
+                                                "item_id": pa.array(ids["item_id"], pa.int16())}))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           "-m", "models.forma.train", "--windows", str(tmp_path / "windows.arrow"),
+           "--identities", str(tmp_path / "ids.arrow"), "--preset", "small", "--seed", "3",
+           "--epochs", "2", "--origins-per-epoch", "32", "--out", str(tmp_path / "seed3.pt"),
+           "--rank-report", str(tmp_path / "ranks")]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    res = subprocess.run(cmd, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
+    r0, r1 = (json.loads((tmp_path / "ranks" / f"rank{r}.json").read_text()) for r in (0, 1))
+    assert (r0["rank"], r1["rank"], r0["world"], r1["world"]) == (0, 1, 2, 2)
+    for epoch in (0, 1):
+        keys = [{tuple(k) for e, b in r["batches"] if e == epoch for k in b} for r in (r0, r1)]
+        assert keys[0] and keys[1] and not keys[0] & keys[1]  # disjoint shards of the epoch
+        assert len(keys[0] | keys[1]) == 32  # together: the epoch's whole subsample
+    # every rank ends with the same weights, and rank 0 wrote them
+    assert r0["weights_sha256"] == r1["weights_sha256"]
+    model, ck = load_checkpoint(tmp_path / "seed3.pt")
+    sha = hashlib.sha256()
+    for v in model.state_dict().values():
+        sha.update(v.detach().contiguous().numpy().tobytes())
+    assert sha.hexdigest() == r0["weights_sha256"] and ck["complete"]
+
+
+def test_bf16_autocast_runs_a_training_step_on_cpu():
+    store = WindowStore.from_batches([make_windows(16, seed=2)])
+    seen: list[torch.dtype] = []
+    cfg = preset("small", epochs=1, bf16=True, **TINY)
+    model = forma_train.build_model(cfg)
+    handle = torch.nn.modules.module.register_module_forward_hook(
+        lambda mod, inp, out: seen.append(out.dtype) if isinstance(mod, torch.nn.Linear) else None)
+    try:
+        res = fit(store, TOY_IDENTITIES, cfg, seed=1, progress=False)
+    finally:
+        handle.remove()
+    assert torch.bfloat16 in seen  # the linear layers ran under bf16 autocast
+    assert np.isfinite(res.final_loss) and res.history[0]["batches"] == 2
+    assert any(not torch.equal(a, b) for a, b in zip(res.model.state_dict().values(),
+                                                    model.state_dict().values()))
+
+
+def test_compile_switch_wraps_the_network(monkeypatch):
+    calls: list[dict] = []
+
+    def fake_compile(module, **kwargs):
+        calls.append(kwargs)
+        return module
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    store = WindowStore.from_batches([make_windows(8, seed=2)])
+    fit(store, TOY_IDENTITIES, preset("small", epochs=1, compile=True, **TINY), seed=1, progress=False)
+    assert calls == [{"dynamic": True}]
+    calls.clear()
+    fit(store, TOY_IDENTITIES, preset("small", epochs=1, **TINY), seed=1, progress=False)
+    assert calls == []
+
+
+@pytest.mark.parametrize("schedule", ["constant", "cosine"])
+def test_learning_rate_schedule(schedule):
+    cfg = preset("small", lr=1e-2, warmup_steps=10, lr_schedule=schedule, lr_min_ratio=0.1)
+    lrs = [forma_train.learning_rate(cfg, s, 110) for s in range(110)]
+    assert lrs[0] == pytest.approx(1e-3) and lrs[9] == pytest.approx(1e-2)
+    if schedule == "constant":
+        assert lrs[-1] == pytest.approx(1e-2)
+    else:
+        assert lrs[-1] == pytest.approx(1e-3, rel=1e-3) and all(a >= b for a, b in itertools.pairwise(lrs[9:]))
+    assert forma_train.planned_steps(preset("small"), 24_656) == 8 * 64
