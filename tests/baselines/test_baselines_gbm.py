@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from models.baselines import chained_gbm
 from models.baselines.chained_gbm import chain_items, chain_steps, design
+from models.baselines.registry import Registry
 
 CHAIN = ("revtq", "cogsq", "rectq", "invtq")
 SPEC = {"max_trees": 25, "early_stopping": 10, "leaves": [7, 15], "learning_rate": 0.3, "max_rows": None,
@@ -84,3 +87,40 @@ def test_l1_arm_and_resume(panel, tmp_path, monkeypatch) -> None:
     again = chained_gbm.fit_predict(train, val, test, tmp_path, "l1", SPEC, horizons=(1,), items=CHAIN)
     assert np.array_equal(first.components[0][0], again.components[0][0], equal_nan=True)
     assert np.isfinite(first.components[0][0][:, rev, 0]).all()
+
+
+def test_shared_bins_mask_later_items_and_keep_the_cascade(panel_factory, tmp_path) -> None:
+    # The demo preset bins once per horizon and subsets rows per fit; each item must still
+    # see only the features and earlier steps' items, learn from its own labels, and at
+    # inference follow the chain's predictions.
+    import lightgbm as lgb
+
+    quarters = {"train": range(7900, 7912), "val": range(8010, 8014), "test": range(8050, 8055)}
+    panel, rev, cogs = _chain_panel(panel_factory(quarters=quarters))
+    train, val, test = panel["train"], panel["val"], panel["test"]
+    spec = SPEC | {"shared_bins": True}
+    fc = chained_gbm.fit_predict(train, val, test, tmp_path, "l2", spec, horizons=(1,), items=CHAIN)
+    mu = fc.components[0][0][:, :, 0]
+    assert np.isfinite(mu).any(axis=0).sum() == len(CHAIN)
+    assert np.corrcoef(mu[:, cogs], mu[:, rev])[0, 1] > 0.95
+    real = np.nan_to_num(test.Y[:, rev, 0], nan=0.0)
+    assert np.mean((mu[:, cogs] - mu[:, rev]) ** 2) < 0.2 * np.mean((mu[:, cogs] - real) ** 2)
+
+    record = Registry(tmp_path, "gbm-l2", {}, "unused")
+    record.dir = Path(fc.info["run"])
+    chain = record.load("chain", "h1")
+    p = train.X.shape[1]
+    steps = chain_steps(CHAIN)  # [revtq], [cogsq, rectq], [invtq]
+    n_up = 0
+    for step in steps:
+        for it in step:
+            booster = lgb.Booster(model_str=chain["chosen"][train.items.index(it)]["model"])
+            gain = booster.feature_importance("split")
+            assert gain.size == p + len(CHAIN)
+            assert gain[p + n_up:].sum() == 0  # its own step's and later columns: never split on
+        n_up += len(step)
+    # revtq learns its own target (labels reach LightGBM): validation loss far below variance.
+    assert chain["chosen"][rev]["val_loss"] < 0.7 * np.nanvar(val.Y[:, rev, 0])
+    # cogsq ("= upstream revtq") splits on the revtq column.
+    booster = lgb.Booster(model_str=chain["chosen"][cogs]["model"])
+    assert booster.feature_importance("split")[p] > 0
