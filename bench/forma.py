@@ -102,7 +102,7 @@ def bench(name: str, store: WindowStore, args, ids: Identities) -> None:
     amap = default_account_map(cfg.n_accounts)
     rng = np.random.default_rng(0)
     horizon = 20
-    sizes = store.size_estimates(horizon)
+    sizes = store.size_estimates(horizon, None, cfg.lookback)
     for bucket in (True, False):
         order = (bucketed_order(sizes, cfg.batch_size, rng, cfg.bucket_chunk) if bucket else
                  [np.asarray(b) for b in np.array_split(rng.permutation(len(sizes)),
@@ -113,11 +113,12 @@ def bench(name: str, store: WindowStore, args, ids: Identities) -> None:
     order = bucketed_order(sizes, cfg.batch_size, rng, cfg.bucket_chunk)[: args.train_batches + 1]
     model.train()
     done, t0 = 0, None
-    for k, batch in enumerate(iter_batches(store, order, horizon, amap, rng=rng, identities=ids, cfg=cfg)):
+    for k, batch in enumerate(iter_batches(store, order, horizon, amap, rng=rng, identities=ids, cfg=cfg,
+                                           lookback=cfg.lookback)):
         if k == 1:  # the first batch warms up (and compiles)
             if device.type == "cuda":
                 torch.cuda.synchronize()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
         ctx = (torch.autocast("cuda", dtype=torch.bfloat16) if cfg.bf16 and device.type == "cuda"
                else torch.autocast("cpu", enabled=False))
         with ctx:
@@ -131,8 +132,9 @@ def bench(name: str, store: WindowStore, args, ids: Identities) -> None:
             done += len(batch.firm_id)
     if device.type == "cuda":
         torch.cuda.synchronize()
-    train_s = time.perf_counter() - t0
-    print(f"{name:6s} train : {done / train_s:8.1f} origins/s ({done} origins, batch {cfg.batch_size}, "
+    train_s, train_c = time.perf_counter() - t0, time.process_time() - c0
+    print(f"{name:6s} train : {done / train_s:8.1f} origins/s wall, {done / train_c:6.1f} per CPU-s "
+          f"({done} origins, batch {cfg.batch_size}, "
           f"{count_parameters(model):,} params, {args.device}{' bf16' if cfg.bf16 else ''}"
           f"{' compiled' if cfg.compile else ''})")
     n_inf = min(len(store), args.infer_origins)
@@ -140,13 +142,14 @@ def bench(name: str, store: WindowStore, args, ids: Identities) -> None:
     list(predict([model], sub.take(np.arange(min(8, n_inf))), batch_size=args.infer_batch, device=device))
     if device.type == "cuda":
         torch.cuda.synchronize()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     rows = sum(b.num_rows for b in predict([model], sub, batch_size=args.infer_batch, device=device,
                                             bf16=cfg.bf16))
     if device.type == "cuda":
         torch.cuda.synchronize()
-    inf_s = time.perf_counter() - t0
-    print(f"{name:6s} infer : {n_inf / inf_s:8.1f} origins/s ({n_inf} origins, batch {args.infer_batch}, "
+    inf_s, inf_c = time.perf_counter() - t0, time.process_time() - c0
+    print(f"{name:6s} infer : {n_inf / inf_s:8.1f} origins/s wall, {n_inf / inf_c:6.1f} per CPU-s "
+          f"({n_inf} origins, batch {args.infer_batch}, "
           f"{rows:,} forecast rows)")
 
 

@@ -122,17 +122,19 @@ class WindowStore:
         hit = np.nonzero((self.firm_id == firm_id) & (self.origin_q == origin_q))[0]
         return int(hit[0]) if len(hit) else -1
 
-    def size_estimates(self, max_horizon: int, last_q: dict[str, int] | None = None) -> np.ndarray:
+    def size_estimates(self, max_horizon: int, last_q: dict[str, int] | None = None,
+                       lookback: int = 12) -> np.ndarray:
         """Token count per origin at a max horizon (history + query grid), for bucketing."""
         last_q = last_q or SPLIT_LAST_Q
-        if getattr(self, "_counts", None) is None:
+        cache = getattr(self, "_counts", None)
+        if cache is None or cache[0] != lookback:
             # history tokens and items reported at the origin (scale excepted), per origin
             owner = np.repeat(np.arange(len(self)), np.diff(self.offsets))
-            hist = np.bincount(owner[self.rel_q <= 0], minlength=len(self))
+            hist = np.bincount(owner[(self.rel_q <= 0) & (self.rel_q > -lookback)], minlength=len(self))
             at0 = np.bincount(owner[(self.rel_q == 0) & (self.item_id != SCALE_ITEM)],
                               minlength=len(self))
-            self._counts = (hist.astype(np.int64), at0.astype(np.int64))
-        hist, at0 = self._counts
+            self._counts = (lookback, hist.astype(np.int64), at0.astype(np.int64))
+        _, hist, at0 = self._counts
         cap = np.array([last_q.get(s, 10**9) for s in self.split], dtype=np.int64) - self.origin_q
         return hist + at0 * np.clip(np.minimum(max_horizon, cap), 0, None)
 
@@ -326,8 +328,10 @@ def bucketed_order(
 
 
 def sequential_order(sizes: np.ndarray, batch_size: int, bucket: bool = True) -> list[np.ndarray]:
-    """Inference order: sorted by size (when bucketing) and cut into batches."""
-    idx = np.argsort(sizes, kind="stable") if bucket else np.arange(len(sizes))
+    """Inference order: sorted by size, largest first (when bucketing), cut into batches.
+    Largest first: the peak memory shows at once, and later, smaller batches reuse freed
+    blocks (growing sizes left the heap fragmented, +0.5 GB per 1,000 demo origins)."""
+    idx = np.argsort(-sizes, kind="stable") if bucket else np.arange(len(sizes))
     return [idx[k : k + batch_size] for k in range(0, len(idx), batch_size)]
 
 

@@ -33,9 +33,13 @@ class Forma(nn.Module):
         n_heads: int = 4,
         d_ff: int = 512,
         dropout: float = 0.2,
+        lookback: int = 12,
     ):
         super().__init__()
         self.d = d_model
+        # history quarters the model was trained on (rel_q -lookback+1..0); inference
+        # builds its sets with the same window (a plain attribute, not a weight)
+        self.lookback = lookback
         self.embed = TokenEmbedding(n_accounts, n_industries, d_model)
         layer = nn.TransformerEncoderLayer(
             d_model,

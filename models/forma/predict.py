@@ -26,14 +26,15 @@ from models.forma.network import Forma
 
 
 def _autocast(device: torch.device, bf16: bool):
-    if bf16 and device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
+    """bf16 autocast when asked (a GPU switch; on CPUs it runs, slower than fp32)."""
+    if bf16:
+        return torch.autocast(device.type, dtype=torch.bfloat16)
     return torch.autocast(device.type, enabled=False)
 
 
 def run_batch(model: Forma, batch: Batch, device: str | torch.device = "cpu",
               bf16: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(mu, sigma) arrays [B, T] in fp32 for every token (bf16 autocast only if asked, on CUDA)."""
+    """(mu, sigma) arrays [B, T] in fp32 for every token (bf16 autocast only if asked)."""
     model.eval()
     dev = torch.device(device)
     with torch.inference_mode(), _autocast(dev, bf16):
@@ -106,13 +107,14 @@ def predict(
 
     if account_map is None:
         account_map = np.arange(models[0].embed.account.num_embeddings, dtype=np.int64)
-    sizes = store.size_estimates(max_horizon, last_q)
+    lookback = getattr(models[0], "lookback", 12)
+    sizes = store.size_estimates(max_horizon, last_q, lookback)
     order = sequential_order(sizes, batch_size, bucket)
     for m in models:
         m.to(device).eval()
     for idx in tqdm(order, desc="forma predict", unit="batch", disable=not progress, leave=False):
-        batch = collate([build_example(store, int(i), max_horizon, last_q=last_q) for i in idx],
-                        account_map)
+        batch = collate([build_example(store, int(i), max_horizon, last_q=last_q, lookback=lookback)
+                         for i in idx], account_map)
         index, valid = slot_index(batch)
         for k, m in enumerate(models):
             mu, sigma = run_slots(m, batch, index, device, bf16)

@@ -72,7 +72,8 @@ def conditional_forecast(
     """
     if account_map is None:
         account_map = np.arange(models[0].embed.account.num_embeddings, dtype=np.int64)
-    ex = build_example(store, i, max_horizon, pins=dict(pins), last_q=last_q)
+    ex = build_example(store, i, max_horizon, pins=dict(pins), last_q=last_q,
+                       lookback=getattr(models[0], "lookback", 12))
     batch = collate([ex], account_map)
     mus, sigmas = [], []
     for m in models:
@@ -195,8 +196,9 @@ def oracle_cells(
             base = {int(t): float(x) for q, t, x in zip(rq, it, xv) if q == 0}
             if not path or pin_item not in base:
                 continue
-            ex_u = build_example(store, int(i), max_horizon, last_q=last_q)
-            ex_c = build_example(store, int(i), max_horizon, pins=path, last_q=last_q)
+            lb = getattr(models[0], "lookback", 12)
+            ex_u = build_example(store, int(i), max_horizon, last_q=last_q, lookback=lb)
+            ex_c = build_example(store, int(i), max_horizon, pins=path, last_q=last_q, lookback=lb)
             # realized value of every future slot, from the window itself
             real = {(int(t), int(q)): float(x) for q, t, x in zip(rq, it, xv) if q >= 1}
             plain.append(ex_u)

@@ -59,7 +59,7 @@ class FitResult:
 
 def build_model(cfg: FormaConfig) -> Forma:
     return Forma(cfg.n_accounts, cfg.n_industries, cfg.d_model, cfg.n_layers, cfg.n_heads,
-                 cfg.d_ff, cfg.dropout)
+                 cfg.d_ff, cfg.dropout, cfg.lookback)
 
 
 def industry_map(cfg: FormaConfig) -> dict[int, int]:
@@ -188,7 +188,7 @@ def fit(
         if cfg.origins_per_epoch and cfg.origins_per_epoch < len(store):
             idx = np.sort(rng.choice(len(store), cfg.origins_per_epoch, replace=False))
         sub = store.take(idx) if len(idx) < len(store) else store
-        sizes = sub.size_estimates(horizon, last_q)
+        sizes = sub.size_estimates(horizon, last_q, cfg.lookback)
         order = bucketed_order(sizes, cfg.batch_size, rng, cfg.bucket_chunk)
         if world > 1:  # equal batch counts per rank keep the collective calls in step
             n = len(order) // world * world
