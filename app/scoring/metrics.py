@@ -157,8 +157,10 @@ def score(
         run_id = int(wh.scalar("SELECT nextval('eval.score_run_id_seq')"))
         n_fp = prepare_footprint(wh, fp, recount=False)
         prepare_run_subs(wh, ids)
-        common_sample(wh, ids)
         if submissions is None and len(ids) > 1:
+            # Coverage of every candidate first (050), then the common sample of those
+            # that enter (052, once).
+            wh.run_step("eval/050_common_sample")
             ids = entering_submissions(wh, candidates, n_fp, min_coverage)
             if not ids:
                 raise UserError(
@@ -166,7 +168,9 @@ def score(
                     f"{fp['name']}@{fp['version']}; name the submissions to score explicitly")
             if ids != candidates:
                 prepare_run_subs(wh, ids)
-                wh.run_step("eval/052_common_cells")
+            wh.run_step("eval/052_common_cells")
+        else:
+            common_sample(wh, ids)
         wh.run_step("eval/060_cell_scores")
         wh.run_step("eval/070_metrics", {"score_run_id": run_id},
                     identifiers={"cell_scores": cell_scores_view(wh)})
