@@ -100,7 +100,6 @@ def bounded_heap() -> None:
 def resolve_device(device: str, threads: int = 0) -> str:
     import torch
 
-    bounded_heap()
     if threads:
         torch.set_num_threads(threads)
     if device == "auto":
@@ -260,6 +259,7 @@ def predict_forma(
     from models.forma.predict import predict
 
     seed_list = parse_seeds(seeds)
+    bounded_heap()  # inference only: training was not measured with it (more page faults)
     dev = resolve_device(device, threads)
     models, ckpts = load_models(preset, family, seed_list, dev)
     name = name or f"forma-{preset}-{family}"
