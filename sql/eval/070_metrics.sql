@@ -2,16 +2,15 @@
 -- (global, horizon, item, statement, item x horizon), eval.quarter_losses (per horizon
 -- and origin quarter: the Diebold-Mariano input) and eval.pit (20 bins). One pass over
 -- the cells (view {{ cell_scores }}) builds additive sums per (submission, item,
--- horizon), per (submission, horizon, origin quarter) and per PIT bin; every level is a
--- roll-up of the first. R2 = 1 - SSE / (sum y^2 -
+-- horizon, origin quarter) with the 20 PIT bin counts as columns (one hash aggregate
+-- with few groups; GROUPING SETS would materialize every cell first); every level,
+-- the quarter losses and the PIT histogram are roll-ups of it. R2 = 1 - SSE / (sum y^2 -
 -- (sum y)^2 / n + 1e-12), the truth-only denominator shared by all submissions (same
 -- cells); NaN when the truth has no variance (<= 1e-15). Coverage at p counts
 -- u in [(1 - p) / 2, (1 + p) / 2]; density means are over cells with a density.
 CREATE OR REPLACE TEMP TABLE run_agg AS
 SELECT
     submission_id, item_id, horizon, origin_q,
-    CAST(least(floor(u * 20), 19) AS TINYINT) AS pit_bin,
-    GROUPING(item_id, horizon, origin_q, CAST(least(floor(u * 20), 19) AS TINYINT)) AS g,
     count(*) AS n,
     sum(y) AS sum_y,
     sum(y * y) AS sum_y2,
@@ -26,19 +25,40 @@ SELECT
     count(*) FILTER (WHERE u BETWEEN 0.25 AND 0.75) AS in50,
     count(*) FILTER (WHERE u BETWEEN 0.10 AND 0.90) AS in80,
     count(*) FILTER (WHERE u BETWEEN 0.05 AND 0.95) AS in90,
-    count(*) FILTER (WHERE u BETWEEN 0.025 AND 0.975) AS in95
-FROM {{ cell_scores }}
-GROUP BY GROUPING SETS (
-    (submission_id, item_id, horizon),
-    (submission_id, horizon, origin_q),
-    (submission_id, CAST(least(floor(u * 20), 19) AS TINYINT))
-);
+    count(*) FILTER (WHERE u BETWEEN 0.025 AND 0.975) AS in95,
+    count(*) FILTER (WHERE pit_bin = 0) AS pit0,
+    count(*) FILTER (WHERE pit_bin = 1) AS pit1,
+    count(*) FILTER (WHERE pit_bin = 2) AS pit2,
+    count(*) FILTER (WHERE pit_bin = 3) AS pit3,
+    count(*) FILTER (WHERE pit_bin = 4) AS pit4,
+    count(*) FILTER (WHERE pit_bin = 5) AS pit5,
+    count(*) FILTER (WHERE pit_bin = 6) AS pit6,
+    count(*) FILTER (WHERE pit_bin = 7) AS pit7,
+    count(*) FILTER (WHERE pit_bin = 8) AS pit8,
+    count(*) FILTER (WHERE pit_bin = 9) AS pit9,
+    count(*) FILTER (WHERE pit_bin = 10) AS pit10,
+    count(*) FILTER (WHERE pit_bin = 11) AS pit11,
+    count(*) FILTER (WHERE pit_bin = 12) AS pit12,
+    count(*) FILTER (WHERE pit_bin = 13) AS pit13,
+    count(*) FILTER (WHERE pit_bin = 14) AS pit14,
+    count(*) FILTER (WHERE pit_bin = 15) AS pit15,
+    count(*) FILTER (WHERE pit_bin = 16) AS pit16,
+    count(*) FILTER (WHERE pit_bin = 17) AS pit17,
+    count(*) FILTER (WHERE pit_bin = 18) AS pit18,
+    count(*) FILTER (WHERE pit_bin = 19) AS pit19
+FROM (SELECT *, CAST(least(floor(u * 20), 19) AS TINYINT) AS pit_bin FROM {{ cell_scores }})
+GROUP BY submission_id, item_id, horizon, origin_q;
 
 CREATE OR REPLACE TEMP TABLE run_fine AS
-SELECT a.*, i.statement
+SELECT
+    a.submission_id, a.item_id, a.horizon, i.statement,
+    sum(n) AS n, sum(sum_y) AS sum_y, sum(sum_y2) AS sum_y2, sum(sse) AS sse,
+    sum(sae) AS sae, sum(n_u) AS n_u, sum(sum_nll) AS sum_nll, sum(n_crps) AS n_crps,
+    sum(sum_crps) AS sum_crps, sum(sum_z2) AS sum_z2, sum(in50) AS in50,
+    sum(in80) AS in80, sum(in90) AS in90, sum(in95) AS in95
 FROM run_agg a
 JOIN ref.items i ON i.item_id = a.item_id
-WHERE a.g = 3;
+GROUP BY a.submission_id, a.item_id, a.horizon, i.statement;
 
 INSERT INTO eval.metrics
 WITH rolled AS (
@@ -78,12 +98,21 @@ SELECT
 FROM rolled;
 
 INSERT INTO eval.quarter_losses
-SELECT getvariable('score_run_id'), submission_id, horizon, origin_q, n, sse, sae
+SELECT getvariable('score_run_id'), submission_id, horizon, origin_q, sum(n), sum(sse), sum(sae)
 FROM run_agg
-WHERE g = 9;
+GROUP BY submission_id, horizon, origin_q;
 
 INSERT INTO eval.pit
-SELECT getvariable('score_run_id'), submission_id, pit_bin, n,
+WITH per_sub AS (
+    SELECT submission_id, [sum(pit0), sum(pit1), sum(pit2), sum(pit3), sum(pit4), sum(pit5), sum(pit6), sum(pit7), sum(pit8), sum(pit9), sum(pit10), sum(pit11), sum(pit12), sum(pit13), sum(pit14), sum(pit15), sum(pit16), sum(pit17), sum(pit18), sum(pit19)] AS counts
+    FROM run_agg
+    GROUP BY submission_id
+),
+bins AS (
+    SELECT submission_id, CAST(b AS TINYINT) AS bin, counts[b + 1] AS n
+    FROM per_sub, range(20) t(b)
+)
+SELECT getvariable('score_run_id'), submission_id, bin, n,
        n / sum(n) OVER (PARTITION BY submission_id)
-FROM run_agg
-WHERE g = 14 AND pit_bin IS NOT NULL;
+FROM bins
+WHERE n > 0;
