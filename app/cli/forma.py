@@ -82,21 +82,6 @@ def qlabel(q: int) -> str:
     return f"{q // 4}Q{q % 4 + 1}"
 
 
-def bounded_heap() -> None:
-    """Fix glibc's mmap threshold at 1 MiB. By default it rises to the largest freed block
-    (up to 32 MiB), after which PyTorch's varying-size activations come from the heap and
-    fragment it: `predict forma` on the demo panel grew to 4.8 GB; with this it stays at
-    the size of its data (~0.8 GB). No effect off glibc."""
-    import ctypes
-    import ctypes.util
-
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
-
-
 def resolve_device(device: str, threads: int = 0) -> str:
     import torch
 
@@ -259,7 +244,6 @@ def predict_forma(
     from models.forma.predict import predict
 
     seed_list = parse_seeds(seeds)
-    bounded_heap()  # inference only: training was not measured with it (more page faults)
     dev = resolve_device(device, threads)
     models, ckpts = load_models(preset, family, seed_list, dev)
     name = name or f"forma-{preset}-{family}"

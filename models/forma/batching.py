@@ -330,7 +330,9 @@ def bucketed_order(
 def sequential_order(sizes: np.ndarray, batch_size: int, bucket: bool = True) -> list[np.ndarray]:
     """Inference order: sorted by size, largest first (when bucketing), cut into batches.
     Largest first: the peak memory shows at once, and later, smaller batches reuse freed
-    blocks (growing sizes left the heap fragmented, +0.5 GB per 1,000 demo origins)."""
+    heap blocks. Growing sizes fragmented glibc's heap (its mmap threshold rises to the
+    largest freed block): the demo test split's predict grew to 4.8 GB; largest first, a
+    1,216-origin sample of it grows 0.19 GB instead of 0.49 GB."""
     idx = np.argsort(-sizes, kind="stable") if bucket else np.arange(len(sizes))
     return [idx[k : k + batch_size] for k in range(0, len(idx), batch_size)]
 
