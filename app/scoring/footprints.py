@@ -108,7 +108,7 @@ def get_footprint(wh: Warehouse, name: str, version: int | None = None) -> dict[
 
 
 def prepare_footprint(wh: Warehouse, fp: dict[str, Any], *, recount: bool = True) -> int:
-    """Temp table fp_truth (scoreable truth cells of the footprint); returns their number.
+    """Temp view fp_truth (scoreable truth cells of the footprint); returns their number.
 
     With recount=False the count recorded at creation is reused when the footprint was
     made from the current build (same truth, so the same cells): one truth scan saved.

@@ -1,10 +1,11 @@
--- The scoreable truth cells of a footprint (temp table fp_truth, made once per run: the
--- steps after it read it several times, and a view would re-scan panel.truth each time): panel.truth cells of
+-- The scoreable truth cells of a footprint (temp view fp_truth; a view, not a table: a
+-- one-submission run reads it once, and materializing a 50M-cell footprint costs more
+-- than the multi-submission steps 050 and 052 re-reading it): panel.truth cells of
 -- split getvariable('split') with finite actual and baseline, inside footprint
 -- getvariable('footprint_id'): its frozen cells (kind 'cells'), its origin sample (kind
 -- 'origins') and its predicate, the temp macro fp_predicate(firm, origin, item, horizon)
 -- over gvkey, quarter-end date, item name and horizon.
-CREATE OR REPLACE TEMP TABLE fp_truth AS
+CREATE OR REPLACE TEMP VIEW fp_truth AS
 SELECT
     eval.cell_key(t.firm_id, t.origin_q, t.item_id, t.horizon) AS cell,
     t.firm_id, t.origin_q, t.item_id, t.horizon, t.actual, t.change
