@@ -17,6 +17,7 @@ def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
     monkeypatch.setenv("PROFORMA_WAREHOUSE", str(tmp_path / "warehouse.duckdb"))
     monkeypatch.setenv("PROFORMA_TEMP_DIRECTORY", str(tmp_path / "tmp"))
     monkeypatch.setenv("PROFORMA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / "models"))
     monkeypatch.setenv("PROFORMA_MEMORY_LIMIT", "2GB")
     monkeypatch.setenv("PROFORMA_THREADS", "2")
     get_settings.cache_clear()
