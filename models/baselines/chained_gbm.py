@@ -30,6 +30,7 @@ rather than each fit's own rows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -108,23 +109,14 @@ def chain_task(task: tuple[int, str, dict[str, Any], list[list[int]], int], *,
             if tr.size < 2:
                 continue
             D_tr = design(X_tr[tr], Y_tr[tr][:, upstream, hi])
-            best = None
-            for leaves in spec["leaves"]:
-                params = _params(arm, leaves, spec, s)
+            D_va = design(X_va[va], Y_va[va][:, upstream, hi]) if va.size else None
+
+            def datasets(D_tr=D_tr, D_va=D_va, tr=tr, va=va, i=i):
                 dtrain = lgb.Dataset(D_tr, Y_tr[tr, i, hi], free_raw_data=True)
-                if va.size:
-                    D_va = design(X_va[va], Y_va[va][:, upstream, hi])
-                    dval = lgb.Dataset(D_va, Y_va[va, i, hi], reference=dtrain)
-                    booster = lgb.train(
-                        params, dtrain, num_boost_round=spec["max_trees"], valid_sets=[dval],
-                        callbacks=[lgb.early_stopping(spec["early_stopping"], verbose=False)],
-                    )
-                    score = float(booster.best_score["valid_0"][params["metric"]])
-                    trees = int(booster.best_iteration or spec["max_trees"])
-                else:  # no validation rows for this cell: no selection possible
-                    score, trees = float("inf"), spec["max_trees"]
-                if best is None or score < best["val_loss"]:
-                    best = {"leaves": leaves, "trees": trees, "val_loss": score}
+                dval = None if D_va is None else lgb.Dataset(D_va, Y_va[va, i, hi], reference=dtrain)
+                return dtrain, dval
+
+            best = _select_leaves(arm, spec, s, datasets)
             fit = _rows(Y_fit[:, i], spec["max_rows"], s + 1)
             D_fit = design(X_fit[fit], Y_fit[fit][:, upstream])
             booster = lgb.train(_params(arm, best["leaves"], spec, s),
@@ -134,6 +126,34 @@ def chain_task(task: tuple[int, str, dict[str, Any], list[list[int]], int], *,
             chosen[i] = {**best, "n_fit": int(fit.size), "model": booster.model_to_string()}
         upstream = upstream + step
     return {"h": h, "arm": arm, "pred": pred, "chosen": chosen}
+
+
+def _select_leaves(arm: str, spec: dict[str, Any], seed: int,
+                   datasets: Callable[[], tuple[Any, Any]],
+                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The leaves grid point with the lowest early-stopped validation loss, and its trees.
+
+    `datasets()` gives (train, validation or None) for each grid point: the per-fit path
+    builds fresh ones (LightGBM consumes them), the shared-bins path reuses subsets.
+    """
+    import lightgbm as lgb
+
+    best = None
+    for leaves in spec["leaves"]:
+        params = _params(arm, leaves, spec, seed) | (extra or {})
+        dtrain, dval = datasets()
+        if dval is not None:
+            booster = lgb.train(
+                params, dtrain, num_boost_round=spec["max_trees"], valid_sets=[dval],
+                callbacks=[lgb.early_stopping(spec["early_stopping"], verbose=False)],
+            )
+            score = float(booster.best_score["valid_0"][params["metric"]])
+            trees = int(booster.best_iteration or spec["max_trees"])
+        else:  # no validation rows for this cell: no selection possible
+            score, trees = float("inf"), spec["max_trees"]
+        if best is None or score < best["val_loss"]:
+            best = {"leaves": leaves, "trees": trees, "val_loss": score}
+    return best
 
 
 def _subset(parent: Any, rows: np.ndarray, label: np.ndarray) -> Any:
@@ -179,20 +199,7 @@ def _chain_shared_bins(h: int, arm: str, spec: dict[str, Any], steps: list[list[
                 continue
             dtrain = _subset(base, tr, Y_tr[tr, i, hi])
             dval = _subset(val_base, va, Y_va[va, i, hi]) if va.size else None
-            best = None
-            for leaves in spec["leaves"]:
-                params = _params(arm, leaves, spec, s) | allowed
-                if dval is not None:
-                    booster = lgb.train(
-                        params, dtrain, num_boost_round=spec["max_trees"], valid_sets=[dval],
-                        callbacks=[lgb.early_stopping(spec["early_stopping"], verbose=False)],
-                    )
-                    score = float(booster.best_score["valid_0"][params["metric"]])
-                    trees = int(booster.best_iteration or spec["max_trees"])
-                else:
-                    score, trees = float("inf"), spec["max_trees"]
-                if best is None or score < best["val_loss"]:
-                    best = {"leaves": leaves, "trees": trees, "val_loss": score}
+            best = _select_leaves(arm, spec, s, lambda d=(dtrain, dval): d, allowed)
             fit = _rows(Y_fit[:, i], spec["max_rows"], s + 1)
             booster = lgb.train(_params(arm, best["leaves"], spec, s) | allowed,
                                 _subset(fit_base, fit, Y_fit[fit, i]), num_boost_round=best["trees"])
