@@ -67,7 +67,10 @@ CREATE OR REPLACE TEMP VIEW cell_scores_mixture AS
 -- Row-wise (one row per component), no list lambdas that capture lists: DuckDB
 -- evaluates those per element, which made mixtures cost minutes per million cells.
 -- Stages compute each argument once (the CDF macros repeat their argument ~20 times).
-WITH comp AS (
+-- Only comp_terms is materialized (it feeds the pair join, the per-cell aggregate and
+-- the tail fix), holding numbers only: the family travels as a code (0 gaussian,
+-- 1 laplace, 2 student_t), not a string per row.
+WITH comp AS NOT MATERIALIZED (
     SELECT
         f.submission_id, c.cell, c.change AS y, c.actual, r.family, r.df, f.component, f.mu,
         greatest(coalesce(f.sigma, 1.0), 1e-4) AS s,
@@ -77,21 +80,23 @@ WITH comp AS (
       ON eval.cell_key(f.firm_id, f.origin_q, f.item_id, f.horizon) = c.cell
     JOIN run_subs r ON r.submission_id = f.submission_id AND r.n_components > 1
 ),
-comp_w AS (
+comp_w AS NOT MATERIALIZED (
     SELECT *, (actual - mu) / s AS w, abs((actual - mu) / s) AS aw FROM comp
 ),
-comp_t AS (
+comp_t AS NOT MATERIALIZED (
     SELECT *,
            CASE WHEN family = 'gaussian' THEN eval.norm_tail(aw) END AS tail,
            CASE WHEN family = 'student_t' THEN eval_t_cdf(w, df) END AS t_cdf
     FROM comp_w
 ),
-comp_terms AS (
-    -- Per component: log density lp, CDF F_k(actual), and the first CRPS term
+comp_terms AS MATERIALIZED (
+    -- Per component: log density lp, CDF F_k(actual), the first CRPS term
     -- E|X_k - y| (Gneiting's A = s (|w| (1 - 2 tail) + 2 phi(w)) for Gaussians;
-    -- |d| + b exp(-|d| / b) for Laplace).
+    -- |d| + b exp(-|d| / b) for Laplace) and the diagonal pair term E|X_k - X_k'| of
+    -- two independent copies (2 s / sqrt(pi); 3 b / 2 with b = s / sqrt 2).
     SELECT
-        submission_id, cell, y, actual, component, mu, s, ok, family,
+        submission_id, cell, y, actual, component, mu, s, ok,
+        CAST(CASE family WHEN 'gaussian' THEN 0 WHEN 'laplace' THEN 1 ELSE 2 END AS UTINYINT) AS fam,
         CASE family
             WHEN 'gaussian' THEN -0.5 * ln(2 * pi()) - ln(s) - w * w / 2
             WHEN 'laplace' THEN -ln(2 * s / sqrt(2)) - aw * sqrt(2)
@@ -106,42 +111,59 @@ comp_terms AS (
         CASE family
             WHEN 'gaussian' THEN s * (aw * (1 - 2 * tail) + 2 * eval.norm_pdf(aw))
             WHEN 'laplace' THEN s * aw + s / sqrt(2) * exp(-aw * sqrt(2))
-        END AS t1
+        END AS t1,
+        CASE family
+            WHEN 'gaussian' THEN 2 * s / sqrt(pi())
+            WHEN 'laplace' THEN 1.5 * s / sqrt(2)
+        END AS diagonal
     FROM comp_t
 ),
-pair_w AS (
-    -- Every component a against every component b of its cell (K^2 rows).
-    SELECT a.submission_id, a.cell, a.component AS ca, b.component AS cb, a.family,
-           a.mu - b.mu AS dm, sqrt(a.s * a.s + b.s * b.s) AS sp,
-           abs(a.mu - b.mu) / sqrt(a.s * a.s + b.s * b.s) AS ap,
-           a.s / sqrt(2) AS ba, b.s / sqrt(2) AS bb
-    FROM comp_terms a
-    JOIN comp_terms b ON b.submission_id = a.submission_id AND b.cell = a.cell
-),
 pairs AS (
-    -- The mean pair term E|X_a - X_b| of each cell.
+    -- The sum over unordered pairs a < b of E|X_a - X_b| in each cell (K (K - 1) / 2
+    -- join rows: one for K = 2, a quarter of the K^2 ordered pairs).
     SELECT submission_id, cell,
-           avg(CASE family
-                   WHEN 'gaussian' THEN sp * (ap * (1 - 2 * eval.norm_tail(ap)) + 2 * eval.norm_pdf(ap))
-                   WHEN 'laplace' THEN eval.laplace_pair(dm, ba, bb)
-               END) AS t2
-    FROM pair_w
+           sum(CASE fam
+                   WHEN 0 THEN sp * (ap * (1 - 2 * eval.norm_tail(ap)) + 2 * eval.norm_pdf(ap))
+                   WHEN 1 THEN eval.laplace_pair(dm, ba, bb)
+               END) AS off_diagonal
+    FROM (
+        SELECT a.submission_id, a.cell, a.fam,
+               a.mu - b.mu AS dm, sqrt(a.s * a.s + b.s * b.s) AS sp,
+               abs(a.mu - b.mu) / sqrt(a.s * a.s + b.s * b.s) AS ap,
+               a.s / sqrt(2) AS ba, b.s / sqrt(2) AS bb
+        FROM comp_terms a
+        JOIN comp_terms b
+          ON b.submission_id = a.submission_id AND b.cell = a.cell AND b.component > a.component
+    )
     GROUP BY submission_id, cell
 ),
 per_cell AS (
-    -- Equal-weight mixture summaries; each lp once for the logsumexp, folded pairwise
-    -- (logaddexp: no overflow, no captured list).
+    -- Equal-weight mixture summaries. The density's sum is taken directly; where it
+    -- leaves [1e-290, 1e290] (far tails) tail_fix redoes it relative to the largest lp.
     SELECT
         submission_id, cell,
         any_value(y) AS y, any_value(actual) AS actual,
+        count(*) AS k,
         avg(mu) AS point,
         sqrt(avg(s * s) + var_pop(mu)) AS s_mm,
-        list(lp) AS lps,
+        sum(exp(lp)) AS density_sum,
+        max(lp) AS lp_max,
         avg(cdf) AS u_mix,
-        avg(t1) AS t1
+        avg(t1) AS t1,
+        sum(diagonal) AS diagonal
     FROM comp_terms
     GROUP BY submission_id, cell
     HAVING bool_and(ok)
+),
+tail_fix AS (
+    -- log sum_k exp(lp_k) = lp_max + log sum_k exp(lp_k - lp_max): stable, only for the
+    -- (rare) cells whose direct sum under- or overflows.
+    SELECT c.submission_id, c.cell, any_value(m.lp_max) + ln(sum(exp(c.lp - m.lp_max))) AS log_sum
+    FROM comp_terms c
+    JOIN (SELECT submission_id, cell, lp_max FROM per_cell
+          WHERE NOT (density_sum BETWEEN 1e-290 AND 1e290)) m
+      ON m.submission_id = c.submission_id AND m.cell = c.cell
+    GROUP BY c.submission_id, c.cell
 ),
 mix_scored AS (
     SELECT
@@ -151,14 +173,14 @@ mix_scored AS (
         CAST(m.cell % 32 AS TINYINT) AS horizon,
         m.y,
         m.point - m.actual AS r,
-        CASE WHEN r.has_sigma THEN ln(len(m.lps)) - list_reduce(m.lps, lambda x, v:
-            greatest(x, v) + ln(1 + exp(-abs(x - v)))) END AS nll,
+        CASE WHEN r.has_sigma THEN ln(m.k) - coalesce(t.log_sum, ln(m.density_sum)) END AS nll,
         CASE WHEN r.has_sigma AND r.family IN ('gaussian', 'laplace')
-             THEN m.t1 - 0.5 * p.t2 END AS crps,
+             THEN m.t1 - 0.5 * (m.diagonal + 2 * coalesce(p.off_diagonal, 0)) / (m.k * m.k) END AS crps,
         CASE WHEN r.has_sigma THEN (m.point - m.actual) / m.s_mm END AS z,
         CASE WHEN r.has_sigma THEN m.u_mix END AS u
     FROM per_cell m
-    JOIN pairs p USING (submission_id, cell)
+    LEFT JOIN pairs p USING (submission_id, cell)
+    LEFT JOIN tail_fix t USING (submission_id, cell)
     JOIN run_subs r USING (submission_id)
 )
 SELECT * FROM mix_scored;
