@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import itertools
-import os
 import re
 import time
 from collections.abc import Iterator
@@ -263,8 +262,11 @@ def predict_forma(
             "checkpoints": {str(s): _sha(p) for s, (p, _) in zip(seed_list, ckpts)},
             "config": ckpts[0][1]["config"],
         }
-        sub_id = _spooled_ingest(wh, scoring, name, family, metadata,
-                                 predict(models, store, batch_size=batch_size, device=dev, progress=True))
+        # ingest_forecasts spools the generator in this thread: PyTorch never runs
+        # inside DuckDB's scan threads.
+        sub_id = scoring.ingest_forecasts(
+            wh, name, predict(models, store, batch_size=batch_size, device=dev, progress=True),
+            family=family, source="model", metadata=metadata)
         scored = ""
         if score:
             # every current submission (reference baselines included) on the full footprint
@@ -280,32 +282,6 @@ def predict_forma(
             scored = f"; scored in run {run_id} (`proforma leaderboard` for more)"
     summary(f"Forma {preset}/{family} x{len(seed_list)} seeds forecast {len(store):,} {split} "
             f"origins in {time.perf_counter() - t0:.0f}s -> submission {sub_id} '{name}'{scored}")
-
-
-def _spooled_ingest(wh: Warehouse, scoring, name: str, family: str, metadata: dict,
-                    batches: Iterator[pa.RecordBatch]) -> int:
-    """Run the forward passes here, in the main thread, into an Arrow IPC file under the
-    temp directory, then ingest that file. Handing the generator to DuckDB made its scan
-    threads run PyTorch (each with its own intra-op pool and allocator arena: 5 GB peak on
-    the demo, --threads ignored) and held the write transaction open for the whole run."""
-    import tempfile
-
-    from models import FORECAST_SCHEMA
-
-    spool = get_settings().temp_directory
-    spool.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="forma-", suffix=".arrows", dir=spool)
-    os.close(fd)
-    path = Path(tmp)
-    try:
-        with pa.OSFile(str(path), "wb") as f, pa.ipc.new_stream(f, FORECAST_SCHEMA) as w:
-            for b in batches:
-                w.write_batch(b)
-        with pa.OSFile(str(path), "rb") as src:
-            return scoring.ingest_forecasts(wh, name, pa.ipc.open_stream(src), family=family,
-                                            source="model", metadata=metadata)
-    finally:
-        path.unlink(missing_ok=True)
 
 
 # -- scenario ------------------------------------------------------------------------

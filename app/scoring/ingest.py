@@ -9,7 +9,10 @@ ValidationError carries every problem with its count and example rows.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import os
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -405,6 +408,31 @@ def _conform(batches: Iterable[pa.RecordBatch], hasher: BatchHasher, name: str,
     return pa.RecordBatchReader.from_batches(FORECAST_SCHEMA, stream), has_sigma
 
 
+@contextlib.contextmanager
+def _spooled(reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatchReader]:
+    """The reader's batches written to an Arrow IPC file under the temp directory, here in
+    the caller's thread, then read back. A model's batches are usually a lazy generator
+    (the forward passes or fits happen as DuckDB pulls them); handed to DuckDB directly,
+    its scan threads would run the model (each with its own thread pool and allocator:
+    5 GB and --threads ignored for Forma on the demo) and hold the write transaction open
+    for the whole run."""
+    from app.settings import get_settings
+
+    folder = get_settings().temp_directory
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix="forecasts-", suffix=".arrows", dir=folder)
+    os.close(fd)
+    path = Path(tmp)
+    try:
+        with pa.OSFile(str(path), "wb") as f, pa.ipc.new_stream(f, reader.schema) as w:
+            for batch in reader:
+                w.write_batch(batch)
+        with pa.OSFile(str(path), "rb") as src:
+            yield pa.ipc.open_stream(src)
+    finally:
+        path.unlink(missing_ok=True)
+
+
 def ingest_forecasts(
     wh: Warehouse,
     name: str,
@@ -426,10 +454,14 @@ def ingest_forecasts(
     replace = (source != "upload") if replace is None else replace
     hasher = BatchHasher()
     errors: list[ValidationError] = []
+    in_memory = isinstance(batches, (pa.Table, pa.RecordBatch, list, tuple))
     reader, has_sigma = _conform(batches, hasher, name, errors)
     view = "__forecasts_in"
-    wh.con.register(view, reader)
-    try:
+    with contextlib.ExitStack() as stack:
+        if not in_memory:
+            reader = stack.enter_context(_spooled(reader))
+        wh.con.register(view, reader)
+        stack.callback(wh.con.unregister, view)
         with wh.transaction():
             _claim_name(wh, name, replace)
             sid = _new_submission(wh, name, source, family, df, has_sigma, "pending", metadata)
@@ -444,6 +476,4 @@ def ingest_forecasts(
             wh.execute("UPDATE eval.submissions SET checksum = ? WHERE submission_id = ?",
                        [hasher.hexdigest(), sid])
             _finish(wh, sid, name, [])
-    finally:
-        wh.con.unregister(view)
     return sid

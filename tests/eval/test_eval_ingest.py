@@ -217,3 +217,28 @@ def test_model_batches_are_checked_on_integer_keys(wh):
     assert _counts(wh) == before
     sid = scoring.ingest_forecasts(wh, "ok model", iter([_batch(), _batch().slice(0, 0)]))
     assert wh.scalar("SELECT rows FROM eval.submissions WHERE submission_id = ?", [sid]) == 30
+
+
+def test_lazy_model_batches_run_in_the_callers_thread_and_a_late_error_writes_nothing(wh):
+    import threading
+
+    ran_in: set[str] = set()
+
+    def lazy(bad_last: bool):
+        for i in range(3):
+            ran_in.add(threading.current_thread().name)  # the model's work happens here
+            if bad_last and i == 2:
+                yield _batch(mu=pa.array(["x"] * 30)).slice(0, 30)
+            else:
+                yield _batch(origin_q=pa.array([8040 + i] * 30, pa.int32()))
+
+    before = _counts(wh)
+    with pytest.raises(ValidationError, match="wrong type or value in column mu"):
+        scoring.ingest_forecasts(wh, "lazy bad", lazy(bad_last=True))
+    assert _counts(wh) == before  # two good batches came first; nothing was kept
+    sid = scoring.ingest_forecasts(wh, "lazy good", lazy(bad_last=False))
+    assert wh.scalar("SELECT rows FROM eval.submissions WHERE submission_id = ?", [sid]) == 90
+    assert ran_in == {threading.main_thread().name}
+    from app.settings import get_settings
+
+    assert not list(get_settings().temp_directory.glob("forecasts-*.arrows"))

@@ -46,7 +46,7 @@ def test_train_then_predict_spools_forecasts_from_the_main_thread(wh, settings, 
     assert res.exit_code == 0, res.output
     # PyTorch ran in the main thread, never inside DuckDB's scan threads
     assert threads == {threading.main_thread().name}
-    assert not list(settings.temp_directory.glob("forma-*.arrows"))  # the spool file is gone
+    assert not list(settings.temp_directory.glob("forecasts-*.arrows"))  # the spool file is gone
     from app.warehouse import connect
 
     with connect(read_only=True) as con:
