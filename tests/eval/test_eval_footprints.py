@@ -104,3 +104,45 @@ def test_frozen_common_sample_and_scores_tied_to_version(wh):
     assert scoring.run_summary(wh, run)["footprint_id"] == fid2
     with pytest.raises(UserError, match="No footprint"):
         scoring.score(wh, "nope", [s2])
+
+
+@pytest.fixture
+def renumbered_wh(tmp_path_factory):
+    w = module_warehouse(tmp_path_factory, "renumber")
+    yield w
+    w.close()
+
+
+def _fp_keys(wh, name: str) -> set[tuple]:
+    """The footprint's scoreable cells as (gvkey, origin_q, item_id, horizon)."""
+    from app.scoring.footprints import _drop_temp, prepare_footprint
+
+    prepare_footprint(wh, scoring.get_footprint(wh, name))
+    keys = set(wh.fetchall("SELECT f.gvkey, t.origin_q, t.item_id, t.horizon FROM fp_truth t "
+                           "JOIN panel.firms f USING (firm_id)"))
+    _drop_temp(wh)
+    return keys
+
+
+def test_frozen_footprints_follow_gvkeys_when_a_rebuild_renumbers_firms(renumbered_wh):
+    wh = renumbered_wh
+    cells = truth_cells(wh)
+    early = cells.filter(pc.less(cells["origin_q"], 8044))
+    s1 = scoring.ingest_forecasts(wh, "early", forecasts_from(early, early["actual"]))
+    scoring.create_footprint(wh, "frozen", submissions=[s1])
+    scoring.create_footprint(wh, "sample", n_origins=30, seed=7)
+    before = {name: _fp_keys(wh, name) for name in ("frozen", "sample")}
+    assert len(before["frozen"]) == early.num_rows and before["sample"]
+    sample_before = set(wh.fetchall(
+        "SELECT gvkey, origin_q FROM eval.footprint_origins o JOIN eval.footprints f "
+        "USING (footprint_id) WHERE f.name = 'sample'"))
+
+    # A rebuild on a panel with one more firm sorting first shifts every firm id.
+    for table in ("panel.firms", "panel.truth", "panel.origins"):
+        wh.execute(f"UPDATE {table} SET firm_id = firm_id + 1")
+    after = {name: _fp_keys(wh, name) for name in ("frozen", "sample")}
+    assert after == before
+    # The same seed draws the same (gvkey, origin) sample from the renumbered build.
+    fid = scoring.create_footprint(wh, "sample", n_origins=30, seed=7)
+    assert set(wh.fetchall("SELECT gvkey, origin_q FROM eval.footprint_origins "
+                           "WHERE footprint_id = ?", [fid])) == sample_before
