@@ -103,7 +103,7 @@ def predict(
     progress: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Forecast batches for every origin of `store`; model k is component k."""
-    from tqdm.auto import tqdm
+    from models.progress import progress_bar
 
     if account_map is None:
         account_map = np.arange(models[0].embed.account.num_embeddings, dtype=np.int64)
@@ -112,7 +112,7 @@ def predict(
     order = sequential_order(sizes, batch_size, bucket)
     for m in models:
         m.to(device).eval()
-    for idx in tqdm(order, desc="forma predict", unit="batch", disable=not progress, leave=False):
+    for idx in progress_bar(order, desc="forma predict", unit="batch", disable=not progress, leave=False):
         batch = collate([build_example(store, int(i), max_horizon, last_q=last_q, lookback=lookback)
                          for i in idx], account_map)
         index, valid = slot_index(batch)

@@ -179,14 +179,14 @@ def oracle_cells(
 ) -> dict[str, np.ndarray]:
     """Per non-pinned realized cell of origins with a realized `pin_item` path: item, horizon,
     actual, baseline (x_t), unconditional and conditional mixture point forecasts."""
-    from tqdm.auto import tqdm
+    from models.progress import progress_bar
 
     if account_map is None:
         account_map = np.arange(models[0].embed.account.num_embeddings, dtype=np.int64)
     keep: dict[str, list[np.ndarray]] = {k: [] for k in
                                          ("item_id", "horizon", "actual", "baseline", "uncond", "cond")}
     idx = np.arange(len(store))
-    for s in tqdm(range(0, len(idx), batch_size), desc="oracle", unit="batch",
+    for s in progress_bar(range(0, len(idx), batch_size), desc="oracle", unit="batch",
                   disable=not progress, leave=False):
         plain, pinned, targets = [], [], []
         for i in idx[s : s + batch_size]:

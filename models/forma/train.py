@@ -143,7 +143,7 @@ def fit(
 ) -> FitResult:
     """Train one seed; returns the per-epoch history. Writes `checkpoint` after every epoch.
     `trace`, when given, receives (epoch, firm_ids, origin_qs) of every batch this rank trains."""
-    from tqdm.auto import tqdm
+    from models.progress import progress_bar
 
     if len(store) == 0:
         raise UserError("No training origins: the tuple windows are empty. Run `proforma build`.")
@@ -199,7 +199,7 @@ def fit(
         model.train()
         t0 = time.perf_counter()
         total, tokens, pad_slots, slots = 0.0, 0, 0, 0
-        bar = tqdm(total=len(order), desc=f"forma seed {seed} epoch {epoch + 1}/{cfg.epochs} H={horizon}",
+        bar = progress_bar(total=len(order), desc=f"forma seed {seed} epoch {epoch + 1}/{cfg.epochs} H={horizon}",
                    disable=not progress or rank != 0, leave=False, unit="batch")
         for batch in iter_batches(sub, order, horizon, account_map, rng=mask_rng,
                                   identities=identities, cfg=cfg, last_q=last_q or SPLIT_LAST_Q,
