@@ -15,6 +15,7 @@ import contextlib
 import datetime as dt
 import itertools
 import re
+import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -72,10 +73,17 @@ def connect(
     return Warehouse(con, target)
 
 
+def _progress_bar_setting(con: duckdb.DuckDBPyConnection) -> None:
+    """DuckDB's progress bar helps on a terminal (the build's longest steps are single
+    queries) but writes a redraw per tick into logs (CI, docker logs, a redirected demo)."""
+    con.execute(f"SET enable_progress_bar = {str(sys.stderr.isatty()).lower()}")
+
+
 class Warehouse:
     """A DuckDB connection with the few operations the project needs."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, path: Path | str):
+        _progress_bar_setting(con)
         self.con = con
         self.path = Path(path)
         self._lock = threading.RLock()
