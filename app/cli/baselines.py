@@ -195,9 +195,16 @@ def baselines_command(
     scheduler: str = typer.Option(None, "--scheduler", help="Dask scheduler address (engine=dask)."),
     score: bool = typer.Option(True, "--score/--no-score", help="Score each model's forecasts."),
     reimpute: bool = typer.Option(False, "--reimpute", help="Recompute the imputed tabular view."),
+    threads: int = typer.Option(0, "--threads", min=0,
+                                help="CPU threads for the FFNNs' PyTorch (0 = PyTorch's default, one "
+                                     "per core); 1 on a CPU shared with other jobs."),
 ) -> None:
     """Fit the tabular competitors, write their forecasts and score them (resumable)."""
     models = parse_which(which)
+    if threads and any(m.startswith("ffnn") for m in models):
+        import torch
+
+        torch.set_num_threads(threads)
     if preset_name not in PRESETS:
         raise UserError(f"Unknown preset {preset_name!r}; choose one of {', '.join(PRESETS)}")
     if preset_name == "demo":

@@ -33,6 +33,24 @@ def test_cli_errors_are_one_line(settings) -> None:
     assert res.exit_code != 0 and "Unknown preset" in str(res.exception or res.output)
 
 
+def test_threads_option_reaches_pytorch_for_the_ffnns(settings, monkeypatch) -> None:
+    import torch
+
+    import app.cli.baselines as cli_baselines
+
+    calls: list[int] = []
+    monkeypatch.setattr(torch, "set_num_threads", calls.append)
+    monkeypatch.setattr(cli_baselines, "run_baselines", lambda *a, **k: [])
+    runner = CliRunner()
+    res = runner.invoke(cli_app, ["run", "baselines", "--which", "enet", "--threads", "1", "--no-score"])
+    assert res.exit_code == 0, res.output
+    assert calls == []  # no PyTorch model asked for
+    res = runner.invoke(cli_app, ["run", "baselines", "--which", "ffnn-large", "--threads", "1",
+                                  "--no-score"])
+    assert res.exit_code == 0, res.output
+    assert calls == [1]
+
+
 def test_impute_needs_a_built_panel(wh) -> None:
     with pytest.raises(UserError, match="build"):
         build_imputed(wh)
