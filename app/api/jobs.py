@@ -103,9 +103,9 @@ class Scorer:
 
         if not exclude:
             return scoring.score(wh, footprint=footprint)
-        keep = [r[0] for r in wh.fetchall(
-            "SELECT submission_id FROM eval.submissions WHERE retired_at IS NULL AND rows > 0 "
-            "AND NOT list_contains(?, submission_id) ORDER BY submission_id", [exclude])]
+        from app.scoring.metrics import active_submissions
+
+        keep = [s for s in active_submissions(wh) if s not in exclude]
         return scoring.score(wh, footprint=footprint, submissions=keep)
 
     def footprints(self, wh: Warehouse) -> list[str]:

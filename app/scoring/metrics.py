@@ -87,11 +87,47 @@ def cell_scores_view(wh: Warehouse) -> str:
     return "cell_scores_single" if single else "cell_scores_mixture"
 
 
+#: A submission's firm ids and standardized values belong to the panel it was ingested
+#: against. Builds with the same SQL, parameters, regularization statistics and raw
+#: ingest make the same panel (the build is deterministic); any other build may number
+#: firms differently and standardize differently, so its submissions are stale.
+_PANEL_OF_SUBMISSIONS = """
+WITH current_build AS (
+    SELECT * FROM meta.builds WHERE status = 'succeeded' ORDER BY build_id DESC LIMIT 1
+)
+SELECT s.submission_id, s.name, s.build_id, b.raw_ingest_id,
+       s.build_id IS NULL OR c.build_id IS NULL OR s.build_id = c.build_id
+       OR (b.sql_checksum = c.sql_checksum AND CAST(b.parameters AS VARCHAR) = CAST(c.parameters AS VARCHAR)
+           AND b.reg_stats = c.reg_stats
+           AND b.reg_stats_checksum IS NOT DISTINCT FROM c.reg_stats_checksum
+           AND b.raw_ingest_id IS NOT DISTINCT FROM c.raw_ingest_id) AS same_panel,
+       c.build_id AS current_build_id, c.raw_ingest_id AS current_raw_ingest_id
+FROM eval.submissions s
+LEFT JOIN meta.builds b ON b.build_id = s.build_id
+LEFT JOIN current_build c ON TRUE
+"""
+
+
+def stale_submissions(wh: Warehouse, ids: list[int] | None = None) -> dict[int, str]:
+    """{submission_id: why} for submissions ingested against another panel than the current."""
+    if not wh.table_exists("meta.builds"):
+        return {}
+    rows = wh.fetchall(f"SELECT * FROM ({_PANEL_OF_SUBMISSIONS}) WHERE NOT same_panel"
+                       + (" AND list_contains(?, submission_id)" if ids is not None else ""),
+                       [ids] if ids is not None else None)
+    return {sid: (f"submission {name!r} was ingested against build {build} (raw ingest {raw}); the "
+                  f"panel is now build {cur} (raw ingest {cur_raw}), whose firm ids and "
+                  f"standardization may differ: submit it again")
+            for sid, name, build, raw, _, cur, cur_raw in rows}
+
+
 def active_submissions(wh: Warehouse) -> list[int]:
-    """Current submissions (not retired, with rows) in id order."""
-    return [r[0] for r in wh.fetchall(
+    """Current submissions (not retired, with rows, made against the current panel) in id order."""
+    ids = [r[0] for r in wh.fetchall(
         "SELECT submission_id FROM eval.submissions WHERE retired_at IS NULL AND rows > 0 "
         "ORDER BY submission_id")]
+    stale = stale_submissions(wh, ids)
+    return [s for s in ids if s not in stale]
 
 
 def resolve_submissions(wh: Warehouse, submissions: list[int | str] | None) -> list[int]:
@@ -117,6 +153,9 @@ def resolve_submissions(wh: Warehouse, submissions: list[int | str] | None) -> l
         out.append(int(row[0]))
     if len(set(out)) != len(out):
         raise UserError("A submission is listed twice")
+    stale = stale_submissions(wh, out)
+    if stale:
+        raise UserError("; ".join(stale.values()))
     if not out:
         raise UserError("No submissions to score")
     return out

@@ -146,3 +146,35 @@ def test_frozen_footprints_follow_gvkeys_when_a_rebuild_renumbers_firms(renumber
     fid = scoring.create_footprint(wh, "sample", n_origins=30, seed=7)
     assert set(wh.fetchall("SELECT gvkey, origin_q FROM eval.footprint_origins "
                            "WHERE footprint_id = ?", [fid])) == sample_before
+
+
+@pytest.fixture
+def stale_wh(tmp_path_factory):
+    w = module_warehouse(tmp_path_factory, "stale")
+    yield w
+    w.close()
+
+
+def test_submissions_of_another_panel_are_not_scored(stale_wh):
+    from app.scoring.metrics import active_submissions, stale_submissions
+
+    wh = stale_wh
+
+    def add_build(raw_ingest_id: int) -> None:
+        wh.execute("INSERT INTO meta.builds (status, sql_checksum, parameters, reg_stats, "
+                   "raw_ingest_id, started_at) VALUES ('succeeded', 'abc', '{\"k\": 1}', "
+                   "'estimate', ?, now())", [raw_ingest_id])
+
+    add_build(1)
+    cells = truth_cells(wh)
+    old = scoring.ingest_forecasts(wh, "old", forecasts_from(cells, cells["actual"]))
+    add_build(1)  # the same panel rebuilt: same SQL, parameters and raw ingest
+    assert stale_submissions(wh) == {} and old in active_submissions(wh)
+    add_build(2)  # a new raw ingest: firm ids and standardization may differ
+    new = scoring.ingest_forecasts(wh, "new", forecasts_from(cells, cells["actual"]))
+    assert set(stale_submissions(wh)) == {old}
+    assert active_submissions(wh) == [new]
+    with pytest.raises(UserError, match="'old' was ingested against build 1 .* now build 3"):
+        scoring.score(wh, "full", [old, new], coherence=False)
+    run = scoring.score(wh, "full", coherence=False, baselines=False)
+    assert scoring.run_summary(wh, run)["submission_ids"] == [new]
