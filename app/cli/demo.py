@@ -96,8 +96,17 @@ def score_footprints(wh: Warehouse) -> dict[str, int]:
     from app import scoring
 
     runs: dict[str, int] = {}
-    for footprint in ("full", "geert", "llm"):
+
+    def score_one(footprint: str) -> None:
+        started = time.perf_counter()
+        console.print(f"[bold cyan]scoring every submission on footprint {footprint}[/]",
+                      highlight=False)
         runs[footprint] = scoring.score(wh, footprint)
+        console.print(f"[dim]footprint {footprint}: score run {runs[footprint]}, "
+                      f"{time.perf_counter() - started:.0f}s[/]", highlight=False)
+
+    for footprint in ("full", "geert", "llm"):
+        score_one(footprint)
     oracle = wh.scalar("SELECT max(submission_id) FROM eval.submissions WHERE name = 'oracle' "
                        "AND retired_at IS NULL")
     if oracle is not None:
@@ -105,7 +114,7 @@ def score_footprints(wh: Warehouse) -> dict[str, int]:
         if "oracle" not in existing or existing["oracle"].get("build_id") != _latest_build(wh):
             scoring.create_footprint(wh, "oracle", submissions=[int(oracle)],
                                      description="The cells of the synthetic oracle's origin sample")
-        runs["oracle"] = scoring.score(wh, "oracle")
+        score_one("oracle")
     return runs
 
 
