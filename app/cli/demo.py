@@ -8,6 +8,7 @@ serving; `--fresh` starts from an empty warehouse.
 
 from __future__ import annotations
 
+import resource
 import shutil
 import subprocess
 import sys
@@ -149,9 +150,14 @@ def demo_command(
         if done:
             console.print(f"[dim]{stage.title}: already done, skipped[/]")
             continue
-        started = time.perf_counter()
+        started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         _run(stage.args)
-        console.print(f"[dim]{stage.title}: {time.perf_counter() - started:.0f}s[/]")
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        # ru_maxrss of children is the largest child so far (KiB on Linux), not this stage's.
+        console.print(f"[dim]{stage.title}: {time.perf_counter() - started:.0f}s "
+                      f"({cpu:.0f} CPU-s; largest stage process so far {after.ru_maxrss / 2**20:.1f} GiB)[/]",
+                      highlight=False)
     with connect() as wh:
         from app import scoring
 
