@@ -45,12 +45,38 @@ def register_functions(wh: Warehouse) -> None:
 
 
 def prepare_run_subs(wh: Warehouse, submission_ids: list[int]) -> None:
-    """Temp table run_subs: family, df, mixture size and sigma flag of each submission."""
+    """Temp table run_subs: family, df, mixture size and sigma flag of each submission;
+    run_mixture_subs: the mixtures among them that 060's mixture view scores."""
     wh.set_params({"submission_ids": [int(s) for s in submission_ids]})
     wh.execute(
         "CREATE OR REPLACE TEMP TABLE run_subs AS "
         "SELECT submission_id, family, df, n_components, has_sigma FROM eval.submissions "
         "WHERE list_contains(getvariable('submission_ids'), submission_id)")
+    wh.execute("CREATE OR REPLACE TEMP TABLE run_mixture_subs AS "
+               "SELECT submission_id FROM run_subs WHERE n_components > 1")
+
+
+def aggregate_cells(wh: Warehouse) -> None:
+    """Temp table run_agg (065) for the run's submissions: the single forecasts in one
+    chunk, then each mixture on its own, so that only one mixture's per-cell tables are in
+    memory at a time."""
+    singles = [r[0] for r in wh.fetchall(
+        "SELECT submission_id FROM run_subs WHERE n_components = 1")]
+    mixtures = [r[0] for r in wh.fetchall(
+        "SELECT submission_id FROM run_subs WHERE n_components > 1 ORDER BY submission_id")]
+    chunks: list[tuple[str, int | None]] = [("cell_scores_single", None)] if singles else []
+    chunks += [("cell_scores_mixture", m) for m in mixtures]
+    wh.execute("DROP TABLE IF EXISTS run_agg")
+    for n, (view, mixture) in enumerate(chunks):
+        if mixture is not None:
+            wh.execute("CREATE OR REPLACE TEMP TABLE run_mixture_subs AS "
+                       "SELECT ?::INTEGER AS submission_id", [mixture])
+        wh.run_step("eval/065_cell_aggregates", identifiers={"cell_scores": view})
+        wh.execute("CREATE TEMP TABLE run_agg AS FROM run_agg_chunk" if n == 0
+                   else "INSERT INTO run_agg FROM run_agg_chunk")
+    if not chunks:
+        wh.run_step("eval/065_cell_aggregates", identifiers={"cell_scores": "cell_scores_single"})
+        wh.execute("CREATE TEMP TABLE run_agg AS FROM run_agg_chunk")
 
 
 def common_sample(wh: Warehouse, submission_ids: list[int]) -> None:
@@ -75,16 +101,6 @@ def entering_submissions(wh: Warehouse, ids: list[int], n_fp: int,
     """The candidates (run_valid computed for all of them) that cover enough of the footprint."""
     counts = dict(wh.fetchall("SELECT submission_id, count(*) FROM run_valid GROUP BY 1"))
     return [s for s in ids if n_fp and counts.get(s, 0) >= min_coverage * n_fp]
-
-
-def cell_scores_view(wh: Warehouse) -> str:
-    """The 060 view a run needs: single forecasts, mixtures, or both."""
-    single, mixture = wh.fetchone(
-        "SELECT count(*) FILTER (WHERE n_components = 1), count(*) FILTER (WHERE n_components > 1) "
-        "FROM run_subs")
-    if single and mixture:
-        return "cell_scores"
-    return "cell_scores_single" if single else "cell_scores_mixture"
 
 
 #: A submission's firm ids and standardized values belong to the panel it was ingested
@@ -211,8 +227,8 @@ def score(
         else:
             common_sample(wh, ids)
         wh.run_step("eval/060_cell_scores")
-        wh.run_step("eval/070_metrics", {"score_run_id": run_id},
-                    identifiers={"cell_scores": cell_scores_view(wh)})
+        aggregate_cells(wh)
+        wh.run_step("eval/070_metrics", {"score_run_id": run_id})
         n = int(wh.scalar("SELECT coalesce(max(n), 0) FROM eval.metrics WHERE score_run_id = ? "
                           "AND level = 'global'", [run_id]))
         if len(candidates) == 1:
@@ -239,9 +255,10 @@ def score(
             [run_id, fp["footprint_id"], fp["name"], fp["version"], ids, n_fp, n,
              (build or {}).get("build_id"), to_json(build), version, to_json(checksums),
              started, now(), time.perf_counter() - t0])
-    for view in ("cell_scores", "cell_scores_single", "cell_scores_mixture"):
+    for view in ("run_agg_chunk", "cell_scores", "cell_scores_single", "cell_scores_mixture"):
         wh.execute(f"DROP VIEW IF EXISTS {view}")
     wh.execute("DROP TABLE IF EXISTS run_agg")
+    wh.execute("DROP TABLE IF EXISTS run_mixture_subs")
     wh.execute("DROP TABLE IF EXISTS run_fine")
     _drop_temp(wh)
     if coherence:

@@ -7,8 +7,8 @@
 -- Gaussian (Grimit) and Laplace mixture CRPS, u = mean_k F_k(y), point = mean mu_k,
 -- moment-matched sigma = sqrt(mean sigma_k^2 + var mu_k). The Student-t CDF is the
 -- Python UDF eval_t_cdf (SQL has no incomplete beta function). Views:
--- cell_scores_single (K = 1), cell_scores_mixture (K > 1) and cell_scores (both); 070
--- reads the one the run needs, so an absent kind costs no join.
+-- cell_scores_single (K = 1), cell_scores_mixture (K > 1, the submissions in the temp
+-- table run_mixture_subs: the scorer sets one at a time) and cell_scores (both).
 CREATE OR REPLACE TEMP VIEW cell_scores_single AS
 WITH single AS (
     SELECT
@@ -79,6 +79,7 @@ WITH comp AS NOT MATERIALIZED (
     JOIN eval.forecasts f
       ON eval.cell_key(f.firm_id, f.origin_q, f.item_id, f.horizon) = c.cell
     JOIN run_subs r ON r.submission_id = f.submission_id AND r.n_components > 1
+    WHERE f.submission_id IN (SELECT submission_id FROM run_mixture_subs)
 ),
 comp_w AS NOT MATERIALIZED (
     SELECT *, (actual - mu) / s AS w, abs((actual - mu) / s) AS aw FROM comp

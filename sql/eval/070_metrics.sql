@@ -1,54 +1,11 @@
--- Aggregates of cell_scores for score run getvariable('score_run_id') into eval.metrics
--- (global, horizon, item, statement, item x horizon), eval.quarter_losses (per horizon
--- and origin quarter: the Diebold-Mariano input) and eval.pit (20 bins). One pass over
--- the cells (view {{ cell_scores }}) builds additive sums per (submission, item,
--- horizon, origin quarter) with the 20 PIT bin counts as columns (one hash aggregate
--- with few groups; GROUPING SETS would materialize every cell first); every level,
--- the quarter losses and the PIT histogram are roll-ups of it. R2 = 1 - SSE / (sum y^2 -
--- (sum y)^2 / n + 1e-12), the truth-only denominator shared by all submissions (same
--- cells); NaN when the truth has no variance (<= 1e-15). Coverage at p counts
--- u in [(1 - p) / 2, (1 + p) / 2]; density means are over cells with a density.
-CREATE OR REPLACE TEMP TABLE run_agg AS
-SELECT
-    submission_id, item_id, horizon, origin_q,
-    count(*) AS n,
-    sum(y) AS sum_y,
-    sum(y * y) AS sum_y2,
-    sum(r * r) AS sse,
-    sum(abs(r)) AS sae,
-    -- nll, z and u are NULL together (no density); crps also for Student-t mixtures.
-    count(u) AS n_u,
-    sum(nll) AS sum_nll,
-    count(crps) AS n_crps,
-    sum(crps) AS sum_crps,
-    sum(z * z) AS sum_z2,
-    count(*) FILTER (WHERE u BETWEEN 0.25 AND 0.75) AS in50,
-    count(*) FILTER (WHERE u BETWEEN 0.10 AND 0.90) AS in80,
-    count(*) FILTER (WHERE u BETWEEN 0.05 AND 0.95) AS in90,
-    count(*) FILTER (WHERE u BETWEEN 0.025 AND 0.975) AS in95,
-    count(*) FILTER (WHERE pit_bin = 0) AS pit0,
-    count(*) FILTER (WHERE pit_bin = 1) AS pit1,
-    count(*) FILTER (WHERE pit_bin = 2) AS pit2,
-    count(*) FILTER (WHERE pit_bin = 3) AS pit3,
-    count(*) FILTER (WHERE pit_bin = 4) AS pit4,
-    count(*) FILTER (WHERE pit_bin = 5) AS pit5,
-    count(*) FILTER (WHERE pit_bin = 6) AS pit6,
-    count(*) FILTER (WHERE pit_bin = 7) AS pit7,
-    count(*) FILTER (WHERE pit_bin = 8) AS pit8,
-    count(*) FILTER (WHERE pit_bin = 9) AS pit9,
-    count(*) FILTER (WHERE pit_bin = 10) AS pit10,
-    count(*) FILTER (WHERE pit_bin = 11) AS pit11,
-    count(*) FILTER (WHERE pit_bin = 12) AS pit12,
-    count(*) FILTER (WHERE pit_bin = 13) AS pit13,
-    count(*) FILTER (WHERE pit_bin = 14) AS pit14,
-    count(*) FILTER (WHERE pit_bin = 15) AS pit15,
-    count(*) FILTER (WHERE pit_bin = 16) AS pit16,
-    count(*) FILTER (WHERE pit_bin = 17) AS pit17,
-    count(*) FILTER (WHERE pit_bin = 18) AS pit18,
-    count(*) FILTER (WHERE pit_bin = 19) AS pit19
-FROM (SELECT *, CAST(least(floor(u * 20), 19) AS TINYINT) AS pit_bin FROM {{ cell_scores }})
-GROUP BY submission_id, item_id, horizon, origin_q;
-
+-- Metrics of score run getvariable('score_run_id') from run_agg (the additive sums per
+-- submission, item, horizon and origin quarter that 065 produced, chunk by chunk) into
+-- eval.metrics (global, horizon, item, statement, item x horizon), eval.quarter_losses
+-- (per horizon and origin quarter: the Diebold-Mariano input) and eval.pit (20 bins):
+-- every level, the quarter losses and the PIT histogram are roll-ups of run_agg. R2 =
+-- 1 - SSE / (sum y^2 - (sum y)^2 / n + 1e-12), the truth-only denominator shared by all
+-- submissions (same cells); NaN when the truth has no variance (<= 1e-15). Coverage at p
+-- counts u in [(1 - p) / 2, (1 + p) / 2]; density means are over cells with a density.
 CREATE OR REPLACE TEMP TABLE run_fine AS
 SELECT
     a.submission_id, a.item_id, a.horizon, i.statement,
