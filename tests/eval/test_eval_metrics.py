@@ -280,3 +280,27 @@ def test_default_run_leaves_out_submissions_that_cover_too_little(tmp_path_facto
     assert sorted(low["submission_ids"]) == sorted([a, b])
     assert low["n_cells"] == half.num_rows
     wh.close()
+
+
+def test_a_run_with_several_mixtures_scores_each_as_alone(wh):
+    """Mixtures are aggregated one submission at a time (065 chunks): a joint run gives
+    every submission the metrics it gets alone on the same cells, PIT included."""
+    if "small" not in {r[0] for r in wh.fetchall("SELECT name FROM eval.footprints")}:
+        scoring.create_footprint(wh, "small", predicate=SMALL)
+    cells = _small_cells(wh)
+    actual = cells["actual"].to_numpy()
+    rng = np.random.default_rng(11)
+    ids = []
+    for name, k in [("joint mix a", 2), ("joint mix b", 3), ("joint single", 1)]:
+        parts = [forecasts_from(cells, actual + rng.normal(0, 0.3, actual.size),
+                                rng.uniform(0.2, 0.6, actual.size), component=j) for j in range(k)]
+        ids.append(scoring.ingest_forecasts(wh, name, pa.concat_tables(parts)))
+    joint = scoring.score(wh, "small", ids, coherence=False)
+    for sid in ids:
+        alone = scoring.score(wh, "small", [sid], coherence=False)
+        got, want = _metrics(wh, joint, sid, "horizon"), _metrics(wh, alone, sid, "horizon")
+        keys = ("n", "r2", "mse", "mae", "nll", "crps", "z2", "cov50", "cov95")
+        assert [g[k] for g in got for k in keys] == pytest.approx(
+            [w[k] for w in want for k in keys], rel=1e-12)
+        pit = "SELECT bin, n FROM eval.pit WHERE score_run_id = ? AND submission_id = ? ORDER BY bin"
+        assert wh.fetchall(pit, [joint, sid]) == wh.fetchall(pit, [alone, sid])
