@@ -92,13 +92,42 @@ def _run(args: list[str]) -> None:
                         f"Fix the cause and run `make demo` again: finished stages are kept.")
 
 
+def current_score_run(wh: Warehouse, footprint: str) -> int | None:
+    """The footprint's latest score run when nothing it depends on changed since: made on
+    the footprint's latest version, the current build and scoring SQL, and after every
+    submission was added or retired. A second `make demo` then serves at once."""
+    from app.scoring.provenance import current_build_id, eval_sql_version
+
+    if not wh.table_exists("eval.score_runs"):
+        return None
+    row = wh.fetchone(
+        """
+        SELECT r.score_run_id
+        FROM eval.score_runs r
+        WHERE r.footprint_id = (SELECT footprint_id FROM eval.footprints WHERE name = ?
+                                ORDER BY version DESC LIMIT 1)
+          AND r.build_id IS NOT DISTINCT FROM ? AND r.eval_sql_version = ?
+          AND r.finished_at >= (SELECT max(greatest(created_at, coalesce(retired_at, created_at)))
+                                FROM eval.submissions)
+        ORDER BY r.score_run_id DESC LIMIT 1
+        """, [footprint, current_build_id(wh), eval_sql_version()])
+    return int(row[0]) if row else None
+
+
 def score_footprints(wh: Warehouse) -> dict[str, int]:
-    """Score every submission on the paper's footprints plus the oracle's origins."""
+    """Score every submission on the paper's footprints plus the oracle's origins (a
+    footprint whose latest run is still current is not scored again)."""
     from app import scoring
 
     runs: dict[str, int] = {}
 
     def score_one(footprint: str) -> None:
+        current = current_score_run(wh, footprint)
+        if current is not None:
+            runs[footprint] = current
+            console.print(f"[dim]footprint {footprint}: score run {current} is current, kept[/]",
+                          highlight=False)
+            return
         started = time.perf_counter()
         console.print(f"[bold cyan]scoring every submission on footprint {footprint}[/]",
                       highlight=False)

@@ -39,3 +39,40 @@ def test_ingest_stage_done_once_a_synthetic_ingest_is_recorded(wh) -> None:
         "'x', now()::TIMESTAMP, now()::TIMESTAMP)")
     assert stages(None)[0].done(wh)
     assert not stages(None)[1].done(wh)  # no build yet
+
+
+def test_a_score_run_stays_current_until_a_submission_or_the_footprint_changes(wh) -> None:
+    from app.cli.demo import current_score_run
+    from app.scoring.provenance import eval_sql_version
+
+    def submission(sid: int, at: str) -> None:
+        wh.execute("INSERT INTO eval.submissions (submission_id, name, source, family, has_sigma, "
+                   "n_components, rows, cells, checksum, created_at) VALUES "
+                   "(?, ?, 'model', 'gaussian', false, 1, 1, 1, 'x', ?::TIMESTAMP)",
+                   [sid, f"m{sid}", at])
+
+    def footprint(fid: int, version: int) -> None:
+        wh.execute("INSERT INTO eval.footprints (footprint_id, name, version, kind, created_at) "
+                   "VALUES (?, 'full', ?, 'predicate', now()::TIMESTAMP)", [fid, version])
+
+    def run(rid: int, fid: int, at: str, version: str | None = None) -> None:
+        wh.execute("INSERT INTO eval.score_runs VALUES (?, ?, 'full', 1, [1], 1, 1, NULL, '{}', ?, "
+                   "'{}', ?::TIMESTAMP, ?::TIMESTAMP, 1.0)",
+                   [rid, fid, version or eval_sql_version(), at, at])
+
+    assert current_score_run(wh, "full") is None  # nothing scored yet
+    footprint(1, 1)
+    submission(1, "2026-01-01 10:00")
+    run(1, 1, "2026-01-01 11:00")
+    assert current_score_run(wh, "full") == 1
+    submission(2, "2026-01-01 12:00")  # a new submission: the run is out of date
+    assert current_score_run(wh, "full") is None
+    run(2, 1, "2026-01-01 13:00", version="older scoring SQL")
+    assert current_score_run(wh, "full") is None  # scored with other SQL
+    run(3, 1, "2026-01-01 13:00")
+    assert current_score_run(wh, "full") == 3
+    wh.execute("UPDATE eval.submissions SET retired_at = '2026-01-01 14:00' WHERE submission_id = 1")
+    assert current_score_run(wh, "full") is None  # a retirement changes the set too
+    run(4, 1, "2026-01-01 15:00")
+    footprint(2, 2)  # a new version of the footprint
+    assert current_score_run(wh, "full") is None
