@@ -224,7 +224,8 @@ def fit(
             pad_slots += int(batch.pad.sum())
             slots += batch.pad.numel()
             bar.update(1)
-            bar.set_postfix(loss=f"{total / max(tokens, 1):.4f}")
+            # refresh=False: the bar redraws at its own interval (30 s in a log file)
+            bar.set_postfix(loss=f"{total / max(tokens, 1):.4f}", refresh=False)
         bar.close()
         seconds = time.perf_counter() - t0
         history.append({

@@ -176,3 +176,15 @@ def test_oracle_cells_pin_the_realized_path(store, tmp_path):
     cells = oracle_cells([model], test, 1, batch_size=2)
     assert len(cells["actual"]) > 0 and 1 not in set(cells["item_id"].tolist())
     assert not np.allclose(cells["uncond"], cells["cond"])
+
+
+def test_progress_bars_in_a_log_redraw_rarely(capsys):
+    from models.progress import LOG_INTERVAL_S, progress_bar
+
+    bar = progress_bar(total=500, desc="steps")  # pytest's stderr is not a terminal
+    assert bar.mininterval == LOG_INTERVAL_S
+    for i in range(500):
+        bar.update(1)
+        bar.set_postfix(loss=f"{i}", refresh=False)
+    bar.close()
+    assert capsys.readouterr().err.count("steps:") <= 3
