@@ -37,6 +37,7 @@ def test_upload_scores_and_appears_everywhere(api: Api) -> None:
 
     detail = c.get(f"/api/v1/submissions/{sid}").json()
     assert detail["submission"]["uploaded_by"] == "alice"
+    assert detail["submission"]["stale"] is None  # made against the current panel
     assert detail["submission"]["code_url"] == "https://example.org/a"
     full = next(s for s in detail["scores"] if s["footprint"] == "full")
     assert len(full["by_horizon"]) == 20 and full["by_item"] and len(full["pit"]) == 20

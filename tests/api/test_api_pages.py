@@ -37,5 +37,17 @@ def test_pages_render_before_and_after_scoring(api: Api) -> None:
     detail = c.get(f"/submissions/{job['submission_id']}").text
     assert "<script>alert" not in detail and "&lt;script&gt;alert" in detail
     assert c.get("/submissions/999").status_code == 404
+    assert "stale" not in detail
+    # After a build on another raw ingest the page says why the submission is left out.
+    for raw_ingest in (1, 2):
+        api.wh.execute(
+            "INSERT INTO meta.builds (status, sql_checksum, parameters, reg_stats, raw_ingest_id, "
+            "started_at) VALUES ('succeeded', 'x', '{}', 'estimate', ?, now())", [raw_ingest])
+        if raw_ingest == 1:  # the submission was made on the first of the two builds
+            api.wh.execute("UPDATE eval.submissions SET build_id = (SELECT max(build_id) "
+                           "FROM meta.builds) WHERE submission_id = ?", [job["submission_id"]])
+    stale = c.get(f"/submissions/{job['submission_id']}").text
+    assert 'class="stale"' in stale and "submit it again" in stale
+    assert c.get(f"/api/v1/submissions/{job['submission_id']}").json()["submission"]["stale"]
     # unknown footprint or track falls back to the defaults instead of failing
     assert c.get("/?footprint=nope&track=nope").status_code == 200

@@ -252,8 +252,16 @@ FROM eval.submissions s
 
 
 def submission_record(wh: Warehouse, submission_id: int) -> dict[str, Any] | None:
+    """The public record, with `stale`: why new score runs leave the submission out when
+    it was made against an earlier panel (None when it is current)."""
+    from app.scoring.metrics import stale_submissions
+
     table = wh.arrow(_LIST_SQL + " WHERE s.submission_id = ?", [submission_id])
-    return table.to_pylist()[0] if table.num_rows else None
+    if not table.num_rows:
+        return None
+    record = table.to_pylist()[0]
+    record["stale"] = stale_submissions(wh, [submission_id]).get(submission_id)
+    return record
 
 
 def submission_scores(wh: Warehouse, submission_id: int) -> list[dict[str, Any]]:
