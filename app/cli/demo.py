@@ -184,9 +184,8 @@ def demo_command(
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         # ru_maxrss of children is the largest child so far (KiB on Linux), not this stage's.
-        console.print(f"[dim]{stage.title}: {time.perf_counter() - started:.0f}s "
-                      f"({cpu:.0f} CPU-s; largest stage process so far {after.ru_maxrss / 2**20:.1f} GiB)[/]",
-                      highlight=False)
+        console.print(f"[dim]{stage.title}: {time.perf_counter() - started:.0f}s, {cpu:.0f} CPU-s, "
+                      f"peak RSS so far {after.ru_maxrss / 2**20:.1f} GiB[/]", highlight=False)
     with connect() as wh:
         from app import scoring
 
