@@ -60,11 +60,12 @@ def aggregate_cells(wh: Warehouse) -> None:
     """Temp table run_agg (065) for the run's submissions: the single forecasts in one
     chunk, then each mixture on its own, so that only one mixture's per-cell tables are in
     memory at a time."""
-    singles = [r[0] for r in wh.fetchall(
-        "SELECT submission_id FROM run_subs WHERE n_components = 1")]
-    mixtures = [r[0] for r in wh.fetchall(
-        "SELECT submission_id FROM run_subs WHERE n_components > 1 ORDER BY submission_id")]
-    chunks: list[tuple[str, int | None]] = [("cell_scores_single", None)] if singles else []
+    kinds = dict(wh.fetchall("SELECT n_components > 1, list(submission_id ORDER BY submission_id) "
+                             "FROM run_subs GROUP BY ALL"))
+    mixtures = kinds.get(True, [])
+    # With no single forecast the single-forecast chunk is skipped, unless it is the only
+    # one (an empty run still gets an empty run_agg).
+    chunks = [("cell_scores_single", None)] if kinds.get(False) or not mixtures else []
     chunks += [("cell_scores_mixture", m) for m in mixtures]
     wh.execute("DROP TABLE IF EXISTS run_agg")
     for n, (view, mixture) in enumerate(chunks):
@@ -74,9 +75,6 @@ def aggregate_cells(wh: Warehouse) -> None:
         wh.run_step("eval/065_cell_aggregates", identifiers={"cell_scores": view})
         wh.execute("CREATE TEMP TABLE run_agg AS FROM run_agg_chunk" if n == 0
                    else "INSERT INTO run_agg FROM run_agg_chunk")
-    if not chunks:
-        wh.run_step("eval/065_cell_aggregates", identifiers={"cell_scores": "cell_scores_single"})
-        wh.execute("CREATE TEMP TABLE run_agg AS FROM run_agg_chunk")
 
 
 def common_sample(wh: Warehouse, submission_ids: list[int]) -> None:

@@ -4,8 +4,9 @@
 -- split getvariable('split') with finite actual and baseline, inside footprint
 -- getvariable('footprint_id'): its frozen cells (kind 'cells'), its origin sample (kind
 -- 'origins'; frozen rows name their firm by gvkey, mapped to this build's firm id, or
--- by firm id when frozen before gvkeys were kept) and its predicate, the temp macro fp_predicate(firm, origin, item, horizon)
--- over gvkey, quarter-end date, item name and horizon.
+-- by firm id when frozen before gvkeys were kept) and its predicate, the temp macro
+-- fp_predicate(firm, origin, item, horizon) over gvkey, quarter-end date, item name and
+-- horizon.
 CREATE OR REPLACE TEMP VIEW fp_truth AS
 SELECT
     eval.cell_key(t.firm_id, t.origin_q, t.item_id, t.horizon) AS cell,

@@ -78,8 +78,8 @@ WITH comp AS NOT MATERIALIZED (
     FROM common_cells c
     JOIN eval.forecasts f
       ON eval.cell_key(f.firm_id, f.origin_q, f.item_id, f.horizon) = c.cell
-    JOIN run_subs r ON r.submission_id = f.submission_id AND r.n_components > 1
-    WHERE f.submission_id IN (SELECT submission_id FROM run_mixture_subs)
+    JOIN run_mixture_subs m ON m.submission_id = f.submission_id
+    JOIN run_subs r ON r.submission_id = f.submission_id
 ),
 comp_w AS NOT MATERIALIZED (
     SELECT *, (actual - mu) / s AS w, abs((actual - mu) / s) AS aw FROM comp

@@ -174,7 +174,9 @@ def test_submissions_of_another_panel_are_not_scored(stale_wh):
     new = scoring.ingest_forecasts(wh, "new", forecasts_from(cells, cells["actual"]))
     assert set(stale_submissions(wh)) == {old}
     assert active_submissions(wh) == [new]
+    runs_before = wh.scalar("SELECT count(*) FROM eval.score_runs")
     with pytest.raises(UserError, match="'old' was ingested against build 1 .* now build 3"):
         scoring.score(wh, "full", [old, new], coherence=False)
+    assert wh.scalar("SELECT count(*) FROM eval.score_runs") == runs_before  # nothing written
     run = scoring.score(wh, "full", coherence=False, baselines=False)
     assert scoring.run_summary(wh, run)["submission_ids"] == [new]
