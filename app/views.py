@@ -171,6 +171,91 @@ def tuple_windows(
     return pa.RecordBatchReader.from_batches(TUPLE_SCHEMA, batches())
 
 
+RAW_WINDOW_SCHEMA = pa.schema(
+    [
+        pa.field("firm_id", pa.int32()),
+        pa.field("origin_q", pa.int32()),
+        pa.field("split", pa.string()),
+        pa.field("ff48", pa.int16()),
+        pa.field("z", pa.float64()),
+        pa.field("rel_q", pa.list_(pa.int8())),
+        pa.field("item_id", pa.list_(pa.int16())),
+        pa.field("v", pa.list_(pa.float64())),
+    ]
+)
+
+
+def raw_windows(
+    wh: Warehouse,
+    split: str = "test",
+    batch_size: int = 2048,
+    *,
+    origins: pa.Table | None = None,
+    chunk_origins: int = 5_000,
+) -> pa.RecordBatchReader:
+    """One row per eligible origin of `split`: the values the firm reported at rel_q
+    -11..0 in reported units (items 1..78, no scale token), as parallel lists sorted by
+    (rel_q, item_id), with the origin deflator `z` and industry `ff48`.
+
+    `origins` (a table with int columns firm_id, origin_q) restricts the rows to those
+    origins, e.g. a footprint's origin sample. For models that forecast in dollars and
+    hand their forecasts back with `ingest_forecasts(..., space="dollars")`.
+    """
+    _check(wh, split)
+    chunks = origin_chunks(wh, split, chunk_origins)
+    view = "__raw_window_origins"
+    sample_join = ""
+    if origins is not None:
+        missing = {"firm_id", "origin_q"} - set(origins.column_names)
+        if missing:
+            raise UserError(f"origins needs columns firm_id and origin_q (missing {sorted(missing)})")
+        sample_join = f" JOIN {view} AS s USING (firm_id, origin_q)"
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        if origins is not None:
+            wh.con.register(view, origins.select(["firm_id", "origin_q"]))
+        try:
+            for lo, hi, _ in chunks:
+                rows = wh.arrow(
+                    f"""SELECT r.firm_id::INTEGER AS firm_id, r.origin_q::INTEGER AS origin_q,
+                               r.ff48::SMALLINT AS ff48, r.z::DOUBLE AS z,
+                               r.rel_q::TINYINT AS rel_q, r.item_id::SMALLINT AS item_id,
+                               r.v::DOUBLE AS v
+                        FROM panel.raw_window_rows({int(lo)}, {int(hi)}) AS r{sample_join}
+                        WHERE r.split = ?
+                        ORDER BY r.origin_q, r.firm_id, r.rel_q, r.item_id""",
+                    [split],
+                )
+                if rows.num_rows == 0:
+                    continue
+                firm = rows.column("firm_id").to_numpy()
+                origin = rows.column("origin_q").to_numpy()
+                starts = np.flatnonzero(
+                    np.r_[True, (firm[1:] != firm[:-1]) | (origin[1:] != origin[:-1])])
+                offsets = pa.array(np.r_[starts, rows.num_rows].astype(np.int32))
+                table = pa.table(
+                    {
+                        "firm_id": rows.column("firm_id").take(starts),
+                        "origin_q": rows.column("origin_q").take(starts),
+                        "split": pa.array([split] * len(starts), pa.string()),
+                        "ff48": rows.column("ff48").take(starts),
+                        "z": rows.column("z").take(starts),
+                        "rel_q": pa.ListArray.from_arrays(
+                            offsets, rows.column("rel_q").combine_chunks()),
+                        "item_id": pa.ListArray.from_arrays(
+                            offsets, rows.column("item_id").combine_chunks()),
+                        "v": pa.ListArray.from_arrays(offsets, rows.column("v").combine_chunks()),
+                    },
+                    schema=RAW_WINDOW_SCHEMA,
+                )
+                yield from _rebatch(iter(table.to_batches()), batch_size)
+        finally:
+            if origins is not None:
+                wh.con.unregister(view)
+
+    return pa.RecordBatchReader.from_batches(RAW_WINDOW_SCHEMA, batches())
+
+
 # -- tabular view ------------------------------------------------------------------------
 def tabular_reader(
     wh: Warehouse,

@@ -33,6 +33,8 @@ from app.warehouse import Warehouse
 from models import FORECAST_SCHEMA as MODEL_FORECAST_SCHEMA
 
 FAMILIES = ("gaussian", "laplace", "student_t")
+#: What a model's `mu` is in: the benchmark's standardized space, or reported dollars.
+SPACES = ("standardized", "dollars")
 REQUIRED = ("firm", "target", "origin", "horizon", "prediction")
 ALIASES = {"firm_id": "firm", "quarter": "origin", "forecast_horizon": "horizon"}
 OPTIONAL = ("sigma", "component")
@@ -408,6 +410,21 @@ def _conform(batches: Iterable[pa.RecordBatch], hasher: BatchHasher, name: str,
     return pa.RecordBatchReader.from_batches(FORECAST_SCHEMA, stream), has_sigma
 
 
+def _forecast_rows(view: str, space: str) -> str:
+    """SELECT of eval.forecasts rows from the registered view; dollars are standardized
+    with the origin's parameters (a forecast for a non-origin gets a NULL mu: left out)."""
+    if space == "standardized":
+        return (f"SELECT ?, firm_id, origin_q, item_id, horizon, component, mu, sigma "
+                f"FROM {view}")
+    return f"""
+        SELECT ?, f.firm_id, f.origin_q, f.item_id, f.horizon, f.component,
+               panel.pf_standardize(f.mu, k.k, o.z, p.mu, p.sigma), f.sigma
+        FROM {view} AS f
+        LEFT JOIN panel.origins AS o ON o.firm_id = f.firm_id AND o.origin_q = f.origin_q
+        LEFT JOIN panel.item_k AS k ON k.item_id = f.item_id
+        LEFT JOIN panel.origin_params AS p ON p.item_id = f.item_id AND p.q = f.origin_q"""
+
+
 @contextlib.contextmanager
 def _spooled(reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatchReader]:
     """The reader's batches written to an Arrow IPC file under the temp directory, here in
@@ -443,19 +460,32 @@ def ingest_forecasts(
     source: str = "model",
     metadata: dict | None = None,
     replace: bool | None = None,
+    space: str = "standardized",
 ) -> int:
     """Store a model's forecasts (Arrow batches, docs/contracts.md "Forecasts").
 
     Same checks as uploads, on the integer keys; returns the submission_id. A model
     re-using a name replaces its earlier forecasts unless replace=False.
+    space="dollars": `mu` is in reported units (a raw dollar forecast); it is
+    standardized here exactly as the truth is (origin's z, k, mu, sigma; clipped at +-6,
+    the SQL macro panel.pf_standardize), so models that forecast dollars (LLMs,
+    Chronos-2 quantiles, reconciled statements) need no copy of the transform. Such
+    forecasts carry no sigma (a dollar sd has no single standardized counterpart).
     """
     _check_family(family, df)
     _require_panel(wh)
+    if space not in SPACES:
+        raise UserError(f"Unknown forecast space {space!r}: use one of {', '.join(SPACES)}")
     replace = (source != "upload") if replace is None else replace
     hasher = BatchHasher()
     errors: list[ValidationError] = []
     in_memory = isinstance(batches, (pa.Table, pa.RecordBatch, list, tuple))
     reader, has_sigma = _conform(batches, hasher, name, errors)
+    if space == "dollars" and has_sigma:
+        raise UserError("Forecasts in dollars carry no sigma: drop the column, or send "
+                        "standardized forecasts (space='standardized') with their sigma")
+    if space == "dollars":
+        metadata = {**(metadata or {}), "forecast_space": "dollars"}
     view = "__forecasts_in"
     with contextlib.ExitStack() as stack:
         if not in_memory:
@@ -466,9 +496,7 @@ def ingest_forecasts(
             _claim_name(wh, name, replace)
             sid = _new_submission(wh, name, source, family, df, has_sigma, "pending", metadata)
             try:
-                wh.execute(
-                    f"INSERT INTO eval.forecasts SELECT ?, firm_id, origin_q, item_id, horizon, "
-                    f"component, mu, sigma FROM {view}", [sid])
+                wh.execute(f"INSERT INTO eval.forecasts {_forecast_rows(view, space)}", [sid])
             except (duckdb.Error, ValidationError):
                 if errors:
                     raise errors[0] from None

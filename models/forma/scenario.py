@@ -5,8 +5,8 @@ is forecast conditional on them in one forward pass per checkpoint. Values cross
 dollars and the standardized space with the ORIGIN's parameters (panel.item_k,
 panel.origin_params at q = origin, the origin deflator z):
 
-    x = clip((asinh(k v / z) - mu) / (sigma + 1e-8), -6, 6)
-    v = z / k * sinh(x (sigma + 1e-8) + mu)
+    x = clip((asinh(k v / z) - mu) / sigma, -6, 6)
+    v = z / k * sinh(x sigma + mu)
 
 The map is monotone, so standardized quantiles map to dollar quantiles. The CLI layer
 reads these parameters from the warehouse and hands them here as arrays.
@@ -43,12 +43,12 @@ class OriginParams:
     def to_std(self, item: int, v: float) -> float:
         if item not in self.k:
             raise KeyError(item)
-        raw = (np.arcsinh(self.k[item] * v / self.z) - self.mu[item]) / (self.sigma[item] + 1e-8)
+        raw = (np.arcsinh(self.k[item] * v / self.z) - self.mu[item]) / self.sigma[item]
         return float(np.clip(raw, -CLIP, CLIP))
 
     def to_dollars(self, item: int, x: np.ndarray | float) -> np.ndarray:
         x = np.asarray(x, dtype=float)
-        return self.z / self.k[item] * np.sinh(x * (self.sigma[item] + 1e-8) + self.mu[item])
+        return self.z / self.k[item] * np.sinh(x * self.sigma[item] + self.mu[item])
 
 
 def conditional_forecast(

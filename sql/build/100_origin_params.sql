@@ -1,11 +1,13 @@
 -- Origin parameters: panel.origin_params from stage.raw_stats (or the pinned statistics
 -- stage.reg_stats_pinned). The parameters of origin quarter t are the trailing means
 -- of the raw statistics of quarters t-3..t (fewer at the panel start):
--- mu(i, t) = mean mu_raw(i, t-3..t), sigma(i, t) = mean sigma_raw(i, t-3..t).
+-- mu(i, t) = mean mu_raw(i, t-3..t), sigma(i, t) = mean sigma_raw(i, t-3..t) + 1e-8.
+-- sigma is stored as the standardization's whole divisor (the 1e-8 numerical floor
+-- included), so pinned statistics are used exactly as given.
 CREATE OR REPLACE TABLE panel.origin_params AS
 SELECT item_id::SMALLINT AS item_id, q::INTEGER AS q,
        avg(mu_raw) OVER w AS mu,
-       avg(sigma_raw) OVER w AS sigma
+       avg(sigma_raw) OVER w + 1e-8 AS sigma
 FROM stage.raw_stats
 WHERE NOT getvariable('reg_stats_pinned')
 WINDOW w AS (PARTITION BY item_id ORDER BY q RANGE BETWEEN 3 PRECEDING AND CURRENT ROW)

@@ -34,3 +34,20 @@ SELECT o.firm_id, o.origin_q, o.split, o.ff48, t.horizon::TINYINT AS rel_q, t.it
 FROM panel.truth_cells AS t
 JOIN panel.origins AS o USING (firm_id, origin_q)
 WHERE t.origin_q BETWEEN lo_q AND hi_q AND o.origin_q BETWEEN lo_q AND hi_q;
+
+-- Raw windows: the table macro panel.raw_window_rows(lo_q, hi_q) over panel.values and
+-- panel.origins. For every eligible origin t with lo_q <= t <= hi_q, the values the firm
+-- reported (in reported units, not standardized; items 1..78, no scale token) at rel_q
+-- -11..0, with the origin deflator z. Models that forecast in dollars (LLM prompts,
+-- Chronos-2 contexts) read it through app.views.raw_windows.
+CREATE OR REPLACE MACRO panel.raw_window_rows(lo_q, hi_q) AS TABLE
+WITH slots AS (
+    SELECT o.firm_id, o.origin_q, o.split, o.ff48, o.z, (o.origin_q + r.rel)::INTEGER AS q
+    FROM panel.origins AS o, range(-11, 1) AS r(rel)
+    WHERE o.origin_q BETWEEN lo_q AND hi_q
+)
+SELECT o.firm_id, o.origin_q, o.split, o.ff48, o.z,
+       (v.q - o.origin_q)::TINYINT AS rel_q, v.item_id, v.v
+FROM slots AS o
+JOIN panel.values AS v ON v.firm_id = o.firm_id AND v.q = o.q
+WHERE v.q BETWEEN lo_q - 11 AND hi_q AND v.item_id > 0;

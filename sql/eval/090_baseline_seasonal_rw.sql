@@ -18,7 +18,7 @@ SELECT
     CASE
         WHEN c.lag = 0 OR v.v IS NULL THEN c.baseline
         ELSE greatest(-6.0, least(6.0,
-            (asinh(k.k * v.v / o.z) - op.mu) / (op.sigma + 1e-8)))
+            (asinh(k.k * v.v / o.z) - op.mu) / op.sigma))
     END AS mu,
     NULL AS sigma
 FROM cells c

@@ -11,11 +11,12 @@ from __future__ import annotations
 import math
 
 import pyarrow.parquet as pq
+import pyarrow as pa
 import pytest
 
 from app.build import run_build
 from app.errors import UserError
-from app.views import tabular_reader, tuple_windows
+from app.views import raw_windows, tabular_reader, tuple_windows
 from tests.build.conftest import insert_fundq, qdate
 
 Z = 100.001
@@ -177,6 +178,30 @@ def test_tuple_windows_history_and_future_cut(built):
     assert len(no_future) == len(rows)
     one = [r for b in tuple_windows(wh, "val", 64, origin_q=8020) for r in b.to_pylist()]
     assert [r["origin_q"] for r in one] == [8020]
+
+
+def test_raw_windows_hold_reported_values(built):
+    """raw_windows: reported values at rel_q -11..0 of each origin, as panel.values holds
+    them (no scale token, no future); `origins` restricts the rows."""
+    wh, _, _ = built
+    rows = [r for b in raw_windows(wh, "val", 4) for r in b.to_pylist()]
+    assert len(rows) == wh.scalar("SELECT count(*) FROM panel.origins WHERE split = 'val'")
+    want = {}
+    for f, q, i, v in wh.fetchall("SELECT firm_id, q, item_id, v FROM panel.values WHERE item_id > 0"):
+        want[(f, q, i)] = v
+    for r in rows:
+        assert r["z"] == pytest.approx(
+            wh.scalar("SELECT z FROM panel.origins WHERE firm_id = ? AND origin_q = ?",
+                      [r["firm_id"], r["origin_q"]]))
+        assert min(r["rel_q"]) >= -11 and max(r["rel_q"]) <= 0 and 0 not in r["item_id"]
+        got = {(r["origin_q"] + rel, i): v for rel, i, v in zip(r["rel_q"], r["item_id"], r["v"], strict=True)}
+        expect = {(q, i): v for (f, q, i), v in want.items()
+                  if f == r["firm_id"] and r["origin_q"] - 11 <= q <= r["origin_q"]}
+        assert got == expect
+    pick = pa.table({"firm_id": pa.array([rows[1]["firm_id"]], pa.int32()),
+                     "origin_q": pa.array([rows[1]["origin_q"]], pa.int32())})
+    one = [r for b in raw_windows(wh, "val", origins=pick) for r in b.to_pylist()]
+    assert [(r["firm_id"], r["origin_q"]) for r in one] == [(rows[1]["firm_id"], rows[1]["origin_q"])]
 
 
 def test_pinned_statistics_are_used_and_recorded(built):

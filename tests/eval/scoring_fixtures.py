@@ -59,6 +59,7 @@ def make_panel(wh: Warehouse, n_firms: int = 12, seed: int = 0, items=ITEMS,
                CAST(0.9 + 0.01 * k.item_id AS DOUBLE) AS sigma
         FROM panel.item_k k, (SELECT unnest(range(7990, 8100)) AS q) q
         """)
+    wh.run_step("build/110_standardize")  # the standardization macros a build defines
     splits = [(q, "train") for q in TRAIN_Q] + [(q, "val") for q in VAL_Q] + \
              [(q, "test") for q in test_q]
     wh.execute("CREATE OR REPLACE TEMP TABLE split_q (q INTEGER, split VARCHAR)")
@@ -80,7 +81,7 @@ def make_panel(wh: Warehouse, n_firms: int = 12, seed: int = 0, items=ITEMS,
         CREATE OR REPLACE TABLE panel.truth AS
         WITH std AS (
             SELECT o.firm_id, o.origin_q, o.split, v.item_id, v.q - o.origin_q AS rel,
-                   greatest(-6.0, least(6.0, (asinh(k.k * v.v / o.z) - p.mu) / (p.sigma + 1e-8))) AS x
+                   greatest(-6.0, least(6.0, (asinh(k.k * v.v / o.z) - p.mu) / p.sigma)) AS x
             FROM panel.origins o
             JOIN panel.values v ON v.firm_id = o.firm_id AND v.q BETWEEN o.origin_q AND o.origin_q + 20
             JOIN panel.item_k k ON k.item_id = v.item_id

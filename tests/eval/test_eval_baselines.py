@@ -47,7 +47,7 @@ def test_reference_baselines_match_numpy(wh):
             fell_back += lag != 0
         else:
             m, s = params[(i, o)]
-            want = float(np.clip((np.arcsinh(k[i] * v / z[(f, o)]) - m) / (s + 1e-8), -6, 6))
+            want = float(np.clip((np.arcsinh(k[i] * v / z[(f, o)]) - m) / s, -6, 6))
         assert rw[(f, o, i, h)] == pytest.approx(want, abs=1e-12)
     assert fell_back > 0  # the fixture has reporting gaps
 
@@ -86,7 +86,7 @@ def test_coherence_matches_numpy(wh):
     for c in cells.to_pylist():
         f, o, i, h = c["firm_id"], c["origin_q"], c["item_id"], c["horizon"]
         m, s = params[(i, o)]
-        dollars[(f, o, h, i)] = z[(f, o)] * np.sinh(c["actual"] * (s + 1e-8) + m) / k[i]
+        dollars[(f, o, h, i)] = z[(f, o)] * np.sinh(c["actual"] * s + m) / k[i]
     identities: dict = {}
     for ident, item_id, sign in wh.fetchall("SELECT identity, item_id, sign FROM ref.identities"):
         identities.setdefault(ident, []).append((item_id, sign))

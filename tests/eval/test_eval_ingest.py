@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from scoring_fixtures import module_warehouse
+from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
 
 from app import scoring
 from app.errors import UserError, ValidationError
@@ -242,3 +242,41 @@ def test_lazy_model_batches_run_in_the_callers_thread_and_a_late_error_writes_no
     from app.settings import get_settings
 
     assert not list(get_settings().temp_directory.glob("forecasts-*.arrows"))
+
+
+def test_dollar_forecasts_are_standardized_like_the_truth(wh):
+    """A model forecasting in dollars (space='dollars') that names the realized value gets
+    exactly the truth's standardized level, clip included; a non-origin gets no value."""
+    cells = wh.arrow(
+        "SELECT t.firm_id, t.origin_q, t.item_id, t.horizon, t.actual, v.v AS dollars "
+        "FROM panel.truth AS t JOIN panel.values AS v ON v.firm_id = t.firm_id "
+        "AND v.q = t.origin_q + t.horizon AND v.item_id = t.item_id WHERE t.split = 'test' "
+        "ORDER BY ALL LIMIT 400")
+    batch = forecasts_from(cells, cells["dollars"]).drop_columns(["sigma"])
+    stray = pa.table({"firm_id": pa.array([1], pa.int32()), "origin_q": pa.array([7000], pa.int32()),
+                      "item_id": cells["item_id"].slice(0, 1), "horizon": pa.array([1], pa.int8()),
+                      "component": pa.array([0], pa.int16()), "mu": pa.array([1.0])})
+    sid = scoring.ingest_forecasts(wh, "in dollars", pa.concat_tables([batch, stray]),
+                                   space="dollars")
+    got = wh.arrow("SELECT firm_id, origin_q, item_id, horizon, mu FROM eval.forecasts "
+                   "WHERE submission_id = ? ORDER BY ALL", [sid]).to_pylist()
+    assert len(got) == cells.num_rows + 1
+    stored = {(r["firm_id"], r["origin_q"], r["item_id"], r["horizon"]): r["mu"] for r in got}
+    assert stored[(1, 7000, cells["item_id"][0].as_py(), 1)] is None
+    for c in cells.to_pylist():
+        key = (c["firm_id"], c["origin_q"], c["item_id"], c["horizon"])
+        assert stored[key] == pytest.approx(c["actual"], abs=1e-9)
+    meta = wh.scalar("SELECT metadata FROM eval.submissions WHERE submission_id = ?", [sid])
+    assert "dollars" in meta
+
+
+def test_dollar_forecasts_with_sigma_or_unknown_space_are_refused(wh):
+    cells = truth_cells(wh).slice(0, 5)
+    before = _counts(wh)
+    with pytest.raises(UserError, match="carry no sigma"):
+        scoring.ingest_forecasts(wh, "bad dollars", forecasts_from(cells, cells["actual"], [1.0] * 5),
+                                 space="dollars")
+    with pytest.raises(UserError, match="Unknown forecast space"):
+        scoring.ingest_forecasts(wh, "bad space", forecasts_from(cells, cells["actual"]),
+                                 space="euros")
+    assert _counts(wh) == before

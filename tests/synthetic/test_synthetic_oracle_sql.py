@@ -67,7 +67,7 @@ def _expected(rows):
             continue
         firm, q, zz = z[o]
         mu, sigma = par[(item, q)]
-        x = float(np.clip((np.arcsinh(k[item] * v / zz) - mu) / (sigma + 1e-8), -6, 6))
+        x = float(np.clip((np.arcsinh(k[item] * v / zz) - mu) / sigma, -6, 6))
         xs.setdefault((firm, q, item, h), []).append(x)
     return {key: (np.mean(x), max(np.std(x, ddof=1), 1e-4)) for key, x in xs.items()}
 
