@@ -35,10 +35,17 @@ _CREATES = re.compile(
 PINNED_TABLE = "stage.reg_stats_pinned"
 
 
+#: Named rule sets (docs/contracts.md, "Rule sets"): `published` reproduces the published
+#: proforma20q package's panel, cells and scores (the default, so files and numbers users
+#: already hold line up); `paper` follows the paper's literal text where the two differ.
+RULE_SETS = ("published", "paper")
+
+
 @dataclass(frozen=True)
 class BuildParams:
-    """The build's parameters (SPEC_NOTES section 2); recorded with every build."""
+    """The build's parameters (docs/build.md); recorded with every build."""
 
+    rules: str = "published"
     fin_sic_lo: int = 6000
     fin_sic_hi: int = 6999
     z_eps: float = 1e-3
@@ -63,9 +70,12 @@ class BuildParams:
         return self.train_last_year * 4 + 3
 
     def variables(self, pinned: bool) -> dict[str, Any]:
+        if self.rules not in RULE_SETS:
+            raise UserError(f"Unknown rule set {self.rules!r}: use one of {', '.join(RULE_SETS)}")
         out = dataclasses.asdict(self)
         out["train_end_q"] = self.train_end_q
         out["reg_stats_pinned"] = pinned
+        out["published"] = self.rules == "published"
         return out
 
 
@@ -86,6 +96,7 @@ class BuildResult:
     elapsed_s: float
     steps: list[StepResult] = field(default_factory=list)
     row_counts: dict[str, Any] = field(default_factory=dict)
+    rules: str = "published"
 
     def line(self) -> str:
         origins = self.row_counts.get("panel.origins", {})
@@ -93,7 +104,7 @@ class BuildResult:
         return (
             f"build {self.build_id}: {len(self.steps)} steps in {self.elapsed_s:.1f}s, "
             f"{origins.get('total', 0):,} origins, {cells.get('total', 0):,} truth cells, "
-            f"statistics: {self.reg_stats}"
+            f"rules {self.rules}, statistics: {self.reg_stats}"
         )
 
 
@@ -143,6 +154,14 @@ def count_rows(wh: Warehouse, table: str) -> dict[str, int]:
     return out
 
 
+def current_rules(wh: Warehouse) -> str:
+    """The rule set of the built panel (panel.rule_set); a panel built before rule sets
+    existed followed the paper's text."""
+    if not wh.table_exists("panel.rule_set"):
+        return "paper"
+    return str(wh.scalar("SELECT rules FROM panel.rule_set"))
+
+
 # -- pinned statistics --------------------------------------------------------------------
 def _ensure_pinned_table(wh: Warehouse) -> None:
     wh.execute(
@@ -157,6 +176,9 @@ def load_pinned_stats(wh: Warehouse, path: Path) -> int:
     quarter: a date/timestamp (any instant in the quarter), an ordinal, or 'YYYYQn';
     feature: an item name or 'scale'. Every one of the 79 features needs one finite,
     positive k; mu finite and sigma finite and positive; one row per (feature, quarter).
+    sigma is the standardization's whole divisor (the published file's sigma as it is).
+    A quarter without a feature's row leaves that feature without a value at origins of
+    that quarter (the published package's rule), so a file need not cover every quarter.
     """
     if not path.exists():
         raise UserError(f"No statistics file at {path}")
@@ -231,21 +253,6 @@ def load_pinned_stats(wh: Warehouse, path: Path) -> int:
     return int(wh.scalar(f"SELECT count(*) FROM {PINNED_TABLE}"))
 
 
-def _check_pinned_coverage(wh: Warehouse, path: Path) -> None:
-    """Every origin quarter needs parameters for all 79 features."""
-    row = wh.fetchone(
-        """SELECT count(*), min(o.origin_q) FROM (SELECT DISTINCT origin_q FROM panel.origins) AS o
-           WHERE (SELECT count(*) FROM panel.origin_params AS p WHERE p.q = o.origin_q)
-                 < (SELECT count(*) FROM ref.items)"""
-    )
-    if row and row[0]:
-        label = wh.scalar("SELECT qlabel(?)", [row[1]])
-        raise UserError(
-            f"{path.name} does not cover the panel: {row[0]} origin quarter(s) lack statistics "
-            f"for some feature (first: {label})"
-        )
-
-
 # -- the build ----------------------------------------------------------------------------
 def _file_sha256(path: Path) -> str:
     h = hashlib.sha256()
@@ -310,8 +317,6 @@ def run_build(
                     raise UserError(
                         f"Build step {step.path.name} failed: {str(exc).splitlines()[0]}"
                     ) from exc
-                if pinned and "panel.origins" in created_tables(step):
-                    _check_pinned_coverage(wh, stats_path)
                 rows = {t: count_rows(wh, t) for t in created_tables(step)}
                 elapsed = time.perf_counter() - s0
                 results.append(StepResult(i, step.name, step.checksum, step.purpose, rows, elapsed))
@@ -337,4 +342,4 @@ def run_build(
         )
         raise
     return BuildResult(build_id, "pinned " + str(stats_path) if pinned else "estimated from this panel",
-                       elapsed, results, counts)
+                       elapsed, results, counts, params.rules)

@@ -1,17 +1,23 @@
-"""`proforma export --layout proforma20q DIR`: the published benchmark's file layout.
+"""`proforma export --layout proforma20q DIR`: the panel as the published package writes it.
 
-Files (parquet, written by DuckDB COPY):
-- tabular_{split}.parquet: `firm_id` (zero-padded gvkey string), `quarter` (origin
-  quarter-end TIMESTAMP), the 985 features `{item}_level_0..3`, `{item}_yoy_0..7`,
-  `scale_level_0`, `indff48_0..47` (FF48 industries 1..48; Unknown omitted) and the
-  targets `{item}_t1..t20` (FLOAT, NULL when missing or purged).
-- tuple_{split}.parquet: the raw tuple view the split may see: `firm_id`, `quarter`,
-  `item` (name; `scale` is the deflator), `value` (DOUBLE, as reported) for the split's
-  firms over quarters [first origin quarter - 11, the split's last quarter] (later
-  targets are absent: purged).
-- regularization_stats.parquet: `quarter`, `feature`, `mu`, `sigma`, `k` (the origin
-  parameters; `proforma build --reg-stats FILE` pins them).
-- id_map_firms.parquet (`firm_id` int, `gvkey`), id_map_items.parquet (`item_id`, `item`).
+The files and names its own tools read (`proforma20q evaluate --processed DIR`,
+`baselines`, `read_id_maps`), with `{tag}` = pf_full__r13_node_optionD_indfe_val8 unless
+another is given:
+- tabular_{split}__{tag}.parquet: `firm_id` (zero-padded gvkey), `quarter` (origin
+  quarter-end TIMESTAMP, 23:59:59.999999), then in the release's item order
+  (reference/release_layout.csv) `scale_level_0` and per item `{item}_level_0..3`,
+  `{item}_yoy_0..7`, `{item}_t1..t20`, then `indff48_0..47` (FF48 industries 1..48;
+  Unknown omitted); FLOAT, NULL when missing or purged. Features are the factor-imputed
+  ones (panel.tabular_imputed, made when missing) unless imputed=False. Rows come in
+  (quarter, firm) order; the package writes (firm, quarter): row order is not part of
+  the task, and `footprint import` enumerates grid positions itself.
+- tuple_{split}__{tag}.parquet: `firm_id`, `account_id`, `quarter` (quarters since
+  1969Q4), `value` (as reported), `industry_id`: every reported value of the split's
+  quarters (train through 2001Q4, val and test from 11 quarters before their first
+  year), with the deflator as the account `scale`.
+- regularization_stats__{tag}.parquet: `quarter`, `mu`, `sigma`, `feature`, `k`
+  (`proforma build --reg-stats FILE` pins them back unchanged).
+- firm_id_map__{tag}.csv, account_id_map__{tag}.csv, industry_id_map__{tag}.csv.
 """
 
 from __future__ import annotations
@@ -19,78 +25,140 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from app.errors import UserError
+from app.reference import release_item_order
 from app.views import SPLITS, tabular_reader
 from app.warehouse import Warehouse
 
 LAYOUTS = ("proforma20q",)
+RELEASE_TAG = "pf_full__r13_node_optionD_indfe_val8"
+#: The package's tuple quarters count from 1969Q4 (ordinal 1969 * 4 + 3).
+TUPLE_BASE_Q = 1969 * 4 + 3
+#: Quarters of pre-split history in the val and test tuple files (4 levels + 8 yoy - 1).
+TUPLE_PRE_QUARTERS = 11
+#: The quarter-end instant the package stamps on a quarter (its Period end, in microseconds).
+QUARTER_END = "(qend({q}) + INTERVAL 1 DAY - INTERVAL 1 MICROSECOND)::TIMESTAMP"
 
 
 def _copy(wh: Warehouse, select: str, path: Path, params: list | None = None) -> int:
-    tmp = path.with_suffix(".parquet.part")
+    tmp = path.with_name(path.name + ".part")
     target = str(tmp).replace("'", "''")
     wh.execute(f"COPY ({select}) TO '{target}' (FORMAT parquet, COMPRESSION zstd)", params)
     tmp.replace(path)
     return int(wh.scalar("SELECT count(*) FROM read_parquet(?)", [str(path)]))
 
 
+def _csv(wh: Warehouse, select: str, path: Path) -> int:
+    tmp = path.with_name(path.name + ".part")
+    target = str(tmp).replace("'", "''")
+    wh.execute(f"COPY ({select}) TO '{target}' (FORMAT csv, HEADER true)")
+    tmp.replace(path)
+    return int(wh.scalar(f"SELECT count(*) FROM ({select})"))
+
+
+def release_columns(items: list[str]) -> list[str]:
+    """The tabular file's value columns in the release's order."""
+    cols = ["scale_level_0"]
+    for item in items:
+        cols += [f"{item}_level_{k}" for k in range(4)] + [f"{item}_yoy_{k}" for k in range(8)]
+        cols += [f"{item}_t{h}" for h in range(1, 21)]
+    return cols + [f"indff48_{k}" for k in range(48)]
+
+
 def export_regularization_stats(wh: Warehouse, path: Path) -> int:
     return _copy(
         wh,
-        "SELECT qend(p.q)::TIMESTAMP AS quarter, i.item AS feature, p.mu, p.sigma, k.k "
+        f"SELECT {QUARTER_END.format(q='p.q')} AS quarter, p.mu, p.sigma, i.item AS feature, k.k "
         "FROM panel.origin_params AS p JOIN panel.item_k AS k USING (item_id) "
-        "JOIN ref.items AS i USING (item_id) ORDER BY p.q, p.item_id",
+        "JOIN ref.items AS i USING (item_id) ORDER BY p.item_id, p.q",
         path,
     )
 
 
-def export_tabular(wh: Warehouse, split: str, path: Path) -> int:
+def export_tabular(wh: Warehouse, split: str, path: Path, imputed: bool = True) -> int:
+    """Stream the split's tabular view into the release's file, batch by batch."""
+    items = release_item_order()
+    columns = release_columns(items)
+    gvkeys = dict(wh.fetchall("SELECT firm_id, gvkey FROM panel.firms"))
+    schema = pa.schema([pa.field("firm_id", pa.string()), pa.field("quarter", pa.timestamp("us"))]
+                       + [pa.field(c, pa.float32()) for c in columns])
+    # our reader names the dummies by FF48 industry (1..48); the release by index (0..47)
+    source = {c: (f"indff48_{int(c.rsplit('_', 1)[1]) + 1}" if c.startswith("indff48_") else c)
+              for c in columns}
+    tmp = path.with_name(path.name + ".part")
+    rows = 0
     reader_wh = wh.cursor()
     try:
-        reader = tabular_reader(reader_wh, split, batch_size=8192)
-        names = reader.schema.names
-        select = []
-        for name in names:
-            if name in ("firm_id", "origin_q", "split"):
-                continue
-            if name.startswith("indff48_"):
-                k = int(name.rsplit("_", 1)[1])
-                select.append(f't."{name}" AS "indff48_{k - 1}"')
-            else:
-                select.append(f't."{name}"')
-        view = f"__export_tabular_{split}"
-        wh.con.register(view, reader)
-        try:
-            return _copy(
-                wh,
-                "SELECT f.gvkey AS firm_id, qend(t.origin_q)::TIMESTAMP AS quarter, "
-                + ", ".join(select)
-                + f" FROM {view} AS t JOIN panel.firms AS f USING (firm_id)",
-                path,
-            )
-        finally:
-            wh.con.unregister(view)
+        reader = tabular_reader(reader_wh, split, batch_size=8192, imputed=imputed)
+        with pq.ParquetWriter(tmp, schema, compression="zstd") as out:
+            for batch in reader:
+                if batch.num_rows == 0:
+                    continue
+                firm = [gvkeys[f] for f in batch.column("firm_id").to_pylist()]
+                q = batch.column("origin_q").to_numpy()
+                arrays = [pa.array(firm, pa.string()), pa.array(_quarter_end_us(q), pa.timestamp("us"))]
+                arrays += [batch.column(source[c]).cast(pa.float32()) for c in columns]
+                out.write_batch(pa.RecordBatch.from_arrays(arrays, schema=schema))
+                rows += batch.num_rows
     finally:
         reader_wh.close()
+    tmp.replace(path)
+    return rows
+
+
+def _quarter_end_us(q: np.ndarray) -> np.ndarray:
+    """Quarter ordinals (year * 4 + quarter - 1) as the last microsecond of the quarter."""
+    year, quarter = q // 4, q % 4
+    first_of_next = (np.array(year - 1970, dtype="datetime64[Y]").astype("datetime64[M]")
+                     + (3 * (quarter + 1)).astype("timedelta64[M]"))
+    return (first_of_next.astype("datetime64[us]") - np.timedelta64(1, "us"))
 
 
 def export_tuples(wh: Warehouse, split: str, path: Path) -> int:
+    lo, hi = {
+        "train": ("NULL", "(SELECT last_q FROM panel.splits WHERE split = 'train')"),
+        "val": (f"(SELECT first_q FROM panel.splits WHERE split = 'val') - {TUPLE_PRE_QUARTERS}",
+                "(SELECT last_q FROM panel.splits WHERE split = 'val')"),
+        "test": (f"(SELECT first_q FROM panel.splits WHERE split = 'test') - {TUPLE_PRE_QUARTERS}",
+                 "NULL"),
+    }[split]
     return _copy(
         wh,
-        """WITH span AS (
-               SELECT o.firm_id, min(o.origin_q) - 11 AS lo, any_value(s.last_q) AS hi
-               FROM panel.origins AS o JOIN panel.splits AS s USING (split)
-               WHERE o.split = ? GROUP BY o.firm_id
-           )
-           SELECT f.gvkey AS firm_id, qend(v.q)::TIMESTAMP AS quarter, i.item, v.v AS value
-           FROM panel.values AS v
-           JOIN span AS s ON s.firm_id = v.firm_id AND v.q BETWEEN s.lo AND s.hi
-           JOIN panel.firms AS f ON f.firm_id = v.firm_id
-           JOIN ref.items AS i ON i.item_id = v.item_id
-           ORDER BY v.q, f.gvkey, v.item_id""",
+        f"""WITH accounts AS (
+                SELECT item_id, (row_number() OVER (ORDER BY item) - 1)::BIGINT AS account_id
+                FROM ref.items
+            )
+            SELECT (v.firm_id - 1)::BIGINT AS firm_id, a.account_id,
+                   (v.q - {TUPLE_BASE_Q})::BIGINT AS quarter, v.v AS value,
+                   (f.ff48 - 1)::BIGINT AS industry_id
+            FROM panel.values AS v
+            JOIN accounts AS a USING (item_id)
+            JOIN panel.firms AS f USING (firm_id)
+            WHERE v.q >= coalesce({lo}, v.q) AND v.q <= coalesce({hi}, v.q)
+            ORDER BY a.account_id, v.firm_id, v.q""",
         path,
-        [split],
     )
+
+
+def export_id_maps(wh: Warehouse, out_dir: Path, tag: str) -> dict[str, int]:
+    return {
+        f"firm_id_map__{tag}.csv": _csv(
+            wh, "SELECT (firm_id - 1)::BIGINT AS firm_id_int, gvkey AS firm_id FROM panel.firms "
+                "ORDER BY firm_id", out_dir / f"firm_id_map__{tag}.csv"),
+        f"account_id_map__{tag}.csv": _csv(
+            wh, "SELECT (row_number() OVER (ORDER BY item) - 1)::BIGINT AS account_id, "
+                "item AS account_name FROM ref.items ORDER BY item", out_dir / f"account_id_map__{tag}.csv"),
+        f"industry_id_map__{tag}.csv": _csv(
+            wh, "SELECT (ff48 - 1)::BIGINT AS industry_id, short_name AS industry_name, "
+                "CASE WHEN ff48 = 49 THEN 'True' ELSE 'False' END AS is_reference_level "
+                "FROM (SELECT DISTINCT ff48, short_name FROM ref.ff48 "
+                "      UNION ALL SELECT 49, 'Unknown') ORDER BY ff48",
+            out_dir / f"industry_id_map__{tag}.csv"),
+    }
 
 
 def export(
@@ -98,12 +166,22 @@ def export(
     out_dir: Path,
     layout: str = "proforma20q",
     on_file: Callable[[str, int], None] | None = None,
+    *,
+    tag: str = RELEASE_TAG,
+    imputed: bool = True,
 ) -> dict[str, int]:
     """Write the layout's files into out_dir; returns rows per file name."""
     if layout not in LAYOUTS:
         raise UserError(f"Unknown layout {layout!r}: use one of {', '.join(LAYOUTS)}")
     if not wh.table_exists("panel.truth_cells"):
         raise UserError("The panel is not built: run `proforma build` first.")
+    if not tag or "/" in tag or tag.startswith("."):
+        raise UserError(f"Not a dataset tag: {tag!r}")
+    if imputed:
+        from app.imputed import build_imputed, current_imputation
+
+        if current_imputation(wh) is None:
+            build_imputed(wh)
     out_dir.mkdir(parents=True, exist_ok=True)
     written: dict[str, int] = {}
 
@@ -112,13 +190,13 @@ def export(
         if on_file:
             on_file(name, n)
 
-    done("regularization_stats.parquet",
-         export_regularization_stats(wh, out_dir / "regularization_stats.parquet"))
-    done("id_map_firms.parquet", _copy(
-        wh, "SELECT firm_id, gvkey FROM panel.firms ORDER BY firm_id", out_dir / "id_map_firms.parquet"))
-    done("id_map_items.parquet", _copy(
-        wh, "SELECT item_id, item FROM ref.items ORDER BY item_id", out_dir / "id_map_items.parquet"))
+    name = f"regularization_stats__{tag}.parquet"
+    done(name, export_regularization_stats(wh, out_dir / name))
+    for name, n in export_id_maps(wh, out_dir, tag).items():
+        done(name, n)
     for split in SPLITS:
-        done(f"tabular_{split}.parquet", export_tabular(wh, split, out_dir / f"tabular_{split}.parquet"))
-        done(f"tuple_{split}.parquet", export_tuples(wh, split, out_dir / f"tuple_{split}.parquet"))
+        name = f"tuple_{split}__{tag}.parquet"
+        done(name, export_tuples(wh, split, out_dir / name))
+        name = f"tabular_{split}__{tag}.parquet"
+        done(name, export_tabular(wh, split, out_dir / name, imputed=imputed))
     return written

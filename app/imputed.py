@@ -1,11 +1,12 @@
 """The factor-imputed tabular view, stored once as `panel.tabular_imputed`.
 
-Every tabular competitor (elastic net, random forest, FFNNs, chained GBM) reads the
-same imputed features (PAPER appendix "Competitor specifications"): the tabular view
-with its missing feature cells filled by the 10-factor cross-sectional model of
-models/baselines/imputation.py, fit one calendar quarter (origin_q) at a time. The
-table has exactly the tabular view's columns and types; observed cells and targets
-are copied unchanged. `app.views.tabular_reader(..., imputed=True)` reads it.
+Every tabular competitor (elastic net, random forest, FFNNs, chained GBM) and, under the
+`published` rules, the seasonal random walk read the same imputed features (the paper's
+"Competitor specifications"): the tabular view with its missing feature cells filled by
+the 10-factor local-XS model of models/baselines/imputation.py, fit one calendar quarter
+(origin_q) at a time over the levels, year-over-year changes and scale_level_0 in the
+published release's column order. The table has exactly the tabular view's columns and
+types; observed cells, the industry dummies and the targets are copied unchanged. `app.views.tabular_reader(..., imputed=True)` reads it.
 
 Quarters are imputed as they complete, gathered into blocks of whole quarters (at least
 BLOCK_ROWS rows): each block is converted to numpy once, imputed quarter by quarter, and
@@ -27,8 +28,9 @@ import numpy as np
 import pyarrow as pa
 
 from app.errors import UserError
+from app.reference import imputation_columns
 from app.warehouse import Warehouse
-from models.baselines.data import _TARGET, KEY_COLUMNS, SPLITS
+from models.baselines.data import SPLITS
 from models.baselines.fanout import Tracker
 from models.baselines.imputation import ImputationConfig, impute_matrix
 
@@ -77,25 +79,29 @@ def _blocks(tables: Iterator[pa.Table], min_rows: int) -> Iterator[tuple[pa.Tabl
 
 def impute_table(table: pa.Table, config: ImputationConfig) -> tuple[pa.Table, int]:
     """Rows of one or more quarters with the missing feature cells filled, each calendar
-    quarter (origin_q) imputed on its own; returns (table, cells filled)."""
-    features = [c for c in table.column_names if c not in KEY_COLUMNS and not _TARGET.match(c)]
-    X = np.empty((table.num_rows, len(features)), dtype=np.float64)
+    quarter (origin_q) imputed on its own over the imputation columns (levels, yoy
+    changes, scale_level_0; never the industry dummies); a quarter with fewer than
+    n_factors + 1 rows keeps its gaps. Returns (table, cells filled)."""
+    features = [c for c in imputation_columns() if c in table.column_names]
+    X = np.empty((table.num_rows, len(features)), dtype=np.float64, order="F")
     for j, c in enumerate(features):
-        X[:, j] = table.column(c).cast(pa.float64()).to_numpy()
-    missing = ~np.isfinite(X)
+        X[:, j] = table.column(c).cast(pa.float64()).to_numpy(zero_copy_only=False)
+    missing = np.isnan(X)
     if not missing.any():
         return table, 0
     quarters = table.column("origin_q").to_numpy()
-    filled = X.copy()  # observed cells keep their exact value; only missing ones are set
+    filled = X.copy(order="F")  # observed cells keep their exact value; only missing ones are set
+    imputed = np.zeros_like(missing)
     for q in np.unique(quarters):
         rows = np.nonzero(quarters == q)[0]
         gaps = missing[rows]
-        if gaps.any():
+        if rows.size >= config.min_rows and gaps.any():
             part = filled[rows]
             part[gaps] = impute_matrix(X[rows], config)[gaps]
             filled[rows] = part
+            imputed[rows] = gaps
     position = {c: j for j, c in enumerate(features)}
-    changed = set(np.nonzero(missing.any(axis=0))[0].tolist())
+    changed = set(np.nonzero(imputed.any(axis=0))[0].tolist())
     columns = []
     for field, col in zip(table.schema, table.columns, strict=True):
         j = position.get(field.name)
@@ -103,7 +109,7 @@ def impute_table(table: pa.Table, config: ImputationConfig) -> tuple[pa.Table, i
             col = pa.array(filled[:, j]).cast(field.type)
         columns.append(col)
     table = pa.Table.from_arrays(columns, schema=table.schema)
-    return table, int(missing.sum())
+    return table, int(imputed.sum())
 
 
 def build_imputed(

@@ -94,3 +94,23 @@ def raw_item_columns_from_file(folder: Path = REFERENCE_DIR) -> list[str]:
     return [
         (r["ytd_source"] or r["item"]) for r in rows if r["statement"] in ("BS", "IS", "CF")
     ]
+
+
+def release_item_order(folder: Path = REFERENCE_DIR) -> list[str]:
+    """The 78 items in the published release's order (reference/release_layout.csv).
+
+    That order fixes the column order of the release's tabular files (per item: levels,
+    year-over-year changes, targets) and of the imputation's factor matrix.
+    """
+    with (folder / "release_layout.csv").open(newline="") as fh:
+        rows = sorted(csv.DictReader(fh), key=lambda r: int(r["position"]))
+    return [r["item"] for r in rows]
+
+
+def imputation_columns(folder: Path = REFERENCE_DIR) -> list[str]:
+    """The tabular features the factor imputation reads, in the release's order:
+    scale_level_0, then per item level_0..3 and yoy_0..7 (industry dummies never)."""
+    cols = ["scale_level_0"]
+    for item in release_item_order(folder):
+        cols += [f"{item}_level_{k}" for k in range(4)] + [f"{item}_yoy_{k}" for k in range(8)]
+    return cols

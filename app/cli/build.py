@@ -9,7 +9,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from app.build import explain, run_build
+from app.build import RULE_SETS, BuildParams, explain, run_build
 from app.cli.common import console, summary, writer
 from app.errors import UserError
 from app.sqlfiles import sql_file
@@ -22,6 +22,11 @@ def build_command(
         "estimate", "--reg-stats",
         help="'estimate' (k and statistics from this panel) or the path of a published "
              "statistics parquet (quarter, feature, mu, sigma, k) to pin.",
+    ),
+    rules: str = typer.Option(
+        "published", "--rules",
+        help="Rule set: 'published' (the published package's panel and scores) or "
+             "'paper' (the paper's literal text where the two differ; docs/contracts.md).",
     ),
     explain_only: bool = typer.Option(
         False, "--explain", help="Print the plan (steps, checksums, purposes) and exit."
@@ -38,8 +43,10 @@ def build_command(
         summary(f"{len(rows)} steps; statistics: "
                 + ("estimated from this panel" if reg_stats == "estimate" else f"pinned {reg_stats}"))
         return
+    if rules not in RULE_SETS:
+        raise UserError(f"Unknown rule set {rules!r}: use one of {', '.join(RULE_SETS)}")
     space = "estimated from this panel" if reg_stats == "estimate" else f"pinned from {reg_stats}"
-    console.print(f"standardization statistics: {space}")
+    console.print(f"rule set: {rules}; standardization statistics: {space}")
     with writer() as wh, Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(), console=console, transient=False,
@@ -52,7 +59,7 @@ def build_command(
             else:
                 progress.update(task, completed=i)
 
-        result = run_build(wh, reg_stats, on_step=on_step)
+        result = run_build(wh, reg_stats, BuildParams(rules=rules), on_step=on_step)
     table = Table(title=f"build {result.build_id}")
     for col in ("step", "seconds", "rows"):
         table.add_column(col)
@@ -121,6 +128,12 @@ def export_command(
     fmt: str = typer.Option("csv", "--format", help="(eval tables) csv | json."),
     out: Annotated[Path | None, typer.Option(
         "--out", help="(eval tables) File to write (default stdout).")] = None,
+    tag: str = typer.Option(
+        "pf_full__r13_node_optionD_indfe_val8", "--tag",
+        help="(layout) The dataset tag in the file names, as the published package names them."),
+    imputation: bool = typer.Option(
+        True, "--imputation/--no-imputation",
+        help="(layout) Tabular features factor-imputed, as the package ships them (default)."),
 ) -> None:
     """Export the panel (--layout proforma20q DIR) or an eval result table."""
     if layout is None:
@@ -134,7 +147,8 @@ def export_command(
     out_dir = Path(target)
     with writer() as wh:
         written = export(wh, out_dir, layout,
-                         on_file=lambda name, n: console.print(f"wrote {name}: {n:,} rows"))
+                         on_file=lambda name, n: console.print(f"wrote {name}: {n:,} rows"),
+                         tag=tag, imputed=imputation)
     summary(f"{len(written)} files in {out_dir} (layout {layout})")
 
 

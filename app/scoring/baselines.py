@@ -1,19 +1,23 @@
 """Reference baselines produced in SQL for every build: the leaderboard's floor.
 
-Seasonal random walk (sql/eval/090) and fade / AR(1) (sql/eval/091) are written as
-ordinary submissions (source 'reference'), checked and scored like any other.
+Seasonal random walk (sql/eval/090 under the `paper` rules, 092 under `published`, which
+reads the factor-imputed tabular view and so makes it first when missing) and fade /
+AR(1) (sql/eval/091) are written as ordinary submissions (source 'reference'), checked
+and scored like any other.
 """
 
 from __future__ import annotations
 
+from app.build import current_rules
 from app.errors import UserError
 from app.scoring.ingest import _claim_name, _finish, _new_submission
 from app.scoring.provenance import current_build_id, eval_sql_version
 from app.warehouse import Warehouse
 
 REFERENCE_BASELINES = {
-    "Seasonal random walk": "eval/090_baseline_seasonal_rw",
-    "Fade / AR(1)": "eval/091_baseline_fade",
+    "Seasonal random walk": {"paper": "eval/090_baseline_seasonal_rw",
+                             "published": "eval/092_baseline_seasonal_rw_published"},
+    "Fade / AR(1)": {"paper": "eval/091_baseline_fade", "published": "eval/091_baseline_fade"},
 }
 _NEEDS = ("panel.truth", "panel.origins", "panel.origin_params", "panel.item_k",
           "panel.values", "panel.firms")
@@ -28,8 +32,10 @@ def run_reference_baselines(wh: Warehouse, *, split: str = "test",
                         f"run `proforma build` first")
     build_id = current_build_id(wh)
     version = eval_sql_version()
+    rules = current_rules(wh)
     ids = []
-    for name, step in REFERENCE_BASELINES.items():
+    for name, steps in REFERENCE_BASELINES.items():
+        step = steps[rules]
         row = wh.fetchone(
             "SELECT submission_id FROM eval.submissions WHERE name = ? AND retired_at IS NULL "
             "AND source = 'reference' AND build_id IS NOT DISTINCT FROM ? "
@@ -38,12 +44,24 @@ def run_reference_baselines(wh: Warehouse, *, split: str = "test",
         if row and not force:
             ids.append(int(row[0]))
             continue
+        if step.endswith("_published"):
+            _ensure_imputed(wh)
         with wh.transaction():
             _claim_name(wh, name, replace=True)
             sid = _new_submission(wh, name, "reference", "gaussian", None, False,
                                   f"sql:{version}", {"eval_sql_version": version,
-                                                     "sql": step, "split": split})
-            wh.run_step(step, {"submission_id": sid, "split": split})
+                                                     "sql": step, "split": split,
+                                                     "rules": rules})
+            wh.run_step(step, {"submission_id": sid, "split": split,
+                               "published": rules == "published"})
             _finish(wh, sid, name, [])
         ids.append(sid)
     return ids
+
+
+def _ensure_imputed(wh: Warehouse) -> None:
+    """The published seasonal random walk reads the imputed tabular view of this build."""
+    from app.imputed import build_imputed, current_imputation
+
+    if current_imputation(wh) is None:
+        build_imputed(wh)

@@ -1,21 +1,23 @@
-"""Latent-factor cross-sectional imputation of the tabular features (10 factors).
+"""Cross-sectional latent-factor imputation of the tabular features (local XS, 10 factors).
 
-The paper's choice for every tabular competitor (PAPER appendix "Competitor
-specifications"): the cross-sectional (XS) estimator of Bryzgalova, Lerner, Lettau and
-Pelger, fit one calendar quarter at a time on the observed cells, filling only the
-missing ones. Per quarter:
+The paper's choice for every tabular competitor, and the published package's: the
+cross-sectional (XS) estimator of Bryzgalova, Lerner, Lettau and Pelger, fit one calendar
+quarter at a time on the observed cells, filling only the missing ones. For one quarter
+(rows = firms, columns = characteristics):
 
-1. standardize each feature on its observed cells;
-2. estimate the covariance matrix from pairwise-observed cells and take its top K
-   eigenvectors as loadings (the XS step);
-3. regress each row's observed cells on their loadings (small ridge) to get the
-   row's factors, and fill its missing cells with loadings x factors;
-4. refine by a few hard-impute iterations: the rank-K fit of the completed matrix
-   (subspace iteration) re-fills the missing cells until they stop moving (EM for
-   the low-rank model).
+1. centre each column on its observed mean (0 for a column never observed);
+2. the covariance of every pair of columns from the rows observing both,
+   Sigma = X'X / W'W (zero-filled X, W the observed mask; no pair counts as one);
+3. loadings Lambda = the top K eigenvectors of Sigma scaled by the square roots of their
+   eigenvalues (floored at 1e-8);
+4. per row, factors F = ((1/L) Lo'Lo + gamma I)^-1 (1/L) Lo' yo over its observed cells
+   (L columns, gamma = 0.01 / L); a row observing nothing keeps F = 0;
+5. missing cells = F Lambda' + the column means.
 
-Observed cells are never modified: the output equals the input wherever the input
-is finite.
+Which columns enter (the tabular levels and year-over-year changes plus scale_level_0,
+never the industry dummies) and in which order is the caller's business
+(app/imputed.py); quarters with fewer than K + 1 rows are not imputed there. Observed
+cells are never modified: the output equals the input wherever the input is finite.
 """
 
 from __future__ import annotations
@@ -23,110 +25,70 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse.linalg
+import scipy.linalg
 from threadpoolctl import threadpool_limits
 
 
 @dataclass(frozen=True)
 class ImputationConfig:
     n_factors: int = 10
-    n_iter: int = 10  # hard-impute refinement iterations after the XS start
-    tol: float = 1e-4  # stop when missing cells move less than tol (relative RMS)
-    ridge: float = 1e-3  # ridge on the per-row factor regression, relative to mean loading power
-    min_pairs: int = 3  # covariance entries from fewer jointly observed rows count as 0
+    #: Ridge on the per-row factor regression; None means 0.01 / number of columns.
+    gamma: float | None = None
+
+    @property
+    def min_rows(self) -> int:
+        """A quarter needs more rows than factors to be imputed at all."""
+        return self.n_factors + 1
 
 
 def impute_matrix(X: np.ndarray, config: ImputationConfig | None = None) -> np.ndarray:
-    """Fill the NaN cells of one cross-section X (rows = firms, columns = features)."""
-    # One BLAS thread: a quarter's matrices are small (at most a few thousand x 985), where
+    """Fill the NaN cells of one cross-section X (rows = firms, columns = characteristics)."""
+    # One BLAS thread: a quarter's matrices are small (at most a few thousand x ~940), where
     # threaded BLAS gains little and, on a loaded machine, loses 10-30x to contention.
     with threadpool_limits(limits=1, user_api="blas"):
-        return _impute(X, config or ImputationConfig())
+        return _local_xs(np.asarray(X, dtype=np.float64), config or ImputationConfig())
 
 
-def _impute(X: np.ndarray, cfg: ImputationConfig) -> np.ndarray:
-    X = np.asarray(X, dtype=np.float64)
-    out = X.copy()
-    M = np.isfinite(X)
-    missing = ~M
+def _local_xs(data: np.ndarray, cfg: ImputationConfig) -> np.ndarray:
+    out = data.copy()
+    missing = np.isnan(data)
     if not missing.any():
-        return out.astype(np.float32)
-    n, p = X.shape
-    count = M.sum(axis=0)
-    # Columns never observed in this quarter: the cross-sectional mean of a standardized
-    # feature is 0, the only defensible value without any observation.
-    mean = np.where(count > 0, np.nansum(np.where(M, X, 0.0), axis=0) / np.maximum(count, 1), 0.0)
-    centered = np.where(M, X - mean, 0.0)
-    sd = np.sqrt((centered**2).sum(axis=0) / np.maximum(count, 1))
-    sd = np.where(sd > 1e-8, sd, 1.0)
-    Z0 = centered / sd  # observed cells standardized, missing cells at 0
-    k = min(cfg.n_factors, n - 1, int((count > 1).sum()))
-    if k < 1:
-        filled = np.broadcast_to(mean, X.shape)
-        out[missing] = filled[missing]
-        return out.astype(np.float32)
+        return out
+    n, p = data.shape
+    k = min(cfg.n_factors, p)
+    gamma = 0.01 / p if cfg.gamma is None else cfg.gamma
+    observed = ~missing
+    count = observed.sum(axis=0)
+    means = np.where(count > 0, np.where(observed, data, 0.0).sum(axis=0) / np.maximum(count, 1), 0.0)
+    X = np.where(observed, data - means, 0.0)
+    W = observed.astype(np.float64)
+    pairs = W.T @ W
+    pairs[pairs == 0] = 1.0
+    sigma = (X.T @ X) / pairs
+    evals, evecs = scipy.linalg.eigh(sigma)
+    top = np.argsort(evals)[::-1][:k]
+    loadings = evecs[:, top] * np.sqrt(np.maximum(evals[top], 1e-8))  # (p, k)
 
-    Mf = M.astype(np.float64)
-    pairs = Mf.T @ Mf
-    cov = (Z0.T @ Z0) / np.maximum(pairs, 1.0)
-    cov[pairs < cfg.min_pairs] = 0.0
-    evals, evecs = _top_eigen(cov, k)
-    lam = evecs * np.sqrt(np.maximum(evals, 1e-12))  # (p, k), largest first
-
-    # Per-row regression on observed loadings, all rows at once:
-    # G_i = sum_j m_ij lam_j lam_j' is one matmul against the loadings' outer products.
-    outer = (lam[:, :, None] * lam[:, None, :]).reshape(p, k * k)
-    G = (Mf @ outer).reshape(n, k, k)
-    b = Z0 @ lam
-    ridge = cfg.ridge * float((lam**2).sum() / p)
-    G += ridge * np.eye(k)
-    F = np.linalg.solve(G, b[:, :, None])[:, :, 0]
-    Z = np.where(M, Z0, F @ lam.T)
-
-    # Subspace iteration warm-started at the XS loadings: each pass is one power step
-    # of the rank-k SVD of the completed matrix (a few n x p x k matmuls, no full SVD).
-    V = np.linalg.qr(lam)[0]
-    for _ in range(cfg.n_iter):
-        U = np.linalg.qr(Z @ V)[0]
-        V = np.linalg.qr(Z.T @ U)[0]
-        low = (Z @ V) @ V.T
-        change = low[missing] - Z[missing]
-        Z[missing] = low[missing]
-        scale = np.sqrt(np.mean(Z[missing] ** 2)) + 1e-12
-        if np.sqrt(np.mean(change**2)) / scale < cfg.tol:
-            break
-
-    filled = Z * sd + mean
+    # All rows' normal equations at once: G_i = (1/p) sum_j w_ij l_j l_j' + gamma I.
+    outer = (loadings[:, :, None] * loadings[:, None, :]).reshape(p, k * k)
+    G = (W @ outer).reshape(n, k, k) / p + gamma * np.eye(k)
+    b = (X @ loadings) / p
+    factors = np.linalg.solve(G, b[:, :, None])[:, :, 0]
+    factors[~observed.any(axis=1)] = 0.0
+    filled = factors @ loadings.T + means
     out[missing] = filled[missing]
-    return out.astype(np.float32)
-
-
-def _top_eigen(cov: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The k largest eigenpairs of a symmetric matrix, largest first.
-
-    Lanczos (ARPACK) needs only matrix-vector products: for k = 10 of a 985 x 985 matrix it
-    is ~20x cheaper than a full decomposition. The fixed start vector keeps it deterministic.
-    """
-    p = cov.shape[0]
-    if k < p - 1 and p > 50:
-        v0 = np.random.default_rng(0).uniform(-1.0, 1.0, p)
-        try:
-            evals, evecs = scipy.sparse.linalg.eigsh(cov, k=k, which="LA", v0=v0)
-        except scipy.sparse.linalg.ArpackError:  # includes no convergence: fall back to exact
-            evals, evecs = np.linalg.eigh(cov)
-    else:
-        evals, evecs = np.linalg.eigh(cov)
-    order = np.argsort(evals)[::-1][:k]
-    return evals[order], evecs[:, order]
+    return out
 
 
 def impute_by_quarter(
     X: np.ndarray, quarters: np.ndarray, config: ImputationConfig | None = None
 ) -> np.ndarray:
-    """Impute each calendar quarter's cross-section separately (rows grouped by `quarters`)."""
-    out = np.asarray(X, dtype=np.float32).copy()
+    """Impute each calendar quarter's cross-section separately (rows grouped by `quarters`);
+    a quarter with fewer than n_factors + 1 rows keeps its gaps."""
+    config = config or ImputationConfig()
+    out = np.asarray(X, dtype=np.float64).copy()
     for q in np.unique(quarters):
         rows = np.nonzero(quarters == q)[0]
-        if np.isnan(out[rows]).any():
+        if rows.size >= config.min_rows and np.isnan(out[rows]).any():
             out[rows] = impute_matrix(out[rows], config)
     return out

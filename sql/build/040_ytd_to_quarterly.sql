@@ -1,77 +1,82 @@
 -- Year-to-date to quarterly: the view stage.fundq_quarterly from stage.fundq_dedup.
--- The 20 cash-flow items arrive year-to-date ({stem}y); within (gvkey, fyearq) in
--- fiscal quarter order, fqtr = 1 passes through and fqtr = k > 1 becomes
--- ytd_k - ytd_(k-1) only when the firm's previous row of that fiscal year is
--- fqtr = k - 1; otherwise (the preceding fiscal quarter is not in the file, or
--- fqtr/fyearq is missing) the quarterly flow is missing. Differencing never crosses a
--- fiscal-year boundary. The previous row is found with a window on the narrow keys and
--- joined back by (gvkey, q).
+-- The 20 cash-flow items arrive year-to-date ({stem}y); within (gvkey, fyearq),
+-- fqtr = 1 passes through and fqtr = k > 1 becomes ytd_k - ytd_(k-1) only when the
+-- firm's previous row of that fiscal year is fqtr = k - 1; otherwise (the preceding
+-- fiscal quarter is not in the file, or fyearq is missing) the quarterly flow is
+-- missing. Differencing never crosses a fiscal-year boundary. A row with a missing fqtr:
+-- `paper` leaves its flows missing; `published` passes its year-to-date values through
+-- (the released package converts only rows with fqtr > 1). The previous row: `paper`
+-- orders the fiscal year's rows by (fqtr, q) over rows with both fiscal fields,
+-- `published` by calendar quarter over rows with a fyearq. It is found with a window on
+-- the narrow keys and joined back by (gvkey, q).
 CREATE OR REPLACE VIEW stage.fundq_quarterly AS
 WITH prev AS (
     SELECT gvkey, q,
-           lag(q) OVER (PARTITION BY gvkey, fyearq ORDER BY fqtr, q) AS prev_q
+           lag(q) OVER (PARTITION BY gvkey, fyearq
+                        ORDER BY CASE WHEN getvariable('published') THEN 0 ELSE fqtr END, q)
+               AS prev_q
     FROM stage.fundq_dedup
-    WHERE fyearq IS NOT NULL AND fqtr IS NOT NULL
+    WHERE fyearq IS NOT NULL AND (fqtr IS NOT NULL OR getvariable('published'))
 )
 SELECT d.* EXCLUDE (aqcy, capxy, dlcchy, dltisy, dltry, dvy, exrey, fiaoy, fincfy, fopoy, ivacoy, ivchy, ivncfy, ivstchy, oancfy, prstkcy, sivy, sppey, sstky, txbcofy),
-    CASE WHEN d.fqtr = 1 THEN d.aqcy
+    CASE WHEN d.fqtr = 1 OR (d.fqtr IS NULL AND getvariable('published')) THEN d.aqcy
          WHEN p.fqtr = d.fqtr - 1 THEN d.aqcy - p.aqcy
     END AS aqcq,
-    CASE WHEN d.fqtr = 1 THEN d.capxy
+    CASE WHEN d.fqtr = 1 OR (d.fqtr IS NULL AND getvariable('published')) THEN d.capxy
          WHEN p.fqtr = d.fqtr - 1 THEN d.capxy - p.capxy
     END AS capxq,
-    CASE WHEN d.fqtr = 1 THEN d.dlcchy
+    CASE WHEN d.fqtr = 1 OR (d.fqtr IS NULL AND getvariable('published')) THEN d.dlcchy
          WHEN p.fqtr = d.fqtr - 1 THEN d.dlcchy - p.dlcchy
     END AS dlcchq,
-    CASE WHEN d.fqtr = 1 THEN d.dltisy
+    CASE WHEN d.fqtr = 1 OR (d.fqtr IS NULL AND getvariable('published')) THEN d.dltisy
          WHEN p.fqtr = d.fqtr - 1 THEN d.dltisy - p.dltisy
     END AS dltisq,
-    CASE WHEN d.fqtr = 1 THEN d.dltry
+    CASE WHEN d.fqtr = 1 OR (d.fqtr IS NULL AND getvariable('published')) THEN d.dltry
          WHEN p.fqtr = d.fqtr - 1 THEN d.dltry - p.dltry
     END AS dltrq,
-    CASE WHEN d.fqtr = 1 THEN d.dvy
+    CASE WHEN d.fqtr = 1 OR (d.fqtr IS NULL AND getvariable('published')) THEN d.dvy
          WHEN p.fqtr = d.fqtr - 1 THEN d.dvy - p.dvy
     END AS dvq,
-    CASE WHEN d.fqtr = 1 THEN d.exrey
+    CASE WHEN d.fqtr = 1 OR (d.fqtr IS NULL AND getvariable('published')) THEN d.exrey
          WHEN p.fqtr = d.fqtr - 1 THEN d.exrey - p.exrey
     END AS exreq,
-    CASE WHEN d.fqtr = 1 THEN d.fiaoy
+    CASE WHEN d.fqtr = 1 OR (d.fqtr IS NULL AND getvariable('published')) THEN d.fiaoy
          WHEN p.fqtr = d.fqtr - 1 THEN d.fiaoy - p.fiaoy
     END AS fiaoq,
-    CASE WHEN d.fqtr = 1 THEN d.fincfy
+    CASE WHEN d.fqtr = 1 OR (d.fqtr IS NULL AND getvariable('published')) THEN d.fincfy
          WHEN p.fqtr = d.fqtr - 1 THEN d.fincfy - p.fincfy
     END AS fincfq,
-    CASE WHEN d.fqtr = 1 THEN d.fopoy
+    CASE WHEN d.fqtr = 1 OR (d.fqtr IS NULL AND getvariable('published')) THEN d.fopoy
          WHEN p.fqtr = d.fqtr - 1 THEN d.fopoy - p.fopoy
     END AS fopoq,
-    CASE WHEN d.fqtr = 1 THEN d.ivacoy
+    CASE WHEN d.fqtr = 1 OR (d.fqtr IS NULL AND getvariable('published')) THEN d.ivacoy
          WHEN p.fqtr = d.fqtr - 1 THEN d.ivacoy - p.ivacoy
     END AS ivacoq,
-    CASE WHEN d.fqtr = 1 THEN d.ivchy
+    CASE WHEN d.fqtr = 1 OR (d.fqtr IS NULL AND getvariable('published')) THEN d.ivchy
          WHEN p.fqtr = d.fqtr - 1 THEN d.ivchy - p.ivchy
     END AS ivchq,
-    CASE WHEN d.fqtr = 1 THEN d.ivncfy
+    CASE WHEN d.fqtr = 1 OR (d.fqtr IS NULL AND getvariable('published')) THEN d.ivncfy
          WHEN p.fqtr = d.fqtr - 1 THEN d.ivncfy - p.ivncfy
     END AS ivncfq,
-    CASE WHEN d.fqtr = 1 THEN d.ivstchy
+    CASE WHEN d.fqtr = 1 OR (d.fqtr IS NULL AND getvariable('published')) THEN d.ivstchy
          WHEN p.fqtr = d.fqtr - 1 THEN d.ivstchy - p.ivstchy
     END AS ivstchq,
-    CASE WHEN d.fqtr = 1 THEN d.oancfy
+    CASE WHEN d.fqtr = 1 OR (d.fqtr IS NULL AND getvariable('published')) THEN d.oancfy
          WHEN p.fqtr = d.fqtr - 1 THEN d.oancfy - p.oancfy
     END AS oancfq,
-    CASE WHEN d.fqtr = 1 THEN d.prstkcy
+    CASE WHEN d.fqtr = 1 OR (d.fqtr IS NULL AND getvariable('published')) THEN d.prstkcy
          WHEN p.fqtr = d.fqtr - 1 THEN d.prstkcy - p.prstkcy
     END AS prstkcq,
-    CASE WHEN d.fqtr = 1 THEN d.sivy
+    CASE WHEN d.fqtr = 1 OR (d.fqtr IS NULL AND getvariable('published')) THEN d.sivy
          WHEN p.fqtr = d.fqtr - 1 THEN d.sivy - p.sivy
     END AS sivq,
-    CASE WHEN d.fqtr = 1 THEN d.sppey
+    CASE WHEN d.fqtr = 1 OR (d.fqtr IS NULL AND getvariable('published')) THEN d.sppey
          WHEN p.fqtr = d.fqtr - 1 THEN d.sppey - p.sppey
     END AS sppeq,
-    CASE WHEN d.fqtr = 1 THEN d.sstky
+    CASE WHEN d.fqtr = 1 OR (d.fqtr IS NULL AND getvariable('published')) THEN d.sstky
          WHEN p.fqtr = d.fqtr - 1 THEN d.sstky - p.sstky
     END AS sstkq,
-    CASE WHEN d.fqtr = 1 THEN d.txbcofy
+    CASE WHEN d.fqtr = 1 OR (d.fqtr IS NULL AND getvariable('published')) THEN d.txbcofy
          WHEN p.fqtr = d.fqtr - 1 THEN d.txbcofy - p.txbcofy
     END AS txbcofq
 FROM stage.fundq_dedup AS d

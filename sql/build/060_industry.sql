@@ -1,12 +1,18 @@
--- Industry: stage.firm_industry from stage.fq_items and ref.ff48. Each firm takes its
--- modal historical SIC (sich) over its de-duplicated, non-financial firm-quarters
--- (ties -> the smallest SIC; the published benchmark's convention) and the Fama-French
--- 48 industry whose SIC range holds it; a firm with no sich, or a SIC outside every
--- range, gets industry 49 (Unknown).
+-- Industry: stage.firm_industry from stage.fq_items (or stage.fundq_nonfin) and ref.ff48.
+-- Each firm takes its modal historical SIC (sich; ties -> the smallest SIC) and the
+-- Fama-French 48 industry whose SIC range holds it; a firm with no sich, or a SIC outside
+-- every range, gets industry 49 (Unknown). The mode is counted over the firm's
+-- non-financial rows: `paper` after de-duplication (one row per calendar quarter),
+-- `published` before it (the released package counts every non-financial raw row).
 CREATE OR REPLACE TABLE stage.firm_industry AS
-WITH counts AS (
+WITH rows_counted AS (
+    SELECT gvkey, sich FROM stage.fq_items WHERE NOT getvariable('published')
+    UNION ALL
+    SELECT gvkey, sich FROM stage.fundq_nonfin WHERE getvariable('published')
+),
+counts AS (
     SELECT gvkey, sich, count(*) AS n
-    FROM stage.fq_items
+    FROM rows_counted
     WHERE sich IS NOT NULL
     GROUP BY gvkey, sich
 ),

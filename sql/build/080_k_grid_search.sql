@@ -18,6 +18,13 @@
 -- objective is flat (more grid points within the screen's error than
 -- k_max_candidates: the plateau of positive items at large k), the choice is exact among
 -- the best screened points and within the screen's error of the optimum.
+-- Rule sets: the training window is quarters <= train_end_q (2001Q4) under `paper` and
+-- < train_end_q under `published` (the released package compares quarter-end instants
+-- with midnight of 2001-12-31, which leaves 2001Q4 out); a pool whose kurtosis is never
+-- defined gets the smallest k under `paper` and k = 1 under `published` (the package's
+-- default). An item with no training-period observation at all takes the median k of
+-- the items of its statement that have one (k = 1 if none): neither the degenerate
+-- smallest k nor the package's fall-back to the whole pool, which looks ahead.
 -- With reg_stats pinned, k comes from the pinned statistics instead (stage.reg_stats_pinned).
 CREATE OR REPLACE TABLE stage.lag_pool AS
 WITH series AS (
@@ -26,7 +33,7 @@ WITH series AS (
            lag(v.v, 8) OVER w AS v8
     FROM panel.values AS v
     JOIN stage.fq AS f USING (firm_id, q)
-    WHERE v.item_id > 0
+    WHERE v.item_id > 0 AND f.z IS NOT NULL
     WINDOW w AS (PARTITION BY v.firm_id, v.item_id ORDER BY v.q)
 )
 SELECT item_id, q, r
@@ -38,11 +45,14 @@ FROM (
 WHERE r IS NOT NULL;
 
 CREATE OR REPLACE TEMP TABLE k_pool AS
+WITH window_end AS (
+    SELECT getvariable('train_end_q') - CASE WHEN getvariable('published') THEN 1 ELSE 0 END AS q
+)
 SELECT item_id, r FROM stage.lag_pool
-WHERE q <= getvariable('train_end_q') AND NOT getvariable('reg_stats_pinned')
+WHERE q <= (SELECT q FROM window_end) AND NOT getvariable('reg_stats_pinned')
 UNION ALL
 SELECT 0::SMALLINT AS item_id, z AS r FROM stage.fq
-WHERE q <= getvariable('train_end_q') AND NOT getvariable('reg_stats_pinned');
+WHERE q <= (SELECT q FROM window_end) AND z IS NOT NULL AND NOT getvariable('reg_stats_pinned');
 
 -- numpy.logspace(log10(lo), log10(hi), n): start + j * step, the last point exactly hi.
 CREATE OR REPLACE TEMP TABLE k_grid AS
@@ -159,15 +169,32 @@ chosen AS (
            count(*) AS n_exact
     FROM k_exact AS e JOIN best AS b USING (item_id)
     GROUP BY e.item_id
+),
+searched AS (
+    -- items with a training pool: the grid point chosen, or the rule set's default
+    SELECT it.item_id, it.statement,
+           coalesce(g.k, CASE WHEN getvariable('published') THEN 1.0
+                              ELSE (SELECT k FROM k_grid WHERE j = 0) END) AS k,
+           c.n_pool, c.objective, c.n_exact
+    FROM ref.items AS it
+    LEFT JOIN chosen AS c USING (item_id)
+    LEFT JOIN k_grid AS g USING (j)
+    WHERE it.item_id IN (SELECT item_id FROM k_pool)
+),
+statement_k AS (
+    SELECT statement, median(k) AS k
+    FROM searched
+    WHERE objective IS NOT NULL AND item_id > 0
+    GROUP BY statement
 )
 SELECT it.item_id,
-       coalesce(g.k, (SELECT k FROM k_grid WHERE j = 0)) AS k,
-       coalesce(c.n_pool, 0)::BIGINT AS n_pool,
-       c.objective,
-       coalesce(c.n_exact, 0)::INTEGER AS n_exact
+       coalesce(s.k, sk.k, 1.0) AS k,
+       coalesce(s.n_pool, 0)::BIGINT AS n_pool,
+       s.objective,
+       coalesce(s.n_exact, 0)::INTEGER AS n_exact
 FROM ref.items AS it
-LEFT JOIN chosen AS c USING (item_id)
-LEFT JOIN k_grid AS g USING (j)
+LEFT JOIN searched AS s USING (item_id)
+LEFT JOIN statement_k AS sk ON sk.statement = it.statement
 WHERE NOT getvariable('reg_stats_pinned')
 UNION ALL
 SELECT item_id, any_value(k), NULL, NULL, NULL

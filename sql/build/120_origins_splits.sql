@@ -1,21 +1,73 @@
--- Eligible origins, splits and purging: panel.splits and panel.origins from stage.fq
--- and panel.firms. A firm-quarter is an eligible origin when it has a valid deflator
--- (every stage.fq row has) and at least min_history quarters of the firm's panel
--- history through it (pos >= min_history), and its calendar year lies in a split:
--- train [train_first_year, train_last_year], val (.. val_last_year], test
--- (.. test_last_year]. Purging: an origin keeps only targets dated through its split's
--- last quarter (train 2001Q4, val 2009Q4; test through the panel's end).
+-- Eligible origins, splits and purging: stage.param_lists, panel.splits and
+-- panel.origins from stage.fq, panel.firms, panel.item_k and panel.origin_params.
+-- stage.param_lists holds each quarter's parameters of items 1..78 as lists in item_id
+-- order (k, mu, sigma; NULL where an item has no statistics at that quarter).
+-- Every origin has a valid deflator. Beyond that:
+-- `paper`: at least min_history quarters of the firm's scale-valid history through it
+-- (pos >= min_history) and a calendar year in a split: train [train_first_year,
+-- train_last_year], val (.. val_last_year], test (.. test_last_year].
+-- `published` (the released package's tabular build): any scale-valid firm-quarter from
+-- the panel's (min_history)th calendar quarter on (it drops the panel's first
+-- min_history - 1 quarters globally, not per firm), with standardization statistics for
+-- the scale at t and, for at least one item, statistics at t and a value reported at
+-- one of t-3..t; train is every year through train_last_year.
+-- Purging: an origin keeps only targets dated through its split's last quarter (train
+-- 2001Q4, val 2009Q4; test through the panel's end).
 CREATE OR REPLACE TABLE panel.splits AS
+WITH panel_start AS (
+    -- the (min_history)th quarter of the panel's calendar: quarters any firm spans
+    SELECT q FROM (
+        SELECT DISTINCT unnest(range(lo, hi + 1)) AS q
+        FROM (SELECT min(q) AS lo, max(q) AS hi FROM stage.fq GROUP BY firm_id)
+    )
+    ORDER BY q LIMIT 1 OFFSET getvariable('min_history') - 1
+)
 SELECT * FROM (VALUES
-    ('train', getvariable('train_first_year') * 4, getvariable('train_last_year') * 4 + 3),
+    ('train',
+     CASE WHEN getvariable('published') THEN (SELECT q FROM panel_start)
+          ELSE getvariable('train_first_year') * 4 END,
+     getvariable('train_last_year') * 4 + 3),
     ('val', getvariable('train_last_year') * 4 + 4, getvariable('val_last_year') * 4 + 3),
     ('test', getvariable('val_last_year') * 4 + 4, getvariable('test_last_year') * 4 + 3)
 ) AS s(split, first_q, last_q);
 
+CREATE OR REPLACE TABLE stage.param_lists AS
+SELECT qs.q,
+       list(k.k ORDER BY k.item_id) AS k,
+       list(p.mu ORDER BY k.item_id) AS mu,
+       list(p.sigma ORDER BY k.item_id) AS sigma
+FROM (SELECT DISTINCT q FROM panel.origin_params) AS qs
+CROSS JOIN panel.item_k AS k
+LEFT JOIN panel.origin_params AS p ON p.q = qs.q AND p.item_id = k.item_id
+WHERE k.item_id > 0
+GROUP BY qs.q;
+
 CREATE OR REPLACE TABLE panel.origins AS
-SELECT f.firm_id, f.q AS origin_q, s.split, f.z, fi.ff48
-FROM stage.fq AS f
-JOIN panel.splits AS s ON f.q BETWEEN s.first_q AND s.last_q
+WITH candidates AS (
+    SELECT f.firm_id, f.q, f.z, f.pos
+    FROM stage.fq AS f
+    WHERE f.z IS NOT NULL
+),
+recent AS (
+    -- published: some item has statistics at t and a value reported at one of t-3..t
+    SELECT DISTINCT c.firm_id, c.q
+    FROM candidates AS c
+    CROSS JOIN range(0, 4) AS r(lag)
+    JOIN stage.fq AS f ON f.firm_id = c.firm_id AND f.q = c.q - r.lag
+    JOIN stage.param_lists AS pl ON pl.q = c.q
+    WHERE getvariable('published')
+      AND list_bool_or(list_transform(list_zip(f.vals, pl.mu),
+                                      lambda t: t[1] IS NOT NULL AND t[2] IS NOT NULL))
+),
+scale_params AS (
+    SELECT q FROM panel.origin_params WHERE item_id = 0
+)
+SELECT c.firm_id, c.q AS origin_q, s.split, c.z, fi.ff48
+FROM candidates AS c
+JOIN panel.splits AS s ON c.q BETWEEN s.first_q AND s.last_q
 JOIN panel.firms AS fi USING (firm_id)
-WHERE f.pos >= getvariable('min_history')
-ORDER BY f.q, f.firm_id;
+LEFT JOIN recent AS r ON r.firm_id = c.firm_id AND r.q = c.q
+LEFT JOIN scale_params AS sp ON sp.q = c.q
+WHERE CASE WHEN getvariable('published') THEN r.firm_id IS NOT NULL AND sp.q IS NOT NULL
+           ELSE c.pos >= getvariable('min_history') END
+ORDER BY c.q, c.firm_id;

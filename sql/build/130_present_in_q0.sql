@@ -1,21 +1,9 @@
--- present_in_q0: stage.param_lists and stage.origin_q0 from panel.item_k,
--- panel.origin_params, panel.origins, panel.splits and stage.fq. stage.param_lists holds
--- each quarter's parameters of items 1..78 as lists in item_id order (k, mu, sigma).
--- stage.origin_q0 holds one row per eligible origin: deflator, industry, its split's
--- purge quarter (last_q: the last target quarter it may keep) and x0, the 78 baselines
--- x_t standardized with the origin's parameters (item_id order). An item is
--- present_in_q0 at an origin when x0[item_id] is not NULL; only such items get targets
--- (truth cells, future tuples, tabular targets).
-CREATE OR REPLACE TABLE stage.param_lists AS
-SELECT p.q,
-       list(k.k ORDER BY p.item_id) AS k,
-       list(p.mu ORDER BY p.item_id) AS mu,
-       list(p.sigma ORDER BY p.item_id) AS sigma
-FROM panel.origin_params AS p
-JOIN panel.item_k AS k USING (item_id)
-WHERE p.item_id > 0
-GROUP BY p.q;
-
+-- present_in_q0: stage.origin_q0 from panel.origins, panel.splits, stage.fq and
+-- stage.param_lists. One row per eligible origin: deflator, industry, its split's purge
+-- quarter (last_q: the last target quarter it may keep) and x0, the 78 baselines x_t
+-- standardized with the origin's parameters (item_id order). An item is present_in_q0 at
+-- an origin when x0[item_id] is not NULL (reported at t, with statistics at t); only
+-- such items get targets (truth cells, future tuples, tabular targets).
 CREATE OR REPLACE TABLE stage.origin_q0 AS
 SELECT o.firm_id, o.origin_q, o.split, s.last_q, o.z, o.ff48,
        -- zip the parallel lists: a lambda capturing whole lists copies them per element

@@ -4,8 +4,8 @@
 -- lo_q <= origin_q <= hi_q. Features, one row per (origin, item): on the firm's
 -- CALENDAR grid (a quarter the firm did not report is missing, gaps do not collapse)
 -- u_j = the unclipped standardized level at t-j (origin's z and parameters);
--- level_j = clip(u_j, +-6) for j = 0..3 and yoy_j = clip(u_j - u_(j+4), +-6 sqrt 2)
--- for j = 0..7. Item 0 (scale) gives scale_level_0 (its own parameters, no
+-- level_j = clip(u_j, +-6) for j = 0..3 and yoy_j = clip(u_j - u_(j+4), +-yoy_clip)
+-- for j = 0..7 (panel.rule_set.yoy_clip: 6 sqrt 2, or 6 x 1.4142 under `published`). Item 0 (scale) gives scale_level_0 (its own parameters, no
 -- self-deflation). Targets: the truth cells' actual per (origin, item, horizon);
 -- absent cells (missing, not present_in_q0, purged) are NULL in the wide view that
 -- app.views.tabular_reader assembles (985 features: 78 x (4 + 8) + 1 + 48 FF48 dummies
@@ -43,11 +43,11 @@ w AS (
 SELECT firm_id, origin_q, item_id,
        panel.pf_clip(u0) AS level_0, panel.pf_clip(u1) AS level_1,
        panel.pf_clip(u2) AS level_2, panel.pf_clip(u3) AS level_3,
-       panel.pf_clip_yoy(u0 - u4) AS yoy_0, panel.pf_clip_yoy(u1 - u5) AS yoy_1,
-       panel.pf_clip_yoy(u2 - u6) AS yoy_2, panel.pf_clip_yoy(u3 - u7) AS yoy_3,
-       panel.pf_clip_yoy(u4 - u8) AS yoy_4, panel.pf_clip_yoy(u5 - u9) AS yoy_5,
-       panel.pf_clip_yoy(u6 - u10) AS yoy_6, panel.pf_clip_yoy(u7 - u11) AS yoy_7
-FROM w;
+       panel.pf_clip_yoy(u0 - u4, c.yoy_clip) AS yoy_0, panel.pf_clip_yoy(u1 - u5, c.yoy_clip) AS yoy_1,
+       panel.pf_clip_yoy(u2 - u6, c.yoy_clip) AS yoy_2, panel.pf_clip_yoy(u3 - u7, c.yoy_clip) AS yoy_3,
+       panel.pf_clip_yoy(u4 - u8, c.yoy_clip) AS yoy_4, panel.pf_clip_yoy(u5 - u9, c.yoy_clip) AS yoy_5,
+       panel.pf_clip_yoy(u6 - u10, c.yoy_clip) AS yoy_6, panel.pf_clip_yoy(u7 - u11, c.yoy_clip) AS yoy_7
+FROM w, panel.rule_set AS c;
 
 CREATE OR REPLACE MACRO panel.tabular_target_rows(lo_q, hi_q) AS TABLE
 SELECT firm_id, origin_q, item_id, horizon, actual

@@ -1,5 +1,6 @@
--- Seasonal random walk forecasts for submission getvariable('submission_id') into
--- eval.forecasts: for every truth cell of split getvariable('split'),
+-- Seasonal random walk under the `paper` rules (092 is the `published` one), for
+-- submission getvariable('submission_id') into eval.forecasts: for every truth cell of
+-- split getvariable('split'),
 -- p(h) = x_{t - ((4 - h) mod 4)}, the item's value at that calendar lag
 -- (panel.values) standardized with the ORIGIN's deflator z_t (panel.origins),
 -- parameters (panel.origin_params) and k (panel.item_k), clipped at +-6. When the

@@ -1,14 +1,19 @@
 -- Fade / AR(1) forecasts for submission getvariable('submission_id') into
 -- eval.forecasts: per (item, horizon) OLS x_{t+h} = a + rho x_t on the finite truth
--- cells of the train and val splits (panel.truth actual on baseline); with fewer than
--- 100 cells (or no variance in x_t) the forecast is x_t plus the mean change. Applied
--- to every truth cell of split getvariable('split').
+-- cells of the train and val splits (panel.truth actual on baseline), applied to every
+-- truth cell of split getvariable('split'). Where OLS is not possible the rule sets
+-- differ: `paper` (fewer than 100 cells, or no variance in x_t) predicts x_t plus the
+-- mean change (x_t without any cell); `published` (the released package) predicts the
+-- mean of x_{t+h} with fewer than 100 cells or sum (x_t - mean)^2 <= 1e-12, and x_t
+-- without any cell.
 INSERT INTO eval.forecasts
 WITH fit AS (
     SELECT item_id, horizon,
            count(*) AS n,
            regr_intercept(actual, baseline) AS a,
            regr_slope(actual, baseline) AS rho,
+           regr_sxx(actual, baseline) AS sxx,
+           avg(actual) AS mean_actual,
            avg(change) AS mean_change
     FROM panel.truth
     WHERE split IN ('train', 'val') AND isfinite(actual) AND isfinite(baseline)
@@ -19,6 +24,10 @@ SELECT
     t.firm_id, t.origin_q, t.item_id, t.horizon,
     0 AS component,
     CASE
+        WHEN getvariable('published') THEN
+            CASE WHEN f.n IS NULL THEN t.baseline
+                 WHEN f.n < 100 OR f.sxx <= 1e-12 THEN f.mean_actual
+                 ELSE f.a + f.rho * t.baseline END
         WHEN f.n >= 100 AND isfinite(f.rho) AND isfinite(f.a) THEN f.a + f.rho * t.baseline
         ELSE t.baseline + coalesce(f.mean_change, 0)
     END AS mu,

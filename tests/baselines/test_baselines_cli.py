@@ -58,7 +58,7 @@ def test_impute_needs_a_built_panel(wh) -> None:
 
 
 def test_end_to_end_on_tiny_synthetic_panel(wh, settings) -> None:
-    cfg = SyntheticConfig.for_scale("demo", firms=30, start=1996, end=2013, seed=3, oracle_origins=2,
+    cfg = SyntheticConfig.for_scale("demo", firms=60, start=1996, end=2013, seed=3, oracle_origins=2,
                                     oracle_paths=2, oracle_horizon=4)
     ingest(wh, SyntheticSource(cfg))
     run_build(wh)
@@ -71,8 +71,14 @@ def test_end_to_end_on_tiny_synthetic_panel(wh, settings) -> None:
     assert raw.n == imp.n > 0 and np.array_equal(raw.firm_id, imp.firm_id)
     obs = np.isfinite(raw.X)
     assert (~obs).any() and np.array_equal(raw.X[obs], imp.X[obs])
-    assert np.isfinite(imp.X).mean() > np.isfinite(raw.X).mean()
     assert np.array_equal(raw.Y, imp.Y, equal_nan=True)
+    # Quarters with at least 11 firms have no gap left in the imputed columns (the industry
+    # dummies are never missing); smaller quarters keep theirs (the local-XS rule).
+    quarters, sizes = np.unique(raw.origin_q, return_counts=True)
+    big = np.isin(raw.origin_q, quarters[sizes >= 11])
+    assert big.any()
+    assert np.isfinite(imp.X[big]).all()
+    assert np.array_equal(np.isfinite(imp.X[~big]), obs[~big])
 
     results = run_baselines(wh, ["enet", "gbm-l2", "ffnn-linear"], "demo", engine="serial",
                             items=("niq", "revtq", "cogsq"), horizons=(1, 4))

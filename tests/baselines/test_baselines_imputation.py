@@ -1,4 +1,5 @@
-"""Factor imputation: observed cells untouched, planted low-rank structure recovered."""
+"""Local-XS factor imputation: the formula (against a loop-per-row reference written
+here), observed cells untouched, planted low-rank structure recovered, quarters alone."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 
 from app.imputed import _quarters, impute_table
+from app.reference import imputation_columns
 from models.baselines.data import from_batches, to_table
 from models.baselines.imputation import ImputationConfig, impute_by_quarter, impute_matrix
 
@@ -22,8 +24,41 @@ def test_observed_cells_untouched_and_missing_filled() -> None:
     Xm[rng.random(X.shape) < 0.25] = np.nan
     out = impute_matrix(Xm)
     obs = np.isfinite(Xm)
-    assert np.array_equal(out[obs], Xm[obs].astype(np.float32))
+    assert np.array_equal(out[obs], Xm[obs])
     assert np.isfinite(out).all()
+
+
+def _local_xs_reference(X: np.ndarray, k: int = 10) -> np.ndarray:
+    """The estimator as written in the literature, one row at a time (test reference)."""
+    means = np.nan_to_num(np.nanmean(X, axis=0))
+    Xc = X - means
+    n, p = X.shape
+    W = (~np.isnan(Xc)).astype(float)
+    Z = np.nan_to_num(Xc)
+    cov = (Z.T @ Z) / np.where(W.T @ W == 0, 1.0, W.T @ W)
+    vals, vecs = np.linalg.eigh(cov)
+    order = np.argsort(vals)[::-1][:k]
+    lam = vecs[:, order] * np.sqrt(np.maximum(vals[order], 1e-8))
+    out = X.copy()
+    for i in range(n):
+        o = W[i] == 1
+        f = np.zeros(k)
+        if o.any():
+            f = np.linalg.solve(lam[o].T @ lam[o] / p + (0.01 / p) * np.eye(k), lam[o].T @ Z[i, o] / p)
+        row = f @ lam.T + means
+        out[i, ~o] = row[~o]
+    return out
+
+
+def test_local_xs_formula_matches_the_row_by_row_reference() -> None:
+    rng = np.random.default_rng(21)
+    X = _low_rank(70, 40, 5, 22) + rng.normal(size=40)
+    X[rng.random(X.shape) < 0.35] = np.nan
+    X[3] = np.nan  # a row observing nothing: column means
+    X[:, 7] = np.nan  # a column never observed: 0 (its mean) plus the factors' part
+    got, want = impute_matrix(X), _local_xs_reference(X)
+    assert np.allclose(got, want, rtol=1e-9, atol=1e-9)
+    assert np.allclose(got[3], np.nan_to_num(np.nanmean(X, axis=0)))
 
 
 def test_recovers_planted_low_rank_structure() -> None:
@@ -50,8 +85,11 @@ def test_quarters_are_imputed_separately() -> None:
     Xm = X.copy()
     Xm[80:][np.random.default_rng(6).random((50, 30)) < 0.2] = np.nan
     out = impute_by_quarter(Xm, q)
-    assert np.array_equal(out[:80], X[:80].astype(np.float32))  # nothing missing: untouched
+    assert np.array_equal(out[:80], X[:80])  # nothing missing: untouched
     assert np.allclose(out[80:], B, atol=1e-4)
+    # A quarter with fewer rows than factors + 1 is not imputed at all.
+    few = impute_by_quarter(Xm[80:90], np.zeros(10, int))
+    assert np.array_equal(np.isnan(few), np.isnan(Xm[80:90]))
 
 
 def test_degenerate_quarters() -> None:
@@ -95,7 +133,8 @@ def test_quarter_grouping_sorted_and_unsorted() -> None:
 
 def test_blocks_of_quarters_impute_each_quarter_alone(panel) -> None:
     # build_imputed gathers whole quarters into blocks (one INSERT each); the result must
-    # equal imputing every quarter on its own, and observed cells keep their exact value.
+    # equal imputing every quarter on its own over the imputation columns (release order,
+    # no industry dummies), and observed cells keep their exact value.
     from app.imputed import _blocks
 
     train = panel["train"]
@@ -105,9 +144,21 @@ def test_blocks_of_quarters_impute_each_quarter_alone(panel) -> None:
     assert [b.num_rows for b, _ in blocks] == [2 * quarters[0].num_rows] * 2 + [quarters[0].num_rows]
     block, _ = blocks[0]
     out, filled = impute_table(block, ImputationConfig())
-    got = from_batches(out)
-    for q in np.unique(got.origin_q):
-        raw = from_batches(block.filter(pa.compute.equal(block.column("origin_q"), q)))
-        expect = impute_matrix(raw.X.astype(np.float64))
-        assert np.array_equal(got.X[got.origin_q == q], expect)
-    assert filled == int(np.isnan(from_batches(block).X).sum())
+    cols = [c for c in imputation_columns() if c in block.column_names]
+    assert "scale_level_0" in cols and not any(c.startswith("indff48_") for c in cols)
+
+    def matrix(t):
+        return np.column_stack([t.column(c).cast(pa.float64()).to_numpy(zero_copy_only=False)
+                                for c in cols])
+
+    expected_filled = 0
+    for q in np.unique(block.column("origin_q").to_numpy()):
+        rows = block.filter(pa.compute.equal(block.column("origin_q"), q))
+        got = out.filter(pa.compute.equal(out.column("origin_q"), q))
+        raw = matrix(rows)
+        want = impute_matrix(raw) if rows.num_rows >= 11 else raw
+        assert np.allclose(matrix(got), want.astype(np.float32), equal_nan=True)
+        expected_filled += int(np.isnan(raw).sum()) if rows.num_rows >= 11 else 0
+    assert filled == expected_filled
+    dummies = [c for c in block.column_names if c.startswith("indff48_")]
+    assert all(out.column(c).equals(block.column(c)) for c in dummies)

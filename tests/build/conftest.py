@@ -27,10 +27,10 @@ def insert_fundq(wh: Warehouse, rows: list[dict]) -> None:
         )
 
 
-def run_steps(wh: Warehouse, upto: str, pinned: bool = False) -> None:
+def run_steps(wh: Warehouse, upto: str, pinned: bool = False, rules: str = "published") -> None:
     """Run sql/build steps in order through the one whose name starts with `upto`."""
     _ensure_pinned_table(wh)
-    wh.set_params(BuildParams().variables(pinned))
+    wh.set_params(BuildParams(rules=rules).variables(pinned))
     for step in steps_in("build"):
         wh.run_step(step)
         if step.name.startswith(upto):

@@ -51,8 +51,43 @@ def test_k_matches_brute_force_on_heavy_tails(wh):
     k = run_k(wh)
     assert k[0][0] == pytest.approx(brute_force_k(z), rel=1e-12)
     assert k[0][1] == 400
-    # Items without any pool (no values) tie everywhere: the smallest grid k.
-    assert k[1][0] == pytest.approx(0.01) and k[1][1] == 0
+    # An item without any training observation takes the median k of the items of its
+    # statement that have one; none has here, so k = 1 (under both rule sets).
+    assert k[1][0] == pytest.approx(1.0) and k[1][1] == 0
+    assert run_k(wh, rules="paper")[1][0] == pytest.approx(1.0)
+
+
+def test_k_without_training_data_takes_its_statements_median(wh):
+    """No look-ahead and no degenerate k: an item reported only after the training window
+    gets the median k of the items of its statement estimated on training data."""
+    ids = dict(wh.fetchall("SELECT item, item_id FROM ref.items"))
+    wh.execute("CREATE OR REPLACE TABLE stage.lag_pool (item_id SMALLINT, q INTEGER, r DOUBLE)")
+    rng = np.random.default_rng(11)
+    pools = {"revtq": np.exp(rng.standard_normal(300)), "cogsq": np.exp(2 * rng.standard_normal(300)),
+             "niq": rng.standard_t(4, 300)}
+    for item, r in pools.items():
+        wh.con.executemany("INSERT INTO stage.lag_pool VALUES (?, ?, ?)",
+                           [(ids[item], 7900 + i % 40, float(v)) for i, v in enumerate(r)])
+    late = ids["stkcoq"]  # an income-statement item seen only from 2010 on
+    wh.con.executemany("INSERT INTO stage.lag_pool VALUES (?, ?, ?)",
+                       [(late, 8040, float(v)) for v in rng.standard_normal(50)])
+    load_scale_pool(wh, np.exp(rng.standard_normal(100)), first_q=7900)
+    wh.execute("CREATE OR REPLACE TABLE stage.lag_pool AS SELECT * FROM stage.lag_pool")
+    got = _k_from_pool(wh)
+    want = float(np.median([brute_force_k(r) for r in pools.values()]))
+    assert got[ids["stkcoq"]] == pytest.approx(want, rel=1e-9)
+    assert got[ids["revtq"]] == pytest.approx(brute_force_k(pools["revtq"]), rel=1e-12)
+
+
+def _k_from_pool(wh, **overrides) -> dict[int, float]:
+    """Run only the k search of 080 on an existing stage.lag_pool (skipping its rebuild)."""
+    text = sql_file("build/080_k_grid_search").text
+    text = text[text.index("CREATE OR REPLACE TEMP TABLE k_pool AS"):]
+    wh.execute("CREATE OR REPLACE TABLE stage.reg_stats_pinned "
+               "(q INTEGER, item_id SMALLINT, mu DOUBLE, sigma DOUBLE, k DOUBLE)")
+    wh.set_params(BuildParams(**overrides).variables(False))
+    wh.execute(text)
+    return dict(wh.fetchall("SELECT item_id, k FROM panel.item_k"))
 
 
 def test_k_ties_pick_the_smallest_k(wh):
@@ -80,12 +115,16 @@ def test_k_grid_edges(wh):
 def test_training_window_only(wh):
     rng = np.random.default_rng(9)
     z = np.exp(rng.standard_normal(200) * 2)
-    load_scale_pool(wh, z, first_q=7990)  # quarters 7990..8029: only q <= 8007 count
+    load_scale_pool(wh, z, first_q=7990)  # quarters 7990..8029
     qs = 7990 + np.arange(200) % 40
-    assert run_k(wh)[0][0] == pytest.approx(brute_force_k(z[qs <= 8007]))
+    # paper: through 2001Q4 (8007); published: 2001Q4 itself is left out (the released
+    # package compares quarter-end instants with midnight of 2001-12-31)
+    assert run_k(wh, rules="paper")[0][0] == pytest.approx(brute_force_k(z[qs <= 8007]))
+    assert run_k(wh, rules="published")[0][0] == pytest.approx(brute_force_k(z[qs <= 8006]))
+    assert brute_force_k(z[qs <= 8006]) != brute_force_k(z[qs <= 8007])
 
 
-def test_raw_stats_and_trailing_origin_params(wh, fundq):
+def _two_firms(fundq) -> None:
     from tests.build.conftest import qdate
 
     # Two firms, 6 quarters from 2000Q1 (panel start); revtq reported by firm A only.
@@ -97,7 +136,11 @@ def test_raw_stats_and_trailing_origin_params(wh, fundq):
         rows.append({"gvkey": "000002", "datadate": qdate(yr, qt), "fyearq": yr, "fqtr": qt, "fyr": 12,
                          "ltq": 30.0, "seqq": 10.0})
     fundq(rows)
-    run_steps(wh, "100")
+
+
+def test_raw_stats_and_trailing_origin_params_paper(wh, fundq):
+    _two_firms(fundq)
+    run_steps(wh, "100", rules="paper")
     k = dict(wh.fetchall("SELECT item_id, k FROM panel.item_k"))
     rev = wh.scalar("SELECT item_id FROM ref.items WHERE item = 'revtq'")
     z_a = [10.0 * (c + 1) + 1e-3 for c in range(6)]
@@ -112,11 +155,12 @@ def test_raw_stats_and_trailing_origin_params(wh, fundq):
         assert raw[q0 + c][1] == pytest.approx(sd if sd > 0 else 1.0, rel=1e-9)
     params = {r[0]: r[1:] for r in wh.fetchall(
         "SELECT q, mu, sigma FROM panel.origin_params WHERE item_id = 0 ORDER BY q")}
-    # Trailing means over t-3..t, fewer at the panel start.
+    # Trailing means over t-3..t, fewer at the panel start; sigma is the whole divisor
+    # (the mean plus the 1e-8 numerical floor).
     for c in range(6):
         window = [raw[q0 + j] for j in range(max(0, c - 3), c + 1)]
         assert params[q0 + c][0] == pytest.approx(np.mean([w[0] for w in window]), rel=1e-12)
-        assert params[q0 + c][1] == pytest.approx(np.mean([w[1] for w in window]), rel=1e-12)
+        assert params[q0 + c][1] == pytest.approx(np.mean([w[1] for w in window]) + 1e-8, rel=1e-12)
     # revtq: mu_raw = asinh(k v / z) of the one reporting firm; sigma: the lag pool needs
     # 4 earlier reported positions, so quarters 0..3 have no pool -> sigma 1; at position 5
     # (q0 + 4) the pool is {v_5 / z_1} (no position -3), one value -> std missing -> 1.
@@ -127,3 +171,41 @@ def test_raw_stats_and_trailing_origin_params(wh, fundq):
         assert rs[q0 + c][1] == 1.0
     # Quarters no item reports still get stats: mu 0, sigma 1 (none here beyond the panel).
     assert wh.scalar("SELECT count(*) FROM stage.raw_stats") == 79 * 6
+
+
+def test_raw_stats_and_trailing_origin_params_published(wh, fundq):
+    """published: statistics only for quarters where both pools exist, sigma_raw with the
+    package's +1e-8, and the trailing mean over the last four such quarters, + 1e-8."""
+    _two_firms(fundq)
+    run_steps(wh, "100", rules="published")
+    k = dict(wh.fetchall("SELECT item_id, k FROM panel.item_k"))
+    rev = wh.scalar("SELECT item_id FROM ref.items WHERE item = 'revtq'")
+    z_a = [10.0 * (c + 1) + 1e-3 for c in range(6)]
+    q0 = 8000
+    raw = {}
+    for c in range(6):
+        a = np.arcsinh(k[0] * np.array([z_a[c], 40.001]))
+        sd = a.std(ddof=1)
+        raw[q0 + c] = (a.mean(), (sd if sd > 0 else 1.0) + 1e-8)
+    got = {r[0]: r[1:] for r in wh.fetchall(
+        "SELECT q, mu_raw, sigma_raw FROM stage.raw_stats WHERE item_id = 0 ORDER BY q")}
+    assert sorted(got) == sorted(raw)
+    for q, (mu, sd) in raw.items():
+        assert got[q][0] == pytest.approx(mu, rel=1e-12) and got[q][1] == pytest.approx(sd, rel=1e-12)
+    # revtq: the lag pool first exists at position 5 (q0 + 4): statistics only from there
+    # (a one-value pool: std missing -> 1); the origin parameters follow those rows alone.
+    rs = {r[0]: r[1:] for r in wh.fetchall(
+        "SELECT q, mu_raw, sigma_raw FROM stage.raw_stats WHERE item_id = ? ORDER BY q", [rev])}
+    assert sorted(rs) == [q0 + 4, q0 + 5]
+    assert rs[q0 + 4][1] == pytest.approx(1.0 + 1e-8, rel=1e-15)
+    params = {r[0]: r[1:] for r in wh.fetchall(
+        "SELECT q, mu, sigma FROM panel.origin_params WHERE item_id = ? ORDER BY q", [rev])}
+    assert sorted(params) == [q0 + 4, q0 + 5]
+    mu5 = np.mean([math.asinh(k[rev] * 5 / z_a[4]), math.asinh(k[rev] * 6 / z_a[5])])
+    assert params[q0 + 5][0] == pytest.approx(mu5, rel=1e-12)
+    assert params[q0 + 5][1] == pytest.approx(1.0 + 2e-8, rel=1e-15)
+    scale = {r[0]: r[1:] for r in wh.fetchall(
+        "SELECT q, mu, sigma FROM panel.origin_params WHERE item_id = 0 ORDER BY q")}
+    for c in range(6):
+        window = [raw[q0 + j] for j in range(max(0, c - 3), c + 1)]
+        assert scale[q0 + c][1] == pytest.approx(np.mean([w[1] for w in window]) + 1e-8, rel=1e-12)

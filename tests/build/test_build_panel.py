@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 
-import pyarrow.parquet as pq
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from app.build import run_build
@@ -32,13 +32,13 @@ def x_of(u: float) -> float:
     return max(-6.0, min(6.0, u / (1 + EPS)))
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def make_built(tmp_path, rules: str = "published"):
+    """One firm, 2000Q1..2010Q4 with a 2004Q3 gap, pinned statistics mu 0, sigma 1, k 1."""
+    from app.build import BuildParams
     from app.cli.common import prepare
     from app.settings import Settings
     from app.warehouse import connect
 
-    tmp_path = tmp_path_factory.mktemp("panel")
     wh = connect(Settings(warehouse=tmp_path / "wh.duckdb", temp_directory=tmp_path / "tmp",
                           memory_limit="2GB", threads=2))
     prepare(wh)
@@ -58,7 +58,13 @@ def built(tmp_path_factory):
     wh.execute(
         f"COPY (SELECT qend(q)::TIMESTAMP AS quarter, item AS feature, 0.0 AS mu, 1.0 AS sigma, "
         f"1.0 AS k FROM range(7990, 8050) t(q), ref.items) TO '{stats}' (FORMAT parquet)")
-    result = run_build(wh, stats)
+    result = run_build(wh, stats, BuildParams(rules=rules))
+    return wh, result, stats
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    wh, result, stats = make_built(tmp_path_factory.mktemp("panel"))
     yield wh, result, stats
     wh.close()
 
@@ -132,8 +138,9 @@ def test_tabular_levels_yoy_gaps_and_clipping(built):
     assert len(r) == 3 + 985 + 1560
     assert r["revtq_level_0"] == pytest.approx(6.0)
     assert r["revtq_level_1"] == pytest.approx(x_of(u_rev(origin - 1)), abs=1e-6)
-    # yoy_0 = u(2005Q4) - u(2004Q4) = 7 - (-3) = 10 -> clipped at 6 sqrt 2 (UNclipped levels).
-    assert r["revtq_yoy_0"] == pytest.approx(6 * math.sqrt(2), abs=1e-5)
+    # yoy_0 = u(2005Q4) - u(2004Q4) = 7 - (-3) = 10 -> clipped (UNclipped levels) at the
+    # published package's 6 x 1.4142 (the paper's 6 sqrt 2: test_paper_rule_set_on_the_same_panel).
+    assert r["revtq_yoy_0"] == pytest.approx(6 * 1.4142, abs=1e-5)
     # yoy_1 = u(2005Q3) - u(2004Q3): 2004Q3 is the gap -> missing.
     assert r["revtq_yoy_1"] is None
     assert r["revtq_yoy_2"] == pytest.approx(u_rev(origin - 2) - u_rev(origin - 6), abs=1e-6)
@@ -221,16 +228,41 @@ def test_bad_pinned_statistics_write_nothing(built, tmp_path):
                f"-1.0 AS sigma, 1.0 AS k) TO '{bad}' (FORMAT parquet)")
     with pytest.raises(UserError, match="non-positive sigma"):
         run_build(wh, bad)
-    # Coverage: statistics that miss the panel's quarters are refused too.
-    short = tmp_path / "short.parquet"
-    wh.execute(f"COPY (SELECT qend(q)::TIMESTAMP AS quarter, item AS feature, 0.0 AS mu, 1.0 AS sigma, "
-               f"1.0 AS k FROM range(8000, 8010) t(q), ref.items) TO '{short}' (FORMAT parquet)")
-    with pytest.raises(UserError, match="do(es)? not cover"):
-        run_build(wh, short)
     assert wh.scalar("SELECT count(*) FROM panel.truth_cells") == before
     failed = wh.fetchall("SELECT status FROM meta.builds WHERE build_id > ? ORDER BY build_id",
                          [result.build_id])
-    assert failed == [("failed",), ("failed",)]
+    assert failed == [("failed",)]
+
+
+def test_pinned_statistics_may_miss_quarters(tmp_path):
+    """A quarter without a feature's statistics leaves that feature without a value at
+    origins of that quarter (the published package's rule): no origin where the scale has
+    none, no revtq truth where revtq has none."""
+    wh, _, _ = make_built(tmp_path)
+    short = tmp_path / "short.parquet"
+    wh.execute(f"COPY (SELECT qend(q)::TIMESTAMP AS quarter, item AS feature, 0.0 AS mu, 1.0 AS sigma, "
+               f"1.0 AS k FROM range(8000, 8010) t(q), ref.items WHERE item <> 'revtq' OR q < 8006) "
+               f"TO '{short}' (FORMAT parquet)")
+    run_build(wh, short)
+    assert {r[0] for r in wh.fetchall("SELECT origin_q FROM panel.origins")} == set(range(8003, 8010))
+    assert {r[0] for r in wh.fetchall(
+        "SELECT DISTINCT origin_q FROM panel.truth WHERE item_id = ?", [item_id(wh, "revtq")])} == \
+        set(range(8003, 8006))
+    wh.close()
+
+
+def test_paper_rule_set_on_the_same_panel(tmp_path):
+    """paper: year-over-year changes clip at 6 sqrt 2; the rule set is recorded."""
+    wh, result, _ = make_built(tmp_path, rules="paper")
+    r = _row(wh, "val", 2005 * 4 + 3)
+    assert r["revtq_yoy_0"] == pytest.approx(6 * math.sqrt(2), abs=1e-5)
+    assert wh.fetchall("SELECT rules FROM panel.rule_set") == [("paper",)]
+    import json
+
+    params = json.loads(wh.scalar("SELECT parameters FROM meta.builds WHERE build_id = ?",
+                                  [result.build_id]))
+    assert params["rules"] == "paper"
+    wh.close()
 
 
 def test_build_record(built):
@@ -262,29 +294,48 @@ def test_build_record(built):
 
 
 def test_export_layout(built, tmp_path):
-    from app.export import export
+    """The published package's file layout: names, column order and types, tuple ids and
+    id maps; the exported statistics pin the same truth back."""
+    from app.export import RELEASE_TAG, export, release_columns
+    from app.reference import release_item_order
 
     wh, _, _ = built
     out = tmp_path / "export"
-    written = export(wh, out)
+    written = export(wh, out, imputed=False)
+    tag = RELEASE_TAG
     assert set(written) == {
-        "regularization_stats.parquet", "id_map_firms.parquet", "id_map_items.parquet",
-        *(f"{k}_{s}.parquet" for k in ("tabular", "tuple") for s in ("train", "val", "test"))}
-    tab = pq.read_schema(out / "tabular_val.parquet")
-    assert tab.names[:2] == ["firm_id", "quarter"]
-    assert str(tab.field("firm_id").type) == "string" and "timestamp" in str(tab.field("quarter").type)
-    assert "acomincq_level_0" in tab.names and "xsgaq_ex_rd_yoy_7" in tab.names
-    assert "indff48_0" in tab.names and "indff48_47" in tab.names and "indff48_48" not in tab.names
-    assert "revtq_t20" in tab.names and len(tab.names) == 2 + 985 + 1560
+        f"regularization_stats__{tag}.parquet",
+        *(f"{m}_id_map__{tag}.csv" for m in ("firm", "account", "industry")),
+        *(f"{k}_{s}__{tag}.parquet" for k in ("tabular", "tuple") for s in ("train", "val", "test"))}
+    tab = pq.read_schema(out / f"tabular_val__{tag}.parquet")
+    order = release_item_order()
+    assert order[:3] == ["cheq", "invtq", "rectq"] and len(order) == 78
+    assert tab.names == ["firm_id", "quarter", *release_columns(order)]
+    assert tab.names[2:6] == ["scale_level_0", "cheq_level_0", "cheq_level_1", "cheq_level_2"]
+    assert len(tab.names) == 2 + 985 + 1560 and tab.names[-1] == "indff48_47"
+    assert str(tab.field("firm_id").type) == "string" and str(tab.field("quarter").type) == "timestamp[us]"
     assert str(tab.field("revtq_t1").type) == "float"
-    t = pq.read_table(out / "tabular_val.parquet")
+    t = pq.read_table(out / f"tabular_val__{tag}.parquet")
     assert set(t.column("firm_id").to_pylist()) == {"000010"}
+    first = t.column("quarter")[0].as_py()
+    assert (first.month, first.day, first.hour, first.microsecond) == (3, 31, 23, 999999)  # 2002Q1 end
     assert t.column("indff48_12").to_pylist()[0] == 1.0  # FF48 13 -> index 12
-    stats = pq.read_table(out / "regularization_stats.parquet")
-    assert stats.column_names == ["quarter", "feature", "mu", "sigma", "k"]
-    tup = pq.read_table(out / "tuple_val.parquet")
-    assert tup.column_names == ["firm_id", "quarter", "item", "value"]
+    stats = pq.read_table(out / f"regularization_stats__{tag}.parquet")
+    assert stats.column_names == ["quarter", "mu", "sigma", "feature", "k"]
+    tup = pq.read_table(out / f"tuple_val__{tag}.parquet")
+    assert tup.column_names == ["firm_id", "account_id", "quarter", "value", "industry_id"]
+    # val tuples: 11 quarters before 2002Q1 (1999Q2) through 2009Q4, in quarters since
+    # 1969Q4; this panel starts at 2000Q1 (121), inside that window
+    assert min(tup.column("quarter").to_pylist()) == 2000 * 4 - (1969 * 4 + 3)
+    assert max(tup.column("quarter").to_pylist()) == 2009 * 4 + 3 - (1969 * 4 + 3)
+    test = pq.read_table(out / f"tuple_test__{tag}.parquet").column("quarter").to_pylist()
+    assert min(test) == 2010 * 4 - 11 - (1969 * 4 + 3)  # 2007Q2
+    accounts = (out / f"account_id_map__{tag}.csv").read_text().splitlines()
+    assert accounts[0] == "account_id,account_name" and "60,scale" in accounts and len(accounts) == 80
+    assert (out / f"firm_id_map__{tag}.csv").read_text().splitlines() == ["firm_id_int,firm_id", "0,000010"]
+    industries = (out / f"industry_id_map__{tag}.csv").read_text().splitlines()
+    assert industries[1] == "0,Agric,False" and industries[-1] == "48,Unknown,True"
     # Round trip: the exported statistics pin the same truth.
     before = wh.arrow("SELECT * FROM panel.truth ORDER BY ALL")
-    run_build(wh, out / "regularization_stats.parquet")
+    run_build(wh, out / f"regularization_stats__{tag}.parquet")
     assert wh.arrow("SELECT * FROM panel.truth ORDER BY ALL").equals(before)

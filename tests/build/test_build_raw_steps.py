@@ -126,7 +126,7 @@ def test_ff48_modal_sic_and_deflator(wh):
     wh.execute("""INSERT INTO raw.company_industry VALUES
         ('000009', DATE '1999-01-01', 3571, NULL), ('000009', DATE '2000-04-01', 2834, NULL),
         ('000009', DATE '2000-12-01', 3571, NULL), ('000011', DATE '1990-01-01', 9999, NULL)""")
-    run_steps(wh, "070")
+    run_steps(wh, "070", rules="paper")
     firms = {r[0]: r[1:] for r in wh.fetchall("SELECT gvkey, firm_id, sic, ff48 FROM panel.firms")}
     assert firms["000009"][1:] == (2834, 13)
     assert firms["000011"][1:] == (9999, 49) and firms["000012"][1:] == (None, 49)
@@ -140,3 +140,76 @@ def test_ff48_modal_sic_and_deflator(wh):
     pos = dict(wh.fetchall("SELECT q, pos FROM stage.fq WHERE firm_id = ?", [fid]))
     assert pos == {q(2000, 1): 1, q(2000, 2): 2, q(2000, 4): 3}
     assert not math.isnan(z[q(2000, 4)])
+
+
+def test_published_keeps_quarters_without_a_deflator(wh):
+    """published: a firm-quarter without a valid deflator keeps its reported values (a
+    target or lag for other origins) but no z, no position and no scale tuple."""
+    insert_fundq(wh, [
+        {"gvkey": "000009", "datadate": qdate(2000, 1), "fyearq": 2000, "fqtr": 1, "fyr": 12, "ltq": 3.0, "seqq": 2.0},
+        {"gvkey": "000009", "datadate": qdate(2000, 2), "fyearq": 2000, "fqtr": 2, "fyr": 12, "ltq": 3.0},
+        {"gvkey": "000009", "datadate": qdate(2000, 3), "fyearq": 2000, "fqtr": 3, "fyr": 12, "ltq": 4.0, "seqq": 1.0},
+        {"gvkey": "000013", "datadate": qdate(2000, 1), "fyearq": 2000, "fqtr": 1, "fyr": 12, "revtq": 1.0},
+    ])
+    run_steps(wh, "070", rules="published")
+    fid = wh.scalar("SELECT firm_id FROM panel.firms WHERE gvkey = '000009'")
+    fq = {r[0]: r[1:] for r in wh.fetchall("SELECT q, z, pos FROM stage.fq WHERE firm_id = ?", [fid])}
+    assert fq == {q(2000, 1): (pytest.approx(5.001), 1), q(2000, 2): (None, None),
+                  q(2000, 3): (pytest.approx(5.001), 2)}
+    ltq = wh.scalar("SELECT item_id FROM ref.items WHERE item = 'ltq'")
+    vals = {(r[0], r[1]): r[2] for r in wh.fetchall(
+        "SELECT q, item_id, v FROM panel.values WHERE firm_id = ?", [fid])}
+    assert vals[(q(2000, 2), ltq)] == 3.0 and (q(2000, 2), 0) not in vals
+    # a firm with no valid deflator anywhere still has an id (its values are never origins)
+    assert wh.scalar("SELECT count(*) FROM panel.firms WHERE gvkey = '000013'") == 1
+    run_steps(wh, "070", rules="paper")
+    assert wh.scalar("SELECT count(*) FROM stage.fq WHERE firm_id = ? AND z IS NULL",
+                     [wh.scalar("SELECT firm_id FROM panel.firms WHERE gvkey = '000009'")]) == 0
+    assert wh.scalar("SELECT count(*) FROM panel.firms WHERE gvkey = '000013'") == 0
+
+
+def test_modal_sic_counts_rows_before_or_after_dedup(wh):
+    """The mode of sich: paper counts de-duplicated quarters (2834 twice, 3571 twice: tie ->
+    2834), published counts every non-financial raw row (3571 three times)."""
+    insert_fundq(wh, [
+        {"gvkey": "000014", "datadate": qdate(2000, 1).replace(month=1, day=31), "fyearq": 1999, "fqtr": 4,
+             "fyr": 1, "atq": 1.0},
+        {"gvkey": "000014", "datadate": qdate(2000, 1), "fyearq": 2000, "fqtr": 1, "fyr": 12, "atq": 1.0},
+        {"gvkey": "000014", "datadate": qdate(2000, 2), "fyearq": 2000, "fqtr": 2, "fyr": 12, "atq": 1.0},
+        {"gvkey": "000014", "datadate": qdate(2000, 3), "fyearq": 2000, "fqtr": 3, "fyr": 12, "atq": 1.0},
+        {"gvkey": "000014", "datadate": qdate(2000, 4), "fyearq": 2000, "fqtr": 4, "fyr": 12, "atq": 1.0},
+    ])
+    wh.execute("""INSERT INTO raw.company_industry VALUES
+        ('000014', DATE '1999-12-01', 3571, NULL), ('000014', DATE '2000-03-01', 2834, NULL),
+        ('000014', DATE '2000-09-01', 3571, NULL)""")
+    sic = {}
+    for rules in ("paper", "published"):
+        run_steps(wh, "070", rules=rules)
+        sic[rules] = wh.scalar("SELECT sic FROM panel.firms WHERE gvkey = '000014'")
+    assert sic == {"paper": 2834, "published": 3571}
+
+
+def test_dedup_and_ytd_with_missing_fiscal_fields(wh):
+    """Two rows in calendar 2000Q2, one without fyearq: paper keeps the dated fiscal row,
+    published (missing sorts highest) keeps the other. A row without fqtr: paper leaves its
+    flows missing, published passes its year-to-date value through."""
+    insert_fundq(wh, [
+        {"gvkey": "000015", "datadate": qdate(2000, 1), "fyearq": 2000, "fqtr": 1, "fyr": 12, "atq": 1.0,
+             "oancfy": 4.0},
+        {"gvkey": "000015", "datadate": qdate(2000, 2), "fyearq": 2000, "fqtr": 2, "fyr": 12, "atq": 2.0,
+             "oancfy": 10.0},
+        {"gvkey": "000015", "datadate": qdate(2000, 2).replace(day=29, month=5), "fyearq": None, "fqtr": 2,
+             "fyr": 12, "atq": 3.0, "oancfy": 11.0},
+        {"gvkey": "000015", "datadate": qdate(2000, 3), "fyearq": 2000, "fqtr": None, "fyr": 12, "atq": 4.0,
+             "oancfy": 15.0},
+    ])
+    got = {}
+    for rules in ("paper", "published"):
+        run_steps(wh, "050", rules=rules)
+        rows = items(wh, "000015")
+        got[rules] = [(rows[k]["atq"], rows[k]["oancfq"]) for k in sorted(rows)]
+    # paper: 2000Q2 is the fiscal row (10 - 4 = 6); 2000Q3 has no fqtr: missing.
+    assert got["paper"] == [(1.0, 4.0), (2.0, 6.0), (4.0, None)]
+    # published: 2000Q2 is the row without fyearq (fqtr 2, no fiscal year to difference
+    # within: missing); 2000Q3's year-to-date 15 passes through.
+    assert got["published"] == [(1.0, 4.0), (3.0, None), (4.0, 15.0)]
