@@ -33,8 +33,9 @@ def submit_command(
     file: Annotated[Path, typer.Argument(
         help="Parquet file: firm, target, origin, horizon, prediction[, sigma][, component]")],
     name: Annotated[str, typer.Option("--name", help="Name on the leaderboard.")],
-    family: Annotated[str, typer.Option(
-        "--family", help="Density family of sigma: gaussian, laplace, student_t.")] = "gaussian",
+    family: Annotated[str | None, typer.Option(
+        "--family", help="Density family of sigma: gaussian, laplace, student_t (default: "
+                         "the file's {stem}.nll.json sidecar, else gaussian).")] = None,
     df: Annotated[float | None, typer.Option(
         "--df", help="Degrees of freedom (student_t).")] = None,
     replace: Annotated[bool, typer.Option(
@@ -42,7 +43,14 @@ def submit_command(
 ) -> None:
     """Validate a submission file and store it (nothing is written when it is rejected)."""
     from app.scoring import ingest_parquet
+    from app.scoring.ingest import family_sidecar
 
+    if family is None:
+        declared = family_sidecar(file)
+        family, df = declared if declared else ("gaussian", df)
+        if declared:
+            console.print(f"family {family}" + (f" (df {df:g})" if df else "")
+                          + f" from {file.stem}.nll.json")
     with writer() as wh:
         try:
             with console.status(f"checking and loading {file.name} ..."):
@@ -161,6 +169,29 @@ def footprint_create(
         fp = get_footprint(wh, name)
         summary(f"footprint {name}@{fp['version']} (id {fid}, {fp['kind']}): "
                 f"{fp['n_cells']:,} scoreable cells")
+
+
+@footprint_app.command("import")
+def footprint_import(
+    name: Annotated[str, typer.Argument(help="Footprint name; re-importing adds a version.")],
+    mask: Annotated[Path, typer.Argument(
+        help="A published sample mask: a keys parquet (firm, target, origin, horizon) or a "
+             "grid-aligned bitmap (.npy, np.packbits over the test grid).")],
+    grid_rows: Annotated[Path | None, typer.Option(
+        "--grid-rows", help="The bitmap's row index (parquet of firm, origin in the mask's row "
+                            "order): realigns it onto this build by value.")] = None,
+    description: Annotated[str | None, typer.Option("--description")] = None,
+) -> None:
+    """Import a published sample mask as a frozen footprint (e.g. the paper's Full sample)."""
+    from app.scoring.footprint_import import import_footprint
+
+    with writer() as wh:
+        with console.status(f"importing {mask.name} ..."):
+            info = import_footprint(wh, name, mask, grid_rows=grid_rows, description=description)
+    rows = "" if info["rows_matched"] is None else f", {info['rows_matched']:,} grid rows matched"
+    summary(f"footprint {name}@{info['version']} (id {info['footprint_id']}): "
+            f"{info['mask_cells']:,} mask cells, {info['keys_off_grid']:,} not at a test origin "
+            f"here{rows}; {info['n_cells']:,} scoreable cells")
 
 
 @footprint_app.command("list")

@@ -505,3 +505,24 @@ def ingest_forecasts(
                        [hasher.hexdigest(), sid])
             _finish(wh, sid, name, [])
     return sid
+
+
+def family_sidecar(path: str | Path) -> tuple[str, float | None] | None:
+    """The density family a published-package submission declares beside its file:
+    `{stem}.nll.json` holding {"family": ..., "df": ...}; None without one. A sidecar
+    that cannot be read is an error (it would change every density score)."""
+    import json
+
+    path = Path(path)
+    side = path.with_name(f"{path.stem}.nll.json")
+    if not side.is_file():
+        return None
+    try:
+        meta = json.loads(side.read_text(encoding="utf-8"))
+        family = str(meta.get("family", "gaussian")).lower()
+        df = meta.get("df")
+        df = None if df is None else float(df)
+    except (ValueError, TypeError, AttributeError, OSError) as exc:
+        raise UserError(f"Cannot read the family sidecar {side.name}: {exc}") from None
+    _check_family(family, df)
+    return family, df

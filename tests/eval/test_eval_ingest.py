@@ -280,3 +280,58 @@ def test_dollar_forecasts_with_sigma_or_unknown_space_are_refused(wh):
         scoring.ingest_forecasts(wh, "bad space", forecasts_from(cells, cells["actual"]),
                                  space="euros")
     assert _counts(wh) == before
+
+
+def test_published_package_files_as_written(wh, tmp_path, monkeypatch):
+    """A submission as the published package writes it: dictionary-encoded firm and target,
+    origin at the quarter's last nanosecond, int64 horizon, float32 prediction and sigma,
+    its family in a {stem}.nll.json sidecar (read by `proforma submit` without --family)."""
+    from typer.testing import CliRunner
+
+    from app.cli import app as cli_app
+    from app.scoring.ingest import family_sidecar
+
+    cols = _good(40)
+    table = pa.table({
+        "firm": pa.array(cols["firm"]).dictionary_encode(),
+        "target": pa.array(cols["target"]).dictionary_encode(),
+        "origin": pa.array([dt.datetime(d.year, d.month, d.day, 23, 59, 59, 999999) for d in cols["origin"]],
+                           pa.timestamp("ns")),
+        "horizon": pa.array(cols["horizon"], pa.int64()),
+        "prediction": pa.array(cols["prediction"], pa.float32()),
+        "sigma": pa.array([0.7] * 40, pa.float32()),
+    })
+    path = tmp_path / "mine__predictions.parquet"
+    pq.write_table(table, path)
+    assert family_sidecar(path) is None
+    (tmp_path / "mine__predictions.nll.json").write_text('{"family": "student_t", "df": 5.0}')
+    assert family_sidecar(path) == ("student_t", 5.0)
+    sid = scoring.ingest_parquet(wh, path, "package file", family="student_t", df=5.0)
+    got = wh.fetchall("SELECT DISTINCT origin_q FROM eval.forecasts WHERE submission_id = ? ORDER BY 1",
+                      [sid])
+    assert [r[0] for r in got] == [8040, 8041]
+    # the CLI reads the sidecar itself
+    monkeypatch.setattr("app.cli.score.writer", lambda: _Borrowed(wh))
+    res = CliRunner().invoke(cli_app, ["submit", str(path), "--name", "package file via cli"])
+    assert res.exit_code == 0, res.output
+    assert wh.fetchone("SELECT family, df FROM eval.submissions WHERE name = 'package file via cli'") == \
+        ("student_t", 5.0)
+    (tmp_path / "mine__predictions.nll.json").write_text('{"family": "cauchy"}')
+    with pytest.raises(UserError, match="Unknown family"):
+        family_sidecar(path)
+    (tmp_path / "mine__predictions.nll.json").write_text("{not json")
+    with pytest.raises(UserError, match="Cannot read the family sidecar"):
+        family_sidecar(path)
+
+
+class _Borrowed:
+    """The module's warehouse handed to a CLI command as its writer (not closed by it)."""
+
+    def __init__(self, wh):
+        self.wh = wh
+
+    def __enter__(self):
+        return self.wh
+
+    def __exit__(self, *exc):
+        return False
