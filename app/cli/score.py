@@ -185,9 +185,8 @@ def footprint_import(
     """Import a published sample mask as a frozen footprint (e.g. the paper's Full sample)."""
     from app.scoring.footprint_import import import_footprint
 
-    with writer() as wh:
-        with console.status(f"importing {mask.name} ..."):
-            info = import_footprint(wh, name, mask, grid_rows=grid_rows, description=description)
+    with writer() as wh, console.status(f"importing {mask.name} ..."):
+        info = import_footprint(wh, name, mask, grid_rows=grid_rows, description=description)
     rows = "" if info["rows_matched"] is None else f", {info['rows_matched']:,} grid rows matched"
     summary(f"footprint {name}@{info['version']} (id {info['footprint_id']}): "
             f"{info['mask_cells']:,} mask cells, {info['keys_off_grid']:,} not at a test origin "

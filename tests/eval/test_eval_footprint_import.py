@@ -97,7 +97,6 @@ def test_bitmap_positional_realigned_and_keys_agree(wh, tmp_path):
 
 
 def test_bad_masks_write_nothing(wh, tmp_path):
-    rows, targets = _grid(wh)
     before = _counts(wh)
     np.save(tmp_path / "short.npy", np.zeros(10, np.uint8))
     with pytest.raises(UserError, match="grid has .* rows"):
