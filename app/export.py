@@ -1,4 +1,5 @@
-"""`proforma export --layout proforma20q DIR`: the panel as the published package writes it.
+"""`proforma export --layout proforma20q DIR`: the panel as the published package writes it
+(and `--layout compustat DIR`: the raw panel as its download writes it).
 
 The files and names its own tools read (`proforma20q evaluate --processed DIR`,
 `baselines`, `read_id_maps`), with `{tag}` = pf_full__r13_node_optionD_indfe_val8 unless
@@ -18,6 +19,10 @@ another is given:
 - regularization_stats__{tag}.parquet: `quarter`, `mu`, `sigma`, `feature`, `k`
   (`proforma build --reg-stats FILE` pins them back unchanged).
 - firm_id_map__{tag}.csv, account_id_map__{tag}.csv, industry_id_map__{tag}.csv.
+
+`--layout compustat` writes compustat_with_permno.parquet from raw.* alone (no build
+needed; sql/export/010_compustat_raw_panel.sql): the input `proforma20q build --raw`
+takes, so the package can be run beside this project on the same panel.
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ from app.reference import release_item_order
 from app.views import SPLITS, tabular_reader
 from app.warehouse import Warehouse
 
-LAYOUTS = ("proforma20q",)
+LAYOUTS = ("proforma20q", "compustat")
+RAW_PANEL_FILE = "compustat_with_permno.parquet"
 RELEASE_TAG = "pf_full__r13_node_optionD_indfe_val8"
 #: The package's tuple quarters count from 1969Q4 (ordinal 1969 * 4 + 3).
 TUPLE_BASE_Q = 1969 * 4 + 3
@@ -67,6 +73,15 @@ def release_columns(items: list[str]) -> list[str]:
         cols += [f"{item}_level_{k}" for k in range(4)] + [f"{item}_yoy_{k}" for k in range(8)]
         cols += [f"{item}_t{h}" for h in range(1, 21)]
     return cols + [f"indff48_{k}" for k in range(48)]
+
+
+def export_raw_panel(wh: Warehouse, path: Path) -> int:
+    """raw.* as the published package's download file (compustat_with_permno.parquet)."""
+    from app.sqlfiles import sql_file
+
+    if not wh.scalar("SELECT count(*) FROM raw.fundq"):
+        raise UserError("raw.fundq is empty: ingest a source first (`proforma ingest ...`).")
+    return _copy(wh, sql_file("export/010_compustat_raw_panel").text.strip().rstrip(";"), path)
 
 
 def export_regularization_stats(wh: Warehouse, path: Path) -> int:
@@ -173,6 +188,12 @@ def export(
     """Write the layout's files into out_dir; returns rows per file name."""
     if layout not in LAYOUTS:
         raise UserError(f"Unknown layout {layout!r}: use one of {', '.join(LAYOUTS)}")
+    if layout == "compustat":
+        out_dir.mkdir(parents=True, exist_ok=True)
+        n = export_raw_panel(wh, out_dir / RAW_PANEL_FILE)
+        if on_file:
+            on_file(RAW_PANEL_FILE, n)
+        return {RAW_PANEL_FILE: n}
     if not wh.table_exists("panel.truth_cells"):
         raise UserError("The panel is not built: run `proforma build` first.")
     if not tag or "/" in tag or tag.startswith("."):

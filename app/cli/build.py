@@ -123,7 +123,9 @@ def export_command(
                   "(metrics | quarter_losses | dm_tests | pit | coverage | score_runs | "
                   "coherence | submissions | footprints), as `proforma export` of scoring."),
     layout: str = typer.Option(
-        None, "--layout", help="Export the built panel in this file layout: proforma20q."),
+        None, "--layout", help="Export in a file layout: proforma20q (the built panel as the "
+                               "published package writes it) or compustat (the raw panel as its "
+                               "download writes it)."),
     run: int = typer.Option(None, "--run", help="(eval tables) Only this score run's rows."),
     fmt: str = typer.Option("csv", "--format", help="(eval tables) csv | json."),
     out: Annotated[Path | None, typer.Option(
@@ -135,7 +137,7 @@ def export_command(
         True, "--imputation/--no-imputation",
         help="(layout) Tabular features factor-imputed, as the package ships them (default)."),
 ) -> None:
-    """Export the panel (--layout proforma20q DIR) or an eval result table."""
+    """Export the panel (--layout proforma20q|compustat DIR) or an eval result table."""
     if layout is None:
         # `proforma export TABLE` belongs to scoring (app/cli/score.py); both share the name.
         from app.cli import score

@@ -69,7 +69,7 @@ def import_footprint(wh: Warehouse, name: str, mask: Path, *, grid_rows: Path | 
                       "mask_cells": info["mask_cells"], "cells_kept": kept}
         with wh.transaction():
             fid = _insert(wh, name, "cells", "TRUE", "test", description, definition)
-            wh.run_step("eval/047_footprint_import", {"footprint_id": fid})
+            wh.run_step("eval/048_footprint_import", {"footprint_id": fid})
             n_cells = _set_cells(wh, fid)
     finally:
         wh.execute("DROP TABLE IF EXISTS mask_cells")

@@ -339,3 +339,19 @@ def test_export_layout(built, tmp_path):
     before = wh.arrow("SELECT * FROM panel.truth ORDER BY ALL")
     run_build(wh, out / f"regularization_stats__{tag}.parquet")
     assert wh.arrow("SELECT * FROM panel.truth ORDER BY ALL").equals(before)
+
+
+def test_export_raw_panel_in_the_download_layout(built, tmp_path):
+    """--layout compustat: raw.fundq with the row's sich/naicsh and permno, the published
+    download's columns (items by Compustat name, YTD sources as *y)."""
+    from app.export import export
+
+    wh, _, _ = built
+    written = export(wh, tmp_path, "compustat")
+    assert written == {"compustat_with_permno.parquet": 43}
+    t = pq.read_table(tmp_path / "compustat_with_permno.parquet")
+    names = t.column_names
+    assert names[:4] == ["gvkey", "datadate", "fyearq", "fqtr"] and "fyr" not in names
+    assert {"revtq", "oancfy", "sich", "naicsh", "permno"} <= set(names) and "oancfq" not in names
+    assert set(t.column("sich").to_pylist()) == {2834.0}
+    assert t.column("permno").null_count == 43  # no link table: every firm kept whole
