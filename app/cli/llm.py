@@ -130,6 +130,9 @@ def sample_command(
         counts = sample_counts(wh, fp["footprint_id"])
     years = ", ".join(f"{y}: {n}" for y, n in counts["by_year"].items())
     console.print(f"origins per year: {years}", highlight=False)
+    if counts["pool_origins"] is not None:
+        console.print(f"eligible pool: {counts['pool_origins']:,} origins across "
+                      f"{counts['pool_firms']:,} firms", highlight=False)
     summary(f"footprint llm version {fp['version']}: {counts['origins']:,} origins across "
             f"{counts['firms']:,} firms, {fp['n_cells']:,} scoreable cells")
 

@@ -54,18 +54,29 @@ def create_llm_footprint(wh: Warehouse, name: str = LLM_FOOTPRINT, *, n_origins:
         wh.run_step(SAMPLER_STEP, {
             "footprint_id": fid, "seed": seed, "n_origins": n_origins, "split": "test",
             "min_block": MIN_BLOCK, "max_block": MAX_BLOCK, "min_history": MIN_HISTORY})
+        pool_origins, pool_firms = wh.fetchone(
+            "SELECT count(*), count(DISTINCT firm_id) FROM llm_pool")
+        wh.execute("DROP TABLE llm_pool")
+        wh.execute("UPDATE eval.footprints SET definition = ? WHERE footprint_id = ?",
+                   [json.dumps({**definition, "pool_origins": pool_origins,
+                                "pool_firms": pool_firms}, sort_keys=True), fid])
         _set_cells(wh, fid)
     _drop_temp(wh)
     return fid
 
 
 def sample_counts(wh: Warehouse, footprint_id: int) -> dict[str, Any]:
-    """Origins, firms, blocks per firm and origins per calendar year of a sample."""
+    """Origins, firms and origins per calendar year of a sample, and its eligible pool."""
     row = wh.fetchone(
         "SELECT count(*), count(DISTINCT coalesce(gvkey, firm_id::VARCHAR)), min(origin_q), "
         "max(origin_q) FROM eval.footprint_origins WHERE footprint_id = ?", [footprint_id])
     years = wh.fetchall(
         "SELECT origin_q // 4 AS year, count(*) FROM eval.footprint_origins "
         "WHERE footprint_id = ? GROUP BY 1 ORDER BY 1", [footprint_id])
+    definition = wh.scalar("SELECT definition FROM eval.footprints WHERE footprint_id = ?",
+                           [footprint_id])
+    definition = json.loads(definition) if definition else {}
     return {"origins": int(row[0]), "firms": int(row[1]),
-            "first_q": row[2], "last_q": row[3], "by_year": {int(y): int(n) for y, n in years}}
+            "first_q": row[2], "last_q": row[3], "by_year": {int(y): int(n) for y, n in years},
+            "pool_origins": definition.get("pool_origins"),
+            "pool_firms": definition.get("pool_firms")}

@@ -11,16 +11,11 @@
 -- a seeded hash of gvkey and start), so origin quarters fill evenly across the window.
 -- Firms are added until getvariable('n_origins') origins are drawn (the last block is
 -- cut to reach it, never below min_block) or the firms run out. Everything is keyed by
--- gvkey, so the same seed draws the same sample from any build of the same panel.
-INSERT INTO eval.footprint_origins (footprint_id, firm_id, origin_q, gvkey)
-WITH RECURSIVE
-window_q AS (
-    -- the calendar to balance: the split's origin quarters
-    SELECT min(origin_q) AS first_q, max(origin_q) AS last_q,
-           max(origin_q) - min(origin_q) + 1 AS n_q
-    FROM panel.origins
-    WHERE split = getvariable('split')
-),
+-- gvkey, so the same seed draws the same sample from any build of the same panel. The
+-- eligible pool is left in the temp table llm_pool (its size goes into the footprint's
+-- definition).
+CREATE OR REPLACE TEMP TABLE llm_pool AS
+WITH
 history AS (
     -- panel.values holds only scale-valid firm-quarters: number each firm's quarters
     SELECT firm_id, q, row_number() OVER (PARTITION BY firm_id ORDER BY q) AS pos
@@ -39,13 +34,24 @@ pool AS (
     JOIN scoreable AS s ON s.firm_id = o.firm_id AND s.origin_q = o.origin_q
     JOIN panel.firms AS f ON f.firm_id = o.firm_id
     WHERE o.split = getvariable('split')
+)
+SELECT * FROM pool;
+
+INSERT INTO eval.footprint_origins (footprint_id, firm_id, origin_q, gvkey)
+WITH RECURSIVE
+window_q AS (
+    -- the calendar to balance: the split's origin quarters
+    SELECT min(origin_q) AS first_q, max(origin_q) AS last_q,
+           max(origin_q) - min(origin_q) + 1 AS n_q
+    FROM panel.origins
+    WHERE split = getvariable('split')
 ),
 runs AS (
     -- runs of consecutive eligible quarters (gaps and islands)
     SELECT firm_id, gvkey, min(origin_q) AS run_first, count(*)::INTEGER AS run_len
     FROM (SELECT *, origin_q - row_number() OVER (PARTITION BY firm_id ORDER BY origin_q)
                     AS island
-          FROM pool)
+          FROM llm_pool)
     GROUP BY firm_id, gvkey, island
 ),
 firms AS (

@@ -45,6 +45,7 @@ def test_blocks_of_consecutive_eligible_origins_one_per_firm(panel_wh) -> None:
         assert qs == list(range(qs[0], qs[0] + len(qs))), gvkey  # consecutive quarters
     counts = sample_counts(panel_wh, fid)
     assert counts["origins"] == 60 and counts["firms"] == len(blocks(rows))
+    assert counts["pool_origins"] == len(pool) and counts["pool_firms"] == len({f for f, _ in pool})
     assert sum(counts["by_year"].values()) == 60
 
 
