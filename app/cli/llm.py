@@ -122,6 +122,8 @@ def sample_command(
     if (origins is not None or seed is not None) and not redraw:
         raise UserError("--origins and --seed draw a new sample: add --redraw")
     with writer() as wh:
+        if not wh.table_exists("panel.truth"):
+            raise UserError("No panel yet: run `proforma build` first")
         if redraw:
             create_llm_footprint(wh, n_origins=origins or LLM_ORIGINS, seed=seed or LLM_SEED)
         else:

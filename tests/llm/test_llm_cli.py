@@ -126,9 +126,11 @@ def test_refused_inputs_write_nothing(panel_wh, settings, monkeypatch, capsys, a
     assert written(settings) == before
 
 
-def test_run_llm_needs_a_built_panel(wh, settings, monkeypatch, capsys) -> None:
+@pytest.mark.parametrize("args", [["run", "llm", "--provider", "fake"], ["llm", "sample"],
+                                  ["llm", "sample", "--redraw"], ["llm", "prompt"]])
+def test_llm_commands_need_a_built_panel(wh, settings, monkeypatch, capsys, args) -> None:
     wh.close()
-    code, out = proforma(monkeypatch, capsys, "run", "llm", "--provider", "fake")
-    assert code == 2 and "run `proforma build` first" in out
+    code, out = proforma(monkeypatch, capsys, *args)
+    assert code == 2 and "run `proforma build` first" in out and "Traceback" not in out
     assert written(settings) == {"eval.submissions": 0, "eval.footprints": 0, "llm.calls": 0,
                                  "llm.noise": 0}
