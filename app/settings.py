@@ -18,6 +18,9 @@ class Settings(BaseSettings):
     # Where sources cache downloads (WRDS yearly chunks) so interrupted pulls resume.
     cache_dir: Path = Path("data/cache")
 
+    # The LLM panel's prices table (docs/llm.md); None: reference/llm_prices.csv.
+    llm_prices: Path | None = None
+
     # Trained model checkpoints and fit registries (models/*), one folder per model.
     models_dir: Path = Path("data/models")
 

@@ -204,11 +204,14 @@ def ensure_standard_footprints(wh: Warehouse) -> list[str]:
         create_footprint(wh, "geert", predicate=f"item IN ({items})",
                          description="The 25 chained-GBM items (Geertsema) in the 78")
         made.append("geert")
-    if "llm" not in have and wh.table_exists("panel.origins"):
-        create_footprint(wh, "llm", n_origins=LLM_ORIGINS, seed=LLM_SEED,
-                         description=f"Seeded calendar-balanced sample of {LLM_ORIGINS:,} "
-                         "test origins (fewer if the panel has fewer)")
-        made.append("llm")
+    if wh.table_exists("panel.truth"):
+        from app.llm.footprint import create_llm_footprint, is_block_sample
+
+        # The LLM protocol's block sample (docs/llm.md); an `llm` drawn by the older
+        # generic origin sample gets the block sample as its next version.
+        if "llm" not in have or not is_block_sample(get_footprint(wh, "llm")):
+            create_llm_footprint(wh)
+            made.append("llm")
     return made
 
 

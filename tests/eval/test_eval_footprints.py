@@ -57,12 +57,15 @@ def test_standard_footprints(wh):
     assert 0 < geert < truth.num_rows
     assert _fp(wh, "geert")["n_cells"] == geert
     assert _fp(wh, "full")["n_cells"] == truth.num_rows
-    n_origins = wh.scalar("SELECT count(*) FROM panel.origins WHERE split = 'test'")
     llm = _fp(wh, "llm")
     assert llm["kind"] == "origins"
-    # Fewer than 2,103 test origins in the tiny panel: all of them.
-    assert wh.scalar("SELECT count(*) FROM eval.footprint_origins WHERE footprint_id = ?",
-                     [llm["footprint_id"]]) == n_origins
+    # Fewer than 2,103 test origins in the tiny panel: one block of 4-20 consecutive test
+    # origins from every firm (docs/llm.md, "The sampler").
+    blocks = wh.fetchall(
+        "SELECT count(*), max(origin_q) - min(origin_q) + 1 FROM eval.footprint_origins "
+        "WHERE footprint_id = ? GROUP BY gvkey", [llm["footprint_id"]])
+    n_firms = wh.scalar("SELECT count(DISTINCT firm_id) FROM panel.origins WHERE split = 'test'")
+    assert len(blocks) == n_firms and all(4 <= n == span <= 20 for n, span in blocks)
 
 
 def test_origin_sample_is_seeded_and_calendar_balanced(wh):

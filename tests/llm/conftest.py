@@ -1,0 +1,41 @@
+"""A tiny built synthetic panel, made once per session and copied per test."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app.settings import Settings
+from app.warehouse import Warehouse, connect
+
+
+@pytest.fixture(scope="session")
+def built_panel(tmp_path_factory) -> Path:
+    """40 synthetic firms filing 2004-2014, built (test origins 2010-2014)."""
+    from app.build import run_build
+    from app.cli.common import prepare
+    from app.sources import ingest
+    from app.sources.synthetic import SyntheticConfig, SyntheticSource
+
+    folder = tmp_path_factory.mktemp("llm_panel")
+    settings = Settings(warehouse=folder / "wh.duckdb", temp_directory=folder / "tmp",
+                        memory_limit="1GB", threads=2, cache_dir=folder / "cache")
+    with connect(settings) as wh:
+        prepare(wh)
+        cfg = SyntheticConfig.for_scale("demo", firms=40, start=2004, end=2014, seed=3,
+                                        oracle_origins=2, oracle_paths=2, oracle_horizon=4)
+        ingest(wh, SyntheticSource(cfg))
+        run_build(wh)
+        wh.execute("CHECKPOINT")
+    return folder / "wh.duckdb"
+
+
+@pytest.fixture
+def panel_wh(built_panel: Path, settings: Settings) -> Warehouse:
+    """A private copy of the built panel at the test's warehouse path."""
+    shutil.copy(built_panel, settings.warehouse)
+    w = connect(settings)
+    yield w
+    w.close()
