@@ -355,3 +355,31 @@ def test_export_raw_panel_in_the_download_layout(built, tmp_path):
     assert {"revtq", "oancfy", "sich", "naicsh", "permno"} <= set(names) and "oancfq" not in names
     assert set(t.column("sich").to_pylist()) == {2834.0}
     assert t.column("permno").null_count == 43  # no link table: every firm kept whole
+
+
+def test_published_statistics_file_pins_as_given(tmp_path):
+    """The published package's regularization_stats file, as it writes it (quarter at the
+    quarter's last microsecond, columns quarter, mu, sigma, feature, k; sigma carrying its
+    +1e-8 floors; quarters without statistics absent) pins the panel with every value
+    exactly as given: sigma is the divisor."""
+    wh, _, _ = make_built(tmp_path)
+    stats = tmp_path / "regularization_stats__pf_full__r13_node_optionD_indfe_val8.parquet"
+    wh.execute(f"""COPY (SELECT (qend(q) + INTERVAL 1 DAY - INTERVAL 1 MICROSECOND)::TIMESTAMP AS quarter,
+                        0.01 * (q - 8000) AS mu, 1.0 + 0.001 * (q % 7) + 2e-8 AS sigma,
+                        item AS feature, 1.0 + 0.01 * item_id AS k
+                 FROM range(7990, 8050) t(q), ref.items WHERE q <> 8020 OR item <> 'revtq')
+                 TO '{stats}' (FORMAT parquet)""")
+    run_build(wh, stats)
+    rev = item_id(wh, "revtq")
+    got = {(i, q): (m, s) for i, q, m, s in wh.fetchall("SELECT item_id, q, mu, sigma FROM panel.origin_params")}
+    assert (rev, 8020) not in got and (rev, 8021) in got
+    assert got[(rev, 8021)] == (pytest.approx(0.21, abs=1e-15), pytest.approx(1.0 + 0.001 * (8021 % 7) + 2e-8, abs=1e-15))
+    # x = (asinh(k v / z) - mu) / sigma with the file's sigma, not sigma + 1e-8
+    k = 1.0 + 0.01 * rev
+    v = wh.scalar("SELECT v FROM panel.values WHERE item_id = ? AND q = 8024", [rev])
+    x = wh.scalar("SELECT baseline FROM panel.truth WHERE item_id = ? AND origin_q = 8024 AND horizon = 1",
+                  [rev])
+    mu, sigma = got[(rev, 8024)]
+    assert x == pytest.approx(max(-6, min(6, (math.asinh(k * v / Z) - mu) / sigma)), abs=1e-6)
+    assert wh.scalar("SELECT count(*) FROM panel.truth WHERE item_id = ? AND origin_q = 8020", [rev]) == 0
+    wh.close()

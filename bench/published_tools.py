@@ -1,0 +1,80 @@
+"""Helpers for benches that run the published proforma20q package beside this project.
+
+The package is never a dependency: it lives in a throwaway virtualenv the user names with
+`--published-venv PATH` (e.g. `python -m venv /tmp/pfvenv && /tmp/pfvenv/bin/pip install
+-e 'path/to/proforma-20q[dev]'`). Both tools run as child processes, each measured alone:
+wall seconds, CPU seconds (user + system) and the child's peak resident memory.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFORMA = Path(sys.executable).parent / "proforma"
+RELEASE_TAG = "pf_full__r13_node_optionD_indfe_val8"
+
+
+@dataclass
+class Measured:
+    label: str
+    wall_s: float
+    cpu_s: float
+    peak_mb: float
+    returncode: int
+
+    def line(self) -> str:
+        return (f"{self.label:<46} {self.wall_s:8.1f} s wall {self.cpu_s:8.1f} CPU-s "
+                f"{self.peak_mb:8.0f} MB peak")
+
+
+def run(label: str, cmd: list[str], *, env: dict[str, str] | None = None, log: Path | None = None,
+        check: bool = True) -> Measured:
+    """Run one command as a child process and measure it (os.wait4 gives its own rusage)."""
+    out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                env={**os.environ, **(env or {})})
+        _, status, usage = os.wait4(proc.pid, 0)
+    finally:
+        if log:
+            out.close()
+    wall = time.perf_counter() - t0
+    code = os.waitstatus_to_exitcode(status)
+    m = Measured(label, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, code)
+    if check and code != 0:
+        tail = log.read_text()[-2000:] if log and log.exists() else ""
+        raise SystemExit(f"{label} failed ({code}): {' '.join(map(str, cmd))}\n{tail}")
+    return m
+
+
+def published_cli(venv: Path) -> Path:
+    cli = Path(venv) / "bin" / "proforma20q"
+    if not cli.exists():
+        raise SystemExit(f"No proforma20q in {venv}/bin: install the published package there first")
+    return cli
+
+
+def warehouse_env(workdir: Path, name: str, threads: int | None, memory: str | None) -> dict[str, str]:
+    """Settings for a scratch warehouse of this project under workdir."""
+    env = {
+        "PROFORMA_WAREHOUSE": str(workdir / f"{name}.duckdb"),
+        "PROFORMA_TEMP_DIRECTORY": str(workdir / "tmp"),
+        "PROFORMA_CACHE_DIR": str(workdir / "cache"),
+        "PROFORMA_MODELS_DIR": str(workdir / "models"),
+    }
+    if threads:
+        env["PROFORMA_THREADS"] = str(threads)
+    if memory:
+        env["PROFORMA_MEMORY_LIMIT"] = memory
+    return env
+
+
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
