@@ -27,7 +27,7 @@ from pathlib import Path
 import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from published_tools import PROFORMA, RELEASE_TAG, load, published_cli, run, warehouse_env  # noqa: E402
+from published_tools import PROFORMA, RELEASE_TAG, load, published_cli, run, warehouse_env
 
 SPLITS = ("train", "val", "test")
 
