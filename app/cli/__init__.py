@@ -32,6 +32,7 @@ COMMAND_MODULES = [
     "app.cli.score",
     "app.cli.baselines",
     "app.cli.build",
+    "app.cli.report",
     "app.cli.demo",
 ]
 
