@@ -176,11 +176,16 @@ def reconcile(
         "SELECT count(*), coalesce(sum(statements), 0), coalesce(sum(cells_changed), 0), "
         "max(max_residual) "
         "FROM eval.reconcile_quarters WHERE reconcile_id = ?", [rid])
+    violation = wh.query_step("reconcile/030_projection_violation",
+                              {"parent_id": parent["submission_id"], "reconcile_id": rid,
+                               "split": "test"}).to_pylist()[0]
     with wh.transaction():
         wh.execute("UPDATE eval.reconciliations SET status = 'done', submission_id = ?, "
-                   "statements = ?, cells_changed = ?, max_residual = ?, "
+                   "statements = ?, cells_changed = ?, max_residual = ?, instances = ?, "
+                   "median_violation = ?, max_violation = ?, "
                    "finished_at = current_timestamp::TIMESTAMP WHERE reconcile_id = ?",
-                   [sid, totals[1], totals[2], totals[3], rid])
+                   [sid, totals[1], totals[2], totals[3], violation["instances"],
+                    violation["median_violation"], violation["max_violation"], rid])
         wh.execute("DELETE FROM eval.reconcile_cells WHERE reconcile_id = ?", [rid])
     return Reconciled(rid, sid, name, parent["submission_id"], weights, int(totals[0]),
                       len(done) if resumed else 0, int(totals[1]), int(totals[2]),

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.errors import UserError
+from app.scoring.leaderboard import dm_stars
 from app.warehouse import Warehouse
 
 #: Footprints in the paper's column order; any other scored footprint follows by name.
@@ -198,13 +199,17 @@ def comparator(run: Run, subs: dict[int, Submission], reference: Submission | No
     return max(others, key=r2)
 
 
-def dm_mark(stat: float | None, p: float | None, *, dagger_level: float = 0.01,
-            star_levels: tuple[float, ...] = (0.10, 0.05, 0.01)) -> str:
-    """The paper's convention for a comparator against the reference: * / ** / *** the
-    reference better at 10 / 5 / 1%, a dagger the comparator better (at dagger_level).
-    `stat` favours the comparator when positive."""
-    if stat is None or p is None or (isinstance(p, float) and math.isnan(p)):
+def dm_mark(stat: float | None, p: float | None) -> str:
+    """The paper's table marks for a comparator against the reference (the leaderboard's
+    convention, app.scoring.leaderboard.dm_stars): * / ** / *** the reference better at
+    10 / 5 / 1%, a dagger the comparator better at 1%. `stat` > 0 favours the comparator."""
+    if stat is None:
         return ""
-    if stat > 0:
-        return "†" if p < dagger_level else ""
-    return "*" * sum(p < level for level in star_levels)
+    return dm_stars(p, stat > 0)
+
+
+def figure_marker(stat: float | None, p: float | None, level: float = 0.05) -> str:
+    """Figure 1's markers: * the reference better, a dagger the comparator better, at `level`."""
+    if stat is None or p is None or math.isnan(p) or p >= level:
+        return ""
+    return "†" if stat > 0 else "*"

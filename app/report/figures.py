@@ -15,7 +15,7 @@ matplotlib.use("Agg")  # before pyplot: files only, also on machines without a d
 import matplotlib.pyplot as plt
 import pyarrow as pa
 
-from app.report.data import Run, Submission, dm_mark
+from app.report.data import Run, Submission, figure_marker
 from app.report.render import save_figure
 from app.report.tables import footprint_label
 
@@ -53,7 +53,7 @@ def figure1(folder: Path, runs: list[Run], subs: dict[int, Submission],
             top = ax.get_ylim()[1]
             for h in HORIZONS:
                 stat, p = run.compare(ref.submission_id, comp.submission_id, "squared", h)
-                mark = dm_mark(stat, p, dagger_level=0.05, star_levels=(0.05,))
+                mark = figure_marker(stat, p)
                 if mark:
                     ax.annotate(mark, (h, 1.0), xycoords=("data", "axes fraction"), ha="center",
                                 va="bottom", fontsize=9, color="tab:red" if mark == "†" else "black")

@@ -58,8 +58,8 @@ SELECT * FROM (VALUES
         (SELECT coalesce(max(n), 0) FROM origins_split WHERE split = 'test')),
     (13, 'Truth cells, test (target tuples)', 'view', (SELECT cells FROM targets)),
     (14, 'History tuples per test origin (mean)', 'view',
-        (SELECT round(tuples / nullif(origins, 0)) FROM history)),
+        (SELECT round(tuples / nullif(origins, 0))::BIGINT FROM history)),
     (15, 'Target tuples per test origin (mean)', 'view',
-        (SELECT round(cells / nullif((SELECT count(*) FROM test_origins), 0)) FROM targets))
+        (SELECT round(cells / nullif((SELECT count(*) FROM test_origins), 0))::BIGINT FROM targets))
 ) AS t(step, stage, kind, n)
 ORDER BY step
