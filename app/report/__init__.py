@@ -208,11 +208,17 @@ def _table2(wh: Warehouse, folder: Path, runs: list[data.Run], subs: dict[int, d
             forma: data.Submission | None) -> Exhibit:
     if forma is None:
         raise Unavailable("no Forma submission")
+    def scored_with_parent(kid: data.Submission) -> bool:
+        pair = [forma.submission_id, kid.submission_id]
+        return bool(wh.scalar("SELECT count(*) FROM eval.score_runs WHERE list_has_all(submission_ids, ?)",
+                              [pair]))
+
     children: dict[str, data.Submission | None] = {}
     for w in ("variance", "equal"):
-        kids = [s for s in subs.values() if s.parent_id == forma.submission_id
-                and s.method == f"reconcile/{w}"]
-        children[w] = max(kids, key=lambda s: s.submission_id) if kids else None
+        kids = sorted((s for s in subs.values() if s.parent_id == forma.submission_id
+                       and s.method == f"reconcile/{w}"), key=lambda s: -s.submission_id)
+        # the newest reconciliation scored beside its parent, else the newest
+        children[w] = next((k for k in kids if scored_with_parent(k)), kids[0] if kids else None)
     present = [c for c in children.values() if c is not None]
     if not present:
         raise Unavailable(f"{forma.name} has no reconciled submission: run `proforma reconcile "
