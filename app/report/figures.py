@@ -62,7 +62,7 @@ def figure1(folder: Path, runs: list[Run], subs: dict[int, Submission],
             ax.set_ylim(top=top)
         ax.set_title(title, fontsize=9, loc="left", pad=12)
         ax.axhline(0, color="grey", linewidth=0.6)
-        ax.set_xticks(HORIZONS[::2] + [20])
+        ax.set_xticks([1, 4, 8, 12, 16, 20])
         ax.set_ylabel("R² (changes)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6.5, ncol=3, loc="lower left", frameon=False)
@@ -86,6 +86,7 @@ def figure2(folder: Path, breakdown: pa.Table, item: str) -> list[Path]:
     b.set_title(f"(b) ΔR² (pp), pinned {item} path", fontsize=9, loc="left")
     for ax in (a, b):
         ax.axhline(0, color="grey", linewidth=0.6)
+        ax.set_xticks([1, 4, 8, 12, 16, 20])
         ax.set_xlabel("horizon (quarters)")
         ax.grid(alpha=0.3)
     b.legend(fontsize=7, frameon=False)
@@ -117,6 +118,7 @@ def calibration(folder: Path, run: Run, subs: dict[int, Submission],
     c.set_title(f"(c) PIT histogram, {footprint_label(run)}", fontsize=9, loc="left")
     for ax in (a, b):
         ax.set_xlabel("horizon (quarters)")
+        ax.set_xticks([1, 4, 8, 12, 16, 20])
         ax.grid(alpha=0.3)
     c.set_xlabel("PIT")
     c.set_ylabel("density")

@@ -143,3 +143,14 @@ def test_report_leaves_out_what_it_cannot_make_and_says_why(built, tmp_path):
     assert manifest["provenance"]["dm_reference"]["full"] == "rf"
     res = CliRunner().invoke(cli_app, ["report", "--against", "nobody", "--out", str(tmp_path / "x")])
     assert res.exit_code != 0 and "No submission 'nobody'" in str(res.exception)
+
+
+def test_reconcile_command_refuses_variance_weights_without_sigma(built):
+    from app.errors import UserError
+
+    with connect(read_only=True) as wh:
+        before = wh.fetchall("SELECT count(*) FROM eval.submissions")
+    res = CliRunner().invoke(cli_app, ["reconcile", "rf", "--weights", "variance"])
+    assert isinstance(res.exception, UserError) and "has no sigma" in str(res.exception)
+    with connect(read_only=True) as wh:
+        assert wh.fetchall("SELECT count(*) FROM eval.submissions") == before
