@@ -82,6 +82,10 @@ def _job(wh: Warehouse, parent_id: int, weights: str, name: str) -> tuple[int, b
         [parent_id, weights, name])
     if row is not None:
         return int(row[0]), True
+    # An unfinished job of the same name for another parent (the parent was replaced) can
+    # never resume: its staged cells go.
+    wh.execute("DELETE FROM eval.reconcile_cells WHERE reconcile_id IN (SELECT reconcile_id "
+               "FROM eval.reconciliations WHERE name = ? AND status = 'running')", [name])
     rid = int(wh.scalar("SELECT nextval('eval.reconcile_id_seq')"))
     wh.execute("INSERT INTO eval.reconciliations (reconcile_id, parent_id, weights, name, status, "
                "started_at) VALUES (?, ?, ?, ?, 'running', current_timestamp::TIMESTAMP)",

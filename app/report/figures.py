@@ -30,27 +30,35 @@ def _series(run: Run, sid: int, metric: str) -> list[float]:
     return out
 
 
+def _colors(names: list[str]) -> dict[str, Any]:
+    """One colour per model on every panel and figure."""
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    return {n: cycle[i % len(cycle)] for i, n in enumerate(dict.fromkeys(names))}
+
+
 def figure1(folder: Path, runs: list[Run], subs: dict[int, Submission],
             refs: dict[int, Submission | None], comps: dict[int, Submission | None]) -> tuple[list[Path], list[dict[str, Any]]]:
     """R2 by horizon, one panel per footprint; markers atop each panel: DM at 5% of the
     reference against the panel's comparator (* reference better, † comparator better)."""
-    fig, axes = plt.subplots(len(runs), 1, figsize=(7.5, 2.9 * len(runs)), squeeze=False)
+    fig, axes = plt.subplots(len(runs), 1, figsize=(7.5, 2.7 * len(runs) + 0.8), squeeze=False)
+    shown = {r.score_run_id: [s for s in r.submission_ids if s in subs and not subs[s].is_derived]
+             for r in runs}
+    colors = _colors([subs[s].name for r in runs for s in shown[r.score_run_id]])
     data = []
     for ax, run, letter in zip(axes[:, 0], runs, "abcdefghij"):
         ref, comp = refs.get(run.score_run_id), comps.get(run.score_run_id)
-        ids = [s for s in run.submission_ids if s in subs and not subs[s].is_derived]
-        for sid in ids:
+        for sid in shown[run.score_run_id]:
             y = _series(run, sid, "r2")
-            strong = (ref is not None and sid == ref.submission_id) or (comp is not None and sid == comp.submission_id)
+            is_ref = ref is not None and sid == ref.submission_id
+            strong = is_ref or (comp is not None and sid == comp.submission_id)
             ax.plot(HORIZONS, y, marker="o" if strong else None, markersize=3,
-                    linewidth=2.2 if ref is not None and sid == ref.submission_id else 1.0,
-                    alpha=1.0 if strong else 0.55, label=subs[sid].name)
+                    linewidth=2.4 if is_ref else 1.1, alpha=1.0 if strong else 0.6,
+                    color=colors[subs[sid].name], label=subs[sid].name)
             data += [{"footprint": run.footprint, "model": subs[sid].name, "horizon": h, "r2": v}
                      for h, v in zip(HORIZONS, y)]
         title = f"({letter}) {footprint_label(run)}"
         if ref is not None and comp is not None:
             title += f": {ref.name} vs {comp.name}"
-            top = ax.get_ylim()[1]
             for h in HORIZONS:
                 stat, p = run.compare(ref.submission_id, comp.submission_id, "squared", h)
                 mark = figure_marker(stat, p)
@@ -59,15 +67,15 @@ def figure1(folder: Path, runs: list[Run], subs: dict[int, Submission],
                                 va="bottom", fontsize=9, color="tab:red" if mark == "†" else "black")
                 data.append({"footprint": run.footprint, "model": f"DM {ref.name} vs {comp.name}",
                              "horizon": h, "dm_stat": stat, "p_value": p, "mark": mark})
-            ax.set_ylim(top=top)
         ax.set_title(title, fontsize=9, loc="left", pad=12)
         ax.axhline(0, color="grey", linewidth=0.6)
         ax.set_xticks([1, 4, 8, 12, 16, 20])
         ax.set_ylabel("R² (changes)")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6.5, ncol=3, loc="lower left", frameon=False)
     axes[-1, 0].set_xlabel("horizon (quarters)")
-    fig.tight_layout()
+    handles = [plt.Line2D([], [], color=c, label=n) for n, c in colors.items()]
+    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, (0.25 + 0.18 * ((len(colors) + 2) // 3)) / fig.get_figheight(), 1, 1))
     return save_figure(fig, folder, "figure1_r2_by_horizon"), data
 
 
@@ -99,9 +107,10 @@ def calibration(folder: Path, run: Run, subs: dict[int, Submission],
     """(a) z2 by horizon, (b) 50% and 90% coverage by horizon, (c) PIT histograms."""
     dens = [s for s in run.submission_ids if s in subs and subs[s].has_sigma]
     fig, (a, b, c) = plt.subplots(1, 3, figsize=(11, 3.3))
+    colors = _colors([subs[s].name for s in run.submission_ids if s in subs and not subs[s].is_derived])
     for sid in dens:
         name = subs[sid].name
-        line, = a.plot(HORIZONS, _series(run, sid, "z2"), label=name)
+        line, = a.plot(HORIZONS, _series(run, sid, "z2"), label=name, color=colors.get(name))
         b.plot(HORIZONS, _series(run, sid, "cov50"), color=line.get_color(), label=f"{name} 50%")
         b.plot(HORIZONS, _series(run, sid, "cov90"), color=line.get_color(), linestyle="--")
         shares = pit.get(sid)

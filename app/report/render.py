@@ -31,7 +31,18 @@ class TablePart:
     data: list[dict[str, Any]]           # machine-readable rows for the CSV
     notes: list[str] = field(default_factory=list)
     rules_after: set[int] = field(default_factory=set)   # row indexes followed by a rule
-    groups: list[tuple[str, int]] | None = None          # header groups over columns[1:]
+    groups: list[tuple[str, int, str]] | None = None     # (label, span, short) over columns[1:]
+
+    def flat_columns(self) -> list[str]:
+        """Column labels for one-row headers (Markdown, HTML): a group's short name added."""
+        if not self.groups:
+            return self.columns
+        out = [self.columns[0]]
+        i = 1
+        for _, span, short in self.groups:
+            out += [f"{c} ({short})" for c in self.columns[i:i + span]]
+            i += span
+        return out + self.columns[i:]
 
 
 def fmt(value: Any, digits: int = 3, pct: bool = False) -> str:
@@ -80,7 +91,7 @@ def write_markdown(path: Path, title: str, parts: list[TablePart], notes: list[s
     for part in parts:
         if len(parts) > 1 or part.title != title:
             lines += [f"## {part.title}", ""]
-        lines.append("| " + " | ".join(part.columns) + " |")
+        lines.append("| " + " | ".join(part.flat_columns()) + " |")
         lines.append("|" + "|".join([":--"] + ["--:"] * (len(part.columns) - 1)) + "|")
         for row in part.rows:
             lines.append("| " + " | ".join(_md_cell(c) for c in row) + " |")
@@ -122,7 +133,7 @@ def write_latex(path: Path, title: str, label: str, parts: list[TablePart], note
         out.append(r"\toprule")
         if part.groups:
             out.append(" & " + " & ".join(rf"\multicolumn{{{n}}}{{c}}{{{tex_escape(g)}}}"
-                                          for g, n in part.groups) + r" \\")
+                                          for g, n, _ in part.groups) + r" \\")
         out.append(" & ".join(tex_escape(c) for c in part.columns) + r" \\")
         out.append(r"\midrule")
         for i, row in enumerate(part.rows):
@@ -141,7 +152,7 @@ def write_latex(path: Path, title: str, label: str, parts: list[TablePart], note
 
 # -- HTML (index page) -----------------------------------------------------------------
 def html_table(part: TablePart) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in part.columns)
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in part.flat_columns())
     body = []
     for i, row in enumerate(part.rows):
         cells = []

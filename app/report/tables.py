@@ -102,7 +102,7 @@ def _density_panel(runs: list[Run], subs: dict[int, Submission], order: list[int
     dens = [s for s in order if subs[s].has_sigma]
     columns, groups, rows, data = ["Model"], [], [[Cell(subs[s].name)] for s in dens], []
     for run in runs:
-        groups.append((footprint_label(run), len(metrics)))
+        groups.append((footprint_label(run), len(metrics), run.footprint))
         for key, label, nominal in metrics:
             columns.append(label)
             vals = [run.metric(s, key) if s in run.submission_ids else None for s in dens]
