@@ -14,7 +14,7 @@ _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 h1{font-size:1.5em}h2{font-size:1.15em;margin-top:2em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:.6em 0;font-size:13px}caption{text-align:left;font-weight:600;padding:.3em 0}
-th,td{padding:2px 8px;border-bottom:1px solid #eee}td.r{text-align:right;font-variant-numeric:tabular-nums}
+th,td{padding:2px 8px;border-bottom:1px solid #eee}td.l{white-space:nowrap}td.r{text-align:right;font-variant-numeric:tabular-nums}
 tr.rule td{border-bottom:1px solid #888}th{border-bottom:2px solid #888}
 img{max-width:100%;border:1px solid #eee}.files a{margin-right:.8em}.note{color:#555;font-size:12px}
 .skipped li{color:#7a4b00}code{background:#f4f4f4;padding:0 3px}
