@@ -47,6 +47,12 @@ class Submission:
         return self.parent_id is not None
 
     @property
+    def is_auxiliary(self) -> bool:
+        """Not a model row of Table 1 / Figure 1: a reconciliation of another submission, or
+        a repeated LLM draw (`llm_draw` > 1, kept for the noise measurement)."""
+        return self.is_derived or int(self.metadata.get("llm_draw") or 1) > 1
+
+    @property
     def is_forma(self) -> bool:
         return self.model == "forma" and not self.is_derived
 
@@ -180,7 +186,7 @@ def comparator(run: Run, subs: dict[int, Submission], reference: Submission | No
     """Figure 1's comparator: the paper's named one (RF on Full, the chained GBM on Geert.,
     the best LLM on the LLM sample) when present, else the strongest other model."""
     others = [subs[s] for s in run.submission_ids if s in subs and
-              (reference is None or s != reference.submission_id) and not subs[s].is_derived
+              (reference is None or s != reference.submission_id) and not subs[s].is_auxiliary
               and not subs[s].is_oracle]
     if not others:
         return None

@@ -41,7 +41,7 @@ def figure1(folder: Path, runs: list[Run], subs: dict[int, Submission],
     """R2 by horizon, one panel per footprint; markers atop each panel: DM at 5% of the
     reference against the panel's comparator (* reference better, † comparator better)."""
     fig, axes = plt.subplots(len(runs), 1, figsize=(7.5, 2.7 * len(runs) + 0.8), squeeze=False)
-    shown = {r.score_run_id: [s for s in r.submission_ids if s in subs and not subs[s].is_derived]
+    shown = {r.score_run_id: [s for s in r.submission_ids if s in subs and not subs[s].is_auxiliary]
              for r in runs}
     colors = _colors([subs[s].name for r in runs for s in shown[r.score_run_id]])
     data = []
@@ -107,7 +107,7 @@ def calibration(folder: Path, run: Run, subs: dict[int, Submission],
     """(a) z2 by horizon, (b) 50% and 90% coverage by horizon, (c) PIT histograms."""
     dens = [s for s in run.submission_ids if s in subs and subs[s].has_sigma]
     fig, (a, b, c) = plt.subplots(1, 3, figsize=(11, 3.3))
-    colors = _colors([subs[s].name for s in run.submission_ids if s in subs and not subs[s].is_derived])
+    colors = _colors([subs[s].name for s in run.submission_ids if s in subs and not subs[s].is_auxiliary])
     for sid in dens:
         name = subs[sid].name
         line, = a.plot(HORIZONS, _series(run, sid, "z2"), label=name, color=colors.get(name))

@@ -43,11 +43,11 @@ def _order(runs: list[Run], subs: dict[int, Submission], first: Submission | Non
         v = run.metric(sid, "r2")
         return -math.inf if v is None else v
 
-    group1 = [s for s in head.submission_ids if s in subs and not subs[s].is_derived]
+    group1 = [s for s in head.submission_ids if s in subs and not subs[s].is_auxiliary]
     group1.sort(key=lambda s: (first is None or s != first.submission_id, -r2(head, s)))
     rest: list[int] = []
     for run in runs[1:]:
-        more = [s for s in run.submission_ids if s in subs and not subs[s].is_derived
+        more = [s for s in run.submission_ids if s in subs and not subs[s].is_auxiliary
                 and s not in group1 and s not in rest]
         rest += sorted(more, key=lambda s: -r2(run, s))
     return group1 + rest, len(group1)
