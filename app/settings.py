@@ -24,6 +24,9 @@ class Settings(BaseSettings):
     # Trained model checkpoints and fit registries (models/*), one folder per model.
     models_dir: Path = Path("data/models")
 
+    # `proforma report` writes the paper's exhibits here; the service serves the folder at /report.
+    report_dir: Path = Path("data/report")
+
     # Service (app/api): uploads stream to upload_dir, capped at upload_max_bytes.
     upload_dir: Path = Path("data/uploads")
     upload_max_bytes: int = 2 * 1024**3

@@ -30,6 +30,7 @@ from app.settings import Settings, get_settings
 from app.warehouse import connect
 from app.web import STATIC_DIR
 from app.web import pages as web_pages
+from app.web import report as web_report
 
 log = logging.getLogger("proforma.api")
 API_PREFIX = "/api/v1"
@@ -138,5 +139,6 @@ def create_app(
     for module in (health, users, submissions, jobs, leaderboards, footprints, query):
         app.include_router(module.router, prefix=API_PREFIX)
     app.include_router(web_pages.router)
+    app.include_router(web_report.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     return app

@@ -33,6 +33,7 @@ COMMAND_MODULES = [
     "app.cli.baselines",
     "app.cli.llm",
     "app.cli.build",
+    "app.cli.report",
     "app.cli.demo",
 ]
 

@@ -31,6 +31,10 @@ DEMO_COMPETITORS = ("enet", "ffnn-linear", "ffnn-large")
 ALL_COMPETITORS = ("enet", "rf", "ffnn-linear", "ffnn-large", "gbm-l1", "gbm-l2")
 #: One seed keeps the demo near its budget on 2 cores; the paper mixes seeds 60-64.
 FORMA_SEEDS = "60"
+FORMA_SUBMISSION = "forma-small-gaussian"
+#: Figure 2's oracle experiment in the demo: a third of the paper's 768 origins keeps the
+#: report's Forma forward passes within the demo's budget.
+REPORT_ORACLE_ORIGINS = 256
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,17 @@ def _has_model(wh: Warehouse, name_like: str) -> bool:
         [name_like, build]) > 0
 
 
+def _reconciled(wh: Warehouse, weights: str) -> bool:
+    """A current reconciliation of the current Forma submission exists."""
+    parent = _rows(wh, "SELECT max(submission_id) FROM eval.submissions WHERE name = ? "
+                       "AND retired_at IS NULL", [FORMA_SUBMISSION])
+    return parent > 0 and _rows(
+        wh, "SELECT count(*) FROM eval.submissions WHERE retired_at IS NULL AND rows > 0 "
+            "AND json_extract_string(metadata, '$.parent_id') = ? "
+            "AND json_extract_string(metadata, '$.method') = ?",
+        [str(parent), f"reconcile/{weights}"]) > 0
+
+
 def stages(firms: int | None, competitors: tuple[str, ...] = DEMO_COMPETITORS) -> list[Stage]:
     ingest = ["ingest", "synthetic", "--scale", "demo"] + (["--firms", str(firms)] if firms else [])
     return [
@@ -79,7 +94,21 @@ def stages(firms: int | None, competitors: tuple[str, ...] = DEMO_COMPETITORS) -
         Stage("Forma forecasts", ["predict", "forma", "--preset", "small", "--seeds", FORMA_SEEDS,
                                   "--no-score"],
               lambda wh: _has_model(wh, "forma-small%")),
+        *(Stage(f"reconciliation ({w} weights)", ["reconcile", FORMA_SUBMISSION, "--weights", w],
+                lambda wh, w=w: _reconciled(wh, w)) for w in ("variance", "equal")),
     ]
+
+
+def report_is_current(runs: dict[str, int]) -> bool:
+    """The report folder was written from exactly these score runs."""
+    import json
+
+    manifest = get_settings().report_dir / "manifest.json"
+    try:
+        written = json.loads(manifest.read_text())["provenance"]["score_runs"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return {k: v.get("score_run_id") for k, v in written.items()} == runs
 
 
 def _run(args: list[str]) -> None:
@@ -195,8 +224,13 @@ def demo_command(
     for r in board:
         console.print(f"  {r['model']:<28} R² {r['r2']:+.3f}   MAE {r['mae']:.3f}   n {r['n']:,}",
                       highlight=False)
+    if report_is_current(runs):
+        console.print("[dim]report: written from these score runs already, kept[/]")
+    else:
+        _run(["report", "--oracle-origins", str(REPORT_ORACLE_ORIGINS)])
     summary(f"demo ready in {time.perf_counter() - t0:.0f}s: score runs "
-            + ", ".join(f"{k} {v}" for k, v in runs.items()))
+            + ", ".join(f"{k} {v}" for k, v in runs.items())
+            + f"; report in {get_settings().report_dir} (/report when served)")
     if serve:
         from app.cli.serve import run_server
 

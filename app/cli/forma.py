@@ -323,7 +323,8 @@ def scenario_command(
         "--pin", help="Pinned future values: revtq=1200 (dollars, all horizons), revtq@1=1200, "
         "revtq@1-4=std:0.5 (standardized). Repeatable.")] = None,
     preset: str = PRESET_OPT,
-    seeds: str = SEEDS_OPT,
+    seeds: str = typer.Option("", "--seeds", help="Seeds: a range 60-64 or a list 60,61 "
+                              "(default: every trained seed of the preset)."),
     family: str = FAMILY_OPT,
     horizons: str = typer.Option("1,4,8,12,20", "--horizons", help="Horizons shown in the table."),
     level: int = typer.Option(80, "--level", help="Central interval shown: 50, 80, 90 or 95."),
@@ -331,91 +332,36 @@ def scenario_command(
         "--out", help="Write the full conditional forecast as parquet.")] = None,
     device: str = DEVICE_OPT,
 ) -> None:
-    """Conditional statement forecast: pin future values, forecast the rest, in dollars with
-    intervals and the identity check."""
+    """Conditional statement forecast: pin future values, forecast the rest, in expected
+    dollars with intervals and the identity check."""
     import pyarrow.parquet as pq
 
-    from models.forma.scenario import OriginParams, conditional_forecast, identity_check, to_dollars
+    from app.scenario import conditional_statement, load_forma, scenario_view
 
     if level not in (50, 80, 90, 95):
         raise UserError("--level must be 50, 80, 90 or 95")
-    shown = [int(h) for h in horizons.split(",") if h.strip()]
+    try:
+        shown = [int(h) for h in horizons.split(",") if h.strip()]
+    except ValueError:
+        raise UserError(f"--horizons takes a comma-separated list such as 1,4,8: {horizons!r}") from None
     oq = parse_quarter(origin)
     pins_spec = parse_pins(pin or [])
-    seed_list = parse_seeds(seeds)
     dev = resolve_device(device)
-    models, _ = load_models(preset, family, seed_list, dev)
+    models, used, _ = load_forma(preset, family, parse_seeds(seeds) if seeds.strip() else None, dev)
     with read_only() as wh:
         _require_panel(wh)
-        row = wh.fetchone(
-            "SELECT o.firm_id, o.split, o.z FROM panel.origins o JOIN panel.firms f USING (firm_id) "
-            "WHERE f.gvkey = ? AND o.origin_q = ?", [firm.strip().zfill(6), oq])
-        if row is None:
-            raise UserError(f"No origin {qlabel(oq)} for firm {firm!r} in the panel")
-        firm_id, split, z = row
-        store = load_store(wh, [split], future=False, firm_id=firm_id, origin_q=oq)
-        items = dict(wh.fetchall("SELECT item, item_id FROM ref.items"))
-        names = {v: k for k, v in items.items()}
-        k = dict(wh.fetchall("SELECT item_id, k FROM panel.item_k"))
-        par = wh.fetchall("SELECT item_id, mu, sigma FROM panel.origin_params WHERE q = ?", [oq])
-        ident = identities_table(wh)
-    i = store.find(firm_id, oq)
-    if i < 0:
-        raise UserError(f"The tuple view holds no window for firm {firm} at {qlabel(oq)}")
-    params = OriginParams(z=float(z), k={int(a): float(b) for a, b in k.items()},
-                          mu={int(a): float(b) for a, b, _ in par},
-                          sigma={int(a): float(c) for a, _, c in par})
-    pins: dict[tuple[int, int], float] = {}
-    for item, hz, unit, value in pins_spec:
-        if item not in items or items[item] == 0:
-            raise UserError(f"Unknown item {item!r} in --pin")
-        iid = items[item]
-        for h in hz or range(1, 21):
-            if unit == "std":
-                pins[(iid, h)] = float(np.clip(value, -6, 6))
-            else:
-                if iid not in params.k or iid not in params.mu:
-                    raise UserError(f"No standardization parameters for {item} at {qlabel(oq)}")
-                pins[(iid, h)] = params.to_std(iid, value)
-    table = conditional_forecast(models, store, i, pins, device=dev, family=family)
-    table = to_dollars(table, params)
-    check = identity_check(table, ident.column("identity").to_pylist(),
-                           ident.column("item_id").to_pylist(), ident.column("sign").to_pylist())
-    table = table.append_column("item", pa.array([names.get(int(v), "?") for v in table.column("item_id").to_numpy()]))
-    # the table: one row per item, chosen horizons, "point [lo, hi]" in dollars
-    tag = f"{level:02d}"
-    view = Table(title=f"{firm} {qlabel(oq)}: conditional forecast, dollars "
-                 f"(point [{level}% interval]; * pinned)")
-    view.add_column("item")
-    for h in shown:
-        view.add_column(f"h={h}", justify="right", no_wrap=True)
-    cells = {(int(a), int(b)): (float(p), float(lo), float(hi), bool(pn)) for a, b, p, lo, hi, pn in zip(
-        table.column("item_id").to_numpy(), table.column("horizon").to_numpy(),
-        table.column("point_usd").to_numpy(zero_copy_only=False),
-        table.column(f"lo_{tag}_usd").to_numpy(zero_copy_only=False),
-        table.column(f"hi_{tag}_usd").to_numpy(zero_copy_only=False),
-        table.column("pinned").to_numpy(zero_copy_only=False))}
-    for iid in sorted({a for a, _ in cells}):
-        row_cells = []
-        for h in shown:
-            c = cells.get((iid, h))
-            if c is None:
-                row_cells.append("")
-            elif c[3]:
-                row_cells.append(f"{c[0]:.4g}*")
-            else:
-                row_cells.append(f"{c[0]:.4g} [{c[1]:.3g}, {c[2]:.3g}]")
-        view.add_row(names.get(iid, str(iid)), *row_cells)
-    console.print(view)
-    viol = check.column("violation").to_numpy() if check.num_rows else np.zeros(0)
+        result = conditional_statement(wh, models, firm, oq, pins_spec, family=family, device=dev)
+    console.print(scenario_view(result, shown, level))
+    viol = result.check.column("violation").to_numpy() if result.check.num_rows else np.zeros(0)
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, out)
+        pq.write_table(result.table, out)
     med = f"median identity violation {np.median(viol):.1%} over {len(viol)} (identity, horizon) pairs" \
         if len(viol) else "no identity fully forecast"
-    summary(f"scenario {firm} {qlabel(oq)}: {len(pins)} pinned cell(s), "
-            f"{int((~table.column('pinned').to_numpy(zero_copy_only=False)).sum())} forecast; {med}"
-            + (f"; written to {out}" if out else ""))
+    pinned = result.table.column("pinned").to_numpy(zero_copy_only=False)
+    summary(f"scenario {result.firm} {qlabel(oq)} (Forma {preset}/{family}, seeds "
+            f"{','.join(map(str, used))}): {result.pins} pinned cell(s), "
+            f"{int((~pinned).sum())} forecast; {med}" + (f"; written to {out}" if out else ""))
 
 
 # -- forma group: oracle experiment, export, info --------------------------------------

@@ -116,13 +116,15 @@ def leaderboard_command(
     by: Annotated[str | None, typer.Option("--by", help="horizon | item | statement.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="table | csv | json.")] = "table",
     out: Annotated[Path | None, typer.Option("--out", help="Write csv/json here.")] = None,
+    against: Annotated[str | None, typer.Option(
+        "--against", help="DM reference: a submission name or id (default: the leader).")] = None,
 ) -> None:
     """Print the leaderboard of a footprint's latest score run (or export it)."""
     from app.scoring import leaderboard, table_to_text
     from app.scoring.leaderboard import write_text
 
     with writer() as wh:
-        table = leaderboard(wh, footprint, track, by)
+        table = leaderboard(wh, footprint, track, by, against=against)
     meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
     if fmt == "table":
         t = Table(title=f"{track} track, {meta.get('footprint_name')}@"

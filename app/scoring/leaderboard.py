@@ -40,7 +40,9 @@ def latest_run(wh: Warehouse, footprint: str = "full") -> int:
     return int(run)
 
 
-def _stars(p: float | None, model_better: bool) -> str:
+def dm_stars(p: float | None, model_better: bool) -> str:
+    """The paper's marks on a row compared with the reference: * / ** / *** the reference
+    better at 10 / 5 / 1%, a dagger the row's model better at 1%."""
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return ""
     if model_better:
@@ -55,19 +57,23 @@ def leaderboard(
     by: str | None = None,
     *,
     score_run_id: int | None = None,
+    against: int | str | None = None,
 ) -> pa.Table:
     """One row per submission (and group when `by` is horizon, item or statement).
 
     Squared and absolute tracks carry the pooled (or per-horizon) Diebold-Mariano test
-    against the group's leader: dm_vs_leader > 0 favours the row's model;
-    stars mark the leader better at 10/5/1%, a dagger the model better at 1%.
-    The table's schema metadata holds the run's provenance.
+    against the group's leader (column dm_vs_leader), or against the submission named or
+    numbered by `against` (column dm_vs_reference; the paper marks Table 1 against Forma):
+    a statistic > 0 favours the row's model; stars mark the reference better at 10/5/1%,
+    a dagger the model better at 1%. The table's schema metadata holds the run's
+    provenance and `dm_reference` ('leader' or the reference's name).
     """
     if track not in TRACKS:
         raise UserError(f"Unknown track {track!r}: use squared, absolute or density")
     if by not in BY:
         raise UserError(f"Unknown --by {by!r}: use horizon, item or statement")
     run = score_run_id or latest_run(wh, footprint)
+    reference = None if against is None else reference_submission(wh, run, against)
     columns, sort, ascending, loss = TRACKS[track]
     level = BY[by]
     group = {"global": "NULL", "horizon": "m.horizon", "item": "i.item",
@@ -103,7 +109,8 @@ def leaderboard(
 
     for grp in sorted(groups, key=lambda g: (g is None, g)):
         ranked = sorted(groups[grp], key=key)
-        leader = ranked[0]
+        leader = next((r for r in ranked if r["submission_id"] == reference), None) \
+            if reference is not None else ranked[0]
         for rank, r in enumerate(ranked, 1):
             row = {"rank": rank}
             if level != "global":
@@ -114,25 +121,41 @@ def leaderboard(
             if loss:
                 h = 0 if level != "horizon" else int(r["horizon"])
                 stat = p = None
-                if r is not leader and level in ("global", "horizon"):
+                if leader is not None and r is not leader and level in ("global", "horizon"):
                     a, b = leader["submission_id"], r["submission_id"]
                     if (a, b, h) in dm:
                         stat, p = dm[(a, b, h)]
                     elif (b, a, h) in dm:
                         stat, p = dm[(b, a, h)]
                         stat = None if stat is None else -stat
-                row["dm_vs_leader"] = stat
+                row["dm_vs_leader" if reference is None else "dm_vs_reference"] = stat
                 row["p_value"] = p
-                row["sig"] = _stars(p, stat is not None and stat > 0)
+                row["sig"] = dm_stars(p, stat is not None and stat > 0)
             out.append(row)
     run_row = wh.arrow(
         "SELECT footprint_name, footprint_version, n_cells, footprint_cells, build_id, "
         "eval_sql_version, finished_at FROM eval.score_runs WHERE score_run_id = ?",
         [run]).to_pylist()[0]
+    names = dict(wh.fetchall("SELECT submission_id, name FROM eval.submissions"))
     meta = {"score_run_id": str(run), "track": track, "by": level,
+            "dm_reference": "leader" if reference is None else names.get(reference, str(reference)),
             **{k: str(v) for k, v in run_row.items()}}
     table = pa.Table.from_pylist(out) if out else pa.table({"rank": pa.array([], pa.int64())})
     return table.replace_schema_metadata(meta)
+
+
+def reference_submission(wh: Warehouse, score_run_id: int, against: int | str) -> int:
+    """The id of the run's submission named or numbered `against` (the DM reference)."""
+    ids, = wh.fetchone("SELECT submission_ids FROM eval.score_runs WHERE score_run_id = ?",
+                       [score_run_id]) or ([],)
+    scored = wh.fetchall("SELECT submission_id, name FROM eval.submissions "
+                         "WHERE list_contains(?, submission_id) ORDER BY submission_id", [list(ids)])
+    text = str(against).strip()
+    for sid, name in scored:
+        if text == name or (text.isdigit() and int(text) == sid):
+            return int(sid)
+    raise UserError(f"{text!r} is not scored in score run {score_run_id}; compare against one of: "
+                    + ", ".join(name for _, name in scored))
 
 
 def table_to_text(table: pa.Table, fmt: str) -> str:

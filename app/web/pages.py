@@ -30,7 +30,7 @@ templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
 
 _HIDDEN = {"rank", "submission_id", "n_components", "sig", "footprint", "score_run_id"}
 _LABELS = {"r2": "R²", "mse": "MSE", "mae": "MAE", "nll": "NLL", "crps": "CRPS", "z2": "z²",
-           "n": "cells", "model": "model", "dm_vs_leader": "DM vs leader", "p_value": "p",
+           "n": "cells", "model": "model", "dm_vs_leader": "DM vs leader", "dm_vs_reference": "DM vs reference", "p_value": "p",
            "cov50": "cov 50%", "cov80": "cov 80%", "cov90": "cov 90%", "cov95": "cov 95%"}
 
 
@@ -123,6 +123,7 @@ def leaderboard_page(
     wh: WarehouseDep,
     footprint: str | None = None,
     track: str = TRACKS[0]["name"],
+    against: str | None = None,
 ) -> HTMLResponse:
     names = footprint_names(wh)
     if track not in {t["name"] for t in TRACKS}:
@@ -130,10 +131,15 @@ def leaderboard_page(
     if footprint not in names:
         footprint = "full" if "full" in names else (names[0] if names else None)
     context: dict[str, Any] = {"footprints": names, "footprint": footprint, "tracks": TRACKS,
-                               "track": track, "run": None}
+                               "track": track, "run": None, "against": against or ""}
     run = latest_run(wh, footprint) if footprint else None
     if run:
-        table = leaderboard_table(wh, footprint, track, "global")
+        scored = [n for (n,) in wh.fetchall(
+            "SELECT name FROM eval.submissions WHERE list_contains(?, submission_id) ORDER BY name",
+            [run["submission_ids"]])]
+        if against not in scored:
+            against = None  # a model not on this footprint: back to the leader
+        table = leaderboard_table(wh, footprint, track, "global", against)
         types = {f.name: ("string" if str(f.type) in ("string", "large_string") else "number")
                  for f in table.schema}
         context.update(
@@ -141,9 +147,12 @@ def leaderboard_page(
             columns=_columns(table.column_names, types, _metric(track)),
             rows=table.to_pylist(),
             chart=_chart(wh, run, track, [r.get("model") for r in table.to_pylist()]),
-            dm_note="Diebold–Mariano tests against the leader (quarter-clustered, Newey–West, "
-                    "HLN; DM > 0 favours the row's model): * / ** / *** leader better at "
-                    "10 / 5 / 1%, † this model better at 1%.",
+            models=scored,
+            against=against or "",
+            dm_note=f"Diebold–Mariano tests against {against or 'the leader'} (quarter-clustered, "
+                    "Newey–West, HLN; DM > 0 favours the row's model): * / ** / *** "
+                    f"{'the reference' if against else 'leader'} better at 10 / 5 / 1%, † this "
+                    "model better at 1%.",
         )
     return _render(request, "leaderboard.html", "leaderboard", **context)
 

@@ -8,8 +8,10 @@ panel.origin_params at q = origin, the origin deflator z):
     x = clip((asinh(k v / z) - mu) / sigma, -6, 6)
     v = z / k * sinh(x sigma + mu)
 
-The map is monotone, so standardized quantiles map to dollar quantiles. The CLI layer
-reads these parameters from the warehouse and hands them here as arrays.
+The map is monotone, so standardized quantiles map to dollar quantiles; the mean does not
+map (sinh is not linear), so the expected dollars come from the closed form in
+models/dollars.py. The flows in app/scenario.py read these parameters from the warehouse
+and hand them here as arrays.
 
 The oracle experiment pins the realized path of one item (revenue) at every horizon and
 compares the remaining cells with the unconditional forecast on the same origins.
@@ -105,18 +107,38 @@ def conditional_forecast(
                      for k, v in out.items()})
 
 
-def to_dollars(table: pa.Table, params: OriginParams) -> pa.Table:
-    """Add dollar columns (`*_usd`) for point and interval bounds, item by item."""
+def to_dollars(table: pa.Table, params: OriginParams, family: str = "gaussian") -> pa.Table:
+    """Add dollar columns: `expected_usd` (the mixture's mean in dollars by the closed
+    form, models/dollars.py; a pinned cell's pinned value), `point_usd` (the plug-in
+    dollars of the standardized point, z sinh(x sigma + mu) / k, which the coherence
+    measure uses) and `*_usd` for the interval bounds (quantiles map through the
+    monotone transform)."""
+    from models.dollars import expected_dollars
+
     items = table.column("item_id").to_numpy()
     cols = ["point"] + [c for c in table.column_names if c.startswith(("lo_", "hi_"))]
+    usd = {c: np.full(table.num_rows, np.nan) for c in cols}
+    expected = np.full(table.num_rows, np.nan)
+    pinned = table.column("pinned").to_numpy(zero_copy_only=False)
+    mu_k = table.column("mu_k").to_pylist()
+    sigma_k = table.column("sigma_k").to_pylist()
+    for item in np.unique(items):
+        if int(item) not in params.k or int(item) not in params.mu:
+            continue
+        sel = items == item
+        for c in cols:
+            vals = table.column(c).to_numpy(zero_copy_only=False).astype(float)
+            usd[c][sel] = params.to_dollars(int(item), vals[sel])
+        rows = np.nonzero(sel)[0]
+        m = np.array([mu_k[r] for r in rows], dtype=float).T   # (components, rows)
+        s = np.array([sigma_k[r] for r in rows], dtype=float).T
+        expected[rows] = expected_dollars(
+            m, s, params.k[int(item)], params.z, params.mu[int(item)],
+            params.sigma[int(item)], family=family, component_axis=0)
+    expected = np.where(pinned, usd["point"], expected)
+    table = table.append_column("expected_usd", pa.array(expected))
     for c in cols:
-        vals = table.column(c).to_numpy(zero_copy_only=False).astype(float)
-        usd = np.full(len(vals), np.nan)
-        for item in np.unique(items):
-            if int(item) in params.k:
-                sel = items == item
-                usd[sel] = params.to_dollars(int(item), vals[sel])
-        table = table.append_column(f"{c}_usd", pa.array(usd))
+        table = table.append_column(f"{c}_usd", pa.array(usd[c]))
     return table
 
 
@@ -244,4 +266,24 @@ def oracle_summary(cells: Mapping[str, np.ndarray], statement_of: Mapping[int, s
         ru, rc = r2_changes(a, b, u), r2_changes(a, b, c)
         for k, v in zip(out, (g, key, int(sel.sum()), mu_, mc_, mc_ - mu_, ru, rc, rc - ru)):
             out[k].append(v)
+    return pa.table(out)
+
+
+def oracle_breakdown(cells: Mapping[str, np.ndarray], statement_of: Mapping[int, str]) -> pa.Table:
+    """The changes of `oracle_summary` by (statement class, horizon), with 'all' for every
+    class together: the series of the paper's Figure 2."""
+    stmt = np.array([statement_of.get(int(i), "?") for i in cells["item_id"]])
+    out = {k: [] for k in ("statement", "horizon", "cells", "mae_uncond", "mae_cond", "d_mae",
+                           "r2_uncond", "r2_cond", "d_r2")}
+    for s in ["all", *sorted(set(stmt.tolist()))]:
+        for h in sorted(set(cells["horizon"].tolist())):
+            sel = (cells["horizon"] == h) & ((stmt == s) if s != "all" else True)
+            if not sel.any():
+                continue
+            a, b = cells["actual"][sel], cells["baseline"][sel]
+            u, c = cells["uncond"][sel], cells["cond"][sel]
+            mu_, mc_ = float(np.abs(u - a).mean()), float(np.abs(c - a).mean())
+            ru, rc = r2_changes(a, b, u), r2_changes(a, b, c)
+            for k, v in zip(out, (s, int(h), int(sel.sum()), mu_, mc_, mc_ - mu_, ru, rc, rc - ru)):
+                out[k].append(v)
     return pa.table(out)

@@ -62,10 +62,12 @@ def latest_run(wh: Warehouse, footprint: str) -> dict[str, Any] | None:
     return table.to_pylist()[0] if table.num_rows else None
 
 
-def leaderboard_table(wh: Warehouse, footprint: str, track: str, by: str) -> pa.Table:
+def leaderboard_table(wh: Warehouse, footprint: str, track: str, by: str,
+                      against: str | None = None) -> pa.Table:
     from app import scoring
 
-    return scoring.leaderboard(wh, footprint, track, None if by == "global" else by)
+    return scoring.leaderboard(wh, footprint, track, None if by == "global" else by,
+                               against=against or None)
 
 
 @router.get("", summary="Footprints with their latest score run, and the tracks")
@@ -88,14 +90,18 @@ def leaderboard(
     track: Annotated[Track, Query(description="squared (R²), absolute (MAE) or density (CRPS, NLL)")] = Track.squared,
     by: Annotated[By, Query(description="global, horizon, item or statement")] = By.global_,
     format: FormatQuery = Format.json,
+    against: Annotated[str | None, Query(
+        description="Diebold-Mariano reference: a submission name or id scored on this "
+                    "footprint (default: the leader). Stars mark the reference better.")] = None,
 ) -> Response:
     if footprint not in footprint_names(wh):
         raise NotFound(f"No footprint {footprint!r}; GET /api/v1/footprints lists them.")
     run = latest_run(wh, footprint)
     if run is None:
         raise NotFound(f"Footprint {footprint!r} has not been scored yet.")
-    table = leaderboard_table(wh, footprint, track.value, by.value)
+    table = leaderboard_table(wh, footprint, track.value, by.value, against)
     return table_response(
         table, format, f"leaderboard-{footprint}-{track.value}-{by.value}",
-        extra={"footprint": footprint, "track": track.value, "by": by.value, "score_run": run},
+        extra={"footprint": footprint, "track": track.value, "by": by.value, "score_run": run,
+               "against": against or "leader"},
     )

@@ -1,0 +1,44 @@
+"""The latest `proforma report` at /report: its index page and files, straight from the
+report folder (PROFORMA_REPORT_DIR). The report holds aggregates only (scores, counts,
+hyperparameters), never firm-level values."""
+
+from __future__ import annotations
+
+import re
+
+from fastapi import APIRouter
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+
+from app.api.deps import SettingsDep
+from app.api.errors import NotFound
+
+router = APIRouter(include_in_schema=False)
+
+#: Files the report writes: a plain name (no folder) with one of its extensions.
+_FILE = re.compile(r"^[A-Za-z0-9_.-]+\.(html|json|csv|md|tex|png|svg)$")
+_NO_REPORT = """<!doctype html><html lang="en"><head><meta charset="utf-8">
+<title>No report yet · ProForma-20Q</title><link rel="stylesheet" href="/static/style.css"></head>
+<body><main><h1>No report yet</h1><p>Write one with <code>proforma report</code> (after
+<code>proforma score</code>); <code>make demo</code> writes it at the end.</p>
+<p><a href="/">Back to the leaderboard</a></p></main></body></html>"""
+
+
+@router.get("/report", response_class=HTMLResponse)
+def report_index(settings: SettingsDep) -> Response:
+    index = settings.report_dir / "index.html"
+    if not index.is_file():
+        return HTMLResponse(_NO_REPORT, status_code=404)
+    return FileResponse(index, headers={"Cache-Control": "no-cache"})
+
+
+@router.get("/report/")
+def report_slash() -> RedirectResponse:
+    return RedirectResponse("/report")
+
+
+@router.get("/report/{name}")
+def report_file(name: str, settings: SettingsDep) -> FileResponse:
+    path = settings.report_dir / name
+    if not _FILE.match(name) or not path.is_file():
+        raise NotFound(f"No file {name!r} in the report; /report lists them.")
+    return FileResponse(path, headers={"Cache-Control": "no-cache"})
