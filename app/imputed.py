@@ -1,19 +1,22 @@
-"""The factor-imputed tabular view, stored once as `panel.tabular_imputed`.
+"""The factor imputation of the tabular view, stored once as its filled cells.
 
-Every tabular competitor (elastic net, random forest, FFNNs, chained GBM) and, under the
-`published` rules, the seasonal random walk read the same imputed features (the paper's
-"Competitor specifications"): the tabular view with its missing feature cells filled by
-the 10-factor local-XS model of models/baselines/imputation.py, fit one calendar quarter
-(origin_q) at a time over the levels, year-over-year changes and scale_level_0 in the
-published release's column order. The table has exactly the tabular view's columns and
-types; observed cells, the industry dummies and the targets are copied unchanged. `app.views.tabular_reader(..., imputed=True)` reads it.
+Every tabular competitor (elastic net, random forest, FFNNs, chained GBM), the published
+seasonal random walk and the proforma20q export read the same imputed features (the
+paper's "Competitor specifications"): the tabular view with its missing feature cells
+filled by the 10-factor local-XS model of models/baselines/imputation.py, fit one
+calendar quarter (origin_q) at a time over scale_level_0 and the levels and
+year-over-year changes in the published release's column order; quarters with fewer than
+n_factors + 1 firms are not imputed. Observed cells, the industry dummies and the targets
+are never changed, so only the filled cells are stored:
 
-Quarters are imputed as they complete, gathered into blocks of whole quarters (at least
-BLOCK_ROWS rows): each block is converted to numpy once, imputed quarter by quarter, and
-written with one INSERT. (Writing each quarter separately cost ~0.3 s per INSERT of
-~2,500 columns: 213 quarters took longer than the imputation itself.) When the view
-streams in origin_q order at most one block is held in memory; otherwise a split's
-quarters are flushed at its end.
+    panel.tabular_imputed_cells(firm_id INTEGER, origin_q INTEGER, feature SMALLINT, value FLOAT)
+
+`feature` is the column's index in the tabular view's feature order
+(app.views.feature_columns), and app.views.tabular_reader(..., imputed=True) lays these
+cells over the view. (A second copy of the 2,545-column view cost more to write than the
+imputation itself, and 3 GB.) Quarters are read in whole-quarter chunks; two quarters are
+imputed at a time (LAPACK and BLAS release the GIL), and the fills of each chunk are
+appended in one write.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ import dataclasses
 import datetime as dt
 import json
 import time
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -32,12 +37,13 @@ from app.reference import imputation_columns
 from app.warehouse import Warehouse
 from models.baselines.data import SPLITS
 from models.baselines.fanout import Tracker
-from models.baselines.imputation import ImputationConfig, impute_matrix
+from models.baselines.imputation import ImputationConfig, impute_matrix, one_blas_thread
 
-TABLE = "panel.tabular_imputed"
-#: Rows gathered before one block is imputed and written (whole quarters; ~16k rows of the
-#: ~2,500-column view is ~170 MB of Arrow data plus its float64 feature matrix).
-BLOCK_ROWS = 16_384
+TABLE = "panel.tabular_imputed_cells"
+#: Fills gathered before one INSERT (about 14 MB of Arrow data).
+WRITE_ROWS = 1_000_000
+FILLS_SCHEMA = pa.schema([("firm_id", pa.int32()), ("origin_q", pa.int32()),
+                          ("feature", pa.int16()), ("value", pa.float32())])
 
 
 def _quarters(reader: pa.RecordBatchReader) -> Iterator[pa.Table]:
@@ -62,90 +68,73 @@ def _quarters(reader: pa.RecordBatchReader) -> Iterator[pa.Table]:
         yield pa.Table.from_batches(pending.pop(k))
 
 
-def _blocks(tables: Iterator[pa.Table], min_rows: int) -> Iterator[tuple[pa.Table, int]]:
-    """Concatenate whole-quarter tables into blocks of at least min_rows rows (the last may
-    be smaller); yields (block, number of quarters in it)."""
-    pending: list[pa.Table] = []
-    rows = 0
-    for table in tables:
-        pending.append(table)
-        rows += table.num_rows
-        if rows >= min_rows:
-            yield pa.concat_tables(pending), len(pending)
-            pending, rows = [], 0
-    if pending:
-        yield pa.concat_tables(pending), len(pending)
-
-
-def impute_table(table: pa.Table, config: ImputationConfig) -> tuple[pa.Table, int]:
-    """Rows of one or more quarters with the missing feature cells filled, each calendar
-    quarter (origin_q) imputed on its own over the imputation columns (levels, yoy
-    changes, scale_level_0; never the industry dummies); a quarter with fewer than
-    n_factors + 1 rows keeps its gaps. Returns (table, cells filled)."""
-    features = [c for c in imputation_columns() if c in table.column_names]
-    X = np.empty((table.num_rows, len(features)), dtype=np.float64, order="F")
-    for j, c in enumerate(features):
+def quarter_fills(table: pa.Table, config: ImputationConfig,
+                  feature_index: dict[str, int]) -> pa.Table:
+    """The filled cells of ONE quarter's rows (empty when the quarter is too small or has no
+    gap): firm_id, origin_q, feature (index in the view's feature order), value."""
+    present = set(table.column_names)  # pyarrow rebuilds column_names on every access
+    columns = [c for c in imputation_columns() if c in present]
+    if table.num_rows < config.min_rows:
+        return FILLS_SCHEMA.empty_table()
+    X = np.empty((table.num_rows, len(columns)), dtype=np.float64, order="F")
+    for j, c in enumerate(columns):
         X[:, j] = table.column(c).cast(pa.float64()).to_numpy(zero_copy_only=False)
-    missing = np.isnan(X)
-    if not missing.any():
-        return table, 0
-    quarters = table.column("origin_q").to_numpy()
-    filled = X.copy(order="F")  # observed cells keep their exact value; only missing ones are set
-    imputed = np.zeros_like(missing)
-    for q in np.unique(quarters):
-        rows = np.nonzero(quarters == q)[0]
-        gaps = missing[rows]
-        if rows.size >= config.min_rows and gaps.any():
-            part = filled[rows]
-            part[gaps] = impute_matrix(X[rows], config)[gaps]
-            filled[rows] = part
-            imputed[rows] = gaps
-    position = {c: j for j, c in enumerate(features)}
-    changed = set(np.nonzero(imputed.any(axis=0))[0].tolist())
-    columns = []
-    for field, col in zip(table.schema, table.columns, strict=True):
-        j = position.get(field.name)
-        if j is not None and j in changed:
-            col = pa.array(filled[:, j]).cast(field.type)
-        columns.append(col)
-    table = pa.Table.from_arrays(columns, schema=table.schema)
-    return table, int(imputed.sum())
+    gaps = np.isnan(X)
+    if not gaps.any():
+        return FILLS_SCHEMA.empty_table()
+    filled = impute_matrix(X, config)
+    rows, cols = np.nonzero(gaps)
+    order = np.lexsort((cols, rows))
+    rows, cols = rows[order], cols[order]
+    features = np.array([feature_index[c] for c in columns], dtype=np.int16)
+    return pa.table({
+        "firm_id": table.column("firm_id").to_numpy()[rows].astype(np.int32),
+        "origin_q": table.column("origin_q").to_numpy()[rows].astype(np.int32),
+        "feature": features[cols],
+        "value": filled[rows, cols].astype(np.float32),
+    }, schema=FILLS_SCHEMA)
 
 
 def build_imputed(
     wh: Warehouse,
     config: ImputationConfig | None = None,
     *,
-    batch_size: int = 8192,
     tracker: Tracker | None = None,
-    block_rows: int = BLOCK_ROWS,
+    workers: int = 2,
 ) -> dict:
-    """(Re)write panel.tabular_imputed from the tabular view; all or nothing."""
-    from app.views import tabular_reader
+    """(Re)write panel.tabular_imputed_cells from the tabular view; all or nothing."""
+    from app.views import feature_columns, item_names, tabular_reader
 
     config = config or ImputationConfig()
     tracker = tracker or Tracker()
     if not wh.table_exists("meta.imputations"):
         raise UserError("The warehouse lacks meta.imputations: run `proforma migrate` first.")
     build_id = _latest_build(wh)
+    feature_index = {c: j for j, c in enumerate(feature_columns(item_names(wh)))}
+    wanted = ["firm_id", "origin_q"] + [c for c in imputation_columns() if c in feature_index]
     t0 = time.perf_counter()
     rows = quarters = filled = 0
-    first = True
     reader_wh = wh.cursor()
     try:
-        with wh.transaction():
+        with wh.transaction(), one_blas_thread(), ThreadPoolExecutor(max(1, workers)) as pool:
+            wh.execute(f"CREATE OR REPLACE TABLE {TABLE} (firm_id INTEGER, origin_q INTEGER, "
+                       "feature SMALLINT, value FLOAT)")
             for split in SPLITS:
                 advance = tracker.stage(f"impute {split}", 0)
-                reader = tabular_reader(reader_wh, split, batch_size, imputed=False)
-                for table, n_quarters in _blocks(_quarters(reader), block_rows):
-                    table, n = impute_table(table, config)
-                    wh.write_arrow(TABLE, table, mode="replace" if first else "append")
-                    first = False
+                reader = tabular_reader(reader_wh, split, columns=wanted[2:])
+                # a few quarters in flight; their fills are written in quarter order
+                pending: deque = deque()
+                batch = _FillBatch(wh, advance)
+                for table in _quarters(reader):
                     rows += table.num_rows
-                    quarters += n_quarters
-                    filled += n
-                    advance(n_quarters)
-            if first:
+                    quarters += 1
+                    pending.append(pool.submit(quarter_fills, table, config, feature_index))
+                    while len(pending) > 2 * max(1, workers):
+                        batch.add(pending.popleft().result())
+                while pending:
+                    batch.add(pending.popleft().result())
+                filled += batch.close()
+            if not rows:
                 raise UserError("The tabular view is empty: run `proforma build` first.")
             elapsed = time.perf_counter() - t0
             wh.execute(
@@ -161,8 +150,35 @@ def build_imputed(
             "cells_filled": filled, "elapsed_s": elapsed}
 
 
+class _FillBatch:
+    """Fills gathered into writes of about WRITE_ROWS rows: one INSERT per quarter cost a
+    third of the run in per-statement overhead."""
+
+    def __init__(self, wh: Warehouse, advance) -> None:
+        self.wh, self.advance = wh, advance
+        self.tables: list[pa.Table] = []
+        self.rows = self.total = 0
+
+    def add(self, fills: pa.Table) -> None:
+        self.tables.append(fills)
+        self.rows += fills.num_rows
+        self.advance(1)
+        if self.rows >= WRITE_ROWS:
+            self._write()
+
+    def _write(self) -> None:
+        if self.rows:
+            self.wh.write_arrow(TABLE, pa.concat_tables(self.tables), mode="append")
+        self.total += self.rows
+        self.tables, self.rows = [], 0
+
+    def close(self) -> int:
+        self._write()
+        return self.total
+
+
 def current_imputation(wh: Warehouse) -> int | None:
-    """The imputation of the latest build, when panel.tabular_imputed holds it."""
+    """The imputation of the latest build, when panel.tabular_imputed_cells holds it."""
     if not (wh.table_exists(TABLE) and wh.table_exists("meta.imputations")):
         return None
     build_id = _latest_build(wh)

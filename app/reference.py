@@ -8,6 +8,7 @@ Loading is idempotent and recorded with a checksum in ref.loaded.
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 from pathlib import Path
 
@@ -96,7 +97,8 @@ def raw_item_columns_from_file(folder: Path = REFERENCE_DIR) -> list[str]:
     ]
 
 
-def release_item_order(folder: Path = REFERENCE_DIR) -> list[str]:
+@functools.lru_cache(maxsize=4)
+def release_item_order(folder: Path = REFERENCE_DIR) -> tuple[str, ...]:
     """The 78 items in the published release's order (reference/release_layout.csv).
 
     That order fixes the column order of the release's tabular files (per item: levels,
@@ -104,13 +106,14 @@ def release_item_order(folder: Path = REFERENCE_DIR) -> list[str]:
     """
     with (folder / "release_layout.csv").open(newline="") as fh:
         rows = sorted(csv.DictReader(fh), key=lambda r: int(r["position"]))
-    return [r["item"] for r in rows]
+    return tuple(r["item"] for r in rows)
 
 
-def imputation_columns(folder: Path = REFERENCE_DIR) -> list[str]:
+@functools.lru_cache(maxsize=4)
+def imputation_columns(folder: Path = REFERENCE_DIR) -> tuple[str, ...]:
     """The tabular features the factor imputation reads, in the release's order:
     scale_level_0, then per item level_0..3 and yoy_0..7 (industry dummies never)."""
     cols = ["scale_level_0"]
     for item in release_item_order(folder):
         cols += [f"{item}_level_{k}" for k in range(4)] + [f"{item}_yoy_{k}" for k in range(8)]
-    return cols
+    return tuple(cols)

@@ -270,8 +270,9 @@ def tabular_reader(
 
     Columns: firm_id int32, origin_q int32, split, the 985 features and the 1,560
     targets (float32; NULL when missing, not present at the origin, or purged).
-    `columns` keeps only those columns (keys always come first). `imputed=True` reads
-    the factor-imputed features stored in panel.tabular_imputed (issue 7).
+    `columns` keeps only those columns (keys always come first). `imputed=True` lays the
+    factor imputation's filled cells (panel.tabular_imputed_cells, app/imputed.py) over
+    the view's gaps.
     """
     _check(wh, split)
     items = item_names(wh)
@@ -284,13 +285,18 @@ def tabular_reader(
             c for c in columns if c not in ("firm_id", "origin_q", "split")
         ]
         schema = pa.schema([schema.field(c) for c in keep])
-    if imputed:
-        return _imputed_reader(wh, split, batch_size, schema)
+    if imputed and not wh.table_exists("panel.tabular_imputed_cells"):
+        raise UserError(
+            "No imputed tabular view (panel.tabular_imputed_cells): run `proforma run impute` "
+            "(the factor imputation of the competitor suite) first."
+        )
     chunks = origin_chunks(wh, split, chunk_origins)
     n_feat = len(items) * 12 + 1 + N_FF48
     n_targ = len(items) * N_HORIZONS
     full_names = ["firm_id", "origin_q", "split"] + feature_columns(items) + target_columns(items)
     position = {c: j for j, c in enumerate(full_names)}
+    wants_targets = any(position[f.name] - 3 >= n_feat for f in schema if f.name in position
+                        and f.name not in ("firm_id", "origin_q", "split"))
 
     def batches() -> Iterator[pa.RecordBatch]:
         for lo, hi, _ in chunks:
@@ -330,23 +336,32 @@ def tabular_reader(
             feats[r[scale], len(items) * 12] = (
                 f.column("level_0").to_numpy(zero_copy_only=False)[scale]
             )
+            if imputed:  # the factor imputation's fills over the view's gaps
+                fills = wh.arrow(
+                    number + "SELECT o.r, c.feature, c.value FROM panel.tabular_imputed_cells AS c "
+                    "JOIN o USING (firm_id, origin_q)",
+                    [split],
+                )
+                feats[fills.column("r").to_numpy(), fills.column("feature").to_numpy()] = (
+                    fills.column("value").to_numpy())
             ff = keys.column("ff48").to_numpy()
             dummies = np.zeros((n, N_FF48), dtype=np.float32)
             known = (ff >= 1) & (ff <= N_FF48)
             dummies[np.nonzero(known)[0], ff[known] - 1] = 1.0
             feats[:, len(items) * 12 + 1:] = dummies
-            targ = np.full((n, n_targ), np.nan, dtype=np.float32)
-            t = wh.arrow(
-                number + "SELECT o.r, t.item_id, t.horizon, t.actual "
-                f"FROM panel.tabular_target_rows({int(lo)}, {int(hi)}) AS t "
-                "JOIN o USING (firm_id, origin_q)",
-                [split],
-            )
-            tr = t.column("r").to_numpy()
-            tcol = (t.column("item_id").to_numpy().astype(np.int64) - 1) * N_HORIZONS + (
-                t.column("horizon").to_numpy().astype(np.int64) - 1
-            )
-            targ[tr, tcol] = t.column("actual").to_numpy()
+            targ = np.full((n, n_targ if wants_targets else 0), np.nan, dtype=np.float32)
+            if wants_targets:
+                t = wh.arrow(
+                    number + "SELECT o.r, t.item_id, t.horizon, t.actual "
+                    f"FROM panel.tabular_target_rows({int(lo)}, {int(hi)}) AS t "
+                    "JOIN o USING (firm_id, origin_q)",
+                    [split],
+                )
+                tr = t.column("r").to_numpy()
+                tcol = (t.column("item_id").to_numpy().astype(np.int64) - 1) * N_HORIZONS + (
+                    t.column("horizon").to_numpy().astype(np.int64) - 1
+                )
+                targ[tr, tcol] = t.column("actual").to_numpy()
             arrays = []
             for field in schema:
                 name = field.name
@@ -366,20 +381,3 @@ def tabular_reader(
     return pa.RecordBatchReader.from_batches(schema, batches())
 
 
-def _imputed_reader(
-    wh: Warehouse, split: str, batch_size: int, schema: pa.Schema
-) -> pa.RecordBatchReader:
-    if not wh.table_exists("panel.tabular_imputed"):
-        raise UserError(
-            "No imputed tabular view (panel.tabular_imputed): run the factor imputation "
-            "of the competitor suite first."
-        )
-    cols = ", ".join(f'"{f.name}"' for f in schema)
-    reader = wh.reader(
-        f"SELECT {cols} FROM panel.tabular_imputed WHERE split = ? ORDER BY origin_q, firm_id",
-        [split],
-        batch_size,
-    )
-    return pa.RecordBatchReader.from_batches(
-        schema, (b.cast(schema) if b.schema != schema else b for b in reader)
-    )

@@ -1,34 +1,33 @@
 -- Seasonal random walk under the `published` rules, for submission
 -- getvariable('submission_id') into eval.forecasts: for every truth cell of split
 -- getvariable('split'), p(h) = level_{(4 - h mod 4) mod 4} of the origin's row in the
--- factor-imputed tabular view (panel.tabular_imputed), as the published package predicts
--- from its (imputed) tabular file: level_0 is the baseline x_t; a lagged level the firm
--- did not report is the imputed value; where the imputation left a gap (a quarter with
+-- factor-imputed tabular view, as the published package predicts from its (imputed)
+-- tabular file: level_0 is the baseline x_t; a lagged level is the value reported at
+-- t - lag standardized with the origin's z and parameters (panel.values, clipped at +-6),
+-- or where the firm did not report it the imputation's fill (panel.tabular_imputed_cells,
+-- feature index (item_id - 1) * 4 + lag); where the imputation left a gap (a quarter with
 -- too few firms) there is no forecast.
 INSERT INTO eval.forecasts
-WITH lagged AS (
-    UNPIVOT (
-        SELECT firm_id, origin_q, COLUMNS('_level_[123]$')
-        FROM panel.tabular_imputed
-        WHERE split = getvariable('split')
-    )
-    ON COLUMNS('_level_[123]$')
-    INTO NAME col VALUE level
-),
-levels AS (
-    SELECT l.firm_id, l.origin_q, i.item_id,
-           CAST(right(l.col, 1) AS INTEGER) AS lag, l.level
-    FROM lagged AS l
-    JOIN ref.items AS i ON i.item = regexp_extract(l.col, '^(.*)_level_[123]$', 1)
+WITH cells AS (
+    SELECT firm_id, origin_q, item_id, horizon, baseline, (4 - horizon % 4) % 4 AS lag
+    FROM panel.truth
+    WHERE split = getvariable('split')
 )
 SELECT
     getvariable('submission_id'),
     c.firm_id, c.origin_q, c.item_id, c.horizon,
     0 AS component,
-    CASE WHEN (4 - c.horizon % 4) % 4 = 0 THEN c.baseline ELSE lv.level END AS mu,
+    CASE WHEN c.lag = 0 THEN c.baseline
+         WHEN v.v IS NOT NULL THEN panel.pf_standardize(v.v, k.k, o.z, op.mu, op.sigma)
+         ELSE fill.value
+    END AS mu,
     NULL AS sigma
-FROM panel.truth AS c
-LEFT JOIN levels AS lv
-  ON lv.firm_id = c.firm_id AND lv.origin_q = c.origin_q AND lv.item_id = c.item_id
- AND lv.lag = (4 - c.horizon % 4) % 4
-WHERE c.split = getvariable('split');
+FROM cells AS c
+JOIN panel.origins AS o ON o.firm_id = c.firm_id AND o.origin_q = c.origin_q
+JOIN panel.origin_params AS op ON op.item_id = c.item_id AND op.q = c.origin_q
+JOIN panel.item_k AS k ON k.item_id = c.item_id
+LEFT JOIN panel.values AS v
+  ON v.firm_id = c.firm_id AND v.item_id = c.item_id AND v.q = c.origin_q - c.lag
+LEFT JOIN panel.tabular_imputed_cells AS fill
+  ON fill.firm_id = c.firm_id AND fill.origin_q = c.origin_q
+ AND fill.feature = (c.item_id - 1) * 4 + c.lag;

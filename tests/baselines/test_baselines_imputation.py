@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from app.imputed import _quarters, impute_table
+from app.imputed import _quarters, quarter_fills
 from app.reference import imputation_columns
-from models.baselines.data import from_batches, to_table
+from models.baselines.data import to_table
 from models.baselines.imputation import ImputationConfig, impute_by_quarter, impute_matrix
 
 
@@ -100,23 +100,28 @@ def test_degenerate_quarters() -> None:
     assert np.allclose(out[:, 0], [1, 2, 3]) and np.allclose(out[:, 1], 0.0)
 
 
-def test_impute_table_keeps_types_targets_and_observed(panel) -> None:
-    table = to_table(panel["train"].rows(panel["train"].origin_q == 7900))
-    table = table.set_column(3, pa.field(table.column_names[3], pa.float64()),
-                             table.column(3).cast(pa.float64()))
-    out, filled = impute_table(table, ImputationConfig())
-    assert out.schema == table.schema
-    assert filled == sum(table.column(c).null_count + _nan(table.column(c)) for c in panel["train"].features)
-    a, b = from_batches(table), from_batches(out)
-    obs = np.isfinite(a.X)
-    assert np.array_equal(a.X[obs], b.X[obs]) and np.isfinite(b.X).all()
-    assert np.array_equal(np.isnan(a.Y), np.isnan(b.Y))
-    assert np.array_equal(a.Y[np.isfinite(a.Y)], b.Y[np.isfinite(b.Y)])
+def test_quarter_fills_are_the_imputed_gaps(panel) -> None:
+    """One quarter's fills: exactly its gaps among the imputation columns (release order,
+    scale_level_0, no industry dummies), each the local-XS value, indexed by the feature's
+    position in the view; a quarter of fewer than 11 rows gives none."""
+    from app.views import feature_columns
 
-
-def _nan(col: pa.ChunkedArray) -> int:
-    v = col.to_numpy(zero_copy_only=False)
-    return int(np.isnan(v).sum()) - col.null_count
+    train = panel["train"]
+    q = np.unique(train.origin_q)[0]
+    table = to_table(train.rows(train.origin_q == q))
+    index = {c: j for j, c in enumerate(feature_columns(list(train.items)))}
+    cols = [c for c in imputation_columns() if c in table.column_names]
+    assert "scale_level_0" in cols and not any(c.startswith("indff48_") for c in cols)
+    X = np.column_stack([table.column(c).cast(pa.float64()).to_numpy(zero_copy_only=False) for c in cols])
+    want = impute_matrix(X)
+    fills = quarter_fills(table, ImputationConfig(), index).to_pylist()
+    gaps = np.argwhere(np.isnan(X))
+    assert len(fills) == len(gaps) > 0
+    firm = table.column("firm_id").to_numpy()
+    by_key = {(r["firm_id"], r["feature"]): r["value"] for r in fills}
+    for row, col in gaps:
+        assert by_key[(firm[row], index[cols[col]])] == np.float32(want[row, col])
+    assert quarter_fills(table.slice(0, 10), ImputationConfig(), index).num_rows == 0
 
 
 def test_quarter_grouping_sorted_and_unsorted() -> None:
@@ -129,36 +134,3 @@ def test_quarter_grouping_sorted_and_unsorted() -> None:
     unsorted = [batch([2, 3]), batch([1, 2]), batch([3])]
     got = [(t.column("origin_q")[0].as_py(), t.num_rows) for t in _quarters(iter(unsorted))]
     assert got == [(1, 1), (2, 2), (3, 2)]
-
-
-def test_blocks_of_quarters_impute_each_quarter_alone(panel) -> None:
-    # build_imputed gathers whole quarters into blocks (one INSERT each); the result must
-    # equal imputing every quarter on its own over the imputation columns (release order,
-    # no industry dummies), and observed cells keep their exact value.
-    from app.imputed import _blocks
-
-    train = panel["train"]
-    quarters = [to_table(train.rows(train.origin_q == q)) for q in np.unique(train.origin_q)[:5]]
-    blocks = list(_blocks(iter(quarters), min_rows=2 * quarters[0].num_rows))
-    assert [n for _, n in blocks] == [2, 2, 1]
-    assert [b.num_rows for b, _ in blocks] == [2 * quarters[0].num_rows] * 2 + [quarters[0].num_rows]
-    block, _ = blocks[0]
-    out, filled = impute_table(block, ImputationConfig())
-    cols = [c for c in imputation_columns() if c in block.column_names]
-    assert "scale_level_0" in cols and not any(c.startswith("indff48_") for c in cols)
-
-    def matrix(t):
-        return np.column_stack([t.column(c).cast(pa.float64()).to_numpy(zero_copy_only=False)
-                                for c in cols])
-
-    expected_filled = 0
-    for q in np.unique(block.column("origin_q").to_numpy()):
-        rows = block.filter(pa.compute.equal(block.column("origin_q"), q))
-        got = out.filter(pa.compute.equal(out.column("origin_q"), q))
-        raw = matrix(rows)
-        want = impute_matrix(raw) if rows.num_rows >= 11 else raw
-        assert np.allclose(matrix(got), want.astype(np.float32), equal_nan=True)
-        expected_filled += int(np.isnan(raw).sum()) if rows.num_rows >= 11 else 0
-    assert filled == expected_filled
-    dummies = [c for c in block.column_names if c.startswith("indff48_")]
-    assert all(out.column(c).equals(block.column(c)) for c in dummies)

@@ -309,7 +309,7 @@ def test_export_layout(built, tmp_path):
         *(f"{k}_{s}__{tag}.parquet" for k in ("tabular", "tuple") for s in ("train", "val", "test"))}
     tab = pq.read_schema(out / f"tabular_val__{tag}.parquet")
     order = release_item_order()
-    assert order[:3] == ["cheq", "invtq", "rectq"] and len(order) == 78
+    assert order[:3] == ("cheq", "invtq", "rectq") and len(order) == 78
     assert tab.names == ["firm_id", "quarter", *release_columns(order)]
     assert tab.names[2:6] == ["scale_level_0", "cheq_level_0", "cheq_level_1", "cheq_level_2"]
     assert len(tab.names) == 2 + 985 + 1560 and tab.names[-1] == "indff48_47"

@@ -111,49 +111,59 @@ def test_coherence_matches_numpy(wh):
 
 def test_published_reference_baselines(tmp_path_factory):
     """published: the seasonal random walk reads level_{(4 - h mod 4) mod 4} of the imputed
-    tabular view (level_0 = the baseline; a gap the imputation left is no forecast) and fade
-    predicts the mean of x_(t+h) where OLS is not possible (fewer than 100 cells)."""
-    wh = module_warehouse(tmp_path_factory, "published_baselines")
-    wh.execute("CREATE OR REPLACE TABLE panel.rule_set AS SELECT 'published' AS rules, 6 * 1.4142 AS yoy_clip")
-    ids = dict(wh.fetchall("SELECT item, item_id FROM ref.items"))
-    origins = wh.fetchall("SELECT firm_id, origin_q FROM panel.origins WHERE split = 'test' ORDER BY 1, 2")
-    level = {}  # (firm, origin, item_id, lag) -> value; one gap per item
-
-    def value(f, o, name, lag):
-        return None if (f, o, lag) == origins[0] + (1,) else 0.01 * f + 0.001 * (o % 100) + 0.1 * lag + (
-            0.5 if name == "niq" else 0.0)
-
-    cols = {"firm_id": [f for f, _ in origins], "origin_q": [o for _, o in origins],
-            "split": ["test"] * len(origins)}
-    for name in ("revtq", "niq"):
-        for lag in (1, 2, 3):
-            cols[f"{name}_level_{lag}"] = [value(f, o, name, lag) for f, o in origins]
-            for f, o in origins:
-                level[(f, o, ids[name], lag)] = value(f, o, name, lag)
+    tabular view: level_0 is the baseline, a reported lag is its standardized value, an
+    unreported one the imputation's fill, and a gap it left is no forecast; fade predicts
+    the mean of x_(t+h) where OLS is not possible (fewer than 100 cells)."""
     import pyarrow as pa
 
-    wh.write_arrow("panel.tabular_imputed", pa.table(cols), mode="replace")
+    wh = module_warehouse(tmp_path_factory, "published_baselines")
+    wh.execute("CREATE OR REPLACE TABLE panel.rule_set AS SELECT 'published' AS rules, 6 * 1.4142 AS yoy_clip")
+    values = {(f, q, i): v for f, q, i, v in wh.fetchall("SELECT * FROM panel.values")}
+    z = {(f, o): zz for f, o, zz in wh.fetchall("SELECT firm_id, origin_q, z FROM panel.origins")}
+    k = dict(wh.fetchall("SELECT item_id, k FROM panel.item_k"))
+    params = {(i, q): (m, s) for i, q, m, s in wh.fetchall("SELECT * FROM panel.origin_params")}
+    truth = truth_cells(wh).to_pylist()
+    # fills for every unreported lagged level of the truth's items but one (a gap left)
+    fills, gap = {}, None
+    for c in truth:
+        lag = (4 - c["horizon"] % 4) % 4
+        key = (c["firm_id"], c["origin_q"], c["item_id"], lag)
+        if lag and (c["firm_id"], c["origin_q"] - lag, c["item_id"]) not in values \
+                and key not in fills and key != gap:
+            if gap is None:
+                gap = key
+                continue
+            fills[key] = 0.01 * c["firm_id"] + 0.1 * lag - 0.001 * c["item_id"]
+    assert fills and gap
+    wh.write_arrow("panel.tabular_imputed_cells", pa.table({
+        "firm_id": pa.array([f for f, _, _, _ in fills], pa.int32()),
+        "origin_q": pa.array([o for _, o, _, _ in fills], pa.int32()),
+        "feature": pa.array([(i - 1) * 4 + lag for _, _, i, lag in fills], pa.int16()),
+        "value": pa.array(list(fills.values()), pa.float32())}), mode="replace")
     wh.execute("INSERT INTO meta.imputations (build_id, config, rows, quarters, cells_filled, "
                "elapsed_s, created_at) VALUES (NULL, '{}', 1, 1, 0, 0, now()::TIMESTAMP)")
     sids = scoring.run_reference_baselines(wh)
     names = dict(wh.fetchall("SELECT submission_id, name FROM eval.submissions"))
     rw = _forecasts(wh, next(i for i in sids if names[i] == "Seasonal random walk"))
     fade = _forecasts(wh, next(i for i in sids if names[i] == "Fade / AR(1)"))
-    truth = truth_cells(wh).to_pylist()
-    checked = gaps = 0
+    reported = imputed = 0
     for c in truth:
-        key = (c["firm_id"], c["origin_q"], c["item_id"], c["horizon"])
-        lag = (4 - c["horizon"] % 4) % 4
+        f, o, i, h = c["firm_id"], c["origin_q"], c["item_id"], c["horizon"]
+        lag = (4 - h % 4) % 4
+        got = rw[(f, o, i, h)]
         if lag == 0:
-            assert rw[key] == pytest.approx(c["baseline"], abs=1e-6)
-        elif c["item_id"] in (ids["revtq"], ids["niq"]):
-            want = level[(c["firm_id"], c["origin_q"], c["item_id"], lag)]
-            assert rw[key] == (None if want is None else pytest.approx(want, abs=1e-12))
-            checked += 1
-            gaps += want is None
+            assert got == pytest.approx(c["baseline"], abs=1e-6)
+        elif (f, o - lag, i) in values:
+            m, s = params[(i, o)]
+            want = float(np.clip((np.arcsinh(k[i] * values[(f, o - lag, i)] / z[(f, o)]) - m) / s, -6, 6))
+            assert got == pytest.approx(want, abs=1e-12)
+            reported += 1
+        elif (f, o, i, lag) == gap:
+            assert got is None
         else:
-            assert rw[key] is None  # no imputed level in this hand-made view
-    assert checked and gaps
+            assert got == pytest.approx(fills[(f, o, i, lag)], abs=1e-6)
+            imputed += 1
+    assert reported and imputed
     fit = wh.arrow("SELECT item_id, horizon, actual, baseline FROM panel.truth "
                    "WHERE split IN ('train', 'val')").to_pylist()
     groups: dict = {}
