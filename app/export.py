@@ -9,7 +9,7 @@ another is given:
   (reference/release_layout.csv) `scale_level_0` and per item `{item}_level_0..3`,
   `{item}_yoy_0..7`, `{item}_t1..t20`, then `indff48_0..47` (FF48 industries 1..48;
   Unknown omitted); FLOAT, NULL when missing or purged. Features are the factor-imputed
-  ones (panel.tabular_imputed, made when missing) unless imputed=False. Rows come in
+  ones (panel.tabular_imputed_cells, made when missing) unless imputed=False. Rows come in
   (quarter, firm) order; the package writes (firm, quarter): row order is not part of
   the task, and `footprint import` enumerates grid positions itself.
 - tuple_{split}__{tag}.parquet: `firm_id`, `account_id`, `quarter` (quarters since

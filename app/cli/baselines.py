@@ -222,7 +222,7 @@ def baselines_command(
 
 @run_app.command("impute")
 def impute_command() -> None:
-    """(Re)compute panel.tabular_imputed: 10-factor imputation of the tabular view per quarter."""
+    """(Re)compute the tabular imputation: local-XS 10-factor fills of the view per quarter."""
     from app.imputed import build_imputed
 
     with writer() as wh, _progress() as progress:
