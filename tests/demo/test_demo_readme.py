@@ -83,8 +83,11 @@ def prose_commands(text: str) -> list[str]:
 
 
 def _words(command: str) -> list[str]:
+    """The command's arguments, up to a shell redirection or pipe."""
     words = shlex.split(command)
-    return words[1:] if words[0].endswith("proforma") else words
+    words = words[1:] if words[0].endswith("proforma") else words
+    cut = next((i for i, w in enumerate(words) if w in (">", ">>", "|", "&&", "2>")), len(words))
+    return words[:cut]
 
 
 @dataclass
