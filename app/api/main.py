@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app import __version__
 from app.api.jobs import JobQueue, Scorer
 from app.api.routers import footprints, health, jobs, leaderboards, query, submissions, users
-from app.api.snapshot import publish
+from app.api.snapshot import publish, record_failure
 from app.errors import UserError, ValidationError, WarehouseLocked
 from app.settings import Settings, get_settings
 from app.warehouse import connect
@@ -61,12 +61,14 @@ def _describe_validation(exc: RequestValidationError) -> tuple[str, list[dict[st
 
 
 def _publish_safely(wh: Any, settings: Settings) -> None:
-    """Republish public.duckdb; a failure is logged and the previous snapshot stays (the
-    scores themselves are already committed, so jobs still finish)."""
+    """Republish public.duckdb; a failure is logged and recorded for /api/v1/health and the
+    previous snapshot stays (the scores themselves are already committed, so jobs still
+    finish)."""
     try:
         log.info(publish(wh, settings).line())
-    except Exception:  # the service keeps running on the last snapshot
+    except Exception as exc:  # the service keeps running on the last snapshot
         log.exception("publishing the public snapshot failed; the previous one stays")
+        record_failure(wh, exc)
 
 
 def create_app(

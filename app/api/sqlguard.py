@@ -17,7 +17,6 @@ app/api/snapshot.py), so even a query that slipped through could not see firm va
 from __future__ import annotations
 
 import functools
-import os
 import re
 import threading
 import time
@@ -33,6 +32,7 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import traverse_scope
 
 from app.api.errors import ApiError
+from app.api.snapshot import reading
 
 MAX_SQL_CHARS = 20_000
 
@@ -198,23 +198,18 @@ def check_sql(sql: str, schema: dict[str, dict[str, str]]) -> CheckedQuery:
 # Each version is opened once, read-only and locked, and every query runs on a cursor of
 # that connection: DuckDB caches one database instance per file path in a process, so a
 # per-version path is also what lets readers see a new snapshot while old queries finish.
+# A query holds a lease on its version (snapshot.reading) from resolving the link to its
+# last row, so the publisher never removes a file between a reader finding and opening it.
 
 _MISSING = "No public snapshot is published yet: it appears after the first scoring run."
 _connections: dict[str, duckdb.DuckDBPyConnection] = {}
 _open_lock = threading.Lock()
 
 
-def _resolve(path: Path) -> Path:
-    real = Path(os.path.realpath(path))
-    if not real.exists():
-        raise SnapshotMissing(_MISSING)
-    return real
-
-
-def _open_snapshot(path: Path, memory_limit: str) -> duckdb.DuckDBPyConnection:
+def _open_snapshot(real: Path, memory_limit: str) -> duckdb.DuckDBPyConnection:
     """A new read-only, external-access-free, configuration-locked connection."""
     con = duckdb.connect(
-        str(_resolve(path)),
+        str(real),
         read_only=True,
         config={
             "enable_external_access": False,
@@ -230,32 +225,29 @@ def _open_snapshot(path: Path, memory_limit: str) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def _snapshot_cursor(path: Path, memory_limit: str) -> duckdb.DuckDBPyConnection:
-    """A cursor on the (cached) connection to the snapshot version `path` points to."""
-    real = str(_resolve(path))
+def _cursor_on(real: Path, memory_limit: str) -> duckdb.DuckDBPyConnection:
+    """A cursor on the (cached) connection to the leased snapshot version `real`."""
+    if not real.exists():
+        raise SnapshotMissing(_MISSING)
+    key = str(real)
     with _open_lock:
-        con = _connections.get(real)
+        con = _connections.get(key)
         if con is None:
-            con = _open_snapshot(Path(real), memory_limit)
-            # older versions stay open only while their cursors run (no explicit close)
+            con = _open_snapshot(real, memory_limit)
+            # the previous version stays open only while its cursors run (no explicit close)
             _connections.clear()
-            _connections[real] = con
+            _connections[key] = con
         return con.cursor()
 
 
 _schema_cache: dict[str, dict[str, dict[str, str]]] = {}
 
 
-def snapshot_schema(path: Path, memory_limit: str = "512MB") -> dict[str, dict[str, str]]:
-    """{table: {column: type}} of the snapshot's public tables (cached per version)."""
-    try:
-        real = str(_resolve(path))
-    except SnapshotMissing:
-        return {}
-    cached = _schema_cache.get(real)
+def _schema_on(real: Path, memory_limit: str) -> dict[str, dict[str, str]]:
+    cached = _schema_cache.get(str(real))
     if cached is not None:
         return cached
-    cur = _snapshot_cursor(path, memory_limit)
+    cur = _cursor_on(real, memory_limit)
     try:
         rows = cur.execute(
             "SELECT table_name, column_name, data_type FROM information_schema.columns "
@@ -267,8 +259,17 @@ def snapshot_schema(path: Path, memory_limit: str = "512MB") -> dict[str, dict[s
     for table, column, dtype in rows:
         schema.setdefault(table, {})[column] = dtype
     _schema_cache.clear()
-    _schema_cache[real] = schema
+    _schema_cache[str(real)] = schema
     return schema
+
+
+def snapshot_schema(path: Path, memory_limit: str = "512MB") -> dict[str, dict[str, str]]:
+    """{table: {column: type}} of the snapshot's public tables (cached per version)."""
+    with reading(path) as real:
+        try:
+            return _schema_on(real, memory_limit)
+        except SnapshotMissing:
+            return {}
 
 
 def run_query(
@@ -280,11 +281,17 @@ def run_query(
     memory_limit: str = "512MB",
 ) -> QueryResult:
     """Check `sql`, then run it on the snapshot under the row, time and memory limits."""
-    schema = snapshot_schema(path, memory_limit)
-    if not schema:
-        raise SnapshotMissing(_MISSING)
-    checked = check_sql(sql, schema)
-    con = _snapshot_cursor(path, memory_limit)
+    with reading(path) as real:
+        schema = _schema_on(real, memory_limit)
+        if not schema:
+            raise SnapshotMissing(_MISSING)
+        checked = check_sql(sql, schema)
+        con = _cursor_on(real, memory_limit)
+        return _run_checked(con, checked, max_rows=max_rows, timeout_s=timeout_s)
+
+
+def _run_checked(con: duckdb.DuckDBPyConnection, checked: CheckedQuery, *, max_rows: int,
+                 timeout_s: float) -> QueryResult:
     timer = threading.Timer(timeout_s, con.interrupt)
     started = time.perf_counter()
     timer.start()

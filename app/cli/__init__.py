@@ -1,7 +1,11 @@
-"""`proforma ...`: the command line. Each module in COMMAND_MODULES adds its commands.
+"""`proforma ...`: the command line. Each module in COMMAND_MODULES adds its commands;
+`proforma --help` lists them in the order of app.cli.help.WORKFLOW (add a new command
+there).
 
-Errors a user can cause (app.errors.UserError) print as one red line and exit 2;
-anything else is a bug and keeps its traceback.
+Output: data (tables, csv, json, tokens) goes to stdout, everything else (progress,
+notes, warnings, the closing `done:` line, errors) to stderr, so `--format json > f`
+writes a file that parses. Errors a user can cause (app.errors.UserError) print as one
+red line and exit 2; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ import sys
 
 import typer
 
-from app.cli.common import console
+from app.cli.common import status_console
+from app.cli.help import WorkflowGroup
 from app.errors import UserError
 
 app = typer.Typer(
@@ -20,6 +25,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=WorkflowGroup,
+    # Plain click help: wrapped to the terminal (80 columns at most), nothing cut short.
+    rich_markup_mode=None,
 )
 
 # Each module defines `register(app: typer.Typer) -> None`.
@@ -45,5 +53,5 @@ def main() -> None:
     try:
         app()
     except UserError as exc:
-        console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        status_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)

@@ -19,7 +19,7 @@ from typing import Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from app.cli.common import console, summary, writer
+from app.cli.common import status_console, summary, writer
 from app.errors import UserError
 from app.settings import get_settings
 from app.warehouse import Warehouse
@@ -209,7 +209,7 @@ def baselines_command(
         raise UserError(f"Unknown preset {preset_name!r}; choose one of {', '.join(PRESETS)}")
     if preset_name == "demo":
         for k, v in DEMO_CHANGES.items():
-            console.print(f"[dim]demo preset, {k}: {v}[/]", highlight=False)
+            status_console.print(f"[dim]demo preset, {k}: {v}[/]", highlight=False)
     with writer() as wh, _progress() as progress:
         results = run_baselines(wh, models, preset_name, engine=engine, n_jobs=jobs, scheduler=scheduler,
                                 score=score, reimpute=reimpute, tracker=RichTracker(progress))
@@ -233,7 +233,7 @@ def impute_command() -> None:
 
 def _progress() -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=console, transient=False)
+                    console=status_console, transient=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -10,7 +10,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from app.build import RULE_SETS, BuildParams, explain, run_build
-from app.cli.common import console, summary, writer
+from app.cli.common import console, status_console, summary, writer
 from app.errors import UserError
 from app.sqlfiles import sql_file
 
@@ -46,10 +46,10 @@ def build_command(
     if rules not in RULE_SETS:
         raise UserError(f"Unknown rule set {rules!r}: use one of {', '.join(RULE_SETS)}")
     space = "estimated from this panel" if reg_stats == "estimate" else f"pinned from {reg_stats}"
-    console.print(f"rule set: {rules}; standardization statistics: {space}")
+    status_console.print(f"rule set: {rules}; standardization statistics: {space}")
     with writer() as wh, Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(), console=console, transient=False,
+        TimeElapsedColumn(), console=status_console, transient=False,
     ) as progress:
         task = progress.add_task("build", total=None)
 
@@ -104,7 +104,7 @@ def audit_identities(
 
                 out.parent.mkdir(parents=True, exist_ok=True)
                 pq.write_table(bad, out)
-                console.print(f"wrote {bad.num_rows:,} violating instances to {out}")
+                status_console.print(f"wrote {bad.num_rows:,} violating instances to {out}")
             if show and bad.num_rows:
                 top = Table(title=f"first {min(show, bad.num_rows)} violating instances")
                 for col in ("gvkey", "quarter", "identity", "residual", "rel. residual"):
@@ -149,7 +149,7 @@ def export_command(
     out_dir = Path(target)
     with writer() as wh:
         written = export(wh, out_dir, layout,
-                         on_file=lambda name, n: console.print(f"wrote {name}: {n:,} rows"),
+                         on_file=lambda name, n: status_console.print(f"wrote {name}: {n:,} rows"),
                          tag=tag, imputed=imputation)
     summary(f"{len(written)} files in {out_dir} (layout {layout})")
 

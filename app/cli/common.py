@@ -1,4 +1,4 @@
-"""Shared pieces of the CLI: the console, opening the warehouse for writing."""
+"""Shared pieces of the CLI: the two consoles, opening the warehouse for writing."""
 
 from __future__ import annotations
 
@@ -11,7 +11,11 @@ from app.migrations import migrate
 from app.reference import load_reference
 from app.warehouse import Warehouse, connect
 
+#: Data a command exists to print (tables, listings, tokens): stdout.
 console = Console(stderr=False)
+#: Everything about the run (progress, notes, warnings, the summary line, errors): stderr,
+#: so that stdout carries only data and `--format json > file` parses.
+status_console = Console(stderr=True)
 
 
 def prepare(wh: Warehouse) -> list[str]:
@@ -33,5 +37,5 @@ def writer() -> Iterator[Warehouse]:
 
 
 def summary(text: str) -> None:
-    """The one line every job ends with."""
-    console.print(f"[bold green]done:[/] {text}", highlight=False, soft_wrap=True)
+    """The one line every job ends with (on stderr)."""
+    status_console.print(f"[bold green]done:[/] {text}", highlight=False, soft_wrap=True)

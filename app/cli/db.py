@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from app.cli.common import console, prepare, summary
+from app.cli.common import console, prepare, status_console, summary
 from app.migrations import status
 from app.settings import get_settings
 from app.warehouse import connect
@@ -18,7 +18,7 @@ def migrate_command() -> None:
     with connect() as wh:
         applied = prepare(wh)
         for name in applied:
-            console.print(f"applied {name}")
+            status_console.print(f"applied {name}")
         summary(f"{len(applied)} migration(s) applied to {wh.path}")
 
 

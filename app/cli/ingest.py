@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from app.cli.common import console, summary, writer
+from app.cli.common import status_console, summary, writer
 from app.sources import ingest
 from app.sources.base import Source
 
@@ -45,7 +45,7 @@ def ingest_wrds(
         pass
     todo = source.missing()
     total = len(source.chunks())
-    console.print(
+    status_console.print(
         f"WRDS pull {start}-{end}: {total - len(todo)} of {total} chunks cached, "
         f"{len(todo)} to fetch" + (" (one login)" if todo else " (no login needed)"),
         highlight=False,
@@ -88,7 +88,7 @@ def ingest_parquet(
     try:
         source.validate()  # before opening the warehouse: a bad file costs nothing
         for note in source.notes:
-            console.print(f"note: {note}", highlight=False)
+            status_console.print(f"note: {note}", highlight=False)
         run_ingest(source)
     finally:
         source.close()

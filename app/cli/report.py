@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from app.cli.common import console, summary, writer
+from app.cli.common import console, status_console, summary, writer
 from app.errors import UserError
 from app.settings import get_settings
 
@@ -62,7 +62,7 @@ def report_command(
         torch.set_num_threads(threads)
     with connect(read_only=True) as wh:
         result = write_report(wh, folder, against=against or None,
-                              oracle_origins=oracle_origins, figure2=figure2, log=console.print)
+                              oracle_origins=oracle_origins, figure2=figure2, log=status_console.print)
     summary(f"report: {len(result.exhibits)} exhibits ({len(result.files)} files) in {folder}"
             + (f"; left out: {', '.join(result.skipped)}" if result.skipped else "")
             + f"; open {folder / 'index.html'} or /report when served")

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from app.cli.common import console, summary, writer
+from app.cli.common import console, status_console, summary, writer
 from app.errors import UserError, ValidationError
 
 footprint_app = typer.Typer(help="Footprints: named, versioned cell sets scores are tied to.",
@@ -26,7 +26,7 @@ def _report_problems(exc: ValidationError) -> None:
         colour = "red" if p.get("severity", "error") == "error" else "yellow"
         table.add_row(f"[{colour}]{p.get('severity', 'error')}[/]", p["problem"],
                       f"{p['count']:,}", "\n".join(str(e) for e in p["examples"]))
-    console.print(table)
+    status_console.print(table)
 
 
 def submit_command(
@@ -49,11 +49,11 @@ def submit_command(
         declared = family_sidecar(file)
         family, df = declared if declared else ("gaussian", df)
         if declared:
-            console.print(f"family {family}" + (f" (df {df:g})" if df else "")
+            status_console.print(f"family {family}" + (f" (df {df:g})" if df else "")
                           + f" from {file.stem}.nll.json")
     with writer() as wh:
         try:
-            with console.status(f"checking and loading {file.name} ..."):
+            with status_console.status(f"checking and loading {file.name} ..."):
                 sid = ingest_parquet(wh, file, name, family=family, df=df, replace=replace)
         except ValidationError as exc:
             _report_problems(exc)
@@ -62,7 +62,7 @@ def submit_command(
                           "WHERE submission_id = ?", [sid])
         warnings = json.loads(row[2] or "[]")
         for w in warnings:
-            console.print(f"[yellow]warning:[/] {w['problem']}: {w['count']:,} rows "
+            status_console.print(f"[yellow]warning:[/] {w['problem']}: {w['count']:,} rows "
                           f"(e.g. {'; '.join(map(str, w['examples'][:2]))})")
         summary(f"submission {sid} {name!r}: {row[0]:,} rows, {row[1]} component(s), "
                 f"{len(warnings)} warning(s); score it with `proforma score`")
@@ -80,9 +80,9 @@ def score_command(
     from app.scoring import run_reference_baselines, run_summary, score
 
     with writer() as wh:
-        with console.status("reference baselines ..."):
+        with status_console.status("reference baselines ..."):
             run_reference_baselines(wh)
-        with console.status(f"scoring on footprint {footprint} ..."):
+        with status_console.status(f"scoring on footprint {footprint} ..."):
             run = score(wh, footprint, submissions or None, coherence=not no_coherence)
         info = run_summary(wh, run)
         table = Table(title=f"coverage of {info['footprint_name']}@{info['footprint_version']}")
@@ -121,14 +121,16 @@ def leaderboard_command(
 ) -> None:
     """Print the leaderboard of a footprint's latest score run (or export it)."""
     from app.scoring import leaderboard, table_to_text
-    from app.scoring.leaderboard import write_text
+    from app.scoring.leaderboard import provenance, write_text
 
+    if fmt not in ("table", "csv", "json"):
+        raise UserError(f"Unknown format {fmt!r}: use table, csv or json")
     with writer() as wh:
         table = leaderboard(wh, footprint, track, by, against=against)
-    meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+    meta = provenance(table)
     if fmt == "table":
         t = Table(title=f"{track} track, {meta.get('footprint_name')}@"
-                  f"{meta.get('footprint_version')} ({int(meta.get('n_cells', 0)):,} cells)")
+                  f"{meta.get('footprint_version')} ({int(meta.get('n_cells') or 0):,} cells)")
         hidden = {"submission_id", "source", "family", "n_components"}
         cols = [c for c in table.column_names if c not in hidden]
         for c in cols:
@@ -136,10 +138,8 @@ def leaderboard_command(
         for row in table.to_pylist():
             t.add_row(*[_fmt(row[c]) for c in cols])
         console.print(t)
-    elif fmt in ("csv", "json"):
-        write_text(table_to_text(table, fmt), out)
     else:
-        raise UserError(f"Unknown format {fmt!r}: use table, csv or json")
+        write_text(table_to_text(table, fmt), out)
     summary(f"{table.num_rows} row(s) from score run {meta.get('score_run_id')} "
             f"(build {meta.get('build_id')}, scoring SQL {meta.get('eval_sql_version')})")
 
@@ -164,7 +164,7 @@ def footprint_create(
 
     with writer() as wh:
         ids = resolve_submissions(wh, from_submissions) if from_submissions else None
-        with console.status(f"creating footprint {name} ..."):
+        with status_console.status(f"creating footprint {name} ..."):
             fid = create_footprint(wh, name, predicate=where, submissions=ids,
                                    n_origins=n_origins, seed=seed, split=split,
                                    description=description)
@@ -187,7 +187,7 @@ def footprint_import(
     """Import a published sample mask as a frozen footprint (e.g. the paper's Full sample)."""
     from app.scoring.footprint_import import import_footprint
 
-    with writer() as wh, console.status(f"importing {mask.name} ..."):
+    with writer() as wh, status_console.status(f"importing {mask.name} ..."):
         info = import_footprint(wh, name, mask, grid_rows=grid_rows, description=description)
     rows = "" if info["rows_matched"] is None else f", {info['rows_matched']:,} grid rows matched"
     summary(f"footprint {name}@{info['version']} (id {info['footprint_id']}): "
@@ -223,7 +223,7 @@ def baselines_reference(
     from app.scoring import run_reference_baselines
 
     with writer() as wh:
-        with console.status("reference baselines ..."):
+        with status_console.status("reference baselines ..."):
             ids = run_reference_baselines(wh, force=force)
         rows = wh.fetchall("SELECT submission_id, name, rows FROM eval.submissions "
                            "WHERE list_contains(?, submission_id) ORDER BY 1", [ids])
@@ -248,8 +248,7 @@ def export_command(
     with writer() as wh:
         result = export_table(wh, table, score_run_id=run)
     write_text(table_to_text(result, fmt), out)
-    if out is not None:
-        summary(f"{result.num_rows:,} row(s) of eval.{table} written to {out}")
+    summary(f"{result.num_rows:,} row(s) of eval.{table} written to {out or 'stdout'}")
 
 
 def register(app: typer.Typer) -> None:

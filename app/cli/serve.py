@@ -7,7 +7,7 @@ import logging
 import typer
 from rich.table import Table
 
-from app.cli.common import console, summary, writer
+from app.cli.common import console, status_console, summary, writer
 
 users_app = typer.Typer(help="Users and API tokens of the service.", no_args_is_help=True)
 
@@ -56,7 +56,7 @@ def users_add(
     with writer() as wh:
         user, token = add_user(wh, name, admin=admin, daily_limit=daily_limit)
     console.print(f"token for {user.name}: [bold]{token}[/]", highlight=False, soft_wrap=True)
-    console.print("[yellow]Store it now: it is not shown again.[/]")
+    status_console.print("[yellow]Store it now: it is not shown again.[/]")
     summary(f"user {user.name!r} created{' (admin)' if user.is_admin else ''}")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from app.cli.common import console, summary, writer
+from app.cli.common import console, status_console, summary, writer
 from app.cli.ingest import ingest_app
 from app.sources import ingest
 from app.sources.synthetic import SyntheticConfig, SyntheticSource, submit_oracle
@@ -32,7 +32,7 @@ def ingest_synthetic(
     )
     with Progress(
         TextColumn("[bold]synthetic"), BarColumn(), MofNCompleteColumn(), TextColumn("quarters"),
-        TimeElapsedColumn(), console=console, transient=True,
+        TimeElapsedColumn(), console=status_console, transient=True,
     ) as bar:
         task = bar.add_task("history", total=cfg.n_quarters)
         source = SyntheticSource(cfg, progress=lambda q: bar.advance(task))

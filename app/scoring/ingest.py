@@ -39,6 +39,13 @@ REQUIRED = ("firm", "target", "origin", "horizon", "prediction")
 ALIASES = {"firm_id": "firm", "quarter": "origin", "forecast_horizon": "horizon"}
 OPTIONAL = ("sigma", "component")
 MAX_EXAMPLES = 3
+#: The largest |prediction| accepted (sql/eval/010 and 030 hold the same number): ten times
+#: the clamp of the standardized space (|x| <= 6), far beyond any standardized forecast.
+MAX_ABS_PREDICTION = 60
+HUGE_PREDICTION = (
+    f"|prediction| > {MAX_ABS_PREDICTION}: predictions are standardized levels, clipped to "
+    f"|x| <= 6; values this large are almost surely raw reported units (dollars). "
+    f"Standardize them first (docs/scoring.md, \"Units\")")
 
 # (problem key, message, blocking?) in report order.
 _FILE_PROBLEMS = [
@@ -52,7 +59,7 @@ _FILE_PROBLEMS = [
     ("bad_component", "component null or outside 0..1023", True),
     ("bad_sigma", "sigma missing, not finite or not > 0", True),
     ("non_finite_prediction", "prediction is null, NaN or infinite (cell left out)", False),
-    ("huge_prediction", "|prediction| > 60: probably raw units, not standardized", False),
+    ("huge_prediction", HUGE_PREDICTION, True),
 ]
 
 
@@ -144,18 +151,21 @@ def _finish(wh: Warehouse, sid: int, name: str, file_warnings: list[dict] | None
         examples = [_decode_key(wh, k) for k in row["duplicate_key_ex"] or []]
         problems.append(_problem("duplicate key (firm, target, origin, horizon, component)",
                                  row["duplicate_key_n"], examples))
+    if row["huge_prediction_n"]:
+        problems.append(_problem(HUGE_PREDICTION, row["huge_prediction_n"],
+                                 [f"prediction={v:g}" for v in row["huge_prediction_ex"]]))
     if problems:
         raise ValidationError(_summary(name, problems), problems)
+    usable = wh.query_step("eval/035_forecast_usable", {"submission_id": sid}).to_pylist()[0]
+    unusable = _unusable(wh, usable, row["n_rows"])
+    if unusable:
+        raise ValidationError(_summary(name, unusable), unusable)
     warnings = list(file_warnings or [])
-    if not file_warnings:
-        if row["non_finite_prediction_n"]:
-            warnings.append(_problem("prediction is null, NaN or infinite (cell left out)",
-                                     row["non_finite_prediction_n"], blocking=False))
-        if row["huge_prediction_n"]:
-            warnings.append(_problem("|prediction| > 60: probably raw units, not standardized",
-                                     row["huge_prediction_n"],
-                                     [f"prediction={v:g}" for v in row["huge_prediction_ex"]],
-                                     blocking=False))
+    if not file_warnings and row["non_finite_prediction_n"]:
+        warnings.append(_problem(
+            "prediction is null, NaN or infinite (cell left out)",
+            row["non_finite_prediction_n"],
+            [_decode_key(wh, k) for k in usable["non_finite_ex"] or []], blocking=False))
     n_components = int(row["n_components"])
     wh.execute(
         "UPDATE eval.submissions SET rows = ?, cells = ?, n_components = ?, "
@@ -164,6 +174,35 @@ def _finish(wh: Warehouse, sid: int, name: str, file_warnings: list[dict] | None
          bool(row["sigma_present_n"]), to_json(warnings), sid],
     )
     return sid
+
+
+def _unusable(wh: Warehouse, usable: dict, n_rows: int) -> list[dict]:
+    """The rejection of a submission none of whose cells can ever be scored (035): no
+    finite prediction, no origin in a scored split, or no eligible (firm, origin)."""
+    if n_rows == 0:
+        return []  # reported as an empty submission already
+    splits = usable["scored_splits"] or []
+    span = "; ".join(
+        f"{s['split']} {wh.scalar('SELECT qlabel(?)', [s['first_q']])}.."
+        f"{wh.scalar('SELECT qlabel(?)', [s['last_q']])}" for s in splits) or "none in the panel"
+    if not usable["finite_n"]:
+        return [_problem(
+            "no usable forecast: every prediction is null, NaN or infinite", n_rows,
+            [_decode_key(wh, k) for k in usable["non_finite_ex"] or []])]
+    if not usable["in_scored_split_n"]:
+        first, last = (wh.scalar("SELECT qlabel(?)", [usable[k]])
+                       for k in ("first_origin_q", "last_origin_q"))
+        return [_problem(
+            f"no cell in the test split: its origins run {first}..{last}, but only origins "
+            f"in a scored split can be scored ({span}); forecasts made at training-period "
+            f"origins are never scored", usable["finite_n"])]
+    if not usable["usable_n"]:
+        return [_problem(
+            f"no usable cell: none of its (firm, origin) pairs is an eligible origin of the "
+            f"panel ({span}; panel.origins lists them), so no cell has a truth to score",
+            usable["in_scored_split_n"],
+            [_decode_key(wh, k) for k in usable["not_eligible_ex"] or []])]
+    return []
 
 
 def _summary(name: str, problems: list[dict]) -> str:

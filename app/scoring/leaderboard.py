@@ -137,11 +137,30 @@ def leaderboard(
         "eval_sql_version, finished_at FROM eval.score_runs WHERE score_run_id = ?",
         [run]).to_pylist()[0]
     names = dict(wh.fetchall("SELECT submission_id, name FROM eval.submissions"))
-    meta = {"score_run_id": str(run), "track": track, "by": level,
+    meta = {"score_run_id": run, "track": track, "by": level,
             "dm_reference": "leader" if reference is None else names.get(reference, str(reference)),
-            **{k: str(v) for k, v in run_row.items()}}
+            **run_row}
     table = pa.Table.from_pylist(out) if out else pa.table({"rank": pa.array([], pa.int64())})
-    return table.replace_schema_metadata(meta)
+    return table.replace_schema_metadata(_metadata(meta))
+
+
+def _metadata(values: dict[str, Any]) -> dict[str, str]:
+    """Arrow schema metadata: each value as text (what readers of single keys expect) and
+    the whole dict, typed, as JSON under "provenance" (what `provenance` returns)."""
+    return {**{k: str(v) for k, v in values.items()},
+            "provenance": json.dumps(values, default=_json_value)}
+
+
+def _json_value(value: Any) -> Any:
+    """JSON for what json cannot write itself: times as ISO 8601, the rest as text."""
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def provenance(table: pa.Table) -> dict[str, Any]:
+    """A result table's provenance with its types (numbers as numbers, times ISO 8601)."""
+    raw = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+    typed = raw.pop("provenance", None)
+    return json.loads(typed) if typed is not None else raw
 
 
 def reference_submission(wh: Warehouse, score_run_id: int, against: int | str) -> int:
@@ -168,10 +187,10 @@ def table_to_text(table: pa.Table, fmt: str) -> str:
             writer.writerow(["" if v is None else v for v in row.values()])
         return buf.getvalue()
     if fmt == "json":
-        meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+        meta = provenance(table)
         rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v)
                  for k, v in r.items()} for r in table.to_pylist()]
-        return json.dumps({"provenance": meta, "rows": rows}, default=str, indent=1)
+        return json.dumps({"provenance": meta, "rows": rows}, default=_json_value, indent=1)
     raise UserError(f"Unknown format {fmt!r}: use csv or json")
 
 
@@ -190,10 +209,10 @@ def export_table(wh: Warehouse, table: str, *, score_run_id: int | None = None) 
         sql += " WHERE score_run_id = ?"
         params.append(score_run_id)
     result = wh.arrow(sql, params)
-    meta = {"table": f"eval.{table}"}
+    meta: dict[str, Any] = {"table": f"eval.{table}"}
     if score_run_id is not None:
-        meta["score_run_id"] = str(score_run_id)
-    return result.replace_schema_metadata(meta)
+        meta["score_run_id"] = score_run_id
+    return result.replace_schema_metadata(_metadata(meta))
 
 
 def write_text(text: str, out: Path | None) -> None:

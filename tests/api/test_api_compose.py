@@ -43,7 +43,7 @@ def test_demo_service_essentials() -> None:
     assert "/api/v1/health" in " ".join(svc["healthcheck"]["test"])
     command = " ".join(svc["command"])
     assert command.index("proforma migrate") < command.index("proforma demo")
-    assert svc["ports"] == ["127.0.0.1:8000:8000"]
+    assert svc["ports"] == ["127.0.0.1:${PROFORMA_PORT:-8000}:8000"]  # loopback only
     assert "profiles" not in svc
 
 
@@ -62,3 +62,35 @@ def test_dockerfile_installs_with_the_makefile() -> None:
     text = (ROOT / "Dockerfile").read_text()
     assert "make setup" in text and "proforma migrate" in text
     assert "VOLUME" in text and "/duckdb-tmp" in text and "PROFORMA_TEMP_DIRECTORY=/duckdb-tmp" in text
+
+
+def _compose_check():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("compose_check", ROOT / "bench/compose_check.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_compose_check_is_skipped_with_its_reason_without_a_daemon() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
+    result = subprocess.run([sys.executable, str(ROOT / "bench/compose_check.py")], env=env,
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("skipped: ") and "docker" in result.stdout
+
+
+def test_compose_check_finds_the_debian_mirror_in_either_source_format(tmp_path) -> None:
+    deb822 = tmp_path / "debian.sources"
+    deb822.write_text("Types: deb\nURIs: http://security.example/debian-security\n\n"
+                      "Types: deb\nURIs: http://mirror.example/debian/\nSuites: bookworm\n")
+    classic = tmp_path / "sources.list"
+    classic.write_text("# comment\ndeb [arch=amd64] http://old.example/debian bookworm main\n")
+    check = _compose_check()
+    assert check.debian_mirror([deb822]) == "http://mirror.example/debian"
+    assert check.debian_mirror([classic]) == "http://old.example/debian"

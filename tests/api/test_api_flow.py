@@ -148,7 +148,10 @@ def test_failed_publication_keeps_the_service_up(panel, monkeypatch) -> None:
     monkeypatch.setattr(main, "publish", broken)
     with TestClient(main.create_app(panel)) as client:
         api = Api(client)
-        assert client.get("/api/v1/health").json()["status"] == "ok"
+        health = client.get("/api/v1/health")
+        assert health.status_code == 200 and health.json()["status"] == "degraded"
+        assert health.json()["snapshot"]["status"] == "failing"
+        assert "disk full" in health.json()["snapshot"]["last_failure"]["error"]
         assert client.post("/api/v1/query", json={"sql": "SELECT 1"}).status_code == 503
         job = api.wait(api.upload(submission_bytes(api.wh)).json()["job_id"])
         assert job["status"] == "done"

@@ -4,6 +4,7 @@ row-level problems come back in the job's validation report; limits (size, daily
 from __future__ import annotations
 
 import io
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,9 +13,16 @@ import pytest
 from service_helpers import Api, submission_bytes
 
 
-def _leftovers(api: Api) -> list[Path]:
+def _leftovers(api: Api, wait_s: float = 0.0) -> list[Path]:
+    """Files left in the upload folder (after up to `wait_s`: the worker removes a job's
+    file just after it records the job's end, so a client can see the end first)."""
     folder = Path(api.client.app.state.settings.upload_dir)
-    return sorted(folder.glob("*")) if folder.exists() else []
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = sorted(folder.glob("*")) if folder.exists() else []
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.05)
 
 
 def _parquet(**columns) -> bytes:
@@ -124,7 +132,7 @@ def test_row_level_problems_fail_the_job_with_a_report(api: Api) -> None:
     problems = " | ".join(p["problem"] for p in job["report"]["problems"])
     assert "horizon outside 1..20" in problems and "unknown target item" in problems
     assert job["report"]["valid"] is False and job["message"]
-    assert _leftovers(api) == []  # the upload is removed once the job ends
+    assert _leftovers(api, wait_s=5) == []  # the upload is removed once the job ends
     assert api.client.get("/api/v1/submissions").json()["rows"] == []
 
 

@@ -80,4 +80,5 @@ def test_submit_score_leaderboard_export(settings, wh, tmp_path):
                            str(tmp_path / "bad.parquet"), "--name", "broken"],
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stdout + proc.stderr
-    assert "horizon outside 1..20" in proc.stdout and "rejected, nothing written" in proc.stdout
+    assert "horizon outside 1..20" in proc.stderr and "rejected, nothing written" in proc.stderr
+    assert proc.stdout == ""  # the problem report and the error are status, not data

@@ -79,19 +79,18 @@ def test_any_instant_in_the_quarter_means_that_quarter(wh, tmp_path):
                      [sid]) == 8040
 
 
-def test_nan_and_inf_predictions_are_warnings(wh, tmp_path):
+def test_nan_and_inf_predictions_are_warnings_with_examples(wh, tmp_path):
     cols = _good()
     cols["prediction"][0] = float("nan")
     cols["prediction"][1] = float("inf")
-    cols["prediction"][2] = 75.0
     sid = scoring.ingest_parquet(wh, _write(tmp_path, cols), "warned")
     import json
 
     warnings = json.loads(wh.scalar("SELECT warnings FROM eval.submissions "
                                     "WHERE submission_id = ?", [sid]))
-    by = {w["problem"].split(" ")[0]: w for w in warnings}
-    assert by["prediction"]["count"] == 2
-    assert by["|prediction|"]["count"] == 1 and "prediction=75" in by["|prediction|"]["examples"][0]
+    assert [w["problem"].split(" ")[0] for w in warnings] == ["prediction"]
+    assert warnings[0]["count"] == 2 and len(warnings[0]["examples"]) == 2
+    assert "firm=001001 target=niq origin=2010Q1 horizon=1" in warnings[0]["examples"][0]
 
 
 def test_missing_columns(wh, tmp_path):

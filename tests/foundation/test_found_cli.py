@@ -48,7 +48,7 @@ def test_status_before_migrate_lists_pending(settings: Settings) -> None:
 def test_ingest_parquet_subprocess(settings: Settings, tmp_path: Path) -> None:
     good = proforma("ingest", "parquet", str(write_panel(tmp_path / "p.parquet")))
     assert good.returncode == 0, good.stdout + good.stderr
-    assert f"done: ingest 1 from parquet: fundq {n_rows()}" in good.stdout
+    assert f"done: ingest 1 from parquet: fundq {n_rows()}" in good.stderr  # status, not data
 
     bad = proforma("ingest", "parquet", str(write_panel(tmp_path / "bad.parquet", fqtr=None)))
     text = (bad.stdout + bad.stderr).strip()

@@ -8,25 +8,24 @@ from fastapi import APIRouter
 
 from app import __version__
 from app.api.deps import JobsDep, SettingsDep, WarehouseDep
-from app.api.snapshot import last_published
+from app.api.snapshot import snapshot_health
 
 router = APIRouter(tags=["health"])
 
 
 @router.get("/health", summary="Service health, versions and queue depth")
 def health(wh: WarehouseDep, jobs: JobsDep, settings: SettingsDep) -> dict[str, Any]:
-    """`ok` when the warehouse answers; also the schema version, the queue and the snapshot."""
+    """`ok` when the warehouse answers and the last publication of the public snapshot
+    succeeded; `degraded` while publishing fails (`snapshot.last_failure` says why; pages
+    and the SQL console serve the previous snapshot). Also the schema version and queue."""
     migration = wh.scalar("SELECT max(version) FROM schema_migrations")
-    snapshot = last_published(wh)
+    snapshot = snapshot_health(wh)
     return {
-        "status": "ok",
+        "status": "degraded" if snapshot["status"] == "failing" else "ok",
         "version": __version__,
         "schema_version": migration,
         "jobs_pending": jobs.pending(),
-        "snapshot": {
-            "published_at": snapshot["published_at"] if snapshot else None,
-            "tables": len(snapshot["tables"]) if snapshot else 0,
-        },
+        "snapshot": snapshot,
         "limits": {
             "upload_max_bytes": settings.upload_max_bytes,
             "uploads_per_day": settings.uploads_per_day,

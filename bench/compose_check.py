@@ -1,0 +1,328 @@
+"""`docker compose up` verified end to end on this machine, with timings.
+
+    .venv/bin/python bench/compose_check.py [--base IMAGE] [--wheels DIR] [--keep]
+
+1. builds a Debian bookworm base image locally when no --base is given (debootstrap from
+   this machine's Debian mirror, `docker import`: no registry needed), with python3,
+   python3-venv, make and this machine's CA bundle (pip reaches the index as the host
+   does);
+2. builds the image on it (`docker build`, the Dockerfile's BASE_IMAGE and
+   TORCH_FIND_LINKS arguments; the CPU torch wheel comes from --wheels, default pip's
+   find-links folder, served over loopback HTTP for the build);
+3. `docker compose up -d` (or docker-compose 1.29), waits until /api/v1/health answers
+   (the demo runs inside first), takes a headless-Chromium screenshot of the page;
+4. stops the service, creates an admin with `proforma users add` (the server is the
+   warehouse's only writer), starts it again, uploads one submission through the API on
+   cells the public SQL console lists, freezes a footprint on it and waits until that
+   footprint's leaderboard ranks the upload;
+5. takes everything down (volumes and images too, unless --keep).
+
+Prints each stage's wall time and the container's CPU-seconds. Where no docker daemon
+(or no compose) answers it prints `skipped: <reason>` and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import http.server
+import io
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+IMAGE = "proforma20q:latest"
+LOCAL_BASE = "proforma-debian-base:bookworm"
+PROJECT = "proforma-check"
+BASE_PACKAGES = "python3,python3-venv,make,ca-certificates"
+HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+
+
+def log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, check=True, text=True, **kw)
+
+
+def ok(cmd: list[str], env: dict | None = None) -> bool:
+    try:
+        result = subprocess.run(cmd, check=False, capture_output=True, timeout=60, env=env)
+        return result.returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def compose_command() -> list[str] | None:
+    """`docker compose` (v2) where installed, else docker-compose 1.29."""
+    if ok(["docker", "compose", "version"]):
+        return ["docker", "compose"]
+    if shutil.which("docker-compose") and ok(["docker-compose", "version"]):
+        return ["docker-compose"]
+    return None
+
+
+def why_skipped() -> str | None:
+    if shutil.which("docker") is None:
+        return "no docker command on this machine"
+    if not ok(["docker", "info"]):
+        return "no docker daemon answers (start dockerd, or set DOCKER_HOST)"
+    if compose_command() is None:
+        return "neither `docker compose` nor docker-compose is installed"
+    return None
+
+
+def debian_mirror(sources: list[Path] | None = None) -> str:
+    """The Debian mirror this machine's apt uses (not the security one), from one-line
+    (`deb URL suite`) or deb822 (`URIs: URL`) source files."""
+    if sources is None:
+        sources = [Path("/etc/apt/sources.list"),
+                   *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
+    for path in sources:
+        if not path.is_file():
+            continue
+        text = path.read_text(errors="replace")
+        for url in re.findall(r"(?m)^(?:URIs:\s*|deb\s+(?:\[[^]]*\]\s+)?)(\S+)", text):
+            if "security" not in url:
+                return url.rstrip("/")
+    return "http://deb.debian.org/debian"
+
+
+def build_base(mirror: str) -> float:
+    """A minimal bookworm root file system imported as LOCAL_BASE; returns seconds."""
+    started = time.perf_counter()
+    folder = Path(tempfile.mkdtemp(prefix="proforma-base-"))
+    try:
+        log(f"debootstrap bookworm from {mirror} into {folder} ...")
+        run(["debootstrap", "--variant=minbase", f"--include={BASE_PACKAGES}", "bookworm",
+             str(folder), mirror], stdout=subprocess.DEVNULL)
+        shutil.rmtree(folder / "var/cache/apt/archives", ignore_errors=True)
+        # This machine's trust store: HTTPS to the package index may pass a proxy whose CA
+        # only the host trusts; pip reads PIP_CERT (its own bundle would refuse the proxy).
+        shutil.copyfile(HOST_CA_BUNDLE, folder / HOST_CA_BUNDLE.relative_to("/"))
+        tar = subprocess.Popen(["tar", "-C", str(folder), "-c", "."], stdout=subprocess.PIPE)
+        run(["docker", "import", "--change", f"ENV PIP_CERT={HOST_CA_BUNDLE}", "-", LOCAL_BASE],
+            stdin=tar.stdout, stdout=subprocess.DEVNULL)
+        if tar.wait() != 0:
+            raise RuntimeError("tar of the base file system failed")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return time.perf_counter() - started
+
+
+def pip_find_links() -> Path | None:
+    """The folder pip's configuration points find-links at (where the CPU wheel lies)."""
+    candidates = [os.environ.get("PIP_FIND_LINKS", "")]
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
+        out = run([sys.executable, "-m", "pip", "config", "list"], capture_output=True).stdout
+        candidates += re.findall(r"find-links='([^']+)'", out)
+    for value in candidates:
+        for part in value.split():
+            path = Path(part.removeprefix("file://"))
+            if path.is_dir() and list(path.glob("torch-2.13.0*.whl")):
+                return path
+    return None
+
+
+@contextlib.contextmanager
+def serve_folder(folder: Path) -> Iterator[str]:
+    """The folder over HTTP on loopback (a build with --network host reaches it)."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+
+
+def free_port(preferred: int = 8000) -> int:
+    for port in (preferred, 0):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
+    raise RuntimeError("no free port")
+
+
+class Compose:
+    def __init__(self, port: int):
+        self.cmd = [*compose_command(), "-p", PROJECT]  # type: ignore[misc]
+        self.env = {**os.environ, "PROFORMA_PORT": str(port)}
+
+    def __call__(self, *args: str, capture: bool = False) -> str:
+        result = subprocess.run([*self.cmd, *args], cwd=ROOT, env=self.env, check=True,
+                                text=True, capture_output=capture)
+        return result.stdout if capture else ""
+
+    def container(self) -> str:
+        return self("ps", "-q", "proforma", capture=True).strip()
+
+
+def container_cpu_s(container: str) -> float | None:
+    """CPU-seconds the container has used (cgroup v1 cpuacct, or v2 cpu.stat)."""
+    for path, scale in ((f"/sys/fs/cgroup/cpuacct/docker/{container}/cpuacct.usage", 1e-9),
+                        (f"/sys/fs/cgroup/system.slice/docker-{container}.scope/cpu.stat", 1e-6)):
+        with contextlib.suppress(OSError, ValueError):
+            text = Path(path).read_text()
+            value = text.split()[1] if text.startswith("usage_usec") else text.split()[0]
+            return float(value) * scale
+    return None
+
+
+def wait_healthy(base: str, compose: Compose, timeout_s: float) -> float:
+    import httpx
+
+    started = time.perf_counter()
+    last = ""
+    while time.perf_counter() - started < timeout_s:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{base}/api/v1/health", timeout=5).status_code == 200:
+                return time.perf_counter() - started
+        tail = subprocess.run(["docker", "logs", "--tail", "1", compose.container()],
+                              check=False, capture_output=True, text=True).stdout.strip()
+        if tail and tail != last:
+            log(f"  [{time.perf_counter() - started:5.0f}s] {tail[:150]}")
+            last = tail
+        time.sleep(10)
+    raise TimeoutError(f"no healthy service at {base} after {timeout_s:.0f}s")
+
+
+def screenshot(url: str, out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as profile:
+        run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             f"--user-data-dir={profile}", "--window-size=1400,1700",
+             "--virtual-time-budget=15000", f"--screenshot={out}", url],
+            capture_output=True, timeout=180)
+
+
+def upload_one(base: str, token: str) -> dict:
+    """One submission on cells the public console lists; a footprint frozen on it; its
+    leaderboard once scored."""
+    import httpx
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    auth = {"Authorization": f"Bearer {token}"}
+    cells = httpx.post(f"{base}/api/v1/query", timeout=60, json={"sql": (
+        "SELECT c.gvkey, c.origin, c.item, c.horizon FROM footprint_cells c JOIN footprints f "
+        "USING (footprint_id) WHERE f.name = 'oracle' ORDER BY ALL LIMIT 2000")}).json()
+    rows = cells["rows"]
+    table = pa.table({"firm": [r[0] for r in rows], "target": [r[2] for r in rows],
+                      "origin": [r[1] for r in rows], "horizon": [int(r[3]) for r in rows],
+                      "prediction": [0.0] * len(rows), "sigma": [1.0] * len(rows)})
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    started = time.perf_counter()
+    job = httpx.post(f"{base}/api/v1/submissions", headers=auth, timeout=120, data={
+        "name": "compose check (level 0)", "training_cutoff": "2009Q4",
+        "leakage_statement": "no training: every prediction is the standardized level 0"},
+        files={"file": ("check.parquet", buf.getvalue(), "application/octet-stream")}).json()
+    while True:
+        state = httpx.get(f"{base}/api/v1/jobs/{job['job_id']}", headers=auth, timeout=30).json()
+        if state["status"] in ("done", "failed"):
+            break
+        time.sleep(3)
+    if state["status"] != "done":
+        raise RuntimeError(f"upload failed: {state['message']}")
+    scored_s = time.perf_counter() - started
+    created = httpx.post(f"{base}/api/v1/footprints", headers=auth, timeout=60, json={
+        "name": "compose-check", "submissions": [state["submission_id"]],
+        "description": "cells of the compose check's upload"})
+    created.raise_for_status()
+    board: dict = {}
+    for _ in range(120):
+        answer = httpx.get(f"{base}/api/v1/leaderboards/compose-check", timeout=30)
+        if answer.status_code == 200:
+            board = answer.json()
+            if any(r["model"] == "compose check (level 0)" for r in board["rows"]):
+                break
+        time.sleep(5)
+    return {"cells": len(rows), "job": state["job_id"], "submission": state["submission_id"],
+            "upload_to_done_s": scored_s, "leaderboard_rows": len(board.get("rows", []))}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", help=f"base image (default: {LOCAL_BASE}, built if missing)")
+    parser.add_argument("--mirror", help="Debian mirror for the local base (default: apt's)")
+    parser.add_argument("--wheels", type=Path, help="folder with the CPU torch wheel")
+    parser.add_argument("--screenshot", type=Path,
+                        default=ROOT / "docs/img/compose-leaderboard.png")
+    parser.add_argument("--timeout-min", type=float, default=90)
+    parser.add_argument("--keep", action="store_true", help="leave containers and images")
+    args = parser.parse_args()
+
+    reason = why_skipped()
+    if reason:
+        print(f"skipped: {reason}")
+        return 0
+    times: dict[str, float] = {}
+    base = args.base or LOCAL_BASE
+    compose = Compose(free_port())
+    url = f"http://127.0.0.1:{compose.env['PROFORMA_PORT']}"
+    try:
+        if not args.base and not ok(["docker", "image", "inspect", LOCAL_BASE]):
+            times["base image (debootstrap)"] = build_base(args.mirror or debian_mirror())
+        wheels = args.wheels or pip_find_links()
+        build = ["docker", "build", "--network", "host", "-t", IMAGE,
+                 "--build-arg", f"BASE_IMAGE={base}"]
+        with contextlib.ExitStack() as stack:
+            if wheels is not None:
+                served = stack.enter_context(serve_folder(wheels))
+                build += ["--build-arg", f"TORCH_FIND_LINKS={served}"]
+                log(f"torch from {wheels} (served at {served})")
+            started = time.perf_counter()
+            run([*build, str(ROOT)])
+            times["image build"] = time.perf_counter() - started
+        started = time.perf_counter()
+        compose("up", "-d", "--no-build")
+        times["compose up to healthy (demo inside)"] = wait_healthy(
+            url, compose, args.timeout_min * 60)
+        cpu = container_cpu_s(compose.container())
+        screenshot(url + "/", args.screenshot)
+        log(f"screenshot: {args.screenshot}")
+        compose("stop", "proforma")
+        out = compose("run", "--rm", "-T", "--no-deps", "proforma", "proforma", "users", "add",
+                      "compose-check", "--admin", capture=True)
+        token = re.search(r"(pf_[0-9a-f]{12}\.\S+)", out)
+        if token is None:
+            raise RuntimeError(f"no token in: {out}")
+        started = time.perf_counter()
+        compose("up", "-d", "--no-build")
+        times["restart to healthy"] = wait_healthy(url, compose, args.timeout_min * 60)
+        result = upload_one(url, token.group(1))
+        times["upload to scored"] = result["upload_to_done_s"]
+        print(json.dumps({"times_s": {k: round(v, 1) for k, v in times.items()},
+                          "container_cpu_s_at_first_health": cpu and round(cpu, 1),
+                          "upload": result}, indent=1))
+        print("done: " + "; ".join(f"{k} {v:.0f}s" for k, v in times.items()))
+        return 0
+    finally:
+        if not args.keep:
+            with contextlib.suppress(subprocess.CalledProcessError):
+                compose("down", "-v", "--remove-orphans")
+            for image in (IMAGE, *(() if args.base else (LOCAL_BASE,))):
+                subprocess.run(["docker", "image", "rm", "-f", image], check=False,
+                               capture_output=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
