@@ -146,7 +146,7 @@ def _prefetched(reader: pa.RecordBatchReader, depth: int = 1):
             for batch in reader:
                 queue.put(batch)
             queue.put(done)
-        except BaseException as exc:  # re-raised in the consumer
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
             queue.put(exc)
 
     thread = threading.Thread(target=produce, daemon=True)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from app.cli.common import console, status_console, summary, writer
+from app.cli.common import status_console, summary, writer
 from app.errors import UserError
 from app.settings import get_settings
 

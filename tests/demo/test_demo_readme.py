@@ -54,11 +54,8 @@ BUDGET = {
 }
 #: Examples that fail on this branch only because a fix made elsewhere is not merged;
 #: strict: once it is, the test says so and the entry goes.
-PENDING = {
-    "proforma scenario --firm 001004 --origin 2015Q4 --pin revtq@1-4=120":
-        "scenario should use the Forma seeds that exist (make demo trains seed 60 only) "
-        "and keep its item column at 120 columns",
-}
+#: README examples that are known to fail, with the reason (strict xfail: a fix shows up).
+PENDING: dict[str, str] = {}
 SUBMISSION_NAME = "readme-example"
 
 
