@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from app.errors import UserError, ValidationError
+from app.scoring.cells import forget_cell_scores
 from app.scoring.provenance import (
     BatchHasher,
     current_build_id,
@@ -87,8 +88,10 @@ def _claim_name(wh: Warehouse, name: str, replace: bool) -> None:
             f"A submission named {name!r} exists (id {old[0][0]}); choose another name "
             f"or replace it")
     for (sid,) in old:
-        # The old forecasts go; its row and past scores stay for the record.
+        # The old forecasts (and their stored cell scores) go; its row and past scores
+        # stay for the record.
         wh.execute("DELETE FROM eval.forecasts WHERE submission_id = ?", [sid])
+        forget_cell_scores(wh, [sid])
         wh.execute("UPDATE eval.submissions SET retired_at = ? WHERE submission_id = ?",
                    [now(), sid])
 
