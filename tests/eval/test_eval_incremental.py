@@ -15,15 +15,15 @@ from app import scoring
 
 RESULTS = {
     "metrics": ("submission_id, level, horizon, item_id, statement",
-                "n, r2, mse, mae, nll, crps, z2, cov50, cov80, cov90, cov95, sum_y, sum_y2, "
-                "sse, sae, n_density"),
+                ("n, r2, mse, mae, nll, crps, z2, cov50, cov80, cov90, cov95, sum_y, sum_y2, "
+                "sse, sae, n_density")),
     "quarter_losses": ("submission_id, horizon, origin_q", "n, sum_sq, sum_abs"),
     "pit": ("submission_id, bin", "n, share"),
-    "dm_tests": ("least(submission_a, submission_b), greatest(submission_a, submission_b), "
-                 "loss, horizon",
-                 "n_quarters, bandwidth, "
+    "dm_tests": (("least(submission_a, submission_b), greatest(submission_a, submission_b), "
+                 "loss, horizon"),
+                 ("n_quarters, bandwidth, "
                  "CASE WHEN submission_a < submission_b THEN mean_diff ELSE -mean_diff END, "
-                 "CASE WHEN submission_a < submission_b THEN dm_stat ELSE -dm_stat END, p_value"),
+                 "CASE WHEN submission_a < submission_b THEN dm_stat ELSE -dm_stat END, p_value")),
     "coverage": ("submission_id", "footprint_cells, predicted_cells, coverage"),
 }
 
