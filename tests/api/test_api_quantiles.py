@@ -57,10 +57,10 @@ def test_quantile_upload_is_scored_on_every_track_with_a_dash_for_nll(api: Api) 
     assert rows["density"]["nll"] is None and rows["density"]["cov50"] is None
 
     page = c.get("/?footprint=full&track=density").text
-    row = re.search(r'<tr data-submission="%d">(.*?)</tr>' % sid, page, re.S).group(1)
-    cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
-    head = re.search(r"<thead>(.*?)</thead>", page, re.S).group(1)
-    labels = [h.strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", head, re.S)]
+    row = re.search(rf'<tr data-submission="{sid}">(.*?)</tr>', page, re.DOTALL).group(1)
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.DOTALL)
+    head = re.search(r"<thead>(.*?)</thead>", page, re.DOTALL).group(1)
+    labels = [h.strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", head, re.DOTALL)]
     assert cells[labels.index("NLL")].strip() == "–"
     assert cells[labels.index("CRPS")].strip() not in ("", "–")
     assert "quantile levels" in c.get(f"/submissions/{sid}").text

@@ -3,6 +3,8 @@ grids (zero-width intervals, ties with the actual, actuals beyond the outer leve
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -97,7 +99,7 @@ def _crps_by_quantile_score(levels, values, y):
                  zip(levels[:-1], levels[1:], values[:-1], values[1:], strict=True) if lo < y < hi]
     kinks = sorted({0.0, 1.0, *levels, *crossings})
     total = 0.0
-    for a, b in zip(kinks[:-1], kinks[1:], strict=True):
+    for a, b in itertools.pairwise(kinks):
         total += integrate.quad(lambda t: 2 * ((y < q(t)) - t) * (q(t) - y), a, b,
                                 points=None, limit=200, epsabs=1e-13)[0]
     return total
@@ -110,7 +112,7 @@ def _crps_by_cdf(levels, values, y):
     edges = [lo, *points, hi]
     return sum(integrate.quad(lambda x: (f(x) - (x >= y)) ** 2, a, b, limit=200,
                               epsabs=1e-13)[0]
-               for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a)
+               for a, b in itertools.pairwise(edges) if b > a)
 
 
 def test_quantile_scores_match_numpy_and_scipy(wh):
