@@ -47,10 +47,6 @@ class Context:
     eval_sql_version: str
     rules: str
 
-    def params(self) -> dict[str, Any]:
-        return {"build_id": self.build_id if self.build_id is not None else -1,
-                "eval_sql_version": self.eval_sql_version, "rules": self.rules}
-
 
 def build_rules(build: dict[str, Any] | None) -> str:
     """The rule set a build was made with ("paper" for builds that do not record one)."""

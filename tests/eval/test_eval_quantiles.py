@@ -17,7 +17,7 @@ from app.errors import UserError, ValidationError
 
 SMALL = "horizon IN (1, 7) AND item IN ('atq', 'niq')"
 GRID = [0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95]
-CHRONOS_GRID = [0.01, 0.05, *[round(0.1 * k, 1) for k in range(1, 10)], 0.95, 0.99]
+CHRONOS_GRID = [0.01, *[round(0.05 * k, 2) for k in range(1, 20)], 0.99]  # 21 levels
 
 
 @pytest.fixture(scope="module")
