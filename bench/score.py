@@ -1,6 +1,7 @@
 """Benchmark: ingest and score a synthetic N-row submission (default 50M rows).
 
     .venv/bin/python bench/score.py --rows 50000000 [--dir /tmp/bench_score] [--memory 3GB]
+    .venv/bin/python bench/score.py --rows 21000000 --levels 21   # a quantile grid
 
 A synthetic panel (panel.firms, panel.truth) and a submission parquet (gvkey strings,
 item names, dates, horizons, predictions, sigma) are generated with DuckDB in a child
@@ -8,6 +9,8 @@ process, so the measured process starts clean. Then ingest_parquet (validation i
 integer coding, duplicate check) and score (common sample, all metrics at every level,
 PIT, DM quarter means) run in this process. Prints rows/second per stage and end to
 end, and peak resident memory (sampled every 50 ms, and the kernel's high-water mark).
+With --levels K the submission is a quantile grid (K rows per cell: the Chronos-2 grid
+for K = 21, else K evenly spaced levels), --rows rows in all.
 """
 
 from __future__ import annotations
@@ -66,7 +69,13 @@ class PeakMemory:
         self.peak = max(self.peak, _rss_bytes())
 
 
-def generate(folder: Path, rows: int, memory: str, threads: int) -> None:
+def _grid(levels: int) -> list[float]:
+    if levels == 21:
+        return [0.01, *[round(0.05 * k, 2) for k in range(1, 20)], 0.99]
+    return [(k + 1) / (levels + 1) for k in range(levels)]
+
+
+def generate(folder: Path, rows: int, memory: str, threads: int, levels: int = 0) -> None:
     """Child process: migrated warehouse with a synthetic panel, and the submission file."""
     from app.cli.common import prepare
     from app.settings import Settings
@@ -76,6 +85,7 @@ def generate(folder: Path, rows: int, memory: str, threads: int) -> None:
                         memory_limit=memory, threads=threads, cache_dir=folder / "cache")
     wh = connect(settings)
     prepare(wh)
+    rows = rows // levels if levels else rows  # truth cells
     cells_per_origin = 78 * 20
     n_origins = -(-rows // cells_per_origin)
     n_quarters = 60
@@ -107,16 +117,34 @@ def generate(folder: Path, rows: int, memory: str, threads: int) -> None:
                CAST(baseline + noise AS FLOAT) - CAST(baseline AS FLOAT) AS change
         FROM c
         LIMIT {rows}""")
-    wh.execute(f"""
-        COPY (
-            SELECT f.gvkey AS firm, i.item AS target, qend(t.origin_q) AS origin,
-                   CAST(t.horizon AS INTEGER) AS horizon,
-                   t.baseline + 0.5 * t.change + 0.1 AS prediction,
-                   0.3 + 0.1 * (t.horizon % 3) AS sigma
-            FROM panel.truth t
-            JOIN panel.firms f USING (firm_id)
-            JOIN ref.items i USING (item_id)
-        ) TO '{folder / "submission.parquet"}' (FORMAT parquet, ROW_GROUP_SIZE 1000000)""")
+    if levels:
+        from scipy import special
+
+        grid = _grid(levels)
+        wh.set_params({"levels": grid, "z": [float(special.ndtri(t)) for t in grid]})
+        wh.execute(f"""
+            COPY (
+                SELECT f.gvkey AS firm, i.item AS target, qend(t.origin_q) AS origin,
+                       CAST(t.horizon AS INTEGER) AS horizon, g.level AS quantile_level,
+                       t.baseline + 0.5 * t.change + 0.1 + (0.3 + 0.1 * (t.horizon % 3)) * g.z
+                           AS prediction
+                FROM panel.truth t
+                JOIN panel.firms f USING (firm_id)
+                JOIN ref.items i USING (item_id),
+                (SELECT unnest(getvariable('levels')) AS level,
+                        unnest(getvariable('z')) AS z) g
+            ) TO '{folder / "submission.parquet"}' (FORMAT parquet, ROW_GROUP_SIZE 1000000)""")
+    else:
+        wh.execute(f"""
+            COPY (
+                SELECT f.gvkey AS firm, i.item AS target, qend(t.origin_q) AS origin,
+                       CAST(t.horizon AS INTEGER) AS horizon,
+                       t.baseline + 0.5 * t.change + 0.1 AS prediction,
+                       0.3 + 0.1 * (t.horizon % 3) AS sigma
+                FROM panel.truth t
+                JOIN panel.firms f USING (firm_id)
+                JOIN ref.items i USING (item_id)
+            ) TO '{folder / "submission.parquet"}' (FORMAT parquet, ROW_GROUP_SIZE 1000000)""")
     # A build record, as `proforma build` writes one; footprints are made once per build.
     wh.execute("INSERT INTO meta.builds (status, sql_checksum, parameters, reg_stats, "
                "started_at, finished_at) VALUES ('succeeded', 'bench', '{}', 'synthetic bench', "
@@ -134,11 +162,12 @@ def main() -> None:
     ap.add_argument("--memory", default="3GB", help="DuckDB memory_limit")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--keep", action="store_true", help="reuse an existing generated folder")
+    ap.add_argument("--levels", type=int, default=0, help="a quantile grid of this many levels")
     ap.add_argument("--generate-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     folder = args.dir
     if args.generate_only:
-        generate(folder, args.rows, args.memory, args.threads)
+        generate(folder, args.rows, args.memory, args.threads, args.levels)
         return
     if not (args.keep and (folder / "submission.parquet").exists()):
         import shutil
@@ -148,8 +177,8 @@ def main() -> None:
         t = time.perf_counter()
         subprocess.run([sys.executable, __file__, "--rows", str(args.rows), "--dir", str(folder),
                         "--memory", args.memory, "--threads", str(args.threads),
-                        "--generate-only"], check=True)
-        print(f"generated {args.rows:,} truth cells and the submission in "
+                        "--levels", str(args.levels), "--generate-only"], check=True)
+        print(f"generated the panel and a {args.rows:,}-row submission in "
               f"{time.perf_counter() - t:.1f}s")
 
     from app import scoring
@@ -161,7 +190,9 @@ def main() -> None:
                         cache_dir=folder / "cache")
     wh = connect(settings)
     wh.execute("DELETE FROM eval.forecasts; DELETE FROM eval.metrics; "
-               "DELETE FROM eval.quarter_losses; DELETE FROM eval.pit; DELETE FROM eval.coverage")
+               "DELETE FROM eval.quarter_losses; DELETE FROM eval.pit; DELETE FROM eval.coverage; "
+               "DELETE FROM eval.cell_scores; DELETE FROM eval.cell_score_sets; "
+               "DELETE FROM eval.footprint_coverage; DELETE FROM eval.sample_gaps")
     wh.execute("CHECKPOINT")
     path = folder / "submission.parquet"
     size = path.stat().st_size
@@ -181,7 +212,8 @@ def main() -> None:
     total = results["ingest"] + results["score"]
     total_cpu = cpu["ingest"] + cpu["score"]
     gb = 1024 ** 3
-    print(f"submission: {n:,} rows, {size / gb:.2f} GiB parquet; scored on {cells:,} cells "
+    kind = f"quantile grid of {args.levels} levels" if args.levels else "mean and sigma"
+    print(f"submission ({kind}): {n:,} rows, {size / gb:.2f} GiB parquet; scored on {cells:,} cells "
           f"(R2 {r2:.4f}); threads {args.threads}, DuckDB memory_limit {args.memory}")
     print(f"  load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for stage in ("ingest", "score"):

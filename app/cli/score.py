@@ -31,11 +31,13 @@ def _report_problems(exc: ValidationError) -> None:
 
 def submit_command(
     file: Annotated[Path, typer.Argument(
-        help="Parquet file: firm, target, origin, horizon, prediction[, sigma][, component]")],
+        help="Parquet file: firm, target, origin, horizon, prediction[, sigma][, component] "
+        "or [, quantile_level]")],
     name: Annotated[str, typer.Option("--name", help="Name on the leaderboard.")],
     family: Annotated[str | None, typer.Option(
         "--family", help="Density family of sigma: gaussian, laplace, student_t (default: "
-                         "the file's {stem}.nll.json sidecar, else gaussian).")] = None,
+                         "the file's {stem}.nll.json sidecar, else gaussian); a file with a "
+                         "quantile_level column is a quantile grid.")] = None,
     df: Annotated[float | None, typer.Option(
         "--df", help="Degrees of freedom (student_t).")] = None,
     replace: Annotated[bool, typer.Option(
@@ -75,6 +77,8 @@ def score_command(
         "--submission", "-s", help="Submission name or id (repeat); default: all.")] = None,
     no_coherence: Annotated[bool, typer.Option(
         "--no-coherence", help="Skip the identity checks.")] = False,
+    full: Annotated[bool, typer.Option(
+        "--full", help="Recompute every stored cell score and result (same numbers).")] = False,
 ) -> None:
     """Score submissions on a footprint's common sample (reference baselines included)."""
     from app.scoring import run_reference_baselines, run_summary, score
@@ -83,7 +87,9 @@ def score_command(
         with status_console.status("reference baselines ..."):
             run_reference_baselines(wh)
         with status_console.status(f"scoring on footprint {footprint} ..."):
-            run = score(wh, footprint, submissions or None, coherence=not no_coherence)
+            run = score(wh, footprint, submissions or None, coherence=not no_coherence,
+                        full=full, progress=lambda text: status_console.print(
+                            f"[dim]{text}[/]", highlight=False))
         info = run_summary(wh, run)
         table = Table(title=f"coverage of {info['footprint_name']}@{info['footprint_version']}")
         for col in ("id", "submission", "cells predicted", "coverage"):

@@ -163,18 +163,22 @@ def create_footprint(
     predicate = validate_predicate(predicate)
     if submissions and n_origins:
         raise UserError("A footprint is frozen from submissions or from an origin sample, not both")
+    if submissions:
+        from app.scoring.cells import ensure_cell_scores, scoring_context
+
+        # Stored cell scores say which cells each submission predicts (own transactions).
+        ensure_cell_scores(wh, [int(s) for s in submissions], scoring_context(wh))
     with wh.transaction():
         if submissions:
-            from app.scoring.metrics import prepare_run_subs
+            from app.scoring.sample import common_sample, prepare_footprint_cells, prepare_run_subs
 
             fid = _insert(wh, name, "cells", predicate, split, description,
                           {"submissions": submissions, "predicate": predicate})
-            # The predicate scope first, then the common sample of the submissions in it.
-            prepare_footprint(wh, {**get_footprint_by_id(wh, fid), "kind": "predicate"})
-            prepare_run_subs(wh, submissions)
-            # 050 (not the one-submission shortcut): the frozen cells must be exact.
-            wh.run_step("eval/050_common_sample")
-            wh.run_step("eval/052_common_cells")
+            # The predicate scope first, then the common sample of the submissions in it
+            # (intersected cell by cell: no gaps are stored for a footprint being made).
+            prepare_footprint_cells(wh, {**get_footprint_by_id(wh, fid), "kind": "predicate"})
+            prepare_run_subs(wh, [int(s) for s in submissions])
+            common_sample(wh, None)
             wh.run_step("eval/046_footprint_freeze", {"footprint_id": fid})
         elif n_origins:
             if n_origins < 1:
@@ -222,7 +226,7 @@ def list_footprints(wh: Warehouse):
 
 
 def _drop_temp(wh: Warehouse) -> None:
-    for name in ("common_cells", "fp_truth"):
+    for name in ("common_cells", "fp_truth", "fp_cells"):
         kind = wh.scalar("SELECT table_type FROM information_schema.tables "
                          "WHERE table_name = ? AND table_schema = 'main'", [name])
         if kind:

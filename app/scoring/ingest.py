@@ -22,6 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from app.errors import UserError, ValidationError
+from app.scoring import quantiles
+from app.scoring.cells import forget_cell_scores
 from app.scoring.provenance import (
     BatchHasher,
     current_build_id,
@@ -32,7 +34,7 @@ from app.scoring.provenance import (
 from app.warehouse import Warehouse
 from models import FORECAST_SCHEMA as MODEL_FORECAST_SCHEMA
 
-FAMILIES = ("gaussian", "laplace", "student_t")
+FAMILIES = ("gaussian", "laplace", "student_t", quantiles.FAMILY)
 #: What a model's `mu` is in: the benchmark's standardized space, or reported dollars.
 SPACES = ("standardized", "dollars")
 REQUIRED = ("firm", "target", "origin", "horizon", "prediction")
@@ -57,6 +59,7 @@ _FILE_PROBLEMS = [
     ("non_integer_horizon", "horizon is not an integer", True),
     ("horizon_out_of_range", "horizon outside 1..20", True),
     ("bad_component", "component null or outside 0..1023", True),
+    ("bad_level", "quantile_level missing or outside (0, 1)", True),
     ("bad_sigma", "sigma missing, not finite or not > 0", True),
     ("non_finite_prediction", "prediction is null, NaN or infinite (cell left out)", False),
     ("huge_prediction", HUGE_PREDICTION, True),
@@ -94,8 +97,10 @@ def _claim_name(wh: Warehouse, name: str, replace: bool) -> None:
             f"A submission named {name!r} exists (id {old[0][0]}); choose another name "
             f"or replace it")
     for (sid,) in old:
-        # The old forecasts go; its row and past scores stay for the record.
+        # The old forecasts (and their stored cell scores) go; its row and past scores
+        # stay for the record.
         wh.execute("DELETE FROM eval.forecasts WHERE submission_id = ?", [sid])
+        forget_cell_scores(wh, [sid])
         wh.execute("UPDATE eval.submissions SET retired_at = ? WHERE submission_id = ?",
                    [now(), sid])
 
@@ -113,21 +118,19 @@ def _new_submission(wh: Warehouse, name: str, source: str, family: str, df: floa
     return sid
 
 
-def _decode_key(wh: Warehouse, key: int) -> str:
-    """A packed (cell, component) key as firm/target/origin/horizon/component text."""
+def _decode_key(wh: Warehouse, key: int, grid: list[float] | None = None) -> str:
+    """A packed (cell, component) key as firm/target/origin/horizon/component text (a
+    quantile submission's component as its level)."""
     component, cell = key % 1024, key // 1024
-    horizon, cell = cell % 32, cell // 32
-    item_id, cell = cell % 128, cell // 128
-    origin_q, firm_id = cell % 16384, cell // 16384
-    gvkey = wh.scalar("SELECT gvkey FROM panel.firms WHERE firm_id = ?", [firm_id])
-    item = wh.scalar("SELECT item FROM ref.items WHERE item_id = ?", [item_id])
-    label = wh.scalar("SELECT qlabel(?)", [origin_q])
-    return (f"firm={gvkey or firm_id} target={item or item_id} origin={label} "
-            f"horizon={horizon} component={component}")
+    member = (f"quantile_level={grid[component]:g}" if grid and component < len(grid)
+              else f"component={component}")
+    return f"{quantiles.describe_cell(wh, cell)} {member}"
 
 
-def _finish(wh: Warehouse, sid: int, name: str, file_warnings: list[dict] | None) -> int:
-    """Run the integer-level checks on the inserted rows; raise (caller rolls back) or finish."""
+def _finish(wh: Warehouse, sid: int, name: str, file_warnings: list[dict] | None,
+            grid: list[float] | None = None) -> int:
+    """Run the integer-level checks on the inserted rows; raise (caller rolls back) or
+    finish. `grid`: a quantile submission's levels (its checks run too)."""
     row = wh.query_step("eval/030_forecast_checks", {"submission_id": sid}).to_pylist()[0]
     problems: list[dict] = []
     if row["n_rows"] == 0:
@@ -142,18 +145,24 @@ def _finish(wh: Warehouse, sid: int, name: str, file_warnings: list[dict] | None
         ("bad_sigma", "sigma not finite or not > 0", "bad_sigma_ex"),
     ]
     for key, text, ex in checks:
-        if row[f"{key}_n"]:
+        if row[f"{key}_n"] and not (grid is not None and key == "bad_component"):
             problems.append(_problem(text, row[f"{key}_n"], row[ex] if ex else None))
     if row["sigma_present_n"] and row["sigma_null_n"]:
         problems.append(_problem("sigma missing on some rows of a density submission",
                                  row["sigma_null_n"]))
     if row["duplicate_key_n"]:
-        examples = [_decode_key(wh, k) for k in row["duplicate_key_ex"] or []]
-        problems.append(_problem("duplicate key (firm, target, origin, horizon, component)",
-                                 row["duplicate_key_n"], examples))
+        examples = [_decode_key(wh, k, grid) for k in row["duplicate_key_ex"] or []]
+        what = ("duplicate key (firm, target, origin, horizon, quantile_level)"
+                if grid is not None else "duplicate key (firm, target, origin, horizon, component)")
+        problems.append(_problem(what, row["duplicate_key_n"], examples))
     if row["huge_prediction_n"]:
         problems.append(_problem(HUGE_PREDICTION, row["huge_prediction_n"],
                                  [f"prediction={v:g}" for v in row["huge_prediction_ex"]]))
+    grid_warnings: list[dict] = []
+    if grid is not None:
+        errors, notes = quantiles.check_rows(wh, sid, grid)
+        problems += [_problem(text, n, ex) for text, n, ex in errors]
+        grid_warnings = [_problem(text, n, ex, blocking=False) for text, n, ex in notes]
     if problems:
         raise ValidationError(_summary(name, problems), problems)
     usable = wh.query_step("eval/035_forecast_usable", {"submission_id": sid}).to_pylist()[0]
@@ -165,13 +174,14 @@ def _finish(wh: Warehouse, sid: int, name: str, file_warnings: list[dict] | None
         warnings.append(_problem(
             "prediction is null, NaN or infinite (cell left out)",
             row["non_finite_prediction_n"],
-            [_decode_key(wh, k) for k in usable["non_finite_ex"] or []], blocking=False))
-    n_components = int(row["n_components"])
+            [_decode_key(wh, k, grid) for k in usable["non_finite_ex"] or []], blocking=False))
+    warnings += grid_warnings
+    n_components = len(grid) if grid is not None else int(row["n_components"])
     wh.execute(
         "UPDATE eval.submissions SET rows = ?, cells = ?, n_components = ?, "
-        "has_sigma = ?, warnings = ? WHERE submission_id = ?",
+        "has_sigma = ?, warnings = ?, quantile_levels = ? WHERE submission_id = ?",
         [row["n_rows"], row["n_rows"] // max(n_components, 1), n_components,
-         bool(row["sigma_present_n"]), to_json(warnings), sid],
+         bool(row["sigma_present_n"]), to_json(warnings), grid, sid],
     )
     return sid
 
@@ -233,8 +243,9 @@ def _is_str(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
 
 
-def _schema_view(path: Path, schema: pa.Schema) -> tuple[str, list[dict]]:
-    """SQL of the temp view `submission_in` over the file, or the schema's problems."""
+def _schema_view(path: Path, schema: pa.Schema, quantile: bool) -> tuple[str, list[dict]]:
+    """SQL of the temp view `submission_in` over the file, or the schema's problems. A
+    quantile file's component is its level's place in getvariable('quantile_grid')."""
     by_lower: dict[str, str] = {}
     for field in schema:
         low = field.name.lower()
@@ -243,7 +254,8 @@ def _schema_view(path: Path, schema: pa.Schema) -> tuple[str, list[dict]]:
         if canonical not in by_lower or low == canonical:
             by_lower[canonical] = field.name
     problems = []
-    missing = [c for c in REQUIRED if c not in by_lower]
+    missing = [c for c in (*REQUIRED, *((quantiles.LEVEL_COLUMN,) if quantile else ()))
+               if c not in by_lower]
     if missing:
         problems.append(_problem(
             "missing column(s): " + ", ".join(missing)
@@ -258,11 +270,19 @@ def _schema_view(path: Path, schema: pa.Schema) -> tuple[str, list[dict]]:
         "prediction": (_is_num, "a number (standardized level)"),
         "sigma": (_is_num, "a positive number"),
         "component": (_is_int, "an integer mixture member id"),
+        quantiles.LEVEL_COLUMN: (_is_num, "a number in (0, 1)"),
     }
     for col, (ok, what) in expect.items():
         if col in types and not ok(types[col]):
             problems.append(_problem(
                 f"wrong type: column {by_lower[col]!r} is {types[col]}, expected {what}", 0))
+    if quantile:
+        extra = [c for c in OPTIONAL if c in by_lower]
+        if extra:
+            problems.append(_problem(
+                f"a quantile submission (it has a {quantiles.LEVEL_COLUMN} column) has no "
+                f"{' or '.join(extra)} column: one row per (cell, level) with the quantile "
+                f"as prediction", 0))
     if problems:
         return "", problems
     q = {c: _quote(by_lower[c]) for c in by_lower}
@@ -277,6 +297,10 @@ def _schema_view(path: Path, schema: pa.Schema) -> tuple[str, list[dict]]:
         origin_expr = f"eval.origin_from_text(CAST({q['origin']} AS VARCHAR))"
     sigma = f"CAST({q['sigma']} AS DOUBLE)" if "sigma" in q else "CAST(NULL AS DOUBLE)"
     component = f"CAST({q['component']} AS BIGINT)" if "component" in q else "CAST(0 AS BIGINT)"
+    level = "CAST(NULL AS DOUBLE)"
+    if quantile:
+        level = f"CAST({q[quantiles.LEVEL_COLUMN]} AS DOUBLE)"
+        component = f"CAST({quantiles.component_sql(level)} AS BIGINT)"
     literal = "'" + str(path).replace("'", "''") + "'"
     sql = f"""
         CREATE OR REPLACE TEMP VIEW submission_in AS
@@ -289,19 +313,20 @@ def _schema_view(path: Path, schema: pa.Schema) -> tuple[str, list[dict]]:
             CAST({q['horizon']} AS DOUBLE) AS horizon_num,
             CAST({q['prediction']} AS DOUBLE) AS prediction,
             {sigma} AS sigma,
-            {component} AS component
+            {component} AS component,
+            {level} AS quantile_level
         FROM read_parquet({literal}, file_row_number = true)
     """
     return sql, problems
 
 
-def _examples(wh: Warehouse, row_nrs: set[int]) -> dict[int, str]:
+def _examples(wh: Warehouse, row_nrs: set[int], quantile: bool) -> dict[int, str]:
     if not row_nrs:
         return {}
     rows = wh.fetchall(
         "SELECT row_nr, left(coalesce(firm, 'NULL'), 40), left(coalesce(target, 'NULL'), 40), "
         "CASE WHEN origin_q IS NULL THEN 'NULL' ELSE qlabel(origin_q) END, horizon_num, "
-        "prediction, sigma, component FROM submission_in "
+        "prediction, sigma, component, quantile_level FROM submission_in "
         "WHERE list_contains(?, row_nr) ORDER BY row_nr",
         [sorted(row_nrs)],
     )
@@ -310,7 +335,8 @@ def _examples(wh: Warehouse, row_nrs: set[int]) -> dict[int, str]:
         text = (f"row {r[0]}: firm={r[1]!r} target={r[2]!r} origin={r[3]} horizon={r[4]:g} "
                 if r[4] is not None else
                 f"row {r[0]}: firm={r[1]!r} target={r[2]!r} origin={r[3]} horizon=NULL ")
-        text += f"prediction={r[5]} sigma={r[6]} component={r[7]}"
+        text += (f"prediction={r[5]} quantile_level={r[8]}" if quantile else
+                 f"prediction={r[5]} sigma={r[6]} component={r[7]}")
         out[r[0]] = text
     return out
 
@@ -335,10 +361,10 @@ def ingest_parquet(
 
     Raises ValidationError (with `.problems`: every problem's count and example rows)
     and writes nothing when the file is not acceptable. Warnings (non-finite or huge
-    predictions) are stored in eval.submissions.warnings.
+    predictions) are stored in eval.submissions.warnings. A file with a quantile_level
+    column is a quantile submission (family "quantile"; the default "gaussian" is taken
+    as unspecified).
     """
-    _check_family(family, df)
-    _require_panel(wh)
     path = Path(path)
     if not path.is_file():
         raise UserError(f"No file {path}")
@@ -349,17 +375,28 @@ def ingest_parquet(
         schema = meta.schema_arrow
     except (pa.ArrowException, OSError) as exc:
         raise _unreadable(name, path, str(exc).splitlines()[0][:200]) from None
+    quantile = any(f.name.lower() == quantiles.LEVEL_COLUMN for f in schema)
+    if quantile and family in ("gaussian", quantiles.FAMILY) and df is None:
+        family = quantiles.FAMILY
+    elif quantile or family == quantiles.FAMILY:
+        raise UserError(
+            f"A quantile submission is a file with a {quantiles.LEVEL_COLUMN} column and "
+            f"family {quantiles.FAMILY}: {path.name} "
+            + (f"has that column but family {family}" if quantile else "has no such column"))
+    _check_family(family, df)
+    _require_panel(wh)
     if meta.metadata.num_rows == 0:
         problems = [_problem("the file holds no rows", 0)]
         raise ValidationError(_summary(name, problems), problems)
-    view_sql, problems = _schema_view(path, schema)
+    view_sql, problems = _schema_view(path, schema, quantile)
     if problems:
         raise ValidationError(_summary(name, problems), problems)
     checksum = file_checksum(path)
     has_sigma = any(f.name.lower() == "sigma" for f in schema)
     try:
         wh.execute(view_sql)
-        wh.set_params({"has_sigma": has_sigma})
+        wh.set_params({"has_sigma": has_sigma, "is_quantile": quantile})
+        grid = _file_grid(wh, name) if quantile else None
         # Happy path: ONE streaming pass stores integer-keyed rows (invalid keys as NULL)
         # and 030 checks them; any problem rolls back and 010 explains the file.
         try:
@@ -368,9 +405,9 @@ def ingest_parquet(
                 sid = _new_submission(wh, name, source, family, df, has_sigma, checksum,
                                       metadata)
                 wh.run_step("eval/020_submission_insert", {"submission_id": sid})
-                _finish(wh, sid, name, None)
+                _finish(wh, sid, name, None, grid)
         except ValidationError as found:
-            raise _explain(wh, name, found) from None
+            raise _explain(wh, name, found, quantile) from None
     except duckdb.Error as exc:
         raise _unreadable(name, path, str(exc).splitlines()[0][:200]) from None
     finally:
@@ -378,11 +415,26 @@ def ingest_parquet(
     return sid
 
 
-def _explain(wh: Warehouse, name: str, found: ValidationError) -> ValidationError:
+def _file_grid(wh: Warehouse, name: str) -> list[float]:
+    """A quantile file's grid (its distinct valid levels), set as getvariable('quantile_grid')."""
+    levels = [r[0] for r in wh.fetchall(
+        "SELECT DISTINCT quantile_level FROM submission_in WHERE quantile_level > 0 "
+        "AND quantile_level < 1 ORDER BY 1 LIMIT ?", [quantiles.MAX_LEVELS + 1])]
+    grid = quantiles.grid_of(levels)
+    found = quantiles.grid_problems(grid)
+    if found:
+        problems = [_problem(text, 0) for text in found]
+        raise ValidationError(_summary(name, problems), problems)
+    wh.set_params({"quantile_grid": grid})
+    return grid
+
+
+def _explain(wh: Warehouse, name: str, found: ValidationError, quantile: bool) -> ValidationError:
     """The file-level report (010, with example rows) for a rejected upload."""
     counts = wh.query_step("eval/010_submission_checks").to_pylist()[0]
     flagged = [(k, text, b) for k, text, b in _FILE_PROBLEMS if counts[f"{k}_n"]]
-    examples = _examples(wh, {n for k, _, _ in flagged for n in (counts[f"{k}_ex"] or [])})
+    examples = _examples(wh, {n for k, _, _ in flagged for n in (counts[f"{k}_ex"] or [])},
+                         quantile)
     problems = [
         _problem(text, counts[f"{k}_n"],
                  [examples.get(n, f"row {n}") for n in counts[f"{k}_ex"] or []], blocking=b)
@@ -390,8 +442,8 @@ def _explain(wh: Warehouse, name: str, found: ValidationError) -> ValidationErro
     ]
     if counts["n_rows"] == 0:
         problems.insert(0, _problem("the file holds no rows", 0))
-    # Problems only the integer-level checks see (duplicates, mixed sigma) are kept.
-    keep = ("duplicate key",)
+    # Problems only the integer-level checks see (duplicates, a cell's quantile grid) are kept.
+    keep = ("duplicate key", "cell without every level", "quantile values decrease")
     problems += [p for p in found.problems if p["problem"].startswith(keep)]
     if not any(p["severity"] == "error" for p in problems):
         problems = found.problems
@@ -407,8 +459,12 @@ FORECAST_SCHEMA = pa.schema([f.with_nullable(True) for f in MODEL_FORECAST_SCHEM
 
 
 def _conform(batches: Iterable[pa.RecordBatch], hasher: BatchHasher, name: str,
-             errors: list[ValidationError]) -> tuple[pa.RecordBatchReader, bool]:
-    """The batches cast to FORECAST_SCHEMA (component 0 and sigma NULL when absent)."""
+             errors: list[ValidationError],
+             levels: set[float] | None = None) -> tuple[pa.RecordBatchReader, bool]:
+    """The batches cast to FORECAST_SCHEMA (component 0 and sigma NULL when absent), or
+    with `levels` (a quantile forecast) to quantiles.QUANTILE_SCHEMA, whose distinct
+    levels are collected into `levels` as the batches stream past."""
+    schema = FORECAST_SCHEMA if levels is None else quantiles.QUANTILE_SCHEMA
     if isinstance(batches, pa.Table):
         batches = batches.to_batches()
     elif isinstance(batches, pa.RecordBatch):
@@ -419,7 +475,15 @@ def _conform(batches: Iterable[pa.RecordBatch], hasher: BatchHasher, name: str,
         problems = [_problem("no rows: the submission is empty", 0)]
         raise ValidationError(_summary(name, problems), problems)
     names = set(first.schema.names)
-    missing = [c for c in ("firm_id", "origin_q", "item_id", "horizon", "mu") if c not in names]
+    required = ["firm_id", "origin_q", "item_id", "horizon", "mu"]
+    if levels is not None:
+        required.append(quantiles.LEVEL_COLUMN)
+        extra = [c for c in ("sigma", "component") if c in names]
+        if extra:
+            problems = [_problem(f"a quantile forecast has no {' or '.join(extra)} column: one "
+                                 f"row per (cell, {quantiles.LEVEL_COLUMN}), mu the quantile", 0)]
+            raise ValidationError(_summary(name, problems), problems)
+    missing = [c for c in required if c not in names]
     if missing:
         problems = [_problem("missing column(s): " + ", ".join(missing), 0)]
         raise ValidationError(_summary(name, problems), problems)
@@ -428,7 +492,7 @@ def _conform(batches: Iterable[pa.RecordBatch], hasher: BatchHasher, name: str,
     def cast(batch: pa.RecordBatch) -> pa.RecordBatch:
         hasher.update(batch)
         cols = []
-        for field in FORECAST_SCHEMA:
+        for field in schema:
             if field.name in batch.schema.names:
                 col = batch.column(field.name)
                 try:
@@ -443,21 +507,28 @@ def _conform(batches: Iterable[pa.RecordBatch], hasher: BatchHasher, name: str,
                 cols.append(pa.array([0] * batch.num_rows, pa.int16()))
             else:
                 cols.append(pa.nulls(batch.num_rows, pa.float64()))
-        return pa.RecordBatch.from_arrays(cols, schema=FORECAST_SCHEMA)
+        out = pa.RecordBatch.from_arrays(cols, schema=schema)
+        if levels is not None:
+            levels.update(quantiles.batch_levels(out))
+        return out
 
     stream = (cast(b) for b in itertools.chain([first], it))
-    return pa.RecordBatchReader.from_batches(FORECAST_SCHEMA, stream), has_sigma
+    return pa.RecordBatchReader.from_batches(schema, stream), has_sigma
 
 
-def _forecast_rows(view: str, space: str) -> str:
+def _forecast_rows(view: str, space: str, quantile: bool = False) -> str:
     """SELECT of eval.forecasts rows from the registered view; dollars are standardized
-    with the origin's parameters (a forecast for a non-origin gets a NULL mu: left out)."""
+    with the origin's parameters (a forecast for a non-origin gets a NULL mu: left out).
+    The standardization is monotone, so a quantile grid stays a quantile grid; a quantile
+    row's component is its level's place in the grid."""
+    component = quantiles.component_sql("f.quantile_level") if quantile else "f.component"
+    sigma = "CAST(NULL AS DOUBLE)" if quantile else "f.sigma"
     if space == "standardized":
-        return (f"SELECT ?, firm_id, origin_q, item_id, horizon, component, mu, sigma "
-                f"FROM {view}")
+        return (f"SELECT ?, f.firm_id, f.origin_q, f.item_id, f.horizon, {component}, f.mu, "
+                f"{sigma} FROM {view} AS f")
     return f"""
-        SELECT ?, f.firm_id, f.origin_q, f.item_id, f.horizon, f.component,
-               panel.pf_standardize(f.mu, k.k, o.z, p.mu, p.sigma), f.sigma
+        SELECT ?, f.firm_id, f.origin_q, f.item_id, f.horizon, {component},
+               panel.pf_standardize(f.mu, k.k, o.z, p.mu, p.sigma), {sigma}
         FROM {view} AS f
         LEFT JOIN panel.origins AS o ON o.firm_id = f.firm_id AND o.origin_q = f.origin_q
         LEFT JOIN panel.item_k AS k ON k.item_id = f.item_id
@@ -510,6 +581,10 @@ def ingest_forecasts(
     the SQL macro panel.pf_standardize), so models that forecast dollars (LLMs,
     Chronos-2 quantiles, reconciled statements) need no copy of the transform. Such
     forecasts carry no sigma (a dollar sd has no single standardized counterpart).
+    family="quantile": batches in quantiles.QUANTILE_SCHEMA (quantile_level and mu, the
+    quantile's value, one row per cell and level); the levels form the grid, which every
+    cell must carry with values non-decreasing in the level (checked after
+    standardization).
     """
     _check_family(family, df)
     _require_panel(wh)
@@ -518,8 +593,12 @@ def ingest_forecasts(
     replace = (source != "upload") if replace is None else replace
     hasher = BatchHasher()
     errors: list[ValidationError] = []
-    in_memory = isinstance(batches, (pa.Table, pa.RecordBatch, list, tuple))
-    reader, has_sigma = _conform(batches, hasher, name, errors)
+    quantile = family == quantiles.FAMILY
+    levels: set[float] | None = set() if quantile else None
+    # A quantile grid must be known before the rows are stored, so its batches are always
+    # spooled (their levels are collected on the way).
+    in_memory = not quantile and isinstance(batches, (pa.Table, pa.RecordBatch, list, tuple))
+    reader, has_sigma = _conform(batches, hasher, name, errors, levels)
     if space == "dollars" and has_sigma:
         raise UserError("Forecasts in dollars carry no sigma: drop the column, or send "
                         "standardized forecasts (space='standardized') with their sigma")
@@ -529,20 +608,29 @@ def ingest_forecasts(
     with contextlib.ExitStack() as stack:
         if not in_memory:
             reader = stack.enter_context(_spooled(reader))
+        grid = None
+        if levels is not None:
+            grid = quantiles.grid_of(levels)
+            found = quantiles.grid_problems(grid)
+            if found:
+                problems = [_problem(text, 0) for text in found]
+                raise ValidationError(_summary(name, problems), problems)
+            wh.set_params({"quantile_grid": grid})
         wh.con.register(view, reader)
         stack.callback(wh.con.unregister, view)
         with wh.transaction():
             _claim_name(wh, name, replace)
             sid = _new_submission(wh, name, source, family, df, has_sigma, "pending", metadata)
             try:
-                wh.execute(f"INSERT INTO eval.forecasts {_forecast_rows(view, space)}", [sid])
+                wh.execute(f"INSERT INTO eval.forecasts {_forecast_rows(view, space, quantile)}",
+                           [sid])
             except (duckdb.Error, ValidationError):
                 if errors:
                     raise errors[0] from None
                 raise
             wh.execute("UPDATE eval.submissions SET checksum = ? WHERE submission_id = ?",
                        [hasher.hexdigest(), sid])
-            _finish(wh, sid, name, [])
+            _finish(wh, sid, name, [], grid)
     return sid
 
 

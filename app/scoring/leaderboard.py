@@ -20,6 +20,9 @@ TRACKS = {
     "absolute": (["mae", "mse", "r2"], "mae", True, "absolute"),
     "density": (["nll", "crps", "z2", "cov50", "cov80", "cov90", "cov95"], "crps", True, None),
 }
+#: SQL over eval.submissions s: the submission has a forecast distribution (a sigma, or a
+#: quantile grid: CRPS and coverage, no NLL).
+HAS_DENSITY = "(s.has_sigma OR s.family = 'quantile')"
 BY = {None: "global", "horizon": "horizon", "item": "item", "statement": "statement"}
 RESULT_TABLES = ("metrics", "quarter_losses", "dm_tests", "pit", "coverage", "score_runs",
                  "coherence", "submissions", "footprints")
@@ -78,7 +81,7 @@ def leaderboard(
     level = BY[by]
     group = {"global": "NULL", "horizon": "m.horizon", "item": "i.item",
              "statement": "m.statement"}[level]
-    density_filter = "AND s.has_sigma" if track == "density" else ""
+    density_filter = f"AND {HAS_DENSITY}" if track == "density" else ""
     rows = wh.arrow(
         f"""
         SELECT {group} AS grp, m.submission_id, s.name AS model, s.source, s.family,

@@ -1,8 +1,12 @@
 """Score runs: common sample, metrics, PIT, Diebold-Mariano, coverage, provenance.
 
-All data semantics are the sql/eval steps 040-070; this module orders them, keeps a
-run in one transaction, and records the run's provenance (build, scoring-SQL version,
-submission checksums, time).
+All data semantics are the sql/eval steps; this module orders them. A run reads stored
+per-cell scores (app.scoring.cells, computed once per submission and scoring context),
+makes the common sample from each submission's stored gaps (app.scoring.sample), copies
+the results of submissions already scored on the same sample (068) and aggregates only
+the others (065, 070). The run's results are written in one transaction with their
+provenance (build, rule set, scoring-SQL version, submission checksums, sample
+fingerprint, which results were copied from which run, time).
 """
 
 from __future__ import annotations
@@ -10,80 +14,29 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import duckdb
-import numpy as np
-import pyarrow as pa
-from duckdb.sqltypes import DOUBLE
-from scipy import special
-
 from app.errors import UserError
-from app.scoring.footprints import (
-    _drop_temp,
-    ensure_standard_footprints,
-    get_footprint,
-    prepare_footprint,
+from app.scoring.cells import (
+    Context,
+    Progress,
+    ensure_cell_scores,
+    forget_stale_cell_scores,
+    register_functions,
+    scoring_context,
 )
-from app.scoring.provenance import current_build, eval_sql_version, now, to_json
+from app.scoring.footprints import _drop_temp, ensure_standard_footprints, get_footprint
+from app.scoring.provenance import current_build, now, to_json
+from app.scoring.sample import (
+    Coverage,
+    common_sample,
+    ensure_coverage,
+    prepare_footprint_cells,
+    prepare_run_subs,
+)
 from app.scoring.significance import run_dm_tests
 from app.warehouse import Warehouse
 
-
-def _t_cdf(x: pa.Array, nu: pa.Array) -> pa.Array:
-    """Student-t CDF for the SQL UDF eval_t_cdf (SQL has no incomplete beta function)."""
-    xs = x.to_numpy(zero_copy_only=False).astype(float)
-    ns = nu.to_numpy(zero_copy_only=False).astype(float)
-    return pa.array(special.stdtr(ns, xs), mask=np.isnan(xs) | np.isnan(ns))
-
-
-def register_functions(wh: Warehouse) -> None:
-    """Register the scoring UDFs on this connection (idempotent)."""
-    try:
-        wh.con.create_function("eval_t_cdf", _t_cdf, [DOUBLE, DOUBLE], DOUBLE, type="arrow")
-    except duckdb.Error as exc:
-        if "already" not in str(exc).lower():
-            raise
-
-
-def prepare_run_subs(wh: Warehouse, submission_ids: list[int]) -> None:
-    """Temp table run_subs: family, df, mixture size and sigma flag of each submission;
-    run_mixture_subs: the mixtures among them that 060's mixture view scores."""
-    wh.set_params({"submission_ids": [int(s) for s in submission_ids]})
-    wh.execute(
-        "CREATE OR REPLACE TEMP TABLE run_subs AS "
-        "SELECT submission_id, family, df, n_components, has_sigma FROM eval.submissions "
-        "WHERE list_contains(getvariable('submission_ids'), submission_id)")
-    wh.execute("CREATE OR REPLACE TEMP TABLE run_mixture_subs AS "
-               "SELECT submission_id FROM run_subs WHERE n_components > 1")
-
-
-def aggregate_cells(wh: Warehouse) -> None:
-    """Temp table run_agg (065) for the run's submissions: the single forecasts in one
-    chunk, then each mixture on its own, so that only one mixture's per-cell tables are in
-    memory at a time."""
-    kinds = dict(wh.fetchall("SELECT n_components > 1, list(submission_id ORDER BY submission_id) "
-                             "FROM run_subs GROUP BY ALL"))
-    mixtures = kinds.get(True, [])
-    # With no single forecast the single-forecast chunk is skipped, unless it is the only
-    # one (an empty run still gets an empty run_agg).
-    chunks = [("cell_scores_single", None)] if kinds.get(False) or not mixtures else []
-    chunks += [("cell_scores_mixture", m) for m in mixtures]
-    wh.execute("DROP TABLE IF EXISTS run_agg")
-    for n, (view, mixture) in enumerate(chunks):
-        if mixture is not None:
-            wh.execute("CREATE OR REPLACE TEMP TABLE run_mixture_subs AS "
-                       "SELECT ?::INTEGER AS submission_id", [mixture])
-        wh.run_step("eval/065_cell_aggregates", identifiers={"cell_scores": view})
-        wh.execute("CREATE TEMP TABLE run_agg AS FROM run_agg_chunk" if n == 0
-                   else "INSERT INTO run_agg FROM run_agg_chunk")
-
-
-def common_sample(wh: Warehouse, submission_ids: list[int]) -> None:
-    """common_cells for 060 (and run_valid with several submissions); needs fp_truth, run_subs."""
-    if len(submission_ids) == 1:
-        wh.run_step("eval/051_common_sample_single")
-    else:
-        wh.run_step("eval/050_common_sample")
-        wh.run_step("eval/052_common_cells")
+_RUN_TEMP = ("run_agg", "run_fine", "agg_subs", "reuse", "same_sample_runs", "common_cells",
+             "fp_cells", "run_subs", "sub_coverage")
 
 
 #: A submission enters a footprint's default run (no explicit list) only when it
@@ -92,13 +45,6 @@ def common_sample(wh: Warehouse, submission_ids: list[int]) -> None:
 #: the footprints they cover instead of shrinking everyone's common sample
 #: (the paper's "one footprint per group" protocol).
 MIN_COVERAGE = 0.95
-
-
-def entering_submissions(wh: Warehouse, ids: list[int], n_fp: int,
-                         min_coverage: float) -> list[int]:
-    """The candidates (run_valid computed for all of them) that cover enough of the footprint."""
-    counts = dict(wh.fetchall("SELECT submission_id, count(*) FROM run_valid GROUP BY 1"))
-    return [s for s in ids if n_fp and counts.get(s, 0) >= min_coverage * n_fp]
 
 
 #: A submission's firm ids and standardized values belong to the panel it was ingested
@@ -183,14 +129,20 @@ def score(
     coherence: bool = True,
     baselines: bool = True,
     min_coverage: float = MIN_COVERAGE,
+    full: bool = False,
+    progress: Progress | None = None,
 ) -> int:
     """Score submissions (default: all current ones) on a footprint; returns score_run_id.
 
     The common sample is the footprint's finite truth cells that every submission
     predicts finitely. With no explicit list, only submissions covering at least
-    `min_coverage` of the footprint enter the run; the others get a coverage row only. Results: eval.metrics, eval.quarter_losses, eval.pit,
-    eval.dm_tests, eval.coverage, eval.score_runs (provenance); eval.coherence per
-    submission when the panel's standardization tables exist.
+    `min_coverage` of the footprint enter the run; the others get a coverage row only.
+    Results: eval.metrics, eval.quarter_losses, eval.pit, eval.dm_tests, eval.coverage,
+    eval.score_runs (provenance); eval.coherence per submission when the panel's
+    standardization tables exist. Cell scores and coverage are computed only for
+    submissions that have none in the current scoring context, and results are copied
+    for submissions already scored on the same common sample; `full=True` recomputes
+    everything from the forecasts (the same numbers, up to the order of summation).
     """
     for table in ("panel.truth", "panel.firms"):
         if not wh.table_exists(table):
@@ -201,69 +153,106 @@ def score(
         run_reference_baselines(wh)
     ensure_standard_footprints(wh)
     fp = get_footprint(wh, footprint)
-    ids = candidates = resolve_submissions(wh, submissions)
-    register_functions(wh)
+    candidates = resolve_submissions(wh, submissions)
     started, t0 = now(), time.perf_counter()
-    version = eval_sql_version()
-    build = current_build(wh)
-    with wh.transaction():
-        run_id = int(wh.scalar("SELECT nextval('eval.score_run_id_seq')"))
-        n_fp = prepare_footprint(wh, fp, recount=False)
-        prepare_run_subs(wh, ids)
-        if submissions is None and len(ids) > 1:
-            # Coverage of every candidate first (050), then the common sample of those
-            # that enter (052, once).
-            wh.run_step("eval/050_common_sample")
-            ids = entering_submissions(wh, candidates, n_fp, min_coverage)
+    ctx = scoring_context(wh)
+    register_functions(wh)
+    forget_stale_cell_scores(wh, ctx)
+    ensure_cell_scores(wh, candidates, ctx, recompute=full, progress=progress)
+    try:
+        n_fp = prepare_footprint_cells(wh, fp)
+        coverage = ensure_coverage(wh, fp["footprint_id"], candidates, ctx)
+        ids = candidates
+        if submissions is None and len(candidates) > 1:
+            ids = [s for s in candidates
+                   if n_fp and coverage[s].predicted_cells >= min_coverage * n_fp]
             if not ids:
                 raise UserError(
                     f"No submission covers {min_coverage:.0%} of footprint "
                     f"{fp['name']}@{fp['version']}; name the submissions to score explicitly")
-            if ids != candidates:
-                prepare_run_subs(wh, ids)
-            wh.run_step("eval/052_common_cells")
-        else:
-            common_sample(wh, ids)
-        wh.run_step("eval/060_cell_scores")
-        aggregate_cells(wh)
-        wh.run_step("eval/070_metrics", {"score_run_id": run_id})
-        n = int(wh.scalar("SELECT coalesce(max(n), 0) FROM eval.metrics WHERE score_run_id = ? "
-                          "AND level = 'global'", [run_id]))
-        if len(candidates) == 1:
-            coverage = {ids[0]: n}  # one submission: its sample is its coverage
-        else:
-            coverage = dict(wh.fetchall(
-                "SELECT submission_id, count(*) FROM run_valid GROUP BY 1"))
-        for sid in candidates:
-            got = int(coverage.get(sid, 0))
-            wh.execute("INSERT INTO eval.coverage VALUES (?, ?, ?, ?, ?)",
-                       [run_id, sid, n_fp, got, got / n_fp if n_fp else None])
-        if n == 0:
-            names = dict(wh.fetchall("SELECT submission_id, name FROM eval.submissions"))
-            detail = ", ".join(f"{names[s]}: {int(coverage.get(s, 0)):,}" for s in ids)
-            raise UserError(
-                f"The common sample is empty: footprint {fp['name']}@{fp['version']} has "
-                f"{n_fp:,} scoreable cells; cells predicted per submission: {detail}")
-        run_dm_tests(wh, run_id, ids)
-        checksums = dict(wh.fetchall(
-            "SELECT CAST(submission_id AS VARCHAR), checksum FROM eval.submissions "
-            "WHERE list_contains(?, submission_id)", [ids]))
-        wh.execute(
-            "INSERT INTO eval.score_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [run_id, fp["footprint_id"], fp["name"], fp["version"], ids, n_fp, n,
-             (build or {}).get("build_id"), to_json(build), version, to_json(checksums),
-             started, now(), time.perf_counter() - t0])
-    for view in ("run_agg_chunk", "cell_scores", "cell_scores_single", "cell_scores_mixture"):
-        wh.execute(f"DROP VIEW IF EXISTS {view}")
-    wh.execute("DROP TABLE IF EXISTS run_agg")
-    wh.execute("DROP TABLE IF EXISTS run_mixture_subs")
-    wh.execute("DROP TABLE IF EXISTS run_fine")
-    _drop_temp(wh)
+        with wh.transaction():
+            run_id = _write_run(wh, fp, ctx, ids, candidates, coverage, n_fp, full=full,
+                                started=started, t0=t0)
+    finally:
+        for name in _RUN_TEMP:
+            wh.execute(f"DROP TABLE IF EXISTS {name}")
+        _drop_temp(wh)
+    if progress:
+        progress(f"footprint {fp['name']}@{fp['version']}: score run {run_id}, "
+                 f"{time.perf_counter() - t0:.1f}s")
     if coherence:
         from app.scoring.coherence import ensure_coherence
 
         ensure_coherence(wh, ids)
     return run_id
+
+
+def _write_run(wh: Warehouse, fp: dict[str, Any], ctx: Context, ids: list[int],
+               candidates: list[int], coverage: dict[int, Coverage], n_fp: int, *,
+               full: bool, started: Any, t0: float) -> int:
+    """The run's rows (inside the caller's transaction); returns its score_run_id."""
+    run_id = int(wh.scalar("SELECT nextval('eval.score_run_id_seq')"))
+    prepare_run_subs(wh, ids, {s: coverage[s].gaps_stored for s in ids})
+    n, fingerprint = common_sample(wh, fp["footprint_id"])
+    if n == 0:
+        names = dict(wh.fetchall("SELECT submission_id, name FROM eval.submissions"))
+        detail = ", ".join(f"{names[s]}: {coverage[s].predicted_cells:,}" for s in ids)
+        raise UserError(
+            f"The common sample is empty: footprint {fp['name']}@{fp['version']} has "
+            f"{n_fp:,} scoreable cells; cells predicted per submission: {detail}")
+    reused = {} if full else _reusable(wh, fp["footprint_id"], ctx, fingerprint, ids)
+    wh.set_params({"score_run_id": run_id})
+    if reused:
+        wh.run_step("eval/068_reused_results")
+    fresh = [s for s in ids if s not in reused]
+    if fresh:
+        wh.set_params({"agg_ids": fresh})
+        wh.execute("CREATE OR REPLACE TEMP TABLE agg_subs AS SELECT submission_id, is_quantile "
+                   "FROM run_subs WHERE list_contains(getvariable('agg_ids'), submission_id)")
+        wh.run_step("eval/065_cell_aggregates")
+        wh.run_step("eval/070_metrics", {"score_run_id": run_id})
+    for sid in candidates:
+        got = coverage[sid].predicted_cells
+        wh.execute("INSERT INTO eval.coverage VALUES (?, ?, ?, ?, ?)",
+                   [run_id, sid, n_fp, got, got / n_fp if n_fp else None])
+    tested = {tuple(r) for r in wh.fetchall(
+        "SELECT least(submission_a, submission_b), greatest(submission_a, submission_b) "
+        "FROM eval.dm_tests WHERE score_run_id = ?", [run_id])}
+    run_dm_tests(wh, run_id, sorted(ids), skip=tested)
+    checksums = dict(wh.fetchall(
+        "SELECT CAST(submission_id AS VARCHAR), checksum FROM eval.submissions "
+        "WHERE list_contains(?, submission_id)", [ids]))
+    build = current_build(wh)
+    wh.execute(
+        "INSERT INTO eval.score_runs BY NAME SELECT ? AS score_run_id, ? AS footprint_id, "
+        "? AS footprint_name, ? AS footprint_version, ? AS submission_ids, "
+        "? AS footprint_cells, ? AS n_cells, ? AS build_id, ? AS build, "
+        "? AS eval_sql_version, ? AS submission_checksums, ? AS started_at, ? AS finished_at, "
+        "? AS elapsed_s, ? AS rules, ? AS sample_fingerprint, ? AS reused",
+        [run_id, fp["footprint_id"], fp["name"], fp["version"], ids, n_fp, n,
+         ctx.build_id, to_json(build), ctx.eval_sql_version, to_json(checksums), started,
+         now(), time.perf_counter() - t0, ctx.rules, fingerprint,
+         to_json({str(s): r for s, r in reused.items()})])
+    return run_id
+
+
+def _reusable(wh: Warehouse, footprint_id: int, ctx: Context, fingerprint: str,
+              ids: list[int]) -> dict[int, int]:
+    """{submission: earlier run} for the run's submissions already scored on the same
+    common sample in this scoring context (temp tables same_sample_runs and reuse for 068)."""
+    wh.execute(
+        "CREATE OR REPLACE TEMP TABLE same_sample_runs AS "
+        "SELECT score_run_id, submission_ids FROM eval.score_runs "
+        "WHERE footprint_id = ? AND build_id IS NOT DISTINCT FROM ? AND eval_sql_version = ? "
+        "AND rules = ? AND sample_fingerprint = ?",
+        [footprint_id, ctx.build_id, ctx.eval_sql_version, ctx.rules, fingerprint])
+    wh.execute(
+        "CREATE OR REPLACE TEMP TABLE reuse AS "
+        "SELECT s.submission_id, max(r.score_run_id) AS from_run "
+        "FROM (SELECT unnest(?::INTEGER[]) AS submission_id) s "
+        "JOIN same_sample_runs r ON list_contains(r.submission_ids, s.submission_id) "
+        "GROUP BY s.submission_id", [ids])
+    return {int(s): int(r) for s, r in wh.fetchall("SELECT submission_id, from_run FROM reuse")}
 
 
 def run_summary(wh: Warehouse, score_run_id: int) -> dict[str, Any]:

@@ -54,9 +54,18 @@ def diebold_mariano(d: np.ndarray, h: int) -> tuple[float, float, float]:
     return mean, stat, p
 
 
-def run_dm_tests(wh: Warehouse, score_run_id: int, submission_ids: list[int]) -> int:
+def run_dm_tests(wh: Warehouse, score_run_id: int, submission_ids: list[int], *,
+                 skip: set[tuple[int, int]] | None = None) -> int:
     """Every pair of a run, squared and absolute loss, pooled (horizon 0) and per horizon,
-    from eval.quarter_losses into eval.dm_tests; returns rows written."""
+    from eval.quarter_losses into eval.dm_tests; returns rows written. Pairs in `skip`
+    (lower id first) already have their tests in the run (copied from an earlier run on
+    the same sample). A loss that a submission does not have (the absolute loss of a
+    quantile grid without a median) gets no test."""
+    skip = skip or set()
+    pairs = [(a, b) for a, b in itertools.combinations(submission_ids, 2)
+             if (min(a, b), max(a, b)) not in skip]
+    if not pairs:
+        return 0
     rows = wh.fetchall(
         "SELECT submission_id, horizon, origin_q, n, sum_sq, sum_abs FROM eval.quarter_losses "
         "WHERE score_run_id = ? ORDER BY origin_q",
@@ -70,7 +79,7 @@ def run_dm_tests(wh: Warehouse, score_run_id: int, submission_ids: list[int]) ->
     horizons = sorted({int(h) for h in arr[:, 1]})
     # sums[sub][h] -> (n, sq, abs) per quarter; h = 0 pools horizons.
     sums: dict[int, dict[int, np.ndarray]] = {}
-    for sid in submission_ids:
+    for sid in sorted({s for pair in pairs for s in pair}):
         mine = arr[:, 0] == sid
         per = {}
         for h in [0, *horizons]:
@@ -80,12 +89,14 @@ def run_dm_tests(wh: Warehouse, score_run_id: int, submission_ids: list[int]) ->
             per[h] = block
         sums[sid] = per
     out = []
-    for a, b in itertools.combinations(submission_ids, 2):
+    for a, b in pairs:
         for h in [0, *horizons]:
             na, nb = sums[a][h], sums[b][h]
             keep = (na[:, 0] > 0) & (nb[:, 0] > 0)
             for loss, col in (("squared", 1), ("absolute", 2)):
                 d = na[keep, col] / na[keep, 0] - nb[keep, col] / nb[keep, 0]
+                if d.size and np.isnan(d).all():
+                    continue
                 hh = POOLED_HORIZON if h == 0 else h
                 mean, stat, p = diebold_mariano(d, hh)
                 out.append((score_run_id, a, b, loss, h, int(keep.sum()), hh - 1,

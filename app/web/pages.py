@@ -22,6 +22,7 @@ from app.api.routers.leaderboards import TRACKS, footprint_names, latest_run, le
 from app.api.routers.submissions import submission_record, submission_scores
 from app.api.sqlguard import snapshot_schema
 from app.api.uploads import human_bytes
+from app.scoring.leaderboard import HAS_DENSITY
 from app.warehouse import Warehouse
 from app.web import TEMPLATES_DIR
 
@@ -32,6 +33,9 @@ _HIDDEN = {"rank", "submission_id", "n_components", "sig", "footprint", "score_r
 _LABELS = {"r2": "R²", "mse": "MSE", "mae": "MAE", "nll": "NLL", "crps": "CRPS", "z2": "z²",
            "n": "cells", "model": "model", "dm_vs_leader": "DM vs leader", "dm_vs_reference": "DM vs reference", "p_value": "p",
            "cov50": "cov 50%", "cov80": "cov 80%", "cov90": "cov 90%", "cov95": "cov 95%"}
+
+
+_METRICS = {"r2", "mse", "mae", "nll", "crps", "z2", "cov50", "cov80", "cov90", "cov95"}
 
 
 def fmt(value: Any) -> str:
@@ -61,7 +65,9 @@ def _columns(names: list[str], types: dict[str, str], metric: str) -> list[dict[
     for c in names:
         if c in _HIDDEN:
             continue
-        col: dict[str, Any] = {"name": c, "label": _LABELS.get(c, c), "text": types.get(c) == "string"}
+        col: dict[str, Any] = {"name": c, "label": _LABELS.get(c, c), "text": types.get(c) == "string",
+                               # a metric a submission does not have (a quantile grid's NLL)
+                               "dash": c in _METRICS}
         if c == metric and "sig" in names:
             col["mark"] = "sig"
         cols.append(col)
@@ -88,19 +94,19 @@ def _chart(wh: Warehouse, run: dict[str, Any], track: str, order: list[str]) -> 
     for sid, name, h, v in rows:
         series.setdefault(sid, {"name": name, "points": []})["points"].append([h, v])
     coverage = wh.fetchall(
-        """
+        f"""
         SELECT m.submission_id, s.name, m.cov50, m.cov80, m.cov90, m.cov95
         FROM eval.metrics m JOIN eval.submissions s USING (submission_id)
-        WHERE m.score_run_id = ? AND m.level = 'global' AND s.has_sigma
+        WHERE m.score_run_id = ? AND m.level = 'global' AND {HAS_DENSITY}
         ORDER BY s.name
         """,
         [run["score_run_id"]],
     )
     pit_rows = wh.fetchall(
-        """
+        f"""
         SELECT p.submission_id, s.name, list(p.share ORDER BY p.bin)
         FROM eval.pit p JOIN eval.submissions s USING (submission_id)
-        WHERE p.score_run_id = ? AND s.has_sigma GROUP BY ALL ORDER BY s.name
+        WHERE p.score_run_id = ? AND {HAS_DENSITY} GROUP BY ALL ORDER BY s.name
         """,
         [run["score_run_id"]],
     )

@@ -1,7 +1,9 @@
 -- Problems of an uploaded submission, from the temp view `submission_in` (the parquet
 -- file, columns renamed to firm, target, origin_q, origin_is_null, horizon_num,
--- prediction, sigma, component, row_nr): one row of counts and up to 3 example row
--- numbers per problem. Keys are looked up in panel.firms (gvkey) and ref.items.
+-- prediction, sigma, component, quantile_level, row_nr): one row of counts and up to 3
+-- example row numbers per problem. Keys are looked up in panel.firms (gvkey) and
+-- ref.items. A quantile file (getvariable('is_quantile')) has levels instead of
+-- components: a level must lie in (0, 1).
 WITH src AS (
     SELECT s.*, f.firm_id AS firm_code, i.item_id AS item_code
     FROM submission_in s
@@ -20,7 +22,11 @@ flagged AS (
             AS non_integer_horizon,
         (isfinite(horizon_num) AND horizon_num = floor(horizon_num)
             AND NOT (horizon_num BETWEEN 1 AND 20)) AS horizon_out_of_range,
-        (component IS NULL OR NOT (component BETWEEN 0 AND 1023)) AS bad_component,
+        (NOT getvariable('is_quantile')
+            AND (component IS NULL OR NOT (component BETWEEN 0 AND 1023))) AS bad_component,
+        (getvariable('is_quantile')
+            AND (quantile_level IS NULL OR NOT (quantile_level > 0 AND quantile_level < 1)))
+            AS bad_level,
         (getvariable('has_sigma') AND isfinite(prediction)
             AND NOT (sigma IS NOT NULL AND isfinite(sigma) AND sigma > 0)) AS bad_sigma,
         (prediction IS NULL OR NOT isfinite(prediction)) AS non_finite_prediction,
@@ -45,6 +51,8 @@ SELECT
     min(row_nr, 3) FILTER (WHERE horizon_out_of_range) AS horizon_out_of_range_ex,
     count(*) FILTER (WHERE bad_component) AS bad_component_n,
     min(row_nr, 3) FILTER (WHERE bad_component) AS bad_component_ex,
+    count(*) FILTER (WHERE bad_level) AS bad_level_n,
+    min(row_nr, 3) FILTER (WHERE bad_level) AS bad_level_ex,
     count(*) FILTER (WHERE bad_sigma) AS bad_sigma_n,
     min(row_nr, 3) FILTER (WHERE bad_sigma) AS bad_sigma_ex,
     count(*) FILTER (WHERE non_finite_prediction) AS non_finite_prediction_n,

@@ -1,5 +1,5 @@
 -- Freeze a footprint's cells: the common sample of the chosen submissions
--- (temp table common_cells, from 040 and 050) into eval.footprint_cells for footprint
+-- (temp table common_cells, from 040 and 058) into eval.footprint_cells for footprint
 -- getvariable('footprint_id') (e.g. Full, frozen from the model suite), each cell with
 -- its firm's gvkey (the key that survives a rebuild; 040 maps it back).
 INSERT INTO eval.footprint_cells (footprint_id, firm_id, origin_q, item_id, horizon, gvkey)

@@ -1,28 +1,30 @@
--- Additive sums of one chunk of a score run's cells (temp view run_agg_chunk over the
--- per-cell view {{ cell_scores }} of 060) per (submission, item, horizon, origin quarter),
--- with the 20 PIT bin counts as columns (one hash aggregate with few groups; GROUPING
--- SETS would materialize every cell first). app.scoring.metrics collects the chunks into
--- the temp table run_agg: the single forecasts in one chunk, each mixture submission in
--- its own (a mixture's per-cell hash tables are what fills memory; two demo FFNN mixtures
--- at once ran DuckDB out of its 6GB). 070 rolls run_agg up.
-CREATE OR REPLACE TEMP VIEW run_agg_chunk AS
+-- Additive sums of a score run's stored cell scores (eval.cell_scores of the submissions
+-- in the temp table agg_subs, with is_quantile) on its common sample (common_cells), per
+-- (submission, item, horizon, origin quarter), with the 20 PIT bin counts as columns
+-- (one hash aggregate with few groups): the temp table run_agg that 070 rolls up.
+-- Each density term is averaged over the cells that have it (n_nll, n_crps, n_z, n50..),
+-- the absolute track over the cells with an absolute-track residual (a quantile grid's
+-- median; the residual r otherwise).
+CREATE OR REPLACE TEMP TABLE run_agg AS
 SELECT
-    submission_id, item_id, horizon, origin_q,
+    c.submission_id, t.item_id, t.horizon, t.origin_q,
     count(*) AS n,
-    sum(y) AS sum_y,
-    sum(y * y) AS sum_y2,
-    sum(r * r) AS sse,
-    sum(abs(r)) AS sae,
-    -- nll, z and u are NULL together (no density); crps also for Student-t mixtures.
-    count(u) AS n_u,
-    sum(nll) AS sum_nll,
-    count(crps) AS n_crps,
-    sum(crps) AS sum_crps,
-    sum(z * z) AS sum_z2,
-    count(*) FILTER (WHERE u BETWEEN 0.25 AND 0.75) AS in50,
-    count(*) FILTER (WHERE u BETWEEN 0.10 AND 0.90) AS in80,
-    count(*) FILTER (WHERE u BETWEEN 0.05 AND 0.95) AS in90,
-    count(*) FILTER (WHERE u BETWEEN 0.025 AND 0.975) AS in95,
+    sum(t.change) AS sum_y,
+    sum(t.change * t.change) AS sum_y2,
+    sum(c.r * c.r) AS sse,
+    count(CASE WHEN a.is_quantile THEN c.r_abs ELSE c.r END) AS n_abs,
+    sum(abs(CASE WHEN a.is_quantile THEN c.r_abs ELSE c.r END)) AS sae,
+    count(c.u) AS n_density,
+    count(c.nll) AS n_nll,
+    sum(c.nll) AS sum_nll,
+    count(c.crps) AS n_crps,
+    sum(c.crps) AS sum_crps,
+    count(c.z) AS n_z,
+    sum(c.z * c.z) AS sum_z2,
+    count(c.in50) AS n50, count(*) FILTER (WHERE c.in50) AS in50,
+    count(c.in80) AS n80, count(*) FILTER (WHERE c.in80) AS in80,
+    count(c.in90) AS n90, count(*) FILTER (WHERE c.in90) AS in90,
+    count(c.in95) AS n95, count(*) FILTER (WHERE c.in95) AS in95,
     count(*) FILTER (WHERE pit_bin = 0) AS pit0,
     count(*) FILTER (WHERE pit_bin = 1) AS pit1,
     count(*) FILTER (WHERE pit_bin = 2) AS pit2,
@@ -43,6 +45,7 @@ SELECT
     count(*) FILTER (WHERE pit_bin = 17) AS pit17,
     count(*) FILTER (WHERE pit_bin = 18) AS pit18,
     count(*) FILTER (WHERE pit_bin = 19) AS pit19
-FROM (SELECT *, CAST(least(floor(u * 20), 19) AS TINYINT) AS pit_bin FROM {{ cell_scores }})
-GROUP BY submission_id, item_id, horizon, origin_q;
-
+FROM (SELECT *, CAST(least(floor(u * 20), 19) AS TINYINT) AS pit_bin FROM eval.cell_scores) c
+JOIN agg_subs a ON a.submission_id = c.submission_id
+JOIN common_cells t ON t.cell = c.cell
+GROUP BY c.submission_id, t.item_id, t.horizon, t.origin_q;

@@ -48,7 +48,7 @@ GOOD_FIELDS = {"name": "m", "training_cutoff": "2009Q4", "leakage_statement": "n
         ("VALID", {"training_cutoff": "last year"}, 422, "Invalid form field 'training_cutoff'"),
         ("VALID", {"training_cutoff": "2009-02-31"}, 422, "is not a calendar date"),
         ("VALID", {"leakage_statement": "  "}, 422, "leakage_statement"),
-        ("VALID", {"family": "cauchy"}, 422, "must be gaussian, laplace or student_t"),
+        ("VALID", {"family": "cauchy"}, 422, "must be gaussian, laplace, student_t or quantile"),
         ("VALID", {"family": "student_t"}, 422, "student_t needs df > 1"),
         ("VALID", {"family": "gaussian", "df": "5"}, 422, "df applies only to family student_t"),
         ("VALID", {"df": "many", "family": "student_t"}, 422, "Invalid form field 'df'"),

@@ -56,7 +56,10 @@ def test_a_score_run_stays_current_until_a_submission_or_the_footprint_changes(w
                    "VALUES (?, 'full', ?, 'predicate', now()::TIMESTAMP)", [fid, version])
 
     def run(rid: int, fid: int, at: str, version: str | None = None) -> None:
-        wh.execute("INSERT INTO eval.score_runs VALUES (?, ?, 'full', 1, [1], 1, 1, NULL, '{}', ?, "
+        wh.execute("INSERT INTO eval.score_runs (score_run_id, footprint_id, footprint_name, "
+                   "footprint_version, submission_ids, footprint_cells, n_cells, build_id, build, "
+                   "eval_sql_version, submission_checksums, started_at, finished_at, elapsed_s) "
+                   "VALUES (?, ?, 'full', 1, [1], 1, 1, NULL, '{}', ?, "
                    "'{}', ?::TIMESTAMP, ?::TIMESTAMP, 1.0)",
                    [rid, fid, version or eval_sql_version(), at, at])
 

@@ -134,14 +134,18 @@ def module_warehouse(tmp_path_factory, name: str):
 
 
 def cell_scores(wh: Warehouse, footprint: str, submission_ids: list[int]) -> pa.Table:
-    """Per-cell scores straight from the SQL steps 040-060 (for exact checks)."""
-    from app.scoring.footprints import get_footprint, prepare_footprint
-    from app.scoring.metrics import common_sample, prepare_run_subs, register_functions
+    """Stored per-cell scores (sql/eval/050-052) of the submissions on a footprint's common
+    sample (040, 055, 058), with the cell's keys and change y, for exact checks."""
+    from app.scoring.cells import ensure_cell_scores, scoring_context
+    from app.scoring.footprints import get_footprint
+    from app.scoring.sample import common_sample, prepare_footprint_cells, prepare_run_subs
 
-    register_functions(wh)
-    prepare_footprint(wh, get_footprint(wh, footprint))
+    ensure_cell_scores(wh, submission_ids, scoring_context(wh))
+    prepare_footprint_cells(wh, get_footprint(wh, footprint))
     prepare_run_subs(wh, submission_ids)
-    common_sample(wh, submission_ids)
-    wh.run_step("eval/060_cell_scores")
-    return wh.arrow("SELECT * FROM cell_scores ORDER BY submission_id, origin_q, item_id, "
-                    "horizon, y")  # both kinds: exercises the union view too
+    common_sample(wh, None)
+    return wh.arrow(
+        "SELECT s.submission_id, c.origin_q, c.item_id, c.horizon, c.change AS y, s.* "
+        "EXCLUDE (submission_id, cell) FROM eval.cell_scores s JOIN common_cells c USING (cell) "
+        "WHERE list_contains(?, s.submission_id) "
+        "ORDER BY s.submission_id, c.origin_q, c.item_id, c.horizon, y", [submission_ids])

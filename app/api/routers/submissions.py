@@ -48,11 +48,13 @@ _UPLOAD_SCHEMA = {
                     "required": ["file", "name", "training_cutoff", "leakage_statement"],
                     "properties": {
                         "file": {"type": "string", "format": "binary",
-                                 "description": "Parquet: firm, target, origin, horizon, prediction[, sigma]"},
+                                 "description": "Parquet: firm, target, origin, horizon, prediction"
+                                                "[, sigma] or [, quantile_level]"},
                         "name": {"type": "string", "description": "Model name (1-80 characters)"},
                         "description": {"type": "string"},
                         "code_url": {"type": "string", "description": "http(s) link to the code"},
-                        "family": {"type": "string", "enum": ["gaussian", "laplace", "student_t"]},
+                        "family": {"type": "string",
+                                   "enum": ["gaussian", "laplace", "student_t", "quantile"]},
                         "df": {"type": "number", "description": "Student-t degrees of freedom (> 1)"},
                         "training_cutoff": {"type": "string", "description": "Last training quarter, e.g. 2009Q4"},
                         "leakage_statement": {"type": "string",
@@ -96,8 +98,8 @@ class SubmissionMeta(BaseModel):
     @classmethod
     def _family(cls, v: str) -> str:
         v = v.strip().lower().replace("-", "_") or "gaussian"
-        if v not in ("gaussian", "laplace", "student_t"):
-            raise ValueError("must be gaussian, laplace or student_t")
+        if v not in ("gaussian", "laplace", "student_t", "quantile"):
+            raise ValueError("must be gaussian, laplace, student_t or quantile")
         return v
 
     @field_validator("training_cutoff")

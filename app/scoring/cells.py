@@ -1,0 +1,189 @@
+"""Per-cell scores, computed once per submission and scoring context, then stored.
+
+A cell's own scores (residual, NLL, CRPS, z, PIT u, interval hits; for mixtures and
+quantile grids the combined values) depend on the submission and the truth only, not on
+the footprint or the other submissions. They are computed by sql/eval/050-052 (single
+forecasts, mixtures, quantile grids) into eval.cell_scores, and eval.cell_score_sets
+records the context they belong to: the build (the truth), the scoring-SQL version and
+the build's rule set. Score runs read them; a new context computes them again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+from duckdb.sqltypes import DOUBLE
+from scipy import special
+
+from app.errors import UserError
+from app.scoring.provenance import current_build, eval_sql_version, now
+from app.warehouse import Warehouse
+
+#: The build's rule sets (meta.builds.parameters "rules"; builds that predate them are
+#: "paper"). They differ in two scoring rules (docs/scoring.md, "Rule sets").
+RULE_SETS = ("published", "paper")
+#: Sigma floor of the density terms per rule set (None: sigma as given).
+SIGMA_FLOOR = {"paper": 1e-4, "published": None}
+#: Central interval probabilities whose coverage is reported.
+COVERAGE_LEVELS = (0.50, 0.80, 0.90, 0.95)
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What stored scores depend on besides the submission: the truth (build), the SQL
+    that computed them, and the rule set."""
+
+    build_id: int | None
+    eval_sql_version: str
+    rules: str
+
+
+def build_rules(build: dict[str, Any] | None) -> str:
+    """The rule set a build was made with ("paper" for builds that do not record one)."""
+    params = (build or {}).get("parameters")
+    if isinstance(params, str):
+        try:
+            params = json.loads(params)
+        except ValueError:
+            params = None
+    rules = params.get("rules") if isinstance(params, dict) else None
+    if rules is None:
+        return "paper"
+    if rules not in RULE_SETS:
+        raise UserError(f"The build records an unknown rule set {rules!r}; scoring knows "
+                        f"{', '.join(RULE_SETS)}")
+    return str(rules)
+
+
+def scoring_context(wh: Warehouse) -> Context:
+    build = current_build(wh)
+    build_id = (build or {}).get("build_id")
+    return Context(int(build_id) if build_id is not None else None, eval_sql_version(),
+                   build_rules(build))
+
+
+def _t_cdf(x: pa.Array, nu: pa.Array) -> pa.Array:
+    """Student-t CDF for the SQL UDF eval_t_cdf (SQL has no incomplete beta function)."""
+    xs = x.to_numpy(zero_copy_only=False).astype(float)
+    ns = nu.to_numpy(zero_copy_only=False).astype(float)
+    return pa.array(special.stdtr(ns, xs), mask=np.isnan(xs) | np.isnan(ns))
+
+
+def register_functions(wh: Warehouse) -> None:
+    """Register the scoring UDFs on this connection (idempotent)."""
+    try:
+        wh.con.create_function("eval_t_cdf", _t_cdf, [DOUBLE, DOUBLE], DOUBLE, type="arrow")
+    except duckdb.Error as exc:
+        if "already" not in str(exc).lower():
+            raise
+
+
+def quantile_grid_params(levels: list[float]) -> dict[str, Any]:
+    """SQL variables of a quantile grid: its levels, size, the median's component and the
+    components of each central interval's pair ((1 - p) / 2 and (1 + p) / 2), or None
+    where the grid lacks them."""
+
+    def component(level: float) -> int | None:
+        for k, tau in enumerate(levels):
+            if math.isclose(tau, level, rel_tol=0, abs_tol=1e-9):
+                return k
+        return None
+
+    out: dict[str, Any] = {"quantile_levels": [float(t) for t in levels],
+                           "k_levels": len(levels), "median_k": component(0.5)}
+    for p in COVERAGE_LEVELS:
+        tag = f"{round(p * 100)}"
+        out[f"lo{tag}"] = component((1 - p) / 2)
+        out[f"hi{tag}"] = component((1 + p) / 2)
+    return out
+
+
+def _submission(wh: Warehouse, sid: int) -> dict[str, Any]:
+    rows = wh.arrow("SELECT submission_id, family, df, has_sigma, n_components, quantile_levels "
+                    "FROM eval.submissions WHERE submission_id = ?", [sid]).to_pylist()
+    if not rows:
+        raise UserError(f"No submission {sid}")
+    return rows[0]
+
+
+def forget_cell_scores(wh: Warehouse, submission_ids: list[int]) -> None:
+    """Drop what is stored per cell for these submissions (and their footprint coverage)."""
+    if not submission_ids:
+        return
+    for table in ("cell_scores", "cell_score_sets", "footprint_coverage", "sample_gaps"):
+        wh.execute(f"DELETE FROM eval.{table} WHERE list_contains(?, submission_id)",
+                   [submission_ids])
+
+
+def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
+    """Score every cell of one submission into eval.cell_scores (its own transaction);
+    returns the cells scored."""
+    sub = _submission(wh, sid)
+    register_functions(wh)
+    started, t0 = now(), time.perf_counter()
+    with wh.transaction():
+        forget_cell_scores(wh, [sid])
+        first_q, last_q = wh.fetchone(
+            "SELECT coalesce(min(origin_q), 0), coalesce(max(origin_q), -1) FROM eval.forecasts "
+            "WHERE submission_id = ?", [sid])
+        params: dict[str, Any] = {
+            "submission_id": sid, "family": sub["family"], "df": sub["df"],
+            "has_sigma": bool(sub["has_sigma"]), "first_q": int(first_q), "last_q": int(last_q),
+            "sigma_floor": SIGMA_FLOOR[ctx.rules], "sigma_in_sample": ctx.rules == "paper",
+        }
+        if sub["family"] == "quantile":
+            params.update(quantile_grid_params(list(sub["quantile_levels"] or [])))
+            step = "eval/052_cell_scores_quantile"
+        elif sub["n_components"] > 1:
+            step = "eval/051_cell_scores_mixture"
+        else:
+            step = "eval/050_cell_scores_single"
+        wh.run_step(step, params)
+        cells, density = wh.fetchone(
+            "SELECT count(*), count(u) FROM eval.cell_scores WHERE submission_id = ?", [sid])
+        wh.execute(
+            "INSERT INTO eval.cell_score_sets VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [sid, ctx.build_id, ctx.eval_sql_version, ctx.rules, cells, density, started,
+             time.perf_counter() - t0])
+    return int(cells)
+
+
+def ensure_cell_scores(wh: Warehouse, submission_ids: list[int], ctx: Context, *,
+                       recompute: bool = False, progress: Progress | None = None) -> list[int]:
+    """Compute the cell scores of the submissions that have none for this context (all of
+    them with recompute=True); returns the ids computed now."""
+    current = {r[0] for r in wh.fetchall(
+        "SELECT submission_id FROM eval.cell_score_sets WHERE build_id IS NOT DISTINCT FROM ? "
+        "AND eval_sql_version = ? AND rules = ? AND list_contains(?, submission_id)",
+        [ctx.build_id, ctx.eval_sql_version, ctx.rules, submission_ids])}
+    todo = [s for s in submission_ids if recompute or s not in current]
+    for n, sid in enumerate(todo, 1):
+        t0 = time.perf_counter()
+        cells = compute_cell_scores(wh, sid, ctx)
+        if progress:
+            progress(f"cell scores {n}/{len(todo)}: submission {sid}, {cells:,} cells, "
+                     f"{time.perf_counter() - t0:.1f}s")
+    return todo
+
+
+def forget_stale_cell_scores(wh: Warehouse, ctx: Context) -> int:
+    """Drop stored cells of another context whose submission is retired or of another
+    build (they would never be read again); returns the submissions dropped. Current
+    submissions of this build keep theirs until they are recomputed on their next score."""
+    ids = [r[0] for r in wh.fetchall(
+        "SELECT c.submission_id FROM eval.cell_score_sets c "
+        "JOIN eval.submissions s USING (submission_id) "
+        "WHERE s.retired_at IS NOT NULL OR c.build_id IS DISTINCT FROM ?", [ctx.build_id])]
+    with wh.transaction():
+        forget_cell_scores(wh, ids)
+    return len(ids)

@@ -1,0 +1,85 @@
+"""A footprint's cells, each submission's coverage of them, and a run's common sample.
+
+A submission's coverage of a footprint and its gaps (the footprint cells it does not
+predict) are computed once per scoring context from its stored cell scores (055); a
+run's common sample is the footprint minus the gaps of its submissions (058), so its
+cost does not grow with the submissions already scored. The sample's fingerprint (its
+size and an XOR of cell hashes) tells a later run that it has the same sample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from app.scoring.cells import Context
+from app.scoring.footprints import prepare_footprint
+from app.warehouse import Warehouse
+
+#: A submission's gaps are stored when it predicts at least this share of a footprint;
+#: a run intersects the cells of the others directly (e.g. a 25-item model on Full).
+GAPS_MIN_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class Coverage:
+    footprint_cells: int
+    predicted_cells: int
+    gaps_stored: bool
+
+
+def prepare_footprint_cells(wh: Warehouse, fp: dict[str, Any]) -> int:
+    """Temp table fp_cells: the footprint's scoreable truth cells (040); returns their number."""
+    prepare_footprint(wh, fp, recount=False)
+    wh.execute("CREATE OR REPLACE TEMP TABLE fp_cells AS FROM fp_truth")
+    return int(wh.scalar("SELECT count(*) FROM fp_cells"))
+
+
+def ensure_coverage(wh: Warehouse, footprint_id: int, submission_ids: list[int],
+                    ctx: Context) -> dict[int, Coverage]:
+    """Each submission's coverage of the footprint in fp_cells (computed and stored for
+    those that have none in this context)."""
+    sql = ("SELECT submission_id, footprint_cells, predicted_cells, gaps_stored "
+           "FROM eval.footprint_coverage WHERE footprint_id = ? AND build_id IS NOT DISTINCT FROM ? "
+           "AND eval_sql_version = ? AND rules = ? AND list_contains(?, submission_id)")
+    args = [footprint_id, ctx.build_id, ctx.eval_sql_version, ctx.rules, submission_ids]
+    have = {r[0]: Coverage(int(r[1]), int(r[2]), bool(r[3])) for r in wh.fetchall(sql, args)}
+    for sid in submission_ids:
+        if sid in have:
+            continue
+        with wh.transaction():
+            for table in ("footprint_coverage", "sample_gaps"):
+                wh.execute(f"DELETE FROM eval.{table} WHERE footprint_id = ? AND submission_id = ?",
+                           [footprint_id, sid])
+            wh.run_step("eval/055_footprint_coverage", {
+                "footprint_id": footprint_id, "submission_id": sid,
+                "build_id": ctx.build_id, "eval_sql_version": ctx.eval_sql_version,
+                "rules": ctx.rules, "gaps_min_share": GAPS_MIN_SHARE})
+        row = wh.fetchone("SELECT footprint_cells, predicted_cells, "
+                          "footprint_cells > 0 AND predicted_cells >= ? * footprint_cells "
+                          "FROM sub_coverage", [GAPS_MIN_SHARE])
+        have[sid] = Coverage(int(row[0]), int(row[1]), bool(row[2]))
+    wh.execute("DROP TABLE IF EXISTS sub_coverage")
+    return have
+
+
+def prepare_run_subs(wh: Warehouse, submission_ids: list[int],
+                     gaps_stored: dict[int, bool] | None = None) -> None:
+    """Temp table run_subs: the run's submissions with family and whether their gaps on
+    the footprint are stored (without a map: none is, so 058 intersects their cells)."""
+    stored = gaps_stored or {}
+    wh.set_params({"submission_ids": [int(s) for s in submission_ids],
+                   "gaps_stored_ids": [int(s) for s in submission_ids if stored.get(s)]})
+    wh.execute(
+        "CREATE OR REPLACE TEMP TABLE run_subs AS "
+        "SELECT submission_id, family, family = 'quantile' AS is_quantile, "
+        "list_contains(getvariable('gaps_stored_ids'), submission_id) AS gaps_stored "
+        "FROM eval.submissions WHERE list_contains(getvariable('submission_ids'), submission_id)")
+
+
+def common_sample(wh: Warehouse, footprint_id: int | None) -> tuple[int, str]:
+    """Temp table common_cells from fp_cells and run_subs (058); returns its size and
+    fingerprint."""
+    wh.run_step("eval/058_common_cells", {"footprint_id": footprint_id if footprint_id else -1})
+    n, digest = wh.fetchone("SELECT count(*), coalesce(bit_xor(hash(cell)), 0) FROM common_cells")
+    return int(n), f"{int(n)}:{int(digest):016x}"

@@ -1,0 +1,28 @@
+-- One submission's coverage of a footprint under the current scoring context, from
+-- fp_cells (the footprint's scoreable cells, temp table) and the submission's
+-- eval.cell_scores: a row of eval.footprint_coverage (footprint cells, cells it scores)
+-- and, when it scores at least getvariable('gaps_min_share') of them, its gaps (the
+-- footprint cells it does not score) in eval.sample_gaps. A run's common sample is the
+-- footprint minus the gaps of its submissions, so it never reads their cells.
+CREATE OR REPLACE TEMP TABLE sub_coverage AS
+SELECT
+    (SELECT count(*) FROM fp_cells) AS footprint_cells,
+    (SELECT count(*) FROM fp_cells f
+     SEMI JOIN (SELECT cell FROM eval.cell_scores
+                WHERE submission_id = getvariable('submission_id')) c ON c.cell = f.cell)
+        AS predicted_cells;
+
+INSERT INTO eval.footprint_coverage
+SELECT getvariable('footprint_id'), getvariable('submission_id'), getvariable('build_id'),
+       getvariable('eval_sql_version'), getvariable('rules'), footprint_cells, predicted_cells,
+       footprint_cells > 0 AND predicted_cells >= getvariable('gaps_min_share') * footprint_cells,
+       now()::TIMESTAMP
+FROM sub_coverage;
+
+INSERT INTO eval.sample_gaps
+SELECT getvariable('footprint_id'), getvariable('submission_id'), f.cell
+FROM fp_cells f
+ANTI JOIN (SELECT cell FROM eval.cell_scores
+           WHERE submission_id = getvariable('submission_id')) c ON c.cell = f.cell
+WHERE (SELECT footprint_cells > 0 AND predicted_cells >= getvariable('gaps_min_share') * footprint_cells
+       FROM sub_coverage);

@@ -1,0 +1,96 @@
+"""The build's rule set chooses two scoring rules: the sigma floor (paper 1e-4,
+published none) and whether an unusable sigma leaves the common sample (paper) or only
+the density sums (published)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from scipy import special, stats
+from scoring_fixtures import forecasts_from, module_warehouse
+
+from app import scoring
+from app.errors import UserError
+from app.scoring.cells import build_rules
+
+SMALL = "horizon IN (1, 7) AND item IN ('atq', 'niq')"
+
+
+def _with_build(tmp_path_factory, rules: str | None):
+    wh = module_warehouse(tmp_path_factory, f"rules_{rules}")
+    if rules is not None:
+        wh.execute("INSERT INTO meta.builds (status, sql_checksum, parameters, reg_stats, "
+                   "started_at) VALUES ('succeeded', 'test', ?, 'estimate', now())",
+                   [f'{{"rules": "{rules}"}}'])
+    scoring.create_footprint(wh, "small", predicate=SMALL)
+    return wh
+
+
+def test_rules_of_a_build():
+    assert build_rules(None) == "paper"
+    assert build_rules({"parameters": '{"k_lo": 0.01}'}) == "paper"
+    assert build_rules({"parameters": '{"rules": "published"}'}) == "published"
+    with pytest.raises(UserError, match="unknown rule set 'other'"):
+        build_rules({"parameters": {"rules": "other"}})
+
+
+@pytest.mark.parametrize("rules", ["published", "paper"])
+def test_sigma_floor_and_unusable_sigma_follow_the_rules(tmp_path_factory, rules):
+    wh = _with_build(tmp_path_factory, rules)
+    cells = wh.arrow(
+        "SELECT t.firm_id, t.origin_q, t.item_id, t.horizon, t.actual FROM panel.truth t "
+        "JOIN ref.items i USING (item_id) WHERE t.split = 'test' AND t.horizon IN (1, 7) "
+        "AND i.item IN ('atq', 'niq') ORDER BY t.firm_id, t.origin_q, t.item_id, t.horizon")
+    actual = cells["actual"].to_numpy()
+    rng = np.random.default_rng(4)
+    mu = actual + rng.normal(0, 0.3, actual.size)
+    sigma = rng.uniform(0.2, 0.6, actual.size)
+    sigma[:3] = 1e-6  # below the paper's floor
+    single = scoring.ingest_forecasts(wh, "single", forecasts_from(cells, mu, sigma))
+    mus = actual[None, :] + rng.normal(0, 0.3, (2, actual.size))
+    sds = rng.uniform(0.2, 0.6, (2, actual.size))
+    mixture = scoring.ingest_forecasts(wh, "mixture", pa.concat_tables(
+        [forecasts_from(cells, mus[j], sds[j], component=j) for j in range(2)]))
+    points = scoring.ingest_forecasts(wh, "points", forecasts_from(cells, mu))
+    # Unusable sigmas cannot pass validation; forecasts stored before it (or by hand) can
+    # hold them, and the rules say what they mean.
+    bad = [5, 6, 7]
+    for pos, sid, component in [(5, single, 0), (6, single, 0), (7, mixture, 1)]:
+        wh.execute("UPDATE eval.forecasts SET sigma = ? WHERE submission_id = ? AND firm_id = ? "
+                   "AND origin_q = ? AND item_id = ? AND horizon = ? AND component = ?",
+                   [0.0 if pos != 6 else float("nan"), sid, cells["firm_id"][pos].as_py(),
+                    cells["origin_q"][pos].as_py(), cells["item_id"][pos].as_py(),
+                    cells["horizon"][pos].as_py(), component])
+    run = scoring.score(wh, "small", [single, mixture, points], coherence=False)
+    assert wh.scalar("SELECT rules FROM eval.score_runs WHERE score_run_id = ?", [run]) == rules
+    g = {r["submission_id"]: r for r in wh.arrow(
+        "SELECT * FROM eval.metrics WHERE score_run_id = ? AND level = 'global'", [run]).to_pylist()}
+
+    def without(*positions):
+        mask = np.ones(actual.size, bool)
+        mask[list(positions)] = False
+        return mask
+
+    if rules == "published":
+        # Every cell with finite points is in the sample; density sums skip unusable sigmas.
+        sample, s = np.ones(actual.size, bool), sigma
+        dens_single, dens_mixture = without(5, 6), without(7)
+    else:
+        sample, s = without(*bad), np.maximum(sigma, 1e-4)
+        dens_single = dens_mixture = sample
+    assert all(m["n"] == sample.sum() for m in g.values())
+    assert g[points]["mse"] == pytest.approx(np.mean((mu - actual)[sample] ** 2), rel=1e-12)
+    assert g[single]["n_density"] == dens_single.sum()
+    assert g[mixture]["n_density"] == dens_mixture.sum()
+    assert g[points]["n_density"] == 0 and g[points]["nll"] is None
+    nll = -stats.norm.logpdf(actual, mu, s)
+    assert g[single]["nll"] == pytest.approx(nll[dens_single].mean(), rel=1e-9)
+    cover = np.abs(stats.norm.cdf(actual, mu, s) - 0.5) <= 0.25
+    assert g[single]["cov50"] == pytest.approx(cover[dens_single].mean(), abs=1e-12)
+    mix_nll = -(special.logsumexp(stats.norm.logpdf(actual[None, :], mus, sds), axis=0)
+                - np.log(2))
+    assert g[mixture]["nll"] == pytest.approx(mix_nll[dens_mixture].mean(), rel=1e-9)
+    assert g[mixture]["mse"] == pytest.approx(
+        np.mean((mus.mean(axis=0) - actual)[sample] ** 2), rel=1e-12)
+    wh.close()
