@@ -31,6 +31,7 @@ COMMAND_MODULES = [
     "app.cli.forma",
     "app.cli.score",
     "app.cli.baselines",
+    "app.cli.chronos",
     "app.cli.build",
     "app.cli.demo",
 ]
