@@ -182,7 +182,8 @@ def run_chronos(wh: Warehouse, options: ChronosOptions, *, pipeline: Any = None,
     cached_before = len(cache.done())
     figures = _forecast_chunks(wh, pipeline, plan, cache, options, show_progress)
     stats = cache.stats()
-    if not stats.get("cells") or cache.rows() == 0:
+    cells = cache.cells()
+    if cells == 0:
         raise UserError("No Chronos-2 forecast falls on a realized truth cell: nothing to write")
     name = options.name or (f"{NAME} ({fp['name']})" if fp else NAME)
     metadata = {
@@ -201,7 +202,7 @@ def run_chronos(wh: Warehouse, options: ChronosOptions, *, pipeline: Any = None,
                                              source="model", metadata=metadata, space="dollars")
     result = {"name": name, "submission_id": submission_id, "origins": plan.num_rows,
               "cached_chunks": cached_before, "cache": str(cache.folder), **figures, **stats,
-              "rows": cache.rows(), "elapsed_s": time.perf_counter() - t0}
+              "cells_written": cells, "rows": cells * len(QUANTILE_LEVELS), "elapsed_s": time.perf_counter() - t0}
     if options.score:
         from app.cli.baselines import score_suite
 

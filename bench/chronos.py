@@ -32,7 +32,7 @@ sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from models.chronos import HISTORY
 from models.chronos.context import OriginContext, contexts_from_batch, origin_context
-from models.chronos.forecast import forecast_origins, level_indices, quantile_rows
+from models.chronos.forecast import forecast_origins, level_indices, long_form, quantile_cells
 from models.chronos.loading import describe, load_pipeline
 from models.chronos.tiny import FULL_SIZE, TINY, save_checkpoint
 
@@ -85,6 +85,9 @@ def main() -> None:
                     help="series per forward pass; a comma-separated list runs each")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     ap.add_argument("--warehouse", help="read the test split's contexts from this warehouse")
+    ap.add_argument("--flops", action="store_true",
+                    help="also count the model's floating-point operations per origin "
+                         "(torch's FlopCounterMode: matrix products and attention)")
     args = ap.parse_args()
     import torch
 
@@ -103,6 +106,19 @@ def main() -> None:
         info = describe(pipeline)
         for batch_size in (int(b) for b in args.batch_size.split(",")):
             _run(pipeline, info, size, contexts, batch_size, args.device)
+            if args.flops:
+                _count_flops(pipeline, size, contexts, batch_size)
+
+
+def _count_flops(pipeline: object, size: str, contexts: list[OriginContext], batch_size: int) -> None:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    sample = contexts[: max(1, min(len(contexts), 4 * batch_size // 60))]
+    with FlopCounterMode(display=False) as counter:
+        pipeline.predict([c.values for c in sample], prediction_length=20, batch_size=batch_size)
+    per_origin = counter.get_total_flops() / len(sample)
+    print(f"{size:5s} batch {batch_size:5d}: {per_origin / 1e9:8.2f} GFLOP per origin "
+          f"(counted over {len(sample)} origins)", flush=True)
 
 
 def _run(pipeline: object, info: dict, size: str, contexts: list[OriginContext], batch_size: int,
@@ -116,7 +132,8 @@ def _run(pipeline: object, info: dict, size: str, contexts: list[OriginContext],
     if device == "cuda":
         torch.cuda.synchronize()
     t1, c1 = time.perf_counter(), _cpu_s()
-    table, _ = quantile_rows(contexts, [p.numpy() for p in out], level_indices(pipeline.quantiles))
+    cells, _ = quantile_cells(contexts, [p.numpy() for p in out], level_indices(pipeline.quantiles))
+    table = long_form(cells)
     t2, c2 = time.perf_counter(), _cpu_s()
     n = len(contexts)
     print(f"{size:5s} {info['parameters']:>12,} params {device} {info['dtype']:8s} "

@@ -45,7 +45,7 @@ def chronos_command(
         r = run_chronos(wh, options)
     rate = r["computed_origins"] / r["forecast_s"] if r["forecast_s"] > 0 else float("nan")
     runs = f"; score runs {r['score_runs']}" if r.get("score_runs") else ""
-    cells = r["rows"] // len(QUANTILE_LEVELS)
+    cells = r["cells_written"]
     summary(f"{r['name']}: {r['origins']:,} origins ({r['computed_origins']:,} forecast now at "
             f"{rate:.1f} origins/s, the rest from the cache {r['cache']}); {cells:,} realized cells "
             f"x {len(QUANTILE_LEVELS)} quantiles ({r['crossed_cells']:,} crossed quantile sets "

@@ -30,3 +30,14 @@ QUANTILE_SCHEMA = pa.schema([
     pa.field("quantile_level", pa.float64(), nullable=False),
     pa.field("mu", pa.float64(), nullable=False),
 ])
+
+#: The arm's compact form of the same forecast: one row per cell with its 21 quantiles in
+#: level order, float32 as the model computes them (a sixth of the long form's bytes in
+#: the run's cache). `models.chronos.forecast.long_form` turns it into QUANTILE_SCHEMA.
+CELL_SCHEMA = pa.schema([
+    pa.field("firm_id", pa.int32(), nullable=False),
+    pa.field("origin_q", pa.int32(), nullable=False),
+    pa.field("item_id", pa.int16(), nullable=False),
+    pa.field("horizon", pa.int8(), nullable=False),
+    pa.field("quantiles", pa.list_(pa.float32(), len(QUANTILE_LEVELS)), nullable=False),
+])

@@ -1,8 +1,8 @@
 """Finished origin chunks of a Chronos-2 run, kept on disk so a rerun continues.
 
 One folder per run key (model weights + panel + origin plan + settings that change the
-numbers); chunk i holds the quantile rows of the plan's origins [i*C, (i+1)*C) as an
-Arrow IPC file, written to a temporary name and renamed, so a file that exists is
+numbers); chunk i holds the quantile cells (CELL_SCHEMA) of the plan's origins [i*C, (i+1)*C) as
+an Arrow IPC file, written to a temporary name and renamed, so a file that exists is
 complete. An interrupted run loses at most the chunk in flight.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from models.chronos import QUANTILE_SCHEMA
+from models.chronos import CELL_SCHEMA, QUANTILE_SCHEMA
 
 
 def run_key(parts: dict[str, Any]) -> str:
@@ -43,10 +43,10 @@ class ChunkCache:
 
     def write(self, index: int, table: pa.Table, stats: dict[str, int]) -> None:
         """Chunk `index`'s rows, with its counts (ForecastStats) in the file's metadata."""
-        schema = QUANTILE_SCHEMA.with_metadata({"stats": json.dumps(stats)})
+        schema = CELL_SCHEMA.with_metadata({"stats": json.dumps(stats)})
         tmp = self.folder / f".chunk-{index:06d}.arrow.part"
         with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
-            writer.write_table(table.cast(QUANTILE_SCHEMA).replace_schema_metadata(schema.metadata))
+            writer.write_table(table.cast(CELL_SCHEMA).replace_schema_metadata(schema.metadata))
         os.replace(tmp, self.path(index))
 
     def stats(self) -> dict[str, int]:
@@ -58,14 +58,20 @@ class ChunkCache:
                 total[k] = total.get(k, 0) + int(v)
         return total
 
-    def rows(self) -> int:
-        return sum(batch.num_rows for batch in self.reader())
+    def cells(self) -> int:
+        """Cells held by the finished chunks."""
+        total = 0
+        for index in sorted(self.done()):
+            f = self._open(index)
+            total += sum(f.get_batch(b).num_rows for b in range(f.num_record_batches))
+        return total
 
     def _open(self, index: int) -> pa.ipc.RecordBatchFileReader:
         return pa.ipc.open_file(pa.memory_map(str(self.path(index))))
 
     def reader(self) -> pa.RecordBatchReader:
-        """Every finished chunk's rows, in chunk order."""
+        """Every finished chunk's cells in chunk order, as long-form QUANTILE_SCHEMA batches."""
+        from models.chronos.forecast import long_form
 
         def batches() -> Iterator[pa.RecordBatch]:
             for index in sorted(self.done()):
@@ -73,6 +79,6 @@ class ChunkCache:
                 for b in range(f.num_record_batches):
                     batch = f.get_batch(b)
                     if batch.num_rows:
-                        yield pa.RecordBatch.from_arrays(batch.columns, schema=QUANTILE_SCHEMA)
+                        yield from long_form(batch).to_batches()
 
         return pa.RecordBatchReader.from_batches(QUANTILE_SCHEMA, batches())

@@ -1,4 +1,4 @@
-"""Chronos-2 forecasts of a list of origin contexts, as long-form quantile rows.
+"""Chronos-2 forecasts of a list of origin contexts: 21 quantiles per target cell.
 
 Each origin is one task of the pipeline (its items one multivariate group; no
 cross-learning between origins). The pipeline returns, per origin, its model's native
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from models.chronos import HORIZONS, QUANTILE_LEVELS, QUANTILE_SCHEMA
+from models.chronos import CELL_SCHEMA, HORIZONS, QUANTILE_LEVELS, QUANTILE_SCHEMA
 from models.chronos.context import OriginContext
 
 
@@ -62,20 +62,20 @@ def monotone(quantiles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(quantiles, axis=-1), crossed
 
 
-def quantile_rows(contexts: Sequence[OriginContext], predictions: Sequence[np.ndarray],
-                  indices: Sequence[int]) -> tuple[pa.Table, ForecastStats]:
-    """Long-form rows from the pipeline's per-origin predictions [n_series, n_levels, >=20]."""
+def quantile_cells(contexts: Sequence[OriginContext], predictions: Sequence[np.ndarray],
+                   indices: Sequence[int]) -> tuple[pa.Table, ForecastStats]:
+    """CELL_SCHEMA rows from the pipeline's per-origin predictions [n_series, n_levels, >=20]:
+    the targets' cells with finite quantiles, sorted per cell."""
     stats = ForecastStats()
-    levels = np.asarray(QUANTILE_LEVELS, dtype=np.float64)
-    n_q = levels.size
-    parts: dict[str, list[np.ndarray]] = {name: [] for name in QUANTILE_SCHEMA.names}
+    n_q = len(QUANTILE_LEVELS)
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in CELL_SCHEMA.names}
     for ctx, pred in zip(contexts, predictions, strict=True):
         stats.origins += 1
         if ctx.n_targets == 0:
             stats.skipped_origins += 1
             continue
         # [targets, horizons, levels]
-        q = np.asarray(pred, dtype=np.float64)[: ctx.n_targets][:, indices, :HORIZONS]
+        q = np.asarray(pred, dtype=np.float32)[: ctx.n_targets][:, indices, :HORIZONS]
         q = q.transpose(0, 2, 1)
         finite = np.isfinite(q).all(axis=-1)
         q, crossed = monotone(q)
@@ -84,20 +84,35 @@ def quantile_rows(contexts: Sequence[OriginContext], predictions: Sequence[np.nd
         item_idx, h_idx = np.nonzero(finite)
         n = item_idx.size
         stats.cells += n
-        parts["firm_id"].append(np.full(n * n_q, ctx.firm_id, np.int32))
-        parts["origin_q"].append(np.full(n * n_q, ctx.origin_q, np.int32))
-        parts["item_id"].append(np.repeat(ctx.item_ids[item_idx], n_q).astype(np.int16))
-        parts["horizon"].append(np.repeat(h_idx + 1, n_q).astype(np.int8))
-        parts["quantile_level"].append(np.tile(levels, n))
-        parts["mu"].append(q[item_idx, h_idx].reshape(-1))
+        parts["firm_id"].append(np.full(n, ctx.firm_id, np.int32))
+        parts["origin_q"].append(np.full(n, ctx.origin_q, np.int32))
+        parts["item_id"].append(ctx.item_ids[item_idx].astype(np.int16))
+        parts["horizon"].append((h_idx + 1).astype(np.int8))
+        parts["quantiles"].append(q[item_idx, h_idx].reshape(-1))
     arrays = [pa.array(np.concatenate(parts[f.name]) if parts[f.name] else [], f.type)
-              for f in QUANTILE_SCHEMA]
-    return pa.Table.from_arrays(arrays, schema=QUANTILE_SCHEMA), stats
+              for f in CELL_SCHEMA if f.name != "quantiles"]
+    values = np.concatenate(parts["quantiles"]) if parts["quantiles"] else np.zeros(0, np.float32)
+    arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(values, pa.float32()), n_q))
+    return pa.Table.from_arrays(arrays, schema=CELL_SCHEMA), stats
+
+
+def long_form(cells: pa.RecordBatch | pa.Table) -> pa.Table:
+    """QUANTILE_SCHEMA rows (one per cell and level, in level order) of CELL_SCHEMA rows."""
+    n_q = len(QUANTILE_LEVELS)
+    repeat = pa.array(np.repeat(np.arange(cells.num_rows), n_q))
+    arrays = [cells.column(name).take(repeat) for name in ("firm_id", "origin_q", "item_id", "horizon")]
+    arrays.append(pa.array(np.tile(np.asarray(QUANTILE_LEVELS, np.float64), cells.num_rows)))
+    quantiles = cells.column("quantiles")
+    if isinstance(quantiles, pa.ChunkedArray):
+        quantiles = quantiles.combine_chunks()
+    arrays.append(pa.array(quantiles.flatten().to_numpy(zero_copy_only=False).astype(np.float64)))
+    return pa.Table.from_arrays(arrays, schema=QUANTILE_SCHEMA)
 
 
 def forecast_origins(pipeline: Any, contexts: Sequence[OriginContext], *,
                      batch_size: int = 1024) -> tuple[pa.Table, ForecastStats]:
-    """Chronos-2 quantile forecasts (reported units) of the contexts' target items.
+    """Chronos-2 quantile forecasts (reported units) of the contexts' target items, as
+    CELL_SCHEMA rows (`long_form` gives the quantile-submission rows).
 
     `pipeline` is a `chronos.Chronos2Pipeline`; `batch_size` counts series (items) per
     forward pass, as the pipeline does. Origins without a target are skipped.
@@ -112,4 +127,4 @@ def forecast_origins(pipeline: Any, contexts: Sequence[OriginContext], *,
             predictions[(ctx.firm_id, ctx.origin_q)] = pred.float().numpy()
     empty = np.zeros((0, len(pipeline.quantiles), HORIZONS))
     preds = [predictions.get((c.firm_id, c.origin_q), empty) for c in contexts]
-    return quantile_rows(contexts, preds, indices)
+    return quantile_cells(contexts, preds, indices)

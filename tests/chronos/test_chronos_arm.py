@@ -14,7 +14,7 @@ from app.chronos_run import ChronosOptions, origin_plan, run_chronos
 from app.errors import UserError
 from app.settings import get_settings
 from app.views import raw_windows
-from models.chronos import HORIZONS, QUANTILE_LEVELS, QUANTILE_SCHEMA
+from models.chronos import CELL_SCHEMA, HORIZONS, QUANTILE_LEVELS, QUANTILE_SCHEMA
 from models.chronos import forecast as chronos_forecast
 from models.chronos.context import contexts_from_batch
 from models.chronos.loading import load_pipeline
@@ -79,10 +79,11 @@ def test_contexts_hold_the_reported_values_and_the_truths_items(panel_wh) -> Non
 def test_tiny_model_forecasts_every_target_cell_in_order(panel_wh, tiny_model) -> None:
     pipeline = load_pipeline(str(tiny_model))
     contexts = contexts_from_batch(next(iter(raw_windows(panel_wh, "test", 5))))
-    table, stats = chronos_forecast.forecast_origins(pipeline, contexts, batch_size=64)
-    assert table.schema == QUANTILE_SCHEMA
+    cells, stats = chronos_forecast.forecast_origins(pipeline, contexts, batch_size=64)
+    assert cells.schema == CELL_SCHEMA
     assert stats.origins == 5 and stats.cells == sum(c.n_targets for c in contexts) * HORIZONS
-    assert table.num_rows == stats.cells * N_Q
+    table = chronos_forecast.long_form(cells)
+    assert table.schema == QUANTILE_SCHEMA and table.num_rows == stats.cells * N_Q
     mu = table.column("mu").to_numpy().reshape(-1, N_Q)
     assert np.isfinite(mu).all() and (np.diff(mu, axis=1) >= 0).all()
     first = contexts[0]
@@ -120,7 +121,8 @@ def test_run_spools_the_truths_cells_and_resumes_after_a_crash(panel_wh, tiny_mo
     assert (levels == np.asarray(QUANTILE_LEVELS)).all()
     assert np.isfinite(mu).all() and (np.diff(mu, axis=1) >= 0).all()
     keys = table.select(["firm_id", "origin_q", "item_id", "horizon"]).to_pylist()[::N_Q]
-    assert len({tuple(k.values()) for k in keys}) == len(keys) == result["rows"] // N_Q
+    assert len({tuple(k.values()) for k in keys}) == len(keys) == result["cells_written"]
+    assert result["rows"] == table.num_rows
 
     # Exactly the test split's truth cells: items reported at the origin, realized.
     truth = {tuple(r) for r in panel_wh.fetchall(

@@ -6,9 +6,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from models.chronos import HORIZONS, QUANTILE_LEVELS, QUANTILE_SCHEMA
+from models.chronos import CELL_SCHEMA, HORIZONS, QUANTILE_LEVELS, QUANTILE_SCHEMA
 from models.chronos.context import contexts_from_batch, origin_context
-from models.chronos.forecast import level_indices, quantile_rows
+from models.chronos.forecast import level_indices, long_form, quantile_cells
 
 RAW_SCHEMA = pa.schema([
     ("firm_id", pa.int32()), ("origin_q", pa.int32()), ("split", pa.string()), ("ff48", pa.int16()),
@@ -66,7 +66,9 @@ def test_quantile_rows_keep_targets_sort_crossings_and_drop_non_finite_cells() -
     pred = np.sort(rng.normal(size=(3, len(model_levels), 32)), axis=1)
     pred[0, :, 2] = pred[0, ::-1, 2]           # item 5, horizon 3: fully reversed
     pred[1, 5, 7] = np.nan                     # item 9, horizon 8: not finite
-    table, stats = quantile_rows([ctx], [pred], level_indices(model_levels))
+    cells, stats = quantile_cells([ctx], [pred], level_indices(model_levels))
+    assert cells.schema == CELL_SCHEMA and cells.num_rows == stats.cells
+    table = long_form(cells)
     assert table.schema == QUANTILE_SCHEMA
     assert stats.cells == 2 * HORIZONS - 1 and stats.non_finite_cells == 1
     assert stats.crossed_cells == 1
@@ -79,9 +81,9 @@ def test_quantile_rows_keep_targets_sort_crossings_and_drop_non_finite_cells() -
     assert (np.diff(mu, axis=1) >= 0).all()
     keep = [model_levels.index(q) for q in QUANTILE_LEVELS]
     first = mu[0]  # item 5, horizon 1, in level order
-    assert first == pytest.approx(pred[0, keep, 0])
+    assert first == pytest.approx(pred[0, keep, 0], rel=1e-6)  # float32 as the model computes
     third = mu[2]  # item 5, horizon 3: the reversed quantiles, sorted back
-    assert third == pytest.approx(np.sort(pred[0, keep, 2]))
+    assert third == pytest.approx(np.sort(pred[0, keep, 2]), rel=1e-6)
     cells = set(zip(rows["item_id"], rows["horizon"], strict=True))
     assert (9, 8) not in cells and (9, 7) in cells
 
@@ -89,3 +91,8 @@ def test_quantile_rows_keep_targets_sort_crossings_and_drop_non_finite_cells() -
 def test_a_model_without_the_benchmark_levels_is_refused() -> None:
     with pytest.raises(ValueError, match="lack 0.01"):
         level_indices([0.1 * k for k in range(1, 10)])
+
+
+def test_long_form_of_no_cells_is_empty() -> None:
+    empty, _ = quantile_cells([], [], level_indices(QUANTILE_LEVELS))
+    assert long_form(empty).num_rows == 0 and long_form(empty).schema == QUANTILE_SCHEMA
