@@ -45,7 +45,7 @@ class ChronosOptions:
     model: str = PUBLIC_CHECKPOINT
     device: str = "cpu"
     dtype: str = "float32"
-    batch_size: int = 1024      # series (items) per forward pass
+    batch_size: int = 256       # series (items) per forward pass
     chunk_origins: int = 256    # origins per cached chunk
     footprint: str | None = None
     name: str | None = None

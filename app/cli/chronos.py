@@ -19,7 +19,7 @@ def chronos_command(
     device: str = typer.Option("cpu", "--device", help=f"Where the model runs: {', '.join(DEVICES)}."),
     dtype: str = typer.Option("float32", "--dtype",
                               help=f"Model weights and arithmetic: {', '.join(DTYPES)} (bfloat16 on GPUs)."),
-    batch_size: int = typer.Option(1024, "--batch-size", min=1,
+    batch_size: int = typer.Option(256, "--batch-size", min=1,
                                    help="Series (items) per forward pass; an origin's items stay together."),
     chunk_origins: int = typer.Option(256, "--chunk-origins", min=1,
                                       help="Origins per cached chunk: a rerun resumes after the last "
