@@ -113,7 +113,8 @@ def _forecast_chunks(wh: Warehouse, pipeline: Any, plan: pa.Table, cache: ChunkC
     pending = sorted(set(range(n_chunks)) - cache.done())
     chunk_of = np.arange(plan.num_rows) // size
     pending_rows = np.isin(chunk_of, pending)
-    keys = _origin_keys(plan.column("firm_id").to_numpy(), plan.column("origin_q").to_numpy())
+    quarters = plan.column("origin_q").to_numpy()
+    keys = _origin_keys(plan.column("firm_id").to_numpy(), quarters)
     bar = progress_bar(total=plan.num_rows, initial=int((~pending_rows).sum()), unit="origin",
                        desc="chronos-2", disable=not show_progress)
     figures = {"computed_origins": 0, "forecast_s": 0.0}
@@ -122,8 +123,8 @@ def _forecast_chunks(wh: Warehouse, pipeline: Any, plan: pa.Table, cache: ChunkC
         t0 = time.perf_counter()
         table, stats = chronos_forecast.forecast_origins(pipeline, contexts, batch_size=options.batch_size)
         figures["forecast_s"] += time.perf_counter() - t0
-        lo, hi = (int(plan.column("origin_q")[i].as_py())
-                  for i in (index * size, min((index + 1) * size, plan.num_rows) - 1))
+        # The plan is in origin_q order: a chunk's quarters run from its first to its last row.
+        lo, hi = int(quarters[index * size]), int(quarters[min((index + 1) * size, plan.num_rows) - 1])
         wh.con.register("__chronos_forecasts", table)
         try:
             kept = wh.query_step("models/chronos_realized_cells", {"lo_q": lo, "hi_q": hi},
@@ -140,10 +141,9 @@ def _forecast_chunks(wh: Warehouse, pipeline: Any, plan: pa.Table, cache: ChunkC
             current, contexts = pending[0], []
             windows = raw_windows(wh, "test", batch_size=size, origins=plan.filter(pa.array(pending_rows)))
             for batch in windows:
-                for ctx in contexts_from_batch(batch):
-                    pos = int(np.searchsorted(keys, _origin_keys(np.array([ctx.firm_id]),
-                                                                 np.array([ctx.origin_q]))[0]))
-                    index = int(chunk_of[pos])
+                at = np.searchsorted(keys, _origin_keys(batch.column("firm_id").to_numpy(),
+                                                        batch.column("origin_q").to_numpy()))
+                for ctx, index in zip(contexts_from_batch(batch), chunk_of[at].tolist(), strict=True):
                     if index != current:
                         flush(current, contexts)
                         current, contexts = index, []
@@ -157,20 +157,16 @@ def _forecast_chunks(wh: Warehouse, pipeline: Any, plan: pa.Table, cache: ChunkC
     return figures
 
 
-def run_chronos(wh: Warehouse, options: ChronosOptions, *, pipeline: Any = None,
-                show_progress: bool = True) -> dict[str, Any]:
-    """Forecast, spool, ingest one quantile submission and score it; a summary dict.
-
-    `pipeline` (a loaded Chronos2Pipeline) skips loading `options.model` (bench, tests).
-    """
+def run_chronos(wh: Warehouse, options: ChronosOptions, *, show_progress: bool = True
+                ) -> dict[str, Any]:
+    """Forecast, spool, ingest one quantile submission and score it; a summary dict."""
     from models.chronos.loading import describe, load_pipeline, model_signature
 
     if options.batch_size < 1 or options.chunk_origins < 1:
         raise UserError("--batch-size and --chunk-origins must be at least 1")
     t0 = time.perf_counter()
     plan, fp = origin_plan(wh, options.footprint)
-    if pipeline is None:
-        pipeline = load_pipeline(options.model, options.device, options.dtype)
+    pipeline = load_pipeline(options.model, options.device, options.dtype)
     signature = model_signature(pipeline)
     key_parts = {"arm": ARM_VERSION, "model": signature, "panel": panel_signature(wh),
                  "plan": _plan_digest(plan), "chunk_origins": options.chunk_origins,
@@ -202,7 +198,8 @@ def run_chronos(wh: Warehouse, options: ChronosOptions, *, pipeline: Any = None,
                                              source="model", metadata=metadata, space="dollars")
     result = {"name": name, "submission_id": submission_id, "origins": plan.num_rows,
               "cached_chunks": cached_before, "cache": str(cache.folder), **figures, **stats,
-              "cells_written": cells, "rows": cells * len(QUANTILE_LEVELS), "elapsed_s": time.perf_counter() - t0}
+              "cells_written": cells, "rows": cells * len(QUANTILE_LEVELS),
+              "elapsed_s": time.perf_counter() - t0}
     if options.score:
         from app.cli.baselines import score_suite
 
