@@ -68,7 +68,8 @@ def origin_plan(wh: Warehouse, footprint: str | None) -> tuple[pa.Table, dict[st
     plan = wh.query_step("models/chronos_origins", {"footprint_id": int(fp["footprint_id"]) if fp else 0})
     if plan.num_rows == 0:
         where = f"footprint {footprint!r}" if footprint else "the test split"
-        raise UserError(f"No origins to forecast in {where}: is the panel built on data through 2010+?")
+        raise UserError(f"No origins to forecast in {where}: the panel has no test-split "
+                        "origin (2010-2024) there")
     return plan, fp
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 
-import pyarrow.parquet as pq
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from app.build import run_build

@@ -175,3 +175,14 @@ def test_a_footprint_that_is_no_origin_sample_is_refused_and_nothing_written(
                     show_progress=False)
     assert captured == [] and _submissions(panel_wh) == 0
     assert not (settings.cache_dir / "chronos").exists()
+
+
+def test_no_test_origins_or_no_realized_cell_writes_nothing(panel_wh, tiny_model, captured) -> None:
+    options = ChronosOptions(model=str(tiny_model), score=False)
+    panel_wh.execute("DELETE FROM panel.truth_cells")
+    with pytest.raises(UserError, match="No Chronos-2 forecast falls on a realized truth cell"):
+        run_chronos(panel_wh, options, show_progress=False)
+    panel_wh.execute("DELETE FROM panel.origins WHERE split = 'test'")
+    with pytest.raises(UserError, match="No origins to forecast in the test split"):
+        run_chronos(panel_wh, options, show_progress=False)
+    assert captured == [] and _submissions(panel_wh) == 0

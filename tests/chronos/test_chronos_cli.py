@@ -102,7 +102,16 @@ def test_quantile_submission_is_ingested_and_scored_on_all_three_tracks(panel_wh
     assert math.isfinite(dens["crps"]) and 0 <= dens["cov50"] <= 1
 
 
-@pytest.mark.parametrize("batch_size", ["0", "-3"])
-def test_batch_size_must_be_positive(settings, batch_size) -> None:
-    result = CliRunner().invoke(app, ["run", "chronos", "--batch-size", batch_size])
-    assert result.exit_code == 2 and "batch-size" in result.output
+@pytest.mark.parametrize(("option", "value"), [("--batch-size", "0"), ("--batch-size", "-3"),
+                                               ("--chunk-origins", "0")])
+def test_sizes_must_be_positive(settings, option, value) -> None:
+    result = CliRunner().invoke(app, ["run", "chronos", option, value])
+    assert result.exit_code == 2 and option in result.output
+    assert not settings.warehouse.exists()
+
+
+def test_without_the_chronos_package_the_install_line_is_given(settings, panel_file, tiny_model,
+                                                               monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "chronos", None)  # import chronos -> ImportError
+    assert "pip install '.[chronos]'" in _user_error(["--model", str(tiny_model)])
+    _nothing_written(settings)
