@@ -43,12 +43,16 @@ def chronos_command(
                              chunk_origins=chunk_origins, footprint=footprint, name=name, score=score)
     with writer() as wh:
         r = run_chronos(wh, options)
-    rate = r["computed_origins"] / r["forecast_s"] if r["forecast_s"] > 0 else float("nan")
+    computed, cached = r["computed_origins"], r["origins"] - r["computed_origins"]
+    where = []
+    if computed:
+        where.append(f"{computed:,} forecast now at {computed / max(r['forecast_s'], 1e-9):.1f} origins/s")
+    if cached:
+        where.append(f"{cached:,} from the cache")
     runs = f"; score runs {r['score_runs']}" if r.get("score_runs") else ""
-    cells = r["cells_written"]
-    summary(f"{r['name']}: {r['origins']:,} origins ({r['computed_origins']:,} forecast now at "
-            f"{rate:.1f} origins/s, the rest from the cache {r['cache']}); {cells:,} realized cells "
-            f"x {len(QUANTILE_LEVELS)} quantiles ({r['crossed_cells']:,} crossed quantile sets "
+    summary(f"{r['name']}: {r['origins']:,} origins ({', '.join(where)}; cache {r['cache']}); "
+            f"{r['cells_written']:,} realized cells x {len(QUANTILE_LEVELS)} quantiles written "
+            f"(of {r['cells']:,} forecast cells, {r['crossed_cells']:,} had crossing quantiles, "
             f"sorted), submission {r['submission_id']}{runs}")
 
 
