@@ -40,6 +40,7 @@ COMMAND_MODULES = [
     "app.cli.score",
     "app.cli.baselines",
     "app.cli.llm",
+    "app.cli.chronos",
     "app.cli.build",
     "app.cli.report",
     "app.cli.demo",

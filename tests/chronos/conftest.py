@@ -1,0 +1,59 @@
+"""A tiny built synthetic panel and a tiny random-weight Chronos-2 of the real class."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app.settings import Settings
+from app.warehouse import Warehouse, connect
+
+
+@pytest.fixture(scope="session")
+def built_panel(tmp_path_factory) -> Path:
+    """A warehouse file holding a built panel of 8 synthetic firms, 2006-2013 (test
+    origins 2010-2013); tests work on copies of it."""
+    from app.build import run_build
+    from app.cli.common import prepare
+    from app.sources import ingest
+    from app.sources.synthetic import SyntheticConfig, SyntheticSource
+
+    folder = tmp_path_factory.mktemp("chronos-panel")
+    settings = Settings(warehouse=folder / "wh.duckdb", temp_directory=folder / "tmp",
+                        memory_limit="1GB", threads=2, cache_dir=folder / "cache")
+    wh = connect(settings)
+    try:
+        prepare(wh)
+        cfg = SyntheticConfig.for_scale("demo", firms=8, start=2006, end=2013, seed=5,
+                                        oracle_origins=2, oracle_paths=2, oracle_horizon=4)
+        ingest(wh, SyntheticSource(cfg))
+        run_build(wh)
+        wh.execute("CHECKPOINT")
+    finally:
+        wh.close()
+    return settings.warehouse
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> Path:
+    """A Chronos-2 checkpoint folder (2 layers, width 16, random weights)."""
+    from models.chronos.tiny import save_checkpoint
+
+    return save_checkpoint(tmp_path_factory.mktemp("chronos-2-tiny") / "model")
+
+
+@pytest.fixture
+def panel_file(settings: Settings, built_panel: Path) -> Path:
+    """This test's own copy of the built panel at settings.warehouse (for CLI runs)."""
+    shutil.copyfile(built_panel, settings.warehouse)
+    return settings.warehouse
+
+
+@pytest.fixture
+def panel_wh(settings: Settings, panel_file: Path) -> Warehouse:
+    """This test's copy of the built panel, opened for writing."""
+    wh = connect(settings)
+    yield wh
+    wh.close()
