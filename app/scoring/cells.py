@@ -140,6 +140,7 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
             "submission_id": sid, "family": sub["family"], "df": sub["df"],
             "has_sigma": bool(sub["has_sigma"]), "first_q": int(first_q), "last_q": int(last_q),
             "sigma_floor": SIGMA_FLOOR[ctx.rules], "sigma_in_sample": ctx.rules == "paper",
+            "float32_residuals": ctx.rules == "published",
         }
         if sub["family"] == "quantile":
             params.update(quantile_grid_params(list(sub["quantile_levels"] or [])))

@@ -38,7 +38,7 @@ SET disabled_compression_methods = '';
 
 CREATE OR REPLACE VIEW panel.truth AS
 SELECT t.firm_id, t.origin_q, t.item_id, t.horizon, s.split, t.actual, t.baseline,
-       t.actual - t.baseline AS change
+       t.actual::DOUBLE - t.baseline::DOUBLE AS change  -- in double: FLOAT - FLOAT rounds
 FROM panel.truth_cells AS t
 JOIN (SELECT sp.split, r.q::INTEGER AS q
       FROM panel.splits AS sp, range(sp.first_q, sp.last_q + 1) AS r(q)) AS s

@@ -6,7 +6,8 @@
 -- sigma is finite and > 0; otherwise (the published rules) a cell with an unusable sigma
 -- keeps its point scores and gets no density terms. Sigma is floored at
 -- getvariable('sigma_floor') when set (paper 1e-4; published: none). Scores: residual
--- r = mu - actual, NLL, CRPS, z = r / sigma, PIT u = F(actual) by family (gaussian,
+-- r = mu - actual (published: rounded to float32 like sigma, as the published evaluator
+-- stores both; its scores then agree to 1e-11 even where an R2 is near 0), NLL, CRPS, z = r / sigma, PIT u = F(actual) by family (gaussian,
 -- laplace with b = sigma / sqrt 2, student_t with df; the Student-t CDF is the Python UDF
 -- eval_t_cdf, SQL has no incomplete beta function) and whether the actual lies in the
 -- central 50/80/90/95% intervals. Footprints and other submissions play no part.
@@ -20,8 +21,11 @@ WITH truth AS (
 single AS (
     SELECT
         t.cell,
-        f.mu - t.actual AS r,
+        -- the published evaluator keeps residuals and sigmas in float32 arrays
+        CASE WHEN getvariable('float32_residuals') THEN CAST(f.mu - t.actual AS FLOAT)::DOUBLE
+             ELSE f.mu - t.actual END AS r,
         CASE WHEN f.sigma IS NULL OR NOT (isfinite(f.sigma) AND f.sigma > 0) THEN NULL
+             WHEN getvariable('float32_residuals') THEN CAST(f.sigma AS FLOAT)::DOUBLE
              ELSE greatest(f.sigma, coalesce(getvariable('sigma_floor'), 0.0)) END AS s
     FROM eval.forecasts f
     JOIN truth t ON t.cell = eval.cell_key(f.firm_id, f.origin_q, f.item_id, f.horizon)

@@ -79,18 +79,48 @@ def test_sigma_floor_and_unusable_sigma_follow_the_rules(tmp_path_factory, rules
     else:
         sample, s = without(*bad), np.maximum(sigma, 1e-4)
         dens_single = dens_mixture = sample
+    # published: a single forecast's residual and sigma as float32 (the package's arrays)
+    res = mu - actual
+    if rules == "published":
+        res, s = res.astype(np.float32).astype(np.float64), s.astype(np.float32).astype(np.float64)
     assert all(m["n"] == sample.sum() for m in g.values())
-    assert g[points]["mse"] == pytest.approx(np.mean((mu - actual)[sample] ** 2), rel=1e-12)
+    assert g[points]["mse"] == pytest.approx(np.mean(res[sample] ** 2), rel=1e-12)
     assert g[single]["n_density"] == dens_single.sum()
     assert g[mixture]["n_density"] == dens_mixture.sum()
     assert g[points]["n_density"] == 0 and g[points]["nll"] is None
-    nll = -stats.norm.logpdf(actual, mu, s)
+    nll = -stats.norm.logpdf(res, 0.0, s)
     assert g[single]["nll"] == pytest.approx(nll[dens_single].mean(), rel=1e-9)
-    cover = np.abs(stats.norm.cdf(actual, mu, s) - 0.5) <= 0.25
+    cover = np.abs(stats.norm.cdf(-res / s) - 0.5) <= 0.25
     assert g[single]["cov50"] == pytest.approx(cover[dens_single].mean(), abs=1e-12)
     mix_nll = -(special.logsumexp(stats.norm.logpdf(actual[None, :], mus, sds), axis=0)
                 - np.log(2))
     assert g[mixture]["nll"] == pytest.approx(mix_nll[dens_mixture].mean(), rel=1e-9)
     assert g[mixture]["mse"] == pytest.approx(
         np.mean((mus.mean(axis=0) - actual)[sample] ** 2), rel=1e-12)
+    wh.close()
+
+
+@pytest.mark.parametrize("rules", ["published", "paper"])
+def test_published_residuals_and_sigmas_are_float32(tmp_path_factory, rules):
+    """published: residual and sigma are rounded to float32 before any score, as the
+    published evaluator stores them; paper keeps double precision."""
+    wh = _with_build(tmp_path_factory, rules)
+    cells = wh.arrow("SELECT firm_id, origin_q, item_id, horizon, actual FROM panel.truth "
+                     "WHERE split = 'test' ORDER BY ALL LIMIT 200")
+    actual = cells["actual"].to_numpy().astype(np.float64)
+    mu = actual + 0.1 + 1e-9 * np.arange(actual.size)  # digits float32 cannot hold
+    sigma = 0.3 + 1e-9 * np.arange(actual.size)
+    sid = scoring.ingest_forecasts(wh, "precise", forecasts_from(cells, mu, sigma))
+    scoring.score(wh, "full", submissions=[sid], coherence=False, baselines=False)
+    got = wh.arrow("SELECT cell, r, z FROM eval.cell_scores WHERE submission_id = ? ORDER BY cell",
+                   [sid]).to_pylist()
+    keys = wh.arrow("SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) AS cell FROM panel.truth "
+                    "WHERE split = 'test' ORDER BY firm_id, origin_q, item_id, horizon LIMIT 200")
+    by_cell = {r["cell"]: r for r in got}
+    for i, key in enumerate(keys["cell"].to_pylist()):
+        r, s = mu[i] - actual[i], sigma[i]
+        if rules == "published":
+            r, s = float(np.float32(r)), float(np.float32(s))
+        assert by_cell[key]["r"] == pytest.approx(r, rel=1e-15, abs=0)
+        assert by_cell[key]["z"] == pytest.approx(r / s, rel=1e-14)
     wh.close()
