@@ -42,6 +42,8 @@ from models.baselines.imputation import ImputationConfig, impute_matrix, one_bla
 TABLE = "panel.tabular_imputed_cells"
 #: Fills gathered before one INSERT (about 14 MB of Arrow data).
 WRITE_ROWS = 1_000_000
+#: Origins per read of the tabular view (whole quarters): bounds the memory of a chunk.
+READ_ORIGINS = 4_096
 FILLS_SCHEMA = pa.schema([("firm_id", pa.int32()), ("origin_q", pa.int32()),
                           ("feature", pa.int16()), ("value", pa.float32())])
 
@@ -121,7 +123,8 @@ def build_imputed(
                        "feature SMALLINT, value FLOAT)")
             for split in SPLITS:
                 advance = tracker.stage(f"impute {split}", 0)
-                reader = tabular_reader(reader_wh, split, columns=wanted[2:])
+                reader = tabular_reader(reader_wh, split, columns=wanted[2:],
+                                        chunk_origins=READ_ORIGINS)
                 # a few quarters in flight; their fills are written in quarter order
                 pending: deque = deque()
                 batch = _FillBatch(wh, advance)
