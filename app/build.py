@@ -14,8 +14,6 @@ previous panel as it was, and the failed attempt is recorded with its error.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
-import hashlib
 import json
 import re
 import time
@@ -24,9 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.errors import UserError
 from app.sqlfiles import SqlFile, folder_checksum, steps_in
 from app.warehouse import Warehouse
+from contracts.errors import UserError
+from contracts.panel import DEFAULT_RULES, RULE_SETS, UNRECORDED_RULES
+from contracts.provenance import file_sha256, utcnow
 
 BUILD_FOLDER = "build"
 _CREATES = re.compile(
@@ -35,17 +35,11 @@ _CREATES = re.compile(
 PINNED_TABLE = "stage.reg_stats_pinned"
 
 
-#: Named rule sets (docs/contracts.md, "Rule sets"): `published` reproduces the published
-#: proforma20q package's panel, cells and scores (the default, so files and numbers users
-#: already hold line up); `paper` follows the paper's literal text where the two differ.
-RULE_SETS = ("published", "paper")
-
-
 @dataclass(frozen=True)
 class BuildParams:
     """The build's parameters (docs/build.md); recorded with every build."""
 
-    rules: str = "published"
+    rules: str = DEFAULT_RULES
     fin_sic_lo: int = 6000
     fin_sic_hi: int = 6999
     z_eps: float = 1e-3
@@ -158,7 +152,7 @@ def current_rules(wh: Warehouse) -> str:
     """The rule set of the built panel (panel.rule_set); a panel built before rule sets
     existed followed the paper's text."""
     if not wh.table_exists("panel.rule_set"):
-        return "paper"
+        return UNRECORDED_RULES
     return str(wh.scalar("SELECT rules FROM panel.rule_set"))
 
 
@@ -254,18 +248,6 @@ def load_pinned_stats(wh: Warehouse, path: Path) -> int:
 
 
 # -- the build ----------------------------------------------------------------------------
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
-
-
 def run_build(
     wh: Warehouse,
     reg_stats: str | Path = "estimate",
@@ -288,9 +270,9 @@ def run_build(
     steps = plan()
     variables = params.variables(pinned)
     recorded = {**variables, "reg_stats": str(reg_stats)}
-    stats_sum = _file_sha256(stats_path) if stats_path and stats_path.exists() else None
+    stats_sum = file_sha256(stats_path) if stats_path and stats_path.exists() else None
     ingest_id = wh.scalar("SELECT max(ingest_id) FROM raw.ingests")
-    started = _now()
+    started = utcnow()
     t0 = time.perf_counter()
     build_id = int(wh.scalar(
         "INSERT INTO meta.builds (status, sql_checksum, parameters, reg_stats, reg_stats_checksum, "
@@ -331,13 +313,13 @@ def run_build(
             wh.execute(
                 "UPDATE meta.builds SET status = 'succeeded', row_counts = ?, finished_at = ?, "
                 "elapsed_s = ? WHERE build_id = ?",
-                [json.dumps(counts), _now(), elapsed, build_id],
+                [json.dumps(counts), utcnow(), elapsed, build_id],
             )
     except BaseException as exc:
         wh.execute(
             "UPDATE meta.builds SET status = 'failed', error = ?, finished_at = ?, elapsed_s = ? "
             "WHERE build_id = ?",
-            [str(exc).splitlines()[0] if str(exc) else type(exc).__name__, _now(),
+            [str(exc).splitlines()[0] if str(exc) else type(exc).__name__, utcnow(),
              time.perf_counter() - t0, build_id],
         )
         raise

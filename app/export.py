@@ -36,10 +36,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from app.errors import UserError
 from app.reference import release_item_order
-from app.views import SPLITS, tabular_reader
+from app.views import tabular_reader
 from app.warehouse import Warehouse
+from contracts.errors import UserError
+from contracts.panel import SPLITS
 
 LAYOUTS = ("proforma20q", "compustat")
 RAW_PANEL_FILE = "compustat_with_permno.parquet"
@@ -237,8 +238,7 @@ def export(
         if on_file:
             on_file(RAW_PANEL_FILE, n)
         return {RAW_PANEL_FILE: n}
-    if not wh.table_exists("panel.truth_cells"):
-        raise UserError("The panel is not built: run `proforma build` first.")
+    wh.require_panel("panel.truth_cells")
     if not tag or "/" in tag or tag.startswith("."):
         raise UserError(f"Not a dataset tag: {tag!r}")
     if imputed:

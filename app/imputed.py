@@ -22,7 +22,6 @@ appended in one write.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import json
 import time
 from collections import deque
@@ -32,10 +31,11 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pyarrow as pa
 
-from app.errors import UserError
 from app.reference import imputation_columns
 from app.warehouse import Warehouse
-from models.baselines.data import SPLITS
+from contracts.errors import UserError
+from contracts.panel import SPLITS
+from contracts.provenance import utcnow
 from models.baselines.fanout import Tracker
 from models.baselines.imputation import ImputationConfig, impute_matrix, one_blas_thread
 
@@ -151,7 +151,7 @@ def build_imputed(
                 "INSERT INTO meta.imputations (build_id, config, rows, quarters, cells_filled, "
                 "elapsed_s, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [build_id, json.dumps(dataclasses.asdict(config)), rows, quarters, filled, elapsed,
-                 dt.datetime.now(dt.UTC).replace(tzinfo=None)],
+                 utcnow()],
             )
     finally:
         reader_wh.close()

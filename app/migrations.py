@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from app import ROOT
-from app.errors import MigrationError
 from app.sqlfiles import checksum
 from app.warehouse import Warehouse
+from contracts import ROOT
+from contracts.errors import MigrationError
 
 MIGRATIONS_DIR = ROOT / "migrations"
 _FILE = re.compile(r"^V(\d{4})__([a-z0-9_]+)\.sql$")

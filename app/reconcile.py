@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from app.errors import UserError
 from app.projection import WEIGHTS, IdentitySet, reconcile_statements
 from app.sqlfiles import sql_file
 from app.warehouse import Warehouse
+from contracts.errors import UserError
 
-_NEEDS = ("panel.origins", "panel.origin_params", "panel.item_k", "eval.reconciliations")
+_NEEDS = ("panel.origins", "panel.origin_params", "panel.item_k")
 
 
 @dataclass(frozen=True)
@@ -135,11 +135,9 @@ def reconcile(
 
     if weights not in WEIGHTS:
         raise UserError(f"Unknown weights {weights!r}: use {' or '.join(WEIGHTS)}")
-    for table in _NEEDS:
-        if not wh.table_exists(table):
-            raise UserError("No panel in the warehouse: run `proforma build` first"
-                            if table.startswith("panel") else
-                            "The warehouse lacks the reconciliation tables: run `proforma migrate`")
+    wh.require_panel(*_NEEDS)
+    if not wh.table_exists("eval.reconciliations"):
+        raise UserError("The warehouse lacks the reconciliation tables: run `proforma migrate`")
     parent = resolve_parent(wh, submission)
     if weights == "variance" and not parent["has_sigma"]:
         raise UserError(

@@ -9,25 +9,21 @@ from __future__ import annotations
 
 import csv
 import functools
-import hashlib
 from pathlib import Path
 
-from app import ROOT
 from app.warehouse import Warehouse
+from contracts import ROOT
+from contracts.provenance import file_sha256
 
 REFERENCE_DIR = ROOT / "reference"
 SCALE_ITEM_ID = 0
 N_ITEMS = 78
 
 
-def _file_checksum(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def load_reference(wh: Warehouse, folder: Path = REFERENCE_DIR) -> dict[str, int]:
     """Replace ref.* rows from the CSVs when they changed; returns rows per table."""
     files = {n: folder / f"{n}.csv" for n in ("items", "identities", "ff48_sic_ranges")}
-    sums = {n: _file_checksum(p) for n, p in files.items()}
+    sums = {n: file_sha256(p) for n, p in files.items()}
     loaded = dict(wh.fetchall("SELECT name, checksum FROM ref.loaded"))
     if loaded == sums:
         return {n: r for n, r in wh.fetchall("SELECT name, rows FROM ref.loaded")}

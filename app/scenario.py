@@ -1,6 +1,6 @@
 """Scenario flows below the CLI (so the service and the report can run them too):
 Forma's checkpoints that exist, a conditional statement forecast in dollars, and the
-oracle experiment (PAPER.tex, "Scenario Analysis by Conditioning").
+oracle experiment (the paper's "Scenario Analysis by Conditioning"; docs/report.md).
 
 The model side is models/forma/scenario.py; this module opens nothing itself: callers
 hand it the warehouse, and it hands the model Arrow windows (app.views.tuple_windows)
@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from app.errors import UserError
 from app.settings import get_settings
 from app.warehouse import Warehouse
+from contracts.errors import UserError
 
 _SEED_FILE = re.compile(r"^seed(\d+)\.pt$")
 
@@ -82,8 +82,7 @@ def window_store(wh: Warehouse, split: str, future: bool, **filters: Any):
     from app import views
     from models.forma.batching import WindowStore
 
-    if not wh.table_exists("panel.origins"):
-        raise UserError("The panel is not built. Run `proforma build` first.")
+    wh.require_panel("panel.origins")
     # 1,000 origins per SQL chunk keeps the demo's test windows under 1 GB while loading
     reader = views.tuple_windows(wh, split, future=future, chunk_origins=1000, **filters)
     return WindowStore.from_batches(reader)

@@ -15,8 +15,8 @@ from pathlib import Path
 import sqlglot
 import sqlglot.errors
 
-from app import ROOT
-from app.errors import UserError
+from contracts import ROOT
+from contracts.errors import UserError
 
 SQL_DIR = ROOT / "sql"
 _IDENT_SLOT = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -97,6 +97,12 @@ def sql_file(name: str | Path) -> SqlFile:
     if not path.exists():
         raise UserError(f"No SQL step {name!r} (looked for {path})")
     return SqlFile(path, path.read_text())
+
+
+def query_text(name: str | Path) -> str:
+    """A query file's SELECT (sql/<name>.sql) without its closing semicolon, to nest in
+    another statement (a view, a subquery)."""
+    return sql_file(name).text.strip().rstrip(";")
 
 
 def steps_in(folder: str) -> list[SqlFile]:

@@ -18,10 +18,10 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
-from app.errors import UserError
 from app.warehouse import Warehouse
+from contracts.errors import UserError
+from contracts.panel import SPLITS
 
-SPLITS = ("train", "val", "test")
 N_HORIZONS = 20
 HISTORY = 12
 N_FF48 = 48
@@ -44,8 +44,7 @@ TUPLE_SCHEMA = pa.schema(
 def _check(wh: Warehouse, split: str) -> None:
     if split not in SPLITS:
         raise UserError(f"Unknown split {split!r}: use one of {', '.join(SPLITS)}")
-    if not wh.table_exists("panel.truth_cells"):
-        raise UserError("The panel is not built: run `proforma build` first.")
+    wh.require_panel("panel.truth_cells")
 
 
 def item_names(wh: Warehouse) -> list[str]:

@@ -1,6 +1,6 @@
 """The DuckDB warehouse: connect, run SQL steps with parameters, Arrow in and out.
 
-One process owns the warehouse for writing (ARCHITECTURE.md, "One writer"); threads
+One process owns the warehouse for writing (docs/architecture.md, "One writer"); threads
 in that process take a cursor each (`Warehouse.cursor()`). Nothing here goes through
 pandas: reads are Arrow record batch readers, writes stream Arrow into DuckDB.
 
@@ -24,15 +24,19 @@ from typing import Any, Self
 import duckdb
 import pyarrow as pa
 
-from app.errors import UserError, WarehouseLocked
 from app.settings import Settings, get_settings
 from app.sqlfiles import SqlFile, sql_file
+from contracts.errors import UserError, WarehouseLocked
 
 _LOCK_PID = re.compile(r"PID (\d+)")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 _view_counter = itertools.count()
 
 ArrowInput = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch]
+
+
+#: The build's tables a flow needs unless it names others.
+PANEL_TABLES = ("panel.truth", "panel.firms")
 
 
 def _lock_message(path: Path, exc: Exception) -> str:
@@ -141,6 +145,14 @@ class Warehouse:
                 [table, schema or "main"],
             )
         )
+
+    def require_panel(self, *tables: str) -> None:
+        """A UserError unless the build's tables exist (default: the truth and the firms).
+        Every flow that needs a built panel says so the same way."""
+        missing = [t for t in tables or PANEL_TABLES if not self.table_exists(t)]
+        if missing:
+            raise UserError(f"The panel is not built ({', '.join(missing)} missing): "
+                            f"run `proforma build` first.")
 
     # -- Arrow -----------------------------------------------------------------------
     def arrow(self, sql: str, params: Any = None) -> pa.Table:

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from app.cli.common import prepare
+from app.flows.warehouse import prepare
 from app.reference import raw_item_columns_from_file
 from app.settings import Settings
 from app.sources import ingest

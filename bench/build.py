@@ -102,7 +102,7 @@ def main() -> None:
     import sys
 
     from app.build import run_build
-    from app.cli.common import prepare
+    from app.flows.warehouse import prepare
     from app.reference import raw_item_columns
     from app.settings import get_settings
     from app.warehouse import connect

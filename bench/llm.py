@@ -34,9 +34,9 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["PROFORMA_THREADS"] = str(args.threads)
 
-    from app.cli.common import prepare
-    from app.llm.flow import origin_histories, run_origins
-    from app.llm.footprint import create_llm_footprint, sample_counts
+    from app.flows.llm import origin_histories, run_origins
+    from app.flows.warehouse import prepare
+    from app.scoring.footprints.llm import create_llm_footprint, sample_counts
     from app.warehouse import connect
     from models.llm.cache import ResponseCache
     from models.llm.fake import FakeProvider

@@ -29,7 +29,8 @@ import duckdb
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from published_tools import PROFORMA, RELEASE_TAG, load, published_cli, run, warehouse_env
 
-SPLITS = ("train", "val", "test")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from contracts.panel import SPLITS
 
 
 def main() -> None:

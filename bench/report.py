@@ -64,7 +64,7 @@ def main() -> None:
         import torch
 
         torch.set_num_threads(args.threads)
-        from app.cli.common import prepare
+        from app.flows.warehouse import prepare
         from app.reconcile import reconcile
         from app.report import write_report
         from app.warehouse import connect

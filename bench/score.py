@@ -77,7 +77,7 @@ def _grid(levels: int) -> list[float]:
 
 def generate(folder: Path, rows: int, memory: str, threads: int, levels: int = 0) -> None:
     """Child process: migrated warehouse with a synthetic panel, and the submission file."""
-    from app.cli.common import prepare
+    from app.flows.warehouse import prepare
     from app.settings import Settings
     from app.warehouse import connect
 
@@ -145,6 +145,16 @@ def generate(folder: Path, rows: int, memory: str, threads: int, levels: int = 0
                 JOIN panel.firms f USING (firm_id)
                 JOIN ref.items i USING (item_id)
             ) TO '{folder / "submission.parquet"}' (FORMAT parquet, ROW_GROUP_SIZE 1000000)""")
+    # The origins (the submission checks accept forecasts at eligible origins only) and
+    # an empty panel.values: the LLM protocol's sample, one of the standard footprints,
+    # draws from firms' reported quarters and is empty here (the bench scores `full`).
+    wh.execute("CREATE OR REPLACE TABLE panel.origins AS SELECT DISTINCT firm_id, origin_q, "
+               "'test' AS split, 1.0 AS z, CAST(1 AS SMALLINT) AS ff48 FROM panel.truth "
+               "ORDER BY origin_q, firm_id")
+    wh.execute(f"CREATE OR REPLACE TABLE panel.splits AS SELECT 'test' AS split, "
+               f"8040 AS first_q, {8040 + n_quarters - 1} AS last_q")
+    wh.execute("CREATE OR REPLACE TABLE panel.values (firm_id INTEGER, q INTEGER, "
+               "item_id SMALLINT, v DOUBLE)")
     # A build record, as `proforma build` writes one; footprints are made once per build.
     wh.execute("INSERT INTO meta.builds (status, sql_checksum, parameters, reg_stats, "
                "started_at, finished_at) VALUES ('succeeded', 'bench', '{}', 'synthetic bench', "

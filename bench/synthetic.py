@@ -49,7 +49,7 @@ def run_one(scale: str, mode: str) -> dict:
         seconds = time.perf_counter() - t0
         extra = {"history_seconds": round(t_hist, 2)}
     else:
-        from app.cli.common import prepare
+        from app.flows.warehouse import prepare
         from app.settings import Settings
         from app.sources import ingest
         from app.warehouse import connect

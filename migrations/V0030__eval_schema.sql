@@ -1,4 +1,4 @@
--- Scoring schema (issue 5): submissions and their integer-keyed forecasts, footprints
+-- Scoring schema (docs/scoring.md): submissions and their integer-keyed forecasts, footprints
 -- (named, versioned cell sets), score runs with provenance, and every result table
 -- (metrics, quarter losses for Diebold-Mariano, DM tests, PIT, coverage, coherence).
 CREATE SCHEMA IF NOT EXISTS eval;

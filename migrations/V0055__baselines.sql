@@ -1,4 +1,4 @@
--- The competitor suite's records (issue 7). meta.imputations: one row per factor
+-- The competitor suite's records (docs/baselines.md). meta.imputations: one row per factor
 -- imputation of the tabular view (app/imputed.py writes panel.tabular_imputed, the
 -- imputed features every tabular competitor reads). meta.baseline_runs: one row per
 -- competitor fit by `proforma run baselines` (configuration, registry run, fit time,

@@ -4,7 +4,7 @@ deflator z and parameters (k, mu_t, sigma_t): v = z sinh(x sigma_t + mu_t) / k
 
 Plugging a predictive mean into that map (`plug_in_dollars`) gives the dollars of the
 mean, not the mean in dollars, since sinh is not linear. For a Gaussian X ~ N(m, s^2) the
-expectation has a closed form (PAPER.tex, "Evaluation Using R2 for Changes"):
+expectation has a closed form (the paper's "Evaluation Using R2 for Changes"; docs/report.md):
 
     E[sinh(a X + b)] = exp(a^2 s^2 / 2) sinh(a m + b),   a = sigma_t, b = mu_t,
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-FAMILIES = ("gaussian", "laplace", "student_t")
+from contracts.forecasts import DENSITY_FAMILIES
 
 
 def plug_in_dollars(x: np.ndarray | float, k: np.ndarray | float, z: np.ndarray | float,
@@ -48,7 +48,7 @@ def expected_dollars(
     (their expectations are averaged); None for a single distribution. Without a sigma
     (None or NaN) the forecast is a point and its dollars are the plug-in value.
     """
-    if family not in FAMILIES:
+    if family not in DENSITY_FAMILIES:
         raise ValueError(f"unknown family {family!r}")
     mu = np.asarray(mu, dtype=float)
     a = np.asarray(sigma_t, dtype=float)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli.common import prepare
+from app.flows.warehouse import prepare
 from app.settings import Settings, get_settings
 from app.warehouse import Warehouse, connect
 

@@ -8,15 +8,15 @@ users; everyone with a token may upload, within a per-user daily limit.
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import hmac
 import re
 import secrets
 from dataclasses import dataclass
 
-from app.errors import UserError
 from app.warehouse import Warehouse
+from contracts.errors import UserError
+from contracts.provenance import utcnow
 
 _TOKEN = re.compile(r"^pf_([0-9a-f]{12})\.([A-Za-z0-9_-]{20,200})$")
 _USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -34,10 +34,6 @@ class User:
     name: str
     is_admin: bool
     daily_limit: int | None
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
 def _digest(salt: str, secret: str) -> str:
@@ -81,7 +77,7 @@ def new_token(wh: Warehouse, user: User) -> str:
     salt = secrets.token_hex(16)
     wh.execute(
         "INSERT INTO service.tokens VALUES (?, ?, ?, ?, ?, NULL)",
-        [token_id, user.user_id, salt, _digest(salt, secret), _now()],
+        [token_id, user.user_id, salt, _digest(salt, secret), utcnow()],
     )
     return f"pf_{token_id}.{secret}"
 
@@ -100,7 +96,7 @@ def add_user(
             )
         wh.execute(
             "INSERT INTO service.users (name, is_admin, daily_limit, created_at) VALUES (?, ?, ?, ?)",
-            [name, admin, daily_limit, _now()],
+            [name, admin, daily_limit, utcnow()],
         )
         user = get_user(wh, name)
         assert user is not None
@@ -119,7 +115,7 @@ def revoke_tokens(wh: Warehouse, name: str) -> int:
     )
     wh.execute(
         "UPDATE service.tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL",
-        [_now(), user.user_id],
+        [utcnow(), user.user_id],
     )
     return int(before)
 
@@ -155,7 +151,7 @@ def authenticate(wh: Warehouse, token: str | None) -> User:
 
 def uploads_today(wh: Warehouse, user: User) -> int:
     """Uploads by `user` since the start of the current UTC day."""
-    start = _now().replace(hour=0, minute=0, second=0, microsecond=0)
+    start = utcnow().replace(hour=0, minute=0, second=0, microsecond=0)
     return int(
         wh.scalar(
             "SELECT count(*) FROM service.jobs WHERE user_id = ? AND created_at >= ?",

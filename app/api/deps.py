@@ -11,7 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.api.auth import User, authenticate
 from app.api.errors import Forbidden
-from app.api.jobs import JobQueue
+from app.api.job_queue import JobQueue
 from app.settings import Settings
 from app.warehouse import Warehouse
 

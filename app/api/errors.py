@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.errors import UserError
+from contracts.errors import UserError
 
 
 class ApiError(UserError):

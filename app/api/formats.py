@@ -23,6 +23,13 @@ class Format(str, Enum):
 
 FormatQuery = Annotated[Format, Query(description="json or csv (a download)")]
 
+#: OpenAPI of a route answering with `table_response`: its JSON model (the route adds
+#: "model") or the same rows as a CSV download.
+TABLE_RESPONSE: dict[str, Any] = {
+    "description": "JSON (format=json) or a CSV download (format=csv)",
+    "content": {"text/csv": {"schema": {"type": "string"}}},
+}
+
 
 def clean(value: Any) -> Any:
     """A JSON-safe value: NaN and infinities become null, dates ISO strings."""

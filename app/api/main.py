@@ -1,6 +1,6 @@
 """The FastAPI application: `create_app(settings)`.
 
-The process that runs it is the warehouse's one writer (ARCHITECTURE.md): the lifespan
+The process that runs it is the warehouse's one writer (docs/architecture.md): the lifespan
 opens the warehouse read-write, applies migrations, publishes the public snapshot and
 starts the job queue (which takes up unfinished jobs). Requests get a cursor each. Every
 error a client can cause comes back as JSON `{"detail": "...", "problems": [...]}`
@@ -22,15 +22,16 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import __version__
-from app.api.jobs import JobQueue, Scorer
+from app.api.job_queue import JobQueue, Scorer
 from app.api.routers import footprints, health, jobs, leaderboards, query, submissions, users
 from app.api.snapshot import publish, record_failure
-from app.errors import UserError, ValidationError, WarehouseLocked
+from app.flows.warehouse import prepare
 from app.settings import Settings, get_settings
 from app.warehouse import connect
 from app.web import STATIC_DIR
 from app.web import pages as web_pages
 from app.web import report as web_report
+from contracts.errors import UserError, ValidationError, WarehouseLocked
 
 log = logging.getLogger("proforma.api")
 API_PREFIX = "/api/v1"
@@ -82,8 +83,6 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        from app.cli.common import prepare
-
         wh = connect(settings)
         try:
             prepare(wh)

@@ -27,7 +27,6 @@ public step select more than it should.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import itertools
 import json
 import logging
@@ -41,10 +40,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.errors import UserError
 from app.settings import Settings
-from app.sqlfiles import SqlFile, steps_in
+from app.sqlfiles import SqlFile, query_text, steps_in
 from app.warehouse import Warehouse
+from contracts.errors import UserError
+from contracts.provenance import utcnow
 
 log = logging.getLogger("proforma.snapshot")
 
@@ -220,6 +220,9 @@ def _write_public(wh: Warehouse, tmp: Path, settings: Settings,
                 "CREATE OR REPLACE TEMP VIEW firm_keys AS "
                 "SELECT NULL::INTEGER AS firm_id, NULL::VARCHAR AS gvkey WHERE false"
             )
+        if wh.table_exists("eval.submissions"):
+            wh.execute("CREATE OR REPLACE TEMP VIEW submission_records AS "
+                       + query_text("service/submission_records"))
         for step in steps if steps is not None else steps_in("public"):
             wh.run_step(step, {"public_min_cells": int(settings.public_min_cells)})
         return check_public(wh)
@@ -250,7 +253,7 @@ def publish(wh: Warehouse, settings: Settings, *,
         wh.execute(
             "INSERT INTO service.snapshots (path, file, tables, published_at, elapsed_ms) "
             "VALUES (?, ?, ?, ?, ?)",
-            [str(link), version.name, json.dumps(tables), _now(), elapsed],
+            [str(link), version.name, json.dumps(tables), utcnow(), elapsed],
         )
     return Published(link, version, tables, elapsed, removed)
 
@@ -263,17 +266,13 @@ def _point(link: Path, version: Path) -> None:
     os.replace(tmp_link, link)
 
 
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
-
-
 def record_failure(wh: Warehouse, exc: BaseException) -> str:
     """Note a failed publication for /api/v1/health; returns the recorded reason."""
     first_line = (str(exc).strip().splitlines() or [""])[0]
     reason = f"{type(exc).__name__}: {first_line}"[:400]
     try:
         wh.execute("INSERT INTO service.snapshot_failures (failed_at, error) VALUES (?, ?)",
-                   [_now(), reason])
+                   [utcnow(), reason])
     except Exception:  # the log still has it; the server keeps serving
         log.exception("could not record the failed publication")
     return reason

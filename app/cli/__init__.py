@@ -1,23 +1,38 @@
-"""`proforma ...`: the command line. Each module in COMMAND_MODULES adds its commands;
-`proforma --help` lists them in the order of app.cli.help.WORKFLOW (add a new command
-there).
+"""`proforma ...`: the command line, declared in one place (below). Every command is a
+thin function in a module of this package that parses its options, calls a flow (app/,
+app/flows/) and prints; `proforma --help` lists them in the order of
+app.cli.help.WORKFLOW (add a new command there too).
 
 Output: data (tables, csv, json, tokens) goes to stdout, everything else (progress,
 notes, warnings, the closing `done:` line, errors) to stderr, so `--format json > f`
-writes a file that parses. Errors a user can cause (app.errors.UserError) print as one
-red line and exit 2; anything else is a bug and keeps its traceback.
+writes a file that parses. Errors a user can cause (contracts.errors.UserError) print
+as one red line and exit 2; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 import typer
 
+from app.cli import (
+    baselines,
+    build,
+    chronos,
+    db,
+    demo,
+    export,
+    forma,
+    ingest,
+    llm,
+    report,
+    score,
+    serve,
+    synthetic,
+)
 from app.cli.common import status_console
 from app.cli.help import WorkflowGroup
-from app.errors import UserError
+from contracts.errors import UserError
 
 app = typer.Typer(
     name="proforma",
@@ -30,24 +45,66 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-# Each module defines `register(app: typer.Typer) -> None`.
-COMMAND_MODULES = [
-    "app.cli.db",
-    "app.cli.ingest",
-    "app.cli.synthetic",
-    "app.cli.serve",
-    "app.cli.forma",
-    "app.cli.score",
-    "app.cli.baselines",
-    "app.cli.llm",
-    "app.cli.chronos",
-    "app.cli.build",
-    "app.cli.report",
-    "app.cli.demo",
-]
 
-for _name in COMMAND_MODULES:
-    importlib.import_module(_name).register(app)
+def group(name: str, help: str) -> typer.Typer:
+    """A command group of the tree (its commands are listed in registration order)."""
+    sub = typer.Typer(help=help, no_args_is_help=True)
+    app.add_typer(sub, name=name)
+    return sub
+
+
+# -- the tree -----------------------------------------------------------------------------
+app.command("demo")(demo.demo_command)
+
+app.command("migrate")(db.migrate_command)
+ingest_group = group("ingest", "Load raw Compustat-shaped data into the warehouse.")
+ingest_group.command("wrds")(ingest.ingest_wrds)
+ingest_group.command("parquet")(ingest.ingest_parquet)
+ingest_group.command("synthetic")(synthetic.ingest_synthetic)
+synthetic_group = group("synthetic", "The built-in synthetic Compustat-shaped panel.")
+synthetic_group.command("validate")(synthetic.validate)
+app.command("build")(build.build_command)
+audit_group = group("audit", "Audit the reported data.")
+audit_group.command("identities")(build.audit_identities)
+
+baselines_group = group("baselines", "Reference baselines computed in SQL.")
+baselines_group.command("reference")(score.baselines_reference)
+run_group = group("run", "Train models and write their forecasts.")
+run_group.command("baselines")(baselines.baselines_command)
+run_group.command("impute")(baselines.impute_command)
+run_group.command("llm")(llm.run_llm_command)
+run_group.command("chronos")(chronos.chronos_command)
+train_group = group("train", "Train a forecaster on the panel.")
+train_group.command("forma")(forma.train_forma)
+predict_group = group("predict", "Forecast with a trained model and score it.")
+predict_group.command("forma")(forma.predict_forma)
+app.command("oracle")(synthetic.oracle_command)
+app.add_typer(forma.forma_app, name="forma")
+app.command("scenario")(forma.scenario_command)
+llm_group = group("llm", "The LLM panel: its origin sample and prompts (docs/llm.md).")
+llm_group.command("prompt")(llm.prompt_command)
+llm_group.command("sample")(llm.sample_command)
+app.command("reconcile")(report.reconcile_command)
+
+app.command("submit")(score.submit_command)
+app.command("score")(score.score_command)
+app.command("leaderboard")(score.leaderboard_command)
+footprint_group = group("footprint", "Footprints: named, versioned cell sets scores are tied to.")
+footprint_group.command("create")(score.footprint_create)
+footprint_group.command("import")(score.footprint_import)
+footprint_group.command("list")(score.footprint_list)
+app.command("report")(report.report_command)
+app.command("export")(export.export_command)
+
+app.command("serve")(serve.serve)
+users_group = group("users", "Users and API tokens of the service.")
+users_group.command("add")(serve.users_add)
+users_group.command("token")(serve.users_token)
+users_group.command("revoke")(serve.users_revoke)
+users_group.command("list")(serve.users_list)
+
+db_group = group("db", "Inspect the warehouse.")
+db_group.command("status")(db.db_status)
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""`proforma build`, `proforma audit identities`, `proforma export`."""
+"""`proforma build` and `proforma audit identities`."""
 
 from __future__ import annotations
 
@@ -9,12 +9,11 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from app.build import RULE_SETS, BuildParams, explain, run_build
+from app.build import BuildParams, explain, run_build
 from app.cli.common import console, status_console, summary, writer
-from app.errors import UserError
 from app.sqlfiles import sql_file
-
-audit_app = typer.Typer(help="Audit the reported data.", no_args_is_help=True)
+from contracts.errors import UserError
+from contracts.panel import RULE_SETS
 
 
 def build_command(
@@ -70,7 +69,6 @@ def build_command(
     summary(result.line())
 
 
-@audit_app.command("identities")
 def audit_identities(
     rel_tol: float = typer.Option(0.01, help="Relative tolerance (share of the largest term)."),
     abs_tol: float = typer.Option(0.0015, help="Absolute tolerance (reporting units)."),
@@ -80,8 +78,7 @@ def audit_identities(
 ) -> None:
     """Identity audit of the reported data: violations per identity and the worst instances."""
     with writer() as wh:
-        if not wh.table_exists("panel.values"):
-            raise UserError("The panel is not built: run `proforma build` first.")
+        wh.require_panel("panel.values")
         params = {"identity_rel_tol": rel_tol, "identity_abs_tol": abs_tol}
         summ = wh.query_step("audits/020_identity_summary", params)
         table = Table(title="identity audit (reported data)")
@@ -115,46 +112,3 @@ def audit_identities(
                 console.print(top)
     share = total_bad / total_inst if total_inst else 0.0
     summary(f"{total_bad:,} of {total_inst:,} complete identity instances violate ({share:.2%})")
-
-
-def export_command(
-    target: str = typer.Argument(
-        ..., help="With --layout: the folder to write into. Without: an eval table "
-                  "(metrics | quarter_losses | dm_tests | pit | coverage | score_runs | "
-                  "coherence | submissions | footprints), as `proforma export` of scoring."),
-    layout: str = typer.Option(
-        None, "--layout", help="Export in a file layout: proforma20q (the built panel as the "
-                               "published package writes it) or compustat (the raw panel as its "
-                               "download writes it)."),
-    run: int = typer.Option(None, "--run", help="(eval tables) Only this score run's rows."),
-    fmt: str = typer.Option("csv", "--format", help="(eval tables) csv | json."),
-    out: Annotated[Path | None, typer.Option(
-        "--out", help="(eval tables) File to write (default stdout).")] = None,
-    tag: str = typer.Option(
-        "pf_full__r13_node_optionD_indfe_val8", "--tag",
-        help="(layout) The dataset tag in the file names, as the published package names them."),
-    imputation: bool = typer.Option(
-        True, "--imputation/--no-imputation",
-        help="(layout) Tabular features factor-imputed, as the package ships them (default)."),
-) -> None:
-    """Export the panel (--layout proforma20q|compustat DIR) or an eval result table."""
-    if layout is None:
-        # `proforma export TABLE` belongs to scoring (app/cli/score.py); both share the name.
-        from app.cli import score
-
-        score.export_command(target, run=run, fmt=fmt, out=out)
-        return
-    from app.export import export
-
-    out_dir = Path(target)
-    with writer() as wh:
-        written = export(wh, out_dir, layout,
-                         on_file=lambda name, n: status_console.print(f"wrote {name}: {n:,} rows"),
-                         tag=tag, imputed=imputation)
-    summary(f"{len(written)} files in {out_dir} (layout {layout})")
-
-
-def register(app: typer.Typer) -> None:
-    app.command("build")(build_command)
-    app.command("export")(export_command)
-    app.add_typer(audit_app, name="audit")

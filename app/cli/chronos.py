@@ -1,6 +1,6 @@
 """`proforma run chronos`: Chronos-2 zero-shot quantile forecasts of the test split.
 
-Parses and prints only; the run itself is app.chronos_run.run_chronos.
+Parses and prints only; the run itself is app.flows.chronos.run_chronos.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def chronos_command(
                                 help="CPU threads for PyTorch (0 = its default, one per core)."),
 ) -> None:
     """Chronos-2 zero-shot: 21 quantiles per test cell, one quantile submission, scored (resumable)."""
-    from app.chronos_run import ChronosOptions, run_chronos
+    from app.flows.chronos import ChronosOptions, run_chronos
 
     if threads:
         import torch
@@ -55,13 +55,3 @@ def chronos_command(
             f"(of {r['cells']:,} forecast cells, {r['crossed_cells']:,} had crossing quantiles, "
             f"sorted), submission {r['submission_id']}{runs}")
 
-
-def register(app: typer.Typer) -> None:
-    """Add `run chronos` to the `run` group (made by app.cli.baselines, or here)."""
-    for group in app.registered_groups:
-        if group.name == "run":
-            group.typer_instance.command("chronos")(chronos_command)
-            return
-    run_app = typer.Typer(help="Train models and write their forecasts.", no_args_is_help=True)
-    run_app.command("chronos")(chronos_command)
-    app.add_typer(run_app, name="run")

@@ -7,8 +7,7 @@ from collections.abc import Iterator
 
 from rich.console import Console
 
-from app.migrations import migrate
-from app.reference import load_reference
+from app.flows.warehouse import prepare
 from app.warehouse import Warehouse, connect
 
 #: Data a command exists to print (tables, listings, tokens): stdout.
@@ -16,13 +15,6 @@ console = Console(stderr=False)
 #: Everything about the run (progress, notes, warnings, the summary line, errors): stderr,
 #: so that stdout carries only data and `--format json > file` parses.
 status_console = Console(stderr=True)
-
-
-def prepare(wh: Warehouse) -> list[str]:
-    """Apply pending migrations and refresh reference tables; returns applied names."""
-    applied = migrate(wh)
-    load_reference(wh)
-    return [m.path.name for m in applied]
 
 
 @contextlib.contextmanager

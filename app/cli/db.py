@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import typer
 from rich.table import Table
 
-from app.cli.common import console, prepare, status_console, summary
+from app.cli.common import console, status_console, summary
+from app.flows.warehouse import prepare
 from app.migrations import status
 from app.settings import get_settings
 from app.warehouse import connect
-
-db_app = typer.Typer(help="Inspect the warehouse.", no_args_is_help=True)
 
 
 def migrate_command() -> None:
@@ -22,7 +20,6 @@ def migrate_command() -> None:
         summary(f"{len(applied)} migration(s) applied to {wh.path}")
 
 
-@db_app.command("status")
 def db_status() -> None:
     """Show migrations (applied, pending, edited, missing) and row counts of the main tables."""
     settings = get_settings()
@@ -48,7 +45,3 @@ def db_status() -> None:
         pending = sum(s.status == "pending" for s in states)
         summary(f"{len(states)} migration(s), {pending} pending")
 
-
-def register(app: typer.Typer) -> None:
-    app.command("migrate")(migrate_command)
-    app.add_typer(db_app, name="db")

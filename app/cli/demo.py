@@ -19,16 +19,16 @@ from dataclasses import dataclass
 import typer
 
 from app.cli.common import console, summary
-from app.errors import UserError
 from app.settings import get_settings
 from app.warehouse import Warehouse, connect
+from contracts.competitors import COMPETITORS
+from contracts.errors import UserError
 
 #: The competitors the demo fits by default (demo preset: docs/baselines.md lists what it
 #: shrinks). On 2 cores the random forest and each chained-GBM arm take 8-9 minutes even
 #: at the demo preset, which would break the demo's 10-minute budget; `--competitors all`
 #: or `proforma run baselines --preset demo` adds them.
 DEMO_COMPETITORS = ("enet", "ffnn-linear", "ffnn-large")
-ALL_COMPETITORS = ("enet", "rf", "ffnn-linear", "ffnn-large", "gbm-l1", "gbm-l2")
 #: One seed keeps the demo near its budget on 2 cores; the paper mixes seeds 60-64.
 FORMA_SEEDS = "60"
 FORMA_SUBMISSION = "forma-small-gaussian"
@@ -185,7 +185,7 @@ def demo_command(
     serve: bool = typer.Option(True, "--serve/--no-serve", help="Serve the leaderboard at the end."),
     competitors: str = typer.Option(
         ",".join(DEMO_COMPETITORS), "--competitors",
-        help=f"Comma-separated competitors to fit, or 'all' ({','.join(ALL_COMPETITORS)})."),
+        help=f"Comma-separated competitors to fit, or 'all' ({','.join(COMPETITORS)})."),
 ) -> None:
     """Ingest the synthetic panel, build the benchmark, run the reference baselines, the
     oracle, the competitors and Forma (small presets), score them, and serve the site."""
@@ -194,12 +194,12 @@ def demo_command(
         for path in (settings.warehouse, settings.warehouse.with_name(settings.warehouse.name + ".wal")):
             path.unlink(missing_ok=True)
         shutil.rmtree(settings.models_dir, ignore_errors=True)
-    chosen = ALL_COMPETITORS if competitors == "all" else tuple(
+    chosen = COMPETITORS if competitors == "all" else tuple(
         c.strip() for c in competitors.split(",") if c.strip())
-    unknown = sorted(set(chosen) - set(ALL_COMPETITORS))
+    unknown = sorted(set(chosen) - set(COMPETITORS))
     if unknown:
         raise UserError(f"Unknown competitor(s) {', '.join(unknown)}; choose from "
-                        f"{', '.join(ALL_COMPETITORS)} or 'all'")
+                        f"{', '.join(COMPETITORS)} or 'all'")
     t0 = time.perf_counter()
     _run(["migrate"])
     for stage in stages(firms, chosen):
@@ -236,6 +236,3 @@ def demo_command(
 
         run_server(host=host, port=port)
 
-
-def register(app: typer.Typer) -> None:
-    app.command("demo")(demo_command)

@@ -11,8 +11,6 @@ from app.cli.common import status_console, summary, writer
 from app.sources import ingest
 from app.sources.base import Source
 
-ingest_app = typer.Typer(help="Load raw Compustat-shaped data into the warehouse.", no_args_is_help=True)
-
 
 def run_ingest(source: Source) -> None:
     with writer() as wh:
@@ -20,7 +18,6 @@ def run_ingest(source: Source) -> None:
     summary(result.line())
 
 
-@ingest_app.command("wrds")
 def ingest_wrds(
     user: Annotated[str, typer.Option("--user", help="Your WRDS user name (password from ~/.pgpass).")],
     start: Annotated[int, typer.Option("--start", help="First calendar year of datadate.")] = 1970,
@@ -39,7 +36,8 @@ def ingest_wrds(
     """
     from app.sources.wrds import WrdsSource
 
-    source = WrdsSource(user, start_year=start, end_year=end, cache_dir=cache_dir)
+    source = WrdsSource(user, start_year=start, end_year=end, cache_dir=cache_dir,
+                        console=status_console)
     # Fail fast if another process holds the warehouse, before a long pull and a Duo push.
     with writer():
         pass
@@ -54,7 +52,6 @@ def ingest_wrds(
     run_ingest(source)
 
 
-@ingest_app.command("parquet")
 def ingest_parquet(
     path: Annotated[
         Path,
@@ -93,6 +90,3 @@ def ingest_parquet(
     finally:
         source.close()
 
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(ingest_app, name="ingest")

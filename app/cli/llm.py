@@ -1,5 +1,5 @@
 """`proforma run llm`, `proforma llm prompt` and `proforma llm sample`: the LLM panel
-(docs/llm.md). Parsing and printing only; the flow is app.llm.flow."""
+(docs/llm.md). Parsing and printing only; the flow is app.flows.llm."""
 
 from __future__ import annotations
 
@@ -8,10 +8,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from app.cli.common import console, summary, writer
-from app.errors import UserError
-
-llm_app = typer.Typer(help="The LLM panel: its origin sample and prompts (docs/llm.md).",
-                      no_args_is_help=True)
+from contracts.errors import UserError
+from contracts.quarters import parse_quarter
 
 
 def _money(value: float | None) -> str:
@@ -42,7 +40,7 @@ def run_llm_command(
 
     Answers are cached, so a rerun never pays twice and an interrupted run resumes.
     """
-    from app.llm.flow import run_llm
+    from app.flows.llm import run_llm
     from models.llm.providers import make_provider
 
     llm = make_provider(provider, model, effort=effort, temperature=temperature,
@@ -76,7 +74,6 @@ def run_llm_command(
             f"of {result.prices_as_of or 'n/a'}){scored}")
 
 
-@llm_app.command("prompt")
 def prompt_command(
     firm: str = typer.Option(None, "--firm", help="gvkey (default: the sample's first origin)."),
     origin: str = typer.Option(None, "--origin", help="Origin quarter, e.g. 2015Q4."),
@@ -84,8 +81,7 @@ def prompt_command(
     system: bool = typer.Option(False, "--system", help="Print the arm's system prompt instead."),
 ) -> None:
     """Print the exact prompt an LLM gets for an origin of the llm sample."""
-    from app.cli.forma import parse_quarter
-    from app.llm.flow import origin_histories, run_origins
+    from app.flows.llm import origin_histories, run_origins
     from models.llm.prompts import system_prompt, user_message
 
     if system:
@@ -109,21 +105,24 @@ def prompt_command(
     console.print(user_message(history), markup=False, highlight=False, soft_wrap=True)
 
 
-@llm_app.command("sample")
 def sample_command(
     redraw: bool = typer.Option(False, "--redraw", help="Draw a new version of the llm footprint."),
     origins: int = typer.Option(None, "--origins", min=4, help="Sample size (default 2,103)."),
     seed: int = typer.Option(None, "--seed", help="Sampler seed (default 20240101)."),
 ) -> None:
     """Show the llm footprint's origin sample (origins, firms, origins per year)."""
-    from app.llm.footprint import LLM_ORIGINS, LLM_SEED, create_llm_footprint, sample_counts
     from app.scoring import ensure_standard_footprints, get_footprint
+    from app.scoring.footprints.llm import (
+        LLM_ORIGINS,
+        LLM_SEED,
+        create_llm_footprint,
+        sample_counts,
+    )
 
     if (origins is not None or seed is not None) and not redraw:
         raise UserError("--origins and --seed draw a new sample: add --redraw")
     with writer() as wh:
-        if not wh.table_exists("panel.truth"):
-            raise UserError("No panel yet: run `proforma build` first")
+        wh.require_panel("panel.truth")
         if redraw:
             create_llm_footprint(wh, n_origins=origins or LLM_ORIGINS, seed=seed or LLM_SEED)
         else:
@@ -138,15 +137,3 @@ def sample_command(
     summary(f"footprint llm version {fp['version']}: {counts['origins']:,} origins across "
             f"{counts['firms']:,} firms, {fp['n_cells']:,} scoreable cells")
 
-
-def register(app: typer.Typer) -> None:
-    """Add `run llm` to the shared `run` group and the `llm` group."""
-    for group in app.registered_groups:
-        if group.name == "run":
-            group.typer_instance.command("llm")(run_llm_command)
-            break
-    else:
-        run_app = typer.Typer(help="Train models and write their forecasts.", no_args_is_help=True)
-        run_app.command("llm")(run_llm_command)
-        app.add_typer(run_app, name="run")
-    app.add_typer(llm_app, name="llm")

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from app.cli.common import status_console, summary, writer
-from app.errors import UserError
 from app.settings import get_settings
+from contracts.errors import UserError
 
 
 def reconcile_command(
@@ -67,7 +67,3 @@ def report_command(
             + (f"; left out: {', '.join(result.skipped)}" if result.skipped else "")
             + f"; open {folder / 'index.html'} or /report when served")
 
-
-def register(app: typer.Typer) -> None:
-    app.command("reconcile")(reconcile_command)
-    app.command("report")(report_command)

@@ -1,4 +1,4 @@
-"""`proforma submit`, `score`, `leaderboard`, `footprint ...`, `baselines ...`, `export`."""
+"""`proforma submit`, `score`, `leaderboard`, `footprint ...`, `baselines reference`."""
 
 from __future__ import annotations
 
@@ -11,11 +11,7 @@ import typer
 from rich.table import Table
 
 from app.cli.common import console, status_console, summary, writer
-from app.errors import UserError, ValidationError
-
-footprint_app = typer.Typer(help="Footprints: named, versioned cell sets scores are tied to.",
-                            no_args_is_help=True)
-baselines_app = typer.Typer(help="Reference baselines computed in SQL.", no_args_is_help=True)
+from contracts.errors import UserError, ValidationError
 
 
 def _report_problems(exc: ValidationError) -> None:
@@ -45,7 +41,7 @@ def submit_command(
 ) -> None:
     """Validate a submission file and store it (nothing is written when it is rejected)."""
     from app.scoring import ingest_parquet
-    from app.scoring.ingest import family_sidecar
+    from app.scoring.submissions.uploads import family_sidecar
 
     if family is None:
         declared = family_sidecar(file)
@@ -150,7 +146,6 @@ def leaderboard_command(
             f"(build {meta.get('build_id')}, scoring SQL {meta.get('eval_sql_version')})")
 
 
-@footprint_app.command("create")
 def footprint_create(
     name: Annotated[str, typer.Argument(help="Footprint name; re-creating adds a version.")],
     where: Annotated[str, typer.Option(
@@ -166,7 +161,7 @@ def footprint_create(
 ) -> None:
     """Create a footprint: a predicate, an origin sample, or a frozen common sample."""
     from app.scoring import create_footprint, get_footprint
-    from app.scoring.metrics import resolve_submissions
+    from app.scoring.submissions.registry import resolve_submissions
 
     with writer() as wh:
         ids = resolve_submissions(wh, from_submissions) if from_submissions else None
@@ -179,7 +174,6 @@ def footprint_create(
                 f"{fp['n_cells']:,} scoreable cells")
 
 
-@footprint_app.command("import")
 def footprint_import(
     name: Annotated[str, typer.Argument(help="Footprint name; re-importing adds a version.")],
     mask: Annotated[Path, typer.Argument(
@@ -191,7 +185,7 @@ def footprint_import(
     description: Annotated[str | None, typer.Option("--description")] = None,
 ) -> None:
     """Import a published sample mask as a frozen footprint (e.g. the paper's Full sample)."""
-    from app.scoring.footprint_import import import_footprint
+    from app.scoring.footprints.mask_import import import_footprint
 
     with writer() as wh, status_console.status(f"importing {mask.name} ..."):
         info = import_footprint(wh, name, mask, grid_rows=grid_rows, description=description)
@@ -201,7 +195,6 @@ def footprint_import(
             f"here{rows}; {info['n_cells']:,} scoreable cells")
 
 
-@footprint_app.command("list")
 def footprint_list() -> None:
     """List footprints and their versions."""
     from app.scoring import ensure_standard_footprints, list_footprints
@@ -220,7 +213,6 @@ def footprint_list() -> None:
     summary(f"{len(rows)} footprint version(s)")
 
 
-@baselines_app.command("reference")
 def baselines_reference(
     force: Annotated[bool, typer.Option(
         "--force", help="Recompute even if current.")] = False,
@@ -236,31 +228,3 @@ def baselines_reference(
     for sid, name, n in rows:
         console.print(f"{sid}: {name} ({n:,} rows)")
     summary(f"{len(rows)} reference baseline(s) current")
-
-
-def export_command(
-    table: Annotated[str, typer.Argument(
-        help="metrics | quarter_losses | dm_tests | pit | coverage | score_runs | coherence "
-        "| submissions | footprints")],
-    run: Annotated[int | None, typer.Option("--run", help="Only this score run's rows.")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="csv | json.")] = "csv",
-    out: Annotated[Path | None, typer.Option(
-        "--out", help="File to write (default stdout).")] = None,
-) -> None:
-    """Export an eval result table as CSV or JSON."""
-    from app.scoring import export_table, table_to_text
-    from app.scoring.leaderboard import write_text
-
-    with writer() as wh:
-        result = export_table(wh, table, score_run_id=run)
-    write_text(table_to_text(result, fmt), out)
-    summary(f"{result.num_rows:,} row(s) of eval.{table} written to {out or 'stdout'}")
-
-
-def register(app: typer.Typer) -> None:
-    app.command("submit")(submit_command)
-    app.command("score")(score_command)
-    app.command("leaderboard")(leaderboard_command)
-    app.command("export")(export_command)
-    app.add_typer(footprint_app, name="footprint")
-    app.add_typer(baselines_app, name="baselines")

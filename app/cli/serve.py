@@ -8,8 +8,7 @@ import typer
 from rich.table import Table
 
 from app.cli.common import console, status_console, summary, writer
-
-users_app = typer.Typer(help="Users and API tokens of the service.", no_args_is_help=True)
+from contracts.errors import UserError
 
 
 def run_server(host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
@@ -44,7 +43,6 @@ def serve(
     summary(f"server on {host}:{port} stopped")
 
 
-@users_app.command("add")
 def users_add(
     name: str = typer.Argument(..., help="User name: letters, digits, '_', '.', '-'."),
     admin: bool = typer.Option(False, "--admin", help="May manage users and footprints."),
@@ -60,11 +58,9 @@ def users_add(
     summary(f"user {user.name!r} created{' (admin)' if user.is_admin else ''}")
 
 
-@users_app.command("token")
 def users_token(name: str = typer.Argument(..., help="An existing user.")) -> None:
     """Issue another token for a user and print it once."""
     from app.api.auth import get_user, new_token
-    from app.errors import UserError
 
     with writer() as wh:
         user = get_user(wh, name)
@@ -75,7 +71,6 @@ def users_token(name: str = typer.Argument(..., help="An existing user.")) -> No
     summary(f"new token issued for {user.name!r}")
 
 
-@users_app.command("revoke")
 def users_revoke(name: str = typer.Argument(..., help="An existing user.")) -> None:
     """Revoke all of a user's tokens."""
     from app.api.auth import revoke_tokens
@@ -85,7 +80,6 @@ def users_revoke(name: str = typer.Argument(..., help="An existing user.")) -> N
     summary(f"{n} token(s) of {name!r} revoked")
 
 
-@users_app.command("list")
 def users_list() -> None:
     """List users, roles, limits and active token counts."""
     from app.api.auth import list_users
@@ -101,7 +95,3 @@ def users_list() -> None:
     console.print(table)
     summary(f"{len(users)} user(s)")
 
-
-def register(app: typer.Typer) -> None:
-    app.command("serve")(serve)
-    app.add_typer(users_app, name="users")

@@ -6,15 +6,12 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from app.cli.common import console, status_console, summary, writer
-from app.cli.ingest import ingest_app
+from app.flows.oracle import submit_oracle
 from app.sources import ingest
-from app.sources.synthetic import SyntheticConfig, SyntheticSource, submit_oracle
+from app.sources.synthetic import SyntheticConfig, SyntheticSource
 from app.sources.synthetic.validation import check_sql, render, validation_report
 
-synthetic_app = typer.Typer(help="The built-in synthetic Compustat-shaped panel.", no_args_is_help=True)
 
-
-@ingest_app.command("synthetic")
 def ingest_synthetic(
     firms: int = typer.Option(None, help="Firms to generate (default: 1,000 at demo, 34,000 at full scale)."),
     start: int = typer.Option(1971, help="First calendar year of filings."),
@@ -43,7 +40,6 @@ def ingest_synthetic(
     summary(result.line() + extra)
 
 
-@synthetic_app.command("validate")
 def validate(
     all_items: bool = typer.Option(False, "--all-items", help="List availability for all 78 items."),
 ) -> None:
@@ -72,7 +68,3 @@ def oracle_command(
         submission_id, rows = submit_oracle(wh, name)
     summary(f"oracle submission {submission_id} ({name}): {rows:,} forecast cells")
 
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(synthetic_app, name="synthetic")
-    app.command("oracle")(oracle_command)

@@ -11,7 +11,6 @@ command's summary line, never with a traceback.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import time
 from collections.abc import Callable
@@ -19,12 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.errors import UserError
 from app.report import appendix, data, figures, tables
 from app.report.appendix import Unavailable
 from app.report.index import write_index
 from app.report.render import TablePart, write_csv, write_latex, write_markdown
 from app.warehouse import Warehouse
+from contracts.errors import UserError
+from contracts.provenance import utcnow
 
 MANIFEST = "manifest.json"
 
@@ -138,7 +138,7 @@ def write_report(
     attempt("tableA4", "Table A4 (Forma hyperparameters)", lambda: _table_a4(folder, forma))
     attempt("calibration", "Calibration", lambda: _calibration(wh, folder, runs, subs))
     provenance = {
-        "generated_at": dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat(timespec="seconds"),
+        "generated_at": utcnow().isoformat(timespec="seconds"),
         "warehouse": str(wh.path),
         "build_id": wh.scalar("SELECT max(build_id) FROM meta.builds WHERE status = 'succeeded'")
         if wh.table_exists("meta.builds") else None,

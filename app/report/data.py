@@ -9,9 +9,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.errors import UserError
 from app.scoring.leaderboard import dm_stars
 from app.warehouse import Warehouse
+from contracts.errors import UserError
 
 #: Footprints in the paper's column order; any other scored footprint follows by name.
 FOOTPRINT_ORDER = ("full", "geert", "llm")

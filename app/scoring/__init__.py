@@ -1,27 +1,31 @@
-"""Scoring: submissions in, footprints, metrics, significance, coherence, baselines.
+"""Scoring: submissions in, footprints, per-cell scores, score runs, leaderboards.
 
-The public API the service and the models call (docs/scoring.md):
+The public API the service, the flows and the models' callers use (docs/scoring.md); the
+modules below never import this package's names themselves (no import circles):
 
 - ingest_forecasts(wh, name, batches, *, family, df, source, metadata) -> submission_id
 - ingest_parquet(wh, path, name, *, family, df, metadata) -> submission_id
 - score(wh, footprint="full", submissions=None) -> score_run_id
 - leaderboard(wh, footprint="full", track="squared", by=None) -> pyarrow.Table
 - run_reference_baselines(wh) -> list of submission ids
+
+Where each job lives: submissions/ (checks, uploads, batches, registry), footprints/
+(store, create, standard, llm, mask_import), cells.py (per-cell scores), sample.py
+(coverage and the common sample), runs.py (a score run), significance.py (DM tests),
+coherence.py (identity checks), leaderboard.py (ranking and exports), baselines.py (the
+SQL reference baselines).
 """
 
 from app.scoring.baselines import run_reference_baselines
 from app.scoring.coherence import coherence_table, compute_coherence
-from app.scoring.footprints import (
-    create_footprint,
-    ensure_standard_footprints,
-    get_footprint,
-    list_footprints,
-    validate_predicate,
-)
-from app.scoring.ingest import ingest_forecasts, ingest_parquet
+from app.scoring.footprints.create import create_footprint
+from app.scoring.footprints.standard import ensure_standard_footprints
+from app.scoring.footprints.store import get_footprint, list_footprints, validate_predicate
 from app.scoring.leaderboard import export_table, leaderboard, table_to_text
-from app.scoring.metrics import run_summary, score
+from app.scoring.runs import run_summary, score
 from app.scoring.significance import diebold_mariano, newey_west_variance
+from app.scoring.submissions.batches import ingest_forecasts
+from app.scoring.submissions.uploads import ingest_parquet
 
 __all__ = [
     "coherence_table",

@@ -9,9 +9,8 @@ and scored like any other.
 from __future__ import annotations
 
 from app.build import current_rules
-from app.errors import UserError
-from app.scoring.ingest import _claim_name, _finish, _new_submission
 from app.scoring.provenance import current_build_id, eval_sql_version
+from app.scoring.submissions.checks import check_and_finish, claim_name, new_submission
 from app.warehouse import Warehouse
 
 REFERENCE_BASELINES = {
@@ -26,10 +25,7 @@ _NEEDS = ("panel.truth", "panel.origins", "panel.origin_params", "panel.item_k",
 def run_reference_baselines(wh: Warehouse, *, split: str = "test",
                             force: bool = False) -> list[int]:
     """Submission ids of the reference baselines for the current build (made if missing)."""
-    missing = [t for t in _NEEDS if not wh.table_exists(t)]
-    if missing:
-        raise UserError(f"No panel for the baselines ({', '.join(missing)} missing): "
-                        f"run `proforma build` first")
+    wh.require_panel(*_NEEDS)
     build_id = current_build_id(wh)
     version = eval_sql_version()
     rules = current_rules(wh)
@@ -47,14 +43,14 @@ def run_reference_baselines(wh: Warehouse, *, split: str = "test",
         if step.endswith("_published"):
             _ensure_imputed(wh)
         with wh.transaction():
-            _claim_name(wh, name, replace=True)
-            sid = _new_submission(wh, name, "reference", "gaussian", None, False,
-                                  f"sql:{version}", {"eval_sql_version": version,
-                                                     "sql": step, "split": split,
-                                                     "rules": rules})
+            claim_name(wh, name, replace=True)
+            sid = new_submission(wh, name, "reference", "gaussian", None, False,
+                                 f"sql:{version}", {"eval_sql_version": version,
+                                                    "sql": step, "split": split,
+                                                    "rules": rules})
             wh.run_step(step, {"submission_id": sid, "split": split,
                                "published": rules == "published"})
-            _finish(wh, sid, name, [])
+            check_and_finish(wh, sid, name, [])
         ids.append(sid)
     return ids
 

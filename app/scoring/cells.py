@@ -23,14 +23,14 @@ import pyarrow as pa
 from duckdb.sqltypes import DOUBLE
 from scipy import special
 
-from app.errors import UserError
-from app.scoring.provenance import current_build, eval_sql_version, now
+from app.scoring.provenance import current_build, eval_sql_version
 from app.warehouse import Warehouse
+from contracts.errors import UserError
+from contracts.panel import RULE_SETS, UNRECORDED_RULES
+from contracts.provenance import utcnow
 
-#: The build's rule sets (meta.builds.parameters "rules"; builds that predate them are
-#: "paper"). They differ in two scoring rules (docs/scoring.md, "Rule sets").
-RULE_SETS = ("published", "paper")
-#: Sigma floor of the density terms per rule set (None: sigma as given).
+#: Sigma floor of the density terms per rule set (None: sigma as given); the rule sets
+#: differ in two scoring rules (docs/scoring.md, "Rule sets").
 SIGMA_FLOOR = {"paper": 1e-4, "published": None}
 #: Central interval probabilities whose coverage is reported.
 COVERAGE_LEVELS = (0.50, 0.80, 0.90, 0.95)
@@ -58,7 +58,7 @@ def build_rules(build: dict[str, Any] | None) -> str:
             params = None
     rules = params.get("rules") if isinstance(params, dict) else None
     if rules is None:
-        return "paper"
+        return UNRECORDED_RULES
     if rules not in RULE_SETS:
         raise UserError(f"The build records an unknown rule set {rules!r}; scoring knows "
                         f"{', '.join(RULE_SETS)}")
@@ -130,7 +130,7 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
     returns the cells scored."""
     sub = _submission(wh, sid)
     register_functions(wh)
-    started, t0 = now(), time.perf_counter()
+    started, t0 = utcnow(), time.perf_counter()
     with wh.transaction():
         forget_cell_scores(wh, [sid])
         first_q, last_q = wh.fetchone(

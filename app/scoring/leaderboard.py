@@ -11,15 +11,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from app.errors import UserError
 from app.warehouse import Warehouse
+from contracts.errors import UserError
+from contracts.tracks import TRACK_NAMES, TRACKS
 
-TRACKS = {
-    # track: (columns, sort column, ascending, DM loss)
-    "squared": (["r2", "mse", "mae"], "r2", False, "squared"),
-    "absolute": (["mae", "mse", "r2"], "mae", True, "absolute"),
-    "density": (["nll", "crps", "z2", "cov50", "cov80", "cov90", "cov95"], "crps", True, None),
-}
 #: SQL over eval.submissions s: the submission has a forecast distribution (a sigma, or a
 #: quantile grid: CRPS and coverage, no NLL).
 HAS_DENSITY = "(s.has_sigma OR s.family = 'quantile')"
@@ -72,12 +67,14 @@ def leaderboard(
     provenance and `dm_reference` ('leader' or the reference's name).
     """
     if track not in TRACKS:
-        raise UserError(f"Unknown track {track!r}: use squared, absolute or density")
+        raise UserError(f"Unknown track {track!r}: use {', '.join(TRACK_NAMES[:-1])} or "
+                        f"{TRACK_NAMES[-1]}")
     if by not in BY:
         raise UserError(f"Unknown --by {by!r}: use horizon, item or statement")
     run = score_run_id or latest_run(wh, footprint)
     reference = None if against is None else reference_submission(wh, run, against)
-    columns, sort, ascending, loss = TRACKS[track]
+    spec = TRACKS[track]
+    columns, sort, ascending, loss = list(spec.columns), spec.metric, spec.ascending, spec.dm_loss
     level = BY[by]
     group = {"global": "NULL", "horizon": "m.horizon", "item": "i.item",
              "statement": "m.statement"}[level]

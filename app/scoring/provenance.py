@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -56,15 +54,6 @@ def to_json(value: Any) -> str:
     return json.dumps(value, default=str, sort_keys=True)
 
 
-def file_checksum(path: Path, chunk: int = 8 << 20) -> str:
-    """sha256 of a file, streamed."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
-    return h.hexdigest()
-
-
 class BatchHasher:
     """sha256 over the Arrow buffers of record batches as they stream past."""
 
@@ -80,7 +69,3 @@ class BatchHasher:
 
     def hexdigest(self) -> str:
         return self._h.hexdigest()
-
-
-def now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)

@@ -16,23 +16,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from app.warehouse import Warehouse
+from contracts.forecasts import LEVEL_COLUMN, QUANTILE_FAMILY, QUANTILE_SCHEMA
 
-FAMILY = "quantile"
-LEVEL_COLUMN = "quantile_level"
+__all__ = ["FAMILY", "LEVEL_COLUMN", "MAX_LEVELS", "QUANTILE_SCHEMA"]
+
+FAMILY = QUANTILE_FAMILY
 #: Components are 0..1023, so a grid has at most 1,024 levels.
 MAX_LEVELS = 1024
-
-#: The batches a quantile forecaster returns (docs/contracts.md, "Forecasts"): one row
-#: per (cell, level), mu the quantile's value.
-QUANTILE_SCHEMA = pa.schema([
-    pa.field("firm_id", pa.int32()),
-    pa.field("origin_q", pa.int32()),
-    pa.field("item_id", pa.int16()),
-    pa.field("horizon", pa.int8()),
-    pa.field(LEVEL_COLUMN, pa.float64()),
-    pa.field("mu", pa.float64()),
-])
-
 
 def is_level(value: Any) -> bool:
     return value is not None and math.isfinite(value) and 0 < value < 1

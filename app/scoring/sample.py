@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.scoring.cells import Context
-from app.scoring.footprints import prepare_footprint
+from app.scoring.footprints.store import prepare_footprint
 from app.warehouse import Warehouse
 
 #: A submission's gaps are stored when it predicts at least this share of a footprint;

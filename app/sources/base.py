@@ -8,7 +8,6 @@ raw schema, leaves the previous raw tables untouched.
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import time
@@ -19,8 +18,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from app.errors import UserError
 from app.warehouse import ArrowInput, Warehouse
+from contracts.errors import UserError
+from contracts.provenance import utcnow
 
 RAW_TABLES = ("fundq", "company_industry", "ccm_link")
 
@@ -78,7 +78,7 @@ def _checksum(wh: Warehouse) -> str:
 
 def ingest(wh: Warehouse, source: Source) -> IngestSummary:
     """Replace the raw tables with the source's data, all or nothing."""
-    started = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    started = utcnow()
     t0 = time.perf_counter()
     raw = source.tables()
     rows: dict[str, int] = {}
@@ -103,7 +103,7 @@ def ingest(wh: Warehouse, source: Source) -> IngestSummary:
                     rows["ccm_link"],
                     digest,
                     started,
-                    dt.datetime.now(dt.UTC).replace(tzinfo=None),
+                    utcnow(),
                 ],
             )
             ingest_id = wh.scalar("SELECT max(ingest_id) FROM raw.ingests")

@@ -27,15 +27,13 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from app.errors import UserError, ValidationError
 from app.reference import raw_item_columns_from_file
 from app.settings import Settings, get_settings
 from app.sources.base import RawTables, Source
 from app.sqlfiles import sql_file
+from contracts.errors import UserError, ValidationError
+from contracts.raw import FUNDQ_ROW_KEY, LINKPRIMS, LINKTYPES
 
-KEYS = ("gvkey", "datadate", "fyearq", "fqtr")
-LINKTYPES = ("LU", "LC")
-LINKPRIMS = ("P", "C")
 _INT = re.compile(r"^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|UHUGEINT)$")
 _FLOAT = re.compile(r"^(FLOAT|DOUBLE|REAL|DECIMAL\(\d+,\s*\d+\))$")
 _TIMESTAMP = re.compile(r"^TIMESTAMP")
@@ -288,7 +286,7 @@ class ParquetSource(Source):
         self.has_permno = "permno" in panel.types
         self.has_naicsh = "naicsh" in panel.types
         panel.require(
-            list(KEYS), "key",
+            list(FUNDQ_ROW_KEY), "key",
             "The panel needs gvkey, datadate, fyearq and fqtr (Compustat names).",
         )
         panel.require(
@@ -312,7 +310,7 @@ class ParquetSource(Source):
         for code in ("sich", "naicsh", "permno"):
             if code in panel.types:
                 panel.check_number(code, integral=True, lo=0, hi=2_147_483_647)
-        panel.check_unique(list(KEYS))
+        panel.check_unique(list(FUNDQ_ROW_KEY))
 
         if self.industry is not None:
             ind = _File(con, self.industry, "industry", "industry")

@@ -10,7 +10,7 @@ says not to retry in a loop.
 
 The pull asks only for the columns the benchmark needs (keys, the 52 balance-sheet
 and income-statement items, the 20 year-to-date cash-flow sources: 77 columns of
-comp.fundq's ~650) with the filters of SPEC_NOTES section 1, one calendar year of
+comp.fundq's ~650) with the filters of docs/sources.md ("What is pulled"), one calendar year of
 `datadate` per query. Each answer is converted to Arrow at once (the client
 returns pandas; nothing else here touches pandas), cast to the raw schema and
 written to `<cache_dir>/wrds/<table>-<key>/<chunk>.parquet` atomically (temporary
@@ -34,16 +34,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from app.errors import UserError
 from app.reference import raw_item_columns_from_file
 from app.settings import get_settings
 from app.sources.base import RawTables, Source
+from contracts.errors import UserError
+from contracts.raw import FUNDQ_KEYS, INDUSTRY_SCHEMA, LINK_SCHEMA, LINKPRIMS, LINKTYPES
+from contracts.raw import fundq_schema as raw_fundq_schema
 
 FUNDQ_FILTERS = {"indfmt": "INDL", "datafmt": "STD", "consol": "C", "popsrc": "D"}
 INDUSTRY_FILTERS = {"consol": "C", "popsrc": "D"}
-LINKTYPES = ("LU", "LC")
-LINKPRIMS = ("P", "C")
-FUNDQ_KEYS = ("gvkey", "datadate", "fyearq", "fqtr", "fyr")
 
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 _NEVER_RETRY = (
@@ -60,29 +59,7 @@ def fundq_columns() -> list[str]:
 
 def fundq_schema(columns: list[str] | None = None) -> pa.Schema:
     """Arrow schema of raw.fundq chunks (types as in migration V0001)."""
-    key_types = {
-        "gvkey": pa.string(),
-        "datadate": pa.date32(),
-        "fyearq": pa.int32(),
-        "fqtr": pa.int8(),
-        "fyr": pa.int8(),
-    }
-    return pa.schema([(c, key_types.get(c, pa.float64())) for c in columns or fundq_columns()])
-
-
-INDUSTRY_SCHEMA = pa.schema(
-    [("gvkey", pa.string()), ("datadate", pa.date32()), ("sich", pa.int32()), ("naicsh", pa.int32())]
-)
-LINK_SCHEMA = pa.schema(
-    [
-        ("gvkey", pa.string()),
-        ("lpermno", pa.int32()),
-        ("linktype", pa.string()),
-        ("linkprim", pa.string()),
-        ("linkdt", pa.date32()),
-        ("linkenddt", pa.date32()),
-    ]
-)
+    return raw_fundq_schema(columns or fundq_columns())
 
 
 def _quoted(values: tuple[str, ...]) -> str:
@@ -138,6 +115,7 @@ class WrdsSource(Source):
         cache_dir: Path | str | None = None,
         connection_factory: Callable[[str], Any] | None = None,
         progress: bool = True,
+        console: Any = None,
     ):
         if not user or not _IDENT.match(user.lower()):
             raise UserError(f"Not a WRDS user name: {user!r}")
@@ -151,6 +129,9 @@ class WrdsSource(Source):
         self.cache_dir = Path(cache_dir) if cache_dir is not None else get_settings().cache_dir
         self.connection_factory = connection_factory or _login
         self.progress = progress
+        # A rich Console for the progress bar (the CLI passes its stderr console); a
+        # source never imports the command line.
+        self.console = console
         self.login_attempts = 0
         self._login_error: UserError | None = None
         self.columns = fundq_columns()
@@ -245,7 +226,7 @@ class WrdsSource(Source):
         db = self._connect()
         done = 0
         try:
-            with _progress(self.progress, len(todo), total - len(todo)) as advance:
+            with _progress(self.progress, len(todo), total - len(todo), self.console) as advance:
                 for chunk in todo:
                     try:
                         frame = db.raw_sql(chunk.sql)
@@ -368,8 +349,8 @@ def _read_chunks(chunks: list[Chunk]) -> pa.RecordBatchReader:
 class _progress:
     """A rich progress bar over chunks (or nothing, for tests and pipes)."""
 
-    def __init__(self, enabled: bool, todo: int, cached: int):
-        self.enabled, self.todo, self.cached = enabled, todo, cached
+    def __init__(self, enabled: bool, todo: int, cached: int, console: Any = None):
+        self.enabled, self.todo, self.cached, self.console = enabled, todo, cached, console
         self._bar = None
 
     def __enter__(self) -> Callable[[str], None]:
@@ -384,15 +365,13 @@ class _progress:
             TimeRemainingColumn,
         )
 
-        from app.cli.common import console
-
         self._bar = Progress(
             TextColumn("WRDS {task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
-            console=console,
+            console=self.console,
         )
         self._bar.start()
         task = self._bar.add_task(

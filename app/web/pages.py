@@ -15,14 +15,20 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from app import __version__
+from app.api import queries
 from app.api.deps import SettingsDep, WarehouseDep
 from app.api.errors import NotFound
 from app.api.formats import clean
-from app.api.routers.leaderboards import TRACKS, footprint_names, latest_run, leaderboard_table
-from app.api.routers.submissions import submission_record, submission_scores
+from app.api.queries import (
+    TRACK_INFO,
+    footprint_names,
+    latest_run,
+    leaderboard_table,
+    submission_record,
+    submission_scores,
+)
 from app.api.sqlguard import snapshot_schema
 from app.api.uploads import human_bytes
-from app.scoring.leaderboard import HAS_DENSITY
 from app.warehouse import Warehouse
 from app.web import TEMPLATES_DIR
 
@@ -75,41 +81,18 @@ def _columns(names: list[str], types: dict[str, str], metric: str) -> list[dict[
 
 
 def _metric(track: str) -> str:
-    return next((t for t in TRACKS if t["name"] == track), TRACKS[0])["metric"]
+    return next((t for t in TRACK_INFO if t["name"] == track), TRACK_INFO[0])["metric"]
 
 
 def _chart(wh: Warehouse, run: dict[str, Any], track: str, order: list[str]) -> dict[str, Any]:
     """Series for the charts: the track's main metric by horizon, coverage, PIT."""
     metric = _metric(track)
-    rows = wh.fetchall(
-        f"""
-        SELECT m.submission_id, s.name, m.horizon, m.{metric}
-        FROM eval.metrics m JOIN eval.submissions s USING (submission_id)
-        WHERE m.score_run_id = ? AND m.level = 'horizon'
-        ORDER BY s.name, m.horizon
-        """,
-        [run["score_run_id"]],
-    )
+    rows = queries.horizon_series(wh, run["score_run_id"], metric)
     series: dict[int, dict[str, Any]] = {}
     for sid, name, h, v in rows:
         series.setdefault(sid, {"name": name, "points": []})["points"].append([h, v])
-    coverage = wh.fetchall(
-        f"""
-        SELECT m.submission_id, s.name, m.cov50, m.cov80, m.cov90, m.cov95
-        FROM eval.metrics m JOIN eval.submissions s USING (submission_id)
-        WHERE m.score_run_id = ? AND m.level = 'global' AND {HAS_DENSITY}
-        ORDER BY s.name
-        """,
-        [run["score_run_id"]],
-    )
-    pit_rows = wh.fetchall(
-        f"""
-        SELECT p.submission_id, s.name, list(p.share ORDER BY p.bin)
-        FROM eval.pit p JOIN eval.submissions s USING (submission_id)
-        WHERE p.score_run_id = ? AND {HAS_DENSITY} GROUP BY ALL ORDER BY s.name
-        """,
-        [run["score_run_id"]],
-    )
+    coverage = queries.density_coverage(wh, run["score_run_id"])
+    pit_rows = queries.pit_histograms(wh, run["score_run_id"])
     return clean({
         # one colour per model on every chart: its place on the leaderboard
         "colors": {name: i for i, name in enumerate(order)},
@@ -128,21 +111,19 @@ def leaderboard_page(
     request: Request,
     wh: WarehouseDep,
     footprint: str | None = None,
-    track: str = TRACKS[0]["name"],
+    track: str = TRACK_INFO[0]["name"],
     against: str | None = None,
 ) -> HTMLResponse:
     names = footprint_names(wh)
-    if track not in {t["name"] for t in TRACKS}:
-        track = TRACKS[0]["name"]
+    if track not in {t["name"] for t in TRACK_INFO}:
+        track = TRACK_INFO[0]["name"]
     if footprint not in names:
         footprint = "full" if "full" in names else (names[0] if names else None)
-    context: dict[str, Any] = {"footprints": names, "footprint": footprint, "tracks": TRACKS,
+    context: dict[str, Any] = {"footprints": names, "footprint": footprint, "tracks": TRACK_INFO,
                                "track": track, "run": None, "against": against or ""}
     run = latest_run(wh, footprint) if footprint else None
     if run:
-        scored = [n for (n,) in wh.fetchall(
-            "SELECT name FROM eval.submissions WHERE list_contains(?, submission_id) ORDER BY name",
-            [run["submission_ids"]])]
+        scored = queries.submission_names(wh, run["submission_ids"])
         if against not in scored:
             against = None  # a model not on this footprint: back to the leader
         table = leaderboard_table(wh, footprint, track, "global", against)

@@ -1,6 +1,6 @@
 """Chained GBM (Geertsema et al.) under the common protocol, LightGBM, L1 and L2 arms.
 
-Per horizon h the 14-step chain of SPEC_NOTES 6 runs revenue first, then costs and
+Per horizon h the 14-step chain (docs/baselines.md, "Models") runs revenue first, then costs and
 working capital, through the capital-structure and tax blocks. At each step every
 item of the step gets its own LightGBM regressor whose features are the 985 tabular
 features plus the horizon-h values of all items of EARLIER steps:
@@ -42,7 +42,7 @@ from models.baselines.grid import data_fingerprint as _fingerprint
 from models.baselines.presets import GBM_PAPER
 from models.baselines.registry import Registry
 
-#: SPEC_NOTES 6, verbatim ("(+x)" items included; those outside the universe drop out).
+#: The paper's chain, verbatim ("(+x)" items included; those outside the 78 drop out).
 CHAIN_SPEC: tuple[tuple[str, ...], ...] = (
     ("revtq",), ("cogsq", "rectq"), ("invtq", "apq"), ("xsgaq",), ("acoq", "lcoq"),
     ("ppentq", "intanq"), ("dpq",), ("dlcq", "dlttq", "loq"), ("xintq",),

@@ -18,13 +18,12 @@ from functools import lru_cache
 import numpy as np
 import pyarrow as pa
 
-from app import ROOT
-from models import FORECAST_SCHEMA
+from contracts import ROOT
+from contracts.forecasts import FORECAST_SCHEMA
 
 KEY_COLUMNS = ("firm_id", "origin_q", "split")
 N_HORIZONS = 20
 N_FEATURES = 985
-SPLITS = ("train", "val", "test")
 _TARGET = re.compile(r"^(?P<item>.+)_t(?P<h>[0-9]+)$")
 
 @lru_cache(maxsize=1)

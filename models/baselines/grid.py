@@ -1,7 +1,7 @@
 """Per-(item, horizon) models with one hyperparameter grid selected per horizon.
 
-The protocol of the elastic net and the random forest (SPEC_NOTES 6, PAPER appendix
-"Competitor specifications"):
+The protocol of the elastic net and the random forest (the paper's appendix "Competitor
+specifications"; docs/baselines.md, "Models"):
 
 1. selection: for each horizon h and grid point g, fit on the train split for the
    reference item (net income, `niq`) and score the validation-split MSE; the grid

@@ -1,6 +1,6 @@
 """The paper's exact configurations and the small `demo` preset.
 
-`paper` is SPEC_NOTES 6 / the PAPER appendix verbatim. `demo` keeps every model's
+`paper` is the paper's appendix verbatim (docs/baselines.md, "Models"). `demo` keeps every model's
 structure (same features, same selection-then-refit protocol, all 78 items x 20
 horizons, the same 14-step chain, a seed mixture with sigma) but shrinks grids, trees,
 epochs, seeds and rows so all six models finish on the synthetic demo panel in
@@ -77,6 +77,6 @@ def preset(name: str) -> dict[str, dict[str, Any]]:
         return {"enet": ENET_PAPER, "rf": RF_PAPER, "ffnn": FFNN_PAPER, "gbm": GBM_PAPER}
     if name == "demo":
         return {"enet": ENET_DEMO, "rf": RF_DEMO, "ffnn": FFNN_DEMO, "gbm": GBM_DEMO}
-    from app.errors import UserError
+    from contracts.errors import UserError
 
     raise UserError(f"Unknown preset {name!r}; choose one of {', '.join(PRESETS)}")

@@ -12,9 +12,9 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from app import ROOT
-from app.errors import UserError
-from models.llm.providers import Completion
+from contracts import ROOT
+from contracts.errors import UserError
+from models.llm.calls import Completion
 
 DEFAULT_PRICES = ROOT / "reference" / "llm_prices.csv"
 _COLUMNS = ("provider", "model", "input_usd_per_mtok", "cached_input_usd_per_mtok",

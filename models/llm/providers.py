@@ -2,8 +2,8 @@
 and an offline deterministic `fake`.
 
 A provider turns a Request (system and user text, the draw and attempt numbers) into a
-Completion (text, token counts, stop reason). Keys come from the environment
-(ANTHROPIC_API_KEY, OPENAI_API_KEY) and never enter a record. `settings()` is what is
+Completion (text, token counts, stop reason): models.llm.calls. Keys come from the
+environment (ANTHROPIC_API_KEY, OPENAI_API_KEY) and never enter a record. `settings()` is what is
 recorded per call and hashed into the cache key (reasoning settings, temperature, max
 tokens). The SDKs' own retries are off: `call_with_retries` retries transient failures
 (rate limits, 5xx, timeouts, connection errors) with exponential backoff, nothing else.
@@ -15,62 +15,16 @@ import os
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from app.errors import UserError
+from contracts.errors import UserError
+from models.llm.calls import Completion, Provider, ProviderError, Request
 
 #: The paper's request settings: 64k output tokens of headroom for heavy reasoning.
 MAX_TOKENS = 64_000
 #: Seconds one request may take (a reasoning call can run many minutes).
 TIMEOUT_S = 1_800.0
 PROVIDERS = ("anthropic", "openai", "fake")
-
-
-@dataclass(frozen=True)
-class Request:
-    system: str
-    user: str
-    draw: int = 1      # 1 = the main run; 2..K repeated draws of the same prompt
-    attempt: int = 1   # 2 = the one retry after an unusable answer
-
-
-@dataclass
-class Completion:
-    text: str
-    input_tokens: int = 0          # every input token, cached ones included
-    output_tokens: int = 0         # every output token, reasoning included (billed as output)
-    reasoning_tokens: int | None = None
-    cached_input_tokens: int = 0   # the part of input_tokens read from a prompt cache
-    stop_reason: str | None = None
-    response_id: str | None = None
-    response_model: str | None = None
-    truncated: bool = False        # stopped by the output-token limit
-
-
-class Provider(Protocol):
-    name: str
-    model: str
-
-    def settings(self) -> dict[str, Any]: ...
-
-    def complete(self, request: Request) -> Completion: ...
-
-
-class ProviderError(Exception):
-    """A call that failed; `transient` ones are worth retrying."""
-
-    def __init__(self, message: str, *, transient: bool, retry_after: float | None = None,
-                 status: int | None = None):
-        super().__init__(message)
-        self.transient = transient
-        self.retry_after = retry_after
-        self.status = status
-
-    @property
-    def fatal(self) -> bool:
-        """Every further call would fail the same way (bad key, no access, unknown model)."""
-        return self.status in (401, 403, 404)
 
 
 def _status_error(exc: Exception) -> ProviderError:

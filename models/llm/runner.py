@@ -10,7 +10,6 @@ outcome) for llm.calls.
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -20,14 +19,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from app.errors import UserError
-from models import FORECAST_SCHEMA
+from contracts.errors import UserError
+from contracts.forecasts import FORECAST_SCHEMA
+from contracts.provenance import utcnow
 from models.llm.cache import ResponseCache, request_key
+from models.llm.calls import Completion, Provider, ProviderError, Request
 from models.llm.items import rebuild_statements
 from models.llm.parsing import ParsedAnswer, better_of, parse_answer
 from models.llm.prices import PriceTable
 from models.llm.prompts import MAX_HORIZON, OriginHistory, system_prompt, user_message
-from models.llm.providers import Completion, Provider, ProviderError, Request, call_with_retries
+from models.llm.providers import call_with_retries
 
 #: An unusable answer is asked for once more, never more.
 ATTEMPTS = 2
@@ -62,7 +63,7 @@ class CallRecord:
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat(timespec="seconds")
+    return utcnow().isoformat(timespec="seconds")
 
 
 @dataclass

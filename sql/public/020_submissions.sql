@@ -1,6 +1,8 @@
--- Public submission records from eval.submissions: names, density family, size,
--- checksum and the declared metadata (description, code link, training cutoff,
--- leakage statement, uploader). The raw metadata JSON stays private.
+-- Public submission records from the temp view submission_records (made by the
+-- publisher from sql/service/submission_records.sql over eval.submissions): names,
+-- density family, size, checksum and the declared metadata (description, code link,
+-- training cutoff, leakage statement, uploader), without the row count and the
+-- retirement time. The raw metadata JSON stays private.
 CREATE TABLE pub.submissions AS
 SELECT
     submission_id,
@@ -13,11 +15,11 @@ SELECT
     cells,
     checksum,
     build_id,
-    json_extract_string(metadata, '$.description')        AS description,
-    json_extract_string(metadata, '$.code_url')           AS code_url,
-    json_extract_string(metadata, '$.training_cutoff')    AS training_cutoff,
-    json_extract_string(metadata, '$.leakage_statement')  AS leakage_statement,
-    json_extract_string(metadata, '$.uploaded_by')        AS uploaded_by,
+    description,
+    code_url,
+    training_cutoff,
+    leakage_statement,
+    uploaded_by,
     created_at
-FROM eval.submissions
+FROM submission_records
 ORDER BY submission_id;

@@ -1,5 +1,5 @@
--- Quarterly values from raw.* derived the way the build derives them (SPEC_NOTES section
--- 2, steps 1-4, and the deflator validity of step 6), for the synthetic validation report.
+-- Quarterly values from raw.* derived the way the build derives them (docs/build.md,
+-- steps 010-050, and the deflator validity of step 070), for the synthetic validation report.
 -- Makes temp tables: syn_rows (the kept filing per firm and calendar quarter after the
 -- link-window trim and the financial filter, with the firm's previous kept row),
 -- syn_values (gvkey, q, item_id, v: as-reported items, YTD-converted quarterly flows,

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from fastapi.testclient import TestClient
 
 from app.api.auth import add_user
-from app.cli.common import prepare
+from app.flows.warehouse import prepare
 from app.settings import Settings
 from app.warehouse import Warehouse, connect
 

@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from app.api.auth import AuthError, add_user, authenticate, revoke_tokens
 from app.cli import app as cli
-from app.errors import UserError
 from app.warehouse import Warehouse
+from contracts.errors import UserError
 
 
 def test_tokens_are_stored_hashed(wh: Warehouse) -> None:

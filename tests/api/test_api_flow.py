@@ -140,7 +140,7 @@ def test_failed_publication_keeps_the_service_up(panel, monkeypatch) -> None:
     from fastapi.testclient import TestClient
 
     from app.api import main
-    from app.errors import UserError
+    from contracts.errors import UserError
 
     def broken(*_a, **_k):
         raise UserError("disk full")

@@ -19,7 +19,7 @@ from service_helpers import submission_bytes
 
 from app import scoring
 from app.api.auth import add_user
-from app.api.jobs import MAX_ATTEMPTS
+from app.api.job_queue import MAX_ATTEMPTS
 from app.api.main import create_app
 from app.settings import Settings
 from app.warehouse import connect

@@ -17,7 +17,7 @@ from app.api import snapshot
 from app.api.main import _publish_safely
 from app.api.snapshot import GRACE_VERSIONS, publish, reading, versions
 from app.api.sqlguard import run_query
-from app.cli.common import prepare
+from app.flows.warehouse import prepare
 from app.settings import Settings
 from app.sqlfiles import SqlFile
 from app.warehouse import Warehouse, connect

@@ -8,12 +8,12 @@ from typer.testing import CliRunner
 
 from app.build import run_build
 from app.cli import app as cli_app
-from app.cli.baselines import parse_which, run_baselines
-from app.errors import UserError
+from app.flows.baselines import parse_which, run_baselines
 from app.imputed import build_imputed, current_imputation
 from app.sources import ingest
 from app.sources.synthetic import SyntheticConfig, SyntheticSource
 from app.views import tabular_reader
+from contracts.errors import UserError
 from models.baselines.data import from_batches
 
 

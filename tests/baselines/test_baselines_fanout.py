@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.errors import UserError
+from contracts.errors import UserError
 from models.baselines import elastic_net
 from models.baselines.fanout import FanOut, fan_out
 

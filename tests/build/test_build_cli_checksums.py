@@ -9,8 +9,8 @@ import sqlglot
 from typer.testing import CliRunner
 
 from app.cli import app
-from app.errors import UserError
 from app.sqlfiles import checksum, normalize_sql, steps_in
+from contracts.errors import UserError
 from tests.build.conftest import insert_fundq, qdate
 
 runner = CliRunner()

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from app.build import run_build
-from app.errors import UserError
 from app.views import raw_windows, tabular_reader, tuple_windows
+from contracts.errors import UserError
 from tests.build.conftest import insert_fundq, qdate
 
 Z = 100.001
@@ -35,7 +35,7 @@ def x_of(u: float) -> float:
 def make_built(tmp_path, rules: str = "published"):
     """One firm, 2000Q1..2010Q4 with a 2004Q3 gap, pinned statistics mu 0, sigma 1, k 1."""
     from app.build import BuildParams
-    from app.cli.common import prepare
+    from app.flows.warehouse import prepare
     from app.settings import Settings
     from app.warehouse import connect
 

@@ -22,7 +22,7 @@ def u(q: int) -> float:
 
 
 def _panel(tmp_path, rules: str):
-    from app.cli.common import prepare
+    from app.flows.warehouse import prepare
     from app.settings import Settings
     from app.warehouse import connect
 

@@ -16,7 +16,7 @@ def built_panel(tmp_path_factory) -> Path:
     """A warehouse file holding a built panel of 8 synthetic firms, 2006-2013 (test
     origins 2010-2013); tests work on copies of it."""
     from app.build import run_build
-    from app.cli.common import prepare
+    from app.flows.warehouse import prepare
     from app.sources import ingest
     from app.sources.synthetic import SyntheticConfig, SyntheticSource
 

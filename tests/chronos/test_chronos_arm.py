@@ -10,10 +10,10 @@ import pyarrow.compute as pc
 import pytest
 
 from app import scoring
-from app.chronos_run import ChronosOptions, origin_plan, run_chronos
-from app.errors import UserError
+from app.flows.chronos import ChronosOptions, origin_plan, run_chronos
 from app.settings import get_settings
 from app.views import raw_windows
+from contracts.errors import UserError
 from models.chronos import CELL_SCHEMA, HORIZONS, QUANTILE_LEVELS, QUANTILE_SCHEMA
 from models.chronos import forecast as chronos_forecast
 from models.chronos.context import contexts_from_batch

@@ -12,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from app import scoring
-from app.chronos_run import ChronosOptions, run_chronos
 from app.cli import app
-from app.errors import UserError
+from app.flows.chronos import ChronosOptions, run_chronos
 from app.warehouse import connect
+from contracts.errors import UserError
 
 
 def _nothing_written(settings) -> None:

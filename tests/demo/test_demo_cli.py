@@ -5,8 +5,9 @@ from __future__ import annotations
 from typer.testing import CliRunner
 
 from app.cli import app
-from app.cli.demo import ALL_COMPETITORS, DEMO_COMPETITORS, stages
-from app.errors import UserError
+from app.cli.demo import DEMO_COMPETITORS, stages
+from contracts.competitors import COMPETITORS as ALL_COMPETITORS
+from contracts.errors import UserError
 
 
 def test_unknown_competitor_is_one_clear_error(settings) -> None:

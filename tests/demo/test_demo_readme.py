@@ -28,8 +28,8 @@ import pyarrow.parquet as pq
 import pytest
 import typer.main
 
-from app import ROOT
 from app.cli import app
+from contracts import ROOT
 
 README = ROOT / "README.md"
 

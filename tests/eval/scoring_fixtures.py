@@ -120,7 +120,7 @@ def forecasts_from(cells: pa.Table, mu, sigma=None, component: int = 0) -> pa.Ta
 
 def module_warehouse(tmp_path_factory, name: str):
     """A migrated warehouse with the tiny panel, for one test module (built once)."""
-    from app.cli.common import prepare
+    from app.flows.warehouse import prepare
     from app.settings import Settings
     from app.warehouse import connect
 
@@ -137,7 +137,7 @@ def cell_scores(wh: Warehouse, footprint: str, submission_ids: list[int]) -> pa.
     """Stored per-cell scores (sql/eval/050-052) of the submissions on a footprint's common
     sample (040, 055, 058), with the cell's keys and change y, for exact checks."""
     from app.scoring.cells import ensure_cell_scores, scoring_context
-    from app.scoring.footprints import get_footprint
+    from app.scoring.footprints.store import get_footprint
     from app.scoring.sample import common_sample, prepare_footprint_cells, prepare_run_subs
 
     ensure_cell_scores(wh, submission_ids, scoring_context(wh))

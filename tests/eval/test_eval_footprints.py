@@ -8,8 +8,9 @@ import pytest
 from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
 
 from app import scoring
-from app.errors import UserError
-from app.scoring.footprints import GEERT_ITEMS, validate_predicate
+from app.scoring.footprints.standard import GEERT_ITEMS
+from app.scoring.footprints.store import validate_predicate
+from contracts.errors import UserError
 
 
 @pytest.fixture(scope="module")
@@ -118,12 +119,12 @@ def renumbered_wh(tmp_path_factory):
 
 def _fp_keys(wh, name: str) -> set[tuple]:
     """The footprint's scoreable cells as (gvkey, origin_q, item_id, horizon)."""
-    from app.scoring.footprints import _drop_temp, prepare_footprint
+    from app.scoring.footprints.store import drop_footprint_temp, prepare_footprint
 
     prepare_footprint(wh, scoring.get_footprint(wh, name))
     keys = set(wh.fetchall("SELECT f.gvkey, t.origin_q, t.item_id, t.horizon FROM fp_truth t "
                            "JOIN panel.firms f USING (firm_id)"))
-    _drop_temp(wh)
+    drop_footprint_temp(wh)
     return keys
 
 
@@ -159,7 +160,7 @@ def stale_wh(tmp_path_factory):
 
 
 def test_submissions_of_another_panel_are_not_scored(stale_wh):
-    from app.scoring.metrics import active_submissions, stale_submissions
+    from app.scoring.submissions.registry import active_submissions, stale_submissions
 
     wh = stale_wh
 

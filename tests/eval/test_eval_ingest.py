@@ -11,7 +11,7 @@ import pytest
 from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
 
 from app import scoring
-from app.errors import UserError, ValidationError
+from contracts.errors import UserError, ValidationError
 
 
 @pytest.fixture(scope="module")
@@ -288,7 +288,7 @@ def test_published_package_files_as_written(wh, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from app.cli import app as cli_app
-    from app.scoring.ingest import family_sidecar
+    from app.scoring.submissions.uploads import family_sidecar
 
     cols = _good(40)
     table = pa.table({

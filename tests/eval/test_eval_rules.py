@@ -11,8 +11,8 @@ from scipy import special, stats
 from scoring_fixtures import forecasts_from, module_warehouse
 
 from app import scoring
-from app.errors import UserError
 from app.scoring.cells import build_rules
+from contracts.errors import UserError
 
 SMALL = "horizon IN (1, 7) AND item IN ('atq', 'niq')"
 

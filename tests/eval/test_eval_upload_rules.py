@@ -13,7 +13,7 @@ import pytest
 from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
 
 from app import scoring
-from app.errors import ValidationError
+from contracts.errors import ValidationError
 
 
 @pytest.fixture(scope="module")

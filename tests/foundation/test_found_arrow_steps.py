@@ -12,10 +12,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from app.errors import UserError
 from app.settings import Settings
 from app.sqlfiles import sql_file
 from app.warehouse import Warehouse
+from contracts.errors import UserError
 
 ROWS = 3_000_000
 

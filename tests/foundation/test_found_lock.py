@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.errors import WarehouseLocked
 from app.settings import Settings
 from app.warehouse import connect
+from contracts.errors import WarehouseLocked
 
 _HOLDER = (
     "import sys, duckdb\n"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import MigrationError
 from app.migrations import MIGRATIONS_DIR, discover, migrate, status
 from app.settings import Settings
 from app.warehouse import Warehouse, connect
+from contracts.errors import MigrationError
 
 
 @pytest.fixture

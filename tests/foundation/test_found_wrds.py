@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 import app.sources.wrds as wrds_source
-from app.errors import UserError
 from app.sources import ingest
 from app.sources.wrds import FUNDQ_KEYS, WrdsSource, fundq_columns
 from app.warehouse import Warehouse
+from contracts.errors import UserError
 
 FIRMS = ("001004", "001045", "012345")
 

@@ -15,7 +15,7 @@ from app.warehouse import Warehouse, connect
 def built_panel(tmp_path_factory) -> Path:
     """40 synthetic firms filing 2004-2014, built (test origins 2010-2014)."""
     from app.build import run_build
-    from app.cli.common import prepare
+    from app.flows.warehouse import prepare
     from app.sources import ingest
     from app.sources.synthetic import SyntheticConfig, SyntheticSource
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from models.llm.providers import Completion, ProviderError, Request
+from models.llm.calls import Completion, ProviderError, Request
 
 
 @dataclass

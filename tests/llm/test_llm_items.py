@@ -8,7 +8,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from app import ROOT
+from contracts import ROOT
 from models.llm.items import (
     DERIVED,
     HIDDEN_DERIVED,

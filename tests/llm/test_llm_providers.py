@@ -10,12 +10,11 @@ import httpx2
 import openai
 import pytest
 
-from app.errors import UserError
+from contracts.errors import UserError
+from models.llm.calls import ProviderError, Request
 from models.llm.providers import (
     AnthropicProvider,
     OpenAIProvider,
-    ProviderError,
-    Request,
     call_with_retries,
     make_provider,
 )

@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 from llm_helpers import RecordedProvider
 
-from app.errors import UserError
+from contracts.errors import UserError
 from models.llm.cache import ResponseCache, request_key
+from models.llm.calls import ProviderError
 from models.llm.items import DERIVED
 from models.llm.prices import load_prices
 from models.llm.prompts import OriginHistory
-from models.llm.providers import ProviderError, call_with_retries
+from models.llm.providers import call_with_retries
 from models.llm.runner import DOLLAR_SCHEMA, LlmForecaster, forecast_table
 
 ITEMS = {"revtq": {0: 100.0, -1: 90.0}, "cogsq": {0: 60.0}, "cheq": {-4: 10.0}}

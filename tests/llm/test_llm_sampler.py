@@ -6,7 +6,13 @@ from __future__ import annotations
 import json
 
 from app import scoring
-from app.llm.footprint import LLM_ORIGINS, MAX_BLOCK, MIN_BLOCK, create_llm_footprint, sample_counts
+from app.scoring.footprints.llm import (
+    LLM_ORIGINS,
+    MAX_BLOCK,
+    MIN_BLOCK,
+    create_llm_footprint,
+    sample_counts,
+)
 
 
 def sample(wh, fid):

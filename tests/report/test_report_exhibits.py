@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from app import scoring
 from app.build import run_build
 from app.cli import app as cli_app
-from app.cli.common import prepare
+from app.flows.warehouse import prepare
 from app.reconcile import reconcile
 from app.settings import get_settings
 from app.sources import ingest
@@ -146,7 +146,7 @@ def test_report_leaves_out_what_it_cannot_make_and_says_why(built, tmp_path):
 
 
 def test_reconcile_command_refuses_variance_weights_without_sigma(built):
-    from app.errors import UserError
+    from contracts.errors import UserError
 
     with connect(read_only=True) as wh:
         before = wh.fetchall("SELECT count(*) FROM eval.submissions")

@@ -8,7 +8,7 @@ from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
 
 import app.reconcile as rec
 from app import scoring
-from app.errors import UserError
+from contracts.errors import UserError
 
 # dollar statements of the tiny panel's identities, from a submission's stored forecasts
 VIOLATIONS = """

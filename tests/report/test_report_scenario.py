@@ -8,8 +8,8 @@ import pytest
 from report_helpers import save_checkpoint as save_small_checkpoint
 from rich.console import Console
 
-from app.errors import UserError
 from app.scenario import Scenario, available_seeds, load_forma, scenario_view
+from contracts.errors import UserError
 
 ITEMS = ["aoq_ex_intanq", "xsgaq_ex_rd", "revtq", "loq_ex_dr", "acomincq"]
 

@@ -9,12 +9,12 @@ from scoring_fixtures import forecasts_from, make_panel, truth_cells
 
 from app import scoring
 from app.api.main import create_app
-from app.cli.common import prepare
-from app.errors import UserError
+from app.flows.warehouse import prepare
 from app.report.data import dm_mark, figure_marker
 from app.scoring.leaderboard import dm_stars
 from app.settings import get_settings
 from app.warehouse import connect
+from contracts.errors import UserError
 
 
 def test_star_convention():

@@ -8,10 +8,10 @@ from synthetic_helpers import tiny_config
 from typer.testing import CliRunner
 
 from app.cli import app
-from app.errors import UserError
 from app.sources import ingest
 from app.sources.synthetic import SyntheticSource
 from app.sources.synthetic.validation import validation_report
+from contracts.errors import UserError
 
 
 def test_ingest_writes_raw_tables_oracle_and_provenance(wh):

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 import app.scoring
-from app.errors import UserError
-from app.sources.synthetic.oracle import oracle_forecasts, submit_oracle
+from app.flows.oracle import oracle_forecasts, submit_oracle
+from contracts.errors import UserError
 
 
 def _panel(wh):

@@ -9,33 +9,27 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
+from app.api import queries
 from app.api.deps import AdminUser, JobsDep, WarehouseDep
 from app.api.errors import NotFound
-from app.api.formats import Format, FormatQuery, clean, table_response
+from app.api.formats import TABLE_RESPONSE, Format, FormatQuery, clean, table_response
+from app.api.responses import FootprintDetail, FootprintTable
 
 router = APIRouter(prefix="/footprints", tags=["footprints"])
 
-_SQL = """
-SELECT footprint_id, name, version, kind, predicate, split, description, n_cells, build_id, created_at
-FROM eval.footprints
-"""
 
-
-@router.get("", summary="All footprints (every version); JSON or CSV")
+@router.get("", summary="All footprints (every version); JSON or CSV",
+            responses={200: {**TABLE_RESPONSE, "model": FootprintTable}})
 def list_footprints(wh: WarehouseDep, format: FormatQuery = Format.json) -> Response:
-    return table_response(wh.arrow(_SQL + " ORDER BY name, version"), format, "footprints")
+    return table_response(queries.footprint_table(wh), format, "footprints")
 
 
-@router.get("/{name}", summary="One footprint: its versions, size and membership counts")
+@router.get("/{name}", summary="One footprint: its versions, size and membership counts",
+            response_model=FootprintDetail, response_model_exclude_unset=True)
 def get_footprint(name: str, wh: WarehouseDep) -> dict[str, Any]:
-    versions = wh.arrow(_SQL + " WHERE name = ? ORDER BY version", [name]).to_pylist()
+    versions = queries.footprint_versions(wh, name)
     if not versions:
         raise NotFound(f"No footprint {name!r}.")
-    for v in versions:
-        v["origins"] = wh.scalar(
-            "SELECT count(*) FROM eval.footprint_origins WHERE footprint_id = ?", [v["footprint_id"]])
-        v["cells"] = wh.scalar(
-            "SELECT count(*) FROM eval.footprint_cells WHERE footprint_id = ?", [v["footprint_id"]])
     return clean({"name": name, "versions": versions})
 
 
@@ -61,5 +55,4 @@ def create_footprint(body: NewFootprint, _: AdminUser, wh: WarehouseDep, jobs: J
         kwargs["seed"] = body.seed
     footprint_id = scoring.create_footprint(wh, body.name, **kwargs)
     jobs.request_score(body.name)
-    record = wh.arrow(_SQL + " WHERE footprint_id = ?", [footprint_id]).to_pylist()[0]
-    return clean({**record, "scoring": "queued"})
+    return clean({**queries.footprint_record(wh, footprint_id), "scoring": "queued"})

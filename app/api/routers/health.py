@@ -7,23 +7,25 @@ from typing import Any
 from fastapi import APIRouter
 
 from app import __version__
+from app.api import queries
 from app.api.deps import JobsDep, SettingsDep, WarehouseDep
+from app.api.responses import Health
 from app.api.snapshot import snapshot_health
 
 router = APIRouter(tags=["health"])
 
 
-@router.get("/health", summary="Service health, versions and queue depth")
+@router.get("/health", summary="Service health, versions and queue depth", response_model=Health,
+            response_model_exclude_unset=True)
 def health(wh: WarehouseDep, jobs: JobsDep, settings: SettingsDep) -> dict[str, Any]:
     """`ok` when the warehouse answers and the last publication of the public snapshot
     succeeded; `degraded` while publishing fails (`snapshot.last_failure` says why; pages
     and the SQL console serve the previous snapshot). Also the schema version and queue."""
-    migration = wh.scalar("SELECT max(version) FROM schema_migrations")
     snapshot = snapshot_health(wh)
     return {
         "status": "degraded" if snapshot["status"] == "failing" else "ok",
         "version": __version__,
-        "schema_version": migration,
+        "schema_version": queries.schema_version(wh),
         "jobs_pending": jobs.pending(),
         "snapshot": snapshot,
         "limits": {

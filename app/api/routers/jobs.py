@@ -9,7 +9,8 @@ from fastapi import APIRouter, Query
 from app.api.deps import CurrentUser, WarehouseDep
 from app.api.errors import Forbidden, NotFound
 from app.api.formats import clean
-from app.api.jobs import get_job, list_jobs
+from app.api.job_store import get_job, list_jobs
+from app.api.responses import Job
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 
@@ -26,7 +27,8 @@ def _view(job: dict[str, Any]) -> dict[str, Any]:
     return clean(out)
 
 
-@router.get("", summary="The caller's jobs, newest first (admins: everyone's)")
+@router.get("", summary="The caller's jobs, newest first (admins: everyone's)",
+            response_model=list[Job], response_model_exclude_unset=True)
 def my_jobs(
     user: CurrentUser, wh: WarehouseDep, limit: Annotated[int, Query(ge=1, le=500)] = 50
 ) -> list[dict[str, Any]]:
@@ -34,7 +36,8 @@ def my_jobs(
     return [_view(j) for j in jobs]
 
 
-@router.get("/{job_id}", summary="One job's status and validation report (owner or admin)")
+@router.get("/{job_id}", summary="One job's status and validation report (owner or admin)",
+            response_model=Job, response_model_exclude_unset=True)
 def job_status(job_id: int, user: CurrentUser, wh: WarehouseDep) -> dict[str, Any]:
     job = get_job(wh, job_id)
     if job is None:

@@ -6,31 +6,17 @@ from __future__ import annotations
 from enum import Enum
 from typing import Annotated, Any
 
-import pyarrow as pa
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
+from app.api import queries
 from app.api.deps import WarehouseDep
 from app.api.errors import NotFound
-from app.api.formats import Format, FormatQuery, clean, table_response
-from app.warehouse import Warehouse
+from app.api.formats import TABLE_RESPONSE, Format, FormatQuery, clean, table_response
+from app.api.responses import LeaderboardIndex, LeaderboardTable
+from contracts.tracks import Track
 
 router = APIRouter(prefix="/leaderboards", tags=["leaderboards"])
-
-#: The tracks of the paper's results table: squared error on conditional means (R²),
-#: absolute error on medians (MAE), proper scores on densities (CRPS, NLL).
-TRACKS: list[dict[str, str]] = [
-    {"name": "squared", "label": "Squared error: R² (means)", "metric": "r2"},
-    {"name": "absolute", "label": "Absolute error: MAE (medians)", "metric": "mae"},
-    {"name": "density", "label": "Density: CRPS, NLL, coverage", "metric": "crps"},
-]
-
-
-class Track(str, Enum):
-    squared = "squared"
-    absolute = "absolute"
-    density = "density"
-
 
 class By(str, Enum):
     global_ = "global"
@@ -39,51 +25,22 @@ class By(str, Enum):
     statement = "statement"
 
 
-def footprint_names(wh: Warehouse) -> list[str]:
-    """Footprints that exist, scored ones first in name order."""
-    if not wh.table_exists("eval.footprints"):
-        return []
-    return [r[0] for r in wh.fetchall(
-        "SELECT name FROM eval.footprints GROUP BY name ORDER BY name = 'full' DESC, name")]
-
-
-def latest_run(wh: Warehouse, footprint: str) -> dict[str, Any] | None:
-    """The newest score run of a footprint with its provenance (build and eval versions)."""
-    table = wh.arrow(
-        """
-        SELECT score_run_id, footprint_name, footprint_version, submission_ids, footprint_cells,
-               n_cells, build_id, json_extract_string(build, '$.sql_checksum') AS build_sql_version,
-               eval_sql_version, started_at, finished_at, elapsed_s
-        FROM eval.score_runs WHERE footprint_name = ?
-        ORDER BY score_run_id DESC LIMIT 1
-        """,
-        [footprint],
-    )
-    return table.to_pylist()[0] if table.num_rows else None
-
-
-def leaderboard_table(wh: Warehouse, footprint: str, track: str, by: str,
-                      against: str | None = None) -> pa.Table:
-    from app import scoring
-
-    return scoring.leaderboard(wh, footprint, track, None if by == "global" else by,
-                               against=against or None)
-
-
-@router.get("", summary="Footprints with their latest score run, and the tracks")
+@router.get("", summary="Footprints with their latest score run, and the tracks",
+            response_model=LeaderboardIndex, response_model_exclude_unset=True)
 def index(wh: WarehouseDep) -> dict[str, Any]:
     return clean({
-        "tracks": TRACKS,
+        "tracks": queries.TRACK_INFO,
         "breakdowns": [b.value for b in By],
         "footprints": [
-            {"footprint": f, "latest_run": latest_run(wh, f),
+            {"footprint": f, "latest_run": queries.latest_run(wh, f),
              "url": f"/api/v1/leaderboards/{f}"}
-            for f in footprint_names(wh)
+            for f in queries.footprint_names(wh)
         ],
     })
 
 
-@router.get("/{footprint}", summary="One leaderboard: footprint x track, by global/horizon/item/statement")
+@router.get("/{footprint}", summary="One leaderboard: footprint x track, by global/horizon/item/statement",
+            responses={200: {**TABLE_RESPONSE, "model": LeaderboardTable}})
 def leaderboard(
     footprint: str,
     wh: WarehouseDep,
@@ -94,12 +51,12 @@ def leaderboard(
         description="Diebold-Mariano reference: a submission name or id scored on this "
                     "footprint (default: the leader). Stars mark the reference better.")] = None,
 ) -> Response:
-    if footprint not in footprint_names(wh):
+    if footprint not in queries.footprint_names(wh):
         raise NotFound(f"No footprint {footprint!r}; GET /api/v1/footprints lists them.")
-    run = latest_run(wh, footprint)
+    run = queries.latest_run(wh, footprint)
     if run is None:
         raise NotFound(f"Footprint {footprint!r} has not been scored yet.")
-    table = leaderboard_table(wh, footprint, track.value, by.value, against)
+    table = queries.leaderboard_table(wh, footprint, track.value, by.value, against)
     return table_response(
         table, format, f"leaderboard-{footprint}-{track.value}-{by.value}",
         extra={"footprint": footprint, "track": track.value, "by": by.value, "score_run": run,

@@ -1,16 +1,14 @@
-"""The synthetic Compustat-shaped panel with a known oracle (issue 3).
+"""The synthetic Compustat-shaped panel with a known oracle (docs/synthetic.md).
 
 Public API:
 - `SyntheticConfig.for_scale(scale, firms=..., start=..., end=..., seed=...)`
 - `SyntheticSource(cfg)`: a Source; `app.sources.ingest(wh, SyntheticSource(cfg))`
   writes raw.fundq, raw.company_industry, raw.ccm_link and the oracle tables.
 - `Simulation(cfg)`: the generator itself (`history()` yields raw.fundq batches).
-- `submit_oracle(wh)`: standardize the oracle paths and score them as model "oracle".
 - `validation_report(wh)`: the validation report over raw.* (sql/synthetic).
 """
 
 from app.sources.synthetic.config import SCALE_FIRMS, SyntheticConfig
-from app.sources.synthetic.oracle import oracle_forecasts, submit_oracle
 from app.sources.synthetic.simulation import Simulation
 from app.sources.synthetic.source import SyntheticSource
 
@@ -19,6 +17,4 @@ __all__ = [
     "Simulation",
     "SyntheticConfig",
     "SyntheticSource",
-    "oracle_forecasts",
-    "submit_oracle",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from app.errors import UserError
+from contracts.errors import UserError
 
 #: Firms generated per scale. The demo keeps the whole demo pipeline fast on 2 cores
 #: (about 45k raw firm-quarters); full is near the real panel (about 33k firms and

@@ -23,6 +23,7 @@ from app.sources.synthetic.calendar import (
 from app.sources.synthetic.config import TEST_START_YEAR, VAL_START_YEAR, SyntheticConfig
 from app.sources.synthetic.firms import Traits
 from app.sources.synthetic.items import raw_items
+from contracts.raw import FUNDQ_KEYS, fundq_schema
 
 RAW = raw_items()
 RAW_NAMES = [it.item for it in RAW]
@@ -35,16 +36,7 @@ FIRM_SHARE = 0.85
 P_SKIP = 0.008
 P_FYR_CHANGE = 0.0015
 
-FUNDQ_SCHEMA = pa.schema(
-    [
-        ("gvkey", pa.string()),
-        ("datadate", pa.date32()),
-        ("fyearq", pa.int32()),
-        ("fqtr", pa.int8()),
-        ("fyr", pa.int8()),
-    ]
-    + [(it.ytd_source or it.item, pa.float64()) for it in RAW]
-)
+FUNDQ_SCHEMA = fundq_schema([*FUNDQ_KEYS, *(it.ytd_source or it.item for it in RAW)])
 
 
 def era_of_year(year: np.ndarray | int) -> np.ndarray:

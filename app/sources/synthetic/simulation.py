@@ -16,6 +16,7 @@ import pyarrow as pa
 from app.sources.synthetic import economics as econ
 from app.sources.synthetic.config import SyntheticConfig
 from app.sources.synthetic.firms import draw_firms, gvkeys, take
+from app.sources.synthetic.origins import sample_origins
 from app.sources.synthetic.reporting import Reporter, draw_links
 
 #: quarters simulated, unreported, before a firm's first filing
@@ -43,8 +44,6 @@ class Simulation:
         for i in range(2, m.size):
             m[i] = econ.macro_step(m[i - 1 : i], m[i - 2 : i - 1], rng)[0]
         self._macro = m
-        from app.sources.synthetic.oracle import sample_origins  # avoid an import cycle
-
         self.origin_firm, self.origin_q = sample_origins(cfg, self.traits, self.links, self._rng("oracle"))
         self.captured: dict[str, object] | None = None
         self.rows = 0

@@ -13,9 +13,10 @@ import pyarrow as pa
 from rich.console import Console
 from rich.table import Table
 
-from app.errors import UserError
 from app.sqlfiles import sql_file
 from app.warehouse import Warehouse
+from contracts.errors import UserError
+from contracts.panel import SPLITS
 
 #: The paper's Table "Joint availability" (real Compustat), full sample and test.
 PAPER_JOINT = {
@@ -100,7 +101,7 @@ def render(report: ValidationReport, console: Console, all_items: bool = False) 
     worst = sorted(by_item, key=lambda i: -max(abs(by_item[i][s]["diff"]) for s in by_item[i]))
     for item in sorted(by_item) if all_items else worst[:12]:
         cells = []
-        for s in ("train", "val", "test"):
+        for s in SPLITS:
             r = by_item[item].get(s)  # a split outside the panel's years has no row
             cells += [f"{r['pct']:.1f}", f"{r['target']:.1f}"] if r else ["-", "-"]
         t.add_row(item, *cells)

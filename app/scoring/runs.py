@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from app.errors import UserError
 from app.scoring.cells import (
     Context,
     Progress,
@@ -23,8 +22,9 @@ from app.scoring.cells import (
     register_functions,
     scoring_context,
 )
-from app.scoring.footprints import _drop_temp, ensure_standard_footprints, get_footprint
-from app.scoring.provenance import current_build, now, to_json
+from app.scoring.footprints.standard import ensure_standard_footprints
+from app.scoring.footprints.store import drop_footprint_temp, get_footprint
+from app.scoring.provenance import current_build, to_json
 from app.scoring.sample import (
     Coverage,
     common_sample,
@@ -33,7 +33,10 @@ from app.scoring.sample import (
     prepare_run_subs,
 )
 from app.scoring.significance import run_dm_tests
+from app.scoring.submissions.registry import resolve_submissions
 from app.warehouse import Warehouse
+from contracts.errors import NothingToScore, UserError
+from contracts.provenance import utcnow
 
 _RUN_TEMP = ("run_agg", "run_fine", "agg_subs", "reuse", "same_sample_runs", "common_cells",
              "fp_cells", "run_subs", "sub_coverage")
@@ -45,80 +48,6 @@ _RUN_TEMP = ("run_agg", "run_fine", "agg_subs", "reuse", "same_sample_runs", "co
 #: the footprints they cover instead of shrinking everyone's common sample
 #: (the paper's "one footprint per group" protocol).
 MIN_COVERAGE = 0.95
-
-
-#: A submission's firm ids and standardized values belong to the panel it was ingested
-#: against. Builds with the same SQL, parameters, regularization statistics and raw
-#: ingest make the same panel (the build is deterministic); any other build may number
-#: firms differently and standardize differently, so its submissions are stale.
-_PANEL_OF_SUBMISSIONS = """
-WITH current_build AS (
-    SELECT * FROM meta.builds WHERE status = 'succeeded' ORDER BY build_id DESC LIMIT 1
-)
-SELECT s.submission_id, s.name, s.build_id, b.raw_ingest_id,
-       s.build_id IS NULL OR c.build_id IS NULL OR s.build_id = c.build_id
-       OR (b.sql_checksum = c.sql_checksum AND CAST(b.parameters AS VARCHAR) = CAST(c.parameters AS VARCHAR)
-           AND b.reg_stats = c.reg_stats
-           AND b.reg_stats_checksum IS NOT DISTINCT FROM c.reg_stats_checksum
-           AND b.raw_ingest_id IS NOT DISTINCT FROM c.raw_ingest_id) AS same_panel,
-       c.build_id AS current_build_id, c.raw_ingest_id AS current_raw_ingest_id
-FROM eval.submissions s
-LEFT JOIN meta.builds b ON b.build_id = s.build_id
-LEFT JOIN current_build c ON TRUE
-"""
-
-
-def stale_submissions(wh: Warehouse, ids: list[int] | None = None) -> dict[int, str]:
-    """{submission_id: why} for submissions ingested against another panel than the current."""
-    if not wh.table_exists("meta.builds"):
-        return {}
-    rows = wh.fetchall(f"SELECT * FROM ({_PANEL_OF_SUBMISSIONS}) WHERE NOT same_panel"
-                       + (" AND list_contains(?, submission_id)" if ids is not None else ""),
-                       [ids] if ids is not None else None)
-    return {sid: (f"submission {name!r} was ingested against build {build} (raw ingest {raw}); the "
-                  f"panel is now build {cur} (raw ingest {cur_raw}), whose firm ids and "
-                  f"standardization may differ: submit it again")
-            for sid, name, build, raw, _, cur, cur_raw in rows}
-
-
-def active_submissions(wh: Warehouse) -> list[int]:
-    """Current submissions (not retired, with rows, made against the current panel) in id order."""
-    ids = [r[0] for r in wh.fetchall(
-        "SELECT submission_id FROM eval.submissions WHERE retired_at IS NULL AND rows > 0 "
-        "ORDER BY submission_id")]
-    stale = stale_submissions(wh, ids)
-    return [s for s in ids if s not in stale]
-
-
-def resolve_submissions(wh: Warehouse, submissions: list[int | str] | None) -> list[int]:
-    """Ids for a list of ids or names (None: every current submission)."""
-    if submissions is None:
-        ids = active_submissions(wh)
-        if not ids:
-            raise UserError("No submissions to score: submit a file or run a model first")
-        return ids
-    out = []
-    for s in submissions:
-        if isinstance(s, int) or (isinstance(s, str) and s.isdigit()):
-            row = wh.fetchone("SELECT submission_id, retired_at FROM eval.submissions "
-                              "WHERE submission_id = ?", [int(s)])
-        else:
-            row = wh.fetchone("SELECT submission_id, retired_at FROM eval.submissions "
-                              "WHERE name = ? ORDER BY retired_at NULLS FIRST, submission_id DESC "
-                              "LIMIT 1", [s])
-        if row is None:
-            raise UserError(f"No submission {s!r}")
-        if row[1] is not None:
-            raise UserError(f"Submission {s!r} was replaced; its forecasts are gone")
-        out.append(int(row[0]))
-    if len(set(out)) != len(out):
-        raise UserError("A submission is listed twice")
-    stale = stale_submissions(wh, out)
-    if stale:
-        raise UserError("; ".join(stale.values()))
-    if not out:
-        raise UserError("No submissions to score")
-    return out
 
 
 def score(
@@ -144,9 +73,7 @@ def score(
     for submissions already scored on the same common sample; `full=True` recomputes
     everything from the forecasts (the same numbers, up to the order of summation).
     """
-    for table in ("panel.truth", "panel.firms"):
-        if not wh.table_exists(table):
-            raise UserError("No panel in the warehouse: run `proforma build` first")
+    wh.require_panel("panel.truth", "panel.firms")
     if baselines and submissions is None:
         from app.scoring.baselines import run_reference_baselines
 
@@ -154,7 +81,7 @@ def score(
     ensure_standard_footprints(wh)
     fp = get_footprint(wh, footprint)
     candidates = resolve_submissions(wh, submissions)
-    started, t0 = now(), time.perf_counter()
+    started, t0 = utcnow(), time.perf_counter()
     ctx = scoring_context(wh)
     register_functions(wh)
     forget_stale_cell_scores(wh, ctx)
@@ -167,7 +94,7 @@ def score(
             ids = [s for s in candidates
                    if n_fp and coverage[s].predicted_cells >= min_coverage * n_fp]
             if not ids:
-                raise UserError(
+                raise NothingToScore(
                     f"No submission covers {min_coverage:.0%} of footprint "
                     f"{fp['name']}@{fp['version']}; name the submissions to score explicitly")
         with wh.transaction():
@@ -176,7 +103,7 @@ def score(
     finally:
         for name in _RUN_TEMP:
             wh.execute(f"DROP TABLE IF EXISTS {name}")
-        _drop_temp(wh)
+        drop_footprint_temp(wh)
     if progress:
         progress(f"footprint {fp['name']}@{fp['version']}: score run {run_id}, "
                  f"{time.perf_counter() - t0:.1f}s")
@@ -197,7 +124,7 @@ def _write_run(wh: Warehouse, fp: dict[str, Any], ctx: Context, ids: list[int],
     if n == 0:
         names = dict(wh.fetchall("SELECT submission_id, name FROM eval.submissions"))
         detail = ", ".join(f"{names[s]}: {coverage[s].predicted_cells:,}" for s in ids)
-        raise UserError(
+        raise NothingToScore(
             f"The common sample is empty: footprint {fp['name']}@{fp['version']} has "
             f"{n_fp:,} scoreable cells; cells predicted per submission: {detail}")
     reused = {} if full else _reusable(wh, fp["footprint_id"], ctx, fingerprint, ids)
@@ -231,7 +158,7 @@ def _write_run(wh: Warehouse, fp: dict[str, Any], ctx: Context, ids: list[int],
         "? AS elapsed_s, ? AS rules, ? AS sample_fingerprint, ? AS reused",
         [run_id, fp["footprint_id"], fp["name"], fp["version"], ids, n_fp, n,
          ctx.build_id, to_json(build), ctx.eval_sql_version, to_json(checksums), started,
-         now(), time.perf_counter() - t0, ctx.rules, fingerprint,
+         utcnow(), time.perf_counter() - t0, ctx.rules, fingerprint,
          to_json({str(s): r for s, r in reused.items()})])
     return run_id
 
@@ -267,3 +194,4 @@ def run_summary(wh: Warehouse, score_run_id: int) -> dict[str, Any]:
         "FROM eval.coverage c JOIN eval.submissions s USING (submission_id) "
         "WHERE c.score_run_id = ? ORDER BY c.submission_id", [score_run_id]).to_pylist()
     return run
+

@@ -10,20 +10,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
 import sqlglot
 import sqlglot.errors
 from sqlglot import exp
 
-from app.errors import UserError
-from app.scoring.provenance import current_build_id, now, to_json
+from app.scoring.provenance import current_build_id, to_json
 from app.warehouse import Warehouse
+from contracts.errors import UserError
+from contracts.provenance import utcnow
 
-# The 25 chained-GBM items that are in the 78 (SPEC_NOTES 3).
-GEERT_ITEMS = ["revtq", "cogsq", "rectq", "invtq", "apq", "xsgaq", "acoq", "lcoq", "ppentq", "intanq", "dpq", "dlcq", "dlttq", "loq", "xintq", "aoq", "mibtq", "nopiq", "spiq", "xidoq", "txtq", "txpq", "txditcq", "miiq", "acomincq"]
-LLM_ORIGINS = 2103
-LLM_SEED = 20240101
+#: This project's pinned sampling seed (origin samples, the LLM protocol's sample).
+SAMPLE_SEED = 20240101
 PREDICATE_COLUMNS = {"firm", "origin", "item", "horizon"}
-
 _ALLOWED = (
     exp.And, exp.Or, exp.Not, exp.Paren, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE,
     exp.In, exp.Between, exp.Literal, exp.Boolean, exp.Neg, exp.Tuple, exp.Null,
@@ -70,19 +69,19 @@ def validate_predicate(text: str) -> str:
     return tree.sql(dialect="duckdb")
 
 
-def _next_version(wh: Warehouse, name: str) -> int:
+def next_version(wh: Warehouse, name: str) -> int:
     return int(wh.scalar(
         "SELECT coalesce(max(version), 0) + 1 FROM eval.footprints WHERE name = ?", [name]))
 
 
-def _insert(wh: Warehouse, name: str, kind: str, predicate: str, split: str,
+def insert_footprint(wh: Warehouse, name: str, kind: str, predicate: str, split: str,
             description: str | None, definition: dict[str, Any]) -> int:
     fid = int(wh.scalar("SELECT nextval('eval.footprint_id_seq')"))
     wh.execute(
         "INSERT INTO eval.footprints (footprint_id, name, version, kind, predicate, split, "
         "description, definition, build_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [fid, name, _next_version(wh, name), kind, predicate, split, description,
-         to_json(definition), current_build_id(wh), now()],
+        [fid, name, next_version(wh, name), kind, predicate, split, description,
+         to_json(definition), current_build_id(wh), utcnow()],
     )
     return fid
 
@@ -114,7 +113,7 @@ def prepare_footprint(wh: Warehouse, fp: dict[str, Any], *, recount: bool = True
     made from the current build (same truth, so the same cells): one truth scan saved.
     """
     predicate = validate_predicate(fp["predicate"])
-    _drop_temp(wh)  # temp objects of an earlier run may be views or tables
+    drop_footprint_temp(wh)  # temp objects of an earlier run may be views or tables
     wh.execute(
         f"CREATE OR REPLACE TEMP MACRO fp_predicate(firm, origin, item, horizon) AS ({predicate})")
     wh.run_step("eval/040_footprint_truth", {
@@ -125,7 +124,7 @@ def prepare_footprint(wh: Warehouse, fp: dict[str, Any], *, recount: bool = True
     return int(wh.scalar("SELECT count(*) FROM fp_truth"))
 
 
-def _set_cells(wh: Warehouse, fid: int) -> int:
+def set_cell_count(wh: Warehouse, fid: int) -> int:
     fp = get_footprint_by_id(wh, fid)
     n = prepare_footprint(wh, fp)
     wh.execute("UPDATE eval.footprints SET n_cells = ? WHERE footprint_id = ?", [n, fid])
@@ -138,94 +137,13 @@ def get_footprint_by_id(wh: Warehouse, fid: int) -> dict[str, Any]:
         raise UserError(f"No footprint id {fid}")
     return rows[0]
 
-
-def create_footprint(
-    wh: Warehouse,
-    name: str,
-    *,
-    predicate: str = "TRUE",
-    submissions: list[int] | None = None,
-    n_origins: int | None = None,
-    seed: int = LLM_SEED,
-    split: str = "test",
-    description: str | None = None,
-) -> int:
-    """Create (a new version of) a footprint; returns its footprint_id.
-
-    - predicate only: cells of the split where the predicate holds;
-    - n_origins: a seeded calendar-balanced origin sample (and the predicate);
-    - submissions: frozen common sample of those submissions (and the predicate).
-    """
-    if not name or not name.replace("_", "").replace("-", "").isalnum():
-        raise UserError(f"Footprint names use letters, digits, - and _: {name!r}")
-    if split not in ("train", "val", "test"):
-        raise UserError(f"Unknown split {split!r}")
-    predicate = validate_predicate(predicate)
-    if submissions and n_origins:
-        raise UserError("A footprint is frozen from submissions or from an origin sample, not both")
-    if submissions:
-        from app.scoring.cells import ensure_cell_scores, scoring_context
-
-        # Stored cell scores say which cells each submission predicts (own transactions).
-        ensure_cell_scores(wh, [int(s) for s in submissions], scoring_context(wh))
-    with wh.transaction():
-        if submissions:
-            from app.scoring.sample import common_sample, prepare_footprint_cells, prepare_run_subs
-
-            fid = _insert(wh, name, "cells", predicate, split, description,
-                          {"submissions": submissions, "predicate": predicate})
-            # The predicate scope first, then the common sample of the submissions in it
-            # (intersected cell by cell: no gaps are stored for a footprint being made).
-            prepare_footprint_cells(wh, {**get_footprint_by_id(wh, fid), "kind": "predicate"})
-            prepare_run_subs(wh, [int(s) for s in submissions])
-            common_sample(wh, None)
-            wh.run_step("eval/046_footprint_freeze", {"footprint_id": fid})
-        elif n_origins:
-            if n_origins < 1:
-                raise UserError("n_origins must be positive")
-            fid = _insert(wh, name, "origins", predicate, split, description,
-                          {"n_origins": n_origins, "seed": seed, "predicate": predicate})
-            wh.run_step("eval/045_footprint_origin_sample", {
-                "footprint_id": fid, "seed": seed, "n_origins": n_origins, "split": split})
-        else:
-            fid = _insert(wh, name, "predicate", predicate, split, description,
-                          {"predicate": predicate})
-        _set_cells(wh, fid)
-    _drop_temp(wh)
-    return fid
-
-
-def ensure_standard_footprints(wh: Warehouse) -> list[str]:
-    """Create full, geert and llm (first versions) when missing; returns those created."""
-    made = []
-    have = {r[0] for r in wh.fetchall("SELECT DISTINCT name FROM eval.footprints")}
-    if "full" not in have:
-        create_footprint(wh, "full", description="All scoreable test cells (until frozen "
-                         "from a model suite with `proforma footprint create full --from ...`)")
-        made.append("full")
-    if "geert" not in have:
-        items = ", ".join(f"'{i}'" for i in GEERT_ITEMS)
-        create_footprint(wh, "geert", predicate=f"item IN ({items})",
-                         description="The 25 chained-GBM items (Geertsema) in the 78")
-        made.append("geert")
-    if wh.table_exists("panel.truth"):
-        from app.llm.footprint import create_llm_footprint, is_block_sample
-
-        # The LLM protocol's block sample (docs/llm.md); an `llm` drawn by the older
-        # generic origin sample gets the block sample as its next version.
-        if "llm" not in have or not is_block_sample(get_footprint(wh, "llm")):
-            create_llm_footprint(wh)
-            made.append("llm")
-    return made
-
-
-def list_footprints(wh: Warehouse):
+def list_footprints(wh: Warehouse) -> pa.Table:
     return wh.arrow(
         "SELECT footprint_id, name, version, kind, predicate, split, n_cells, build_id, "
         "created_at, description FROM eval.footprints ORDER BY name, version")
 
 
-def _drop_temp(wh: Warehouse) -> None:
+def drop_footprint_temp(wh: Warehouse) -> None:
     for name in ("common_cells", "fp_truth", "fp_cells"):
         kind = wh.scalar("SELECT table_type FROM information_schema.tables "
                          "WHERE table_name = ? AND table_schema = 'main'", [name])

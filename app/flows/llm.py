@@ -19,14 +19,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from app.errors import UserError
-from app.llm.footprint import LLM_FOOTPRINT, LLM_SEED
-from app.scoring.provenance import now
+from app.scoring.footprints.llm import LLM_FOOTPRINT, LLM_SEED
 from app.warehouse import Warehouse
+from contracts.errors import UserError
+from contracts.provenance import utcnow
 from models.llm.cache import ResponseCache
+from models.llm.calls import Provider
 from models.llm.prices import PriceTable, load_prices
 from models.llm.prompts import ARMS, OriginHistory, system_prompt
-from models.llm.providers import Provider
 from models.llm.runner import CallRecord, LlmForecaster, OriginForecast, forecast_table
 
 #: The paper's decoding-noise subset: 200 origins of the main sample.
@@ -76,8 +76,7 @@ def run_origins(wh: Warehouse, *, limit: int | None = None,
     """(origins of the run in sampler order, the footprint record); makes `llm` if missing."""
     from app.scoring import ensure_standard_footprints, get_footprint
 
-    if not wh.table_exists("panel.truth"):
-        raise UserError("No panel yet: run `proforma build` first")
+    wh.require_panel("panel.truth")
     ensure_standard_footprints(wh)
     fp = get_footprint(wh, LLM_FOOTPRINT)
     definition = fp.get("definition") or {}
@@ -207,7 +206,7 @@ def noise_summary(wh: Warehouse, provider: Provider, arm: str, submission_ids: l
                   ) -> list[dict[str, Any]]:
     """Cross-draw sd of the standardized forecasts by horizon (stored in llm.noise)."""
     rows = wh.query_step("llm/020_noise_summary", {"submission_ids": submission_ids}).to_pylist()
-    created = now()
+    created = utcnow()
     with wh.transaction():
         for r in rows:
             wh.execute("INSERT INTO llm.noise VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -221,7 +220,7 @@ def score_llm_footprint(wh: Warehouse) -> int:
     restrict the common sample to the noise subset) and the chained GBMs (25 items only,
     as on the full footprint)."""
     from app.scoring import run_reference_baselines, score
-    from app.scoring.metrics import active_submissions
+    from app.scoring.submissions.registry import active_submissions
 
     run_reference_baselines(wh)
     meta = dict(wh.fetchall(

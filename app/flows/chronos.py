@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from app.errors import UserError
 from app.settings import get_settings
 from app.warehouse import Warehouse
+from contracts.errors import UserError
 from models.chronos import HISTORY, HORIZONS, QUANTILE_LEVELS
 from models.chronos import forecast as chronos_forecast
 from models.chronos.cache import ChunkCache, run_key
@@ -54,8 +54,7 @@ class ChronosOptions:
 
 def origin_plan(wh: Warehouse, footprint: str | None) -> tuple[pa.Table, dict[str, Any] | None]:
     """(firm_id, origin_q) of the origins to forecast, and the footprint record if any."""
-    if not wh.table_exists("panel.truth_cells"):
-        raise UserError("The panel is not built: run `proforma build` first.")
+    wh.require_panel("panel.truth_cells")
     fp = None
     if footprint:
         from app.scoring import ensure_standard_footprints, get_footprint
@@ -202,7 +201,7 @@ def run_chronos(wh: Warehouse, options: ChronosOptions, *, show_progress: bool =
               "cells_written": cells, "rows": cells * len(QUANTILE_LEVELS),
               "elapsed_s": time.perf_counter() - t0}
     if options.score:
-        from app.cli.baselines import score_suite
+        from app.flows.baselines import score_suite
 
         runs = score_suite(wh)
         if fp:

@@ -10,14 +10,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.errors import UserError
+from app.scoring.footprints.store import (
+    SAMPLE_SEED,
+    drop_footprint_temp,
+    insert_footprint,
+    set_cell_count,
+)
 from app.sqlfiles import sql_file
 from app.warehouse import Warehouse
+from contracts.errors import UserError
 
 LLM_FOOTPRINT = "llm"
 #: The paper's sample size and this project's pinned seed.
 LLM_ORIGINS = 2103
-LLM_SEED = 20240101
+LLM_SEED = SAMPLE_SEED
 MIN_BLOCK, MAX_BLOCK = 4, 20
 MIN_HISTORY = 4
 SAMPLER = "llm-blocks"
@@ -36,12 +42,9 @@ def is_block_sample(footprint: dict[str, Any]) -> bool:
 def create_llm_footprint(wh: Warehouse, name: str = LLM_FOOTPRINT, *, n_origins: int = LLM_ORIGINS,
                          seed: int = LLM_SEED, description: str | None = None) -> int:
     """Draw the block sample into a new version of footprint `name`; returns its id."""
-    from app.scoring.footprints import _drop_temp, _insert, _set_cells
-
     if n_origins < MIN_BLOCK:
         raise UserError(f"An LLM sample needs at least {MIN_BLOCK} origins (one block)")
-    if not wh.table_exists("panel.truth"):
-        raise UserError("No panel yet: run `proforma build` first")
+    wh.require_panel("panel.truth")
     definition = {"sampler": SAMPLER, "n_origins": n_origins, "seed": seed,
                   "min_block": MIN_BLOCK, "max_block": MAX_BLOCK, "min_history": MIN_HISTORY,
                   "sampler_checksum": sql_file(SAMPLER_STEP).checksum[:16], "predicate": "TRUE"}
@@ -50,7 +53,7 @@ def create_llm_footprint(wh: Warehouse, name: str = LLM_FOOTPRINT, *, n_origins:
         f"firm, calendar-balanced, {n_origins:,} origins (fewer if the panel has fewer), "
         f"seed {seed}")
     with wh.transaction():
-        fid = _insert(wh, name, "origins", "TRUE", "test", description, definition)
+        fid = insert_footprint(wh, name, "origins", "TRUE", "test", description, definition)
         wh.run_step(SAMPLER_STEP, {
             "footprint_id": fid, "seed": seed, "n_origins": n_origins, "split": "test",
             "min_block": MIN_BLOCK, "max_block": MAX_BLOCK, "min_history": MIN_HISTORY})
@@ -60,8 +63,8 @@ def create_llm_footprint(wh: Warehouse, name: str = LLM_FOOTPRINT, *, n_origins:
         wh.execute("UPDATE eval.footprints SET definition = ? WHERE footprint_id = ?",
                    [json.dumps({**definition, "pool_origins": pool_origins,
                                 "pool_firms": pool_firms}, sort_keys=True), fid])
-        _set_cells(wh, fid)
-    _drop_temp(wh)
+        set_cell_count(wh, fid)
+    drop_footprint_temp(wh)
     return fid
 
 

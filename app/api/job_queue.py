@@ -1,8 +1,8 @@
 """The upload job queue: validation and scoring in a background thread, persisted.
 
-Every upload becomes a `service.jobs` row (status `queued`) before the HTTP response
-goes out; one worker thread takes jobs in order on its own warehouse cursor
-(ARCHITECTURE.md, "One writer") and moves them through `validating` (the scoring
+Every upload becomes a `service.jobs` row (status `queued`, app.api.job_store) before
+the HTTP response goes out; one worker thread takes jobs in order on its own warehouse cursor
+(docs/architecture.md, "One writer") and moves them through `validating` (the scoring
 layer's `ingest_parquet`, one transaction) and `scoring` to `done` or `failed`, keeping
 the validation report. Validated jobs wait until the queue is empty and are then scored
 together (one `score` run per footprint covers them all), so a burst of uploads costs
@@ -20,74 +20,36 @@ cleanly with that reason instead of looping.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import logging
 import queue
 import threading
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from app.errors import UserError, ValidationError
+from app.api.job_store import (
+    UNFINISHED,
+    NewJob,
+    finish_job,
+    get_job,
+    insert_job,
+    set_job,
+    unfinished_jobs,
+)
 from app.settings import Settings
 from app.warehouse import Warehouse
+from contracts.errors import NothingToScore, UserError, ValidationError
+from contracts.provenance import utcnow
 
 log = logging.getLogger("proforma.jobs")
 
 MAX_ATTEMPTS = 3
 MAX_BATCH = 25
-UNFINISHED = ("queued", "validating", "scoring")
 _STOP = object()
-
-JOB_COLUMNS = (
-    "job_id", "user_id", "model_name", "family", "df", "metadata", "upload_path",
-    "upload_bytes", "upload_sha256", "status", "message", "report", "submission_id",
-    "score_runs", "attempts", "created_at", "started_at", "finished_at",
-)
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
-
-
-@dataclass(frozen=True)
-class NewJob:
-    user_id: int
-    model_name: str
-    family: str
-    df: float | None
-    metadata: dict[str, Any]
-    upload_path: Path
-    upload_bytes: int
-    upload_sha256: str
-
-
-def _decode(row: tuple) -> dict[str, Any]:
-    job = dict(zip(JOB_COLUMNS, row, strict=True))
-    for key in ("metadata", "report", "score_runs"):
-        if isinstance(job[key], str):
-            job[key] = json.loads(job[key])
-    return job
-
-
-def get_job(wh: Warehouse, job_id: int) -> dict[str, Any] | None:
-    row = wh.fetchone(f"SELECT {', '.join(JOB_COLUMNS)} FROM service.jobs WHERE job_id = ?", [job_id])
-    return _decode(row) if row else None
-
-
-def list_jobs(wh: Warehouse, *, user_id: int | None = None, limit: int = 100) -> list[dict[str, Any]]:
-    where = "WHERE user_id = ?" if user_id is not None else ""
-    params: list[Any] = [user_id] if user_id is not None else []
-    rows = wh.fetchall(
-        f"SELECT {', '.join(JOB_COLUMNS)} FROM service.jobs {where} ORDER BY job_id DESC LIMIT {int(limit)}",
-        params,
-    )
-    return [_decode(r) for r in rows]
 
 
 class Scorer:
@@ -103,7 +65,7 @@ class Scorer:
 
         if not exclude:
             return scoring.score(wh, footprint=footprint)
-        from app.scoring.metrics import active_submissions
+        from app.scoring.submissions.registry import active_submissions
 
         keep = [s for s in active_submissions(wh) if s not in exclude]
         return scoring.score(wh, footprint=footprint, submissions=keep)
@@ -181,12 +143,9 @@ class JobQueue:
 
     def recover(self) -> list[int]:
         resumed = []
-        for job_id, status, attempts, path in self.wh.fetchall(
-            "SELECT job_id, status, attempts, upload_path FROM service.jobs "
-            "WHERE status IN ('queued', 'validating', 'scoring') ORDER BY job_id"
-        ):
+        for job_id, status, attempts, path in unfinished_jobs(self.wh):
             if attempts >= MAX_ATTEMPTS:
-                self._finish(
+                finish_job(
                     self.wh, job_id, "failed",
                     message=(
                         f"The server stopped {attempts} times while this job was {status}; "
@@ -195,7 +154,7 @@ class JobQueue:
                 )
                 continue
             if status != "scoring" and not Path(path).exists():
-                self._finish(
+                finish_job(
                     self.wh, job_id, "failed",
                     message="The uploaded file was lost before validation; upload it again.",
                 )
@@ -212,20 +171,9 @@ class JobQueue:
     # -- submitting ------------------------------------------------------------------
     def submit(self, wh: Warehouse, job: NewJob) -> int:
         """Record a queued job (committed before this returns) and hand it to the worker."""
-        job_id = wh.scalar(
-            """
-            INSERT INTO service.jobs (user_id, model_name, family, df, metadata, upload_path,
-                upload_bytes, upload_sha256, status, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)
-            RETURNING job_id
-            """,
-            [
-                job.user_id, job.model_name, job.family, job.df, json.dumps(job.metadata),
-                str(job.upload_path), job.upload_bytes, job.upload_sha256, _now(),
-            ],
-        )
-        self._queue.put(int(job_id))
-        return int(job_id)
+        job_id = insert_job(wh, job)
+        self._queue.put(job_id)
+        return job_id
 
     def request_score(self, footprint: str) -> None:
         """Score every current submission on `footprint` in the worker (after queued jobs)."""
@@ -275,7 +223,7 @@ class JobQueue:
         assert self._cursor is not None
         for job_id in job_ids:
             with contextlib.suppress(Exception):
-                self._finish(self._cursor, job_id, "failed", message=message)
+                finish_job(self._cursor, job_id, "failed", message=message)
         return None
 
     def _score_footprint(self, wh: Warehouse, footprint: str) -> None:
@@ -289,28 +237,15 @@ class JobQueue:
         except Exception:  # noqa: BLE001 - the worker must survive
             log.error("footprint %s not scored:\n%s", footprint, traceback.format_exc())
 
-    def _set(self, wh: Warehouse, job_id: int, **values: Any) -> None:
-        cols = ", ".join(f"{k} = ?" for k in values)
-        params = [json.dumps(v) if k in ("report", "score_runs") and v is not None else v
-                  for k, v in values.items()]
-        wh.execute(f"UPDATE service.jobs SET {cols} WHERE job_id = ?", [*params, job_id])
-
-    def _finish(self, wh: Warehouse, job_id: int, status: str, **values: Any) -> None:
-        self._set(wh, job_id, status=status, finished_at=_now(), **values)
-        job = get_job(wh, job_id)
-        if job is not None:
-            with contextlib.suppress(OSError):
-                Path(job["upload_path"]).unlink(missing_ok=True)
-
     def _validate(self, wh: Warehouse, job_id: int) -> bool:
         """Ingest the job's file (once); True when the job waits for scoring."""
         job = get_job(wh, job_id)
         if job is None or job["status"] not in UNFINISHED:
             return False
-        self._set(wh, job_id, attempts=job["attempts"] + 1, started_at=job["started_at"] or _now())
+        set_job(wh, job_id, attempts=job["attempts"] + 1, started_at=job["started_at"] or utcnow())
         if job["status"] == "scoring":
             return True
-        self._set(wh, job_id, status="validating")
+        set_job(wh, job_id, status="validating")
         submission_id = self.scorer.submission_for_job(wh, job_id)
         if submission_id is None:
             metadata = {**job["metadata"], "service_job_id": job_id}
@@ -320,13 +255,13 @@ class JobQueue:
                     family=job["family"], df=job["df"], metadata=metadata,
                 )
             except ValidationError as exc:
-                self._finish(
+                finish_job(
                     wh, job_id, "failed", message=str(exc),
                     report={"valid": False, "problems": exc.problems, "warnings": []},
                 )
                 return False
         warnings = self.scorer.warnings(wh, submission_id)
-        self._set(
+        set_job(
             wh, job_id, status="scoring", submission_id=submission_id,
             report={"valid": True, "problems": [], "warnings": warnings},
         )
@@ -336,7 +271,7 @@ class JobQueue:
         """One scoring pass per footprint for all waiting jobs, then publish and finish.
 
         A submission enters a footprint's run only when it covers enough of it
-        (app.scoring.metrics.MIN_COVERAGE); otherwise it is noted on its job, like a dash
+        (app.scoring.runs.MIN_COVERAGE); otherwise it is noted on its job, like a dash
         in the paper's tables: the submission is simply not on that leaderboard.
         """
         jobs = [j for j in (get_job(wh, i) for i in job_ids) if j and j["status"] == "scoring"]
@@ -347,16 +282,14 @@ class JobQueue:
         for footprint in self.scorer.footprints(wh):
             try:
                 runs[footprint] = int(self.scorer.score(wh, footprint))
-            except UserError as exc:
-                if "common sample is empty" not in str(exc) and "No submission covers" not in str(exc):
-                    raise
+            except NothingToScore as exc:
                 skipped[footprint] = str(exc)
                 with contextlib.suppress(UserError):
                     self.scorer.score(wh, footprint, exclude=[j["submission_id"] for j in jobs])
             else:
                 skipped.update(_left_out(wh, runs[footprint], footprint, jobs))
             for job in jobs:
-                self._set(wh, job["job_id"], score_runs=runs)
+                set_job(wh, job["job_id"], score_runs=runs)
         if self.after_scoring is not None:
             self.after_scoring(wh)
         for job in jobs:
@@ -368,7 +301,7 @@ class JobQueue:
                 for fp, why in mine.items()}
             scored = ", ".join(fp for fp in runs if fp not in mine) or "none"
             note = f" Not on {', '.join(mine)}: too few of its cells predicted." if mine else ""
-            self._finish(wh, job["job_id"], "done", score_runs=runs, report=report,
+            finish_job(wh, job["job_id"], "done", score_runs=runs, report=report,
                          message=f"Scored on {scored}.{note}")
 
 

@@ -30,12 +30,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from app.build import current_rules
-from app.errors import UserError
-from app.scoring.footprints import _insert, _set_cells, get_footprint_by_id
+from app.scoring.footprints.store import get_footprint_by_id, insert_footprint, set_cell_count
 from app.warehouse import Warehouse
+from contracts.errors import UserError
+from contracts.forecasts import COLUMN_ALIASES as ALIASES
 
 N_HORIZONS = 20
-ALIASES = {"firm_id": "firm", "quarter": "origin", "forecast_horizon": "horizon"}
 
 
 def import_footprint(wh: Warehouse, name: str, mask: Path, *, grid_rows: Path | None = None,
@@ -44,8 +44,7 @@ def import_footprint(wh: Warehouse, name: str, mask: Path, *, grid_rows: Path | 
     (footprint_id, version, mask_cells, cells_kept, keys_off_grid, rows_matched, n_cells)."""
     if not name or not name.replace("_", "").replace("-", "").isalnum():
         raise UserError(f"Footprint names use letters, digits, - and _: {name!r}")
-    if not wh.table_exists("panel.truth"):
-        raise UserError("The panel is not built: run `proforma build` first.")
+    wh.require_panel("panel.truth")
     mask = Path(mask)
     if not mask.is_file():
         raise UserError(f"No mask file {mask}")
@@ -68,9 +67,9 @@ def import_footprint(wh: Warehouse, name: str, mask: Path, *, grid_rows: Path | 
                       **{k: v for k, v in info.items() if k != "mask_cells"},
                       "mask_cells": info["mask_cells"], "cells_kept": kept}
         with wh.transaction():
-            fid = _insert(wh, name, "cells", "TRUE", "test", description, definition)
+            fid = insert_footprint(wh, name, "cells", "TRUE", "test", description, definition)
             wh.run_step("eval/048_footprint_import", {"footprint_id": fid})
-            n_cells = _set_cells(wh, fid)
+            n_cells = set_cell_count(wh, fid)
     finally:
         wh.execute("DROP TABLE IF EXISTS mask_cells")
     fp = get_footprint_by_id(wh, fid)

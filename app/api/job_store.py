@@ -1,0 +1,100 @@
+"""The upload jobs' store: `service.jobs` rows (status queued, validating, scoring, done,
+failed; the validation report; the submission and score runs). The worker that moves
+jobs through these states is app.api.job_queue; routes read jobs from here."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.warehouse import Warehouse
+from contracts.provenance import utcnow
+
+UNFINISHED = ("queued", "validating", "scoring")
+
+JOB_COLUMNS = (
+    "job_id", "user_id", "model_name", "family", "df", "metadata", "upload_path",
+    "upload_bytes", "upload_sha256", "status", "message", "report", "submission_id",
+    "score_runs", "attempts", "created_at", "started_at", "finished_at",
+)
+
+
+@dataclass(frozen=True)
+class NewJob:
+    user_id: int
+    model_name: str
+    family: str
+    df: float | None
+    metadata: dict[str, Any]
+    upload_path: Path
+    upload_bytes: int
+    upload_sha256: str
+
+
+def _decode(row: tuple[Any, ...]) -> dict[str, Any]:
+    job = dict(zip(JOB_COLUMNS, row, strict=True))
+    for key in ("metadata", "report", "score_runs"):
+        if isinstance(job[key], str):
+            job[key] = json.loads(job[key])
+    return job
+
+
+def get_job(wh: Warehouse, job_id: int) -> dict[str, Any] | None:
+    row = wh.fetchone(f"SELECT {', '.join(JOB_COLUMNS)} FROM service.jobs WHERE job_id = ?", [job_id])
+    return _decode(row) if row else None
+
+
+def list_jobs(wh: Warehouse, *, user_id: int | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    where = "WHERE user_id = ?" if user_id is not None else ""
+    params: list[Any] = [user_id] if user_id is not None else []
+    rows = wh.fetchall(
+        f"SELECT {', '.join(JOB_COLUMNS)} FROM service.jobs {where} ORDER BY job_id DESC LIMIT {int(limit)}",
+        params,
+    )
+    return [_decode(r) for r in rows]
+
+
+def insert_job(wh: Warehouse, job: NewJob) -> int:
+    """Record a queued job (committed when this returns); returns its id."""
+    job_id = wh.scalar(
+        """
+        INSERT INTO service.jobs (user_id, model_name, family, df, metadata, upload_path,
+            upload_bytes, upload_sha256, status, created_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)
+        RETURNING job_id
+        """,
+        [
+            job.user_id, job.model_name, job.family, job.df, json.dumps(job.metadata),
+            str(job.upload_path), job.upload_bytes, job.upload_sha256, utcnow(),
+        ],
+    )
+    return int(job_id)
+
+
+def unfinished_jobs(wh: Warehouse) -> list[tuple[Any, ...]]:
+    """(job_id, status, attempts, upload_path) of jobs a stopped server left unfinished,
+    oldest first."""
+    return wh.fetchall(
+        "SELECT job_id, status, attempts, upload_path FROM service.jobs "
+        "WHERE status IN ('queued', 'validating', 'scoring') ORDER BY job_id"
+    )
+
+
+def set_job(wh: Warehouse, job_id: int, **values: Any) -> None:
+    """Update columns of a job (the report and score runs as JSON)."""
+    cols = ", ".join(f"{k} = ?" for k in values)
+    params = [json.dumps(v) if k in ("report", "score_runs") and v is not None else v
+              for k, v in values.items()]
+    wh.execute(f"UPDATE service.jobs SET {cols} WHERE job_id = ?", [*params, job_id])
+
+
+def finish_job(wh: Warehouse, job_id: int, status: str, **values: Any) -> None:
+    """Close a job (done or failed) and remove its uploaded file."""
+    set_job(wh, job_id, status=status, finished_at=utcnow(), **values)
+    job = get_job(wh, job_id)
+    if job is not None:
+        with contextlib.suppress(OSError):
+            Path(job["upload_path"]).unlink(missing_ok=True)

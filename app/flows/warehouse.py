@@ -1,0 +1,15 @@
+"""Readying a warehouse for work: migrations and reference data (the CLI's `writer()` and
+the service's start-up both call this)."""
+
+from __future__ import annotations
+
+from app.migrations import migrate
+from app.reference import load_reference
+from app.warehouse import Warehouse
+
+
+def prepare(wh: Warehouse) -> list[str]:
+    """Apply pending migrations and refresh reference tables; returns applied names."""
+    applied = migrate(wh)
+    load_reference(wh)
+    return [m.path.name for m in applied]

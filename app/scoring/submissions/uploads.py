@@ -1,0 +1,302 @@
+"""Submissions from a parquet file (uploads, `proforma submit`).
+
+Validation is SQL (sql/eval/010_submission_checks.sql on the file while DuckDB streams
+it, then the integer-level checks of app.scoring.submissions.checks on the stored rows),
+so nothing is ever loaded into Python. A rejected file writes nothing: the insert and the
+checks run in one transaction that is rolled back on any blocking problem, and the
+ValidationError carries every problem with its count and example rows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from app.scoring import quantiles
+from app.scoring.submissions.checks import (
+    HUGE_PREDICTION,
+    check_and_finish,
+    check_family,
+    claim_name,
+    new_problem,
+    new_submission,
+    rejection_summary,
+)
+from app.warehouse import Warehouse
+from contracts.errors import UserError, ValidationError
+from contracts.forecasts import COLUMN_ALIASES as ALIASES
+from contracts.forecasts import OPTIONAL_COLUMNS as OPTIONAL
+from contracts.forecasts import SUBMISSION_COLUMNS as REQUIRED
+from contracts.provenance import file_sha256
+
+# (problem key, message, blocking?) in report order.
+_FILE_PROBLEMS = [
+    ("null_key", "null key (firm, target, origin or horizon)", True),
+    ("huge_string", "string longer than 64 characters in firm or target", True),
+    ("unknown_firm", "unknown firm (gvkey not in panel.firms)", True),
+    ("unknown_item", "unknown target item (not one of the 78 items)", True),
+    ("bad_origin", "origin is not a date, timestamp or quarter like 2015Q1", True),
+    ("non_integer_horizon", "horizon is not an integer", True),
+    ("horizon_out_of_range", "horizon outside 1..20", True),
+    ("bad_component", "component null or outside 0..1023", True),
+    ("bad_level", "quantile_level missing or outside (0, 1)", True),
+    ("bad_sigma", "sigma missing, not finite or not > 0", True),
+    ("non_finite_prediction", "prediction is null, NaN or infinite (cell left out)", False),
+    ("huge_prediction", HUGE_PREDICTION, True),
+]
+
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _is_int(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t)
+
+
+def _is_num(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def _value_type(t: pa.DataType) -> pa.DataType:
+    return t.value_type if pa.types.is_dictionary(t) else t
+
+
+def _is_str(t: pa.DataType) -> bool:
+    t = _value_type(t)
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
+def _schema_view(path: Path, schema: pa.Schema, quantile: bool) -> tuple[str, list[dict]]:
+    """SQL of the temp view `submission_in` over the file, or the schema's problems. A
+    quantile file's component is its level's place in getvariable('quantile_grid')."""
+    by_lower: dict[str, str] = {}
+    for field in schema:
+        low = field.name.lower()
+        canonical = ALIASES.get(low, low)
+        # The canonical name wins over an alias when both exist.
+        if canonical not in by_lower or low == canonical:
+            by_lower[canonical] = field.name
+    problems = []
+    missing = [c for c in (*REQUIRED, *((quantiles.LEVEL_COLUMN,) if quantile else ()))
+               if c not in by_lower]
+    if missing:
+        problems.append(new_problem(
+            "missing column(s): " + ", ".join(missing)
+            + f" (found: {', '.join(schema.names) or 'none'})", 0))
+    types = {c: schema.field(by_lower[c]).type for c in by_lower}
+    expect = {
+        "firm": (_is_str, "a string gvkey such as '001004'"),
+        "target": (_is_str, "a string item name such as 'revtq'"),
+        "origin": (lambda t: pa.types.is_date(t) or pa.types.is_timestamp(t) or _is_str(t),
+                   "a date, timestamp or quarter string such as '2015Q1'"),
+        "horizon": (_is_num, "an integer 1..20"),
+        "prediction": (_is_num, "a number (standardized level)"),
+        "sigma": (_is_num, "a positive number"),
+        "component": (_is_int, "an integer mixture member id"),
+        quantiles.LEVEL_COLUMN: (_is_num, "a number in (0, 1)"),
+    }
+    for col, (ok, what) in expect.items():
+        if col in types and not ok(types[col]):
+            problems.append(new_problem(
+                f"wrong type: column {by_lower[col]!r} is {types[col]}, expected {what}", 0))
+    if quantile:
+        extra = [c for c in OPTIONAL if c in by_lower]
+        if extra:
+            problems.append(new_problem(
+                f"a quantile submission (it has a {quantiles.LEVEL_COLUMN} column) has no "
+                f"{' or '.join(extra)} column: one row per (cell, level) with the quantile "
+                f"as prediction", 0))
+    if problems:
+        return "", problems
+    q = {c: _quote(by_lower[c]) for c in by_lower}
+    origin_t = _value_type(types["origin"])
+    if pa.types.is_date(origin_t):
+        origin_expr = f"qord({q['origin']})"
+    elif pa.types.is_timestamp(origin_t) and origin_t.tz:
+        origin_expr = f"qord(CAST(timezone('UTC', {q['origin']}) AS DATE))"
+    elif pa.types.is_timestamp(origin_t):
+        origin_expr = f"qord(CAST({q['origin']} AS DATE))"
+    else:
+        origin_expr = f"eval.origin_from_text(CAST({q['origin']} AS VARCHAR))"
+    sigma = f"CAST({q['sigma']} AS DOUBLE)" if "sigma" in q else "CAST(NULL AS DOUBLE)"
+    component = f"CAST({q['component']} AS BIGINT)" if "component" in q else "CAST(0 AS BIGINT)"
+    level = "CAST(NULL AS DOUBLE)"
+    if quantile:
+        level = f"CAST({q[quantiles.LEVEL_COLUMN]} AS DOUBLE)"
+        component = f"CAST({quantiles.component_sql(level)} AS BIGINT)"
+    literal = "'" + str(path).replace("'", "''") + "'"
+    sql = f"""
+        CREATE OR REPLACE TEMP VIEW submission_in AS
+        SELECT
+            file_row_number AS row_nr,
+            CAST({q['firm']} AS VARCHAR) AS firm,
+            CAST({q['target']} AS VARCHAR) AS target,
+            {q['origin']} IS NULL AS origin_is_null,
+            CAST({origin_expr} AS INTEGER) AS origin_q,
+            CAST({q['horizon']} AS DOUBLE) AS horizon_num,
+            CAST({q['prediction']} AS DOUBLE) AS prediction,
+            {sigma} AS sigma,
+            {component} AS component,
+            {level} AS quantile_level
+        FROM read_parquet({literal}, file_row_number = true)
+    """
+    return sql, problems
+
+
+def _examples(wh: Warehouse, row_nrs: set[int], quantile: bool) -> dict[int, str]:
+    if not row_nrs:
+        return {}
+    rows = wh.fetchall(
+        "SELECT row_nr, left(coalesce(firm, 'NULL'), 40), left(coalesce(target, 'NULL'), 40), "
+        "CASE WHEN origin_q IS NULL THEN 'NULL' ELSE qlabel(origin_q) END, horizon_num, "
+        "prediction, sigma, component, quantile_level FROM submission_in "
+        "WHERE list_contains(?, row_nr) ORDER BY row_nr",
+        [sorted(row_nrs)],
+    )
+    out = {}
+    for r in rows:
+        text = (f"row {r[0]}: firm={r[1]!r} target={r[2]!r} origin={r[3]} horizon={r[4]:g} "
+                if r[4] is not None else
+                f"row {r[0]}: firm={r[1]!r} target={r[2]!r} origin={r[3]} horizon=NULL ")
+        text += (f"prediction={r[5]} quantile_level={r[8]}" if quantile else
+                 f"prediction={r[5]} sigma={r[6]} component={r[7]}")
+        out[r[0]] = text
+    return out
+
+
+def _unreadable(name: str, path: Path, detail: str) -> ValidationError:
+    problems = [new_problem(f"not a readable parquet file: {detail}", 1, [str(path.name)])]
+    return ValidationError(rejection_summary(name, problems), problems)
+
+
+def ingest_parquet(
+    wh: Warehouse,
+    path: str | Path,
+    name: str,
+    *,
+    family: str = "gaussian",
+    df: float | None = None,
+    metadata: dict | None = None,
+    source: str = "upload",
+    replace: bool = False,
+) -> int:
+    """Validate and store a submission file; returns its submission_id.
+
+    Raises ValidationError (with `.problems`: every problem's count and example rows)
+    and writes nothing when the file is not acceptable. Warnings (non-finite or huge
+    predictions) are stored in eval.submissions.warnings. A file with a quantile_level
+    column is a quantile submission (family "quantile"; the default "gaussian" is taken
+    as unspecified).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"No file {path}")
+    if path.stat().st_size == 0:
+        raise _unreadable(name, path, "the file is empty (0 bytes)")
+    try:
+        meta = pq.ParquetFile(path)
+        schema = meta.schema_arrow
+    except (pa.ArrowException, OSError) as exc:
+        raise _unreadable(name, path, str(exc).splitlines()[0][:200]) from None
+    quantile = any(f.name.lower() == quantiles.LEVEL_COLUMN for f in schema)
+    if quantile and family in ("gaussian", quantiles.FAMILY) and df is None:
+        family = quantiles.FAMILY
+    elif quantile or family == quantiles.FAMILY:
+        raise UserError(
+            f"A quantile submission is a file with a {quantiles.LEVEL_COLUMN} column and "
+            f"family {quantiles.FAMILY}: {path.name} "
+            + (f"has that column but family {family}" if quantile else "has no such column"))
+    check_family(family, df)
+    wh.require_panel("panel.firms")
+    if meta.metadata.num_rows == 0:
+        problems = [new_problem("the file holds no rows", 0)]
+        raise ValidationError(rejection_summary(name, problems), problems)
+    view_sql, problems = _schema_view(path, schema, quantile)
+    if problems:
+        raise ValidationError(rejection_summary(name, problems), problems)
+    checksum = file_sha256(path)
+    has_sigma = any(f.name.lower() == "sigma" for f in schema)
+    try:
+        wh.execute(view_sql)
+        wh.set_params({"has_sigma": has_sigma, "is_quantile": quantile})
+        grid = _file_grid(wh, name) if quantile else None
+        # Happy path: ONE streaming pass stores integer-keyed rows (invalid keys as NULL)
+        # and 030 checks them; any problem rolls back and 010 explains the file.
+        try:
+            with wh.transaction():
+                claim_name(wh, name, replace)
+                sid = new_submission(wh, name, source, family, df, has_sigma, checksum,
+                                      metadata)
+                wh.run_step("eval/020_submission_insert", {"submission_id": sid})
+                check_and_finish(wh, sid, name, None, grid)
+        except ValidationError as found:
+            raise _explain(wh, name, found, quantile) from None
+    except duckdb.Error as exc:
+        raise _unreadable(name, path, str(exc).splitlines()[0][:200]) from None
+    finally:
+        wh.execute("DROP VIEW IF EXISTS submission_in")
+    return sid
+
+
+def _file_grid(wh: Warehouse, name: str) -> list[float]:
+    """A quantile file's grid (its distinct valid levels), set as getvariable('quantile_grid')."""
+    levels = [r[0] for r in wh.fetchall(
+        "SELECT DISTINCT quantile_level FROM submission_in WHERE quantile_level > 0 "
+        "AND quantile_level < 1 ORDER BY 1 LIMIT ?", [quantiles.MAX_LEVELS + 1])]
+    grid = quantiles.grid_of(levels)
+    found = quantiles.grid_problems(grid)
+    if found:
+        problems = [new_problem(text, 0) for text in found]
+        raise ValidationError(rejection_summary(name, problems), problems)
+    wh.set_params({"quantile_grid": grid})
+    return grid
+
+
+def _explain(wh: Warehouse, name: str, found: ValidationError, quantile: bool) -> ValidationError:
+    """The file-level report (010, with example rows) for a rejected upload."""
+    counts = wh.query_step("eval/010_submission_checks").to_pylist()[0]
+    flagged = [(k, text, b) for k, text, b in _FILE_PROBLEMS if counts[f"{k}_n"]]
+    examples = _examples(wh, {n for k, _, _ in flagged for n in (counts[f"{k}_ex"] or [])},
+                         quantile)
+    problems = [
+        new_problem(text, counts[f"{k}_n"],
+                 [examples.get(n, f"row {n}") for n in counts[f"{k}_ex"] or []], blocking=b)
+        for k, text, b in flagged
+    ]
+    if counts["n_rows"] == 0:
+        problems.insert(0, new_problem("the file holds no rows", 0))
+    # Problems only the integer-level checks see (duplicates, a cell's quantile grid) are kept.
+    keep = ("duplicate key", "cell without every level", "quantile values decrease")
+    problems += [p for p in found.problems if p["problem"].startswith(keep)]
+    if not any(p["severity"] == "error" for p in problems):
+        problems = found.problems
+    return ValidationError(rejection_summary(name, [p for p in problems if p["severity"] == "error"]),
+                           problems)
+
+
+
+def family_sidecar(path: str | Path) -> tuple[str, float | None] | None:
+    """The density family a published-package submission declares beside its file:
+    `{stem}.nll.json` holding {"family": ..., "df": ...}; None without one. A sidecar
+    that cannot be read is an error (it would change every density score)."""
+    import json
+
+    path = Path(path)
+    side = path.with_name(f"{path.stem}.nll.json")
+    if not side.is_file():
+        return None
+    try:
+        meta = json.loads(side.read_text(encoding="utf-8"))
+        family = str(meta.get("family", "gaussian")).lower()
+        df = meta.get("df")
+        df = None if df is None else float(df)
+    except (ValueError, TypeError, AttributeError, OSError) as exc:
+        raise UserError(f"Cannot read the family sidecar {side.name}: {exc}") from None
+    check_family(family, df)
+    return family, df
+

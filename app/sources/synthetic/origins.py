@@ -1,0 +1,29 @@
+"""The oracle's origins: test firm-quarters that the build will keep (non-financial,
+inside a CCM link window, at least four quarters of history, one future quarter left).
+The simulation draws them up front; the oracle (app.sources.synthetic.oracle) simulates
+futures from them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app.sources.synthetic.config import TEST_START_YEAR, SyntheticConfig
+from app.sources.synthetic.firms import Traits
+from app.sources.synthetic.reporting import in_link_window
+
+
+def sample_origins(
+    cfg: SyntheticConfig, tr: Traits, links: dict[str, np.ndarray], rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """(firm index, origin quarter) of cfg.oracle_origins test origins, sorted, no repeats."""
+    lo = np.maximum(tr["entry_q"] + 3, max(TEST_START_YEAR * 4, cfg.q_start))
+    hi = np.minimum(tr["exit_q"], cfg.q_end - 1)
+    financial = (tr["sic"] >= 6000) & (tr["sic"] <= 6999) & ~tr["sic_missing"]
+    count = np.where(financial, 0, np.maximum(hi - lo + 1, 0))
+    firm = np.repeat(np.arange(count.size), count)
+    q = lo[firm] + (np.arange(firm.size) - np.repeat(np.cumsum(count) - count, count))
+    keep = in_link_window(links, firm, q)
+    firm, q = firm[keep], q[keep]
+    k = min(cfg.oracle_origins, firm.size)
+    pick = np.sort(rng.choice(firm.size, size=k, replace=False)) if k else np.array([], dtype=np.int64)
+    return firm[pick].astype(np.int64), q[pick].astype(np.int64)
