@@ -35,6 +35,10 @@ class FormaConfig:
     dropout: float = 0.2
     n_accounts: int = 82  # at least max item_id + 1; see module docstring
     n_industries: int = 49
+    # "full": every token attends to every token (the paper); "context": query tokens
+    # attend to the context only and nothing attends to them (network.py)
+    query_attention: str = "full"
+    anchor: bool = False  # future tokens see their item's origin value; mu is a change from it
     # optimisation
     epochs: int = 12
     batch_size: int = 32
@@ -58,6 +62,10 @@ class FormaConfig:
     p_select_instance: float = 0.1
     p_mask_ungrouped: float = 0.05
     # data
+    # "context" attention only: at most this many realized hidden future slots per
+    # training set (a seeded sample; 0 = all); unrealized slots are dropped there, since
+    # a query without a target changes nothing else in the set
+    train_queries: int = 0
     origins_per_epoch: int | None = None  # None = every origin; else a seeded subsample
     bucket_chunk: int = 64  # batches per length-sorted chunk (bucketing window)
     # speed switches (GPU)
@@ -120,6 +128,11 @@ def preset(name: str, **overrides) -> FormaConfig:
         cfg = cfg.replace(**overrides)
     if cfg.lr_schedule not in ("constant", "cosine"):
         raise UserError(f"Unknown lr_schedule {cfg.lr_schedule!r}; use constant or cosine")
+    if cfg.query_attention not in ("full", "context"):
+        raise UserError(f"Unknown query_attention {cfg.query_attention!r}; use full or context")
+    if cfg.train_queries and cfg.query_attention != "context":
+        raise UserError("train_queries needs query_attention='context' (with full attention "
+                        "every query changes every other token)")
     if cfg.family not in ("gaussian", "laplace"):
         raise UserError(f"Unknown family {cfg.family!r}; use gaussian or laplace")
     return cfg
