@@ -158,7 +158,7 @@ def main() -> None:
     ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
                     help="preset overrides, e.g. lr=0.002 n_heads=2 (JSON values)")
     ap.add_argument("--seed", type=int, default=60)
-    ap.add_argument("--eval-origins", type=int, default=0, help="seeded test sample (0 = all)")
+    ap.add_argument("--eval-origins", type=int, default=0, help="seeded test sample plus the oracle origins (0 = all)")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--workers", type=int, default=0, help="DataLoader processes building batches")
     ap.add_argument("--device", default="cpu")
@@ -170,7 +170,10 @@ def main() -> None:
         write_oracle_origins(args.windows)
     train, test, ids, oracle = load(args.windows)
     if args.eval_origins and args.eval_origins < len(test):
-        test = test.take(np.sort(np.random.default_rng(0).choice(len(test), args.eval_origins, replace=False)))
+        # a seeded sample, plus every oracle origin (the oracle footprint stays whole)
+        pick = np.random.default_rng(0).choice(len(test), args.eval_origins, replace=False)
+        is_oracle = [(int(f), int(q)) in oracle for f, q in zip(test.firm_id, test.origin_q)]
+        test = test.take(np.union1d(pick, np.nonzero(is_oracle)[0]))
     cells = truth_cells(test)
     oracle_rows = np.array([i for i in range(len(test)) if (int(test.firm_id[i]), int(test.origin_q[i])) in oracle])
     overrides = parse_overrides(args.set)

@@ -206,11 +206,14 @@ def fit(
     log: Callable[[str], None] | None = None,
     trace: list | None = None,
     workers: int = 0,
+    extra: dict | None = None,
 ) -> FitResult:
     """Train one seed; returns the per-epoch history. Writes `checkpoint` after every epoch.
     `trace`, when given, receives (epoch, firm_ids, origin_qs) of every batch this rank trains.
     `workers` > 0 builds batches in that many DataLoader processes (a GPU outruns one
-    Python thread building sets); the batches and their masks are the same either way."""
+    Python thread building sets); the batches and their masks are the same either way.
+    `extra` entries are stored in the checkpoint beside the weights (e.g. the panel's
+    signature)."""
     from models.progress import progress_bar
 
     if len(store) == 0:
@@ -236,7 +239,8 @@ def fit(
         if FormaConfig.from_dict(ck["config"]) != cfg or ck["seed"] != seed:
             raise UserError(f"{ckpt_path} was trained with another configuration or seed")
         model.load_state_dict(ck["state_dict"])
-        opt.load_state_dict(ck["optimizer"])
+        if "optimizer" in ck:  # shipped checkpoints keep only what inference needs
+            opt.load_state_dict(ck["optimizer"])
         start, history = int(ck["epoch"]), list(ck["history"])
     net: nn.Module = model
     if world > 1:
@@ -316,6 +320,7 @@ def fit(
                 "parameters": count_parameters(model),
                 "torch": torch.__version__,
                 "saved_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                **(extra or {}),
             })
     return FitResult(ckpt_path, seed, cfg.epochs - start, history, count_parameters(model), model)
 

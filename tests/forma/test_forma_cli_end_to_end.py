@@ -57,3 +57,44 @@ def test_train_then_predict_spools_forecasts_from_the_main_thread(wh, settings, 
             "SELECT count(*), count(DISTINCT (firm_id, origin_q)), max(horizon) FROM eval.forecasts "
             "WHERE submission_id = ?", [sub[0]])
     assert origins == test_origins > 0 and 1 <= hmax <= 20 and n > origins
+
+
+def test_shipped_checkpoint_is_used_only_on_its_own_panel(wh, settings, monkeypatch, tmp_path) -> None:
+    import torch
+
+    from app.flows import forma as flows
+    from app.settings import get_settings
+
+    monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setattr(flows, "SHIPPED_DIR", tmp_path / "shipped")
+    get_settings.cache_clear()
+    cfg = SyntheticConfig.for_scale("demo", firms=10, start=1998, end=2012, seed=4, oracle_origins=2,
+                                    oracle_paths=2, oracle_horizon=4)
+    ingest(wh, SyntheticSource(cfg))
+    run_build(wh)
+    wh.close()
+    runner = CliRunner()
+    train = ["train", "forma", "--preset", "small", "--seeds", "61", "--epochs", "1",
+             "--origins-per-epoch", "8", "--threads", "1"]
+    res = runner.invoke(cli_app, [*train, "--ship"])
+    assert res.exit_code == 0, res.output
+    shipped = tmp_path / "shipped" / "small-gaussian-seed61.pt"
+    ck = torch.load(shipped, weights_only=False)
+    assert "optimizer" not in ck and ck["complete"] and len(ck["panel_signature"]) == 16
+    local = tmp_path / "models" / "forma" / "small-gaussian" / "seed61.pt"
+    trained_at = torch.load(local, weights_only=False)["saved_at"]
+
+    local.unlink()  # a fresh clone: the same panel, no local checkpoint
+    res = runner.invoke(cli_app, [*train, "--use-shipped"])
+    assert res.exit_code == 0, res.output
+    assert "matches this panel" in res.output and "from the shipped checkpoint" in res.output
+    assert local.read_bytes() == shipped.read_bytes()  # installed, not trained
+
+    local.unlink()  # another panel: the shipped weights are not used, training runs
+    ck["panel_signature"] = "0" * 16
+    torch.save(ck, shipped)
+    res = runner.invoke(cli_app, [*train, "--use-shipped"])
+    assert res.exit_code == 0, res.output
+    assert "training afresh" in res.output and "trained 61" in res.output
+    assert torch.load(local, weights_only=False)["saved_at"] >= trained_at
+    assert local.read_bytes() != shipped.read_bytes()
