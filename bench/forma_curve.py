@@ -157,6 +157,8 @@ def main() -> None:
     ap.add_argument("--budgets", default="6144,12288,24576,49152,98304")
     ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
                     help="preset overrides, e.g. lr=0.002 n_heads=2 (JSON values)")
+    ap.add_argument("--schedule", default="", help="EPOCHSxORIGINS: one run, scored after --eval-epochs")
+    ap.add_argument("--eval-epochs", default="", help="epochs after which --schedule's run is scored")
     ap.add_argument("--seed", type=int, default=60)
     ap.add_argument("--eval-origins", type=int, default=0, help="seeded test sample plus the oracle origins (0 = all)")
     ap.add_argument("--threads", type=int, default=0)
@@ -180,18 +182,14 @@ def main() -> None:
     print(f"{len(train):,} training origins, {len(test):,} test origins ({len(cells['key']):,} cells, "
           f"{len(oracle_rows)} oracle origins); torch {torch.get_num_threads()} threads; "
           f"overrides {overrides}", flush=True)
-    for budget in (int(b) for b in args.budgets.split(",")):
-        cfg = budget_config(args.preset, budget, len(train), overrides)
+    def report(cfg, history: list[dict], model, train_cpu: float, train_wall: float, budget: int) -> None:
         c0, t0 = time.process_time(), time.perf_counter()
-        res = fit(train, ids, cfg, seed=args.seed, progress=False, device=args.device,
-                  workers=args.workers)
-        train_cpu, train_wall = time.process_time() - c0, time.perf_counter() - t0
-        c0, t0 = time.process_time(), time.perf_counter()
-        scores = evaluate(res.model.to(args.device), test, cells, oracle_rows)
+        scores = evaluate(model.to(args.device), test, cells, oracle_rows)
         row = {"preset": args.preset, "overrides": overrides, "budget": budget,
-               "origins_seen": int(sum(h["origins"] for h in res.history)), "epochs": cfg.epochs,
-               "origins_per_epoch": cfg.origins_per_epoch, "steps": int(sum(h["batches"] for h in res.history)),
-               "final_loss": round(res.final_loss, 4), "parameters": res.parameters,
+               "origins_seen": int(sum(h["origins"] for h in history)), "epochs_run": len(history),
+               "epochs": cfg.epochs, "origins_per_epoch": cfg.origins_per_epoch,
+               "steps": int(sum(h["batches"] for h in history)), "final_loss": round(history[-1]["loss"], 4),
+               "parameters": sum(p.numel() for p in model.parameters()),
                "train_cpu_s": round(train_cpu, 1), "train_wall_s": round(train_wall, 1),
                "eval_cpu_s": round(time.process_time() - c0, 1),
                "eval_wall_s": round(time.perf_counter() - t0, 1),
@@ -202,6 +200,31 @@ def main() -> None:
         if args.out:
             with open(args.out, "a") as f:
                 f.write(json.dumps(row) + "\n")
+
+    if args.schedule:
+        epochs, per_epoch = (int(v) for v in args.schedule.lower().split("x"))
+        cfg = preset(args.preset, **overrides).replace(epochs=epochs, origins_per_epoch=per_epoch)
+        wanted = {int(e) for e in args.eval_epochs.split(",")} if args.eval_epochs else {epochs}
+        history: list[dict] = []
+        clock = {"cpu": 0.0, "wall": 0.0, "c0": time.process_time(), "t0": time.perf_counter()}
+
+        def on_epoch(row: dict, model) -> None:
+            history.append(row)
+            if row["epoch"] in wanted:  # evaluation time is kept out of the training clock
+                clock["cpu"] += time.process_time() - clock["c0"]
+                clock["wall"] += time.perf_counter() - clock["t0"]
+                report(cfg, history, model, clock["cpu"], clock["wall"], epochs * per_epoch)
+                clock["c0"], clock["t0"] = time.process_time(), time.perf_counter()
+
+        fit(train, ids, cfg, seed=args.seed, progress=False, device=args.device, workers=args.workers,
+            on_epoch=on_epoch)
+        return
+    for budget in (int(b) for b in args.budgets.split(",")):
+        cfg = budget_config(args.preset, budget, len(train), overrides)
+        c0, t0 = time.process_time(), time.perf_counter()
+        res = fit(train, ids, cfg, seed=args.seed, progress=False, device=args.device,
+                  workers=args.workers)
+        report(cfg, res.history, res.model, time.process_time() - c0, time.perf_counter() - t0, budget)
 
 
 if __name__ == "__main__":

@@ -177,6 +177,12 @@ class TrainReport:
     shipped: list[int] = field(default_factory=list)  # seeds taken from a shipped checkpoint
 
 
+def _trained_on(path: Path) -> str | None:
+    import torch
+
+    return torch.load(path, map_location="cpu", weights_only=False).get("panel_signature")
+
+
 def install_shipped(preset: str, family: str, seed: int, signature: str, log: Log = _quiet) -> bool:
     """Copy the repository's checkpoint for (preset, family, seed) into the models folder
     when it was trained on a panel with this signature; False (nothing copied) otherwise."""
@@ -240,6 +246,11 @@ def train(preset: str, seeds: list[int], family: str = "gaussian", *, resume: bo
             continue
         if path.exists() and not resume:
             raise UserError(f"{path} exists; pass --resume to continue it or delete it to retrain")
+        if path.exists() and _trained_on(path) not in (None, signature):
+            # continuing weights of another panel would mix two panels in one model
+            log(f"{path} was trained on panel {_trained_on(path)}, this panel is {signature}: "
+                f"training afresh")
+            path.unlink()
         res = fit(store, ids, cfg, seed=s, checkpoint=path, resume=resume, device=dev, log=log,
                   workers=workers, extra={"panel_signature": signature})
         report.checkpoints[s], report.final_losses[s] = path, res.final_loss

@@ -207,13 +207,14 @@ def fit(
     trace: list | None = None,
     workers: int = 0,
     extra: dict | None = None,
+    on_epoch: Callable[[dict, nn.Module], None] | None = None,
 ) -> FitResult:
     """Train one seed; returns the per-epoch history. Writes `checkpoint` after every epoch.
     `trace`, when given, receives (epoch, firm_ids, origin_qs) of every batch this rank trains.
     `workers` > 0 builds batches in that many DataLoader processes (a GPU outruns one
     Python thread building sets); the batches and their masks are the same either way.
     `extra` entries are stored in the checkpoint beside the weights (e.g. the panel's
-    signature)."""
+    signature). `on_epoch(history_row, model)` runs after every epoch (learning curves)."""
     from models.progress import progress_bar
 
     if len(store) == 0:
@@ -322,6 +323,9 @@ def fit(
                 "saved_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                 **(extra or {}),
             })
+        if on_epoch is not None and rank == 0:
+            on_epoch(history[-1], model)
+            model.train()
     return FitResult(ckpt_path, seed, cfg.epochs - start, history, count_parameters(model), model)
 
 
@@ -341,6 +345,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--origins-per-epoch", type=int, default=None)
     ap.add_argument("--epochs", type=int, default=None)
+    ap.add_argument("--workers", type=int, default=0,
+                    help="DataLoader processes building batches per rank (a GPU outruns one)")
     ap.add_argument("--rank-report", default=None,
                     help="folder for one JSON per rank: the (firm, origin) keys it trained per "
                          "epoch and a SHA-256 of its final weights (checks the DDP sharding)")
@@ -368,7 +374,7 @@ def main(argv: list[str] | None = None) -> None:
     cfg = preset(args.preset, **overrides)
     trace: list | None = [] if args.rank_report else None
     res = fit(store, ids, cfg, seed=args.seed, checkpoint=args.out, resume=args.resume,
-              device=device, log=print, progress=False, trace=trace)
+              device=device, log=print, progress=False, trace=trace, workers=args.workers)
     if args.rank_report:
         import hashlib
         import json

@@ -98,3 +98,19 @@ def test_shipped_checkpoint_is_used_only_on_its_own_panel(wh, settings, monkeypa
     assert "training afresh" in res.output and "trained 61" in res.output
     assert torch.load(local, weights_only=False)["saved_at"] >= trained_at
     assert local.read_bytes() != shipped.read_bytes()
+
+    # --resume never continues (or keeps) weights trained on another panel
+    other = torch.load(local, weights_only=False)
+    other["panel_signature"] = "f" * 16
+    torch.save(other, local)
+    res = runner.invoke(cli_app, [*train, "--resume"])
+    assert res.exit_code == 0, res.output
+    assert "training afresh" in res.output
+    assert torch.load(local, weights_only=False)["panel_signature"] == printed_signature(res.output)
+
+
+def printed_signature(output: str) -> str:
+    """The panel signature the train command printed (`panel 0123abcd...`)."""
+    import re
+
+    return re.findall(r"origins \(panel ([0-9a-f]{16})\)", output)[-1]

@@ -96,11 +96,11 @@ def test_training_sets_keep_at_most_the_sampled_realized_queries():
                            cfg=cfg)
         queries = ex.future & ex.hidden
         assert queries.sum() == 7 and ex.observed[queries].all()  # only targets, at most 7
-    full = preset("small")  # full attention keeps the whole grid, targets or not
+    full = preset("small", query_attention="full", train_queries=0)  # the whole grid, targets or not
     ex = build_example(store, 0, 20, rng=np.random.default_rng(0), identities=TOY_IDENTITIES, cfg=full)
     assert (ex.future & ~ex.observed).any()
     with pytest.raises(UserError, match="context"):
-        preset("small", train_queries=5)
+        preset("small", query_attention="full", train_queries=5)
 
 
 def test_the_anchor_starts_the_forecast_at_the_origin_value():

@@ -102,7 +102,7 @@ def test_learning_rate_schedule(schedule):
         assert lrs[-1] == pytest.approx(1e-2)
     else:
         assert lrs[-1] == pytest.approx(1e-3, rel=1e-3) and all(a >= b for a, b in itertools.pairwise(lrs[9:]))
-    assert forma_train.planned_steps(preset("small"), 24_656) == 8 * 64
+    assert forma_train.planned_steps(preset("small"), 24_656) == 16 * 6144 // 4
 
 
 DDP_STEP = """
@@ -170,3 +170,12 @@ def test_ddp_loss_weights_every_token_of_the_global_batch_equally(tmp_path):
     start = torch.cat([v.flatten() for v in build_model(cfg).state_dict().values()])
     per_rank = start + ((one_step(share[0]) - start) + (one_step(share[1]) - start)) / 2
     assert not torch.allclose(per_rank, whole, rtol=1e-4, atol=1e-6)
+
+
+def test_worker_processes_build_the_same_batches_as_the_main_process():
+    store = WindowStore.from_batches([make_windows(24, seed=4)])
+    cfg = preset("small", epochs=2, **TINY)
+    runs = [fit(store, TOY_IDENTITIES, cfg, seed=5, progress=False, workers=w) for w in (0, 2)]
+    for a, b in zip(runs[0].model.state_dict().values(), runs[1].model.state_dict().values()):
+        assert torch.equal(a, b)
+    assert runs[0].history[-1]["loss"] == runs[1].history[-1]["loss"]
