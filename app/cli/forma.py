@@ -104,6 +104,8 @@ def train_forma(
         "it was trained on this very panel (same signature); train otherwise."),
     ship: bool = typer.Option(False, "--ship", help="Also write each finished checkpoint (without "
                               "optimizer state) to models/forma/checkpoints/ for the repository."),
+    jobs: int = typer.Option(1, "--jobs", min=1, help="Seeds trained at once, one process each "
+                             "(with --threads threads, default 1)."),
 ) -> None:
     """Train Forma on train + validation tuple windows (each origin once), one checkpoint per seed."""
     overrides: dict = {"bf16": bf16, "compile": compile}
@@ -113,7 +115,7 @@ def train_forma(
         overrides["epochs"] = epochs
     rep = flows.train(preset, parse_seeds(seeds), family, resume=resume, device=device, threads=threads,
                       workers=workers, overrides=overrides, use_shipped=use_shipped, ship=ship,
-                      log=console.print)
+                      jobs=jobs, log=console.print)
     trained = ", ".join(f"{s} loss {v:.3f}" for s, v in rep.final_losses.items())
     shipped = f"; seed(s) {', '.join(map(str, rep.shipped))} from the shipped checkpoint" if rep.shipped else ""
     summary(f"Forma {rep.preset}/{family} seeds {seeds} on {rep.origins:,} origins (panel "

@@ -177,6 +177,45 @@ class TrainReport:
     shipped: list[int] = field(default_factory=list)  # seeds taken from a shipped checkpoint
 
 
+def _fit_in_processes(one_seed: Callable[..., tuple[float, int]], seeds: list[int], jobs: int,
+                      threads: int) -> dict[int, tuple[float, int]]:
+    """Run one_seed(seed) for every seed in forked processes, `jobs` at a time. Forked, so
+    the windows already in memory are shared, not copied or pickled."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+
+    def child(s: int) -> None:
+        import torch
+
+        torch.set_num_threads(threads)
+        try:
+            queue.put((s, one_seed(s, progress=False), None))
+        except BaseException as exc:  # noqa: BLE001 - reported by the parent
+            queue.put((s, None, f"{type(exc).__name__}: {exc}"))
+
+    results: dict[int, tuple[float, int]] = {}
+    pending = list(seeds)
+    while pending:
+        batch, pending = pending[:jobs], pending[jobs:]
+        procs = [ctx.Process(target=child, args=(s,)) for s in batch]
+        for p in procs:
+            p.start()
+        errors = []
+        for _ in procs:
+            s, result, error = queue.get()
+            if error:
+                errors.append(f"seed {s}: {error}")
+            else:
+                results[s] = result
+        for p in procs:
+            p.join()
+        if errors:
+            raise UserError("Forma training failed: " + "; ".join(errors))
+    return results
+
+
 def _trained_on(path: Path) -> str | None:
     import torch
 
@@ -220,10 +259,13 @@ def ship_checkpoint(path: Path, dest: Path) -> Path:
 
 def train(preset: str, seeds: list[int], family: str = "gaussian", *, resume: bool = False,
           device: str = "auto", threads: int = 0, workers: int = 0, overrides: dict | None = None,
-          use_shipped: bool = False, ship: bool = False, log: Log = _quiet) -> TrainReport:
+          use_shipped: bool = False, ship: bool = False, jobs: int = 1, log: Log = _quiet) -> TrainReport:
     """Train Forma seeds on the train + validation windows (each origin once). With
     `use_shipped`, a shipped checkpoint trained on this very panel is installed instead of
-    training; with `ship`, each finished checkpoint is also written to the repository."""
+    training; with `ship`, each finished checkpoint is also written to the repository.
+    `jobs` > 1 trains that many seeds at once, each in its own process with `threads`
+    (default 1) PyTorch threads: on a CPU, seeds side by side use the cores better than
+    one seed's threads waiting on each other (the same weights either way)."""
     from models.forma.masking import Identities
     from models.forma.presets import preset as get_preset
     from models.forma.train import fit
@@ -239,6 +281,7 @@ def train(preset: str, seeds: list[int], family: str = "gaussian", *, resume: bo
     log(f"forma: {len(store):,} train+val origins, {len(store.rel_q):,} tuples, panel {signature}; "
         f"preset {cfg.name}, {cfg.epochs} epochs x {cfg.origins_per_epoch or len(store):,} origins, "
         f"family {family}, device {dev}")
+    todo = []
     for s in seeds:
         path = checkpoint_path(preset, family, s)
         if use_shipped and install_shipped(preset, family, s, signature, log):
@@ -251,10 +294,23 @@ def train(preset: str, seeds: list[int], family: str = "gaussian", *, resume: bo
             log(f"{path} was trained on panel {_trained_on(path)}, this panel is {signature}: "
                 f"training afresh")
             path.unlink()
-        res = fit(store, ids, cfg, seed=s, checkpoint=path, resume=resume, device=dev, log=log,
-                  workers=workers, extra={"panel_signature": signature})
-        report.checkpoints[s], report.final_losses[s] = path, res.final_loss
-        log(f"seed {s}: {res.parameters:,} parameters, final loss {res.final_loss:.4f} -> {path}")
+        todo.append(s)
+
+    def one_seed(s: int, progress: bool = True) -> tuple[float, int]:
+        res = fit(store, ids, cfg, seed=s, checkpoint=checkpoint_path(preset, family, s), resume=resume,
+                  device=dev, log=log, workers=workers, extra={"panel_signature": signature},
+                  progress=progress)
+        return res.final_loss, res.parameters
+
+    if jobs > 1 and len(todo) > 1:
+        results = _fit_in_processes(one_seed, todo, jobs, threads or 1)
+    else:
+        results = {s: one_seed(s) for s in todo}
+    for s in todo:
+        path = checkpoint_path(preset, family, s)
+        loss, parameters = results[s]
+        report.checkpoints[s], report.final_losses[s] = path, loss
+        log(f"seed {s}: {parameters:,} parameters, final loss {loss:.4f} -> {path}")
         if ship:
             dest = ship_checkpoint(path, shipped_path(preset, family, s))
             log(f"seed {s}: shipped as {dest} ({dest.stat().st_size / 1e6:.2f} MB)")

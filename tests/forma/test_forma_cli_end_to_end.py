@@ -114,3 +114,28 @@ def printed_signature(output: str) -> str:
     import re
 
     return re.findall(r"origins \(panel ([0-9a-f]{16})\)", output)[-1]
+
+
+def test_seeds_trained_side_by_side_equal_seeds_trained_in_turn(wh, settings, monkeypatch, tmp_path) -> None:
+    import torch
+
+    from app.settings import get_settings
+
+    cfg = SyntheticConfig.for_scale("demo", firms=10, start=1998, end=2012, seed=4, oracle_origins=2,
+                                    oracle_paths=2, oracle_horizon=4)
+    ingest(wh, SyntheticSource(cfg))
+    run_build(wh)
+    wh.close()
+    runner = CliRunner()
+    weights = {}
+    for label, extra in (("turns", ["--jobs", "1"]), ("side", ["--jobs", "2"])):
+        monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / label))
+        get_settings.cache_clear()
+        res = runner.invoke(cli_app, ["train", "forma", "--preset", "small", "--seeds", "62,63", "--epochs",
+                                      "2", "--origins-per-epoch", "8", "--threads", "1", *extra])
+        assert res.exit_code == 0, res.output
+        weights[label] = [torch.load(tmp_path / label / "forma" / "small-gaussian" / f"seed{s}.pt",
+                                     weights_only=False)["state_dict"] for s in (62, 63)]
+    for a, b in zip(weights["turns"], weights["side"]):
+        assert all(torch.equal(a[k], b[k]) for k in a)
+    assert not torch.equal(weights["side"][0]["mu_head.2.bias"], weights["side"][1]["mu_head.2.bias"])
