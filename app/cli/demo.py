@@ -35,6 +35,11 @@ FORMA_SUBMISSION = "forma-small-gaussian"
 #: Figure 2's oracle experiment in the demo: a third of the paper's 768 origins keeps the
 #: report's Forma forward passes within the demo's budget.
 REPORT_ORACLE_ORIGINS = 256
+#: Forma in the demo: the repository's `small` checkpoint when it was trained on this very
+#: panel (docs/forma.md, "Shipped checkpoint"); on any other panel a short run of the same
+#: preset (8 x 768 origins, about a minute on 2 cores) instead of its 20-minute schedule.
+FORMA_TRAIN = ["train", "forma", "--preset", "small", "--seeds", FORMA_SEEDS, "--resume",
+               "--use-shipped", "--epochs", "8", "--origins-per-epoch", "768"]
 
 
 @dataclass(frozen=True)
@@ -88,8 +93,7 @@ def stages(firms: int | None, competitors: tuple[str, ...] = DEMO_COMPETITORS) -
               ["run", "baselines", "--preset", "demo", "--no-score", "--jobs", "2",
                "--which", ",".join(competitors)],
               lambda wh: all(_has_model(wh, f"{m} (demo)") for m in competitors)),
-        Stage("Forma training (small preset)",
-              ["train", "forma", "--preset", "small", "--seeds", FORMA_SEEDS, "--resume"],
+        Stage("Forma training (small preset)", FORMA_TRAIN,
               lambda wh: _has_model(wh, "forma-small%")),
         Stage("Forma forecasts", ["predict", "forma", "--preset", "small", "--seeds", FORMA_SEEDS,
                                   "--no-score"],

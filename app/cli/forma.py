@@ -1,18 +1,12 @@
 """`proforma train forma`, `proforma predict forma`, `proforma scenario`, `proforma forma ...`.
 
-This layer opens the warehouse, hands the model Arrow readers (app.views.tuple_windows)
-and writes what the model returns (app.scoring.ingest_forecasts); models/forma never
-touches the database.
+Training and forecasting run in app/flows/forma.py (which the API can call too); this
+layer parses arguments and prints. models/forma never touches the database.
 """
 
 from __future__ import annotations
 
-import hashlib
-import inspect
-import itertools
 import re
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -21,10 +15,18 @@ import pyarrow as pa
 import typer
 from rich.table import Table
 
-from app.cli.common import console, summary, writer
+from app.cli.common import console, summary
 from app.errors import UserError
-from app.settings import get_settings
-from app.warehouse import Warehouse, connect
+from app.flows import forma as flows
+from app.flows.forma import (
+    identities_table,
+    load_models,
+    load_store,
+    read_only,
+    resolve_device,
+    tuple_reader,
+)
+from app.flows.forma import require_panel as _require_panel
 
 forma_app = typer.Typer(help="Forma, the tuple-set transformer: export, oracle experiment, info.",
                         no_args_is_help=True)
@@ -81,103 +83,6 @@ def qlabel(q: int) -> str:
     return f"{q // 4}Q{q % 4 + 1}"
 
 
-def resolve_device(device: str, threads: int = 0) -> str:
-    import torch
-
-    if threads:
-        torch.set_num_threads(threads)
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise UserError("--device cuda asked for, but PyTorch sees no CUDA device")
-    return device
-
-
-def run_dir(preset: str, family: str) -> Path:
-    return get_settings().models_dir / "forma" / f"{preset}-{family}"
-
-
-def checkpoint_path(preset: str, family: str, seed: int) -> Path:
-    return run_dir(preset, family) / f"seed{seed}.pt"
-
-
-def _views():
-    try:
-        from app import views
-    except ImportError as exc:
-        raise UserError("app.views is missing: the panel build (issue 'build') is not installed") from exc
-    return views
-
-
-def tuple_reader(wh: Warehouse, split: str, batch_size: int = 2048, future: bool = True,
-                 **filters) -> pa.RecordBatchReader:
-    """app.views.tuple_windows, passing firm/origin filters when the view supports them."""
-    fn = _views().tuple_windows
-    accepted = inspect.signature(fn).parameters
-    kwargs = {k: v for k, v in filters.items() if k in accepted}
-    reader = fn(wh, split, batch_size, future=future, **kwargs)
-    rest = {k: v for k, v in filters.items() if k not in accepted}
-    if not rest:
-        return reader
-    return pa.RecordBatchReader.from_batches(reader.schema, _filtered(reader, rest))
-
-
-def _filtered(reader: pa.RecordBatchReader, filters: dict) -> Iterator[pa.RecordBatch]:
-    import pyarrow.compute as pc
-
-    for batch in reader:
-        mask = None
-        for col, val in filters.items():
-            m = pc.equal(batch.column(col), pa.scalar(val, batch.schema.field(col).type))
-            mask = m if mask is None else pc.and_(mask, m)
-        out = batch.filter(mask)
-        if out.num_rows:
-            yield out
-
-
-def identities_table(wh: Warehouse) -> pa.Table:
-    return wh.arrow("SELECT identity, item_id, sign FROM ref.identities ORDER BY identity, item_id")
-
-
-def read_only() -> Warehouse:
-    return connect(read_only=get_settings().warehouse.exists())
-
-
-def _require_panel(wh: Warehouse) -> None:
-    if not wh.table_exists("panel.origins"):
-        raise UserError("The panel is not built. Run `proforma build` first.")
-
-
-def load_store(wh: Warehouse, splits: list[str], future: bool, **filters):
-    from models.forma.batching import WindowStore
-
-    _require_panel(wh)
-    # 1,000 origins per SQL chunk: the sorted long rows of 5,000 (the view's default) held
-    # the demo's test load at 1.6 GB peak; 1,000 take 0.8 GB and no longer
-    filters.setdefault("chunk_origins", 1000)
-    readers = [tuple_reader(wh, s, future=future, **filters) for s in splits]
-    return WindowStore.from_batches(itertools.chain.from_iterable(readers))
-
-
-def load_models(preset: str, family: str, seeds: list[int], device: str):
-    from models.forma.train import load_checkpoint
-
-    models, ckpts = [], []
-    for s in seeds:
-        path = checkpoint_path(preset, family, s)
-        model, ck = load_checkpoint(path, device)
-        if not ck.get("complete"):
-            raise UserError(f"{path} stopped after epoch {ck['epoch']}; finish it with "
-                            f"`proforma train forma --preset {preset} --seeds {s} --resume`")
-        models.append(model)
-        ckpts.append((path, ck))
-    return models, ckpts
-
-
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-
-
 # -- train ---------------------------------------------------------------------------
 def train_forma(
     preset: str = PRESET_OPT,
@@ -192,38 +97,29 @@ def train_forma(
                                           help="Seeded subsample of origins per epoch (0 = preset)."),
     epochs: int = typer.Option(0, "--epochs", help="Override the preset's epochs (0 = preset)."),
     threads: int = THREADS_OPT,
+    workers: int = typer.Option(0, "--workers", min=0,
+                                help="Processes building training batches (GPUs; 0 = this process)."),
+    use_shipped: bool = typer.Option(
+        False, "--use-shipped", help="Install the repository's checkpoint instead of training when "
+        "it was trained on this very panel (same signature); train otherwise."),
+    ship: bool = typer.Option(False, "--ship", help="Also write each finished checkpoint (without "
+                              "optimizer state) to models/forma/checkpoints/ for the repository."),
+    jobs: int = typer.Option(1, "--jobs", min=1, help="Seeds trained at once, one process each "
+                             "(with --threads threads, default 1)."),
 ) -> None:
     """Train Forma on train + validation tuple windows (each origin once), one checkpoint per seed."""
-    from models.forma.masking import Identities
-    from models.forma.presets import preset as get_preset
-    from models.forma.train import fit
-
-    overrides: dict = {"family": family, "bf16": bf16, "compile": compile}
+    overrides: dict = {"bf16": bf16, "compile": compile}
     if origins_per_epoch:
         overrides["origins_per_epoch"] = origins_per_epoch
     if epochs:
         overrides["epochs"] = epochs
-    cfg = get_preset(preset, **overrides)
-    seed_list = parse_seeds(seeds)
-    dev = resolve_device(device, threads)
-    t0 = time.perf_counter()
-    with read_only() as wh:
-        store = load_store(wh, ["train", "val"], future=True)
-        ids = Identities.from_arrow(identities_table(wh))
-    console.print(f"forma: {len(store):,} train+val origins, {len(store.rel_q):,} tuples; "
-                  f"preset {cfg.name}, {cfg.epochs} epochs, family {cfg.family}, device {dev}")
-    losses = []
-    for s in seed_list:
-        path = checkpoint_path(preset, family, s)
-        if path.exists() and not resume:
-            raise UserError(f"{path} exists; pass --resume to continue it or delete it to retrain")
-        res = fit(store, ids, cfg, seed=s, checkpoint=path, resume=resume, device=dev,
-                  log=console.print)
-        losses.append(res.final_loss)
-        console.print(f"seed {s}: {res.parameters:,} parameters, final loss {res.final_loss:.4f} -> {path}")
-    summary(f"trained Forma {cfg.name}/{family} seeds {seeds} on {len(store):,} origins in "
-            f"{time.perf_counter() - t0:.0f}s; final losses "
-            + ", ".join(f"{v:.3f}" for v in losses))
+    rep = flows.train(preset, parse_seeds(seeds), family, resume=resume, device=device, threads=threads,
+                      workers=workers, overrides=overrides, use_shipped=use_shipped, ship=ship,
+                      jobs=jobs, log=console.print)
+    trained = ", ".join(f"{s} loss {v:.3f}" for s, v in rep.final_losses.items())
+    shipped = f"; seed(s) {', '.join(map(str, rep.shipped))} from the shipped checkpoint" if rep.shipped else ""
+    summary(f"Forma {rep.preset}/{family} seeds {seeds} on {rep.origins:,} origins (panel "
+            f"{rep.signature}) in {rep.seconds:.0f}s" + (f"; trained {trained}" if trained else "") + shipped)
 
 
 # -- predict -------------------------------------------------------------------------
@@ -240,48 +136,21 @@ def predict_forma(
 ) -> None:
     """Forecast every origin of a split (all future hidden, one pass), write the seeds as
     mixture components through the common forecast path, and score them."""
-    from models.forma.predict import predict
-
     seed_list = parse_seeds(seeds)
-    dev = resolve_device(device, threads)
-    models, ckpts = load_models(preset, family, seed_list, dev)
-    name = name or f"forma-{preset}-{family}"
-    t0 = time.perf_counter()
-    try:
-        from app import scoring
-    except ImportError as exc:
-        raise UserError("app.scoring is missing: scoring (issue 'scoring') is not installed") from exc
-    with writer() as wh:
-        store = load_store(wh, [split], future=False)
-        if not len(store):
-            raise UserError(f"No {split} origins in the panel")
-        metadata = {
-            "model": "forma", "preset": preset, "family": family, "split": split,
-            "seeds": seed_list, "components": {str(k): s for k, s in enumerate(seed_list)},
-            "parameters": int(ckpts[0][1]["parameters"]),
-            "checkpoints": {str(s): _sha(p) for s, (p, _) in zip(seed_list, ckpts)},
-            "config": ckpts[0][1]["config"],
-        }
-        # ingest_forecasts spools the generator in this thread: PyTorch never runs
-        # inside DuckDB's scan threads.
-        sub_id = scoring.ingest_forecasts(
-            wh, name, predict(models, store, batch_size=batch_size, device=dev, progress=True),
-            family=family, source="model", metadata=metadata)
-        scored = ""
-        if score:
-            # every current submission (reference baselines included) on the full footprint
-            run_id = scoring.score(wh)
-            board = scoring.leaderboard(wh, score_run_id=run_id).to_pylist()
-            view = Table(title=f"full footprint, score run {run_id}")
-            cols = [c for c in ("model", "n", "r2", "mae", "crps") if board and c in board[0]]
-            for c in cols:
-                view.add_column(c, justify="right")
-            for r in board:
-                view.add_row(*(f"{r[c]:.4f}" if isinstance(r[c], float) else str(r[c]) for c in cols))
-            console.print(view)
-            scored = f"; scored in run {run_id} (`proforma leaderboard` for more)"
-    summary(f"Forma {preset}/{family} x{len(seed_list)} seeds forecast {len(store):,} {split} "
-            f"origins in {time.perf_counter() - t0:.0f}s -> submission {sub_id} '{name}'{scored}")
+    rep = flows.predict(preset, seed_list, family, split=split, name=name, device=device,
+                        batch_size=batch_size, score=score, threads=threads, log=console.print)
+    scored = ""
+    if rep.score_run_id is not None:
+        view = Table(title=f"full footprint, score run {rep.score_run_id}")
+        cols = [c for c in ("model", "n", "r2", "mae", "crps") if rep.board and c in rep.board[0]]
+        for c in cols:
+            view.add_column(c, justify="right")
+        for r in rep.board:
+            view.add_row(*(f"{r[c]:.4f}" if isinstance(r[c], float) else str(r[c]) for c in cols))
+        console.print(view)
+        scored = f"; scored in run {rep.score_run_id} (`proforma leaderboard` for more)"
+    summary(f"Forma {preset}/{family} x{len(seed_list)} seeds forecast {rep.origins:,} {split} "
+            f"origins in {rep.seconds:.0f}s -> submission {rep.submission_id} '{rep.name}'{scored}")
 
 
 # -- scenario ------------------------------------------------------------------------

@@ -25,7 +25,7 @@ import pyarrow as pa
 import torch
 
 from app.errors import UserError
-from models.forma.masking import Identities, mask_future, mask_history
+from models.forma.masking import Identities, mask_future, mask_history, sample_queries
 
 SCALE_ITEM = 0
 UNKNOWN_INDUSTRY = 49
@@ -123,8 +123,9 @@ class WindowStore:
         return int(hit[0]) if len(hit) else -1
 
     def size_estimates(self, max_horizon: int, last_q: dict[str, int] | None = None,
-                       lookback: int = 12) -> np.ndarray:
-        """Token count per origin at a max horizon (history + query grid), for bucketing."""
+                       lookback: int = 12, max_queries: int = 0) -> np.ndarray:
+        """Token count per origin at a max horizon (history + query grid, the grid capped
+        at `max_queries` when given), for bucketing."""
         last_q = last_q or SPLIT_LAST_Q
         cache = getattr(self, "_counts", None)
         if cache is None or cache[0] != lookback:
@@ -136,7 +137,8 @@ class WindowStore:
             self._counts = (lookback, hist.astype(np.int64), at0.astype(np.int64))
         _, hist, at0 = self._counts
         cap = np.array([last_q.get(s, 10**9) for s in self.split], dtype=np.int64) - self.origin_q
-        return hist + at0 * np.clip(np.minimum(max_horizon, cap), 0, None)
+        grid = at0 * np.clip(np.minimum(max_horizon, cap), 0, None)
+        return hist + (np.minimum(grid, max_queries) if max_queries else grid)
 
 
 @dataclass
@@ -153,6 +155,7 @@ class Example:
     future: np.ndarray  # bool
     hidden: np.ndarray  # bool: value replaced by the mask vector
     slot: np.ndarray  # bool: a query slot of the ex-ante grid (forecast output)
+    anchor: np.ndarray | None = None  # float32: the item's value at the origin (future tokens)
 
 
 def build_example(
@@ -207,6 +210,9 @@ def build_example(
             p_block=cfg.p_mask_future_block if cfg else 0.5,
             p_tuple=cfg.p_mask_future_tuple if cfg else 0.95,
         )
+        if cfg is not None and cfg.query_attention == "context":
+            keep = sample_queries(g_obs, hid_f, rng, cfg.train_queries)
+            gq, gi, gx, g_obs, hid_f, g_slot = (a[keep] for a in (gq, gi, gx, g_obs, hid_f, g_slot))
     else:
         hid_h = np.zeros(len(hq), dtype=bool)
         hid_f = np.ones(len(gq), dtype=bool)
@@ -229,6 +235,11 @@ def build_example(
                 hid_f = np.concatenate((hid_f, np.zeros(len(extra_q), bool)))
                 g_slot = np.concatenate((g_slot, np.zeros(len(extra_q), bool)))
     nh = len(hq)
+    # the origin value of each future token's item (scale and off-grid pins: none, 0)
+    at0 = (hq == 0) & (hi != SCALE_ITEM)
+    origin_value = np.zeros(int(max(hi.max(initial=0), gi.max(initial=0))) + 1, np.float32)
+    origin_value[hi[at0]] = hx[at0]
+    g_anchor = origin_value[gi] if len(gi) else np.zeros(0, np.float32)
     return Example(
         firm_id=int(store.firm_id[i]),
         origin_q=int(store.origin_q[i]),
@@ -240,6 +251,7 @@ def build_example(
         future=np.concatenate((np.zeros(nh, bool), np.ones(len(gq), bool))),
         hidden=np.concatenate((hid_h, hid_f)),
         slot=np.concatenate((np.zeros(nh, bool), g_slot)),
+        anchor=np.concatenate((np.zeros(nh, np.float32), g_anchor)).astype(np.float32),
     )
 
 
@@ -256,6 +268,8 @@ class Batch:
     target: torch.Tensor  # [B, T] float (the token's value; 0 where unobserved)
     loss_mask: torch.Tensor  # [B, T] bool: hidden AND observed
     slot: torch.Tensor  # [B, T] bool: future query slots (forecast outputs)
+    query: torch.Tensor  # [B, T] bool: hidden future tokens (what "context" attention isolates)
+    anchor: torch.Tensor  # [B, T] float: the item's origin value on future tokens, else 0
     item_id: np.ndarray  # [B, T] int16 (for writing forecasts)
     firm_id: np.ndarray  # [B]
     origin_q: np.ndarray  # [B]
@@ -265,7 +279,8 @@ class Batch:
         return float(self.pad.float().mean()) if self.pad.numel() else 0.0
 
     def inputs(self, device: torch.device | str | None = None) -> tuple[torch.Tensor, ...]:
-        t = (self.account, self.rel_q, self.x, self.hidden, self.industry, self.pad)
+        t = (self.account, self.rel_q, self.x, self.hidden, self.industry, self.pad, self.query,
+             self.anchor)
         return tuple(v.to(device, non_blocking=True) for v in t) if device else t
 
 
@@ -281,11 +296,16 @@ def collate(examples: Sequence[Example], account_map: np.ndarray) -> Batch:
     pad = np.ones((b, t), bool)
     obs = np.zeros((b, t), bool)
     slot = np.zeros((b, t), bool)
+    future = np.zeros((b, t), bool)
+    anchor = np.zeros((b, t), np.float32)
     for r, e in enumerate(examples):
         n = len(e.item_id)
         item[r, :n], rel[r, :n], hidden[r, :n] = e.item_id, e.rel_q, e.hidden
         x[r, :n] = np.where(e.observed, e.x, 0.0)
         obs[r, :n], slot[r, :n], pad[r, :n] = e.observed, e.slot, False
+        future[r, :n] = e.future
+        if e.anchor is not None:
+            anchor[r, :n] = e.anchor
     if item.size and (item.max() >= len(account_map) or item.min() < 0):
         raise UserError(f"item_id {int(item.max())} is outside the model's account vocabulary")
     account = account_map[item.astype(np.int64)]
@@ -305,6 +325,8 @@ def collate(examples: Sequence[Example], account_map: np.ndarray) -> Batch:
         target=target,
         loss_mask=torch.from_numpy(hidden & obs & ~pad),
         slot=torch.from_numpy(slot & hidden & ~pad),
+        query=torch.from_numpy(future & hidden & ~pad),
+        anchor=torch.from_numpy(anchor),
         item_id=item,
         firm_id=np.array([e.firm_id for e in examples], np.int32),
         origin_q=np.array([e.origin_q for e in examples], np.int32),

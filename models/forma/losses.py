@@ -3,7 +3,9 @@
 Gaussian: [(y-mu)^2 / (2 s^2) + log(s^2)/2] * stopgrad(s^2)^beta
 Laplace (b = s / sqrt 2): [log 2b + |y-mu| / b] * stopgrad(b)^beta
 The mean is token-weighted across the whole batch (every eligible token counts once),
-so unrealized query tokens, padding and the industry token never enter it.
+so unrealized query tokens, padding and the industry token never enter it. Under DDP
+the batch is the global one: `tokens` is then the eligible-token count of all ranks
+together (train.py), so every token weighs the same whichever rank holds it.
 """
 
 from __future__ import annotations
@@ -42,11 +44,15 @@ def masked_loss(
     logvar: torch.Tensor,
     loss_mask: torch.Tensor,
     beta: float = 0.5,
-) -> tuple[torch.Tensor, int]:
-    """(mean loss over loss_mask tokens, their count). Zero (with grad) when none."""
+    tokens: float | torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(loss summed over loss_mask tokens / `tokens`, the local count of those tokens as a
+    0-d tensor). `tokens` defaults to the local count (the mean); a batch without eligible
+    tokens gives zero (with grad). Masked by multiplication, not indexing, so a GPU step
+    never waits for the host to learn how many tokens there are."""
     sel = loss_mask.bool()
-    n = int(sel.sum())
-    per = LOSSES[family](y[sel].float(), mu[sel].float(), logvar[sel].float(), beta)
-    if n == 0:
-        return (mu.sum() * 0.0), 0
-    return per.mean(), n
+    n = sel.sum()
+    per = LOSSES[family](y.float(), mu.float(), logvar.float(), beta)
+    total = torch.where(sel, per, torch.zeros_like(per)).sum()
+    denom = n.clamp(min=1).to(total.dtype) if tokens is None else tokens
+    return total / denom, n

@@ -129,3 +129,18 @@ def mask_future(
     if rng.random() < p_block:
         return np.ones(n, dtype=bool)
     return (rng.random(n) < p_tuple) | ~observed
+
+
+def sample_queries(
+    observed: np.ndarray, hidden: np.ndarray, rng: np.random.Generator, cap: int = 0
+) -> np.ndarray:
+    """Which future tokens a training set keeps under "context" attention: the visible
+    ones (pins, inputs to everything), and of the hidden ones only those with a realized
+    target (a target-less query changes nothing else there), at most `cap` of them (a
+    uniform sample; 0 = all). Returns a keep mask over the future tokens."""
+    keep = ~hidden
+    target = np.nonzero(hidden & observed)[0]
+    if cap and len(target) > cap:
+        target = rng.choice(target, cap, replace=False)
+    keep[target] = True
+    return keep

@@ -5,6 +5,17 @@
   `scaled_dot_product_attention` (fused flash / memory-efficient kernels on GPUs).
 - Heads: each reads concat(h_L, PE(q)) (width 2d) through 2d -> 2d -> 1 with GELU; one
   gives mu, the other log sigma^2, clamped to [-10, 10].
+
+Two options the CPU presets use (docs/forma.md, "Presets"); `paper` has neither:
+- `query_attention="context"`: query tokens (hidden future slots) attend to the context
+  (every other token: history, hidden history, pins, industry) but nothing attends to
+  them. They carry no value, so the context holds all the information either way; what
+  changes is cost, Tc^2 + Q*Tc instead of (Tc+Q)^2, and each query's output no longer
+  depends on which other queries are in the set, so training may sample a few of them.
+- `anchor=True`: every future token also sees its item's standardized value at the
+  origin (`w_a * anchor`), and the mean head predicts the change from it
+  (`mu = anchor + f_mu(u)`), so the untrained model starts at the random walk instead of
+  having to learn to copy the origin value through attention.
 """
 
 from __future__ import annotations
@@ -34,13 +45,19 @@ class Forma(nn.Module):
         d_ff: int = 512,
         dropout: float = 0.2,
         lookback: int = 12,
+        query_attention: str = "full",
+        anchor: bool = False,
     ):
         super().__init__()
+        if query_attention not in ("full", "context"):
+            raise ValueError(f"query_attention must be 'full' or 'context', not {query_attention!r}")
         self.d = d_model
+        self.query_attention = query_attention
+        self.anchor = anchor
         # history quarters the model was trained on (rel_q -lookback+1..0); inference
         # builds its sets with the same window (a plain attribute, not a weight)
         self.lookback = lookback
-        self.embed = TokenEmbedding(n_accounts, n_industries, d_model)
+        self.embed = TokenEmbedding(n_accounts, n_industries, d_model, anchor=anchor)
         layer = nn.TransformerEncoderLayer(
             d_model,
             n_heads,
@@ -65,48 +82,115 @@ class Forma(nn.Module):
         hidden: torch.Tensor,
         industry: torch.Tensor,
         pad: torch.Tensor,
+        query: torch.Tensor | None = None,
+        anchor: torch.Tensor | None = None,
+        *,
         query_index: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Inputs [B, T] (industry [B]); pad is True at padding. Returns mu, logvar [B, T].
+        """Inputs [B, T] (industry [B]); pad is True at padding, `query` at the hidden
+        future slots, `anchor` the item's origin value on future tokens (0 elsewhere).
+        Returns mu, logvar [B, T].
 
-        With `query_index` [B, Q] (positions into T) only those tokens are read out:
-        every layer but the last runs on the whole set (all tokens are keys and values
-        of the next layer), the last layer and the heads run only on the Q queried
-        tokens, and mu, logvar come back [B, Q]. The result equals the full pass at those
-        positions (the last layer's queries are independent of each other); inference
-        uses it to skip the history tokens' last-layer queries, feed-forward and heads.
+        With `query_index` [B, Q] (positions into T) only those tokens are read out and
+        mu, logvar come back [B, Q]: the last layer and the heads run only on them (all
+        tokens are still keys and values), equal to the full pass at those positions.
+        Inference uses it to skip the history tokens' last-layer queries and heads.
         """
-        h = self.embed(account, rel_q, x, hidden, industry)
-        key_pad = torch.cat((torch.zeros_like(pad[:, :1]), pad), dim=1)
+        if anchor is None or not self.anchor:
+            anchor = None
+        h = self.embed(account, rel_q, x, hidden, industry, anchor)
         # The eval-mode "fast path" of nn.TransformerEncoderLayer uses a native attention
         # that materializes every B x heads x T x T weight (4x slower and ~4x the memory
         # of scaled_dot_product_attention on long sets), so route inference through SDPA.
         fast = torch.backends.mha.get_fastpath_enabled()
         torch.backends.mha.set_fastpath_enabled(False)
         try:
-            if query_index is None:
+            if self.query_attention == "context":
+                if query is None:
+                    raise ValueError("query_attention='context' needs the query mask")
+                h, rel_q, anchor = self._context_pass(h, rel_q, anchor, pad, query, query_index)
+            elif query_index is None:
+                key_pad = torch.cat((torch.zeros_like(pad[:, :1]), pad), dim=1)
                 h = self.encoder(h, src_key_padding_mask=key_pad)[:, 1:]
             else:
+                key_pad = torch.cat((torch.zeros_like(pad[:, :1]), pad), dim=1)
                 layers = self.encoder.layers
                 for layer in layers[:-1]:
                     h = layer(h, src_key_padding_mask=key_pad)
                 h = _last_layer_queries(layers[-1], h, query_index + 1, key_pad)
                 rel_q = rel_q.gather(1, query_index)
+                anchor = anchor.gather(1, query_index) if anchor is not None else None
         finally:
             torch.backends.mha.set_fastpath_enabled(fast)
         u = torch.cat((h, sinusoidal(rel_q, self.d).to(h.dtype)), dim=-1)
         mu = self.mu_head(u).squeeze(-1)
+        if anchor is not None:
+            mu = mu + anchor.to(mu.dtype)
         logvar = self.logvar_head(u).squeeze(-1).clamp(LOGVAR_MIN, LOGVAR_MAX)
         return mu, logvar
 
+    def _context_pass(self, h: torch.Tensor, rel_q: torch.Tensor, anchor: torch.Tensor | None,
+                      pad: torch.Tensor, query: torch.Tensor, query_index: torch.Tensor | None,
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """Encoder with queries attending to the context only. h is [B, 1+T, d] (industry
+        first). The set is regrouped as [industry, context..., queries...] (each group
+        padded to its longest row), every layer's keys and values are the context part,
+        and the result is put back in token order [B, T] (or at `query_index`)."""
+        b, t = pad.shape
+        ctx = ~query & ~pad
+        qry = query & ~pad
+        ctx_pos, ctx_pad = _group(ctx)
+        if query_index is None:
+            qry_pos, qry_pad = _group(qry)
+        else:  # the caller's slot order, so outputs line up with query_index
+            qry_pos = query_index
+            qry_pad = ~qry.gather(1, query_index)
+        n_ctx = ctx_pos.shape[1]
+        pos = torch.cat((ctx_pos, qry_pos), dim=1)
+        seq = torch.cat((h[:, :1], h[:, 1:].gather(1, pos.unsqueeze(-1).expand(-1, -1, h.shape[-1]))), dim=1)
+        key_pad = torch.cat((torch.zeros_like(ctx_pad[:, :1]), ctx_pad), dim=1)
+        layers = self.encoder.layers
+        readout_only = query_index is not None
+        for k, layer in enumerate(layers):
+            if readout_only and k == len(layers) - 1:
+                # the last layer's context outputs are never read at inference
+                seq = _last_layer_queries(layer, seq, None, key_pad, n_keys=1 + n_ctx)
+                return seq, rel_q.gather(1, query_index), (
+                    anchor.gather(1, query_index) if anchor is not None else None)
+            hn = layer.norm1(seq)
+            kv = hn[:, : 1 + n_ctx]
+            a = layer.self_attn(hn, kv, kv, key_padding_mask=key_pad, need_weights=False)[0]
+            seq = seq + layer.dropout1(a)
+            seq = seq + layer._ff_block(layer.norm2(seq))
+        # back to token order: padded group entries land in a spare column that is dropped
+        valid = torch.cat((~ctx_pad, ~qry_pad), dim=1)
+        dest = torch.where(valid, pos, torch.full_like(pos, t))
+        out = seq.new_zeros(b, t + 1, seq.shape[-1])
+        out.scatter_(1, dest.unsqueeze(-1).expand(-1, -1, seq.shape[-1]), seq[:, 1:])
+        return out[:, :t], rel_q, anchor
 
-def _last_layer_queries(layer: nn.TransformerEncoderLayer, h: torch.Tensor, index: torch.Tensor,
-                        key_pad: torch.Tensor) -> torch.Tensor:
-    """Pre-LN encoder layer evaluated only at `index` [B, Q] (keys: every token of h):
-    x + SA(LN1 x | LN1 h) then + FF(LN2 .), the same submodules as layer.forward."""
+
+def _group(member: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Positions of each row's member tokens, in token order, as [B, M] (M = most members
+    in a row; shorter rows repeat position 0) and the [B, M] padding flags."""
+    counts = member.sum(1)
+    m = max(int(counts.max()) if counts.numel() else 0, 1)
+    pos = torch.argsort((~member).to(torch.int8), dim=1, stable=True)[:, :m]
+    pad = torch.arange(m, device=member.device)[None, :] >= counts[:, None]
+    return torch.where(pad, torch.zeros_like(pos), pos), pad
+
+
+def _last_layer_queries(layer: nn.TransformerEncoderLayer, h: torch.Tensor, index: torch.Tensor | None,
+                        key_pad: torch.Tensor, n_keys: int | None = None) -> torch.Tensor:
+    """Pre-LN encoder layer evaluated only at `index` [B, Q] (keys: every token of h), or,
+    with `n_keys`, at every position after the first n_keys (keys: the first n_keys):
+    x + SA(LN1 x | LN1 keys) then + FF(LN2 .), the same submodules as layer.forward."""
     hn = layer.norm1(h)
-    gidx = index.unsqueeze(-1).expand(-1, -1, h.shape[-1])
-    hq, qn = h.gather(1, gidx), hn.gather(1, gidx)
+    if n_keys is not None:
+        hq, qn, hn = h[:, n_keys:], hn[:, n_keys:], hn[:, :n_keys]
+    else:
+        gidx = index.unsqueeze(-1).expand(-1, -1, h.shape[-1])
+        hq, qn = h.gather(1, gidx), hn.gather(1, gidx)
     a = layer.self_attn(qn, hn, hn, key_padding_mask=key_pad, need_weights=False)[0]
     hq = hq + layer.dropout1(a)
     return hq + layer._ff_block(layer.norm2(hq))

@@ -37,7 +37,7 @@ class TokenEmbedding(nn.Module):
     accounts and 49 industries that is 133 x 128 = 17,024 parameters.
     """
 
-    def __init__(self, n_accounts: int, n_industries: int, d: int):
+    def __init__(self, n_accounts: int, n_industries: int, d: int, anchor: bool = False):
         super().__init__()
         self.d = d
         self.account = nn.Embedding(n_accounts, d)
@@ -49,6 +49,9 @@ class TokenEmbedding(nn.Module):
         # the first step (a GPT-style 0.02 init left tokens ~ PE(q) for hundreds of steps).
         for p in (self.account.weight, self.industry.weight, self.w_x, self.e_mask):
             nn.init.normal_(p, std=1.0)
+        # anchored presets only (network.py): the direction of the item's origin value on
+        # future tokens; absent otherwise, so `paper` keeps its parameter count
+        self.w_anchor = nn.Parameter(torch.randn(d)) if anchor else None
 
     def forward(
         self,
@@ -57,11 +60,14 @@ class TokenEmbedding(nn.Module):
         x: torch.Tensor,  # [B, T] float; ignored where hidden
         hidden: torch.Tensor,  # [B, T] bool: value replaced by e_mask
         industry: torch.Tensor,  # [B] long
+        anchor: torch.Tensor | None = None,  # [B, T] float: item's origin value on future tokens
     ) -> torch.Tensor:
         """[B, 1 + T, d]: the industry token first, then the tuple tokens."""
         value = torch.where(
             hidden.unsqueeze(-1), self.e_mask, x.unsqueeze(-1) * self.w_x
         )
         tokens = self.account(account) + sinusoidal(rel_q, self.d) + value
+        if anchor is not None and self.w_anchor is not None:
+            tokens = tokens + anchor.unsqueeze(-1).to(tokens.dtype) * self.w_anchor
         ind = self.industry(industry) + sinusoidal(torch.zeros_like(industry), self.d)
         return torch.cat((ind.unsqueeze(1), tokens), dim=1)

@@ -59,7 +59,8 @@ class FitResult:
 
 def build_model(cfg: FormaConfig) -> Forma:
     return Forma(cfg.n_accounts, cfg.n_industries, cfg.d_model, cfg.n_layers, cfg.n_heads,
-                 cfg.d_ff, cfg.dropout, cfg.lookback)
+                 cfg.d_ff, cfg.dropout, cfg.lookback, query_attention=cfg.query_attention,
+                 anchor=cfg.anchor)
 
 
 def industry_map(cfg: FormaConfig) -> dict[int, int]:
@@ -87,6 +88,70 @@ def learning_rate(cfg: FormaConfig, step: int, total_steps: int) -> float:
         t = min(1.0, max(0, step - cfg.warmup_steps) / span)
         lr *= cfg.lr_min_ratio + (1 - cfg.lr_min_ratio) * 0.5 * (1 + math.cos(math.pi * t))
     return lr
+
+
+def _query_cap(cfg: FormaConfig) -> int:
+    return cfg.train_queries if cfg.query_attention == "context" else 0
+
+
+def global_tokens(loss_mask: torch.Tensor, world: int) -> torch.Tensor:
+    """The loss's denominator: eligible tokens of the whole global batch. Under DDP the
+    ranks' counts are summed (one all-reduce) and divided by the world size, because DDP
+    averages the ranks' gradients: sum_r grad(S_r / (N / world)) / world = grad(sum_r S_r) / N,
+    so every token of the global batch weighs 1/N whichever rank holds it."""
+    n = loss_mask.sum().to(torch.float32)
+    if world > 1:
+        torch.distributed.all_reduce(n)
+        n = n / world
+    return n.clamp(min=1)
+
+
+def train_step(net: nn.Module, model: nn.Module, opt: torch.optim.Optimizer, batch, cfg: FormaConfig,
+               device: torch.device, world: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """One optimizer step on one batch (this rank's share of the global batch under DDP,
+    `net` wrapping `model`). The loss is token-weighted over the global batch
+    (global_tokens). Returns this rank's summed loss and its token count, on the device."""
+    with _autocast(cfg, device):
+        mu, logvar = net(*batch.inputs(device))
+    loss_mask = batch.loss_mask.to(device, non_blocking=True)
+    denom = global_tokens(loss_mask, world)
+    loss, n = masked_loss(cfg.family, batch.target.to(device, non_blocking=True), mu, logvar,
+                          loss_mask, cfg.beta, tokens=denom)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+    opt.step()
+    return loss.detach() * denom, n
+
+
+class EpochBatches(torch.utils.data.Dataset):
+    """One epoch's batches: batch k holds the origins order[k], masked with a generator
+    seeded by (seed, epoch, global batch number), so the batches are the same whether
+    they are built here or in DataLoader worker processes, in any order."""
+
+    def __init__(self, store: WindowStore, order: list[np.ndarray], keys: np.ndarray, horizon: int,
+                 account_map: np.ndarray, identities: Identities, cfg: FormaConfig,
+                 last_q: dict[str, int], seed: int, epoch: int):
+        self.store, self.order, self.keys, self.horizon = store, order, keys, horizon
+        self.account_map, self.identities, self.cfg, self.last_q = account_map, identities, cfg, last_q
+        self.seed, self.epoch = seed, epoch
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __getitem__(self, k: int):
+        rng = np.random.default_rng([self.seed, self.epoch, 1, int(self.keys[k])])
+        return next(iter_batches(self.store, [self.order[k]], self.horizon, self.account_map,
+                                 rng=rng, identities=self.identities, cfg=self.cfg,
+                                 last_q=self.last_q, lookback=self.cfg.lookback))
+
+    def iterate(self, workers: int = 0, pin_memory: bool = False):
+        if workers <= 0:
+            return (self[k] for k in range(len(self)))
+        loader = torch.utils.data.DataLoader(
+            self, batch_size=None, shuffle=False, num_workers=workers, prefetch_factor=4,
+            pin_memory=pin_memory, persistent_workers=False)
+        return iter(loader)
 
 
 def _dist() -> tuple[int, int]:
@@ -140,9 +205,16 @@ def fit(
     max_batches: int | None = None,
     log: Callable[[str], None] | None = None,
     trace: list | None = None,
+    workers: int = 0,
+    extra: dict | None = None,
+    on_epoch: Callable[[dict, nn.Module], None] | None = None,
 ) -> FitResult:
     """Train one seed; returns the per-epoch history. Writes `checkpoint` after every epoch.
-    `trace`, when given, receives (epoch, firm_ids, origin_qs) of every batch this rank trains."""
+    `trace`, when given, receives (epoch, firm_ids, origin_qs) of every batch this rank trains.
+    `workers` > 0 builds batches in that many DataLoader processes (a GPU outruns one
+    Python thread building sets); the batches and their masks are the same either way.
+    `extra` entries are stored in the checkpoint beside the weights (e.g. the panel's
+    signature). `on_epoch(history_row, model)` runs after every epoch (learning curves)."""
     from models.progress import progress_bar
 
     if len(store) == 0:
@@ -168,7 +240,8 @@ def fit(
         if FormaConfig.from_dict(ck["config"]) != cfg or ck["seed"] != seed:
             raise UserError(f"{ckpt_path} was trained with another configuration or seed")
         model.load_state_dict(ck["state_dict"])
-        opt.load_state_dict(ck["optimizer"])
+        if "optimizer" in ck:  # shipped checkpoints keep only what inference needs
+            opt.load_state_dict(ck["optimizer"])
         start, history = int(ck["epoch"]), list(ck["history"])
     net: nn.Module = model
     if world > 1:
@@ -188,45 +261,40 @@ def fit(
         if cfg.origins_per_epoch and cfg.origins_per_epoch < len(store):
             idx = np.sort(rng.choice(len(store), cfg.origins_per_epoch, replace=False))
         sub = store.take(idx) if len(idx) < len(store) else store
-        sizes = sub.size_estimates(horizon, last_q, cfg.lookback)
+        sizes = sub.size_estimates(horizon, last_q, cfg.lookback, _query_cap(cfg))
         order = bucketed_order(sizes, cfg.batch_size, rng, cfg.bucket_chunk)
+        keys = np.arange(len(order))  # global batch numbers: masks do not depend on the world size
         if world > 1:  # equal batch counts per rank keep the collective calls in step
             n = len(order) // world * world
-            order = order[rank:n:world]
+            order, keys = order[rank:n:world], keys[rank:n:world]
         if max_batches:
-            order = order[:max_batches]
-        mask_rng = np.random.default_rng([seed, epoch, rank, 1])
+            order, keys = order[:max_batches], keys[:max_batches]
         model.train()
         t0 = time.perf_counter()
-        total, tokens, pad_slots, slots = 0.0, 0, 0, 0
+        total, tokens, pad_slots, slots = torch.zeros((), device=device), 0, 0, 0
         bar = progress_bar(total=len(order), desc=f"forma seed {seed} epoch {epoch + 1}/{cfg.epochs} H={horizon}",
                    disable=not progress or rank != 0, leave=False, unit="batch")
-        for batch in iter_batches(sub, order, horizon, account_map, rng=mask_rng,
-                                  identities=identities, cfg=cfg, last_q=last_q or SPLIT_LAST_Q,
-                                  lookback=cfg.lookback):
+        plan = EpochBatches(sub, order, keys, horizon, account_map, identities, cfg,
+                            last_q or SPLIT_LAST_Q, seed, epoch)
+        for batch in plan.iterate(workers, pin_memory=device.type == "cuda"):
             if trace is not None:
                 trace.append((epoch, batch.firm_id.tolist(), batch.origin_q.tolist()))
-            inputs = batch.inputs(device)
-            with _autocast(cfg, device):
-                mu, logvar = step_fn(*inputs)
-            loss, n = masked_loss(cfg.family, batch.target.to(device), mu, logvar,
-                                  batch.loss_mask.to(device), cfg.beta)
             if cfg.warmup_steps or cfg.lr_schedule != "constant":
                 for g in opt.param_groups:
                     g["lr"] = learning_rate(cfg, step, total_steps)
             step += 1
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            opt.step()
-            total += float(loss.detach()) * n
-            tokens += n
+            loss_sum, n = train_step(step_fn, model, opt, batch, cfg, device, world)
+            # this rank's summed loss, kept on the device (no per-step host sync)
+            total = total + loss_sum
+            tokens = tokens + n
             pad_slots += int(batch.pad.sum())
             slots += batch.pad.numel()
             bar.update(1)
-            # refresh=False: the bar redraws at its own interval (30 s in a log file)
-            bar.set_postfix(loss=f"{total / max(tokens, 1):.4f}", refresh=False)
+            if step % 50 == 0:  # reading the loss waits for the device: not every step
+                # refresh=False: the bar redraws at its own interval (30 s in a log file)
+                bar.set_postfix(loss=f"{float(total) / max(int(tokens), 1):.4f}", refresh=False)
         bar.close()
+        total, tokens = float(total), int(tokens)
         seconds = time.perf_counter() - t0
         history.append({
             "epoch": epoch + 1, "horizon": horizon, "loss": total / max(tokens, 1),
@@ -253,7 +321,11 @@ def fit(
                 "parameters": count_parameters(model),
                 "torch": torch.__version__,
                 "saved_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                **(extra or {}),
             })
+        if on_epoch is not None and rank == 0:
+            on_epoch(history[-1], model)
+            model.train()
     return FitResult(ckpt_path, seed, cfg.epochs - start, history, count_parameters(model), model)
 
 
@@ -273,6 +345,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--origins-per-epoch", type=int, default=None)
     ap.add_argument("--epochs", type=int, default=None)
+    ap.add_argument("--workers", type=int, default=0,
+                    help="DataLoader processes building batches per rank (a GPU outruns one)")
     ap.add_argument("--rank-report", default=None,
                     help="folder for one JSON per rank: the (firm, origin) keys it trained per "
                          "epoch and a SHA-256 of its final weights (checks the DDP sharding)")
@@ -300,7 +374,7 @@ def main(argv: list[str] | None = None) -> None:
     cfg = preset(args.preset, **overrides)
     trace: list | None = [] if args.rank_report else None
     res = fit(store, ids, cfg, seed=args.seed, checkpoint=args.out, resume=args.resume,
-              device=device, log=print, progress=False, trace=trace)
+              device=device, log=print, progress=False, trace=trace, workers=args.workers)
     if args.rank_report:
         import hashlib
         import json

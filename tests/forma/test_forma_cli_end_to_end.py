@@ -57,3 +57,85 @@ def test_train_then_predict_spools_forecasts_from_the_main_thread(wh, settings, 
             "SELECT count(*), count(DISTINCT (firm_id, origin_q)), max(horizon) FROM eval.forecasts "
             "WHERE submission_id = ?", [sub[0]])
     assert origins == test_origins > 0 and 1 <= hmax <= 20 and n > origins
+
+
+def test_shipped_checkpoint_is_used_only_on_its_own_panel(wh, settings, monkeypatch, tmp_path) -> None:
+    import torch
+
+    from app.flows import forma as flows
+    from app.settings import get_settings
+
+    monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setattr(flows, "SHIPPED_DIR", tmp_path / "shipped")
+    get_settings.cache_clear()
+    cfg = SyntheticConfig.for_scale("demo", firms=10, start=1998, end=2012, seed=4, oracle_origins=2,
+                                    oracle_paths=2, oracle_horizon=4)
+    ingest(wh, SyntheticSource(cfg))
+    run_build(wh)
+    wh.close()
+    runner = CliRunner()
+    train = ["train", "forma", "--preset", "small", "--seeds", "61", "--epochs", "1",
+             "--origins-per-epoch", "8", "--threads", "1"]
+    res = runner.invoke(cli_app, [*train, "--ship"])
+    assert res.exit_code == 0, res.output
+    shipped = tmp_path / "shipped" / "small-gaussian-seed61.pt"
+    ck = torch.load(shipped, weights_only=False)
+    assert "optimizer" not in ck and ck["complete"] and len(ck["panel_signature"]) == 16
+    local = tmp_path / "models" / "forma" / "small-gaussian" / "seed61.pt"
+    trained_at = torch.load(local, weights_only=False)["saved_at"]
+
+    local.unlink()  # a fresh clone: the same panel, no local checkpoint
+    res = runner.invoke(cli_app, [*train, "--use-shipped"])
+    assert res.exit_code == 0, res.output
+    assert "matches this panel" in res.output and "from the shipped checkpoint" in res.output
+    assert local.read_bytes() == shipped.read_bytes()  # installed, not trained
+
+    local.unlink()  # another panel: the shipped weights are not used, training runs
+    ck["panel_signature"] = "0" * 16
+    torch.save(ck, shipped)
+    res = runner.invoke(cli_app, [*train, "--use-shipped"])
+    assert res.exit_code == 0, res.output
+    assert "training afresh" in res.output and "trained 61" in res.output
+    assert torch.load(local, weights_only=False)["saved_at"] >= trained_at
+    assert local.read_bytes() != shipped.read_bytes()
+
+    # --resume never continues (or keeps) weights trained on another panel
+    other = torch.load(local, weights_only=False)
+    other["panel_signature"] = "f" * 16
+    torch.save(other, local)
+    res = runner.invoke(cli_app, [*train, "--resume"])
+    assert res.exit_code == 0, res.output
+    assert "training afresh" in res.output
+    assert torch.load(local, weights_only=False)["panel_signature"] == printed_signature(res.output)
+
+
+def printed_signature(output: str) -> str:
+    """The panel signature the train command printed (`panel 0123abcd...`)."""
+    import re
+
+    return re.findall(r"origins \(panel ([0-9a-f]{16})\)", output)[-1]
+
+
+def test_seeds_trained_side_by_side_equal_seeds_trained_in_turn(wh, settings, monkeypatch, tmp_path) -> None:
+    import torch
+
+    from app.settings import get_settings
+
+    cfg = SyntheticConfig.for_scale("demo", firms=10, start=1998, end=2012, seed=4, oracle_origins=2,
+                                    oracle_paths=2, oracle_horizon=4)
+    ingest(wh, SyntheticSource(cfg))
+    run_build(wh)
+    wh.close()
+    runner = CliRunner()
+    weights = {}
+    for label, extra in (("turns", ["--jobs", "1"]), ("side", ["--jobs", "2"])):
+        monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / label))
+        get_settings.cache_clear()
+        res = runner.invoke(cli_app, ["train", "forma", "--preset", "small", "--seeds", "62,63", "--epochs",
+                                      "2", "--origins-per-epoch", "8", "--threads", "1", *extra])
+        assert res.exit_code == 0, res.output
+        weights[label] = [torch.load(tmp_path / label / "forma" / "small-gaussian" / f"seed{s}.pt",
+                                     weights_only=False)["state_dict"] for s in (62, 63)]
+    for a, b in zip(weights["turns"], weights["side"]):
+        assert all(torch.equal(a[k], b[k]) for k in a)
+    assert not torch.equal(weights["side"][0]["mu_head.2.bias"], weights["side"][1]["mu_head.2.bias"])

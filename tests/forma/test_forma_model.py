@@ -37,7 +37,7 @@ def test_paper_preset_has_exactly_942210_parameters():
 
 def test_curriculum_schedule():
     assert curriculum(preset("paper")) == [4, 4, 8, 12, 16, 20] + [20] * 6
-    assert curriculum(preset("small")) == [4, 4, 8, 12, 16, 20, 20, 20]
+    assert curriculum(preset("small")) == [4, 4, 8, 12, 16] + [20] * 11
     with pytest.raises(UserError):
         preset("huge")
     with pytest.raises(UserError):

@@ -102,4 +102,80 @@ def test_learning_rate_schedule(schedule):
         assert lrs[-1] == pytest.approx(1e-2)
     else:
         assert lrs[-1] == pytest.approx(1e-3, rel=1e-3) and all(a >= b for a, b in itertools.pairwise(lrs[9:]))
-    assert forma_train.planned_steps(preset("small"), 24_656) == 8 * 64
+    assert forma_train.planned_steps(preset("small"), 24_656) == 16 * 6144 // 4
+
+
+DDP_STEP = """
+import json, os, sys
+import numpy as np, torch
+sys.path[:0] = [{root!r}, {tests!r}]
+from conftest import make_windows
+from models.forma.batching import WindowStore, build_example, collate
+from models.forma.presets import preset
+from models.forma.train import build_model, train_step
+
+torch.distributed.init_process_group("gloo")
+rank, world = torch.distributed.get_rank(), torch.distributed.get_world_size()
+cfg = preset("small", grad_clip=1e9, **{tiny!r})
+store = WindowStore.from_batches([make_windows(4, seed=11, split="test", origin_q0=8050)])
+share = {share!r}[rank]
+batch = collate([build_example(store, i, h) for i, h in share], np.arange(10))
+torch.manual_seed(0)
+model = build_model(cfg)
+net = torch.nn.parallel.DistributedDataParallel(model)
+opt = torch.optim.SGD(model.parameters(), lr=0.5)
+train_step(net, model, opt, batch, cfg, torch.device("cpu"), world)
+out = {{k: v.flatten().tolist() for k, v in model.state_dict().items()}}
+with open(os.path.join({out!r}, f"rank{{rank}}.json"), "w") as f:
+    json.dump(out, f)
+torch.distributed.destroy_process_group()
+"""
+
+
+def test_ddp_loss_weights_every_token_of_the_global_batch_equally(tmp_path):
+    from models.forma.batching import build_example, collate
+    from models.forma.train import build_model, train_step
+
+    # rank 0 holds one short set (horizon 1), rank 1 three long ones: per-rank means
+    # would give rank 0's few tokens the weight of rank 1's many
+    share = [[(0, 1)], [(1, 20), (2, 20), (3, 20)]]
+    script = tmp_path / "ddp_step.py"
+    script.write_text(DDP_STEP.format(root=str(ROOT), tests=str(ROOT / "tests" / "forma"), tiny=TINY,
+                                      share=share, out=str(tmp_path)))
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    res = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                          "--nproc_per_node", "2", str(script)], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert ranks[0] == ranks[1]
+
+    cfg = preset("small", grad_clip=1e9, **TINY)
+    store = WindowStore.from_batches([make_windows(4, seed=11, split="test", origin_q0=8050)])
+
+    def one_step(parts):
+        """Weights after one single-process SGD step of train_step on the parts as one batch."""
+        torch.manual_seed(0)
+        model = build_model(cfg)
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        train_step(model, model, opt, collate([build_example(store, i, h) for i, h in parts],
+                                              np.arange(10)), cfg, torch.device("cpu"))
+        return torch.cat([v.flatten() for v in model.state_dict().values()])
+
+    whole = one_step(share[0] + share[1])  # one process, the union batch, one token mean
+    ddp = torch.tensor([x for v in ranks[0].values() for x in v])
+    torch.testing.assert_close(ddp, whole, rtol=1e-4, atol=1e-6)
+    # and the per-rank mean (each rank averaging its own tokens) is measurably different
+    torch.manual_seed(0)
+    start = torch.cat([v.flatten() for v in build_model(cfg).state_dict().values()])
+    per_rank = start + ((one_step(share[0]) - start) + (one_step(share[1]) - start)) / 2
+    assert not torch.allclose(per_rank, whole, rtol=1e-4, atol=1e-6)
+
+
+def test_worker_processes_build_the_same_batches_as_the_main_process():
+    store = WindowStore.from_batches([make_windows(24, seed=4)])
+    cfg = preset("small", epochs=2, **TINY)
+    runs = [fit(store, TOY_IDENTITIES, cfg, seed=5, progress=False, workers=w) for w in (0, 2)]
+    for a, b in zip(runs[0].model.state_dict().values(), runs[1].model.state_dict().values()):
+        assert torch.equal(a, b)
+    assert runs[0].history[-1]["loss"] == runs[1].history[-1]["loss"]

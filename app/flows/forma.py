@@ -1,0 +1,387 @@
+"""Forma's flows: load the tuple windows, train seeds, forecast a split, and the shipped
+checkpoint of the default synthetic panel (docs/forma.md, "Shipped checkpoint").
+
+The CLI (app/cli/forma.py) parses arguments and prints; everything here takes plain
+values, reports progress through `log`, and returns a summary. Models never open the
+database: this layer reads `app.views.tuple_windows` as Arrow and writes forecasts
+through `app.scoring.ingest_forecasts`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import inspect
+import itertools
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from app.errors import UserError
+from app.settings import get_settings
+from app.warehouse import Warehouse, connect
+
+Log = Callable[[str], None]
+#: Checkpoints that ship with the repository, trained by the command in docs/forma.md.
+SHIPPED_DIR = Path(__file__).resolve().parents[2] / "models" / "forma" / "checkpoints"
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+# -- places --------------------------------------------------------------------------
+def run_dir(preset: str, family: str) -> Path:
+    return get_settings().models_dir / "forma" / f"{preset}-{family}"
+
+
+def checkpoint_path(preset: str, family: str, seed: int) -> Path:
+    return run_dir(preset, family) / f"seed{seed}.pt"
+
+
+def shipped_path(preset: str, family: str, seed: int) -> Path:
+    return SHIPPED_DIR / f"{preset}-{family}-seed{seed}.pt"
+
+
+def resolve_device(device: str, threads: int = 0) -> str:
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise UserError("--device cuda asked for, but PyTorch sees no CUDA device")
+    return device
+
+
+# -- reading the panel ---------------------------------------------------------------
+def read_only() -> Warehouse:
+    return connect(read_only=get_settings().warehouse.exists())
+
+
+@contextlib.contextmanager
+def writer() -> Iterator[Warehouse]:
+    """The warehouse opened for writing, migrated and with current reference data."""
+    from app.migrations import migrate
+    from app.reference import load_reference
+
+    wh = connect()
+    try:
+        migrate(wh)
+        load_reference(wh)
+        yield wh
+    finally:
+        wh.close()
+
+
+def require_panel(wh: Warehouse) -> None:
+    if not wh.table_exists("panel.origins"):
+        raise UserError("The panel is not built. Run `proforma build` first.")
+
+
+def _views():
+    try:
+        from app import views
+    except ImportError as exc:
+        raise UserError("app.views is missing: the panel build (issue 'build') is not installed") from exc
+    return views
+
+
+def tuple_reader(wh: Warehouse, split: str, batch_size: int = 2048, future: bool = True,
+                 **filters) -> pa.RecordBatchReader:
+    """app.views.tuple_windows, passing firm/origin filters when the view supports them."""
+    fn = _views().tuple_windows
+    accepted = inspect.signature(fn).parameters
+    kwargs = {k: v for k, v in filters.items() if k in accepted}
+    reader = fn(wh, split, batch_size, future=future, **kwargs)
+    rest = {k: v for k, v in filters.items() if k not in accepted}
+    if not rest:
+        return reader
+    return pa.RecordBatchReader.from_batches(reader.schema, _filtered(reader, rest))
+
+
+def _filtered(reader: pa.RecordBatchReader, filters: dict) -> Iterator[pa.RecordBatch]:
+    import pyarrow.compute as pc
+
+    for batch in reader:
+        mask = None
+        for col, val in filters.items():
+            m = pc.equal(batch.column(col), pa.scalar(val, batch.schema.field(col).type))
+            mask = m if mask is None else pc.and_(mask, m)
+        out = batch.filter(mask)
+        if out.num_rows:
+            yield out
+
+
+def identities_table(wh: Warehouse) -> pa.Table:
+    return wh.arrow("SELECT identity, item_id, sign FROM ref.identities ORDER BY identity, item_id")
+
+
+def load_store(wh: Warehouse, splits: list[str], future: bool, **filters):
+    from models.forma.batching import WindowStore
+
+    require_panel(wh)
+    # 1,000 origins per SQL chunk: the sorted long rows of 5,000 (the view's default) held
+    # the demo's test load at 1.6 GB peak; 1,000 take 0.8 GB and no longer
+    filters.setdefault("chunk_origins", 1000)
+    readers = [tuple_reader(wh, s, future=future, **filters) for s in splits]
+    return WindowStore.from_batches(itertools.chain.from_iterable(readers))
+
+
+def panel_signature(store) -> str:
+    """SHA-256 (16 hex digits) of the training windows themselves: every origin's keys,
+    split and tuples as the model reads them. Two panels with this signature train the
+    same model; any change to the data, the build rules or the standardization shows."""
+    h = hashlib.sha256()
+    for arr in (store.firm_id, store.origin_q, store.offsets, store.rel_q, store.item_id, store.x):
+        h.update(np.ascontiguousarray(arr).tobytes())
+    h.update("\n".join(store.split.tolist()).encode())
+    return h.hexdigest()[:16]
+
+
+def load_models(preset: str, family: str, seeds: list[int], device: str):
+    from models.forma.train import load_checkpoint
+
+    models, ckpts = [], []
+    for s in seeds:
+        path = checkpoint_path(preset, family, s)
+        model, ck = load_checkpoint(path, device)
+        if not ck.get("complete"):
+            raise UserError(f"{path} stopped after epoch {ck['epoch']}; finish it with "
+                            f"`proforma train forma --preset {preset} --seeds {s} --resume`")
+        models.append(model)
+        ckpts.append((path, ck))
+    return models, ckpts
+
+
+def file_sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+# -- train ---------------------------------------------------------------------------
+@dataclass
+class TrainReport:
+    preset: str
+    family: str
+    origins: int
+    signature: str
+    seconds: float
+    checkpoints: dict[int, Path] = field(default_factory=dict)
+    final_losses: dict[int, float] = field(default_factory=dict)
+    shipped: list[int] = field(default_factory=list)  # seeds taken from a shipped checkpoint
+
+
+def _fit_in_processes(one_seed: Callable[..., tuple[float, int]], seeds: list[int], jobs: int,
+                      threads: int) -> dict[int, tuple[float, int]]:
+    """Run one_seed(seed) for every seed in forked processes, `jobs` at a time. Forked, so
+    the windows already in memory are shared, not copied or pickled."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+
+    def child(s: int) -> None:
+        import torch
+
+        torch.set_num_threads(threads)
+        try:
+            queue.put((s, one_seed(s, progress=False), None))
+        except BaseException as exc:  # noqa: BLE001 - reported by the parent
+            queue.put((s, None, f"{type(exc).__name__}: {exc}"))
+
+    results: dict[int, tuple[float, int]] = {}
+    pending = list(seeds)
+    while pending:
+        batch, pending = pending[:jobs], pending[jobs:]
+        procs = [ctx.Process(target=child, args=(s,)) for s in batch]
+        for p in procs:
+            p.start()
+        errors = []
+        for _ in procs:
+            s, result, error = queue.get()
+            if error:
+                errors.append(f"seed {s}: {error}")
+            else:
+                results[s] = result
+        for p in procs:
+            p.join()
+        if errors:
+            raise UserError("Forma training failed: " + "; ".join(errors))
+    return results
+
+
+def _trained_on(path: Path) -> str | None:
+    import torch
+
+    return torch.load(path, map_location="cpu", weights_only=False).get("panel_signature")
+
+
+def install_shipped(preset: str, family: str, seed: int, signature: str, log: Log = _quiet) -> bool:
+    """Copy the repository's checkpoint for (preset, family, seed) into the models folder
+    when it was trained on a panel with this signature; False (nothing copied) otherwise."""
+    import torch
+
+    src = shipped_path(preset, family, seed)
+    if not src.exists():
+        log(f"no shipped checkpoint {src.name}")
+        return False
+    meta = torch.load(src, map_location="cpu", weights_only=False)
+    if meta.get("panel_signature") != signature:
+        log(f"shipped checkpoint {src.name} was trained on panel {meta.get('panel_signature')}, "
+            f"this panel is {signature}: training afresh")
+        return False
+    dest = checkpoint_path(preset, family, seed)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dest)
+    log(f"shipped checkpoint {src.name} matches this panel ({signature}) -> {dest}")
+    return True
+
+
+def ship_checkpoint(path: Path, dest: Path) -> Path:
+    """The inference part of a finished checkpoint (no optimizer state), for the repository."""
+    import torch
+
+    from models.forma.train import save_checkpoint
+
+    ck = torch.load(path, map_location="cpu", weights_only=False)
+    if not ck.get("complete"):
+        raise UserError(f"{path} is not finished; only a complete checkpoint ships")
+    ck.pop("optimizer", None)
+    save_checkpoint(dest, ck)
+    return dest
+
+
+def train(preset: str, seeds: list[int], family: str = "gaussian", *, resume: bool = False,
+          device: str = "auto", threads: int = 0, workers: int = 0, overrides: dict | None = None,
+          use_shipped: bool = False, ship: bool = False, jobs: int = 1, log: Log = _quiet) -> TrainReport:
+    """Train Forma seeds on the train + validation windows (each origin once). With
+    `use_shipped`, a shipped checkpoint trained on this very panel is installed instead of
+    training; with `ship`, each finished checkpoint is also written to the repository.
+    `jobs` > 1 trains that many seeds at once, each in its own process with `threads`
+    (default 1) PyTorch threads: on a CPU, seeds side by side use the cores better than
+    one seed's threads waiting on each other (the same weights either way)."""
+    from models.forma.masking import Identities
+    from models.forma.presets import preset as get_preset
+    from models.forma.train import fit
+
+    cfg = get_preset(preset, family=family, **(overrides or {}))
+    dev = resolve_device(device, threads)
+    t0 = time.perf_counter()
+    with read_only() as wh:
+        store = load_store(wh, ["train", "val"], future=True)
+        ids = Identities.from_arrow(identities_table(wh))
+    signature = panel_signature(store)
+    report = TrainReport(cfg.name, family, len(store), signature, 0.0)
+    log(f"forma: {len(store):,} train+val origins, {len(store.rel_q):,} tuples, panel {signature}; "
+        f"preset {cfg.name}, {cfg.epochs} epochs x {cfg.origins_per_epoch or len(store):,} origins, "
+        f"family {family}, device {dev}")
+    todo = []
+    for s in seeds:
+        path = checkpoint_path(preset, family, s)
+        if use_shipped and install_shipped(preset, family, s, signature, log):
+            report.checkpoints[s], report.shipped = path, [*report.shipped, s]
+            continue
+        if path.exists() and not resume:
+            raise UserError(f"{path} exists; pass --resume to continue it or delete it to retrain")
+        if path.exists() and _trained_on(path) not in (None, signature):
+            # continuing weights of another panel would mix two panels in one model
+            log(f"{path} was trained on panel {_trained_on(path)}, this panel is {signature}: "
+                f"training afresh")
+            path.unlink()
+        todo.append(s)
+
+    def one_seed(s: int, progress: bool = True) -> tuple[float, int]:
+        res = fit(store, ids, cfg, seed=s, checkpoint=checkpoint_path(preset, family, s), resume=resume,
+                  device=dev, log=log, workers=workers, extra={"panel_signature": signature},
+                  progress=progress)
+        return res.final_loss, res.parameters
+
+    if jobs > 1 and len(todo) > 1:
+        results = _fit_in_processes(one_seed, todo, jobs, threads or 1)
+    else:
+        results = {s: one_seed(s) for s in todo}
+    for s in todo:
+        path = checkpoint_path(preset, family, s)
+        loss, parameters = results[s]
+        report.checkpoints[s], report.final_losses[s] = path, loss
+        log(f"seed {s}: {parameters:,} parameters, final loss {loss:.4f} -> {path}")
+        if ship:
+            dest = ship_checkpoint(path, shipped_path(preset, family, s))
+            log(f"seed {s}: shipped as {dest} ({dest.stat().st_size / 1e6:.2f} MB)")
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+# -- predict -------------------------------------------------------------------------
+def release_memory() -> None:
+    """Collect garbage and return glibc's free heap pages to the system."""
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    name = ctypes.util.find_library("c")
+    if name:
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(name).malloc_trim(0)
+
+@dataclass
+class PredictReport:
+    submission_id: int
+    name: str
+    origins: int
+    seconds: float
+    score_run_id: int | None = None
+    board: list[dict] = field(default_factory=list)
+
+
+def predict(preset: str, seeds: list[int], family: str = "gaussian", *, split: str = "test",
+            name: str = "", device: str = "auto", batch_size: int = 64, score: bool = True,
+            threads: int = 0, progress: bool = True, log: Log = _quiet) -> PredictReport:
+    """Forecast every origin of a split (all future hidden, one pass), write the seeds as
+    mixture components through the common forecast path and, with `score`, score every
+    current submission on the full footprint."""
+    from models.forma.predict import predict as forecast
+
+    dev = resolve_device(device, threads)
+    models, ckpts = load_models(preset, family, seeds, dev)
+    name = name or f"forma-{preset}-{family}"
+    t0 = time.perf_counter()
+    try:
+        from app import scoring
+    except ImportError as exc:
+        raise UserError("app.scoring is missing: scoring (issue 'scoring') is not installed") from exc
+    with writer() as wh:
+        store = load_store(wh, [split], future=False)
+        if not len(store):
+            raise UserError(f"No {split} origins in the panel")
+        metadata = {
+            "model": "forma", "preset": preset, "family": family, "split": split,
+            "seeds": seeds, "components": {str(k): s for k, s in enumerate(seeds)},
+            "parameters": int(ckpts[0][1]["parameters"]),
+            "checkpoints": {str(s): file_sha(p) for s, (p, _) in zip(seeds, ckpts)},
+            "panel_signatures": {str(s): ck.get("panel_signature") for s, (_, ck) in zip(seeds, ckpts)},
+            "config": ckpts[0][1]["config"],
+        }
+        # ingest_forecasts spools the generator in this thread: PyTorch never runs
+        # inside DuckDB's scan threads.
+        sub_id = scoring.ingest_forecasts(
+            wh, name, forecast(models, store, batch_size=batch_size, device=dev, progress=progress),
+            family=family, source="model", metadata=metadata)
+        report = PredictReport(sub_id, name, len(store), 0.0)
+        # scoring runs DuckDB up to its memory limit in this same process: give the windows,
+        # the networks and their freed heap back first, so the peak is the larger of the two
+        # phases, not their sum
+        del store, models, ckpts
+        release_memory()
+        if score:
+            report.score_run_id = scoring.score(wh)
+            report.board = scoring.leaderboard(wh, score_run_id=report.score_run_id).to_pylist()
+    report.seconds = time.perf_counter() - t0
+    return report
