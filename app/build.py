@@ -113,8 +113,12 @@ def plan() -> list[SqlFile]:
 def explain() -> list[dict[str, str]]:
     """The plan as rows: step number, name, normalized checksum, purpose."""
     return [
-        {"step": f.name.split("_", 1)[0], "name": f.name, "checksum": f.checksum[:16],
-         "purpose": f.purpose}
+        {
+            "step": f.name.split("_", 1)[0],
+            "name": f.name,
+            "checksum": f.checksum[:16],
+            "purpose": f.purpose,
+        }
         for f in plan()
     ]
 
@@ -130,9 +134,14 @@ def created_tables(f: SqlFile) -> list[str]:
 
 def count_rows(wh: Warehouse, table: str) -> dict[str, int]:
     """{'total': n} plus per-split counts (from a `split` column, or origin_q via panel.splits)."""
-    cols = {r[0] for r in wh.fetchall(
-        "SELECT column_name FROM information_schema.columns "
-        "WHERE table_schema = ? AND table_name = ?", table.split(".", 1))}
+    cols = {
+        r[0]
+        for r in wh.fetchall(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = ? AND table_name = ?",
+            table.split(".", 1),
+        )
+    }
     out = {"total": int(wh.scalar(f"SELECT count(*) FROM {table}"))}
     if "split" in cols:
         for split, n in wh.fetchall(f"SELECT split, count(*) FROM {table} GROUP BY 1 ORDER BY 1"):
@@ -141,7 +150,9 @@ def count_rows(wh: Warehouse, table: str) -> dict[str, int]:
         # a table keyed by origin without a stored split (panel.truth_cells): one count
         # per split over its origin_q range, bound as constants so the row groups' zone
         # maps answer it (a GROUP BY over 913M rows costs ~5 CPU-s)
-        for split, lo, hi in wh.fetchall("SELECT split, first_q, last_q FROM panel.splits ORDER BY split"):
+        for split, lo, hi in wh.fetchall(
+            "SELECT split, first_q, last_q FROM panel.splits ORDER BY split"
+        ):
             n = wh.scalar(f"SELECT count(*) FROM {table} WHERE origin_q BETWEEN ? AND ?", [lo, hi])
             if n:
                 out[str(split)] = int(n)
@@ -178,22 +189,31 @@ def load_pinned_stats(wh: Warehouse, path: Path) -> int:
         raise UserError(f"No statistics file at {path}")
     src = str(path)
     try:
-        cols = {r[0]: r[1] for r in wh.fetchall(
-            "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(?))", [src])}
+        cols = {
+            r[0]: r[1]
+            for r in wh.fetchall(
+                "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(?))",
+                [src],
+            )
+        }
     except Exception as exc:  # noqa: BLE001 - any read failure is the user's file
         raise UserError(f"Cannot read {path} as parquet: {str(exc).splitlines()[0]}") from None
     missing = [c for c in ("quarter", "feature", "mu", "sigma", "k") if c not in cols]
     if missing:
-        raise UserError(f"{path.name} lacks column(s) {', '.join(missing)} "
-                        "(expected quarter, feature, mu, sigma, k)")
+        raise UserError(
+            f"{path.name} lacks column(s) {', '.join(missing)} "
+            "(expected quarter, feature, mu, sigma, k)"
+        )
     qtype = cols["quarter"].upper()
     if "DATE" in qtype or "TIMESTAMP" in qtype:
         qexpr = "qord(CAST(quarter AS DATE))"
     elif "INT" in qtype:
         qexpr = "quarter"
     elif qtype == "VARCHAR":
-        qexpr = ("CAST(split_part(quarter, 'Q', 1) AS INTEGER) * 4 "
-                 "+ CAST(split_part(quarter, 'Q', 2) AS INTEGER) - 1")
+        qexpr = (
+            "CAST(split_part(quarter, 'Q', 1) AS INTEGER) * 4 "
+            "+ CAST(split_part(quarter, 'Q', 2) AS INTEGER) - 1"
+        )
     else:
         raise UserError(f"{path.name}: column quarter has type {qtype}; use a date or 'YYYYQn'")
     try:
@@ -208,14 +228,22 @@ def load_pinned_stats(wh: Warehouse, path: Path) -> int:
     except Exception as exc:  # noqa: BLE001
         raise UserError(f"{path.name}: {str(exc).splitlines()[0]}") from None
     problems = []
-    unknown = [r[0] for r in wh.fetchall(
-        "SELECT DISTINCT feature FROM pinned_raw WHERE feature NOT IN (SELECT item FROM ref.items) "
-        "OR feature IS NULL ORDER BY 1 LIMIT 5")]
+    unknown = [
+        r[0]
+        for r in wh.fetchall(
+            "SELECT DISTINCT feature FROM pinned_raw WHERE feature NOT IN (SELECT item FROM ref.items) "
+            "OR feature IS NULL ORDER BY 1 LIMIT 5"
+        )
+    ]
     if unknown:
         problems.append(f"unknown feature(s) {unknown}")
-    absent = [r[0] for r in wh.fetchall(
-        "SELECT item FROM ref.items WHERE item NOT IN (SELECT feature FROM pinned_raw "
-        "WHERE feature IS NOT NULL) ORDER BY item_id LIMIT 5")]
+    absent = [
+        r[0]
+        for r in wh.fetchall(
+            "SELECT item FROM ref.items WHERE item NOT IN (SELECT feature FROM pinned_raw "
+            "WHERE feature IS NOT NULL) ORDER BY item_id LIMIT 5"
+        )
+    ]
     if absent:
         problems.append(f"no rows for feature(s) {absent}")
     checks = {
@@ -228,12 +256,15 @@ def load_pinned_stats(wh: Warehouse, path: Path) -> int:
         n = wh.scalar(f"SELECT count(*) FROM pinned_raw WHERE {cond}")
         if n:
             problems.append(f"{n} row(s) with {label}")
-    dup = wh.scalar("SELECT count(*) FROM (SELECT feature, q FROM pinned_raw "
-                    "GROUP BY ALL HAVING count(*) > 1)")
+    dup = wh.scalar(
+        "SELECT count(*) FROM (SELECT feature, q FROM pinned_raw GROUP BY ALL HAVING count(*) > 1)"
+    )
     if dup:
         problems.append(f"{dup} duplicate (feature, quarter) pair(s)")
-    multi_k = wh.scalar("SELECT count(*) FROM (SELECT feature FROM pinned_raw "
-                        "GROUP BY feature HAVING count(DISTINCT k) > 1)")
+    multi_k = wh.scalar(
+        "SELECT count(*) FROM (SELECT feature FROM pinned_raw "
+        "GROUP BY feature HAVING count(DISTINCT k) > 1)"
+    )
     if multi_k:
         problems.append(f"{multi_k} feature(s) with more than one k")
     if problems:
@@ -274,12 +305,20 @@ def run_build(
     ingest_id = wh.scalar("SELECT max(ingest_id) FROM raw.ingests")
     started = utcnow()
     t0 = time.perf_counter()
-    build_id = int(wh.scalar(
-        "INSERT INTO meta.builds (status, sql_checksum, parameters, reg_stats, reg_stats_checksum, "
-        "raw_ingest_id, started_at) VALUES ('running', ?, ?, ?, ?, ?, ?) RETURNING build_id",
-        [folder_checksum(BUILD_FOLDER), json.dumps(recorded), str(reg_stats), stats_sum,
-         ingest_id, started],
-    ))
+    build_id = int(
+        wh.scalar(
+            "INSERT INTO meta.builds (status, sql_checksum, parameters, reg_stats, reg_stats_checksum, "
+            "raw_ingest_id, started_at) VALUES ('running', ?, ?, ?, ?, ?, ?) RETURNING build_id",
+            [
+                folder_checksum(BUILD_FOLDER),
+                json.dumps(recorded),
+                str(reg_stats),
+                stats_sum,
+                ingest_id,
+                started,
+            ],
+        )
+    )
     results: list[StepResult] = []
     try:
         with wh.transaction():
@@ -304,7 +343,15 @@ def run_build(
                 results.append(StepResult(i, step.name, step.checksum, step.purpose, rows, elapsed))
                 wh.execute(
                     "INSERT INTO meta.build_steps VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [build_id, i, step.name, step.checksum, step.purpose, json.dumps(rows), elapsed],
+                    [
+                        build_id,
+                        i,
+                        step.name,
+                        step.checksum,
+                        step.purpose,
+                        json.dumps(rows),
+                        elapsed,
+                    ],
                 )
                 if on_step:
                     on_step(i, len(steps), step, "done")
@@ -319,9 +366,19 @@ def run_build(
         wh.execute(
             "UPDATE meta.builds SET status = 'failed', error = ?, finished_at = ?, elapsed_s = ? "
             "WHERE build_id = ?",
-            [str(exc).splitlines()[0] if str(exc) else type(exc).__name__, utcnow(),
-             time.perf_counter() - t0, build_id],
+            [
+                str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+                utcnow(),
+                time.perf_counter() - t0,
+                build_id,
+            ],
         )
         raise
-    return BuildResult(build_id, "pinned " + str(stats_path) if pinned else "estimated from this panel",
-                       elapsed, results, counts, params.rules)
+    return BuildResult(
+        build_id,
+        "pinned " + str(stats_path) if pinned else "estimated from this panel",
+        elapsed,
+        results,
+        counts,
+        params.rules,
+    )

@@ -108,28 +108,39 @@ def export_tabular(wh: Warehouse, split: str, path: Path, imputed: bool = True) 
     items = release_item_order()
     columns = release_columns(items)
     gvkeys = dict(wh.fetchall("SELECT firm_id, gvkey FROM panel.firms"))
-    schema = pa.schema([pa.field("firm_id", pa.string()), pa.field("quarter", pa.timestamp("us"))]
-                       + [pa.field(c, pa.float32()) for c in columns])
+    schema = pa.schema(
+        [pa.field("firm_id", pa.string()), pa.field("quarter", pa.timestamp("us"))]
+        + [pa.field(c, pa.float32()) for c in columns]
+    )
     # our reader names the dummies by FF48 industry (1..48); the release by index (0..47)
-    source = {c: (f"indff48_{int(c.rsplit('_', 1)[1]) + 1}" if c.startswith("indff48_") else c)
-              for c in columns}
+    source = {
+        c: (f"indff48_{int(c.rsplit('_', 1)[1]) + 1}" if c.startswith("indff48_") else c)
+        for c in columns
+    }
     tmp = path.with_name(path.name + ".part")
     rows = 0
     reader_wh = wh.cursor()
     try:
-        reader = tabular_reader(reader_wh, split, batch_size=TABULAR_READ_ORIGINS, imputed=imputed,
-                                chunk_origins=TABULAR_READ_ORIGINS)
+        reader = tabular_reader(
+            reader_wh,
+            split,
+            batch_size=TABULAR_READ_ORIGINS,
+            imputed=imputed,
+            chunk_origins=TABULAR_READ_ORIGINS,
+        )
         # snappy and no dictionaries for the floats, as the package writes them: zstd and
         # float dictionaries cost several times the CPU for no smaller file
-        with pq.ParquetWriter(tmp, schema, compression="snappy",
-                              use_dictionary=["firm_id"]) as out:
+        with pq.ParquetWriter(tmp, schema, compression="snappy", use_dictionary=["firm_id"]) as out:
             group: list[pa.RecordBatch] = []
             for batch in _prefetched(reader):
                 if batch.num_rows == 0:
                     continue
                 firm = [gvkeys[f] for f in batch.column("firm_id").to_pylist()]
                 q = batch.column("origin_q").to_numpy()
-                arrays = [pa.array(firm, pa.string()), pa.array(_quarter_end_us(q), pa.timestamp("us"))]
+                arrays = [
+                    pa.array(firm, pa.string()),
+                    pa.array(_quarter_end_us(q), pa.timestamp("us")),
+                ]
                 arrays += [batch.column(source[c]).cast(pa.float32()) for c in columns]
                 group.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
                 rows += batch.num_rows
@@ -172,18 +183,23 @@ def _prefetched(reader: pa.RecordBatchReader, depth: int = 1):
 def _quarter_end_us(q: np.ndarray) -> np.ndarray:
     """Quarter ordinals (year * 4 + quarter - 1) as the last microsecond of the quarter."""
     year, quarter = q // 4, q % 4
-    first_of_next = (np.array(year - 1970, dtype="datetime64[Y]").astype("datetime64[M]")
-                     + (3 * (quarter + 1)).astype("timedelta64[M]"))
-    return (first_of_next.astype("datetime64[us]") - np.timedelta64(1, "us"))
+    first_of_next = np.array(year - 1970, dtype="datetime64[Y]").astype("datetime64[M]") + (
+        3 * (quarter + 1)
+    ).astype("timedelta64[M]")
+    return first_of_next.astype("datetime64[us]") - np.timedelta64(1, "us")
 
 
 def export_tuples(wh: Warehouse, split: str, path: Path) -> int:
     lo, hi = {
         "train": ("NULL", "(SELECT last_q FROM panel.splits WHERE split = 'train')"),
-        "val": (f"(SELECT first_q FROM panel.splits WHERE split = 'val') - {TUPLE_PRE_QUARTERS}",
-                "(SELECT last_q FROM panel.splits WHERE split = 'val')"),
-        "test": (f"(SELECT first_q FROM panel.splits WHERE split = 'test') - {TUPLE_PRE_QUARTERS}",
-                 "NULL"),
+        "val": (
+            f"(SELECT first_q FROM panel.splits WHERE split = 'val') - {TUPLE_PRE_QUARTERS}",
+            "(SELECT last_q FROM panel.splits WHERE split = 'val')",
+        ),
+        "test": (
+            f"(SELECT first_q FROM panel.splits WHERE split = 'test') - {TUPLE_PRE_QUARTERS}",
+            "NULL",
+        ),
     }[split]
     return _copy(
         wh,
@@ -206,17 +222,25 @@ def export_tuples(wh: Warehouse, split: str, path: Path) -> int:
 def export_id_maps(wh: Warehouse, out_dir: Path, tag: str) -> dict[str, int]:
     return {
         f"firm_id_map__{tag}.csv": _csv(
-            wh, "SELECT (firm_id - 1)::BIGINT AS firm_id_int, gvkey AS firm_id FROM panel.firms "
-                "ORDER BY firm_id", out_dir / f"firm_id_map__{tag}.csv"),
+            wh,
+            "SELECT (firm_id - 1)::BIGINT AS firm_id_int, gvkey AS firm_id FROM panel.firms "
+            "ORDER BY firm_id",
+            out_dir / f"firm_id_map__{tag}.csv",
+        ),
         f"account_id_map__{tag}.csv": _csv(
-            wh, "SELECT (row_number() OVER (ORDER BY item) - 1)::BIGINT AS account_id, "
-                "item AS account_name FROM ref.items ORDER BY item", out_dir / f"account_id_map__{tag}.csv"),
+            wh,
+            "SELECT (row_number() OVER (ORDER BY item) - 1)::BIGINT AS account_id, "
+            "item AS account_name FROM ref.items ORDER BY item",
+            out_dir / f"account_id_map__{tag}.csv",
+        ),
         f"industry_id_map__{tag}.csv": _csv(
-            wh, "SELECT (ff48 - 1)::BIGINT AS industry_id, short_name AS industry_name, "
-                "CASE WHEN ff48 = 49 THEN 'True' ELSE 'False' END AS is_reference_level "
-                "FROM (SELECT DISTINCT ff48, short_name FROM ref.ff48 "
-                "      UNION ALL SELECT 49, 'Unknown') ORDER BY ff48",
-            out_dir / f"industry_id_map__{tag}.csv"),
+            wh,
+            "SELECT (ff48 - 1)::BIGINT AS industry_id, short_name AS industry_name, "
+            "CASE WHEN ff48 = 49 THEN 'True' ELSE 'False' END AS is_reference_level "
+            "FROM (SELECT DISTINCT ff48, short_name FROM ref.ff48 "
+            "      UNION ALL SELECT 49, 'Unknown') ORDER BY ff48",
+            out_dir / f"industry_id_map__{tag}.csv",
+        ),
     }
 
 

@@ -45,8 +45,14 @@ STAGING = "panel.tabular_imputed_cells_staging"
 WRITE_ROWS = 1_000_000
 #: Origins per read of the tabular view (whole quarters): bounds the memory of a chunk.
 READ_ORIGINS = 4_096
-FILLS_SCHEMA = pa.schema([("firm_id", pa.int32()), ("origin_q", pa.int32()),
-                          ("feature", pa.int16()), ("value", pa.float32())])
+FILLS_SCHEMA = pa.schema(
+    [
+        ("firm_id", pa.int32()),
+        ("origin_q", pa.int32()),
+        ("feature", pa.int16()),
+        ("value", pa.float32()),
+    ]
+)
 
 
 def _quarters(reader: pa.RecordBatchReader) -> Iterator[pa.Table]:
@@ -71,8 +77,9 @@ def _quarters(reader: pa.RecordBatchReader) -> Iterator[pa.Table]:
         yield pa.Table.from_batches(pending.pop(k))
 
 
-def quarter_fills(table: pa.Table, config: ImputationConfig,
-                  feature_index: dict[str, int]) -> pa.Table:
+def quarter_fills(
+    table: pa.Table, config: ImputationConfig, feature_index: dict[str, int]
+) -> pa.Table:
     """The filled cells of ONE quarter's rows (empty when the quarter is too small or has no
     gap): firm_id, origin_q, feature (index in the view's feature order), value."""
     present = set(table.column_names)  # pyarrow rebuilds column_names on every access
@@ -90,12 +97,15 @@ def quarter_fills(table: pa.Table, config: ImputationConfig,
     order = np.lexsort((cols, rows))
     rows, cols = rows[order], cols[order]
     features = np.array([feature_index[c] for c in columns], dtype=np.int16)
-    return pa.table({
-        "firm_id": table.column("firm_id").to_numpy()[rows].astype(np.int32),
-        "origin_q": table.column("origin_q").to_numpy()[rows].astype(np.int32),
-        "feature": features[cols],
-        "value": filled[rows, cols].astype(np.float32),
-    }, schema=FILLS_SCHEMA)
+    return pa.table(
+        {
+            "firm_id": table.column("firm_id").to_numpy()[rows].astype(np.int32),
+            "origin_q": table.column("origin_q").to_numpy()[rows].astype(np.int32),
+            "feature": features[cols],
+            "value": filled[rows, cols].astype(np.float32),
+        },
+        schema=FILLS_SCHEMA,
+    )
 
 
 def build_imputed(
@@ -121,14 +131,17 @@ def build_imputed(
     # Fills go to a staging table in autocommitted appends (DuckDB keeps a transaction's
     # uncommitted rows in memory: 363M fills took 8.6 GB at full scale), and one short
     # transaction swaps it in: all or nothing for readers, bounded memory for the run.
-    wh.execute(f"CREATE OR REPLACE TABLE {STAGING} (firm_id INTEGER, origin_q INTEGER, "
-               "feature SMALLINT, value FLOAT)")
+    wh.execute(
+        f"CREATE OR REPLACE TABLE {STAGING} (firm_id INTEGER, origin_q INTEGER, "
+        "feature SMALLINT, value FLOAT)"
+    )
     try:
         with one_blas_thread(), ThreadPoolExecutor(max(1, workers)) as pool:
             for split in SPLITS:
                 advance = tracker.stage(f"impute {split}", 0)
-                reader = tabular_reader(reader_wh, split, columns=wanted[2:],
-                                        chunk_origins=READ_ORIGINS)
+                reader = tabular_reader(
+                    reader_wh, split, columns=wanted[2:], chunk_origins=READ_ORIGINS
+                )
                 # a few quarters in flight; their fills are written in quarter order
                 pending: deque = deque()
                 batch = _FillBatch(wh, advance)
@@ -150,15 +163,28 @@ def build_imputed(
             wh.execute(
                 "INSERT INTO meta.imputations (build_id, config, rows, quarters, cells_filled, "
                 "elapsed_s, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [build_id, json.dumps(dataclasses.asdict(config)), rows, quarters, filled, elapsed,
-                 utcnow()],
+                [
+                    build_id,
+                    json.dumps(dataclasses.asdict(config)),
+                    rows,
+                    quarters,
+                    filled,
+                    elapsed,
+                    utcnow(),
+                ],
             )
     finally:
         reader_wh.close()
         wh.execute(f"DROP TABLE IF EXISTS {STAGING}")
     imputation_id = wh.scalar("SELECT max(imputation_id) FROM meta.imputations")
-    return {"imputation_id": imputation_id, "build_id": build_id, "rows": rows, "quarters": quarters,
-            "cells_filled": filled, "elapsed_s": elapsed}
+    return {
+        "imputation_id": imputation_id,
+        "build_id": build_id,
+        "rows": rows,
+        "quarters": quarters,
+        "cells_filled": filled,
+        "elapsed_s": elapsed,
+    }
 
 
 class _FillBatch:

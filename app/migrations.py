@@ -88,7 +88,9 @@ def status(wh: Warehouse, folder: Path = MIGRATIONS_DIR) -> list[MigrationState]
         if version not in applied:
             states.append(MigrationState(version, m.name, "pending"))
         elif m is None:
-            states.append(MigrationState(version, applied[version][0], "missing", applied[version][2]))
+            states.append(
+                MigrationState(version, applied[version][0], "missing", applied[version][2])
+            )
         elif m.checksum != applied[version][1]:
             states.append(MigrationState(version, m.name, "edited", applied[version][2]))
         else:

@@ -44,11 +44,12 @@ class IdentitySet:
 
     names: tuple[str, ...]
     columns: np.ndarray  # item ids, sorted
-    matrix: np.ndarray   # (identities, items) float
+    matrix: np.ndarray  # (identities, items) float
 
     @classmethod
-    def from_terms(cls, identity: Sequence[str], item_id: Sequence[int],
-                   sign: Sequence[float]) -> IdentitySet:
+    def from_terms(
+        cls, identity: Sequence[str], item_id: Sequence[int], sign: Sequence[float]
+    ) -> IdentitySet:
         names = tuple(sorted(set(map(str, identity))))
         columns = np.array(sorted({int(i) for i in item_id}), dtype=np.int64)
         matrix = np.zeros((len(names), len(columns)))
@@ -82,9 +83,9 @@ def independent_rows(matrix: np.ndarray) -> np.ndarray:
 
 def _correction(values: np.ndarray, weights: np.ndarray, a: np.ndarray) -> np.ndarray:
     """W A' (A W A')^-1 A v for a stack of statements (A with independent rows)."""
-    residual = values @ a.T                                   # (n, m)
-    gram = (a[None, :, :] * weights[:, None, :]) @ a.T        # (n, m, m)
-    scale = np.sqrt(np.einsum("nii->ni", gram))               # Jacobi scaling
+    residual = values @ a.T  # (n, m)
+    gram = (a[None, :, :] * weights[:, None, :]) @ a.T  # (n, m, m)
+    scale = np.sqrt(np.einsum("nii->ni", gram))  # Jacobi scaling
     scaled = gram / scale[:, :, None] / scale[:, None, :]
     rhs = (residual / scale)[..., None]
     try:
@@ -125,8 +126,9 @@ class Projected:
     residual_after: np.ndarray
 
 
-def relative_residuals(values: np.ndarray, enforce: np.ndarray,
-                       identities: IdentitySet) -> np.ndarray:
+def relative_residuals(
+    values: np.ndarray, enforce: np.ndarray, identities: IdentitySet
+) -> np.ndarray:
     """(statements, identities) |sum_j s_j v_j| / sum_j |s_j v_j| where enforceable, else NaN."""
     filled = np.where(np.isfinite(values), values, 0.0)
     net = np.abs(filled @ identities.matrix.T)
@@ -136,8 +138,9 @@ def relative_residuals(values: np.ndarray, enforce: np.ndarray,
     return np.where(enforce, share, np.nan)
 
 
-def reconcile_statements(values: np.ndarray, weights: np.ndarray | None,
-                         identities: IdentitySet) -> Projected:
+def reconcile_statements(
+    values: np.ndarray, weights: np.ndarray | None, identities: IdentitySet
+) -> Projected:
     """Reconcile a batch of statements.
 
     values: (statements, items) in reported units over identities.columns, NaN where the
@@ -165,7 +168,9 @@ def reconcile_statements(values: np.ndarray, weights: np.ndarray | None,
             out[np.ix_(rows, cols)] = project(v, w, a)
     changed = present & (out != values)
     return Projected(
-        values=out, changed=changed, statements=int(touched_rows.size),
+        values=out,
+        changed=changed,
+        statements=int(touched_rows.size),
         residual_before=_max_or_nan(relative_residuals(values, enforce, identities)),
         residual_after=_max_or_nan(relative_residuals(out, enforce, identities)),
     )

@@ -55,8 +55,11 @@ def resolve_parent(wh: Warehouse, submission: int | str) -> dict[str, Any]:
     if text.isdigit():
         rows = wh.arrow("SELECT * FROM eval.submissions WHERE submission_id = ?", [int(text)])
     else:
-        rows = wh.arrow("SELECT * FROM eval.submissions WHERE name = ? "
-                        "ORDER BY retired_at NULLS FIRST, submission_id DESC LIMIT 1", [text])
+        rows = wh.arrow(
+            "SELECT * FROM eval.submissions WHERE name = ? "
+            "ORDER BY retired_at NULLS FIRST, submission_id DESC LIMIT 1",
+            [text],
+        )
     if not rows.num_rows:
         raise UserError(f"No submission {text!r}; `proforma leaderboard` lists them")
     row = rows.to_pylist()[0]
@@ -70,7 +73,9 @@ def resolve_parent(wh: Warehouse, submission: int | str) -> dict[str, Any]:
 def load_identities(wh: Warehouse) -> IdentitySet:
     rows = wh.fetchall("SELECT identity, item_id, sign FROM ref.identities")
     if not rows:
-        raise UserError("ref.identities is empty: run `proforma migrate` to load the reference tables")
+        raise UserError(
+            "ref.identities is empty: run `proforma migrate` to load the reference tables"
+        )
     return IdentitySet.from_terms([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
 
 
@@ -79,21 +84,29 @@ def _job(wh: Warehouse, parent_id: int, weights: str, name: str) -> tuple[int, b
     row = wh.fetchone(
         "SELECT reconcile_id FROM eval.reconciliations WHERE parent_id = ? AND weights = ? "
         "AND name = ? AND status = 'running' ORDER BY reconcile_id DESC LIMIT 1",
-        [parent_id, weights, name])
+        [parent_id, weights, name],
+    )
     if row is not None:
         return int(row[0]), True
     # An unfinished job of the same name for another parent (the parent was replaced) can
     # never resume: its staged cells go.
-    wh.execute("DELETE FROM eval.reconcile_cells WHERE reconcile_id IN (SELECT reconcile_id "
-               "FROM eval.reconciliations WHERE name = ? AND status = 'running')", [name])
+    wh.execute(
+        "DELETE FROM eval.reconcile_cells WHERE reconcile_id IN (SELECT reconcile_id "
+        "FROM eval.reconciliations WHERE name = ? AND status = 'running')",
+        [name],
+    )
     rid = int(wh.scalar("SELECT nextval('eval.reconcile_id_seq')"))
-    wh.execute("INSERT INTO eval.reconciliations (reconcile_id, parent_id, weights, name, status, "
-               "started_at) VALUES (?, ?, ?, ?, 'running', current_timestamp::TIMESTAMP)",
-               [rid, parent_id, weights, name])
+    wh.execute(
+        "INSERT INTO eval.reconciliations (reconcile_id, parent_id, weights, name, status, "
+        "started_at) VALUES (?, ?, ?, ?, 'running', current_timestamp::TIMESTAMP)",
+        [rid, parent_id, weights, name],
+    )
     return rid, False
 
 
-def reconcile_quarter(cells: pa.Table, weights: str, identities: IdentitySet) -> tuple[pa.Table, int, float]:
+def reconcile_quarter(
+    cells: pa.Table, weights: str, identities: IdentitySet
+) -> tuple[pa.Table, int, float]:
     """One origin quarter's cells (reconcile_points rows) -> (changed cells with their
     reconciled value, statements with an enforceable identity, largest residual after)."""
     firm = cells.column("firm_id").to_numpy()
@@ -110,12 +123,14 @@ def reconcile_quarter(cells: pa.Table, weights: str, identities: IdentitySet) ->
         w[row, col] = sd * sd
     result = reconcile_statements(values, w, identities)
     r, c = np.nonzero(result.changed)
-    changed = pa.table({
-        "firm_id": pa.array(keys[r] // 32, pa.int32()),
-        "item_id": pa.array(identities.columns[c], pa.int16()),
-        "horizon": pa.array(keys[r] % 32, pa.int8()),
-        "v": pa.array(result.values[r, c], pa.float64()),
-    })
+    changed = pa.table(
+        {
+            "firm_id": pa.array(keys[r] // 32, pa.int32()),
+            "item_id": pa.array(identities.columns[c], pa.int16()),
+            "horizon": pa.array(keys[r] % 32, pa.int8()),
+            "v": pa.array(result.values[r, c], pa.float64()),
+        }
+    )
     after = result.residual_after[np.isfinite(result.residual_after)]
     return changed, result.statements, float(after.max()) if after.size else float("nan")
 
@@ -142,7 +157,8 @@ def reconcile(
     if weights == "variance" and not parent["has_sigma"]:
         raise UserError(
             f"Submission {parent['name']!r} has no sigma, so there is no predictive variance "
-            f"to weight by: use --weights equal, or reconcile a submission with sigma")
+            f"to weight by: use --weights equal, or reconcile a submission with sigma"
+        )
     name = name or default_name(parent["name"], weights)
     if name == parent["name"]:
         raise UserError("The reconciled submission needs a name other than its parent's")
@@ -151,51 +167,98 @@ def reconcile(
     rid, resumed = _job(wh, parent["submission_id"], weights, name)
     wh.run_step("reconcile/010_statement_cells", {"parent_id": parent["submission_id"]})
     try:
-        done = {q for (q,) in wh.fetchall(
-            "SELECT origin_q FROM eval.reconcile_quarters WHERE reconcile_id = ?", [rid])}
-        quarters = [q for (q,) in wh.fetchall(
-            "SELECT DISTINCT origin_q FROM reconcile_points ORDER BY origin_q")]
+        done = {
+            q
+            for (q,) in wh.fetchall(
+                "SELECT origin_q FROM eval.reconcile_quarters WHERE reconcile_id = ?", [rid]
+            )
+        }
+        quarters = [
+            q
+            for (q,) in wh.fetchall(
+                "SELECT DISTINCT origin_q FROM reconcile_points ORDER BY origin_q"
+            )
+        ]
         todo = [q for q in quarters if q not in done]
-        for q in progress_bar(todo, desc=f"reconcile ({weights})", unit="quarter",
-                              disable=not progress, leave=False):
+        for q in progress_bar(
+            todo, desc=f"reconcile ({weights})", unit="quarter", disable=not progress, leave=False
+        ):
             started = time.perf_counter()
-            cells = wh.arrow("SELECT firm_id, horizon, item_id, v, dollar_sd FROM reconcile_points "
-                             "WHERE origin_q = ? ORDER BY firm_id, horizon, item_id", [q])
+            cells = wh.arrow(
+                "SELECT firm_id, horizon, item_id, v, dollar_sd FROM reconcile_points "
+                "WHERE origin_q = ? ORDER BY firm_id, horizon, item_id",
+                [q],
+            )
             changed, statements, residual = reconcile_quarter(cells, weights, identities)
-            changed = changed.append_column("origin_q", pa.array(np.full(changed.num_rows, q), pa.int32()))
-            changed = changed.append_column("reconcile_id", pa.array(np.full(changed.num_rows, rid), pa.int32()))
+            changed = changed.append_column(
+                "origin_q", pa.array(np.full(changed.num_rows, q), pa.int32())
+            )
+            changed = changed.append_column(
+                "reconcile_id", pa.array(np.full(changed.num_rows, rid), pa.int32())
+            )
             with wh.transaction():
                 if changed.num_rows:
                     wh.write_arrow("eval.reconcile_cells", changed)
-                wh.execute("INSERT INTO eval.reconcile_quarters VALUES (?, ?, ?, ?, ?, ?)",
-                           [rid, q, statements, changed.num_rows,
-                            None if np.isnan(residual) else residual,
-                            time.perf_counter() - started])
+                wh.execute(
+                    "INSERT INTO eval.reconcile_quarters VALUES (?, ?, ?, ?, ?, ?)",
+                    [
+                        rid,
+                        q,
+                        statements,
+                        changed.num_rows,
+                        None if np.isnan(residual) else residual,
+                        time.perf_counter() - started,
+                    ],
+                )
     finally:
         wh.execute("DROP TABLE IF EXISTS reconcile_points")
     sid = _store(wh, rid, parent, weights, name, scoring)
     totals = wh.fetchone(
         "SELECT count(*), coalesce(sum(statements), 0), coalesce(sum(cells_changed), 0), "
         "max(max_residual) "
-        "FROM eval.reconcile_quarters WHERE reconcile_id = ?", [rid])
-    violation = wh.query_step("reconcile/030_projection_violation",
-                              {"parent_id": parent["submission_id"], "reconcile_id": rid,
-                               "split": "test"}).to_pylist()[0]
+        "FROM eval.reconcile_quarters WHERE reconcile_id = ?",
+        [rid],
+    )
+    violation = wh.query_step(
+        "reconcile/030_projection_violation",
+        {"parent_id": parent["submission_id"], "reconcile_id": rid, "split": "test"},
+    ).to_pylist()[0]
     with wh.transaction():
-        wh.execute("UPDATE eval.reconciliations SET status = 'done', submission_id = ?, "
-                   "statements = ?, cells_changed = ?, max_residual = ?, instances = ?, "
-                   "median_violation = ?, max_violation = ?, "
-                   "finished_at = current_timestamp::TIMESTAMP WHERE reconcile_id = ?",
-                   [sid, totals[1], totals[2], totals[3], violation["instances"],
-                    violation["median_violation"], violation["max_violation"], rid])
+        wh.execute(
+            "UPDATE eval.reconciliations SET status = 'done', submission_id = ?, "
+            "statements = ?, cells_changed = ?, max_residual = ?, instances = ?, "
+            "median_violation = ?, max_violation = ?, "
+            "finished_at = current_timestamp::TIMESTAMP WHERE reconcile_id = ?",
+            [
+                sid,
+                totals[1],
+                totals[2],
+                totals[3],
+                violation["instances"],
+                violation["median_violation"],
+                violation["max_violation"],
+                rid,
+            ],
+        )
         wh.execute("DELETE FROM eval.reconcile_cells WHERE reconcile_id = ?", [rid])
-    return Reconciled(rid, sid, name, parent["submission_id"], weights, int(totals[0]),
-                      len(done) if resumed else 0, int(totals[1]), int(totals[2]),
-                      None if totals[3] is None else float(totals[3]), time.perf_counter() - t0)
+    return Reconciled(
+        rid,
+        sid,
+        name,
+        parent["submission_id"],
+        weights,
+        int(totals[0]),
+        len(done) if resumed else 0,
+        int(totals[1]),
+        int(totals[2]),
+        None if totals[3] is None else float(totals[3]),
+        time.perf_counter() - t0,
+    )
 
 
-def _store(wh: Warehouse, rid: int, parent: dict[str, Any], weights: str, name: str,
-           scoring: Any) -> int:
+def _store(
+    wh: Warehouse, rid: int, parent: dict[str, Any], weights: str, name: str, scoring: Any
+) -> int:
     """The derived submission through the common forecast path (app.scoring)."""
     metadata = {
         "parent_id": parent["submission_id"],
@@ -209,7 +272,8 @@ def _store(wh: Warehouse, rid: int, parent: dict[str, Any], weights: str, name: 
     try:
         cursor.set_params({"parent_id": parent["submission_id"], "reconcile_id": rid})
         reader = cursor.reader(sql_file("reconcile/020_derived_forecasts").render())
-        return scoring.ingest_forecasts(wh, name, reader, family="gaussian", source="model",
-                                        metadata=metadata)
+        return scoring.ingest_forecasts(
+            wh, name, reader, family="gaussian", source="model", metadata=metadata
+        )
     finally:
         cursor.close()

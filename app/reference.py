@@ -88,9 +88,7 @@ def raw_item_columns_from_file(folder: Path = REFERENCE_DIR) -> list[str]:
     """
     with (folder / "items.csv").open(newline="") as fh:
         rows = list(csv.DictReader(fh))
-    return [
-        (r["ytd_source"] or r["item"]) for r in rows if r["statement"] in ("BS", "IS", "CF")
-    ]
+    return [(r["ytd_source"] or r["item"]) for r in rows if r["statement"] in ("BS", "IS", "CF")]
 
 
 @functools.lru_cache(maxsize=4)

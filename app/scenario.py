@@ -40,8 +40,9 @@ def available_seeds(preset: str, family: str) -> list[int]:
     return sorted(int(m.group(1)) for p in folder.iterdir() if (m := _SEED_FILE.match(p.name)))
 
 
-def load_forma(preset: str, family: str, seeds: Sequence[int] | None,
-               device: str = "cpu") -> tuple[list[Any], list[int], list[dict]]:
+def load_forma(
+    preset: str, family: str, seeds: Sequence[int] | None, device: str = "cpu"
+) -> tuple[list[Any], list[int], list[dict]]:
     """(models, seeds, checkpoint dicts) of the chosen seeds, or of every finished
     checkpoint of the preset when `seeds` is None (the demo trains one seed, the paper
     five: a scenario uses whichever exist)."""
@@ -50,30 +51,37 @@ def load_forma(preset: str, family: str, seeds: Sequence[int] | None,
     folder = checkpoint_dir(preset, family)
     have = available_seeds(preset, family)
     if not have:
-        raise UserError(f"No Forma checkpoint for preset {preset!r} ({family}) in {folder}: "
-                        f"train one with `proforma train forma --preset {preset} --family {family}`")
+        raise UserError(
+            f"No Forma checkpoint for preset {preset!r} ({family}) in {folder}: "
+            f"train one with `proforma train forma --preset {preset} --family {family}`"
+        )
     if seeds is not None:
         missing = [s for s in seeds if s not in have]
         if missing:
             raise UserError(
                 f"No Forma checkpoint for seed(s) {', '.join(map(str, missing))} of preset "
                 f"{preset!r} ({family}) in {folder}; trained: {', '.join(map(str, have))}. "
-                f"Leave --seeds out to use every trained seed")
+                f"Leave --seeds out to use every trained seed"
+            )
     models, used, ckpts = [], [], []
     for s in seeds if seeds is not None else have:
         model, ck = load_checkpoint(folder / f"seed{s}.pt", device)
         if not ck.get("complete"):
             if seeds is not None:
-                raise UserError(f"{folder / f'seed{s}.pt'} stopped after epoch {ck.get('epoch')}; "
-                                f"finish it with `proforma train forma --preset {preset} "
-                                f"--seeds {s} --resume`")
+                raise UserError(
+                    f"{folder / f'seed{s}.pt'} stopped after epoch {ck.get('epoch')}; "
+                    f"finish it with `proforma train forma --preset {preset} "
+                    f"--seeds {s} --resume`"
+                )
             continue  # still training: the finished seeds make the mixture
         models.append(model)
         used.append(s)
         ckpts.append(ck)
     if not models:
-        raise UserError(f"No finished Forma checkpoint in {folder}: finish training with "
-                        f"`proforma train forma --preset {preset} --resume`")
+        raise UserError(
+            f"No finished Forma checkpoint in {folder}: finish training with "
+            f"`proforma train forma --preset {preset} --resume`"
+        )
     return models, used, ckpts
 
 
@@ -90,11 +98,14 @@ def window_store(wh: Warehouse, split: str, future: bool, **filters: Any):
 
 def statement_classes(wh: Warehouse) -> dict[int, str]:
     """Item -> BS, IS or CF; a derived item takes the statement of its identities."""
-    return dict(wh.fetchall(
-        "SELECT i.item_id, CASE WHEN i.statement IN ('BS', 'IS', 'CF') THEN i.statement "
-        "ELSE coalesce(min(d.statement), i.statement) END "
-        "FROM ref.items i LEFT JOIN ref.identities d USING (item_id) "
-        "WHERE i.item_id > 0 GROUP BY i.item_id, i.statement"))
+    return dict(
+        wh.fetchall(
+            "SELECT i.item_id, CASE WHEN i.statement IN ('BS', 'IS', 'CF') THEN i.statement "
+            "ELSE coalesce(min(d.statement), i.statement) END "
+            "FROM ref.items i LEFT JOIN ref.identities d USING (item_id) "
+            "WHERE i.item_id > 0 GROUP BY i.item_id, i.statement"
+        )
+    )
 
 
 @dataclass
@@ -114,9 +125,12 @@ def origin_parameters(wh: Warehouse, origin_q: int, z: float):
 
     k = dict(wh.fetchall("SELECT item_id, k FROM panel.item_k"))
     par = wh.fetchall("SELECT item_id, mu, sigma FROM panel.origin_params WHERE q = ?", [origin_q])
-    return OriginParams(z=float(z), k={int(a): float(b) for a, b in k.items()},
-                        mu={int(a): float(b) for a, b, _ in par},
-                        sigma={int(a): float(c) for a, _, c in par})
+    return OriginParams(
+        z=float(z),
+        k={int(a): float(b) for a, b in k.items()},
+        mu={int(a): float(b) for a, b, _ in par},
+        sigma={int(a): float(c) for a, _, c in par},
+    )
 
 
 def conditional_statement(
@@ -136,7 +150,9 @@ def conditional_statement(
     gvkey = firm.strip().zfill(6)
     row = wh.fetchone(
         "SELECT o.firm_id, o.split, o.z FROM panel.origins o JOIN panel.firms f USING (firm_id) "
-        "WHERE f.gvkey = ? AND o.origin_q = ?", [gvkey, origin_q])
+        "WHERE f.gvkey = ? AND o.origin_q = ?",
+        [gvkey, origin_q],
+    )
     label = f"{origin_q // 4}Q{origin_q % 4 + 1}"
     if row is None:
         raise UserError(f"No origin {label} for firm {firm!r} in the panel")
@@ -160,13 +176,23 @@ def conditional_statement(
     i = store.find(firm_id, origin_q)
     if i < 0:
         raise UserError(f"The tuple view holds no window for firm {firm} at {label}")
-    ident = wh.arrow("SELECT identity, item_id, sign FROM ref.identities ORDER BY identity, item_id")
-    table = to_dollars(conditional_forecast(models, store, i, pinned, device=device, family=family),
-                       params, family=family)
-    check = identity_check(table, ident.column("identity").to_pylist(),
-                           ident.column("item_id").to_pylist(), ident.column("sign").to_pylist())
-    table = table.append_column("item", pa.array(
-        [names.get(int(v), "?") for v in table.column("item_id").to_numpy()]))
+    ident = wh.arrow(
+        "SELECT identity, item_id, sign FROM ref.identities ORDER BY identity, item_id"
+    )
+    table = to_dollars(
+        conditional_forecast(models, store, i, pinned, device=device, family=family),
+        params,
+        family=family,
+    )
+    check = identity_check(
+        table,
+        ident.column("identity").to_pylist(),
+        ident.column("item_id").to_pylist(),
+        ident.column("sign").to_pylist(),
+    )
+    table = table.append_column(
+        "item", pa.array([names.get(int(v), "?") for v in table.column("item_id").to_numpy()])
+    )
     return Scenario(gvkey, origin_q, len(pinned), table, check)
 
 
@@ -187,20 +213,27 @@ def scenario_view(result: Scenario, horizons: Sequence[int], level: int):
 
     t = result.table
     tag = f"{level:02d}"
-    view = Table(title=f"{result.firm} {result.origin_q // 4}Q{result.origin_q % 4 + 1}: "
-                       f"conditional forecast in dollars (expected value over its {level}% "
-                       f"interval; * pinned)")
+    view = Table(
+        title=f"{result.firm} {result.origin_q // 4}Q{result.origin_q % 4 + 1}: "
+        f"conditional forecast in dollars (expected value over its {level}% "
+        f"interval; * pinned)"
+    )
     names = t.column("item").to_pylist()
     # the item names never wrap or shrink; the numbers fold onto two lines instead
     view.add_column("item", no_wrap=True, min_width=max(map(len, names), default=4))
     for h in horizons:
         view.add_column(f"h={h}", justify="right", overflow="fold")
-    cells = {(int(a), int(b)): (float(e), float(lo), float(hi), bool(p)) for a, b, e, lo, hi, p in zip(
-        t.column("item_id").to_numpy(), t.column("horizon").to_numpy(),
-        t.column("expected_usd").to_numpy(zero_copy_only=False),
-        t.column(f"lo_{tag}_usd").to_numpy(zero_copy_only=False),
-        t.column(f"hi_{tag}_usd").to_numpy(zero_copy_only=False),
-        t.column("pinned").to_numpy(zero_copy_only=False))}
+    cells = {
+        (int(a), int(b)): (float(e), float(lo), float(hi), bool(p))
+        for a, b, e, lo, hi, p in zip(
+            t.column("item_id").to_numpy(),
+            t.column("horizon").to_numpy(),
+            t.column("expected_usd").to_numpy(zero_copy_only=False),
+            t.column(f"lo_{tag}_usd").to_numpy(zero_copy_only=False),
+            t.column(f"hi_{tag}_usd").to_numpy(zero_copy_only=False),
+            t.column("pinned").to_numpy(zero_copy_only=False),
+        )
+    }
     name_of = dict(zip(t.column("item_id").to_pylist(), names))
     for iid in sorted({a for a, _ in cells}):
         row = []
@@ -239,7 +272,9 @@ def oracle_experiment(
     if not len(store):
         raise UserError("No test origins in the panel")
     if origins and origins < len(store):
-        pick = np.sort(np.random.default_rng(sample_seed).choice(len(store), origins, replace=False))
+        pick = np.sort(
+            np.random.default_rng(sample_seed).choice(len(store), origins, replace=False)
+        )
         store = store.take(pick)
     cells = oracle_cells(models, store, int(item_id), device=device, progress=progress)
     if not len(cells["actual"]):

@@ -68,15 +68,20 @@ def target_columns(items: list[str]) -> list[str]:
 
 
 def tabular_schema(items: list[str]) -> pa.Schema:
-    fields = [pa.field("firm_id", pa.int32()), pa.field("origin_q", pa.int32()),
-              pa.field("split", pa.string())]
+    fields = [
+        pa.field("firm_id", pa.int32()),
+        pa.field("origin_q", pa.int32()),
+        pa.field("split", pa.string()),
+    ]
     fields += [pa.field(c, pa.float32()) for c in feature_columns(items)]
     fields += [pa.field(c, pa.float32()) for c in target_columns(items)]
     return pa.schema(fields)
 
 
 def origin_chunks(
-    wh: Warehouse, split: str, chunk_origins: int = CHUNK_ORIGINS,
+    wh: Warehouse,
+    split: str,
+    chunk_origins: int = CHUNK_ORIGINS,
     origin_q: int | None = None,
 ) -> list[tuple[int, int, int]]:
     """(lo_q, hi_q, n_origins) ranges of whole origin quarters covering a split, in order."""
@@ -149,7 +154,8 @@ def tuple_windows(
             firm = rows.column("firm_id").to_numpy()
             origin = rows.column("origin_q").to_numpy()
             starts = np.flatnonzero(
-                np.r_[True, (firm[1:] != firm[:-1]) | (origin[1:] != origin[:-1])])
+                np.r_[True, (firm[1:] != firm[:-1]) | (origin[1:] != origin[:-1])]
+            )
             offsets = pa.array(np.r_[starts, rows.num_rows].astype(np.int32))
             n = len(starts)
             table = pa.table(
@@ -158,9 +164,12 @@ def tuple_windows(
                     "origin_q": rows.column("origin_q").take(starts),
                     "split": pa.array([split] * n, pa.string()),
                     "ff48": rows.column("ff48").take(starts),
-                    "rel_q": pa.ListArray.from_arrays(offsets, rows.column("rel_q").combine_chunks()),
+                    "rel_q": pa.ListArray.from_arrays(
+                        offsets, rows.column("rel_q").combine_chunks()
+                    ),
                     "item_id": pa.ListArray.from_arrays(
-                        offsets, rows.column("item_id").combine_chunks()),
+                        offsets, rows.column("item_id").combine_chunks()
+                    ),
                     "x": pa.ListArray.from_arrays(offsets, rows.column("x").combine_chunks()),
                 },
                 schema=TUPLE_SCHEMA,
@@ -207,7 +216,9 @@ def raw_windows(
     if origins is not None:
         missing = {"firm_id", "origin_q"} - set(origins.column_names)
         if missing:
-            raise UserError(f"origins needs columns firm_id and origin_q (missing {sorted(missing)})")
+            raise UserError(
+                f"origins needs columns firm_id and origin_q (missing {sorted(missing)})"
+            )
         sample_join = f" JOIN {view} AS s USING (firm_id, origin_q)"
 
     def batches() -> Iterator[pa.RecordBatch]:
@@ -230,7 +241,8 @@ def raw_windows(
                 firm = rows.column("firm_id").to_numpy()
                 origin = rows.column("origin_q").to_numpy()
                 starts = np.flatnonzero(
-                    np.r_[True, (firm[1:] != firm[:-1]) | (origin[1:] != origin[:-1])])
+                    np.r_[True, (firm[1:] != firm[:-1]) | (origin[1:] != origin[:-1])]
+                )
                 offsets = pa.array(np.r_[starts, rows.num_rows].astype(np.int32))
                 table = pa.table(
                     {
@@ -240,9 +252,11 @@ def raw_windows(
                         "ff48": rows.column("ff48").take(starts),
                         "z": rows.column("z").take(starts),
                         "rel_q": pa.ListArray.from_arrays(
-                            offsets, rows.column("rel_q").combine_chunks()),
+                            offsets, rows.column("rel_q").combine_chunks()
+                        ),
                         "item_id": pa.ListArray.from_arrays(
-                            offsets, rows.column("item_id").combine_chunks()),
+                            offsets, rows.column("item_id").combine_chunks()
+                        ),
                         "v": pa.ListArray.from_arrays(offsets, rows.column("v").combine_chunks()),
                     },
                     schema=RAW_WINDOW_SCHEMA,
@@ -294,8 +308,11 @@ def tabular_reader(
     n_targ = len(items) * N_HORIZONS
     full_names = ["firm_id", "origin_q", "split"] + feature_columns(items) + target_columns(items)
     position = {c: j for j, c in enumerate(full_names)}
-    wants_targets = any(position[f.name] - 3 >= n_feat for f in schema if f.name in position
-                        and f.name not in ("firm_id", "origin_q", "split"))
+    wants_targets = any(
+        position[f.name] - 3 >= n_feat
+        for f in schema
+        if f.name in position and f.name not in ("firm_id", "origin_q", "split")
+    )
 
     def batches() -> Iterator[pa.RecordBatch]:
         for lo, hi, _ in chunks:
@@ -332,9 +349,9 @@ def tabular_reader(
                 vals = f.column(f"yoy_{j}").to_numpy(zero_copy_only=False)
                 feats[r[items_mask], ybase + j] = vals[items_mask]
             scale = ~items_mask
-            feats[r[scale], len(items) * 12] = (
-                f.column("level_0").to_numpy(zero_copy_only=False)[scale]
-            )
+            feats[r[scale], len(items) * 12] = f.column("level_0").to_numpy(zero_copy_only=False)[
+                scale
+            ]
             if imputed:  # the factor imputation's fills over the view's gaps
                 fills = wh.arrow(
                     number + "SELECT o.r, c.feature, c.value FROM panel.tabular_imputed_cells AS c "
@@ -342,12 +359,13 @@ def tabular_reader(
                     [split],
                 )
                 feats[fills.column("r").to_numpy(), fills.column("feature").to_numpy()] = (
-                    fills.column("value").to_numpy())
+                    fills.column("value").to_numpy()
+                )
             ff = keys.column("ff48").to_numpy()
             dummies = np.zeros((n, N_FF48), dtype=np.float32)
             known = (ff >= 1) & (ff <= N_FF48)
             dummies[np.nonzero(known)[0], ff[known] - 1] = 1.0
-            feats[:, len(items) * 12 + 1:] = dummies
+            feats[:, len(items) * 12 + 1 :] = dummies
             targ = np.full((n, n_targ if wants_targets else 0), np.nan, dtype=np.float32)
             if wants_targets:
                 t = wh.arrow(
@@ -378,5 +396,3 @@ def tabular_reader(
             yield from _rebatch(iter([batch]), batch_size)
 
     return pa.RecordBatchReader.from_batches(schema, batches())
-
-

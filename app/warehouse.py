@@ -151,14 +151,18 @@ class Warehouse:
         Every flow that needs a built panel says so the same way."""
         missing = [t for t in tables or PANEL_TABLES if not self.table_exists(t)]
         if missing:
-            raise UserError(f"The panel is not built ({', '.join(missing)} missing): "
-                            f"run `proforma build` first.")
+            raise UserError(
+                f"The panel is not built ({', '.join(missing)} missing): "
+                f"run `proforma build` first."
+            )
 
     # -- Arrow -----------------------------------------------------------------------
     def arrow(self, sql: str, params: Any = None) -> pa.Table:
         return self.con.sql(sql, params=params).to_arrow_table()
 
-    def reader(self, sql: str, params: Any = None, batch_size: int = 131_072) -> pa.RecordBatchReader:
+    def reader(
+        self, sql: str, params: Any = None, batch_size: int = 131_072
+    ) -> pa.RecordBatchReader:
         """Stream a query's rows as Arrow record batches (nothing is materialized)."""
         return self.con.sql(sql, params=params).to_arrow_reader(batch_size)
 

@@ -46,8 +46,15 @@ def synthetic(rows: int, seed: int = 0) -> dict[str, TabularData]:
         Y = np.einsum("nk,kih->nih", F, beta.astype(np.float32))
         Y += 0.5 * rng.normal(size=Y.shape).astype(np.float32)
         Y[rng.random(Y.shape) < 0.4] = np.nan
-        out[split] = TabularData(np.arange(firm, firm + n, dtype=np.int32), q[order],
-                                 np.full(n, split, dtype=object), X[order], Y[order], features, items)
+        out[split] = TabularData(
+            np.arange(firm, firm + n, dtype=np.int32),
+            q[order],
+            np.full(n, split, dtype=object),
+            X[order],
+            Y[order],
+            features,
+            items,
+        )
         firm += n
     return out
 
@@ -70,25 +77,36 @@ def main() -> None:
         X[:, :-48][np.random.default_rng(1).random((d.n, X.shape[1] - 48)) < 0.2] = np.nan
         t0 = time.perf_counter()
         impute_by_quarter(X, d.origin_q)
-        print(f"impute train ({d.n} rows, {len(np.unique(d.origin_q))} quarters): "
-              f"{time.perf_counter() - t0:.1f}s")
+        print(
+            f"impute train ({d.n} rows, {len(np.unique(d.origin_q))} quarters): "
+            f"{time.perf_counter() - t0:.1f}s"
+        )
     tr, va, te = data["train"], data["val"], data["test"]
     with tempfile.TemporaryDirectory() as root:
         for model in args.which.split(","):
             t0 = time.perf_counter()
             if model == "enet":
-                fc = elastic_net.fit_predict(tr, va, te, Path(root), spec["enet"], fan=fan, backend="sklearn")
+                fc = elastic_net.fit_predict(
+                    tr, va, te, Path(root), spec["enet"], fan=fan, backend="sklearn"
+                )
             elif model == "rf":
-                fc = random_forest.fit_predict(tr, va, te, Path(root), spec["rf"], fan=fan, backend="sklearn")
+                fc = random_forest.fit_predict(
+                    tr, va, te, Path(root), spec["rf"], fan=fan, backend="sklearn"
+                )
             elif model.startswith("ffnn-"):
                 fc = ffnn.fit_predict(tr, va, te, Path(root), model[5:], spec["ffnn"])
             else:
-                fc = chained_gbm.fit_predict(tr, va, te, Path(root), model[4:], spec["gbm"], fan=fan)
+                fc = chained_gbm.fit_predict(
+                    tr, va, te, Path(root), model[4:], spec["gbm"], fan=fan
+                )
             fit_s = time.perf_counter() - t0
             mu = fc.components[0][0]
             ok = np.isfinite(te.Y) & np.isfinite(mu)
             r2 = 1 - np.mean((te.Y[ok] - mu[ok]) ** 2) / np.var(te.Y[ok])
-            print(f"{model:12s} fit {fit_s:7.1f}s  test cells {int(ok.sum()):>10,}  pooled R2 {r2:.3f}", flush=True)
+            print(
+                f"{model:12s} fit {fit_s:7.1f}s  test cells {int(ok.sum()):>10,}  pooled R2 {r2:.3f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -37,7 +37,9 @@ def write_panel(path: Path, rows: int, batch: int = 200_000) -> None:
         firm, q = idx // 80, idx % 80  # 80 quarters per firm
         year = 1990 + q // 4
         quarter = q % 4 + 1
-        days = (np.datetime64("1990-03-31") + (q * 91).astype("timedelta64[D]")).astype("datetime64[D]")
+        days = (np.datetime64("1990-03-31") + (q * 91).astype("timedelta64[D]")).astype(
+            "datetime64[D]"
+        )
         cols = {
             "gvkey": pa.array([f"{f:06d}" for f in firm]),
             "datadate": pa.array(days),
@@ -79,9 +81,11 @@ def main() -> None:
         result = ingest(wh, src)
         ingest_s = time.perf_counter() - t0
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"validate {validate_s:.1f}s, ingest {ingest_s:.1f}s "
-              f"({args.rows / ingest_s:,.0f} rows/s), memory_limit {settings.memory_limit}, "
-              f"threads {settings.threads or 'all'}, peak RSS {peak_mb:,.0f} MB")
+        print(
+            f"validate {validate_s:.1f}s, ingest {ingest_s:.1f}s "
+            f"({args.rows / ingest_s:,.0f} rows/s), memory_limit {settings.memory_limit}, "
+            f"threads {settings.threads or 'all'}, peak RSS {peak_mb:,.0f} MB"
+        )
         print(result.line())
         src.close()
         wh.close()

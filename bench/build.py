@@ -84,13 +84,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", choices=sorted(SCALES), default="demo")
     parser.add_argument("--source", choices=["synthetic", "generated"], default="synthetic")
-    parser.add_argument("--workdir", default=None, help="Folder for the warehouse (default: a temp dir)")
+    parser.add_argument(
+        "--workdir", default=None, help="Folder for the warehouse (default: a temp dir)"
+    )
     parser.add_argument("--memory-limit", default="5GB", help="DuckDB memory_limit for the build")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--firms", type=int, default=None,
-                        help="Firms for the synthetic source (default: the scale's own)")
-    parser.add_argument("--reuse", action="store_true",
-                        help="Keep the raw panel already in --workdir (skip the ingest)")
+    parser.add_argument(
+        "--firms",
+        type=int,
+        default=None,
+        help="Firms for the synthetic source (default: the scale's own)",
+    )
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="Keep the raw panel already in --workdir (skip the ingest)",
+    )
     args = parser.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="bench_build_"))
     work.mkdir(parents=True, exist_ok=True)
@@ -115,16 +124,32 @@ def main() -> None:
         if args.reuse and Path(os.environ["PROFORMA_WAREHOUSE"]).exists():
             with connect() as probe:
                 have = probe.table_exists("raw.fundq") and bool(
-                    probe.scalar("SELECT count(*) FROM raw.fundq"))
-        proc = subprocess.run(
-            [sys.executable, "-c", "from app.cli import main; main()",
-             "ingest", "synthetic", "--scale", args.scale,
-             *(["--firms", str(args.firms)] if args.firms else [])],
-            check=False, capture_output=True, text=True,
-        ) if not have else subprocess.CompletedProcess([], 0)
+                    probe.scalar("SELECT count(*) FROM raw.fundq")
+                )
+        proc = (
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    "from app.cli import main; main()",
+                    "ingest",
+                    "synthetic",
+                    "--scale",
+                    args.scale,
+                    *(["--firms", str(args.firms)] if args.firms else []),
+                ],
+                check=False,
+                capture_output=True,
+                text=True,
+            )
+            if not have
+            else subprocess.CompletedProcess([], 0)
+        )
         if proc.returncode != 0:
-            print(f"synthetic source unavailable ({proc.stderr.strip().splitlines()[-1:]}); "
-                  "generating a Compustat-shaped panel in SQL instead")
+            print(
+                f"synthetic source unavailable ({proc.stderr.strip().splitlines()[-1:]}); "
+                "generating a Compustat-shaped panel in SQL instead"
+            )
             source = "generated"
     wh = connect()
     prepare(wh)
@@ -132,11 +157,15 @@ def main() -> None:
         cols = raw_item_columns(wh)
         ytd = [c for c in cols if c.endswith("y")]
         items = [c for c in cols if c not in ytd]
-        wh.execute("DELETE FROM raw.fundq; DELETE FROM raw.company_industry; DELETE FROM raw.ccm_link;")
+        wh.execute(
+            "DELETE FROM raw.fundq; DELETE FROM raw.company_industry; DELETE FROM raw.ccm_link;"
+        )
         wh.execute(generated_raw_sql(items, ytd, SCALES[args.scale]))
     raw_rows = wh.scalar("SELECT count(*) FROM raw.fundq")
-    print(f"raw panel ({source}, {args.scale}): {raw_rows:,} raw.fundq rows in "
-          f"{time.perf_counter() - t0:.1f}s; process RSS high-water so far {_hwm_mb():,.0f} MB")
+    print(
+        f"raw panel ({source}, {args.scale}): {raw_rows:,} raw.fundq rows in "
+        f"{time.perf_counter() - t0:.1f}s; process RSS high-water so far {_hwm_mb():,.0f} MB"
+    )
     marks: list[tuple[str, float, float, float]] = []
     t_step = [time.perf_counter(), 0.0]
 
@@ -144,9 +173,14 @@ def main() -> None:
         if phase == "start":
             t_step[:] = [time.perf_counter(), _cpu_s()]
         else:
-            marks.append((step.name, time.perf_counter() - t_step[0], _cpu_s() - t_step[1], _hwm_mb()))
-            print(f"  {step.name:<28} {marks[-1][1]:7.1f}s wall {marks[-1][2]:7.1f}s CPU  "
-                  f"hwm {marks[-1][3]:8,.0f} MB  load {os.getloadavg()[0]:.1f}", flush=True)
+            marks.append(
+                (step.name, time.perf_counter() - t_step[0], _cpu_s() - t_step[1], _hwm_mb())
+            )
+            print(
+                f"  {step.name:<28} {marks[-1][1]:7.1f}s wall {marks[-1][2]:7.1f}s CPU  "
+                f"hwm {marks[-1][3]:8,.0f} MB  load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
 
     t1 = time.perf_counter()
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
@@ -158,11 +192,13 @@ def main() -> None:
     cells = result.row_counts.get("panel.truth_cells", {}).get("total", 0)
     size = sum(p.stat().st_size for p in work.glob("warehouse.duckdb*"))
     wh.close()
-    print(f"build ({args.scale}, {source}, threads={args.threads}, memory_limit={args.memory_limit}): "
-          f"{elapsed:.1f}s, peak RSS {_hwm_mb():,.0f} MB, {fq:,} scale-valid firm-quarters, "
-          f"{cells:,} truth cells, warehouse {size / 2**30:.2f} GiB; CPU {cpu:.0f}s "
-          f"(= {cpu / args.threads:.0f}s wall on {args.threads} idle cores); load average at end "
-          f"{os.getloadavg()[0]:.1f}")
+    print(
+        f"build ({args.scale}, {source}, threads={args.threads}, memory_limit={args.memory_limit}): "
+        f"{elapsed:.1f}s, peak RSS {_hwm_mb():,.0f} MB, {fq:,} scale-valid firm-quarters, "
+        f"{cells:,} truth cells, warehouse {size / 2**30:.2f} GiB; CPU {cpu:.0f}s "
+        f"(= {cpu / args.threads:.0f}s wall on {args.threads} idle cores); load average at end "
+        f"{os.getloadavg()[0]:.1f}"
+    )
 
 
 if __name__ == "__main__":

@@ -81,28 +81,41 @@ def main() -> None:
     ap.add_argument("--origins", type=int, default=512)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default="float32")
-    ap.add_argument("--batch-size", default="1024",
-                    help="series per forward pass; a comma-separated list runs each")
+    ap.add_argument(
+        "--batch-size",
+        default="1024",
+        help="series per forward pass; a comma-separated list runs each",
+    )
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     ap.add_argument("--warehouse", help="read the test split's contexts from this warehouse")
-    ap.add_argument("--flops", action="store_true",
-                    help="also count the model's floating-point operations per origin "
-                         "(torch's FlopCounterMode: matrix products and attention)")
+    ap.add_argument(
+        "--flops",
+        action="store_true",
+        help="also count the model's floating-point operations per origin "
+        "(torch's FlopCounterMode: matrix products and attention)",
+    )
     args = ap.parse_args()
     import torch
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    contexts = (warehouse_contexts(args.warehouse, args.origins) if args.warehouse
-                else synthetic_contexts(args.origins))
+    contexts = (
+        warehouse_contexts(args.warehouse, args.origins)
+        if args.warehouse
+        else synthetic_contexts(args.origins)
+    )
     series = sum(c.values.shape[0] for c in contexts)
     targets = sum(c.n_targets for c in contexts)
-    print(f"{len(contexts):,} origins, {series:,} series ({series / len(contexts):.1f} per origin, "
-          f"{targets:,} forecast), torch threads {torch.get_num_threads()}", flush=True)
-    for size in (list(SIZES) if args.size == "both" else [args.size]):
+    print(
+        f"{len(contexts):,} origins, {series:,} series ({series / len(contexts):.1f} per origin, "
+        f"{targets:,} forecast), torch threads {torch.get_num_threads()}",
+        flush=True,
+    )
+    for size in list(SIZES) if args.size == "both" else [args.size]:
         with tempfile.TemporaryDirectory() as tmp:
-            pipeline = load_pipeline(str(save_checkpoint(Path(tmp) / size, size=SIZES[size])),
-                                     args.device, args.dtype)
+            pipeline = load_pipeline(
+                str(save_checkpoint(Path(tmp) / size, size=SIZES[size])), args.device, args.dtype
+            )
         info = describe(pipeline)
         for batch_size in (int(b) for b in args.batch_size.split(",")):
             _run(pipeline, info, size, contexts, batch_size, args.device)
@@ -110,25 +123,37 @@ def main() -> None:
                 _count_flops(pipeline, size, contexts, batch_size)
 
 
-def _count_flops(pipeline: object, size: str, contexts: list[OriginContext], batch_size: int) -> None:
+def _count_flops(
+    pipeline: object, size: str, contexts: list[OriginContext], batch_size: int
+) -> None:
     from torch.utils.flop_counter import FlopCounterMode
 
     sample = contexts[: max(1, min(len(contexts), 4 * batch_size // 60))]
     with FlopCounterMode(display=False) as counter:
         pipeline.predict([c.values for c in sample], prediction_length=20, batch_size=batch_size)
     per_origin = counter.get_total_flops() / len(sample)
-    print(f"{size:5s} batch {batch_size:5d}: {per_origin / 1e9:8.2f} GFLOP per origin "
-          f"(counted over {len(sample)} origins)", flush=True)
+    print(
+        f"{size:5s} batch {batch_size:5d}: {per_origin / 1e9:8.2f} GFLOP per origin "
+        f"(counted over {len(sample)} origins)",
+        flush=True,
+    )
 
 
-def _run(pipeline: object, info: dict, size: str, contexts: list[OriginContext], batch_size: int,
-         device: str) -> None:
+def _run(
+    pipeline: object,
+    info: dict,
+    size: str,
+    contexts: list[OriginContext],
+    batch_size: int,
+    device: str,
+) -> None:
     import torch
 
     forecast_origins(pipeline, contexts[:8], batch_size=batch_size)  # warm-up
     t0, c0 = time.perf_counter(), _cpu_s()
-    out = pipeline.predict([c.values for c in contexts], prediction_length=20,
-                           batch_size=batch_size)
+    out = pipeline.predict(
+        [c.values for c in contexts], prediction_length=20, batch_size=batch_size
+    )
     if device == "cuda":
         torch.cuda.synchronize()
     t1, c1 = time.perf_counter(), _cpu_s()
@@ -136,12 +161,15 @@ def _run(pipeline: object, info: dict, size: str, contexts: list[OriginContext],
     table = long_form(cells)
     t2, c2 = time.perf_counter(), _cpu_s()
     n = len(contexts)
-    print(f"{size:5s} {info['parameters']:>12,} params {device} {info['dtype']:8s} "
-          f"batch {batch_size:5d}: {n:,} origins; model {t1 - t0:7.2f} s wall "
-          f"{c1 - c0:7.2f} CPU-s = {n / (t1 - t0):9.1f} origins/s; rows {t2 - t1:6.2f} s wall "
-          f"{c2 - c1:6.2f} CPU-s; together {n / (t2 - t0):9.1f} origins/s, "
-          f"{n / max(c2 - c0, 1e-9):8.1f} origins per CPU-s, {table.num_rows:,} rows; "
-          f"load {os.getloadavg()[0]:.2f}", flush=True)
+    print(
+        f"{size:5s} {info['parameters']:>12,} params {device} {info['dtype']:8s} "
+        f"batch {batch_size:5d}: {n:,} origins; model {t1 - t0:7.2f} s wall "
+        f"{c1 - c0:7.2f} CPU-s = {n / (t1 - t0):9.1f} origins/s; rows {t2 - t1:6.2f} s wall "
+        f"{c2 - c1:6.2f} CPU-s; together {n / (t2 - t0):9.1f} origins/s, "
+        f"{n / max(c2 - c0, 1e-9):8.1f} origins per CPU-s, {table.num_rows:,} rows; "
+        f"load {os.getloadavg()[0]:.2f}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -88,8 +88,10 @@ def debian_mirror(sources: list[Path] | None = None) -> str:
     """The Debian mirror this machine's apt uses (not the security one), from one-line
     (`deb URL suite`) or deb822 (`URIs: URL`) source files."""
     if sources is None:
-        sources = [Path("/etc/apt/sources.list"),
-                   *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
+        sources = [
+            Path("/etc/apt/sources.list"),
+            *sorted(Path("/etc/apt/sources.list.d").glob("*")),
+        ]
     for path in sources:
         if not path.is_file():
             continue
@@ -106,15 +108,27 @@ def build_base(mirror: str) -> float:
     folder = Path(tempfile.mkdtemp(prefix="proforma-base-"))
     try:
         log(f"debootstrap bookworm from {mirror} into {folder} ...")
-        run(["debootstrap", "--variant=minbase", f"--include={BASE_PACKAGES}", "bookworm",
-             str(folder), mirror], stdout=subprocess.DEVNULL)
+        run(
+            [
+                "debootstrap",
+                "--variant=minbase",
+                f"--include={BASE_PACKAGES}",
+                "bookworm",
+                str(folder),
+                mirror,
+            ],
+            stdout=subprocess.DEVNULL,
+        )
         shutil.rmtree(folder / "var/cache/apt/archives", ignore_errors=True)
         # This machine's trust store: HTTPS to the package index may pass a proxy whose CA
         # only the host trusts; pip reads PIP_CERT (its own bundle would refuse the proxy).
         shutil.copyfile(HOST_CA_BUNDLE, folder / HOST_CA_BUNDLE.relative_to("/"))
         tar = subprocess.Popen(["tar", "-C", str(folder), "-c", "."], stdout=subprocess.PIPE)
-        run(["docker", "import", "--change", f"ENV PIP_CERT={HOST_CA_BUNDLE}", "-", LOCAL_BASE],
-            stdin=tar.stdout, stdout=subprocess.DEVNULL)
+        run(
+            ["docker", "import", "--change", f"ENV PIP_CERT={HOST_CA_BUNDLE}", "-", LOCAL_BASE],
+            stdin=tar.stdout,
+            stdout=subprocess.DEVNULL,
+        )
         if tar.wait() != 0:
             raise RuntimeError("tar of the base file system failed")
     finally:
@@ -167,8 +181,14 @@ class Compose:
         self.env = {**os.environ, "PROFORMA_PORT": str(port)}
 
     def __call__(self, *args: str, capture: bool = False) -> str:
-        result = subprocess.run([*self.cmd, *args], cwd=ROOT, env=self.env, check=True,
-                                text=True, capture_output=capture)
+        result = subprocess.run(
+            [*self.cmd, *args],
+            cwd=ROOT,
+            env=self.env,
+            check=True,
+            text=True,
+            capture_output=capture,
+        )
         return result.stdout if capture else ""
 
     def container(self) -> str:
@@ -177,8 +197,10 @@ class Compose:
 
 def container_cpu_s(container: str) -> float | None:
     """CPU-seconds the container has used (cgroup v1 cpuacct, or v2 cpu.stat)."""
-    for path, scale in ((f"/sys/fs/cgroup/cpuacct/docker/{container}/cpuacct.usage", 1e-9),
-                        (f"/sys/fs/cgroup/system.slice/docker-{container}.scope/cpu.stat", 1e-6)):
+    for path, scale in (
+        (f"/sys/fs/cgroup/cpuacct/docker/{container}/cpuacct.usage", 1e-9),
+        (f"/sys/fs/cgroup/system.slice/docker-{container}.scope/cpu.stat", 1e-6),
+    ):
         with contextlib.suppress(OSError, ValueError):
             text = Path(path).read_text()
             value = text.split()[1] if text.startswith("usage_usec") else text.split()[0]
@@ -195,8 +217,12 @@ def wait_healthy(base: str, compose: Compose, timeout_s: float) -> float:
         with contextlib.suppress(httpx.HTTPError):
             if httpx.get(f"{base}/api/v1/health", timeout=5).status_code == 200:
                 return time.perf_counter() - started
-        tail = subprocess.run(["docker", "logs", "--tail", "1", compose.container()],
-                              check=False, capture_output=True, text=True).stdout.strip()
+        tail = subprocess.run(
+            ["docker", "logs", "--tail", "1", compose.container()],
+            check=False,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         if tail and tail != last:
             log(f"  [{time.perf_counter() - started:5.0f}s] {tail[:150]}")
             last = tail
@@ -207,10 +233,22 @@ def wait_healthy(base: str, compose: Compose, timeout_s: float) -> float:
 def screenshot(url: str, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as profile:
-        run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-             f"--user-data-dir={profile}", "--window-size=1400,1700",
-             "--virtual-time-budget=15000", f"--screenshot={out}", url],
-            capture_output=True, timeout=180)
+        run(
+            [
+                "chromium",
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                f"--user-data-dir={profile}",
+                "--window-size=1400,1700",
+                "--virtual-time-budget=15000",
+                f"--screenshot={out}",
+                url,
+            ],
+            capture_output=True,
+            timeout=180,
+        )
 
 
 def upload_one(base: str, token: str) -> dict:
@@ -221,20 +259,41 @@ def upload_one(base: str, token: str) -> dict:
     import pyarrow.parquet as pq
 
     auth = {"Authorization": f"Bearer {token}"}
-    cells = httpx.post(f"{base}/api/v1/query", timeout=60, json={"sql": (
-        "SELECT c.gvkey, c.origin, c.item, c.horizon FROM footprint_cells c JOIN footprints f "
-        "USING (footprint_id) WHERE f.name = 'oracle' ORDER BY ALL LIMIT 2000")}).json()
+    cells = httpx.post(
+        f"{base}/api/v1/query",
+        timeout=60,
+        json={
+            "sql": (
+                "SELECT c.gvkey, c.origin, c.item, c.horizon FROM footprint_cells c JOIN footprints f "
+                "USING (footprint_id) WHERE f.name = 'oracle' ORDER BY ALL LIMIT 2000"
+            )
+        },
+    ).json()
     rows = cells["rows"]
-    table = pa.table({"firm": [r[0] for r in rows], "target": [r[2] for r in rows],
-                      "origin": [r[1] for r in rows], "horizon": [int(r[3]) for r in rows],
-                      "prediction": [0.0] * len(rows), "sigma": [1.0] * len(rows)})
+    table = pa.table(
+        {
+            "firm": [r[0] for r in rows],
+            "target": [r[2] for r in rows],
+            "origin": [r[1] for r in rows],
+            "horizon": [int(r[3]) for r in rows],
+            "prediction": [0.0] * len(rows),
+            "sigma": [1.0] * len(rows),
+        }
+    )
     buf = io.BytesIO()
     pq.write_table(table, buf)
     started = time.perf_counter()
-    job = httpx.post(f"{base}/api/v1/submissions", headers=auth, timeout=120, data={
-        "name": "compose check (level 0)", "training_cutoff": "2009Q4",
-        "leakage_statement": "no training: every prediction is the standardized level 0"},
-        files={"file": ("check.parquet", buf.getvalue(), "application/octet-stream")}).json()
+    job = httpx.post(
+        f"{base}/api/v1/submissions",
+        headers=auth,
+        timeout=120,
+        data={
+            "name": "compose check (level 0)",
+            "training_cutoff": "2009Q4",
+            "leakage_statement": "no training: every prediction is the standardized level 0",
+        },
+        files={"file": ("check.parquet", buf.getvalue(), "application/octet-stream")},
+    ).json()
     while True:
         state = httpx.get(f"{base}/api/v1/jobs/{job['job_id']}", headers=auth, timeout=30).json()
         if state["status"] in ("done", "failed"):
@@ -243,9 +302,16 @@ def upload_one(base: str, token: str) -> dict:
     if state["status"] != "done":
         raise RuntimeError(f"upload failed: {state['message']}")
     scored_s = time.perf_counter() - started
-    created = httpx.post(f"{base}/api/v1/footprints", headers=auth, timeout=60, json={
-        "name": "compose-check", "submissions": [state["submission_id"]],
-        "description": "cells of the compose check's upload"})
+    created = httpx.post(
+        f"{base}/api/v1/footprints",
+        headers=auth,
+        timeout=60,
+        json={
+            "name": "compose-check",
+            "submissions": [state["submission_id"]],
+            "description": "cells of the compose check's upload",
+        },
+    )
     created.raise_for_status()
     board: dict = {}
     for _ in range(120):
@@ -255,8 +321,13 @@ def upload_one(base: str, token: str) -> dict:
             if any(r["model"] == "compose check (level 0)" for r in board["rows"]):
                 break
         time.sleep(5)
-    return {"cells": len(rows), "job": state["job_id"], "submission": state["submission_id"],
-            "upload_to_done_s": scored_s, "leaderboard_rows": len(board.get("rows", []))}
+    return {
+        "cells": len(rows),
+        "job": state["job_id"],
+        "submission": state["submission_id"],
+        "upload_to_done_s": scored_s,
+        "leaderboard_rows": len(board.get("rows", [])),
+    }
 
 
 def main() -> int:
@@ -264,8 +335,9 @@ def main() -> int:
     parser.add_argument("--base", help=f"base image (default: {LOCAL_BASE}, built if missing)")
     parser.add_argument("--mirror", help="Debian mirror for the local base (default: apt's)")
     parser.add_argument("--wheels", type=Path, help="folder with the CPU torch wheel")
-    parser.add_argument("--screenshot", type=Path,
-                        default=ROOT / "docs/img/compose-leaderboard.png")
+    parser.add_argument(
+        "--screenshot", type=Path, default=ROOT / "docs/img/compose-leaderboard.png"
+    )
     parser.add_argument("--timeout-min", type=float, default=90)
     parser.add_argument("--keep", action="store_true", help="leave containers and images")
     args = parser.parse_args()
@@ -282,8 +354,16 @@ def main() -> int:
         if not args.base and not ok(["docker", "image", "inspect", LOCAL_BASE]):
             times["base image (debootstrap)"] = build_base(args.mirror or debian_mirror())
         wheels = args.wheels or pip_find_links()
-        build = ["docker", "build", "--network", "host", "-t", IMAGE,
-                 "--build-arg", f"BASE_IMAGE={base}"]
+        build = [
+            "docker",
+            "build",
+            "--network",
+            "host",
+            "-t",
+            IMAGE,
+            "--build-arg",
+            f"BASE_IMAGE={base}",
+        ]
         with contextlib.ExitStack() as stack:
             if wheels is not None:
                 served = stack.enter_context(serve_folder(wheels))
@@ -295,13 +375,25 @@ def main() -> int:
         started = time.perf_counter()
         compose("up", "-d", "--no-build")
         times["compose up to healthy (demo inside)"] = wait_healthy(
-            url, compose, args.timeout_min * 60)
+            url, compose, args.timeout_min * 60
+        )
         cpu = container_cpu_s(compose.container())
         screenshot(url + "/", args.screenshot)
         log(f"screenshot: {args.screenshot}")
         compose("stop", "proforma")
-        out = compose("run", "--rm", "-T", "--no-deps", "proforma", "proforma", "users", "add",
-                      "compose-check", "--admin", capture=True)
+        out = compose(
+            "run",
+            "--rm",
+            "-T",
+            "--no-deps",
+            "proforma",
+            "proforma",
+            "users",
+            "add",
+            "compose-check",
+            "--admin",
+            capture=True,
+        )
         token = re.search(r"(pf_[0-9a-f]{12}\.\S+)", out)
         if token is None:
             raise RuntimeError(f"no token in: {out}")
@@ -310,9 +402,16 @@ def main() -> int:
         times["restart to healthy"] = wait_healthy(url, compose, args.timeout_min * 60)
         result = upload_one(url, token.group(1))
         times["upload to scored"] = result["upload_to_done_s"]
-        print(json.dumps({"times_s": {k: round(v, 1) for k, v in times.items()},
-                          "container_cpu_s_at_first_health": cpu and round(cpu, 1),
-                          "upload": result}, indent=1))
+        print(
+            json.dumps(
+                {
+                    "times_s": {k: round(v, 1) for k, v in times.items()},
+                    "container_cpu_s_at_first_health": cpu and round(cpu, 1),
+                    "upload": result,
+                },
+                indent=1,
+            )
+        )
         print("done: " + "; ".join(f"{k} {v:.0f}s" for k, v in times.items()))
         return 0
     finally:
@@ -320,8 +419,9 @@ def main() -> int:
             with contextlib.suppress(subprocess.CalledProcessError):
                 compose("down", "-v", "--remove-orphans")
             for image in (IMAGE, *(() if args.base else (LOCAL_BASE,))):
-                subprocess.run(["docker", "image", "rm", "-f", image], check=False,
-                               capture_output=True)
+                subprocess.run(
+                    ["docker", "image", "rm", "-f", image], check=False, capture_output=True
+                )
 
 
 if __name__ == "__main__":

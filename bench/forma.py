@@ -37,11 +37,17 @@ from models.forma.predict import predict
 from models.forma.presets import FormaConfig, preset
 from models.forma.train import EpochBatches, build_model, train_step
 
-SCHEMA = pa.schema([
-    ("firm_id", pa.int32()), ("origin_q", pa.int32()), ("split", pa.string()),
-    ("ff48", pa.int16()), ("rel_q", pa.list_(pa.int8())), ("item_id", pa.list_(pa.int16())),
-    ("x", pa.list_(pa.float32())),
-])
+SCHEMA = pa.schema(
+    [
+        ("firm_id", pa.int32()),
+        ("origin_q", pa.int32()),
+        ("split", pa.string()),
+        ("ff48", pa.int16()),
+        ("rel_q", pa.list_(pa.int8())),
+        ("item_id", pa.list_(pa.int16())),
+        ("x", pa.list_(pa.float32())),
+    ]
+)
 
 
 def synthetic_windows(n: int, seed: int = 0, split: str = "train") -> pa.RecordBatch:
@@ -54,7 +60,9 @@ def synthetic_windows(n: int, seed: int = 0, split: str = "train") -> pa.RecordB
         exit_q = 21 if rng.random() < 0.8 else int(rng.integers(1, 21))
         q = np.repeat(np.arange(-11, 21), n_items)
         it = np.tile(items, 32)
-        keep = np.where(q <= 0, rng.random(len(q)) > 0.05, (rng.random(len(q)) > 0.15) & (q < exit_q))
+        keep = np.where(
+            q <= 0, rng.random(len(q)) > 0.05, (rng.random(len(q)) > 0.15) & (q < exit_q)
+        )
         keep |= q == 0
         q, it = q[keep], it[keep]
         q = np.concatenate((q, [0]))
@@ -77,8 +85,9 @@ def identities() -> Identities:
         items = [r["item"] for r in csv.DictReader(f)]
     with open(root / "identities.csv") as f:
         rows = list(csv.DictReader(f))
-    return Identities.from_arrays([r["identity"] for r in rows],
-                                  [items.index(r["item"]) + 1 for r in rows])
+    return Identities.from_arrays(
+        [r["identity"] for r in rows], [items.index(r["item"]) + 1 for r in rows]
+    )
 
 
 def from_windows(folder: Path, n: int, split: str = "train") -> WindowStore:
@@ -89,7 +98,9 @@ def from_windows(folder: Path, n: int, split: str = "train") -> WindowStore:
 
 
 # -- arithmetic -------------------------------------------------------------------------
-def forward_cost(cfg: FormaConfig, batch: Batch, readout_only: bool = False) -> tuple[float, float, float]:
+def forward_cost(
+    cfg: FormaConfig, batch: Batch, readout_only: bool = False
+) -> tuple[float, float, float]:
     """(FLOPs executed, FLOPs on real tokens, softmax exps executed) of one forward pass,
     counted from the shapes: projections 2*n*d*d each (q, k, v, out), attention 4*n_q*n_k*d,
     feed-forward 4*n*d*ff, the two heads 2 * (2*n*2d*2d + 2*n*2d); multiply-adds count 2."""
@@ -111,7 +122,13 @@ def forward_cost(cfg: FormaConfig, batch: Batch, readout_only: bool = False) -> 
         layer = 2 * n * d * d * 2 + 2 * nc * d * d * 2 + 4 * n * nc * d + 4 * n * d * ff
         total = L * layer
         if readout_only:  # the slot path: last layer and heads on the query slots only
-            total = (L - 1) * layer + 2 * q * d * d * 2 + 2 * nc * d * d * 2 + 4 * q * nc * d + 4 * q * d * ff
+            total = (
+                (L - 1) * layer
+                + 2 * q * d * d * 2
+                + 2 * nc * d * d * 2
+                + 4 * q * nc * d
+                + 4 * q * d * ff
+            )
             n = q
         total = total + 2 * (2 * n * 4 * d * d + 2 * n * 2 * d)
         out.append(float(total.sum()))
@@ -119,7 +136,9 @@ def forward_cost(cfg: FormaConfig, batch: Batch, readout_only: bool = False) -> 
     return out[0], out[1], exps
 
 
-def matmul_rate(device: torch.device, dtype: torch.dtype, size: int = 1024, reps: int = 20) -> float:
+def matmul_rate(
+    device: torch.device, dtype: torch.dtype, size: int = 1024, reps: int = 20
+) -> float:
     """Measured FLOP/s of a square matrix product (the machine's practical ceiling)."""
     a = torch.randn(size, size, device=device, dtype=dtype)
     c = torch.randn(size, size, device=device, dtype=dtype)
@@ -139,8 +158,9 @@ def sync(device: torch.device) -> None:
 
 
 # -- measurements -----------------------------------------------------------------------
-def bench_training(cfg: FormaConfig, store: WindowStore, ids: Identities, args, device: torch.device,
-                   peak: float) -> dict:
+def bench_training(
+    cfg: FormaConfig, store: WindowStore, ids: Identities, args, device: torch.device, peak: float
+) -> dict:
     torch.manual_seed(0)
     torch.set_float32_matmul_precision(cfg.matmul_precision)
     model = build_model(cfg).to(device)
@@ -158,8 +178,18 @@ def bench_training(cfg: FormaConfig, store: WindowStore, ids: Identities, args, 
         slots = sum(len(b) * (sizes[b].max() + 1) for b in o)
         padding[label] = 1 - (sizes.sum() + len(sizes)) / slots
     n_batches = min(len(order), args.train_batches + args.warmup_batches)
-    plan = EpochBatches(store, order[:n_batches], np.arange(n_batches), horizon, amap, ids, cfg,
-                        {"train": 10**9}, seed=0, epoch=0)
+    plan = EpochBatches(
+        store,
+        order[:n_batches],
+        np.arange(n_batches),
+        horizon,
+        amap,
+        ids,
+        cfg,
+        {"train": 10**9},
+        seed=0,
+        epoch=0,
+    )
     # data preparation alone (what one process spends building sets and masks)
     c0 = time.process_time()
     built = [plan[k] for k in range(min(n_batches, 8))]
@@ -179,33 +209,49 @@ def bench_training(cfg: FormaConfig, store: WindowStore, ids: Identities, args, 
     sync(device)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {
-        "phase": "train", "preset": cfg.name, "device": str(device), "bf16": cfg.bf16,
-        "compile": cfg.compile, "workers": args.workers, "batch": cfg.batch_size, "horizon": horizon,
-        "origins": int(done), "origins_per_s": round(done / wall, 1),
+        "phase": "train",
+        "preset": cfg.name,
+        "device": str(device),
+        "bf16": cfg.bf16,
+        "compile": cfg.compile,
+        "workers": args.workers,
+        "batch": cfg.batch_size,
+        "horizon": horizon,
+        "origins": int(done),
+        "origins_per_s": round(done / wall, 1),
         "origins_per_cpu_s": round(done / cpu, 2),
         "prep_cpu_ms_per_origin": round(1000 * prep_cpu, 2),
         "gflop_per_origin": round(flops / done / 1e9, 3),
         "gflop_per_origin_real_tokens": round(flops_real / done / 1e9, 3),
         "mexp_per_origin": round(exps / done / 1e6, 1),
-        "achieved_gflop_s": round(flops / wall / 1e9, 1), "matmul_peak_gflop_s": round(peak / 1e9, 1),
+        "achieved_gflop_s": round(flops / wall / 1e9, 1),
+        "matmul_peak_gflop_s": round(peak / 1e9, 1),
         "share_of_peak": round(flops / wall / peak, 3),
-        "padding_bucketed": round(padding["bucketed"], 3), "padding_random": round(padding["random"], 3),
+        "padding_bucketed": round(padding["bucketed"], 3),
+        "padding_random": round(padding["random"], 3),
         "parameters": count_parameters(model),
     }, model
 
 
-def bench_inference(cfg: FormaConfig, model, store: WindowStore, args, device: torch.device,
-                    peak: float) -> dict:
+def bench_inference(
+    cfg: FormaConfig, model, store: WindowStore, args, device: torch.device, peak: float
+) -> dict:
     from models.forma.batching import build_example, collate, sequential_order
 
     n_inf = min(len(store), args.infer_origins)
     sub = store.take(np.arange(n_inf))
-    list(predict([model], sub.take(np.arange(min(8, n_inf))), batch_size=args.infer_batch, device=device))
+    list(
+        predict(
+            [model], sub.take(np.arange(min(8, n_inf))), batch_size=args.infer_batch, device=device
+        )
+    )
     sync(device)
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0, c0 = time.perf_counter(), time.process_time()
-    rows = sum(b.num_rows for b in predict([model], sub, batch_size=args.infer_batch, device=device,
-                                            bf16=cfg.bf16))
+    rows = sum(
+        b.num_rows
+        for b in predict([model], sub, batch_size=args.infer_batch, device=device, bf16=cfg.bf16)
+    )
     sync(device)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -216,16 +262,25 @@ def bench_inference(cfg: FormaConfig, model, store: WindowStore, args, device: t
         batch = collate([build_example(sub, int(i), 20, lookback=cfg.lookback) for i in idx], amap)
         flops += forward_cost(cfg, batch, readout_only=True)[0]
     return {
-        "phase": "forecast", "preset": cfg.name, "device": str(device), "origins": n_inf,
-        "batch": args.infer_batch, "origins_per_s": round(n_inf / wall, 1),
-        "origins_per_cpu_s": round(n_inf / cpu, 2), "forecast_rows": rows,
+        "phase": "forecast",
+        "preset": cfg.name,
+        "device": str(device),
+        "origins": n_inf,
+        "batch": args.infer_batch,
+        "origins_per_s": round(n_inf / wall, 1),
+        "origins_per_cpu_s": round(n_inf / cpu, 2),
+        "forecast_rows": rows,
         "gflop_per_origin": round(flops / n_inf / 1e9, 3),
-        "achieved_gflop_s": round(flops / wall / 1e9, 1), "share_of_peak": round(flops / wall / peak, 3),
-        "peak_rss_gb": round(rss1 / 2**20, 2), "rss_growth_gb": round((rss1 - rss0) / 2**20, 2),
+        "achieved_gflop_s": round(flops / wall / 1e9, 1),
+        "share_of_peak": round(flops / wall / peak, 3),
+        "peak_rss_gb": round(rss1 / 2**20, 2),
+        "rss_growth_gb": round((rss1 - rss0) / 2**20, 2),
     }
 
 
-def profile_training(cfg: FormaConfig, store: WindowStore, ids: Identities, args, device: torch.device) -> dict:
+def profile_training(
+    cfg: FormaConfig, store: WindowStore, ids: Identities, args, device: torch.device
+) -> dict:
     """Where one process's training time goes, from torch.profiler's per-op self times:
     attention kernels, matrix products, the optimizer, other tensor ops, and what is left
     (batch building, masks, Python) measured as wall time outside any op."""
@@ -237,10 +292,24 @@ def profile_training(cfg: FormaConfig, store: WindowStore, ids: Identities, args
     amap = default_account_map(cfg.n_accounts)
     rng = np.random.default_rng(1)
     cap = cfg.train_queries if cfg.query_attention == "context" else 0
-    order = bucketed_order(store.size_estimates(args.horizon, None, cfg.lookback, cap), cfg.batch_size, rng,
-                           cfg.bucket_chunk)[: args.profile_batches]
-    plan = EpochBatches(store, order, np.arange(len(order)), args.horizon, amap, ids, cfg,
-                        {"train": 10**9}, seed=0, epoch=0)
+    order = bucketed_order(
+        store.size_estimates(args.horizon, None, cfg.lookback, cap),
+        cfg.batch_size,
+        rng,
+        cfg.bucket_chunk,
+    )[: args.profile_batches]
+    plan = EpochBatches(
+        store,
+        order,
+        np.arange(len(order)),
+        args.horizon,
+        amap,
+        ids,
+        cfg,
+        {"train": 10**9},
+        seed=0,
+        epoch=0,
+    )
     train_step(model, model, opt, plan[0], cfg, device)  # warm-up
     groups = {"attention": 0.0, "matmul": 0.0, "optimizer": 0.0, "other ops": 0.0}
     t0 = time.perf_counter()
@@ -265,8 +334,13 @@ def profile_training(cfg: FormaConfig, store: WindowStore, ids: Identities, args
     ops = sum(groups.values())
     groups["batch building (data)"] = prep
     groups["python and the rest"] = max(0.0, wall - ops - prep)
-    return {"phase": "profile", "preset": cfg.name, "batches": len(plan), "wall_s": round(wall, 2),
-            **{k: round(v / wall, 3) for k, v in groups.items()}}
+    return {
+        "phase": "profile",
+        "preset": cfg.name,
+        "batches": len(plan),
+        "wall_s": round(wall, 2),
+        **{k: round(v / wall, 3) for k, v in groups.items()},
+    }
 
 
 def parse_overrides(items: list[str]) -> dict:
@@ -281,17 +355,25 @@ def parse_overrides(items: list[str]) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--presets", default="small,paper")
-    ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="preset overrides (JSON values)")
+    ap.add_argument(
+        "--set", nargs="*", default=[], metavar="FIELD=VALUE", help="preset overrides (JSON values)"
+    )
     ap.add_argument("--origins", type=int, default=512, help="origins in the pool")
     ap.add_argument("--windows", type=Path, default=None, help="folder of `proforma forma export`")
-    ap.add_argument("--horizon", type=int, default=20, help="curriculum horizon of the timed batches")
+    ap.add_argument(
+        "--horizon", type=int, default=20, help="curriculum horizon of the timed batches"
+    )
     ap.add_argument("--train-batches", type=int, default=6)
     ap.add_argument("--warmup-batches", type=int, default=1)
     ap.add_argument("--infer-origins", type=int, default=256)
     ap.add_argument("--infer-batch", type=int, default=64)
-    ap.add_argument("--batch", type=int, default=0, help="training sets per batch (0 = the preset's)")
+    ap.add_argument(
+        "--batch", type=int, default=0, help="training sets per batch (0 = the preset's)"
+    )
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--bf16", action="store_true")
     ap.add_argument("--compile", action="store_true")
@@ -305,16 +387,30 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     t0 = time.perf_counter()
-    store = (from_windows(args.windows, args.origins) if args.windows
-             else WindowStore.from_batches([synthetic_windows(args.origins)]))
+    store = (
+        from_windows(args.windows, args.origins)
+        if args.windows
+        else WindowStore.from_batches([synthetic_windows(args.origins)])
+    )
     n_tok = np.diff(store.offsets)
-    print(json.dumps({"pool": len(store), "tuples_per_origin": round(float(n_tok.mean()), 1),
-                      "torch": torch.__version__, "threads": torch.get_num_threads(),
-                      "loadavg": Path("/proc/loadavg").read_text().split()[:3],
-                      "built_s": round(time.perf_counter() - t0, 1)}), flush=True)
+    print(
+        json.dumps(
+            {
+                "pool": len(store),
+                "tuples_per_origin": round(float(n_tok.mean()), 1),
+                "torch": torch.__version__,
+                "threads": torch.get_num_threads(),
+                "loadavg": Path("/proc/loadavg").read_text().split()[:3],
+                "built_s": round(time.perf_counter() - t0, 1),
+            }
+        ),
+        flush=True,
+    )
     ids = identities()
     overrides = parse_overrides(args.set)
-    peak = matmul_rate(device, torch.bfloat16 if args.bf16 and device.type == "cuda" else torch.float32)
+    peak = matmul_rate(
+        device, torch.bfloat16 if args.bf16 and device.type == "cuda" else torch.float32
+    )
     for name in args.presets.split(","):
         cfg = preset(name.strip(), bf16=args.bf16, compile=args.compile, **overrides)
         if args.batch:

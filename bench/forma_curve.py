@@ -47,7 +47,8 @@ def read_ipc(path: Path) -> pa.Table:
 
 def load(folder: Path) -> tuple[WindowStore, WindowStore, Identities, set[tuple[int, int]]]:
     train = WindowStore.from_batches(
-        b for s in ("train", "val") for b in read_ipc(folder / f"windows_{s}.arrow").to_batches())
+        b for s in ("train", "val") for b in read_ipc(folder / f"windows_{s}.arrow").to_batches()
+    )
     test = WindowStore.from_batches(read_ipc(folder / "windows_test.arrow").to_batches())
     ids = Identities.from_arrow(read_ipc(folder / "identities.arrow"))
     oracle_file = folder / "oracle_origins.arrow"
@@ -63,9 +64,14 @@ def write_oracle_origins(folder: Path) -> None:
     from app.warehouse import connect
 
     with connect(read_only=True) as wh:
-        t = wh.arrow("SELECT DISTINCT f.firm_id, o.origin_q FROM raw.oracle_origins o "
-                     "JOIN panel.firms f USING (gvkey) ORDER BY 1, 2")
-    with pa.OSFile(str(folder / "oracle_origins.arrow"), "wb") as f, pa.ipc.new_file(f, t.schema) as w:
+        t = wh.arrow(
+            "SELECT DISTINCT f.firm_id, o.origin_q FROM raw.oracle_origins o "
+            "JOIN panel.firms f USING (gvkey) ORDER BY 1, 2"
+        )
+    with (
+        pa.OSFile(str(folder / "oracle_origins.arrow"), "wb") as f,
+        pa.ipc.new_file(f, t.schema) as w,
+    ):
         w.write_table(t)
 
 
@@ -83,9 +89,13 @@ def truth_cells(store: WindowStore) -> dict[str, np.ndarray]:
     key0 = owner[fut] * 1000 + it[fut]
     loc = np.minimum(np.searchsorted(base_key, key0), len(base_key) - 1)
     ok = base_key[loc] == key0  # the grid holds only items reported at the origin
-    return {"key": (key0[ok] * 100 + rq[fut][ok]), "actual": x[fut][ok].astype(np.float64),
-            "baseline": base_val[loc][ok].astype(np.float64), "origin": owner[fut][ok],
-            "horizon": rq[fut][ok]}
+    return {
+        "key": (key0[ok] * 100 + rq[fut][ok]),
+        "actual": x[fut][ok].astype(np.float64),
+        "baseline": base_val[loc][ok].astype(np.float64),
+        "origin": owner[fut][ok],
+        "horizon": rq[fut][ok],
+    }
 
 
 def r2(actual: np.ndarray, baseline: np.ndarray, mu: np.ndarray) -> float:
@@ -94,16 +104,26 @@ def r2(actual: np.ndarray, baseline: np.ndarray, mu: np.ndarray) -> float:
     return float(1 - ((mu - actual) ** 2).sum() / den) if den > 1e-15 else float("nan")
 
 
-def evaluate(model, test: WindowStore, cells: dict[str, np.ndarray], oracle_rows: np.ndarray,
-             batch_size: int = 16) -> dict:
+def evaluate(
+    model,
+    test: WindowStore,
+    cells: dict[str, np.ndarray],
+    oracle_rows: np.ndarray,
+    batch_size: int = 16,
+) -> dict:
     from scipy.special import ndtri
 
     origin_key = test.firm_id.astype(np.int64) * 100_000 + test.origin_q
     keys, mus, sigmas = [], [], []
     for b in predict([model], test, batch_size=batch_size):
-        ok = b.column("firm_id").to_numpy().astype(np.int64) * 100_000 + b.column("origin_q").to_numpy()
+        ok = (
+            b.column("firm_id").to_numpy().astype(np.int64) * 100_000
+            + b.column("origin_q").to_numpy()
+        )
         idx = np.searchsorted(origin_key, ok)
-        keys.append((idx * 1000 + b.column("item_id").to_numpy()) * 100 + b.column("horizon").to_numpy())
+        keys.append(
+            (idx * 1000 + b.column("item_id").to_numpy()) * 100 + b.column("horizon").to_numpy()
+        )
         mus.append(b.column("mu").to_numpy())
         sigmas.append(b.column("sigma").to_numpy())
     key, mu, sigma = np.concatenate(keys), np.concatenate(mus), np.concatenate(sigmas)
@@ -151,16 +171,32 @@ def parse_overrides(items: list[str]) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--windows", type=Path, required=True, help="folder of `proforma forma export`")
     ap.add_argument("--preset", default="small")
     ap.add_argument("--budgets", default="6144,12288,24576,49152,98304")
-    ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
-                    help="preset overrides, e.g. lr=0.002 n_heads=2 (JSON values)")
-    ap.add_argument("--schedule", default="", help="EPOCHSxORIGINS: one run, scored after --eval-epochs")
-    ap.add_argument("--eval-epochs", default="", help="epochs after which --schedule's run is scored")
+    ap.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="preset overrides, e.g. lr=0.002 n_heads=2 (JSON values)",
+    )
+    ap.add_argument(
+        "--schedule", default="", help="EPOCHSxORIGINS: one run, scored after --eval-epochs"
+    )
+    ap.add_argument(
+        "--eval-epochs", default="", help="epochs after which --schedule's run is scored"
+    )
     ap.add_argument("--seed", type=int, default=60)
-    ap.add_argument("--eval-origins", type=int, default=0, help="seeded test sample plus the oracle origins (0 = all)")
+    ap.add_argument(
+        "--eval-origins",
+        type=int,
+        default=0,
+        help="seeded test sample plus the oracle origins (0 = all)",
+    )
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--workers", type=int, default=0, help="DataLoader processes building batches")
     ap.add_argument("--device", default="cpu")
@@ -177,25 +213,41 @@ def main() -> None:
         is_oracle = [(int(f), int(q)) in oracle for f, q in zip(test.firm_id, test.origin_q)]
         test = test.take(np.union1d(pick, np.nonzero(is_oracle)[0]))
     cells = truth_cells(test)
-    oracle_rows = np.array([i for i in range(len(test)) if (int(test.firm_id[i]), int(test.origin_q[i])) in oracle])
+    oracle_rows = np.array(
+        [i for i in range(len(test)) if (int(test.firm_id[i]), int(test.origin_q[i])) in oracle]
+    )
     overrides = parse_overrides(args.set)
-    print(f"{len(train):,} training origins, {len(test):,} test origins ({len(cells['key']):,} cells, "
-          f"{len(oracle_rows)} oracle origins); torch {torch.get_num_threads()} threads; "
-          f"overrides {overrides}", flush=True)
-    def report(cfg, history: list[dict], model, train_cpu: float, train_wall: float, budget: int) -> None:
+    print(
+        f"{len(train):,} training origins, {len(test):,} test origins ({len(cells['key']):,} cells, "
+        f"{len(oracle_rows)} oracle origins); torch {torch.get_num_threads()} threads; "
+        f"overrides {overrides}",
+        flush=True,
+    )
+
+    def report(
+        cfg, history: list[dict], model, train_cpu: float, train_wall: float, budget: int
+    ) -> None:
         c0, t0 = time.process_time(), time.perf_counter()
         scores = evaluate(model.to(args.device), test, cells, oracle_rows)
-        row = {"preset": args.preset, "overrides": overrides, "budget": budget,
-               "origins_seen": int(sum(h["origins"] for h in history)), "epochs_run": len(history),
-               "epochs": cfg.epochs, "origins_per_epoch": cfg.origins_per_epoch,
-               "steps": int(sum(h["batches"] for h in history)), "final_loss": round(history[-1]["loss"], 4),
-               "parameters": sum(p.numel() for p in model.parameters()),
-               "train_cpu_s": round(train_cpu, 1), "train_wall_s": round(train_wall, 1),
-               "eval_cpu_s": round(time.process_time() - c0, 1),
-               "eval_wall_s": round(time.perf_counter() - t0, 1),
-               "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
-               "loadavg": loadavg(),
-               **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in scores.items()}}
+        row = {
+            "preset": args.preset,
+            "overrides": overrides,
+            "budget": budget,
+            "origins_seen": int(sum(h["origins"] for h in history)),
+            "epochs_run": len(history),
+            "epochs": cfg.epochs,
+            "origins_per_epoch": cfg.origins_per_epoch,
+            "steps": int(sum(h["batches"] for h in history)),
+            "final_loss": round(history[-1]["loss"], 4),
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "train_cpu_s": round(train_cpu, 1),
+            "train_wall_s": round(train_wall, 1),
+            "eval_cpu_s": round(time.process_time() - c0, 1),
+            "eval_wall_s": round(time.perf_counter() - t0, 1),
+            "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
+            "loadavg": loadavg(),
+            **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in scores.items()},
+        }
         print(json.dumps(row), flush=True)
         if args.out:
             with open(args.out, "a") as f:
@@ -216,15 +268,32 @@ def main() -> None:
                 report(cfg, history, model, clock["cpu"], clock["wall"], epochs * per_epoch)
                 clock["c0"], clock["t0"] = time.process_time(), time.perf_counter()
 
-        fit(train, ids, cfg, seed=args.seed, progress=False, device=args.device, workers=args.workers,
-            on_epoch=on_epoch)
+        fit(
+            train,
+            ids,
+            cfg,
+            seed=args.seed,
+            progress=False,
+            device=args.device,
+            workers=args.workers,
+            on_epoch=on_epoch,
+        )
         return
     for budget in (int(b) for b in args.budgets.split(",")):
         cfg = budget_config(args.preset, budget, len(train), overrides)
         c0, t0 = time.process_time(), time.perf_counter()
-        res = fit(train, ids, cfg, seed=args.seed, progress=False, device=args.device,
-                  workers=args.workers)
-        report(cfg, res.history, res.model, time.process_time() - c0, time.perf_counter() - t0, budget)
+        res = fit(
+            train,
+            ids,
+            cfg,
+            seed=args.seed,
+            progress=False,
+            device=args.device,
+            workers=args.workers,
+        )
+        report(
+            cfg, res.history, res.model, time.process_time() - c0, time.perf_counter() - t0, budget
+        )
 
 
 if __name__ == "__main__":

@@ -45,8 +45,9 @@ def main() -> None:
 
     with connect() as wh:
         prepare(wh)
-        panel = wh.fetchone("SELECT count(*), count(DISTINCT firm_id) FROM panel.origins "
-                            "WHERE split = 'test'")
+        panel = wh.fetchone(
+            "SELECT count(*), count(DISTINCT firm_id) FROM panel.origins WHERE split = 'test'"
+        )
         print(f"warehouse {wh.path}: {panel[0]:,} test origins of {panel[1]:,} firms")
 
         wall, cpu = time.perf_counter(), cpu_s()
@@ -57,9 +58,11 @@ def main() -> None:
         finally:
             wh.execute("DELETE FROM eval.footprint_origins WHERE footprint_id = ?", [fid])
             wh.execute("DELETE FROM eval.footprints WHERE footprint_id = ?", [fid])
-        print(f"sampler: pool {c['pool_origins']:,} origins / {c['pool_firms']:,} firms -> "
-              f"{c['origins']:,} origins / {c['firms']:,} firms in {wall:.1f} s wall, "
-              f"{cpu:.1f} CPU-s (paper: 321,892 / 12,230 -> 2,103 / 133)")
+        print(
+            f"sampler: pool {c['pool_origins']:,} origins / {c['pool_firms']:,} firms -> "
+            f"{c['origins']:,} origins / {c['firms']:,} firms in {wall:.1f} s wall, "
+            f"{cpu:.1f} CPU-s (paper: 321,892 / 12,230 -> 2,103 / 133)"
+        )
         print("  per year: " + ", ".join(f"{y} {n}" for y, n in c["by_year"].items()))
 
         wall, cpu = time.perf_counter(), cpu_s()
@@ -69,17 +72,20 @@ def main() -> None:
         item_ids = {i: int(n) for n, i in wh.fetchall("SELECT item_id, item FROM ref.items")}
 
     with tempfile.TemporaryDirectory() as cache_dir:
-        forecaster = LlmForecaster(FakeProvider(), "unstructured", ResponseCache(Path(cache_dir)),
-                                   load_prices())
+        forecaster = LlmForecaster(
+            FakeProvider(), "unstructured", ResponseCache(Path(cache_dir)), load_prices()
+        )
         wall, cpu = time.perf_counter(), cpu_s()
         results = forecaster.forecast_many(histories, concurrency=1)
         table = forecast_table(results, item_ids)
         path_wall, path_cpu = time.perf_counter() - wall, cpu_s() - cpu
     n = len(histories)
-    print(f"offline path, {n:,} origins: read histories {read_wall:.2f} s wall / "
-          f"{read_cpu:.2f} CPU-s; prompt + fake answer + parse + rebuild + rows "
-          f"{path_wall:.2f} s wall / {path_cpu:.2f} CPU-s = {1000 * path_cpu / max(n, 1):.1f} "
-          f"CPU-ms per origin; {table.num_rows:,} forecast rows")
+    print(
+        f"offline path, {n:,} origins: read histories {read_wall:.2f} s wall / "
+        f"{read_cpu:.2f} CPU-s; prompt + fake answer + parse + rebuild + rows "
+        f"{path_wall:.2f} s wall / {path_cpu:.2f} CPU-s = {1000 * path_cpu / max(n, 1):.1f} "
+        f"CPU-ms per origin; {table.num_rows:,} forecast rows"
+    )
     print(f"load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
 
 

@@ -60,8 +60,10 @@ def _submission_files(env: dict[str, str], n: int) -> list[bytes]:
     from app.settings import Settings
     from app.warehouse import connect
 
-    settings = Settings(warehouse=Path(env["PROFORMA_WAREHOUSE"]),
-                        temp_directory=Path(env["PROFORMA_TEMP_DIRECTORY"]))
+    settings = Settings(
+        warehouse=Path(env["PROFORMA_WAREHOUSE"]),
+        temp_directory=Path(env["PROFORMA_TEMP_DIRECTORY"]),
+    )
     with connect(settings, read_only=True) as wh:
         cells = wh.arrow(
             "SELECT f.gvkey AS firm, i.item AS target, qlabel(t.origin_q) AS origin, "
@@ -75,9 +77,16 @@ def _submission_files(env: dict[str, str], n: int) -> list[bytes]:
     for k in range(n):
         rng = np.random.default_rng(k)
         pred = base + rng.uniform(0.2, 0.8) * change + rng.normal(0, 0.3, len(base))
-        table = pa.table({"firm": cells["firm"], "target": cells["target"], "origin": cells["origin"],
-                          "horizon": cells["horizon"], "prediction": pred,
-                          "sigma": np.full(len(base), 0.4 + 0.05 * k)})
+        table = pa.table(
+            {
+                "firm": cells["firm"],
+                "target": cells["target"],
+                "origin": cells["origin"],
+                "horizon": cells["horizon"],
+                "prediction": pred,
+                "sigma": np.full(len(base), 0.4 + 0.05 * k),
+            }
+        )
         buf = io.BytesIO()
         pq.write_table(table, buf)
         files.append(buf.getvalue())
@@ -100,31 +109,41 @@ def main() -> None:
 
     shutil.rmtree(args.dir, ignore_errors=True)
     args.dir.mkdir(parents=True)
-    env = {**os.environ,
-           "PROFORMA_WAREHOUSE": str(args.dir / "warehouse.duckdb"),
-           "PROFORMA_TEMP_DIRECTORY": str(args.dir / "tmp"),
-           "PROFORMA_CACHE_DIR": str(args.dir / "cache"),
-           "PROFORMA_MODELS_DIR": str(args.dir / "models"),
-           "PROFORMA_UPLOAD_DIR": str(args.dir / "uploads"),
-           "PROFORMA_PUBLIC_SNAPSHOT": str(args.dir / "public.duckdb"),
-           "PROFORMA_UPLOADS_PER_DAY": str(args.uploads + 1)}
+    env = {
+        **os.environ,
+        "PROFORMA_WAREHOUSE": str(args.dir / "warehouse.duckdb"),
+        "PROFORMA_TEMP_DIRECTORY": str(args.dir / "tmp"),
+        "PROFORMA_CACHE_DIR": str(args.dir / "cache"),
+        "PROFORMA_MODELS_DIR": str(args.dir / "models"),
+        "PROFORMA_UPLOAD_DIR": str(args.dir / "uploads"),
+        "PROFORMA_PUBLIC_SNAPSHOT": str(args.dir / "public.duckdb"),
+        "PROFORMA_UPLOADS_PER_DAY": str(args.uploads + 1),
+    }
     proforma = [sys.executable, "-c", "from app.cli import main; main()"]
     t0 = time.perf_counter()
     _run([*proforma, "ingest", "synthetic", "--firms", str(args.firms)], env)
     _run([*proforma, "build"], env)
     _run([*proforma, "score"], env)  # the reference baselines: a leaderboard from the start
-    token = re.search(r"(pf_[0-9a-f]{12}\.[A-Za-z0-9_-]+)",
-                      _run([*proforma, "users", "add", "loadtest"], env)).group(1)
+    token = re.search(
+        r"(pf_[0-9a-f]{12}\.[A-Za-z0-9_-]+)", _run([*proforma, "users", "add", "loadtest"], env)
+    ).group(1)
     files = _submission_files(env, args.uploads)
-    print(f"setup: {args.firms} firms built, {args.uploads} files of {len(files[0]) / 1e6:.1f} MB "
-          f"in {time.perf_counter() - t0:.0f} s")
+    print(
+        f"setup: {args.firms} firms built, {args.uploads} files of {len(files[0]) / 1e6:.1f} MB "
+        f"in {time.perf_counter() - t0:.0f} s"
+    )
 
     port = _free_port()
     base = f"http://{HOST}:{port}"
     log = open(args.dir / "server.log", "wb")  # noqa: SIM115 - closed at the end
-    server = subprocess.Popen([*proforma, "serve", "--host", HOST, "--port", str(port),
-                               "--log-level", "warning"], env=env, cwd=ROOT, stdout=log,
-                              stderr=subprocess.STDOUT, start_new_session=True)
+    server = subprocess.Popen(
+        [*proforma, "serve", "--host", HOST, "--port", str(port), "--log-level", "warning"],
+        env=env,
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     lat: dict[str, list[float]] = defaultdict(list)
     errors: list[str] = []
     lock = threading.Lock()
@@ -163,10 +182,18 @@ def main() -> None:
                     if time.monotonic() > end_by:
                         return
                     name = f"load-{k:03d}"
-                    r = timed("upload", c.post, f"{base}/api/v1/submissions", headers=auth,
-                              data={"name": name, "training_cutoff": "2009Q4",
-                                    "leakage_statement": "none (load test)"},
-                              files={"file": (f"{name}.parquet", files[k])})
+                    r = timed(
+                        "upload",
+                        c.post,
+                        f"{base}/api/v1/submissions",
+                        headers=auth,
+                        data={
+                            "name": name,
+                            "training_cutoff": "2009Q4",
+                            "leakage_statement": "none (load test)",
+                        },
+                        files={"file": (f"{name}.parquet", files[k])},
+                    )
                     if r is not None and r.status_code == 202:
                         with lock:
                             accepted[name] = r.json()["job_id"]
@@ -175,12 +202,22 @@ def main() -> None:
             with httpx.Client() as c:
                 while not stop.is_set() and time.monotonic() < end_by:
                     timed("leaderboard json", c.get, f"{base}/api/v1/leaderboards/full")
-                    timed("leaderboard csv", c.get, f"{base}/api/v1/leaderboards/full",
-                          params={"format": "csv", "by": "horizon"})
+                    timed(
+                        "leaderboard csv",
+                        c.get,
+                        f"{base}/api/v1/leaderboards/full",
+                        params={"format": "csv", "by": "horizon"},
+                    )
                     timed("leaderboard page", c.get, f"{base}/")
                     timed("submissions", c.get, f"{base}/api/v1/submissions")
-                    timed("public sql", c.post, f"{base}/api/v1/query",
-                          json={"sql": "SELECT model, avg(r2) FROM metrics WHERE level = 'horizon' GROUP BY ALL"})
+                    timed(
+                        "public sql",
+                        c.post,
+                        f"{base}/api/v1/query",
+                        json={
+                            "sql": "SELECT model, avg(r2) FROM metrics WHERE level = 'horizon' GROUP BY ALL"
+                        },
+                    )
 
         readers = [threading.Thread(target=reader) for _ in range(args.readers)]
         uploaders = [threading.Thread(target=uploader, args=(w,)) for w in range(args.uploaders)]
@@ -192,8 +229,10 @@ def main() -> None:
         # keep reading until every accepted job has ended (or time is up)
         with httpx.Client() as c:
             while time.monotonic() < end_by:
-                states = [c.get(f"{base}/api/v1/jobs/{j}", headers=auth, timeout=30).json()["status"]
-                          for j in accepted.values()]
+                states = [
+                    c.get(f"{base}/api/v1/jobs/{j}", headers=auth, timeout=30).json()["status"]
+                    for j in accepted.values()
+                ]
                 if all(s in ("done", "failed") for s in states):
                     break
                 time.sleep(0.5)
@@ -203,10 +242,17 @@ def main() -> None:
         wall = time.perf_counter() - t_load
 
         with httpx.Client() as c:
-            jobs = {n: c.get(f"{base}/api/v1/jobs/{j}", headers=auth, timeout=30).json()
-                    for n, j in accepted.items()}
-            listed = [s["name"] for s in c.get(f"{base}/api/v1/submissions", timeout=30).json()["rows"]]
-            board = {r["model"] for r in c.get(f"{base}/api/v1/leaderboards/full", timeout=30).json()["rows"]}
+            jobs = {
+                n: c.get(f"{base}/api/v1/jobs/{j}", headers=auth, timeout=30).json()
+                for n, j in accepted.items()
+            }
+            listed = [
+                s["name"] for s in c.get(f"{base}/api/v1/submissions", timeout=30).json()["rows"]
+            ]
+            board = {
+                r["model"]
+                for r in c.get(f"{base}/api/v1/leaderboards/full", timeout=30).json()["rows"]
+            }
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -215,8 +261,10 @@ def main() -> None:
             os.killpg(server.pid, signal.SIGKILL)
         log.close()
 
-    print(f"\nload: {args.uploaders} uploaders x {args.uploads} uploads, {args.readers} readers, "
-          f"{wall:.1f} s on {HOST}:{port}")
+    print(
+        f"\nload: {args.uploaders} uploaders x {args.uploads} uploads, {args.readers} readers, "
+        f"{wall:.1f} s on {HOST}:{port}"
+    )
     print(f"{'request':<18}{'n':>6}{'p50 ms':>10}{'p99 ms':>10}{'max ms':>10}")
     for kind in sorted(lat):
         xs = sorted(lat[kind])
@@ -224,17 +272,24 @@ def main() -> None:
         print(f"{kind:<18}{len(xs):>6}{statistics.median(xs):>10.1f}{p99:>10.1f}{xs[-1]:>10.1f}")
     done = [n for n, j in jobs.items() if j["status"] == "done"]
     unfinished = [n for n, j in jobs.items() if j["status"] not in ("done", "failed")]
-    lost = [n for n in accepted
-            if n not in unfinished and (n not in done or listed.count(n) != 1 or n not in board)]
-    print(f"\nuploads accepted {len(accepted)}/{args.uploads}; jobs done {len(done)} "
-          f"(unfinished at the time bound: {len(unfinished)}); "
-          f"listed once {sum(listed.count(n) == 1 for n in accepted)}; on the full leaderboard "
-          f"{len(set(accepted) & board)}; request errors {len(errors)}")
+    lost = [
+        n
+        for n in accepted
+        if n not in unfinished and (n not in done or listed.count(n) != 1 or n not in board)
+    ]
+    print(
+        f"\nuploads accepted {len(accepted)}/{args.uploads}; jobs done {len(done)} "
+        f"(unfinished at the time bound: {len(unfinished)}); "
+        f"listed once {sum(listed.count(n) == 1 for n in accepted)}; on the full leaderboard "
+        f"{len(set(accepted) & board)}; request errors {len(errors)}"
+    )
     for e in errors[:10]:
         print("  error:", e)
     if lost or unfinished or errors or len(accepted) != args.uploads:
-        print(f"NOT OK: lost {lost}, unfinished {unfinished} (they resume on the next start), "
-              f"{len(errors)} request error(s), {len(accepted)}/{args.uploads} uploads accepted")
+        print(
+            f"NOT OK: lost {lost}, unfinished {unfinished} (they resume on the next start), "
+            f"{len(errors)} request error(s), {len(accepted)}/{args.uploads} uploads accepted"
+        )
         sys.exit(1)
     print("nothing lost: every upload was validated, scored, listed once and ranked.")
 

@@ -29,18 +29,27 @@ class Measured:
     returncode: int
 
     def line(self) -> str:
-        return (f"{self.label:<46} {self.wall_s:8.1f} s wall {self.cpu_s:8.1f} CPU-s "
-                f"{self.peak_mb:8.0f} MB peak")
+        return (
+            f"{self.label:<46} {self.wall_s:8.1f} s wall {self.cpu_s:8.1f} CPU-s "
+            f"{self.peak_mb:8.0f} MB peak"
+        )
 
 
-def run(label: str, cmd: list[str], *, env: dict[str, str] | None = None, log: Path | None = None,
-        check: bool = True) -> Measured:
+def run(
+    label: str,
+    cmd: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    log: Path | None = None,
+    check: bool = True,
+) -> Measured:
     """Run one command as a child process and measure it (os.wait4 gives its own rusage)."""
     out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below
     t0 = time.perf_counter()
     try:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+        )
         _, status, usage = os.wait4(proc.pid, 0)
     finally:
         if log:
@@ -61,7 +70,9 @@ def published_cli(venv: Path) -> Path:
     return cli
 
 
-def warehouse_env(workdir: Path, name: str, threads: int | None, memory: str | None) -> dict[str, str]:
+def warehouse_env(
+    workdir: Path, name: str, threads: int | None, memory: str | None
+) -> dict[str, str]:
     """Settings for a scratch warehouse of this project under workdir."""
     env = {
         "PROFORMA_WAREHOUSE": str(workdir / f"{name}.duckdb"),

@@ -39,8 +39,11 @@ def load() -> str:
 
 
 def line(stage: str, wall: float, cpu: float, extra: str = "") -> None:
-    print(f"{stage:<28} {wall:7.1f} s wall  {cpu:7.1f} CPU-s  peak RSS {peak_gib():.2f} GiB  "
-          f"load {load()}{'  ' + extra if extra else ''}", flush=True)
+    print(
+        f"{stage:<28} {wall:7.1f} s wall  {cpu:7.1f} CPU-s  peak RSS {peak_gib():.2f} GiB  "
+        f"load {load()}{'  ' + extra if extra else ''}",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -59,7 +62,9 @@ def main() -> None:
     try:
         copy = tmp / "warehouse.duckdb"
         shutil.copyfile(source, copy)
-        os.environ.update({"PROFORMA_WAREHOUSE": str(copy), "PROFORMA_TEMP_DIRECTORY": str(tmp / "t")})
+        os.environ.update(
+            {"PROFORMA_WAREHOUSE": str(copy), "PROFORMA_TEMP_DIRECTORY": str(tmp / "t")}
+        )
         get_settings.cache_clear()
         import torch
 
@@ -69,26 +74,49 @@ def main() -> None:
         from app.report import write_report
         from app.warehouse import connect
 
-        print(f"warehouse {source} ({source.stat().st_size / 2**20:.0f} MiB), copied to {copy}; "
-              f"{args.threads} threads")
+        print(
+            f"warehouse {source} ({source.stat().st_size / 2**20:.0f} MiB), copied to {copy}; "
+            f"{args.threads} threads"
+        )
         with connect() as wh:
             prepare(wh)
-            cells = wh.scalar("SELECT rows FROM eval.submissions WHERE name = ? AND retired_at IS NULL",
-                              [args.submission])
+            cells = wh.scalar(
+                "SELECT rows FROM eval.submissions WHERE name = ? AND retired_at IS NULL",
+                [args.submission],
+            )
             for weights in ("variance", "equal"):
                 w0, c0 = time.perf_counter(), cpu_seconds()
-                res = reconcile(wh, args.submission, weights, name=f"bench {weights}", progress=False)
-                line(f"reconcile {weights}", time.perf_counter() - w0, cpu_seconds() - c0,
-                     f"{cells:,} parent rows, {res.statements:,} statements, "
-                     f"{res.cells_changed:,} cells changed, max residual {res.max_residual:.1e}")
+                res = reconcile(
+                    wh, args.submission, weights, name=f"bench {weights}", progress=False
+                )
+                line(
+                    f"reconcile {weights}",
+                    time.perf_counter() - w0,
+                    cpu_seconds() - c0,
+                    f"{cells:,} parent rows, {res.statements:,} statements, "
+                    f"{res.cells_changed:,} cells changed, max residual {res.max_residual:.1e}",
+                )
         with connect(read_only=True) as wh:
             for figure2 in (False, True):
                 w0, c0 = time.perf_counter(), cpu_seconds()
-                out = write_report(wh, tmp / f"report-{figure2}", oracle_origins=args.oracle_origins,
-                                   figure2=figure2, log=lambda _: None)
-                line("report" + (f" (figure 2, {args.oracle_origins} origins)" if figure2 else
-                                 " (without figure 2)"), time.perf_counter() - w0, cpu_seconds() - c0,
-                     f"{len(out.exhibits)} exhibits, {len(out.files)} files")
+                out = write_report(
+                    wh,
+                    tmp / f"report-{figure2}",
+                    oracle_origins=args.oracle_origins,
+                    figure2=figure2,
+                    log=lambda _: None,
+                )
+                line(
+                    "report"
+                    + (
+                        f" (figure 2, {args.oracle_origins} origins)"
+                        if figure2
+                        else " (without figure 2)"
+                    ),
+                    time.perf_counter() - w0,
+                    cpu_seconds() - c0,
+                    f"{len(out.exhibits)} exhibits, {len(out.files)} files",
+                )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -81,8 +81,13 @@ def generate(folder: Path, rows: int, memory: str, threads: int, levels: int = 0
     from app.settings import Settings
     from app.warehouse import connect
 
-    settings = Settings(warehouse=folder / "wh.duckdb", temp_directory=folder / "tmp",
-                        memory_limit=memory, threads=threads, cache_dir=folder / "cache")
+    settings = Settings(
+        warehouse=folder / "wh.duckdb",
+        temp_directory=folder / "tmp",
+        memory_limit=memory,
+        threads=threads,
+        cache_dir=folder / "cache",
+    )
     wh = connect(settings)
     prepare(wh)
     rows = rows // levels if levels else rows  # truth cells
@@ -148,17 +153,25 @@ def generate(folder: Path, rows: int, memory: str, threads: int, levels: int = 0
     # The origins (the submission checks accept forecasts at eligible origins only) and
     # an empty panel.values: the LLM protocol's sample, one of the standard footprints,
     # draws from firms' reported quarters and is empty here (the bench scores `full`).
-    wh.execute("CREATE OR REPLACE TABLE panel.origins AS SELECT DISTINCT firm_id, origin_q, "
-               "'test' AS split, 1.0 AS z, CAST(1 AS SMALLINT) AS ff48 FROM panel.truth "
-               "ORDER BY origin_q, firm_id")
-    wh.execute(f"CREATE OR REPLACE TABLE panel.splits AS SELECT 'test' AS split, "
-               f"8040 AS first_q, {8040 + n_quarters - 1} AS last_q")
-    wh.execute("CREATE OR REPLACE TABLE panel.values (firm_id INTEGER, q INTEGER, "
-               "item_id SMALLINT, v DOUBLE)")
+    wh.execute(
+        "CREATE OR REPLACE TABLE panel.origins AS SELECT DISTINCT firm_id, origin_q, "
+        "'test' AS split, 1.0 AS z, CAST(1 AS SMALLINT) AS ff48 FROM panel.truth "
+        "ORDER BY origin_q, firm_id"
+    )
+    wh.execute(
+        f"CREATE OR REPLACE TABLE panel.splits AS SELECT 'test' AS split, "
+        f"8040 AS first_q, {8040 + n_quarters - 1} AS last_q"
+    )
+    wh.execute(
+        "CREATE OR REPLACE TABLE panel.values (firm_id INTEGER, q INTEGER, "
+        "item_id SMALLINT, v DOUBLE)"
+    )
     # A build record, as `proforma build` writes one; footprints are made once per build.
-    wh.execute("INSERT INTO meta.builds (status, sql_checksum, parameters, reg_stats, "
-               "started_at, finished_at) VALUES ('succeeded', 'bench', '{}', 'synthetic bench', "
-               "now()::TIMESTAMP, now()::TIMESTAMP)")
+    wh.execute(
+        "INSERT INTO meta.builds (status, sql_checksum, parameters, reg_stats, "
+        "started_at, finished_at) VALUES ('succeeded', 'bench', '{}', 'synthetic bench', "
+        "now()::TIMESTAMP, now()::TIMESTAMP)"
+    )
     from app.scoring import ensure_standard_footprints
 
     ensure_standard_footprints(wh)
@@ -185,24 +198,47 @@ def main() -> None:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         t = time.perf_counter()
-        subprocess.run([sys.executable, __file__, "--rows", str(args.rows), "--dir", str(folder),
-                        "--memory", args.memory, "--threads", str(args.threads),
-                        "--levels", str(args.levels), "--generate-only"], check=True)
-        print(f"generated the panel and a {args.rows:,}-row submission in "
-              f"{time.perf_counter() - t:.1f}s")
+        subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--rows",
+                str(args.rows),
+                "--dir",
+                str(folder),
+                "--memory",
+                args.memory,
+                "--threads",
+                str(args.threads),
+                "--levels",
+                str(args.levels),
+                "--generate-only",
+            ],
+            check=True,
+        )
+        print(
+            f"generated the panel and a {args.rows:,}-row submission in "
+            f"{time.perf_counter() - t:.1f}s"
+        )
 
     from app import scoring
     from app.settings import Settings
     from app.warehouse import connect
 
-    settings = Settings(warehouse=folder / "wh.duckdb", temp_directory=folder / "tmp",
-                        memory_limit=args.memory, threads=args.threads,
-                        cache_dir=folder / "cache")
+    settings = Settings(
+        warehouse=folder / "wh.duckdb",
+        temp_directory=folder / "tmp",
+        memory_limit=args.memory,
+        threads=args.threads,
+        cache_dir=folder / "cache",
+    )
     wh = connect(settings)
-    wh.execute("DELETE FROM eval.forecasts; DELETE FROM eval.metrics; "
-               "DELETE FROM eval.quarter_losses; DELETE FROM eval.pit; DELETE FROM eval.coverage; "
-               "DELETE FROM eval.cell_scores; DELETE FROM eval.cell_score_sets; "
-               "DELETE FROM eval.footprint_coverage; DELETE FROM eval.sample_gaps")
+    wh.execute(
+        "DELETE FROM eval.forecasts; DELETE FROM eval.metrics; "
+        "DELETE FROM eval.quarter_losses; DELETE FROM eval.pit; DELETE FROM eval.coverage; "
+        "DELETE FROM eval.cell_scores; DELETE FROM eval.cell_score_sets; "
+        "DELETE FROM eval.footprint_coverage; DELETE FROM eval.sample_gaps"
+    )
     wh.execute("CHECKPOINT")
     path = folder / "submission.parquet"
     size = path.stat().st_size
@@ -221,19 +257,27 @@ def main() -> None:
     wh.close()
     total = results["ingest"] + results["score"]
     total_cpu = cpu["ingest"] + cpu["score"]
-    gb = 1024 ** 3
+    gb = 1024**3
     kind = f"quantile grid of {args.levels} levels" if args.levels else "mean and sigma"
-    print(f"submission ({kind}): {n:,} rows, {size / gb:.2f} GiB parquet; scored on {cells:,} cells "
-          f"(R2 {r2:.4f}); threads {args.threads}, DuckDB memory_limit {args.memory}")
+    print(
+        f"submission ({kind}): {n:,} rows, {size / gb:.2f} GiB parquet; scored on {cells:,} cells "
+        f"(R2 {r2:.4f}); threads {args.threads}, DuckDB memory_limit {args.memory}"
+    )
     print(f"  load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for stage in ("ingest", "score"):
-        print(f"  {stage:7s} {results[stage]:7.1f}s wall {n / results[stage] / 1e6:6.2f}M rows/s;"
-              f" {cpu[stage]:7.1f}s CPU {n / cpu[stage] / 1e6:6.2f}M rows per CPU-second")
-    print(f"  total   {total:7.1f}s wall {n / total / 1e6:6.2f}M rows/s end to end "
-          f"({n / total / args.threads / 1e6:.2f}M rows/s per core); {total_cpu:.1f}s CPU "
-          f"{n / total_cpu / 1e6:.2f}M rows per CPU-second")
-    print(f"  peak RSS: ingest {mem_in.peak / gb:.2f} GiB, score {mem_score.peak / gb:.2f} GiB, "
-          f"process high-water mark {_hwm_bytes() / gb:.2f} GiB")
+        print(
+            f"  {stage:7s} {results[stage]:7.1f}s wall {n / results[stage] / 1e6:6.2f}M rows/s;"
+            f" {cpu[stage]:7.1f}s CPU {n / cpu[stage] / 1e6:6.2f}M rows per CPU-second"
+        )
+    print(
+        f"  total   {total:7.1f}s wall {n / total / 1e6:6.2f}M rows/s end to end "
+        f"({n / total / args.threads / 1e6:.2f}M rows/s per core); {total_cpu:.1f}s CPU "
+        f"{n / total_cpu / 1e6:.2f}M rows per CPU-second"
+    )
+    print(
+        f"  peak RSS: ingest {mem_in.peak / gb:.2f} GiB, score {mem_score.peak / gb:.2f} GiB, "
+        f"process high-water mark {_hwm_bytes() / gb:.2f} GiB"
+    )
 
 
 if __name__ == "__main__":

@@ -45,8 +45,10 @@ def _template(wh, folder: Path) -> Path:
     """The fade baseline's forecasts as an upload's columns (gvkey, item, quarter label)."""
     from contracts.errors import UserError
 
-    fade = wh.scalar("SELECT max(submission_id) FROM eval.submissions WHERE source = 'reference' "
-                     "AND name ILIKE 'fade%' AND retired_at IS NULL")
+    fade = wh.scalar(
+        "SELECT max(submission_id) FROM eval.submissions WHERE source = 'reference' "
+        "AND name ILIKE 'fade%' AND retired_at IS NULL"
+    )
     if fade is None:
         raise UserError("No fade / AR(1) baseline in the warehouse: run `proforma score` once")
     path = folder / "template.parquet"
@@ -74,8 +76,12 @@ def _upload_file(wh, template: Path, folder: Path, k: int, point: bool) -> Path:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--warehouse", type=Path, required=True, help="Warehouse to copy (not modified).")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--warehouse", type=Path, required=True, help="Warehouse to copy (not modified)."
+    )
     ap.add_argument("--work", type=Path, default=Path("/tmp/bench_incremental"))
     ap.add_argument("--uploads", type=int, default=50)
     ap.add_argument("--report", default="1,10,50", help="Uploads to compare at the end.")
@@ -94,15 +100,23 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     copy = args.work / "warehouse.duckdb"
     shutil.copyfile(args.warehouse, copy)
-    settings = Settings(warehouse=copy, temp_directory=args.work / "tmp", memory_limit=args.memory,
-                        threads=args.threads, cache_dir=args.work / "cache")
+    settings = Settings(
+        warehouse=copy,
+        temp_directory=args.work / "tmp",
+        memory_limit=args.memory,
+        threads=args.threads,
+        cache_dir=args.work / "cache",
+    )
     wh = connect(settings)
     prepare(wh)
     scorer = Scorer()
     footprints = scorer.footprints(wh)
     subs = wh.scalar("SELECT count(*) FROM eval.submissions WHERE retired_at IS NULL")
-    print(f"{copy}: {subs} submissions, footprints {', '.join(footprints)}; "
-          f"threads {args.threads}, memory_limit {args.memory}", flush=True)
+    print(
+        f"{copy}: {subs} submissions, footprints {', '.join(footprints)}; "
+        f"threads {args.threads}, memory_limit {args.memory}",
+        flush=True,
+    )
 
     def score_all() -> tuple[float, float, int]:
         t0, c0 = time.perf_counter(), _cpu_seconds()
@@ -112,11 +126,15 @@ def main() -> None:
         return time.perf_counter() - t0, _cpu_seconds() - c0, peak.peak
 
     wall, cpu, peak = score_all()
-    print(f"first scoring of the existing submissions (cell scores stored once): {wall:.1f}s "
-          f"wall, {cpu:.1f} CPU-s, peak RSS {_gib(peak)}; load {_load()}", flush=True)
+    print(
+        f"first scoring of the existing submissions (cell scores stored once): {wall:.1f}s "
+        f"wall, {cpu:.1f} CPU-s, peak RSS {_gib(peak)}; load {_load()}",
+        flush=True,
+    )
     wall, cpu, peak = score_all()
-    print(f"scoring again, nothing new: {wall:.1f}s wall, {cpu:.1f} CPU-s; load {_load()}",
-          flush=True)
+    print(
+        f"scoring again, nothing new: {wall:.1f}s wall, {cpu:.1f} CPU-s; load {_load()}", flush=True
+    )
 
     template = _template(wh, args.work)
     report = {int(k) for k in args.report.split(",") if k}
@@ -130,9 +148,12 @@ def main() -> None:
         wall, cpu, peak = score_all()
         size = os.path.getsize(copy)
         rows[k] = (ingest, wall, cpu, peak)
-        print(f"upload {k}: ingest {ingest[0]:.1f}s wall / {ingest[1]:.1f} CPU-s; score "
-              f"{len(footprints)} footprints {wall:.1f}s wall / {cpu:.1f} CPU-s, peak RSS "
-              f"{_gib(peak)}; warehouse {_gib(size)}; load {_load()}", flush=True)
+        print(
+            f"upload {k}: ingest {ingest[0]:.1f}s wall / {ingest[1]:.1f} CPU-s; score "
+            f"{len(footprints)} footprints {wall:.1f}s wall / {cpu:.1f} CPU-s, peak RSS "
+            f"{_gib(peak)}; warehouse {_gib(size)}; load {_load()}",
+            flush=True,
+        )
     shown = sorted(k for k in report if k in rows)
     if shown:
         print("\nupload | ingest CPU-s | score wall s | score CPU-s | peak RSS")
@@ -140,8 +161,10 @@ def main() -> None:
             (_iw, ic), wall, cpu, peak = rows[k]
             print(f"{k:6d} | {ic:12.1f} | {wall:12.1f} | {cpu:11.1f} | {_gib(peak)}")
         first, last = rows[shown[0]], rows[shown[-1]]
-        print(f"upload {shown[-1]} / upload {shown[0]} scoring: {last[2] / first[2]:.2f}x CPU, "
-              f"{last[1] / first[1]:.2f}x wall; load {_load()}")
+        print(
+            f"upload {shown[-1]} / upload {shown[0]} scoring: {last[2] / first[2]:.2f}x CPU, "
+            f"{last[1] / first[1]:.2f}x wall; load {_load()}"
+        )
     wh.close()
     if not args.keep:
         shutil.rmtree(args.work, ignore_errors=True)

@@ -43,8 +43,11 @@ def run_one(scale: str, mode: str) -> dict:
         rows["company_industry"] = raw.company_industry.num_rows
         rows["ccm_link"] = raw.ccm_link.num_rows
         for name, (_, data) in raw.extras.items():
-            batches = data if isinstance(data, pa.RecordBatchReader) else (
-                data.to_batches() if isinstance(data, pa.Table) else data)
+            batches = (
+                data
+                if isinstance(data, pa.RecordBatchReader)
+                else (data.to_batches() if isinstance(data, pa.Table) else data)
+            )
             rows[name] = sum(b.num_rows for b in batches)
         seconds = time.perf_counter() - t0
         extra = {"history_seconds": round(t_hist, 2)}
@@ -55,8 +58,11 @@ def run_one(scale: str, mode: str) -> dict:
         from app.warehouse import connect
 
         with tempfile.TemporaryDirectory() as tmp:
-            settings = Settings(warehouse=Path(tmp) / "w.duckdb", temp_directory=Path(tmp) / "t",
-                                threads=int(os.environ.get("PROFORMA_THREADS", "2")))
+            settings = Settings(
+                warehouse=Path(tmp) / "w.duckdb",
+                temp_directory=Path(tmp) / "t",
+                threads=int(os.environ.get("PROFORMA_THREADS", "2")),
+            )
             wh = connect(settings)
             prepare(wh)
             t0 = time.perf_counter()
@@ -65,8 +71,15 @@ def run_one(scale: str, mode: str) -> dict:
             rows = result.rows
             extra = {"warehouse_mib": round((Path(tmp) / "w.duckdb").stat().st_size / 2**20, 1)}
             wh.close()
-    return {"scale": scale, "mode": mode, "firms": cfg.firms, "seconds": round(seconds, 2),
-            "peak_rss_mib": round(_peak_mib(), 1), "rows": rows, **extra}
+    return {
+        "scale": scale,
+        "mode": mode,
+        "firms": cfg.firms,
+        "seconds": round(seconds, 2),
+        "peak_rss_mib": round(_peak_mib(), 1),
+        "rows": rows,
+        **extra,
+    }
 
 
 def main() -> None:
@@ -77,13 +90,20 @@ def main() -> None:
     print(f"synthetic panel benchmark on {os.cpu_count()} CPU(s)")
     for scale in scales:
         for mode in ("generate", "ingest"):
-            out = subprocess.run([sys.executable, __file__, "--child", scale, mode],
-                                 capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", scale, mode],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             r = json.loads(out.stdout.strip().splitlines()[-1])
             rows = ", ".join(f"{k} {v:,}" for k, v in r["rows"].items())
             more = {k: v for k, v in r.items() if k in ("history_seconds", "warehouse_mib")}
-            print(f"{scale:>4} {mode:<8} firms {r['firms']:>6,}: {r['seconds']:7.2f} s, "
-                  f"peak RSS {r['peak_rss_mib']:8.1f} MiB  {more}  [{rows}]", flush=True)
+            print(
+                f"{scale:>4} {mode:<8} firms {r['firms']:>6,}: {r['seconds']:7.2f} s, "
+                f"peak RSS {r['peak_rss_mib']:8.1f} MiB  {more}  [{rows}]",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

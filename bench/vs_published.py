@@ -32,8 +32,13 @@ from published_tools import PROFORMA, Measured, load, published_cli, run, wareho
 
 def total(label: str, parts: list[Measured]) -> Measured:
     """Sequential child processes: wall and CPU add up, memory is the largest."""
-    return Measured(label, sum(p.wall_s for p in parts), sum(p.cpu_s for p in parts),
-                    max(p.peak_mb for p in parts), max(p.returncode for p in parts))
+    return Measured(
+        label,
+        sum(p.wall_s for p in parts),
+        sum(p.cpu_s for p in parts),
+        max(p.peak_mb for p in parts),
+        max(p.returncode for p in parts),
+    )
 
 
 def write_forecast_file(warehouse: Path, name: str, path: Path) -> None:
@@ -41,87 +46,154 @@ def write_forecast_file(warehouse: Path, name: str, path: Path) -> None:
     import duckdb
 
     con = duckdb.connect(str(warehouse), read_only=True)
-    con.execute(f"""COPY (SELECT f.gvkey AS firm, i.item AS target, qend(e.origin_q)::TIMESTAMP AS origin,
+    con.execute(
+        f"""COPY (SELECT f.gvkey AS firm, i.item AS target, qend(e.origin_q)::TIMESTAMP AS origin,
                           e.horizon::BIGINT AS horizon, e.mu::FLOAT AS prediction
                    FROM eval.forecasts e JOIN eval.submissions s USING (submission_id)
                    JOIN panel.firms f USING (firm_id) JOIN ref.items i USING (item_id)
-                   WHERE s.name = ? AND s.retired_at IS NULL) TO '{path}' (FORMAT parquet)""", [name])
+                   WHERE s.name = ? AND s.retired_at IS NULL) TO '{path}' (FORMAT parquet)""",
+        [name],
+    )
     con.close()
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--scale", default="demo", choices=["demo", "full"])
     ap.add_argument("--firms", type=int, default=None)
     ap.add_argument("--published-venv", type=Path, default=None)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/proforma-vs-published"))
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--memory", default=None, help="DuckDB memory_limit for this project (e.g. 2GB).")
-    ap.add_argument("--skip-package-build", action="store_true",
-                    help="Do not run the package's build (it is killed for memory at full scale).")
+    ap.add_argument(
+        "--memory", default=None, help="DuckDB memory_limit for this project (e.g. 2GB)."
+    )
+    ap.add_argument(
+        "--skip-package-build",
+        action="store_true",
+        help="Do not run the package's build (it is killed for memory at full scale).",
+    )
     args = ap.parse_args()
     work = args.workdir
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
     env = warehouse_env(work, "wh", args.threads, args.memory)
-    print(f"workdir {work}; threads {args.threads}; DuckDB memory_limit {args.memory or 'default'}; "
-          f"load at start {load()}")
+    print(
+        f"workdir {work}; threads {args.threads}; DuckDB memory_limit {args.memory or 'default'}; "
+        f"load at start {load()}"
+    )
     ingest = [str(PROFORMA), "ingest", "synthetic", "--scale", args.scale]
     if args.firms:
         ingest += ["--firms", str(args.firms)]
-    setup = [run("ours: ingest synthetic", ingest, env=env, log=work / "ingest.log"),
-             run("ours: export raw (compustat layout)",
-                 [str(PROFORMA), "export", str(work / "raw"), "--layout", "compustat"], env=env)]
+    setup = [
+        run("ours: ingest synthetic", ingest, env=env, log=work / "ingest.log"),
+        run(
+            "ours: export raw (compustat layout)",
+            [str(PROFORMA), "export", str(work / "raw"), "--layout", "compustat"],
+            env=env,
+        ),
+    ]
     raw = work / "raw" / "compustat_with_permno.parquet"
     rows: list[tuple[str, Measured | None, Measured]] = []
 
     build = run("ours: build", [str(PROFORMA), "build"], env=env, log=work / "build.log")
-    export = run("ours: export proforma20q (imputes)",
-                 [str(PROFORMA), "export", str(work / "ours"), "--layout", "proforma20q"],
-                 env=env, log=work / "export.log")
-    impute = run("ours: run impute (again, alone)", [str(PROFORMA), "run", "impute"], env=env,
-                 log=work / "impute.log")
+    export = run(
+        "ours: export proforma20q (imputes)",
+        [str(PROFORMA), "export", str(work / "ours"), "--layout", "proforma20q"],
+        env=env,
+        log=work / "export.log",
+    )
+    impute = run(
+        "ours: run impute (again, alone)",
+        [str(PROFORMA), "run", "impute"],
+        env=env,
+        log=work / "impute.log",
+    )
     ours_build = total("ours: build + export", [build, export])
 
     pkg_build = None
     cli = published_cli(args.published_venv) if args.published_venv else None
     if cli and not args.skip_package_build:
-        pkg_build = run("package: build (tabular + tuple, imputation)",
-                        [str(cli), "build", "--raw", str(raw), "--out", str(work / "pkg"),
-                         "--reg-stats", "estimate", "--no-verify"], log=work / "pkg_build.log",
-                        check=False)
+        pkg_build = run(
+            "package: build (tabular + tuple, imputation)",
+            [
+                str(cli),
+                "build",
+                "--raw",
+                str(raw),
+                "--out",
+                str(work / "pkg"),
+                "--reg-stats",
+                "estimate",
+                "--no-verify",
+            ],
+            log=work / "pkg_build.log",
+            check=False,
+        )
     rows.append(("build + export", pkg_build, ours_build))
     rows.append(("imputation (ours alone)", None, impute))
 
     forecast = work / "fade__predictions.parquet"
     pkg_score = None
     if cli and pkg_build and pkg_build.returncode == 0:
-        run("package: fade forecast (input for scoring)",
-            [str(cli), "baselines", "--which", "fade", "--processed", str(work / "pkg"),
-             "--out", str(work)], log=work / "pkg_fade.log")
-        pkg_score = run("package: evaluate one file",
-                        [str(cli), "evaluate", str(forecast), "--processed", str(work / "pkg")],
-                        log=work / "pkg_eval.log")
+        run(
+            "package: fade forecast (input for scoring)",
+            [
+                str(cli),
+                "baselines",
+                "--which",
+                "fade",
+                "--processed",
+                str(work / "pkg"),
+                "--out",
+                str(work),
+            ],
+            log=work / "pkg_fade.log",
+        )
+        pkg_score = run(
+            "package: evaluate one file",
+            [str(cli), "evaluate", str(forecast), "--processed", str(work / "pkg")],
+            log=work / "pkg_eval.log",
+        )
     else:
         # without the package: this project's own fade forecast, written as a submission file
         run("ours: reference baselines", [str(PROFORMA), "baselines", "reference"], env=env)
         write_forecast_file(Path(env["PROFORMA_WAREHOUSE"]), "Fade / AR(1)", forecast)
     if forecast.exists():
-        submit = run("ours: submit one file", [str(PROFORMA), "submit", str(forecast), "--name", "fade file"],
-                     env=env, log=work / "submit.log")
-        score = run("ours: score it", [str(PROFORMA), "score", "-s", "fade file", "--no-coherence"],
-                    env=env, log=work / "score.log")
-        rows.append(("scoring one file end to end", pkg_score, total("ours: submit + score", [submit, score])))
+        submit = run(
+            "ours: submit one file",
+            [str(PROFORMA), "submit", str(forecast), "--name", "fade file"],
+            env=env,
+            log=work / "submit.log",
+        )
+        score = run(
+            "ours: score it",
+            [str(PROFORMA), "score", "-s", "fade file", "--no-coherence"],
+            env=env,
+            log=work / "score.log",
+        )
+        rows.append(
+            (
+                "scoring one file end to end",
+                pkg_score,
+                total("ours: submit + score", [submit, score]),
+            )
+        )
 
     print(f"\nsetup: {'; '.join(m.line().strip() for m in setup)}")
-    print(f"\n{'work':<30} {'package':>30}   {'this project':>30}   ratios (package/ours; memory ours/package)")
+    print(
+        f"\n{'work':<30} {'package':>30}   {'this project':>30}   ratios (package/ours; memory ours/package)"
+    )
     for label, pkg, ours in rows:
         p = f"{pkg.wall_s:7.1f} s {pkg.cpu_s:7.1f} CPU-s {pkg.peak_mb:6.0f} MB" if pkg else "-"
         o = f"{ours.wall_s:7.1f} s {ours.cpu_s:7.1f} CPU-s {ours.peak_mb:6.0f} MB"
         if pkg and pkg.returncode == 0:
-            r = (f"wall {pkg.wall_s / ours.wall_s:4.2f}x, CPU {pkg.cpu_s / ours.cpu_s:4.2f}x, "
-                 f"memory {ours.peak_mb / pkg.peak_mb:4.2f}x")
+            r = (
+                f"wall {pkg.wall_s / ours.wall_s:4.2f}x, CPU {pkg.cpu_s / ours.cpu_s:4.2f}x, "
+                f"memory {ours.peak_mb / pkg.peak_mb:4.2f}x"
+            )
         elif pkg:
             r = f"package failed (exit {pkg.returncode}) after {pkg.wall_s:.0f} s at {pkg.peak_mb:.0f} MB"
         else:

@@ -18,7 +18,12 @@ FUNDQ_KEYS = tuple(FUNDQ_KEY_TYPES)
 FUNDQ_ROW_KEY = ("gvkey", "datadate", "fyearq", "fqtr")
 
 INDUSTRY_SCHEMA = pa.schema(
-    [("gvkey", pa.string()), ("datadate", pa.date32()), ("sich", pa.int32()), ("naicsh", pa.int32())]
+    [
+        ("gvkey", pa.string()),
+        ("datadate", pa.date32()),
+        ("sich", pa.int32()),
+        ("naicsh", pa.int32()),
+    ]
 )
 LINK_SCHEMA = pa.schema(
     [

@@ -33,12 +33,25 @@ class TrackSpec:
 TRACKS: dict[str, TrackSpec] = {
     t.name: t
     for t in (
-        TrackSpec("squared", "Squared error: R² (means)", "r2", ("r2", "mse", "mae"), False,
-                  "squared"),
-        TrackSpec("absolute", "Absolute error: MAE (medians)", "mae", ("mae", "mse", "r2"), True,
-                  "absolute"),
-        TrackSpec("density", "Density: CRPS, NLL, coverage", "crps",
-                  ("nll", "crps", "z2", "cov50", "cov80", "cov90", "cov95"), True, None),
+        TrackSpec(
+            "squared", "Squared error: R² (means)", "r2", ("r2", "mse", "mae"), False, "squared"
+        ),
+        TrackSpec(
+            "absolute",
+            "Absolute error: MAE (medians)",
+            "mae",
+            ("mae", "mse", "r2"),
+            True,
+            "absolute",
+        ),
+        TrackSpec(
+            "density",
+            "Density: CRPS, NLL, coverage",
+            "crps",
+            ("nll", "crps", "z2", "cov50", "cov80", "cov90", "cov95"),
+            True,
+            None,
+        ),
     )
 }
 TRACK_NAMES = tuple(TRACKS)

@@ -25,8 +25,13 @@ import numpy as np
 from contracts.forecasts import DENSITY_FAMILIES
 
 
-def plug_in_dollars(x: np.ndarray | float, k: np.ndarray | float, z: np.ndarray | float,
-                    mu_t: np.ndarray | float, sigma_t: np.ndarray | float) -> np.ndarray:
+def plug_in_dollars(
+    x: np.ndarray | float,
+    k: np.ndarray | float,
+    z: np.ndarray | float,
+    mu_t: np.ndarray | float,
+    sigma_t: np.ndarray | float,
+) -> np.ndarray:
     """z sinh(x sigma_t + mu_t) / k: the dollars of a standardized value (or of a mean)."""
     return np.asarray(z) * np.sinh(np.asarray(x) * sigma_t + mu_t) / np.asarray(k)
 

@@ -57,14 +57,18 @@ def csv_bytes(table: pa.Table) -> bytes:
     columns = []
     for col in table.columns:
         if pa.types.is_nested(col.type):
-            col = pa.array([None if v is None else json.dumps(clean(v)) for v in col.to_pylist()], pa.string())
+            col = pa.array(
+                [None if v is None else json.dumps(clean(v)) for v in col.to_pylist()], pa.string()
+            )
         columns.append(col)
     sink = io.BytesIO()
     pacsv.write_csv(pa.Table.from_arrays(columns, names=table.column_names), sink)
     return sink.getvalue()
 
 
-def table_response(table: pa.Table, fmt: Format, filename: str, extra: dict[str, Any] | None = None) -> Response:
+def table_response(
+    table: pa.Table, fmt: Format, filename: str, extra: dict[str, Any] | None = None
+) -> Response:
     """`table` as CSV (download) or as JSON `{"rows": [...], **extra}`."""
     if fmt == Format.csv:
         return Response(
@@ -72,4 +76,6 @@ def table_response(table: pa.Table, fmt: Format, filename: str, extra: dict[str,
             media_type="text/csv",
             headers={"Content-Disposition": f'attachment; filename="{filename}.csv"'},
         )
-    return JSONResponse(clean({**(extra or {}), "columns": table.column_names, "rows": records(table)}))
+    return JSONResponse(
+        clean({**(extra or {}), "columns": table.column_names, "rows": records(table)})
+    )

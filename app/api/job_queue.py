@@ -76,7 +76,9 @@ class Scorer:
         from app import scoring
 
         scoring.ensure_standard_footprints(wh)
-        return [r[0] for r in wh.fetchall("SELECT DISTINCT name FROM eval.footprints ORDER BY name")]
+        return [
+            r[0] for r in wh.fetchall("SELECT DISTINCT name FROM eval.footprints ORDER BY name")
+        ]
 
     def submission_for_job(self, wh: Warehouse, job_id: int) -> int | None:
         """A submission an earlier, interrupted attempt of this job already ingested."""
@@ -91,7 +93,9 @@ class Scorer:
     def warnings(self, wh: Warehouse, submission_id: int) -> list[Any]:
         if not wh.table_exists("eval.submissions"):
             return []
-        raw = wh.scalar("SELECT warnings FROM eval.submissions WHERE submission_id = ?", [submission_id])
+        raw = wh.scalar(
+            "SELECT warnings FROM eval.submissions WHERE submission_id = ?", [submission_id]
+        )
         value = json.loads(raw) if isinstance(raw, str) else raw
         if value is None:
             return []
@@ -146,7 +150,9 @@ class JobQueue:
         for job_id, status, attempts, path in unfinished_jobs(self.wh):
             if attempts >= MAX_ATTEMPTS:
                 finish_job(
-                    self.wh, job_id, "failed",
+                    self.wh,
+                    job_id,
+                    "failed",
                     message=(
                         f"The server stopped {attempts} times while this job was {status}; "
                         f"it is not retried again. Upload the file once more."
@@ -155,7 +161,9 @@ class JobQueue:
                 continue
             if status != "scoring" and not Path(path).exists():
                 finish_job(
-                    self.wh, job_id, "failed",
+                    self.wh,
+                    job_id,
+                    "failed",
                     message="The uploaded file was lost before validation; upload it again.",
                 )
                 continue
@@ -218,8 +226,10 @@ class JobQueue:
             message = str(exc)
         except Exception as exc:  # noqa: BLE001 - reported on the job, logged in full
             log.error("jobs %s failed:\n%s", job_ids, traceback.format_exc())
-            message = (f"Internal error while processing the job ({type(exc).__name__}); "
-                       f"the operator's log has the details.")
+            message = (
+                f"Internal error while processing the job ({type(exc).__name__}); "
+                f"the operator's log has the details."
+            )
         assert self._cursor is not None
         for job_id in job_ids:
             with contextlib.suppress(Exception):
@@ -251,18 +261,28 @@ class JobQueue:
             metadata = {**job["metadata"], "service_job_id": job_id}
             try:
                 submission_id = self.scorer.ingest_parquet(
-                    wh, Path(job["upload_path"]), job["model_name"],
-                    family=job["family"], df=job["df"], metadata=metadata,
+                    wh,
+                    Path(job["upload_path"]),
+                    job["model_name"],
+                    family=job["family"],
+                    df=job["df"],
+                    metadata=metadata,
                 )
             except ValidationError as exc:
                 finish_job(
-                    wh, job_id, "failed", message=str(exc),
+                    wh,
+                    job_id,
+                    "failed",
+                    message=str(exc),
                     report={"valid": False, "problems": exc.problems, "warnings": []},
                 )
                 return False
         warnings = self.scorer.warnings(wh, submission_id)
         set_job(
-            wh, job_id, status="scoring", submission_id=submission_id,
+            wh,
+            job_id,
+            status="scoring",
+            submission_id=submission_id,
             report={"valid": True, "problems": [], "warnings": warnings},
         )
         return True
@@ -294,15 +314,25 @@ class JobQueue:
             self.after_scoring(wh)
         for job in jobs:
             report = {**(job["report"] or {})}
-            mine = {fp: why for fp, why in skipped.items()
-                    if not isinstance(why, dict) or job["submission_id"] in why}
+            mine = {
+                fp: why
+                for fp, why in skipped.items()
+                if not isinstance(why, dict) or job["submission_id"] in why
+            }
             report["footprints_skipped"] = {
                 fp: (why[job["submission_id"]] if isinstance(why, dict) else why)
-                for fp, why in mine.items()}
+                for fp, why in mine.items()
+            }
             scored = ", ".join(fp for fp in runs if fp not in mine) or "none"
             note = f" Not on {', '.join(mine)}: too few of its cells predicted." if mine else ""
-            finish_job(wh, job["job_id"], "done", score_runs=runs, report=report,
-                         message=f"Scored on {scored}.{note}")
+            finish_job(
+                wh,
+                job["job_id"],
+                "done",
+                score_runs=runs,
+                report=report,
+                message=f"Scored on {scored}.{note}",
+            )
 
 
 def _left_out(wh: Warehouse, run_id: int, footprint: str, jobs: list[dict[str, Any]]) -> dict:
@@ -312,8 +342,14 @@ def _left_out(wh: Warehouse, run_id: int, footprint: str, jobs: list[dict[str, A
         "SELECT c.submission_id, c.coverage FROM eval.coverage c "
         "JOIN eval.score_runs r USING (score_run_id) WHERE c.score_run_id = ? "
         "AND list_contains(?, c.submission_id) AND NOT list_contains(r.submission_ids, c.submission_id)",
-        [run_id, ids])
+        [run_id, ids],
+    )
     if not rows:
         return {}
-    return {footprint: {sid: f"predicts {float(cov or 0):.1%} of its cells; a submission enters "
-                             f"a footprint's leaderboard from 95%" for sid, cov in rows}}
+    return {
+        footprint: {
+            sid: f"predicts {float(cov or 0):.1%} of its cells; a submission enters "
+            f"a footprint's leaderboard from 95%"
+            for sid, cov in rows
+        }
+    }

@@ -16,9 +16,24 @@ from contracts.provenance import utcnow
 UNFINISHED = ("queued", "validating", "scoring")
 
 JOB_COLUMNS = (
-    "job_id", "user_id", "model_name", "family", "df", "metadata", "upload_path",
-    "upload_bytes", "upload_sha256", "status", "message", "report", "submission_id",
-    "score_runs", "attempts", "created_at", "started_at", "finished_at",
+    "job_id",
+    "user_id",
+    "model_name",
+    "family",
+    "df",
+    "metadata",
+    "upload_path",
+    "upload_bytes",
+    "upload_sha256",
+    "status",
+    "message",
+    "report",
+    "submission_id",
+    "score_runs",
+    "attempts",
+    "created_at",
+    "started_at",
+    "finished_at",
 )
 
 
@@ -43,11 +58,15 @@ def _decode(row: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def get_job(wh: Warehouse, job_id: int) -> dict[str, Any] | None:
-    row = wh.fetchone(f"SELECT {', '.join(JOB_COLUMNS)} FROM service.jobs WHERE job_id = ?", [job_id])
+    row = wh.fetchone(
+        f"SELECT {', '.join(JOB_COLUMNS)} FROM service.jobs WHERE job_id = ?", [job_id]
+    )
     return _decode(row) if row else None
 
 
-def list_jobs(wh: Warehouse, *, user_id: int | None = None, limit: int = 100) -> list[dict[str, Any]]:
+def list_jobs(
+    wh: Warehouse, *, user_id: int | None = None, limit: int = 100
+) -> list[dict[str, Any]]:
     where = "WHERE user_id = ?" if user_id is not None else ""
     params: list[Any] = [user_id] if user_id is not None else []
     rows = wh.fetchall(
@@ -67,8 +86,15 @@ def insert_job(wh: Warehouse, job: NewJob) -> int:
         RETURNING job_id
         """,
         [
-            job.user_id, job.model_name, job.family, job.df, json.dumps(job.metadata),
-            str(job.upload_path), job.upload_bytes, job.upload_sha256, utcnow(),
+            job.user_id,
+            job.model_name,
+            job.family,
+            job.df,
+            json.dumps(job.metadata),
+            str(job.upload_path),
+            job.upload_bytes,
+            job.upload_sha256,
+            utcnow(),
         ],
     )
     return int(job_id)
@@ -86,8 +112,10 @@ def unfinished_jobs(wh: Warehouse) -> list[tuple[Any, ...]]:
 def set_job(wh: Warehouse, job_id: int, **values: Any) -> None:
     """Update columns of a job (the report and score runs as JSON)."""
     cols = ", ".join(f"{k} = ?" for k in values)
-    params = [json.dumps(v) if k in ("report", "score_runs") and v is not None else v
-              for k, v in values.items()]
+    params = [
+        json.dumps(v) if k in ("report", "score_runs") and v is not None else v
+        for k, v in values.items()
+    ]
     wh.execute(f"UPDATE service.jobs SET {cols} WHERE job_id = ?", [*params, job_id])
 
 

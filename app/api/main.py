@@ -88,8 +88,9 @@ def create_app(
             prepare(wh)
             app.state.wh = wh
             _publish_safely(wh, settings)
-            queue = JobQueue(wh, settings, scorer=scorer,
-                             after_scoring=lambda w: _publish_safely(w, settings))
+            queue = JobQueue(
+                wh, settings, scorer=scorer, after_scoring=lambda w: _publish_safely(w, settings)
+            )
             app.state.jobs = queue
             if start_jobs:
                 queue.start()
@@ -119,7 +120,9 @@ def create_app(
         status = _status_for(exc)
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
         return JSONResponse(
-            _error_body(str(exc), getattr(exc, "problems", None)), status_code=status, headers=headers
+            _error_body(str(exc), getattr(exc, "problems", None)),
+            status_code=status,
+            headers=headers,
         )
 
     @app.exception_handler(RequestValidationError)
@@ -134,8 +137,11 @@ def create_app(
             detail = f"No route {request.method} {request.url.path}; see {API_PREFIX}/openapi.json."
         elif exc.status_code == 405:
             detail = f"{request.method} is not allowed on {request.url.path}."
-        return JSONResponse(_error_body(str(detail)), status_code=exc.status_code,
-                            headers=getattr(exc, "headers", None))
+        return JSONResponse(
+            _error_body(str(detail)),
+            status_code=exc.status_code,
+            headers=getattr(exc, "headers", None),
+        )
 
     for module in (health, users, submissions, jobs, leaderboards, footprints, query):
         app.include_router(module.router, prefix=API_PREFIX)

@@ -39,9 +39,12 @@ def footprint_versions(wh: Warehouse, name: str) -> list[dict[str, Any]]:
     versions = wh.arrow(_FOOTPRINTS + " WHERE name = ? ORDER BY version", [name]).to_pylist()
     for v in versions:
         v["origins"] = wh.scalar(
-            "SELECT count(*) FROM eval.footprint_origins WHERE footprint_id = ?", [v["footprint_id"]])
+            "SELECT count(*) FROM eval.footprint_origins WHERE footprint_id = ?",
+            [v["footprint_id"]],
+        )
         v["cells"] = wh.scalar(
-            "SELECT count(*) FROM eval.footprint_cells WHERE footprint_id = ?", [v["footprint_id"]])
+            "SELECT count(*) FROM eval.footprint_cells WHERE footprint_id = ?", [v["footprint_id"]]
+        )
     return versions
 
 
@@ -53,8 +56,12 @@ def footprint_names(wh: Warehouse) -> list[str]:
     """Footprints that exist, `full` first, then by name."""
     if not wh.table_exists("eval.footprints"):
         return []
-    return [r[0] for r in wh.fetchall(
-        "SELECT name FROM eval.footprints GROUP BY name ORDER BY name = 'full' DESC, name")]
+    return [
+        r[0]
+        for r in wh.fetchall(
+            "SELECT name FROM eval.footprints GROUP BY name ORDER BY name = 'full' DESC, name"
+        )
+    ]
 
 
 # -- leaderboards ----------------------------------------------------------------------------
@@ -80,13 +87,15 @@ def latest_run(wh: Warehouse, footprint: str) -> dict[str, Any] | None:
     return table.to_pylist()[0] if table.num_rows else None
 
 
-def leaderboard_table(wh: Warehouse, footprint: str, track: str, by: str,
-                      against: str | None = None) -> pa.Table:
+def leaderboard_table(
+    wh: Warehouse, footprint: str, track: str, by: str, against: str | None = None
+) -> pa.Table:
     """app.scoring's leaderboard, `by` = global for the overall ranking."""
     from app import scoring
 
-    return scoring.leaderboard(wh, footprint, track, None if by == "global" else by,
-                               against=against or None)
+    return scoring.leaderboard(
+        wh, footprint, track, None if by == "global" else by, against=against or None
+    )
 
 
 def horizon_series(wh: Warehouse, score_run_id: int, metric: str) -> list[tuple[Any, ...]]:
@@ -132,8 +141,9 @@ def pit_histograms(wh: Warehouse, score_run_id: int) -> list[tuple[Any, ...]]:
 
 def submission_table(wh: Warehouse) -> pa.Table:
     """Every submission's record (sql/service/submission_records.sql), by id."""
-    return wh.arrow(f"SELECT * FROM ({query_text('service/submission_records')}) AS s "
-                    "ORDER BY s.submission_id")
+    return wh.arrow(
+        f"SELECT * FROM ({query_text('service/submission_records')}) AS s ORDER BY s.submission_id"
+    )
 
 
 def submission_record(wh: Warehouse, submission_id: int) -> dict[str, Any] | None:
@@ -141,8 +151,11 @@ def submission_record(wh: Warehouse, submission_id: int) -> dict[str, Any] | Non
     it was made against an earlier panel (None when it is current)."""
     from app.scoring.submissions.registry import stale_submissions
 
-    table = wh.arrow(f"SELECT * FROM ({query_text('service/submission_records')}) AS s "
-                     "WHERE s.submission_id = ?", [submission_id])
+    table = wh.arrow(
+        f"SELECT * FROM ({query_text('service/submission_records')}) AS s "
+        "WHERE s.submission_id = ?",
+        [submission_id],
+    )
     if not table.num_rows:
         return None
     record = table.to_pylist()[0]
@@ -178,44 +191,58 @@ def submission_scores(wh: Warehouse, submission_id: int) -> list[dict[str, Any]]
             "WHERE score_run_id = ? AND submission_id = ?",
             [run, submission_id],
         )
-        pit = [r[0] for r in wh.fetchall(
-            "SELECT share FROM eval.pit WHERE score_run_id = ? AND submission_id = ? ORDER BY bin",
-            [run, submission_id],
-        )]
+        pit = [
+            r[0]
+            for r in wh.fetchall(
+                "SELECT share FROM eval.pit WHERE score_run_id = ? AND submission_id = ? ORDER BY bin",
+                [run, submission_id],
+            )
+        ]
         by_level: dict[str, list[dict[str, Any]]] = {}
         for m in metrics:
             by_level.setdefault(m.pop("level"), []).append(m)
-        out.append({
-            "footprint": footprint,
-            "score_run_id": run,
-            "coverage": dict(zip(("footprint_cells", "predicted_cells", "coverage"), coverage, strict=True))
-            if coverage else None,
-            "global": (by_level.get("global") or [None])[0],
-            "by_horizon": by_level.get("horizon", []),
-            "by_item": by_level.get("item", []),
-            "by_statement": by_level.get("statement", []),
-            "pit": pit,
-        })
+        out.append(
+            {
+                "footprint": footprint,
+                "score_run_id": run,
+                "coverage": dict(
+                    zip(("footprint_cells", "predicted_cells", "coverage"), coverage, strict=True)
+                )
+                if coverage
+                else None,
+                "global": (by_level.get("global") or [None])[0],
+                "by_horizon": by_level.get("horizon", []),
+                "by_item": by_level.get("item", []),
+                "by_statement": by_level.get("statement", []),
+                "pit": pit,
+            }
+        )
     return out
 
 
 def submission_names(wh: Warehouse, submission_ids: list[int]) -> list[str]:
     """The names of these submissions, sorted."""
-    return [n for (n,) in wh.fetchall(
-        "SELECT name FROM eval.submissions WHERE list_contains(?, submission_id) ORDER BY name",
-        [submission_ids])]
+    return [
+        n
+        for (n,) in wh.fetchall(
+            "SELECT name FROM eval.submissions WHERE list_contains(?, submission_id) ORDER BY name",
+            [submission_ids],
+        )
+    ]
 
 
 def name_in_use(wh: Warehouse, name: str) -> str | None:
     """Why a model name cannot be taken by a new upload (a current submission or an
     unfinished job already has it), or None."""
     taken = wh.fetchone(
-        "SELECT submission_id FROM eval.submissions WHERE name = ? AND retired_at IS NULL", [name])
+        "SELECT submission_id FROM eval.submissions WHERE name = ? AND retired_at IS NULL", [name]
+    )
     if taken:
         return f"A submission named {name!r} exists already (id {taken[0]}); choose another name."
     pending = wh.fetchone(
         "SELECT job_id FROM service.jobs WHERE model_name = ? AND status IN ('queued', 'validating', 'scoring')",
-        [name])
+        [name],
+    )
     if pending:
         return f"Job {pending[0]} is already processing a submission named {name!r}."
     return None

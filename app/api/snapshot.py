@@ -50,8 +50,23 @@ log = logging.getLogger("proforma.snapshot")
 
 #: Column names that hold firm-level values somewhere in the warehouse.
 FORBIDDEN_COLUMNS = frozenset(
-    {"v", "x", "value", "actual", "baseline", "change", "mu", "sigma", "prediction", "z",
-     "deflator", "raw_value", "truth", "sum_y", "sum_y2"}
+    {
+        "v",
+        "x",
+        "value",
+        "actual",
+        "baseline",
+        "change",
+        "mu",
+        "sigma",
+        "prediction",
+        "z",
+        "deflator",
+        "raw_value",
+        "truth",
+        "sum_y",
+        "sum_y2",
+    }
 )
 #: Versions kept besides the current one when no query of this process reads them.
 GRACE_VERSIONS = 1
@@ -70,8 +85,10 @@ class Published:
 
     def line(self) -> str:
         rows = sum(self.tables.values())
-        return (f"published {self.path} -> {self.version.name} ({len(self.tables)} tables, "
-                f"{rows:,} rows) in {self.elapsed_ms:.0f} ms; {self.removed} old version(s) removed")
+        return (
+            f"published {self.path} -> {self.version.name} ({len(self.tables)} tables, "
+            f"{rows:,} rows) in {self.elapsed_ms:.0f} ms; {self.removed} old version(s) removed"
+        )
 
 
 class UnsafePublication(UserError):
@@ -79,6 +96,7 @@ class UnsafePublication(UserError):
 
 
 # -- paths ---------------------------------------------------------------------------------
+
 
 def link_path(configured: Path) -> Path:
     """The absolute path of the link itself (never the version it points to: resolving
@@ -185,6 +203,7 @@ def _remove_leftovers(link: Path) -> None:
 
 # -- publishing ------------------------------------------------------------------------------
 
+
 def check_public(wh: Warehouse, catalog: str = "pub") -> dict[str, int]:
     """Row counts of the catalog's tables; raises if a column looks like firm-level values."""
     cols = wh.fetchall(
@@ -192,10 +211,7 @@ def check_public(wh: Warehouse, catalog: str = "pub") -> dict[str, int]:
         "WHERE table_catalog = ? ORDER BY table_name, ordinal_position",
         [catalog],
     )
-    bad = [
-        f"{t}.{c}" for t, c in cols
-        if c.lower() in FORBIDDEN_COLUMNS
-    ]
+    bad = [f"{t}.{c}" for t, c in cols if c.lower() in FORBIDDEN_COLUMNS]
     if bad:
         raise UnsafePublication(
             f"Refusing to publish: column(s) {', '.join(bad)} may hold firm-level values."
@@ -208,21 +224,26 @@ def _sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def _write_public(wh: Warehouse, tmp: Path, settings: Settings,
-                  steps: Sequence[SqlFile] | None) -> dict[str, int]:
+def _write_public(
+    wh: Warehouse, tmp: Path, settings: Settings, steps: Sequence[SqlFile] | None
+) -> dict[str, int]:
     """The public tables written into the fresh file `tmp`; their row counts."""
     wh.execute(f"ATTACH {_sql_string(str(tmp))} AS pub")
     try:
         if wh.table_exists("panel.firms"):
-            wh.execute("CREATE OR REPLACE TEMP VIEW firm_keys AS SELECT firm_id, gvkey FROM panel.firms")
+            wh.execute(
+                "CREATE OR REPLACE TEMP VIEW firm_keys AS SELECT firm_id, gvkey FROM panel.firms"
+            )
         else:
             wh.execute(
                 "CREATE OR REPLACE TEMP VIEW firm_keys AS "
                 "SELECT NULL::INTEGER AS firm_id, NULL::VARCHAR AS gvkey WHERE false"
             )
         if wh.table_exists("eval.submissions"):
-            wh.execute("CREATE OR REPLACE TEMP VIEW submission_records AS "
-                       + query_text("service/submission_records"))
+            wh.execute(
+                "CREATE OR REPLACE TEMP VIEW submission_records AS "
+                + query_text("service/submission_records")
+            )
         for step in steps if steps is not None else steps_in("public"):
             wh.run_step(step, {"public_min_cells": int(settings.public_min_cells)})
         return check_public(wh)
@@ -230,8 +251,9 @@ def _write_public(wh: Warehouse, tmp: Path, settings: Settings,
         wh.execute("DETACH pub")
 
 
-def publish(wh: Warehouse, settings: Settings, *,
-            steps: Sequence[SqlFile] | None = None) -> Published:
+def publish(
+    wh: Warehouse, settings: Settings, *, steps: Sequence[SqlFile] | None = None
+) -> Published:
     """Rebuild public.duckdb from the warehouse, swap it in, remove unused old versions,
     and record the publication. `steps` replaces sql/public (tests publish tiny ones)."""
     link = link_path(settings.public_snapshot)
@@ -271,8 +293,10 @@ def record_failure(wh: Warehouse, exc: BaseException) -> str:
     first_line = (str(exc).strip().splitlines() or [""])[0]
     reason = f"{type(exc).__name__}: {first_line}"[:400]
     try:
-        wh.execute("INSERT INTO service.snapshot_failures (failed_at, error) VALUES (?, ?)",
-                   [utcnow(), reason])
+        wh.execute(
+            "INSERT INTO service.snapshot_failures (failed_at, error) VALUES (?, ?)",
+            [utcnow(), reason],
+        )
     except Exception:  # the log still has it; the server keeps serving
         log.exception("could not record the failed publication")
     return reason
@@ -286,8 +310,12 @@ def last_published(wh: Warehouse) -> dict[str, Any] | None:
     if row is None:
         return None
     return {
-        "snapshot_id": row[0], "path": row[1], "file": row[2], "tables": json.loads(row[3]),
-        "published_at": row[4], "elapsed_ms": row[5],
+        "snapshot_id": row[0],
+        "path": row[1],
+        "file": row[2],
+        "tables": json.loads(row[3]),
+        "published_at": row[4],
+        "elapsed_ms": row[5],
     }
 
 
@@ -309,6 +337,9 @@ def snapshot_health(wh: Warehouse) -> dict[str, Any]:
         "tables": len(last["tables"]) if last else 0,
     }
     if failing:
-        out["last_failure"] = {"failed_at": failure[0], "error": failure[1],
-                               "failures_since_last_publication": int(failure[2])}
+        out["last_failure"] = {
+            "failed_at": failure[0],
+            "error": failure[1],
+            "failures_since_last_publication": int(failure[2]),
+        }
     return out

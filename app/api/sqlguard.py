@@ -108,18 +108,20 @@ def check_sql(sql: str, schema: dict[str, dict[str, str]]) -> CheckedQuery:
     if not sql or not sql.strip():
         raise QueryRejected("The query is empty: send one SELECT statement.")
     if len(sql) > MAX_SQL_CHARS:
-        raise QueryRejected(f"The query is {len(sql):,} characters long; the limit is {MAX_SQL_CHARS:,}.")
+        raise QueryRejected(
+            f"The query is {len(sql):,} characters long; the limit is {MAX_SQL_CHARS:,}."
+        )
     lead = _LEADING_WORD.match(sql)
     if lead and lead.group(1).upper() not in _QUERY_STARTS:
-        raise QueryRejected(
-            f"Only SELECT queries are allowed, not {lead.group(1).upper()}."
-        )
+        raise QueryRejected(f"Only SELECT queries are allowed, not {lead.group(1).upper()}.")
     try:
         statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
     except sqlglot.errors.ParseError as exc:
         first = exc.errors[0] if exc.errors else {}
         where = f" at line {first.get('line')}, column {first.get('col')}" if first else ""
-        raise QueryRejected(f"Cannot parse the query{where}: {first.get('description', exc)}.") from None
+        raise QueryRejected(
+            f"Cannot parse the query{where}: {first.get('description', exc)}."
+        ) from None
     except (sqlglot.errors.SqlglotError, RecursionError) as exc:
         raise QueryRejected(f"Cannot parse the query: {str(exc).splitlines()[0][:200]}") from None
     if len(statements) != 1:
@@ -138,7 +140,9 @@ def check_sql(sql: str, schema: dict[str, dict[str, str]]) -> CheckedQuery:
     table_only, _ = _duckdb_functions()
     for fn in tree.find_all(exp.Func):
         name = _function_name(fn)
-        if name in _DENIED_FUNCTIONS or name.startswith(("read_", "parquet_", "duckdb_", "pragma_")):
+        if name in _DENIED_FUNCTIONS or name.startswith(
+            ("read_", "parquet_", "duckdb_", "pragma_")
+        ):
             raise QueryRejected(f"The function {name}() is not allowed in public queries.")
         if isinstance(fn, exp.Anonymous) and name in table_only:
             raise QueryRejected(f"Table functions such as {name}() are not allowed.")
@@ -290,8 +294,9 @@ def run_query(
         return _run_checked(con, checked, max_rows=max_rows, timeout_s=timeout_s)
 
 
-def _run_checked(con: duckdb.DuckDBPyConnection, checked: CheckedQuery, *, max_rows: int,
-                 timeout_s: float) -> QueryResult:
+def _run_checked(
+    con: duckdb.DuckDBPyConnection, checked: CheckedQuery, *, max_rows: int, timeout_s: float
+) -> QueryResult:
     timer = threading.Timer(timeout_s, con.interrupt)
     started = time.perf_counter()
     timer.start()

@@ -30,18 +30,28 @@ UPLOAD_SCHEMA = {
                     "type": "object",
                     "required": ["file", "name", "training_cutoff", "leakage_statement"],
                     "properties": {
-                        "file": {"type": "string", "format": "binary",
-                                 "description": "Parquet: firm, target, origin, horizon, prediction"
-                                                "[, sigma] or [, quantile_level]"},
+                        "file": {
+                            "type": "string",
+                            "format": "binary",
+                            "description": "Parquet: firm, target, origin, horizon, prediction"
+                            "[, sigma] or [, quantile_level]",
+                        },
                         "name": {"type": "string", "description": "Model name (1-80 characters)"},
                         "description": {"type": "string"},
                         "code_url": {"type": "string", "description": "http(s) link to the code"},
-                        "family": {"type": "string",
-                                   "enum": list(FAMILIES)},
-                        "df": {"type": "number", "description": "Student-t degrees of freedom (> 1)"},
-                        "training_cutoff": {"type": "string", "description": "Last training quarter, e.g. 2009Q4"},
-                        "leakage_statement": {"type": "string",
-                                              "description": "What the model saw of the test period"},
+                        "family": {"type": "string", "enum": list(FAMILIES)},
+                        "df": {
+                            "type": "number",
+                            "description": "Student-t degrees of freedom (> 1)",
+                        },
+                        "training_cutoff": {
+                            "type": "string",
+                            "description": "Last training quarter, e.g. 2009Q4",
+                        },
+                        "leakage_statement": {
+                            "type": "string",
+                            "description": "What the model saw of the test period",
+                        },
                     },
                 }
             }
@@ -66,7 +76,9 @@ class SubmissionMeta(BaseModel):
     def _name(cls, v: str) -> str:
         v = v.strip()
         if not _NAME.match(v):
-            raise ValueError("use 1-80 letters, digits, spaces or _ . : + ( ) -, starting with a letter or digit")
+            raise ValueError(
+                "use 1-80 letters, digits, spaces or _ . : + ( ) -, starting with a letter or digit"
+            )
         return v
 
     @field_validator("code_url")
@@ -114,14 +126,19 @@ def parse_meta(fields: dict[str, str]) -> SubmissionMeta:
         return SubmissionMeta(**values)
     except PydanticError as exc:
         problems = [
-            {"field": ".".join(str(p) for p in e["loc"]) or "form",
-             "problem": e["msg"].removeprefix("Value error, ")}
+            {
+                "field": ".".join(str(p) for p in e["loc"]) or "form",
+                "problem": e["msg"].removeprefix("Value error, "),
+            }
             for e in exc.errors()
         ]
         first = problems[0]
         missing = first["problem"] == "Field required"
-        message = (f"The form field {first['field']!r} is required." if missing
-                   else f"Invalid form field {first['field']!r}: {first['problem']}.")
+        message = (
+            f"The form field {first['field']!r} is required."
+            if missing
+            else f"Invalid form field {first['field']!r}: {first['problem']}."
+        )
         raise BadUpload(message, problems) from None
 
 
@@ -132,8 +149,10 @@ def check_parquet(path: Path) -> dict[str, Any]:
         f.seek(-4, 2)
         tail = f.read(4)
     if head != b"PAR1" or tail != b"PAR1":
-        raise BadUpload("The file is not parquet (no PAR1 magic bytes); export the forecasts with "
-                        "pyarrow.parquet.write_table or DataFrame.to_parquet.")
+        raise BadUpload(
+            "The file is not parquet (no PAR1 magic bytes); export the forecasts with "
+            "pyarrow.parquet.write_table or DataFrame.to_parquet."
+        )
     try:
         meta = pq.ParquetFile(path).metadata
         schema = pq.read_schema(path)

@@ -88,7 +88,9 @@ class _Sink:
         self._name = params[b"name"].decode("utf-8", "replace")
         if self._name == FILE_FIELD:
             if self.file_parts:
-                raise BadUpload("Send one file per upload: the form holds more than one 'file' part.")
+                raise BadUpload(
+                    "Send one file per upload: the form holds more than one 'file' part."
+                )
             self.file_parts += 1
             self._is_file = True
             raw = params.get(b"filename", b"upload.parquet").decode("utf-8", "replace")
@@ -150,8 +152,13 @@ async def receive_upload(request: Request, folder: Path, max_bytes: int) -> Rece
     callbacks = {
         name: getattr(sink, name)
         for name in (
-            "on_part_begin", "on_header_field", "on_header_value", "on_header_end",
-            "on_headers_finished", "on_part_data", "on_part_end",
+            "on_part_begin",
+            "on_header_field",
+            "on_header_value",
+            "on_header_end",
+            "on_headers_finished",
+            "on_part_data",
+            "on_part_end",
         )
     }
     parser = MultipartParser(params[b"boundary"], callbacks)  # type: ignore[arg-type]
@@ -171,4 +178,6 @@ async def receive_upload(request: Request, folder: Path, max_bytes: int) -> Rece
     if sink.size == 0:
         sink.abort()
         raise BadUpload("The uploaded file is empty.")
-    return ReceivedUpload(dest, sink.filename or "upload.parquet", sink.size, sink.digest.hexdigest(), sink.fields)
+    return ReceivedUpload(
+        dest, sink.filename or "upload.parquet", sink.size, sink.digest.hexdigest(), sink.fields
+    )

@@ -31,18 +31,31 @@ class RichTracker(Tracker):
 
 
 def baselines_command(
-    which: str = typer.Option(",".join(COMPETITORS), "--which", help=f"Comma-separated: {','.join(COMPETITORS)}."),
-    preset_name: str = typer.Option("paper", "--preset",
-                                    help="paper: the exact specification; demo: small grids, few trees, "
-                                         "subsampled rows (docs/baselines.md)."),
+    which: str = typer.Option(
+        ",".join(COMPETITORS), "--which", help=f"Comma-separated: {','.join(COMPETITORS)}."
+    ),
+    preset_name: str = typer.Option(
+        "paper",
+        "--preset",
+        help="paper: the exact specification; demo: small grids, few trees, "
+        "subsampled rows (docs/baselines.md).",
+    ),
     engine: str = typer.Option("joblib", "--engine", help=f"Fan-out engine: {', '.join(ENGINES)}."),
-    jobs: int = typer.Option(1, "--jobs", "-j", help="Parallel workers for the per-(item, horizon) fits."),
-    scheduler: str = typer.Option(None, "--scheduler", help="Dask scheduler address (engine=dask)."),
+    jobs: int = typer.Option(
+        1, "--jobs", "-j", help="Parallel workers for the per-(item, horizon) fits."
+    ),
+    scheduler: str = typer.Option(
+        None, "--scheduler", help="Dask scheduler address (engine=dask)."
+    ),
     score: bool = typer.Option(True, "--score/--no-score", help="Score each model's forecasts."),
     reimpute: bool = typer.Option(False, "--reimpute", help="Recompute the imputed tabular view."),
-    threads: int = typer.Option(0, "--threads", min=0,
-                                help="CPU threads for the FFNNs' PyTorch (0 = PyTorch's default, one "
-                                     "per core); 1 on a CPU shared with other jobs."),
+    threads: int = typer.Option(
+        0,
+        "--threads",
+        min=0,
+        help="CPU threads for the FFNNs' PyTorch (0 = PyTorch's default, one "
+        "per core); 1 on a CPU shared with other jobs.",
+    ),
 ) -> None:
     """Fit the tabular competitors, write their forecasts and score them (resumable)."""
     models = parse_which(which)
@@ -56,10 +69,21 @@ def baselines_command(
         for k, v in DEMO_CHANGES.items():
             status_console.print(f"[dim]demo preset, {k}: {v}[/]", highlight=False)
     with writer() as wh, _progress() as progress:
-        results = run_baselines(wh, models, preset_name, engine=engine, n_jobs=jobs, scheduler=scheduler,
-                                score=score, reimpute=reimpute, tracker=RichTracker(progress))
+        results = run_baselines(
+            wh,
+            models,
+            preset_name,
+            engine=engine,
+            n_jobs=jobs,
+            scheduler=scheduler,
+            score=score,
+            reimpute=reimpute,
+            tracker=RichTracker(progress),
+        )
     total = sum(r["fit_s"] for r in results)
-    parts = ", ".join(f"{r['model']} {r['fit_s']:.0f}s (submission {r['submission_id']})" for r in results)
+    parts = ", ".join(
+        f"{r['model']} {r['fit_s']:.0f}s (submission {r['submission_id']})" for r in results
+    )
     runs = results[0].get("score_runs") if results else None
     scored = f"; score runs {runs}" if runs else ""
     summary(f"{len(results)} competitor(s) fit in {total:.0f}s: {parts}{scored}")
@@ -71,10 +95,18 @@ def impute_command() -> None:
 
     with writer() as wh, _progress() as progress:
         r = build_imputed(wh, tracker=RichTracker(progress))
-    summary(f"imputed {r['cells_filled']:,} cells in {r['rows']:,} rows over {r['quarters']} quarters "
-            f"in {r['elapsed_s']:.1f}s (imputation {r['imputation_id']})")
+    summary(
+        f"imputed {r['cells_filled']:,} cells in {r['rows']:,} rows over {r['quarters']} quarters "
+        f"in {r['elapsed_s']:.1f}s (imputation {r['imputation_id']})"
+    )
 
 
 def _progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=status_console, transient=False)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=status_console,
+        transient=False,
+    )

@@ -18,14 +18,16 @@ from contracts.panel import RULE_SETS
 
 def build_command(
     reg_stats: str = typer.Option(
-        "estimate", "--reg-stats",
+        "estimate",
+        "--reg-stats",
         help="'estimate' (k and statistics from this panel) or the path of a published "
-             "statistics parquet (quarter, feature, mu, sigma, k) to pin.",
+        "statistics parquet (quarter, feature, mu, sigma, k) to pin.",
     ),
     rules: str = typer.Option(
-        "published", "--rules",
+        "published",
+        "--rules",
         help="Rule set: 'published' (the published package's panel and scores) or "
-             "'paper' (the paper's literal text where the two differ; docs/contracts.md).",
+        "'paper' (the paper's literal text where the two differ; docs/contracts.md).",
     ),
     explain_only: bool = typer.Option(
         False, "--explain", help="Print the plan (steps, checksums, purposes) and exit."
@@ -34,22 +36,34 @@ def build_command(
     """Build the benchmark panel (panel.*) from raw.* by running sql/build in order."""
     if explain_only:
         rows = explain()
-        console.print("[bold]proforma build plan[/] (sql/build, run in this order in one transaction)")
+        console.print(
+            "[bold]proforma build plan[/] (sql/build, run in this order in one transaction)"
+        )
         for r in rows:
-            console.print(f"[bold]{r['name']}[/]  checksum {r['checksum']}", highlight=False,
-                          soft_wrap=True)
+            console.print(
+                f"[bold]{r['name']}[/]  checksum {r['checksum']}", highlight=False, soft_wrap=True
+            )
             console.print(f"    {r['purpose']}", highlight=False, soft_wrap=True, markup=False)
-        summary(f"{len(rows)} steps; statistics: "
-                + ("estimated from this panel" if reg_stats == "estimate" else f"pinned {reg_stats}"))
+        summary(
+            f"{len(rows)} steps; statistics: "
+            + ("estimated from this panel" if reg_stats == "estimate" else f"pinned {reg_stats}")
+        )
         return
     if rules not in RULE_SETS:
         raise UserError(f"Unknown rule set {rules!r}: use one of {', '.join(RULE_SETS)}")
     space = "estimated from this panel" if reg_stats == "estimate" else f"pinned from {reg_stats}"
     status_console.print(f"rule set: {rules}; standardization statistics: {space}")
-    with writer() as wh, Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(), console=status_console, transient=False,
-    ) as progress:
+    with (
+        writer() as wh,
+        Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(),
+            console=status_console,
+            transient=False,
+        ) as progress,
+    ):
         task = progress.add_task("build", total=None)
 
         def on_step(i: int, n: int, step, phase: str) -> None:
@@ -72,8 +86,9 @@ def build_command(
 def audit_identities(
     rel_tol: float = typer.Option(0.01, help="Relative tolerance (share of the largest term)."),
     abs_tol: float = typer.Option(0.0015, help="Absolute tolerance (reporting units)."),
-    out: Annotated[Path | None, typer.Option(
-        help="Write the violating instances to this parquet file.")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Write the violating instances to this parquet file.")
+    ] = None,
     show: int = typer.Option(10, help="Violating instances to print."),
 ) -> None:
     """Identity audit of the reported data: violations per identity and the worst instances."""
@@ -82,7 +97,14 @@ def audit_identities(
         params = {"identity_rel_tol": rel_tol, "identity_abs_tol": abs_tol}
         summ = wh.query_step("audits/020_identity_summary", params)
         table = Table(title="identity audit (reported data)")
-        for col in ("identity", "statement", "instances", "violations", "share", "median rel. residual"):
+        for col in (
+            "identity",
+            "statement",
+            "instances",
+            "violations",
+            "share",
+            "median rel. residual",
+        ):
             table.add_column(col)
         total_inst = total_bad = 0
         for r in summ.to_pylist():
@@ -90,8 +112,14 @@ def audit_identities(
             total_bad += r["violations"]
             share = "-" if r["violation_share"] is None else f"{r['violation_share']:.2%}"
             med = "-" if r["median_rel_residual"] is None else f"{r['median_rel_residual']:.3g}"
-            table.add_row(r["identity"], r["statement"], f"{r['instances']:,}", f"{r['violations']:,}",
-                          share, med)
+            table.add_row(
+                r["identity"],
+                r["statement"],
+                f"{r['instances']:,}",
+                f"{r['violations']:,}",
+                share,
+                med,
+            )
         console.print(table)
         violations = sql_file("audits/010_identity_violations")
         if out is not None or show:
@@ -108,7 +136,9 @@ def audit_identities(
                     top.add_column(col)
                 for r in bad.slice(0, show).to_pylist():
                     rel = "-" if r["rel_residual"] is None else f"{r['rel_residual']:.3g}"
-                    top.add_row(r["gvkey"], r["quarter"], r["identity"], f"{r['residual']:.4g}", rel)
+                    top.add_row(
+                        r["gvkey"], r["quarter"], r["identity"], f"{r['residual']:.4g}", rel
+                    )
                 console.print(top)
     share = total_bad / total_inst if total_inst else 0.0
     summary(f"{total_bad:,} of {total_inst:,} complete identity instances violate ({share:.2%})")

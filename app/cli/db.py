@@ -30,7 +30,9 @@ def db_status() -> None:
         states = status(wh)
         for s in states:
             colour = {"applied": "green", "pending": "yellow"}.get(s.status, "red")
-            table.add_row(f"V{s.version:04d}", s.name, f"[{colour}]{s.status}[/]", str(s.applied_at or ""))
+            table.add_row(
+                f"V{s.version:04d}", s.name, f"[{colour}]{s.status}[/]", str(s.applied_at or "")
+            )
         console.print(table)
         counts = Table(title="tables")
         counts.add_column("table")
@@ -44,4 +46,3 @@ def db_status() -> None:
         console.print(counts)
         pending = sum(s.status == "pending" for s in states)
         summary(f"{len(states)} migration(s), {pending} pending")
-

@@ -38,8 +38,20 @@ REPORT_ORACLE_ORIGINS = 256
 #: Forma in the demo: the repository's `small` checkpoint when it was trained on this very
 #: panel (docs/forma.md, "Shipped checkpoint"); on any other panel a short run of the same
 #: preset (8 x 768 origins, about a minute on 2 cores) instead of its 20-minute schedule.
-FORMA_TRAIN = ["train", "forma", "--preset", "small", "--seeds", FORMA_SEEDS, "--resume",
-               "--use-shipped", "--epochs", "8", "--origins-per-epoch", "768"]
+FORMA_TRAIN = [
+    "train",
+    "forma",
+    "--preset",
+    "small",
+    "--seeds",
+    FORMA_SEEDS,
+    "--resume",
+    "--use-shipped",
+    "--epochs",
+    "8",
+    "--origins-per-epoch",
+    "768",
+]
 
 
 @dataclass(frozen=True)
@@ -57,49 +69,93 @@ def _rows(wh: Warehouse, sql: str, params: list | None = None) -> int:
 
 
 def _latest_build(wh: Warehouse) -> int:
-    return _rows(wh, "SELECT max(build_id) FROM meta.builds WHERE status = 'succeeded' "
-                     "AND raw_ingest_id = (SELECT max(ingest_id) FROM raw.ingests)")
+    return _rows(
+        wh,
+        "SELECT max(build_id) FROM meta.builds WHERE status = 'succeeded' "
+        "AND raw_ingest_id = (SELECT max(ingest_id) FROM raw.ingests)",
+    )
 
 
 def _has_model(wh: Warehouse, name_like: str) -> bool:
     build = _latest_build(wh)
-    return build > 0 and _rows(
-        wh, "SELECT count(*) FROM eval.submissions WHERE name LIKE ? AND retired_at IS NULL "
+    return (
+        build > 0
+        and _rows(
+            wh,
+            "SELECT count(*) FROM eval.submissions WHERE name LIKE ? AND retired_at IS NULL "
             "AND rows > 0 AND created_at >= (SELECT finished_at FROM meta.builds WHERE build_id = ?)",
-        [name_like, build]) > 0
+            [name_like, build],
+        )
+        > 0
+    )
 
 
 def _reconciled(wh: Warehouse, weights: str) -> bool:
     """A current reconciliation of the current Forma submission exists."""
-    parent = _rows(wh, "SELECT max(submission_id) FROM eval.submissions WHERE name = ? "
-                       "AND retired_at IS NULL", [FORMA_SUBMISSION])
-    return parent > 0 and _rows(
-        wh, "SELECT count(*) FROM eval.submissions WHERE retired_at IS NULL AND rows > 0 "
+    parent = _rows(
+        wh,
+        "SELECT max(submission_id) FROM eval.submissions WHERE name = ? AND retired_at IS NULL",
+        [FORMA_SUBMISSION],
+    )
+    return (
+        parent > 0
+        and _rows(
+            wh,
+            "SELECT count(*) FROM eval.submissions WHERE retired_at IS NULL AND rows > 0 "
             "AND json_extract_string(metadata, '$.parent_id') = ? "
             "AND json_extract_string(metadata, '$.method') = ?",
-        [str(parent), f"reconcile/{weights}"]) > 0
+            [str(parent), f"reconcile/{weights}"],
+        )
+        > 0
+    )
 
 
 def stages(firms: int | None, competitors: tuple[str, ...] = DEMO_COMPETITORS) -> list[Stage]:
     ingest = ["ingest", "synthetic", "--scale", "demo"] + (["--firms", str(firms)] if firms else [])
     return [
-        Stage("synthetic panel", ingest,
-              lambda wh: _rows(wh, "SELECT count(*) FROM raw.ingests WHERE source = 'synthetic'") > 0),
+        Stage(
+            "synthetic panel",
+            ingest,
+            lambda wh: _rows(wh, "SELECT count(*) FROM raw.ingests WHERE source = 'synthetic'") > 0,
+        ),
         Stage("benchmark build", ["build"], lambda wh: _latest_build(wh) > 0),
-        Stage("reference baselines", ["baselines", "reference"],
-              lambda wh: _has_model(wh, "Fade%") and _has_model(wh, "Seasonal%")),
+        Stage(
+            "reference baselines",
+            ["baselines", "reference"],
+            lambda wh: _has_model(wh, "Fade%") and _has_model(wh, "Seasonal%"),
+        ),
         Stage("oracle", ["oracle"], lambda wh: _has_model(wh, "oracle")),
-        Stage("competitors (demo preset)",
-              ["run", "baselines", "--preset", "demo", "--no-score", "--jobs", "2",
-               "--which", ",".join(competitors)],
-              lambda wh: all(_has_model(wh, f"{m} (demo)") for m in competitors)),
-        Stage("Forma training (small preset)", FORMA_TRAIN,
-              lambda wh: _has_model(wh, "forma-small%")),
-        Stage("Forma forecasts", ["predict", "forma", "--preset", "small", "--seeds", FORMA_SEEDS,
-                                  "--no-score"],
-              lambda wh: _has_model(wh, "forma-small%")),
-        *(Stage(f"reconciliation ({w} weights)", ["reconcile", FORMA_SUBMISSION, "--weights", w],
-                lambda wh, w=w: _reconciled(wh, w)) for w in ("variance", "equal")),
+        Stage(
+            "competitors (demo preset)",
+            [
+                "run",
+                "baselines",
+                "--preset",
+                "demo",
+                "--no-score",
+                "--jobs",
+                "2",
+                "--which",
+                ",".join(competitors),
+            ],
+            lambda wh: all(_has_model(wh, f"{m} (demo)") for m in competitors),
+        ),
+        Stage(
+            "Forma training (small preset)", FORMA_TRAIN, lambda wh: _has_model(wh, "forma-small%")
+        ),
+        Stage(
+            "Forma forecasts",
+            ["predict", "forma", "--preset", "small", "--seeds", FORMA_SEEDS, "--no-score"],
+            lambda wh: _has_model(wh, "forma-small%"),
+        ),
+        *(
+            Stage(
+                f"reconciliation ({w} weights)",
+                ["reconcile", FORMA_SUBMISSION, "--weights", w],
+                lambda wh, w=w: _reconciled(wh, w),
+            )
+            for w in ("variance", "equal")
+        ),
     ]
 
 
@@ -121,8 +177,10 @@ def _run(args: list[str]) -> None:
     console.print(f"[bold cyan]$ proforma {' '.join(args)}[/]", highlight=False)
     rc = subprocess.call(cmd)
     if rc != 0:
-        raise UserError(f"`proforma {' '.join(args)}` failed (exit {rc}); the demo stopped there. "
-                        f"Fix the cause and run `make demo` again: finished stages are kept.")
+        raise UserError(
+            f"`proforma {' '.join(args)}` failed (exit {rc}); the demo stopped there. "
+            f"Fix the cause and run `make demo` again: finished stages are kept."
+        )
 
 
 def current_score_run(wh: Warehouse, footprint: str) -> int | None:
@@ -143,7 +201,9 @@ def current_score_run(wh: Warehouse, footprint: str) -> int | None:
           AND r.finished_at >= (SELECT max(greatest(created_at, coalesce(retired_at, created_at)))
                                 FROM eval.submissions)
         ORDER BY r.score_run_id DESC LIMIT 1
-        """, [footprint, current_build_id(wh), eval_sql_version()])
+        """,
+        [footprint, current_build_id(wh), eval_sql_version()],
+    )
     return int(row[0]) if row else None
 
 
@@ -158,25 +218,37 @@ def score_footprints(wh: Warehouse) -> dict[str, int]:
         current = current_score_run(wh, footprint)
         if current is not None:
             runs[footprint] = current
-            console.print(f"[dim]footprint {footprint}: score run {current} is current, kept[/]",
-                          highlight=False)
+            console.print(
+                f"[dim]footprint {footprint}: score run {current} is current, kept[/]",
+                highlight=False,
+            )
             return
         started = time.perf_counter()
-        console.print(f"[bold cyan]scoring every submission on footprint {footprint}[/]",
-                      highlight=False)
+        console.print(
+            f"[bold cyan]scoring every submission on footprint {footprint}[/]", highlight=False
+        )
         runs[footprint] = scoring.score(wh, footprint)
-        console.print(f"[dim]footprint {footprint}: score run {runs[footprint]}, "
-                      f"{time.perf_counter() - started:.0f}s[/]", highlight=False)
+        console.print(
+            f"[dim]footprint {footprint}: score run {runs[footprint]}, "
+            f"{time.perf_counter() - started:.0f}s[/]",
+            highlight=False,
+        )
 
     for footprint in ("full", "geert", "llm"):
         score_one(footprint)
-    oracle = wh.scalar("SELECT max(submission_id) FROM eval.submissions WHERE name = 'oracle' "
-                       "AND retired_at IS NULL")
+    oracle = wh.scalar(
+        "SELECT max(submission_id) FROM eval.submissions WHERE name = 'oracle' "
+        "AND retired_at IS NULL"
+    )
     if oracle is not None:
         existing = {f["name"]: f for f in scoring.list_footprints(wh).to_pylist()}
         if "oracle" not in existing or existing["oracle"].get("build_id") != _latest_build(wh):
-            scoring.create_footprint(wh, "oracle", submissions=[int(oracle)],
-                                     description="The cells of the synthetic oracle's origin sample")
+            scoring.create_footprint(
+                wh,
+                "oracle",
+                submissions=[int(oracle)],
+                description="The cells of the synthetic oracle's origin sample",
+            )
         score_one("oracle")
     return runs
 
@@ -186,24 +258,36 @@ def demo_command(
     port: int = typer.Option(8000, help="Port to serve on."),
     fresh: bool = typer.Option(False, "--fresh", help="Delete the warehouse and models first."),
     firms: int = typer.Option(None, help="Synthetic firms (default: the demo scale's 1,000)."),
-    serve: bool = typer.Option(True, "--serve/--no-serve", help="Serve the leaderboard at the end."),
+    serve: bool = typer.Option(
+        True, "--serve/--no-serve", help="Serve the leaderboard at the end."
+    ),
     competitors: str = typer.Option(
-        ",".join(DEMO_COMPETITORS), "--competitors",
-        help=f"Comma-separated competitors to fit, or 'all' ({','.join(COMPETITORS)})."),
+        ",".join(DEMO_COMPETITORS),
+        "--competitors",
+        help=f"Comma-separated competitors to fit, or 'all' ({','.join(COMPETITORS)}).",
+    ),
 ) -> None:
     """Ingest the synthetic panel, build the benchmark, run the reference baselines, the
     oracle, the competitors and Forma (small presets), score them, and serve the site."""
     settings = get_settings()
     if fresh:
-        for path in (settings.warehouse, settings.warehouse.with_name(settings.warehouse.name + ".wal")):
+        for path in (
+            settings.warehouse,
+            settings.warehouse.with_name(settings.warehouse.name + ".wal"),
+        ):
             path.unlink(missing_ok=True)
         shutil.rmtree(settings.models_dir, ignore_errors=True)
-    chosen = COMPETITORS if competitors == "all" else tuple(
-        c.strip() for c in competitors.split(",") if c.strip())
+    chosen = (
+        COMPETITORS
+        if competitors == "all"
+        else tuple(c.strip() for c in competitors.split(",") if c.strip())
+    )
     unknown = sorted(set(chosen) - set(COMPETITORS))
     if unknown:
-        raise UserError(f"Unknown competitor(s) {', '.join(unknown)}; choose from "
-                        f"{', '.join(COMPETITORS)} or 'all'")
+        raise UserError(
+            f"Unknown competitor(s) {', '.join(unknown)}; choose from "
+            f"{', '.join(COMPETITORS)} or 'all'"
+        )
     t0 = time.perf_counter()
     _run(["migrate"])
     for stage in stages(firms, chosen):
@@ -217,8 +301,11 @@ def demo_command(
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         # ru_maxrss of children is the largest child so far (KiB on Linux), not this stage's.
-        console.print(f"[dim]{stage.title}: {time.perf_counter() - started:.0f}s, {cpu:.0f} CPU-s, "
-                      f"peak RSS so far {after.ru_maxrss / 2**20:.1f} GiB[/]", highlight=False)
+        console.print(
+            f"[dim]{stage.title}: {time.perf_counter() - started:.0f}s, {cpu:.0f} CPU-s, "
+            f"peak RSS so far {after.ru_maxrss / 2**20:.1f} GiB[/]",
+            highlight=False,
+        )
     with connect() as wh:
         from app import scoring
 
@@ -226,17 +313,20 @@ def demo_command(
         board = scoring.leaderboard(wh, "full").to_pylist()
     console.print("[bold]full footprint[/] (R² of changes, standardized space)")
     for r in board:
-        console.print(f"  {r['model']:<28} R² {r['r2']:+.3f}   MAE {r['mae']:.3f}   n {r['n']:,}",
-                      highlight=False)
+        console.print(
+            f"  {r['model']:<28} R² {r['r2']:+.3f}   MAE {r['mae']:.3f}   n {r['n']:,}",
+            highlight=False,
+        )
     if report_is_current(runs):
         console.print("[dim]report: written from these score runs already, kept[/]")
     else:
         _run(["report", "--oracle-origins", str(REPORT_ORACLE_ORIGINS)])
-    summary(f"demo ready in {time.perf_counter() - t0:.0f}s: score runs "
-            + ", ".join(f"{k} {v}" for k, v in runs.items())
-            + f"; report in {get_settings().report_dir} (/report when served)")
+    summary(
+        f"demo ready in {time.perf_counter() - t0:.0f}s: score runs "
+        + ", ".join(f"{k} {v}" for k, v in runs.items())
+        + f"; report in {get_settings().report_dir} (/report when served)"
+    )
     if serve:
         from app.cli.serve import run_server
 
         run_server(host=host, port=port)
-

@@ -13,23 +13,33 @@ from app.cli.common import status_console, summary, writer
 
 def export_command(
     target: str = typer.Argument(
-        ..., help="With --layout: the folder to write into. Without: an eval table "
-                  "(metrics | quarter_losses | dm_tests | pit | coverage | score_runs | "
-                  "coherence | submissions | footprints), as `proforma export` of scoring."),
+        ...,
+        help="With --layout: the folder to write into. Without: an eval table "
+        "(metrics | quarter_losses | dm_tests | pit | coverage | score_runs | "
+        "coherence | submissions | footprints), as `proforma export` of scoring.",
+    ),
     layout: str = typer.Option(
-        None, "--layout", help="Export in a file layout: proforma20q (the built panel as the "
-                               "published package writes it) or compustat (the raw panel as its "
-                               "download writes it)."),
+        None,
+        "--layout",
+        help="Export in a file layout: proforma20q (the built panel as the "
+        "published package writes it) or compustat (the raw panel as its "
+        "download writes it).",
+    ),
     run: int = typer.Option(None, "--run", help="(eval tables) Only this score run's rows."),
     fmt: str = typer.Option("csv", "--format", help="(eval tables) csv | json."),
-    out: Annotated[Path | None, typer.Option(
-        "--out", help="(eval tables) File to write (default stdout).")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="(eval tables) File to write (default stdout).")
+    ] = None,
     tag: str = typer.Option(
-        "pf_full__r13_node_optionD_indfe_val8", "--tag",
-        help="(layout) The dataset tag in the file names, as the published package names them."),
+        "pf_full__r13_node_optionD_indfe_val8",
+        "--tag",
+        help="(layout) The dataset tag in the file names, as the published package names them.",
+    ),
     imputation: bool = typer.Option(
-        True, "--imputation/--no-imputation",
-        help="(layout) Tabular features factor-imputed, as the package ships them (default)."),
+        True,
+        "--imputation/--no-imputation",
+        help="(layout) Tabular features factor-imputed, as the package ships them (default).",
+    ),
 ) -> None:
     """Export the panel (--layout proforma20q|compustat DIR) or an eval result table."""
     if layout is None:
@@ -39,9 +49,14 @@ def export_command(
 
     out_dir = Path(target)
     with writer() as wh:
-        written = export(wh, out_dir, layout,
-                         on_file=lambda name, n: status_console.print(f"wrote {name}: {n:,} rows"),
-                         tag=tag, imputed=imputation)
+        written = export(
+            wh,
+            out_dir,
+            layout,
+            on_file=lambda name, n: status_console.print(f"wrote {name}: {n:,} rows"),
+            tag=tag,
+            imputed=imputation,
+        )
     summary(f"{len(written)} files in {out_dir} (layout {layout})")
 
 

@@ -28,16 +28,23 @@ from app.flows.forma import (
 )
 from app.flows.forma import require_panel as _require_panel
 
-forma_app = typer.Typer(help="Forma, the tuple-set transformer: export, oracle experiment, info.",
-                        no_args_is_help=True)
+forma_app = typer.Typer(
+    help="Forma, the tuple-set transformer: export, oracle experiment, info.", no_args_is_help=True
+)
 
 PRESET_OPT = typer.Option("small", "--preset", help="paper (942,210 parameters) or small (demo).")
-FAMILY_OPT = typer.Option("gaussian", "--family", help="gaussian (R2/CRPS track) or laplace (MAE track).")
+FAMILY_OPT = typer.Option(
+    "gaussian", "--family", help="gaussian (R2/CRPS track) or laplace (MAE track)."
+)
 SEEDS_OPT = typer.Option("60-64", "--seeds", help="Seeds: a range 60-64 or a list 60,61.")
 DEVICE_OPT = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N.")
-THREADS_OPT = typer.Option(0, "--threads", min=0,
-                           help="CPU threads for PyTorch (0 = PyTorch's default, one per core). "
-                                "On a CPU shared with other jobs, 1 avoids threads waiting on each other.")
+THREADS_OPT = typer.Option(
+    0,
+    "--threads",
+    min=0,
+    help="CPU threads for PyTorch (0 = PyTorch's default, one per core). "
+    "On a CPU shared with other jobs, 1 avoids threads waiting on each other.",
+)
 
 
 # -- helpers -------------------------------------------------------------------------
@@ -90,22 +97,38 @@ def train_forma(
     family: str = FAMILY_OPT,
     resume: bool = typer.Option(False, "--resume", help="Continue unfinished checkpoints."),
     device: str = DEVICE_OPT,
-    bf16: bool = typer.Option(False, "--bf16", help="bf16 autocast (for GPUs; runs on CPU, slower)."),
-    compile: bool = typer.Option(False, "--compile",
-                                 help="torch.compile the network (for GPUs; see docs/forma.md)."),
-    origins_per_epoch: int = typer.Option(0, "--origins-per-epoch",
-                                          help="Seeded subsample of origins per epoch (0 = preset)."),
+    bf16: bool = typer.Option(
+        False, "--bf16", help="bf16 autocast (for GPUs; runs on CPU, slower)."
+    ),
+    compile: bool = typer.Option(
+        False, "--compile", help="torch.compile the network (for GPUs; see docs/forma.md)."
+    ),
+    origins_per_epoch: int = typer.Option(
+        0, "--origins-per-epoch", help="Seeded subsample of origins per epoch (0 = preset)."
+    ),
     epochs: int = typer.Option(0, "--epochs", help="Override the preset's epochs (0 = preset)."),
     threads: int = THREADS_OPT,
-    workers: int = typer.Option(0, "--workers", min=0,
-                                help="Processes building training batches (GPUs; 0 = this process)."),
+    workers: int = typer.Option(
+        0, "--workers", min=0, help="Processes building training batches (GPUs; 0 = this process)."
+    ),
     use_shipped: bool = typer.Option(
-        False, "--use-shipped", help="Install the repository's checkpoint instead of training when "
-        "it was trained on this very panel (same signature); train otherwise."),
-    ship: bool = typer.Option(False, "--ship", help="Also write each finished checkpoint (without "
-                              "optimizer state) to models/forma/checkpoints/ for the repository."),
-    jobs: int = typer.Option(1, "--jobs", min=1, help="Seeds trained at once, one process each "
-                             "(with --threads threads, default 1)."),
+        False,
+        "--use-shipped",
+        help="Install the repository's checkpoint instead of training when "
+        "it was trained on this very panel (same signature); train otherwise.",
+    ),
+    ship: bool = typer.Option(
+        False,
+        "--ship",
+        help="Also write each finished checkpoint (without "
+        "optimizer state) to models/forma/checkpoints/ for the repository.",
+    ),
+    jobs: int = typer.Option(
+        1,
+        "--jobs",
+        min=1,
+        help="Seeds trained at once, one process each (with --threads threads, default 1).",
+    ),
 ) -> None:
     """Train Forma on train + validation tuple windows (each origin once), one checkpoint per seed."""
     overrides: dict = {"bf16": bf16, "compile": compile}
@@ -113,13 +136,32 @@ def train_forma(
         overrides["origins_per_epoch"] = origins_per_epoch
     if epochs:
         overrides["epochs"] = epochs
-    rep = flows.train(preset, parse_seeds(seeds), family, resume=resume, device=device, threads=threads,
-                      workers=workers, overrides=overrides, use_shipped=use_shipped, ship=ship,
-                      jobs=jobs, log=console.print)
+    rep = flows.train(
+        preset,
+        parse_seeds(seeds),
+        family,
+        resume=resume,
+        device=device,
+        threads=threads,
+        workers=workers,
+        overrides=overrides,
+        use_shipped=use_shipped,
+        ship=ship,
+        jobs=jobs,
+        log=console.print,
+    )
     trained = ", ".join(f"{s} loss {v:.3f}" for s, v in rep.final_losses.items())
-    shipped = f"; seed(s) {', '.join(map(str, rep.shipped))} from the shipped checkpoint" if rep.shipped else ""
-    summary(f"Forma {rep.preset}/{family} seeds {seeds} on {rep.origins:,} origins (panel "
-            f"{rep.signature}) in {rep.seconds:.0f}s" + (f"; trained {trained}" if trained else "") + shipped)
+    shipped = (
+        f"; seed(s) {', '.join(map(str, rep.shipped))} from the shipped checkpoint"
+        if rep.shipped
+        else ""
+    )
+    summary(
+        f"Forma {rep.preset}/{family} seeds {seeds} on {rep.origins:,} origins (panel "
+        f"{rep.signature}) in {rep.seconds:.0f}s"
+        + (f"; trained {trained}" if trained else "")
+        + shipped
+    )
 
 
 # -- predict -------------------------------------------------------------------------
@@ -128,7 +170,9 @@ def predict_forma(
     seeds: str = SEEDS_OPT,
     family: str = FAMILY_OPT,
     split: str = typer.Option("test", "--split", help="Origins to forecast: test, val or train."),
-    name: str = typer.Option("", "--name", help="Submission name (default forma-<preset>-<family>)."),
+    name: str = typer.Option(
+        "", "--name", help="Submission name (default forma-<preset>-<family>)."
+    ),
     device: str = DEVICE_OPT,
     batch_size: int = typer.Option(64, "--batch-size", help="Origins per forward pass."),
     score: bool = typer.Option(True, "--score/--no-score", help="Score the forecasts right away."),
@@ -137,8 +181,18 @@ def predict_forma(
     """Forecast every origin of a split (all future hidden, one pass), write the seeds as
     mixture components through the common forecast path, and score them."""
     seed_list = parse_seeds(seeds)
-    rep = flows.predict(preset, seed_list, family, split=split, name=name, device=device,
-                        batch_size=batch_size, score=score, threads=threads, log=console.print)
+    rep = flows.predict(
+        preset,
+        seed_list,
+        family,
+        split=split,
+        name=name,
+        device=device,
+        batch_size=batch_size,
+        score=score,
+        threads=threads,
+        log=console.print,
+    )
     scored = ""
     if rep.score_run_id is not None:
         view = Table(title=f"full footprint, score run {rep.score_run_id}")
@@ -149,8 +203,10 @@ def predict_forma(
             view.add_row(*(f"{r[c]:.4f}" if isinstance(r[c], float) else str(r[c]) for c in cols))
         console.print(view)
         scored = f"; scored in run {rep.score_run_id} (`proforma leaderboard` for more)"
-    summary(f"Forma {preset}/{family} x{len(seed_list)} seeds forecast {rep.origins:,} {split} "
-            f"origins in {rep.seconds:.0f}s -> submission {rep.submission_id} '{rep.name}'{scored}")
+    summary(
+        f"Forma {preset}/{family} x{len(seed_list)} seeds forecast {rep.origins:,} {split} "
+        f"origins in {rep.seconds:.0f}s -> submission {rep.submission_id} '{rep.name}'{scored}"
+    )
 
 
 # -- scenario ------------------------------------------------------------------------
@@ -167,7 +223,9 @@ def parse_pins(specs: list[str]) -> list[tuple[str, list[int] | None, str, float
                 continue
             m = _PIN.match(part)
             if not m:
-                raise UserError(f"Not a pin: {part!r} (use revtq=1200, revtq@1=1200 or revtq@1-4=std:0.5)")
+                raise UserError(
+                    f"Not a pin: {part!r} (use revtq=1200, revtq@1=1200 or revtq@1-4=std:0.5)"
+                )
             item, a, b, raw = m.groups()
             hz = None if a is None else list(range(int(a), int(b or a) + 1))
             if hz is not None and (min(hz) < 1 or max(hz) > 20):
@@ -188,17 +246,26 @@ def parse_pins(specs: list[str]) -> list[tuple[str, list[int] | None, str, float
 def scenario_command(
     firm: str = typer.Option(..., "--firm", help="gvkey of the firm (e.g. 001690)."),
     origin: str = typer.Option(..., "--origin", help="Forecast origin quarter, e.g. 2015Q4."),
-    pin: Annotated[list[str] | None, typer.Option(
-        "--pin", help="Pinned future values: revtq=1200 (dollars, all horizons), revtq@1=1200, "
-        "revtq@1-4=std:0.5 (standardized). Repeatable.")] = None,
+    pin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pin",
+            help="Pinned future values: revtq=1200 (dollars, all horizons), revtq@1=1200, "
+            "revtq@1-4=std:0.5 (standardized). Repeatable.",
+        ),
+    ] = None,
     preset: str = PRESET_OPT,
-    seeds: str = typer.Option("", "--seeds", help="Seeds: a range 60-64 or a list 60,61 "
-                              "(default: every trained seed of the preset)."),
+    seeds: str = typer.Option(
+        "",
+        "--seeds",
+        help="Seeds: a range 60-64 or a list 60,61 (default: every trained seed of the preset).",
+    ),
     family: str = FAMILY_OPT,
     horizons: str = typer.Option("1,4,8,12,20", "--horizons", help="Horizons shown in the table."),
     level: int = typer.Option(80, "--level", help="Central interval shown: 50, 80, 90 or 95."),
-    out: Annotated[Path | None, typer.Option(
-        "--out", help="Write the full conditional forecast as parquet.")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the full conditional forecast as parquet.")
+    ] = None,
     device: str = DEVICE_OPT,
 ) -> None:
     """Conditional statement forecast: pin future values, forecast the rest, in expected
@@ -212,7 +279,9 @@ def scenario_command(
     try:
         shown = [int(h) for h in horizons.split(",") if h.strip()]
     except ValueError:
-        raise UserError(f"--horizons takes a comma-separated list such as 1,4,8: {horizons!r}") from None
+        raise UserError(
+            f"--horizons takes a comma-separated list such as 1,4,8: {horizons!r}"
+        ) from None
     oq = parse_quarter(origin)
     pins_spec = parse_pins(pin or [])
     dev = resolve_device(device)
@@ -225,12 +294,17 @@ def scenario_command(
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(result.table, out)
-    med = f"median identity violation {np.median(viol):.1%} over {len(viol)} (identity, horizon) pairs" \
-        if len(viol) else "no identity fully forecast"
+    med = (
+        f"median identity violation {np.median(viol):.1%} over {len(viol)} (identity, horizon) pairs"
+        if len(viol)
+        else "no identity fully forecast"
+    )
     pinned = result.table.column("pinned").to_numpy(zero_copy_only=False)
-    summary(f"scenario {result.firm} {qlabel(oq)} (Forma {preset}/{family}, seeds "
-            f"{','.join(map(str, used))}): {result.pins} pinned cell(s), "
-            f"{int((~pinned).sum())} forecast; {med}" + (f"; written to {out}" if out else ""))
+    summary(
+        f"scenario {result.firm} {qlabel(oq)} (Forma {preset}/{family}, seeds "
+        f"{','.join(map(str, used))}): {result.pins} pinned cell(s), "
+        f"{int((~pinned).sum())} forecast; {med}" + (f"; written to {out}" if out else "")
+    )
 
 
 # -- forma group: oracle experiment, export, info --------------------------------------
@@ -242,7 +316,9 @@ def oracle_experiment(
     item: str = typer.Option("revtq", "--item", help="Item whose realized path is pinned."),
     origins: int = typer.Option(768, "--origins", help="Test origins sampled (0 = all)."),
     sample_seed: int = typer.Option(0, "--sample-seed", help="Seed of the origin sample."),
-    out: Annotated[Path | None, typer.Option("--out", help="Write the summary table as parquet.")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the summary table as parquet.")
+    ] = None,
     device: str = DEVICE_OPT,
 ) -> None:
     """Pin the realized path of --item on test origins and report the change in MAE and
@@ -257,35 +333,61 @@ def oracle_experiment(
     with read_only() as wh:
         store = load_store(wh, ["test"], future=True)
         item_id = wh.scalar("SELECT item_id FROM ref.items WHERE item = ? AND item_id > 0", [item])
-        stmt = dict(wh.fetchall(
-            "SELECT i.item_id, CASE WHEN i.statement IN ('BS', 'IS', 'CF') THEN i.statement "
-            "ELSE coalesce(min(d.statement), i.statement) END "
-            "FROM ref.items i LEFT JOIN ref.identities d USING (item_id) GROUP BY i.item_id, i.statement"))
+        stmt = dict(
+            wh.fetchall(
+                "SELECT i.item_id, CASE WHEN i.statement IN ('BS', 'IS', 'CF') THEN i.statement "
+                "ELSE coalesce(min(d.statement), i.statement) END "
+                "FROM ref.items i LEFT JOIN ref.identities d USING (item_id) GROUP BY i.item_id, i.statement"
+            )
+        )
     if item_id is None:
         raise UserError(f"Unknown item {item!r}")
     if not len(store):
         raise UserError("No test origins in the panel")
     if origins and origins < len(store):
-        pick = np.sort(np.random.default_rng(sample_seed).choice(len(store), origins, replace=False))
+        pick = np.sort(
+            np.random.default_rng(sample_seed).choice(len(store), origins, replace=False)
+        )
         store = store.take(pick)
     cells = oracle_cells(models, store, int(item_id), device=dev, progress=True)
     if not len(cells["actual"]):
         raise UserError(f"No sampled origin has a realized {item} path")
     table = oracle_summary(cells, stmt)
-    view = Table(title=f"Oracle experiment: pin the realized {item} path ({len(seed_list)}-seed mixture)")
-    for c in ("group", "key", "cells", "mae_uncond", "mae_cond", "d_mae", "r2_uncond", "r2_cond", "d_r2"):
+    view = Table(
+        title=f"Oracle experiment: pin the realized {item} path ({len(seed_list)}-seed mixture)"
+    )
+    for c in (
+        "group",
+        "key",
+        "cells",
+        "mae_uncond",
+        "mae_cond",
+        "d_mae",
+        "r2_uncond",
+        "r2_cond",
+        "d_r2",
+    ):
         view.add_column(c, justify="right")
     for r in table.to_pylist():
-        view.add_row(r["group"], r["key"], f"{r['cells']:,}", *(f"{r[c]:.4f}" for c in
-                     ("mae_uncond", "mae_cond", "d_mae", "r2_uncond", "r2_cond", "d_r2")))
+        view.add_row(
+            r["group"],
+            r["key"],
+            f"{r['cells']:,}",
+            *(
+                f"{r[c]:.4f}"
+                for c in ("mae_uncond", "mae_cond", "d_mae", "r2_uncond", "r2_cond", "d_r2")
+            ),
+        )
     console.print(view)
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, out)
     top = table.to_pylist()[0]
-    summary(f"oracle {item}: {len(store):,} origins, {top['cells']:,} non-pinned cells; MAE "
-            f"{top['mae_uncond']:.3f} -> {top['mae_cond']:.3f}, R2 {top['r2_uncond']:.1%} -> "
-            f"{top['r2_cond']:.1%}" + (f"; written to {out}" if out else ""))
+    summary(
+        f"oracle {item}: {len(store):,} origins, {top['cells']:,} non-pinned cells; MAE "
+        f"{top['mae_uncond']:.3f} -> {top['mae_cond']:.3f}, R2 {top['r2_uncond']:.1%} -> "
+        f"{top['r2_cond']:.1%}" + (f"; written to {out}" if out else "")
+    )
 
 
 @forma_app.command("export")
@@ -300,17 +402,24 @@ def export_windows(
         _require_panel(wh)
         for s in [p.strip() for p in splits.split(",") if p.strip()]:
             reader = tuple_reader(wh, s, future=True)
-            with pa.OSFile(str(folder / f"windows_{s}.arrow"), "wb") as f, \
-                    pa.ipc.new_file(f, reader.schema) as w:
+            with (
+                pa.OSFile(str(folder / f"windows_{s}.arrow"), "wb") as f,
+                pa.ipc.new_file(f, reader.schema) as w,
+            ):
                 for b in reader:
                     w.write_batch(b)
                     rows += b.num_rows
         ids = identities_table(wh)
-        with pa.OSFile(str(folder / "identities.arrow"), "wb") as f, pa.ipc.new_file(f, ids.schema) as w:
+        with (
+            pa.OSFile(str(folder / "identities.arrow"), "wb") as f,
+            pa.ipc.new_file(f, ids.schema) as w,
+        ):
             w.write_table(ids)
-    summary(f"exported {rows:,} origin windows to {folder}; train with: torchrun --nproc_per_node=N "
-            f"-m models.forma.train --windows {folder}/windows_*.arrow --identities "
-            f"{folder}/identities.arrow --out seed60.pt")
+    summary(
+        f"exported {rows:,} origin windows to {folder}; train with: torchrun --nproc_per_node=N "
+        f"-m models.forma.train --windows {folder}/windows_*.arrow --identities "
+        f"{folder}/identities.arrow --out seed60.pt"
+    )
 
 
 @forma_app.command("info")

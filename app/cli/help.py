@@ -20,10 +20,14 @@ if TYPE_CHECKING:  # typer carries its own copy of click; these are its classes
 #: (section title, command names in the order a user runs them).
 WORKFLOW: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Start here", ("demo",)),
-    ("Data: from filings to the benchmark panel",
-     ("migrate", "ingest", "synthetic", "build", "audit")),
-    ("Forecasters", ("baselines", "run", "train", "predict", "oracle", "forma", "scenario",
-                     "llm", "reconcile")),
+    (
+        "Data: from filings to the benchmark panel",
+        ("migrate", "ingest", "synthetic", "build", "audit"),
+    ),
+    (
+        "Forecasters",
+        ("baselines", "run", "train", "predict", "oracle", "forma", "scenario", "llm", "reconcile"),
+    ),
     ("Scores", ("submit", "score", "leaderboard", "footprint", "report", "export")),
     ("Service", ("serve", "users")),
     ("Warehouse", ("db",)),
@@ -78,5 +82,6 @@ class WorkflowGroup(TyperGroup):
         width = max((len(name) for _, rows in sections for name, _ in rows), default=0)
         for title, rows in sections:
             with formatter.section(title):
-                formatter.write_dl([(name.ljust(width), text) for name, text in rows],
-                                   col_max=width + 2)
+                formatter.write_dl(
+                    [(name.ljust(width), text) for name, text in rows], col_max=width + 2
+                )

@@ -19,12 +19,16 @@ def run_ingest(source: Source) -> None:
 
 
 def ingest_wrds(
-    user: Annotated[str, typer.Option("--user", help="Your WRDS user name (password from ~/.pgpass).")],
+    user: Annotated[
+        str, typer.Option("--user", help="Your WRDS user name (password from ~/.pgpass).")
+    ],
     start: Annotated[int, typer.Option("--start", help="First calendar year of datadate.")] = 1970,
     end: Annotated[int, typer.Option("--end", help="Last calendar year of datadate.")] = 2024,
     cache_dir: Annotated[
         Path | None,
-        typer.Option("--cache-dir", help="Where yearly chunks are cached (default: PROFORMA_CACHE_DIR)."),
+        typer.Option(
+            "--cache-dir", help="Where yearly chunks are cached (default: PROFORMA_CACHE_DIR)."
+        ),
     ] = None,
 ) -> None:
     """Pull comp.fundq, comp.co_industry and crsp.ccmxpf_lnkhist from WRDS into raw.*.
@@ -36,8 +40,9 @@ def ingest_wrds(
     """
     from app.sources.wrds import WrdsSource
 
-    source = WrdsSource(user, start_year=start, end_year=end, cache_dir=cache_dir,
-                        console=status_console)
+    source = WrdsSource(
+        user, start_year=start, end_year=end, cache_dir=cache_dir, console=status_console
+    )
     # Fail fast if another process holds the warehouse, before a long pull and a Duo push.
     with writer():
         pass
@@ -58,7 +63,7 @@ def ingest_parquet(
         typer.Argument(
             metavar="PATH",
             help="Compustat-shaped raw panel parquet (gvkey, datadate, fyearq, fqtr, the "
-            "items, sich, naicsh, permno)."
+            "items, sich, naicsh, permno).",
         ),
     ],
     industry: Annotated[
@@ -89,4 +94,3 @@ def ingest_parquet(
         run_ingest(source)
     finally:
         source.close()
-

@@ -18,20 +18,35 @@ def _money(value: float | None) -> str:
 
 def run_llm_command(
     provider: str = typer.Option(..., "--provider", help="anthropic, openai or fake (offline)."),
-    model: str = typer.Option(None, "--model", help="The vendor's model id (e.g. claude-opus-4-8, "
-                              "gpt-5.5); the fake provider's default is fake-srw."),
-    arm: str = typer.Option("unstructured", "--arm", help="Prompt arm: unstructured or structured."),
-    samples: int = typer.Option(1, "--samples", min=1,
-                                help="Draws per origin: draw 1 is the main run; draws 2..K run on "
-                                     "the decoding-noise subset and are summarized."),
-    limit: int = typer.Option(None, "--limit", min=1,
-                              help="Only the first N origins of the llm sample (sampler order)."),
-    noise_origins: int = typer.Option(200, "--noise-origins", min=1,
-                                      help="Size of the decoding-noise subset (for --samples > 1)."),
+    model: str = typer.Option(
+        None,
+        "--model",
+        help="The vendor's model id (e.g. claude-opus-4-8, "
+        "gpt-5.5); the fake provider's default is fake-srw.",
+    ),
+    arm: str = typer.Option(
+        "unstructured", "--arm", help="Prompt arm: unstructured or structured."
+    ),
+    samples: int = typer.Option(
+        1,
+        "--samples",
+        min=1,
+        help="Draws per origin: draw 1 is the main run; draws 2..K run on "
+        "the decoding-noise subset and are summarized.",
+    ),
+    limit: int = typer.Option(
+        None, "--limit", min=1, help="Only the first N origins of the llm sample (sampler order)."
+    ),
+    noise_origins: int = typer.Option(
+        200, "--noise-origins", min=1, help="Size of the decoding-noise subset (for --samples > 1)."
+    ),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Calls in flight at once."),
-    effort: str = typer.Option(None, "--effort",
-                               help="Reasoning effort (anthropic: output_config.effort, default "
-                                    "adaptive; openai: reasoning.effort, default medium)."),
+    effort: str = typer.Option(
+        None,
+        "--effort",
+        help="Reasoning effort (anthropic: output_config.effort, default "
+        "adaptive; openai: reasoning.effort, default medium).",
+    ),
     temperature: float = typer.Option(None, "--temperature", help="Default: the provider's."),
     max_tokens: int = typer.Option(64_000, "--max-tokens", min=1, help="Output-token limit."),
     score: bool = typer.Option(True, "--score/--no-score", help="Score on the llm footprint."),
@@ -43,35 +58,64 @@ def run_llm_command(
     from app.flows.llm import run_llm
     from models.llm.providers import make_provider
 
-    llm = make_provider(provider, model, effort=effort, temperature=temperature,
-                        max_tokens=max_tokens)
-    with writer() as wh, Progress(TextColumn("{task.description}"), BarColumn(),
-                                  MofNCompleteColumn(), TimeElapsedColumn(), console=console,
-                                  transient=False) as bars:
+    llm = make_provider(
+        provider, model, effort=effort, temperature=temperature, max_tokens=max_tokens
+    )
+    with (
+        writer() as wh,
+        Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        ) as bars,
+    ):
+
         def progress(label: str, total: int):
             task = bars.add_task(label, total=total)
             return lambda _result: bars.advance(task)
 
-        result = run_llm(wh, llm, arm, draws=samples, limit=limit, noise_origins=noise_origins,
-                         concurrency=concurrency, score=score, progress=progress)
+        result = run_llm(
+            wh,
+            llm,
+            arm,
+            draws=samples,
+            limit=limit,
+            noise_origins=noise_origins,
+            concurrency=concurrency,
+            score=score,
+            progress=progress,
+        )
     for d in result.draws:
         console.print(
             f"draw {d.draw}: submission {d.submission_id} {d.name!r}: {d.forecast_origins:,} of "
             f"{d.origins:,} origins forecast ({d.incomplete} from incomplete answers, {d.failed} "
             f"without a usable answer), {d.rows:,} rows; {d.calls:,} calls ({d.cached:,} cached), "
             f"{d.input_tokens:,} input / {d.output_tokens:,} output tokens, cost "
-            f"{_money(d.cost_usd)} (new calls {_money(d.new_cost_usd)})", highlight=False)
+            f"{_money(d.cost_usd)} (new calls {_money(d.new_cost_usd)})",
+            highlight=False,
+        )
     if result.noise:
-        table = Table("horizon", "origins", "cells", "mean cross-draw sd",
-                      title=f"Decoding noise over {len(result.draws)} draws (standardized space)")
+        table = Table(
+            "horizon",
+            "origins",
+            "cells",
+            "mean cross-draw sd",
+            title=f"Decoding noise over {len(result.draws)} draws (standardized space)",
+        )
         for r in result.noise:
-            table.add_row(str(r["horizon"]), f"{r['n_origins']:,}", f"{r['n_cells']:,}",
-                          f"{r['mean_sd']:.4f}")
+            table.add_row(
+                str(r["horizon"]), f"{r['n_origins']:,}", f"{r['n_cells']:,}", f"{r['mean_sd']:.4f}"
+            )
         console.print(table)
     scored = f"; score run {result.score_run_id} on footprint llm" if result.score_run_id else ""
-    summary(f"{result.provider}/{result.model} {result.arm}: {len(result.draws)} draw(s), cost "
-            f"{_money(result.cost())} (new calls {_money(result.cost(new_only=True))}, prices as "
-            f"of {result.prices_as_of or 'n/a'}){scored}")
+    summary(
+        f"{result.provider}/{result.model} {result.arm}: {len(result.draws)} draw(s), cost "
+        f"{_money(result.cost())} (new calls {_money(result.cost(new_only=True))}, prices as "
+        f"of {result.prices_as_of or 'n/a'}){scored}"
+    )
 
 
 def prompt_command(
@@ -91,16 +135,26 @@ def prompt_command(
         raise UserError("Give both --firm and --origin, or neither (the sample's first origin)")
     q = parse_quarter(origin) if origin is not None else None
     with writer() as wh:
-        if firm is not None and not (wh.table_exists("panel.firms") and wh.scalar(
-                "SELECT count(*) FROM panel.firms WHERE gvkey = ?", [firm])):
+        if firm is not None and not (
+            wh.table_exists("panel.firms")
+            and wh.scalar("SELECT count(*) FROM panel.firms WHERE gvkey = ?", [firm])
+        ):
             raise UserError(f"No firm {firm} in the panel")
         origins, _ = run_origins(wh)
         if firm is not None:
-            origins = origins.filter([g == firm and o == q for g, o in zip(
-                origins["gvkey"].to_pylist(), origins["origin_q"].to_pylist(), strict=True)])
+            origins = origins.filter(
+                [
+                    g == firm and o == q
+                    for g, o in zip(
+                        origins["gvkey"].to_pylist(), origins["origin_q"].to_pylist(), strict=True
+                    )
+                ]
+            )
             if origins.num_rows == 0:
-                raise UserError(f"Firm {firm} at {origin} is not an origin of the llm sample "
-                                "(`proforma llm sample` shows it)")
+                raise UserError(
+                    f"Firm {firm} at {origin} is not an origin of the llm sample "
+                    "(`proforma llm sample` shows it)"
+                )
         history = origin_histories(wh, origins.slice(0, 1))[0]
     console.print(user_message(history), markup=False, highlight=False, soft_wrap=True)
 
@@ -132,8 +186,12 @@ def sample_command(
     years = ", ".join(f"{y}: {n}" for y, n in counts["by_year"].items())
     console.print(f"origins per year: {years}", highlight=False)
     if counts["pool_origins"] is not None:
-        console.print(f"eligible pool: {counts['pool_origins']:,} origins across "
-                      f"{counts['pool_firms']:,} firms", highlight=False)
-    summary(f"footprint llm version {fp['version']}: {counts['origins']:,} origins across "
-            f"{counts['firms']:,} firms, {fp['n_cells']:,} scoreable cells")
-
+        console.print(
+            f"eligible pool: {counts['pool_origins']:,} origins across "
+            f"{counts['pool_firms']:,} firms",
+            highlight=False,
+        )
+    summary(
+        f"footprint llm version {fp['version']}: {counts['origins']:,} origins across "
+        f"{counts['firms']:,} firms, {fp['n_cells']:,} scoreable cells"
+    )

@@ -15,10 +15,15 @@ from contracts.errors import UserError
 
 def reconcile_command(
     submission: Annotated[str, typer.Argument(help="Submission name or id to reconcile.")],
-    weights: str = typer.Option("variance", "--weights",
-                                help="variance (delta-method weights from sigma) or equal."),
-    name: str = typer.Option("", "--name", help="Name of the derived submission "
-                             "(default: '<parent> + <weights>-weighted reconciliation')."),
+    weights: str = typer.Option(
+        "variance", "--weights", help="variance (delta-method weights from sigma) or equal."
+    ),
+    name: str = typer.Option(
+        "",
+        "--name",
+        help="Name of the derived submission "
+        "(default: '<parent> + <weights>-weighted reconciliation').",
+    ),
 ) -> None:
     """Project every forecast statement onto the accounting identities it can satisfy, in
     dollars, and store the result as a derived submission (resumes an interrupted run)."""
@@ -28,25 +33,39 @@ def reconcile_command(
         res = reconcile(wh, submission, weights, name=name or None)
     resumed = f", {res.quarters_resumed} resumed" if res.quarters_resumed else ""
     residual = "n/a" if res.max_residual is None else f"{res.max_residual:.1e}"
-    summary(f"reconciled {res.statements:,} statements over {res.quarters} origin quarters"
-            f"{resumed} ({weights} weights), {res.cells_changed:,} cells changed, largest "
-            f"identity residual {residual} of gross; submission {res.submission_id} "
-            f"'{res.name}' in {res.elapsed_s:.0f}s (`proforma score` scores it)")
+    summary(
+        f"reconciled {res.statements:,} statements over {res.quarters} origin quarters"
+        f"{resumed} ({weights} weights), {res.cells_changed:,} cells changed, largest "
+        f"identity residual {residual} of gross; submission {res.submission_id} "
+        f"'{res.name}' in {res.elapsed_s:.0f}s (`proforma score` scores it)"
+    )
 
 
 def report_command(
-    out: Annotated[Path | None, typer.Option(
-        "--out", help="Folder for the exhibits (default: PROFORMA_REPORT_DIR, data/report).")] = None,
-    against: str = typer.Option("", "--against", help="DM reference of the headline table "
-                                "(default: the Forma submission)."),
-    oracle_origins: int = typer.Option(768, "--oracle-origins", min=0,
-                                       help="Test origins of Figure 2's oracle experiment "
-                                            "(0 = all; the paper uses 768)."),
-    figure2: bool = typer.Option(True, "--figure2/--no-figure2",
-                                 help="Run the oracle experiment for Figure 2 (needs Forma's "
-                                      "checkpoints; forward passes on CPU take a while)."),
-    threads: int = typer.Option(0, "--threads", min=0,
-                                help="PyTorch threads for Figure 2 (0 = PyTorch's default)."),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="Folder for the exhibits (default: PROFORMA_REPORT_DIR, data/report)."
+        ),
+    ] = None,
+    against: str = typer.Option(
+        "", "--against", help="DM reference of the headline table (default: the Forma submission)."
+    ),
+    oracle_origins: int = typer.Option(
+        768,
+        "--oracle-origins",
+        min=0,
+        help="Test origins of Figure 2's oracle experiment (0 = all; the paper uses 768).",
+    ),
+    figure2: bool = typer.Option(
+        True,
+        "--figure2/--no-figure2",
+        help="Run the oracle experiment for Figure 2 (needs Forma's "
+        "checkpoints; forward passes on CPU take a while).",
+    ),
+    threads: int = typer.Option(
+        0, "--threads", min=0, help="PyTorch threads for Figure 2 (0 = PyTorch's default)."
+    ),
 ) -> None:
     """Write every paper exhibit the warehouse can support: the headline table, Figures 1
     and 2, Table 2 (reconciliation), Tables A1-A4 and calibration, with an index page."""
@@ -61,9 +80,16 @@ def report_command(
 
         torch.set_num_threads(threads)
     with connect(read_only=True) as wh:
-        result = write_report(wh, folder, against=against or None,
-                              oracle_origins=oracle_origins, figure2=figure2, log=status_console.print)
-    summary(f"report: {len(result.exhibits)} exhibits ({len(result.files)} files) in {folder}"
-            + (f"; left out: {', '.join(result.skipped)}" if result.skipped else "")
-            + f"; open {folder / 'index.html'} or /report when served")
-
+        result = write_report(
+            wh,
+            folder,
+            against=against or None,
+            oracle_origins=oracle_origins,
+            figure2=figure2,
+            log=status_console.print,
+        )
+    summary(
+        f"report: {len(result.exhibits)} exhibits ({len(result.files)} files) in {folder}"
+        + (f"; left out: {', '.join(result.skipped)}" if result.skipped else "")
+        + f"; open {folder / 'index.html'} or /report when served"
+    )

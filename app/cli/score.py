@@ -20,24 +20,39 @@ def _report_problems(exc: ValidationError) -> None:
         table.add_column(col, overflow="fold")
     for p in exc.problems:
         colour = "red" if p.get("severity", "error") == "error" else "yellow"
-        table.add_row(f"[{colour}]{p.get('severity', 'error')}[/]", p["problem"],
-                      f"{p['count']:,}", "\n".join(str(e) for e in p["examples"]))
+        table.add_row(
+            f"[{colour}]{p.get('severity', 'error')}[/]",
+            p["problem"],
+            f"{p['count']:,}",
+            "\n".join(str(e) for e in p["examples"]),
+        )
     status_console.print(table)
 
 
 def submit_command(
-    file: Annotated[Path, typer.Argument(
-        help="Parquet file: firm, target, origin, horizon, prediction[, sigma][, component] "
-        "or [, quantile_level]")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="Parquet file: firm, target, origin, horizon, prediction[, sigma][, component] "
+            "or [, quantile_level]"
+        ),
+    ],
     name: Annotated[str, typer.Option("--name", help="Name on the leaderboard.")],
-    family: Annotated[str | None, typer.Option(
-        "--family", help="Density family of sigma: gaussian, laplace, student_t (default: "
-                         "the file's {stem}.nll.json sidecar, else gaussian); a file with a "
-                         "quantile_level column is a quantile grid.")] = None,
-    df: Annotated[float | None, typer.Option(
-        "--df", help="Degrees of freedom (student_t).")] = None,
-    replace: Annotated[bool, typer.Option(
-        "--replace", help="Replace a submission of that name.")] = False,
+    family: Annotated[
+        str | None,
+        typer.Option(
+            "--family",
+            help="Density family of sigma: gaussian, laplace, student_t (default: "
+            "the file's {stem}.nll.json sidecar, else gaussian); a file with a "
+            "quantile_level column is a quantile grid.",
+        ),
+    ] = None,
+    df: Annotated[
+        float | None, typer.Option("--df", help="Degrees of freedom (student_t).")
+    ] = None,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Replace a submission of that name.")
+    ] = False,
 ) -> None:
     """Validate a submission file and store it (nothing is written when it is rejected)."""
     from app.scoring import ingest_parquet
@@ -47,8 +62,9 @@ def submit_command(
         declared = family_sidecar(file)
         family, df = declared if declared else ("gaussian", df)
         if declared:
-            status_console.print(f"family {family}" + (f" (df {df:g})" if df else "")
-                          + f" from {file.stem}.nll.json")
+            status_console.print(
+                f"family {family}" + (f" (df {df:g})" if df else "") + f" from {file.stem}.nll.json"
+            )
     with writer() as wh:
         try:
             with status_console.status(f"checking and loading {file.name} ..."):
@@ -56,25 +72,37 @@ def submit_command(
         except ValidationError as exc:
             _report_problems(exc)
             raise
-        row = wh.fetchone("SELECT rows, n_components, warnings FROM eval.submissions "
-                          "WHERE submission_id = ?", [sid])
+        row = wh.fetchone(
+            "SELECT rows, n_components, warnings FROM eval.submissions WHERE submission_id = ?",
+            [sid],
+        )
         warnings = json.loads(row[2] or "[]")
         for w in warnings:
-            status_console.print(f"[yellow]warning:[/] {w['problem']}: {w['count']:,} rows "
-                          f"(e.g. {'; '.join(map(str, w['examples'][:2]))})")
-        summary(f"submission {sid} {name!r}: {row[0]:,} rows, {row[1]} component(s), "
-                f"{len(warnings)} warning(s); score it with `proforma score`")
+            status_console.print(
+                f"[yellow]warning:[/] {w['problem']}: {w['count']:,} rows "
+                f"(e.g. {'; '.join(map(str, w['examples'][:2]))})"
+            )
+        summary(
+            f"submission {sid} {name!r}: {row[0]:,} rows, {row[1]} component(s), "
+            f"{len(warnings)} warning(s); score it with `proforma score`"
+        )
 
 
 def score_command(
-    footprint: Annotated[str, typer.Option(
-        "--footprint", "-f", help="Footprint name (or name@version).")] = "full",
-    submissions: Annotated[list[str] | None, typer.Option(
-        "--submission", "-s", help="Submission name or id (repeat); default: all.")] = None,
-    no_coherence: Annotated[bool, typer.Option(
-        "--no-coherence", help="Skip the identity checks.")] = False,
-    full: Annotated[bool, typer.Option(
-        "--full", help="Recompute every stored cell score and result (same numbers).")] = False,
+    footprint: Annotated[
+        str, typer.Option("--footprint", "-f", help="Footprint name (or name@version).")
+    ] = "full",
+    submissions: Annotated[
+        list[str] | None,
+        typer.Option("--submission", "-s", help="Submission name or id (repeat); default: all."),
+    ] = None,
+    no_coherence: Annotated[
+        bool, typer.Option("--no-coherence", help="Skip the identity checks.")
+    ] = False,
+    full: Annotated[
+        bool,
+        typer.Option("--full", help="Recompute every stored cell score and result (same numbers)."),
+    ] = False,
 ) -> None:
     """Score submissions on a footprint's common sample (reference baselines included)."""
     from app.scoring import run_reference_baselines, run_summary, score
@@ -83,21 +111,32 @@ def score_command(
         with status_console.status("reference baselines ..."):
             run_reference_baselines(wh)
         with status_console.status(f"scoring on footprint {footprint} ..."):
-            run = score(wh, footprint, submissions or None, coherence=not no_coherence,
-                        full=full, progress=lambda text: status_console.print(
-                            f"[dim]{text}[/]", highlight=False))
+            run = score(
+                wh,
+                footprint,
+                submissions or None,
+                coherence=not no_coherence,
+                full=full,
+                progress=lambda text: status_console.print(f"[dim]{text}[/]", highlight=False),
+            )
         info = run_summary(wh, run)
         table = Table(title=f"coverage of {info['footprint_name']}@{info['footprint_version']}")
         for col in ("id", "submission", "cells predicted", "coverage"):
             table.add_column(col)
         for c in info["coverage"]:
-            table.add_row(str(c["submission_id"]), c["name"], f"{c['predicted_cells']:,}",
-                          f"{c['coverage']:.1%}" if c["coverage"] is not None else "-")
+            table.add_row(
+                str(c["submission_id"]),
+                c["name"],
+                f"{c['predicted_cells']:,}",
+                f"{c['coverage']:.1%}" if c["coverage"] is not None else "-",
+            )
         console.print(table)
-        summary(f"score run {run}: {len(info['submission_ids'])} submission(s) on "
-                f"{info['n_cells']:,} common cells of {info['footprint_cells']:,} in "
-                f"{info['footprint_name']}@{info['footprint_version']} "
-                f"({info['elapsed_s']:.1f}s, scoring SQL {info['eval_sql_version']})")
+        summary(
+            f"score run {run}: {len(info['submission_ids'])} submission(s) on "
+            f"{info['n_cells']:,} common cells of {info['footprint_cells']:,} in "
+            f"{info['footprint_name']}@{info['footprint_version']} "
+            f"({info['elapsed_s']:.1f}s, scoring SQL {info['eval_sql_version']})"
+        )
 
 
 def _fmt(v: object) -> str:
@@ -111,15 +150,21 @@ def _fmt(v: object) -> str:
 
 
 def leaderboard_command(
-    footprint: Annotated[str, typer.Option(
-        "--footprint", "-f", help="Footprint (name[@version]).")] = "full",
-    track: Annotated[str, typer.Option(
-        "--track", help="squared | absolute | density.")] = "squared",
+    footprint: Annotated[
+        str, typer.Option("--footprint", "-f", help="Footprint (name[@version]).")
+    ] = "full",
+    track: Annotated[
+        str, typer.Option("--track", help="squared | absolute | density.")
+    ] = "squared",
     by: Annotated[str | None, typer.Option("--by", help="horizon | item | statement.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="table | csv | json.")] = "table",
     out: Annotated[Path | None, typer.Option("--out", help="Write csv/json here.")] = None,
-    against: Annotated[str | None, typer.Option(
-        "--against", help="DM reference: a submission name or id (default: the leader).")] = None,
+    against: Annotated[
+        str | None,
+        typer.Option(
+            "--against", help="DM reference: a submission name or id (default: the leader)."
+        ),
+    ] = None,
 ) -> None:
     """Print the leaderboard of a footprint's latest score run (or export it)."""
     from app.scoring import leaderboard, table_to_text
@@ -131,8 +176,10 @@ def leaderboard_command(
         table = leaderboard(wh, footprint, track, by, against=against)
     meta = provenance(table)
     if fmt == "table":
-        t = Table(title=f"{track} track, {meta.get('footprint_name')}@"
-                  f"{meta.get('footprint_version')} ({int(meta.get('n_cells') or 0):,} cells)")
+        t = Table(
+            title=f"{track} track, {meta.get('footprint_name')}@"
+            f"{meta.get('footprint_version')} ({int(meta.get('n_cells') or 0):,} cells)"
+        )
         hidden = {"submission_id", "source", "family", "n_components"}
         cols = [c for c in table.column_names if c not in hidden]
         for c in cols:
@@ -142,19 +189,29 @@ def leaderboard_command(
         console.print(t)
     else:
         write_text(table_to_text(table, fmt), out)
-    summary(f"{table.num_rows} row(s) from score run {meta.get('score_run_id')} "
-            f"(build {meta.get('build_id')}, scoring SQL {meta.get('eval_sql_version')})")
+    summary(
+        f"{table.num_rows} row(s) from score run {meta.get('score_run_id')} "
+        f"(build {meta.get('build_id')}, scoring SQL {meta.get('eval_sql_version')})"
+    )
 
 
 def footprint_create(
     name: Annotated[str, typer.Argument(help="Footprint name; re-creating adds a version.")],
-    where: Annotated[str, typer.Option(
-        "--where", help="Predicate over firm, origin, item, horizon, e.g. "
-        "\"item IN ('revtq','niq') AND horizon <= 8\".")] = "TRUE",
-    from_submissions: Annotated[list[str] | None, typer.Option(
-        "--from", help="Freeze the common sample of these submissions (repeat).")] = None,
-    n_origins: Annotated[int | None, typer.Option(
-        "--origins", help="Seeded calendar-balanced origin sample size.")] = None,
+    where: Annotated[
+        str,
+        typer.Option(
+            "--where",
+            help="Predicate over firm, origin, item, horizon, e.g. "
+            "\"item IN ('revtq','niq') AND horizon <= 8\".",
+        ),
+    ] = "TRUE",
+    from_submissions: Annotated[
+        list[str] | None,
+        typer.Option("--from", help="Freeze the common sample of these submissions (repeat)."),
+    ] = None,
+    n_origins: Annotated[
+        int | None, typer.Option("--origins", help="Seeded calendar-balanced origin sample size.")
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the origin sample.")] = 20240101,
     split: Annotated[str, typer.Option("--split", help="train | val | test.")] = "test",
     description: Annotated[str | None, typer.Option("--description")] = None,
@@ -166,22 +223,40 @@ def footprint_create(
     with writer() as wh:
         ids = resolve_submissions(wh, from_submissions) if from_submissions else None
         with status_console.status(f"creating footprint {name} ..."):
-            fid = create_footprint(wh, name, predicate=where, submissions=ids,
-                                   n_origins=n_origins, seed=seed, split=split,
-                                   description=description)
+            fid = create_footprint(
+                wh,
+                name,
+                predicate=where,
+                submissions=ids,
+                n_origins=n_origins,
+                seed=seed,
+                split=split,
+                description=description,
+            )
         fp = get_footprint(wh, name)
-        summary(f"footprint {name}@{fp['version']} (id {fid}, {fp['kind']}): "
-                f"{fp['n_cells']:,} scoreable cells")
+        summary(
+            f"footprint {name}@{fp['version']} (id {fid}, {fp['kind']}): "
+            f"{fp['n_cells']:,} scoreable cells"
+        )
 
 
 def footprint_import(
     name: Annotated[str, typer.Argument(help="Footprint name; re-importing adds a version.")],
-    mask: Annotated[Path, typer.Argument(
-        help="A published sample mask: a keys parquet (firm, target, origin, horizon) or a "
-             "grid-aligned bitmap (.npy, np.packbits over the test grid).")],
-    grid_rows: Annotated[Path | None, typer.Option(
-        "--grid-rows", help="The bitmap's row index (parquet of firm, origin in the mask's row "
-                            "order): realigns it onto this build by value.")] = None,
+    mask: Annotated[
+        Path,
+        typer.Argument(
+            help="A published sample mask: a keys parquet (firm, target, origin, horizon) or a "
+            "grid-aligned bitmap (.npy, np.packbits over the test grid)."
+        ),
+    ],
+    grid_rows: Annotated[
+        Path | None,
+        typer.Option(
+            "--grid-rows",
+            help="The bitmap's row index (parquet of firm, origin in the mask's row "
+            "order): realigns it onto this build by value.",
+        ),
+    ] = None,
     description: Annotated[str | None, typer.Option("--description")] = None,
 ) -> None:
     """Import a published sample mask as a frozen footprint (e.g. the paper's Full sample)."""
@@ -190,9 +265,11 @@ def footprint_import(
     with writer() as wh, status_console.status(f"importing {mask.name} ..."):
         info = import_footprint(wh, name, mask, grid_rows=grid_rows, description=description)
     rows = "" if info["rows_matched"] is None else f", {info['rows_matched']:,} grid rows matched"
-    summary(f"footprint {name}@{info['version']} (id {info['footprint_id']}): "
-            f"{info['mask_cells']:,} mask cells, {info['keys_off_grid']:,} not at a test origin "
-            f"here{rows}; {info['n_cells']:,} scoreable cells")
+    summary(
+        f"footprint {name}@{info['version']} (id {info['footprint_id']}): "
+        f"{info['mask_cells']:,} mask cells, {info['keys_off_grid']:,} not at a test origin "
+        f"here{rows}; {info['n_cells']:,} scoreable cells"
+    )
 
 
 def footprint_list() -> None:
@@ -207,15 +284,20 @@ def footprint_list() -> None:
     for c in ("name", "version", "kind", "cells", "predicate", "description"):
         t.add_column(c, overflow="fold")
     for r in rows:
-        t.add_row(r["name"], str(r["version"]), r["kind"], _fmt(r["n_cells"]),
-                  r["predicate"][:60], r["description"] or "")
+        t.add_row(
+            r["name"],
+            str(r["version"]),
+            r["kind"],
+            _fmt(r["n_cells"]),
+            r["predicate"][:60],
+            r["description"] or "",
+        )
     console.print(t)
     summary(f"{len(rows)} footprint version(s)")
 
 
 def baselines_reference(
-    force: Annotated[bool, typer.Option(
-        "--force", help="Recompute even if current.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Recompute even if current.")] = False,
 ) -> None:
     """Make the seasonal random walk and fade / AR(1) forecasts (SQL) for the current build."""
     from app.scoring import run_reference_baselines
@@ -223,8 +305,11 @@ def baselines_reference(
     with writer() as wh:
         with status_console.status("reference baselines ..."):
             ids = run_reference_baselines(wh, force=force)
-        rows = wh.fetchall("SELECT submission_id, name, rows FROM eval.submissions "
-                           "WHERE list_contains(?, submission_id) ORDER BY 1", [ids])
+        rows = wh.fetchall(
+            "SELECT submission_id, name, rows FROM eval.submissions "
+            "WHERE list_contains(?, submission_id) ORDER BY 1",
+            [ids],
+        )
     for sid, name, n in rows:
         console.print(f"{sid}: {name} ({n:,} rows)")
     summary(f"{len(rows)} reference baseline(s) current")

@@ -33,7 +33,9 @@ def run_server(host: str = "127.0.0.1", port: int = 8000, log_level: str = "info
 
 
 def serve(
-    host: str = typer.Option("127.0.0.1", help="Interface to listen on (0.0.0.0 inside a container)."),
+    host: str = typer.Option(
+        "127.0.0.1", help="Interface to listen on (0.0.0.0 inside a container)."
+    ),
     port: int = typer.Option(8000, help="TCP port."),
     log_level: str = typer.Option("info", help="uvicorn log level."),
 ) -> None:
@@ -46,7 +48,9 @@ def serve(
 def users_add(
     name: str = typer.Argument(..., help="User name: letters, digits, '_', '.', '-'."),
     admin: bool = typer.Option(False, "--admin", help="May manage users and footprints."),
-    daily_limit: int | None = typer.Option(None, help="Uploads per UTC day (default: server setting)."),
+    daily_limit: int | None = typer.Option(
+        None, help="Uploads per UTC day (default: server setting)."
+    ),
 ) -> None:
     """Create a user and print its API token ONCE (only a salted digest is stored)."""
     from app.api.auth import add_user
@@ -90,8 +94,12 @@ def users_list() -> None:
     for col in ("name", "admin", "daily limit", "active tokens", "created"):
         table.add_column(col)
     for u in users:
-        table.add_row(u["name"], "yes" if u["is_admin"] else "", str(u["daily_limit"] or "default"),
-                      str(u["active_tokens"]), f"{u['created_at']:%Y-%m-%d %H:%M}")
+        table.add_row(
+            u["name"],
+            "yes" if u["is_admin"] else "",
+            str(u["daily_limit"] or "default"),
+            str(u["active_tokens"]),
+            f"{u['created_at']:%Y-%m-%d %H:%M}",
+        )
     console.print(table)
     summary(f"{len(users)} user(s)")
-

@@ -13,23 +13,39 @@ from app.sources.synthetic.validation import check_sql, render, validation_repor
 
 
 def ingest_synthetic(
-    firms: int = typer.Option(None, help="Firms to generate (default: 1,000 at demo, 34,000 at full scale)."),
+    firms: int = typer.Option(
+        None, help="Firms to generate (default: 1,000 at demo, 34,000 at full scale)."
+    ),
     start: int = typer.Option(1971, help="First calendar year of filings."),
     end: int = typer.Option(2024, help="Last calendar year of filings."),
     seed: int = typer.Option(20, help="Random seed; equal options give identical data."),
-    scale: str = typer.Option("demo", help="demo (fast, ~45k firm-quarters) or full (~1.2M after the build's filters)."),
-    oracle_origins: int = typer.Option(None, help="Test origins with oracle paths (default 200 demo, 2,000 full)."),
+    scale: str = typer.Option(
+        "demo", help="demo (fast, ~45k firm-quarters) or full (~1.2M after the build's filters)."
+    ),
+    oracle_origins: int = typer.Option(
+        None, help="Test origins with oracle paths (default 200 demo, 2,000 full)."
+    ),
     oracle_paths: int = typer.Option(64, help="Simulated future paths per oracle origin."),
 ) -> None:
     """Generate the synthetic panel (raw.fundq with YTD cash flows, company_industry,
     ccm_link) and the oracle paths, replacing the raw tables in one transaction."""
     cfg = SyntheticConfig.for_scale(
-        scale, firms=firms, start=start, end=end, seed=seed,
-        oracle_origins=oracle_origins, oracle_paths=oracle_paths,
+        scale,
+        firms=firms,
+        start=start,
+        end=end,
+        seed=seed,
+        oracle_origins=oracle_origins,
+        oracle_paths=oracle_paths,
     )
     with Progress(
-        TextColumn("[bold]synthetic"), BarColumn(), MofNCompleteColumn(), TextColumn("quarters"),
-        TimeElapsedColumn(), console=status_console, transient=True,
+        TextColumn("[bold]synthetic"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("quarters"),
+        TimeElapsedColumn(),
+        console=status_console,
+        transient=True,
     ) as bar:
         task = bar.add_task("history", total=cfg.n_quarters)
         source = SyntheticSource(cfg, progress=lambda q: bar.advance(task))
@@ -41,7 +57,9 @@ def ingest_synthetic(
 
 
 def validate(
-    all_items: bool = typer.Option(False, "--all-items", help="List availability for all 78 items."),
+    all_items: bool = typer.Option(
+        False, "--all-items", help="List availability for all 78 items."
+    ),
 ) -> None:
     """Print the validation report of the current raw tables: identity residuals,
     availability by split vs items.csv, joint availability vs the paper, YTD
@@ -67,4 +85,3 @@ def oracle_command(
     with writer() as wh:
         submission_id, rows = submit_oracle(wh, name)
     summary(f"oracle submission {submission_id} ({name}): {rows:,} forecast cells")
-

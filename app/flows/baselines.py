@@ -28,7 +28,9 @@ def parse_which(which: str) -> list[str]:
     chosen = [w.strip() for w in which.split(",") if w.strip()]
     unknown = [w for w in chosen if w not in COMPETITORS]
     if unknown or not chosen:
-        raise UserError(f"Unknown model(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(COMPETITORS)}")
+        raise UserError(
+            f"Unknown model(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(COMPETITORS)}"
+        )
     return list(dict.fromkeys(chosen))
 
 
@@ -39,13 +41,22 @@ def load_splits(wh: Warehouse, batch_size: int = 8192) -> dict[str, TabularData]
     data = {s: from_batches(tabular_reader(wh, s, batch_size, imputed=True)) for s in SPLITS}
     for s, d in data.items():
         if d.n == 0:
-            raise UserError(f"The imputed tabular view has no {s} rows: run `proforma build` first.")
+            raise UserError(
+                f"The imputed tabular view has no {s} rows: run `proforma build` first."
+            )
     return data
 
 
-def fit_model(model: str, data: dict[str, TabularData], spec: dict[str, dict[str, Any]], fan: FanOut,
-              tracker: Tracker, root: Any, items: tuple[str, ...] | None = None,
-              horizons: tuple[int, ...] | None = None) -> Any:
+def fit_model(
+    model: str,
+    data: dict[str, TabularData],
+    spec: dict[str, dict[str, Any]],
+    fan: FanOut,
+    tracker: Tracker,
+    root: Any,
+    items: tuple[str, ...] | None = None,
+    horizons: tuple[int, ...] | None = None,
+) -> Any:
     """Fit one competitor and return its models.baselines.base.Forecast for the test split.
 
     `items` / `horizons` restrict the per-(item, horizon) models and the GBM chain (for
@@ -55,22 +66,51 @@ def fit_model(model: str, data: dict[str, TabularData], spec: dict[str, dict[str
     if model == "enet":
         from models.baselines import elastic_net
 
-        return elastic_net.fit_predict(train, val, test, root, spec["enet"], fan=fan, tracker=tracker,
-                                       items=items, horizons=horizons)
+        return elastic_net.fit_predict(
+            train,
+            val,
+            test,
+            root,
+            spec["enet"],
+            fan=fan,
+            tracker=tracker,
+            items=items,
+            horizons=horizons,
+        )
     if model == "rf":
         from models.baselines import random_forest
 
-        return random_forest.fit_predict(train, val, test, root, spec["rf"], fan=fan, tracker=tracker,
-                                         items=items, horizons=horizons)
+        return random_forest.fit_predict(
+            train,
+            val,
+            test,
+            root,
+            spec["rf"],
+            fan=fan,
+            tracker=tracker,
+            items=items,
+            horizons=horizons,
+        )
     if model.startswith("ffnn-"):
         from models.baselines import ffnn
 
-        return ffnn.fit_predict(train, val, test, root, model.removeprefix("ffnn-"), spec["ffnn"],
-                                tracker=tracker)
+        return ffnn.fit_predict(
+            train, val, test, root, model.removeprefix("ffnn-"), spec["ffnn"], tracker=tracker
+        )
     from models.baselines import chained_gbm
 
-    return chained_gbm.fit_predict(train, val, test, root, model.removeprefix("gbm-"), spec["gbm"],
-                                   fan=fan, tracker=tracker, items=items, horizons=horizons)
+    return chained_gbm.fit_predict(
+        train,
+        val,
+        test,
+        root,
+        model.removeprefix("gbm-"),
+        spec["gbm"],
+        fan=fan,
+        tracker=tracker,
+        items=items,
+        horizons=horizons,
+    )
 
 
 def run_baselines(
@@ -96,7 +136,9 @@ def run_baselines(
     imputation_id = None if reimpute else current_imputation(wh)
     if imputation_id is None:
         imputation_id = build_imputed(wh, tracker=tracker)["imputation_id"]
-    build_id = wh.scalar("SELECT build_id FROM meta.imputations WHERE imputation_id = ?", [imputation_id])
+    build_id = wh.scalar(
+        "SELECT build_id FROM meta.imputations WHERE imputation_id = ?", [imputation_id]
+    )
     data = load_splits(wh)
     root = get_settings().models_dir / "baselines"
     results = []
@@ -104,21 +146,45 @@ def run_baselines(
         t0 = time.perf_counter()
         forecast = fit_model(model, data, spec, fan, tracker, root, items, horizons)
         fit_s = time.perf_counter() - t0
-        family_key = "ffnn" if model.startswith("ffnn") else "gbm" if model.startswith("gbm") else model
-        metadata = {"model": model, "preset": preset_name, "config": spec[family_key],
-                    "imputation_id": imputation_id, "build_id": build_id, "fit_s": round(fit_s, 1),
-                    "registry_run": forecast.info.get("run")}
+        family_key = (
+            "ffnn" if model.startswith("ffnn") else "gbm" if model.startswith("gbm") else model
+        )
+        metadata = {
+            "model": model,
+            "preset": preset_name,
+            "config": spec[family_key],
+            "imputation_id": imputation_id,
+            "build_id": build_id,
+            "fit_s": round(fit_s, 1),
+            "registry_run": forecast.info.get("run"),
+        }
         submission_id = _ingest(wh, model, preset_name, forecast, metadata)
         info = {k: v for k, v in forecast.info.items() if k != "run"}
         wh.execute(
             "INSERT INTO meta.baseline_runs (model, preset, build_id, imputation_id, registry_run, config, "
             "info, fit_s, submission_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [model, preset_name, build_id, imputation_id, forecast.info.get("run", ""),
-             json.dumps(spec[family_key], default=str), json.dumps(info, default=str), fit_s,
-             submission_id, utcnow()],
+            [
+                model,
+                preset_name,
+                build_id,
+                imputation_id,
+                forecast.info.get("run", ""),
+                json.dumps(spec[family_key], default=str),
+                json.dumps(info, default=str),
+                fit_s,
+                submission_id,
+                utcnow(),
+            ],
         )
-        row = {"model": model, "fit_s": fit_s, "cells": forecast.cells(), "submission_id": submission_id}
-        tracker.note(f"{model}: fit {fit_s:.1f}s, {row['cells']:,} test cells, submission {submission_id}")
+        row = {
+            "model": model,
+            "fit_s": fit_s,
+            "cells": forecast.cells(),
+            "submission_id": submission_id,
+        }
+        tracker.note(
+            f"{model}: fit {fit_s:.1f}s, {row['cells']:,} test cells, submission {submission_id}"
+        )
         results.append(row)
     if score and results:
         runs = score_suite(wh)
@@ -132,7 +198,11 @@ def _ingest(wh: Warehouse, model: str, preset_name: str, forecast: Any, metadata
 
     name = model if preset_name == "paper" else f"{model} ({preset_name})"
     return scoring.ingest_forecasts(
-        wh, name, forecast.batches(), family=family_of(model), source="model",
+        wh,
+        name,
+        forecast.batches(),
+        family=family_of(model),
+        source="model",
         metadata=metadata,
     )
 

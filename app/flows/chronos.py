@@ -45,8 +45,8 @@ class ChronosOptions:
     model: str = PUBLIC_CHECKPOINT
     device: str = "cpu"
     dtype: str = "float32"
-    batch_size: int = 256       # series (items) per forward pass
-    chunk_origins: int = 256    # origins per cached chunk
+    batch_size: int = 256  # series (items) per forward pass
+    chunk_origins: int = 256  # origins per cached chunk
     footprint: str | None = None
     name: str | None = None
     score: bool = True
@@ -62,13 +62,19 @@ def origin_plan(wh: Warehouse, footprint: str | None) -> tuple[pa.Table, dict[st
         ensure_standard_footprints(wh)
         fp = get_footprint(wh, footprint)
         if fp["kind"] != "origins" or fp["split"] != "test":
-            raise UserError(f"Footprint {footprint!r} is not a test-split origin sample "
-                            f"(kind {fp['kind']}); use one like `llm`, or none for every test origin")
-    plan = wh.query_step("models/chronos_origins", {"footprint_id": int(fp["footprint_id"]) if fp else 0})
+            raise UserError(
+                f"Footprint {footprint!r} is not a test-split origin sample "
+                f"(kind {fp['kind']}); use one like `llm`, or none for every test origin"
+            )
+    plan = wh.query_step(
+        "models/chronos_origins", {"footprint_id": int(fp["footprint_id"]) if fp else 0}
+    )
     if plan.num_rows == 0:
         where = f"footprint {footprint!r}" if footprint else "the test split"
-        raise UserError(f"No origins to forecast in {where}: the panel has no test-split "
-                        "origin (2010-2024) there")
+        raise UserError(
+            f"No origins to forecast in {where}: the panel has no test-split "
+            "origin (2010-2024) there"
+        )
     return plan, fp
 
 
@@ -102,8 +108,14 @@ def _origin_keys(firm_id: np.ndarray, origin_q: np.ndarray) -> np.ndarray:
     return (origin_q.astype(np.int64) << 32) | firm_id.astype(np.int64)
 
 
-def _forecast_chunks(wh: Warehouse, pipeline: Any, plan: pa.Table, cache: ChunkCache,
-                     options: ChronosOptions, show_progress: bool) -> dict[str, Any]:
+def _forecast_chunks(
+    wh: Warehouse,
+    pipeline: Any,
+    plan: pa.Table,
+    cache: ChunkCache,
+    options: ChronosOptions,
+    show_progress: bool,
+) -> dict[str, Any]:
     """Forecast every chunk of the plan that the cache lacks; returns timing figures."""
     from app.views import raw_windows
     from models.progress import progress_bar
@@ -115,20 +127,33 @@ def _forecast_chunks(wh: Warehouse, pipeline: Any, plan: pa.Table, cache: ChunkC
     pending_rows = np.isin(chunk_of, pending)
     quarters = plan.column("origin_q").to_numpy()
     keys = _origin_keys(plan.column("firm_id").to_numpy(), quarters)
-    bar = progress_bar(total=plan.num_rows, initial=int((~pending_rows).sum()), unit="origin",
-                       desc="chronos-2", disable=not show_progress)
+    bar = progress_bar(
+        total=plan.num_rows,
+        initial=int((~pending_rows).sum()),
+        unit="origin",
+        desc="chronos-2",
+        disable=not show_progress,
+    )
     figures = {"computed_origins": 0, "forecast_s": 0.0}
 
     def flush(index: int, contexts: list) -> None:
         t0 = time.perf_counter()
-        table, stats = chronos_forecast.forecast_origins(pipeline, contexts, batch_size=options.batch_size)
+        table, stats = chronos_forecast.forecast_origins(
+            pipeline, contexts, batch_size=options.batch_size
+        )
         figures["forecast_s"] += time.perf_counter() - t0
         # The plan is in origin_q order: a chunk's quarters run from its first to its last row.
-        lo, hi = int(quarters[index * size]), int(quarters[min((index + 1) * size, plan.num_rows) - 1])
+        lo, hi = (
+            int(quarters[index * size]),
+            int(quarters[min((index + 1) * size, plan.num_rows) - 1]),
+        )
         wh.con.register("__chronos_forecasts", table)
         try:
-            kept = wh.query_step("models/chronos_realized_cells", {"lo_q": lo, "hi_q": hi},
-                                 identifiers={"forecasts": "__chronos_forecasts"})
+            kept = wh.query_step(
+                "models/chronos_realized_cells",
+                {"lo_q": lo, "hi_q": hi},
+                identifiers={"forecasts": "__chronos_forecasts"},
+            )
         finally:
             wh.con.unregister("__chronos_forecasts")
         cache.write(index, kept, stats.as_dict())
@@ -139,11 +164,19 @@ def _forecast_chunks(wh: Warehouse, pipeline: Any, plan: pa.Table, cache: ChunkC
     try:
         if pending:
             current, contexts = pending[0], []
-            windows = raw_windows(wh, "test", batch_size=size, origins=plan.filter(pa.array(pending_rows)))
+            windows = raw_windows(
+                wh, "test", batch_size=size, origins=plan.filter(pa.array(pending_rows))
+            )
             for batch in windows:
-                at = np.searchsorted(keys, _origin_keys(batch.column("firm_id").to_numpy(),
-                                                        batch.column("origin_q").to_numpy()))
-                for ctx, index in zip(contexts_from_batch(batch), chunk_of[at].tolist(), strict=True):
+                at = np.searchsorted(
+                    keys,
+                    _origin_keys(
+                        batch.column("firm_id").to_numpy(), batch.column("origin_q").to_numpy()
+                    ),
+                )
+                for ctx, index in zip(
+                    contexts_from_batch(batch), chunk_of[at].tolist(), strict=True
+                ):
                     if index != current:
                         flush(current, contexts)
                         current, contexts = index, []
@@ -157,8 +190,9 @@ def _forecast_chunks(wh: Warehouse, pipeline: Any, plan: pa.Table, cache: ChunkC
     return figures
 
 
-def run_chronos(wh: Warehouse, options: ChronosOptions, *, show_progress: bool = True
-                ) -> dict[str, Any]:
+def run_chronos(
+    wh: Warehouse, options: ChronosOptions, *, show_progress: bool = True
+) -> dict[str, Any]:
     """Forecast, spool, ingest one quantile submission and score it; a summary dict."""
     from models.chronos.loading import describe, load_pipeline, model_signature
 
@@ -168,13 +202,23 @@ def run_chronos(wh: Warehouse, options: ChronosOptions, *, show_progress: bool =
     plan, fp = origin_plan(wh, options.footprint)
     pipeline = load_pipeline(options.model, options.device, options.dtype)
     signature = model_signature(pipeline)
-    key_parts = {"arm": ARM_VERSION, "model": signature, "panel": panel_signature(wh),
-                 "plan": _plan_digest(plan), "chunk_origins": options.chunk_origins,
-                 "dtype": str(pipeline.model.dtype), "levels": QUANTILE_LEVELS,
-                 "history": HISTORY, "horizons": HORIZONS}
+    key_parts = {
+        "arm": ARM_VERSION,
+        "model": signature,
+        "panel": panel_signature(wh),
+        "plan": _plan_digest(plan),
+        "chunk_origins": options.chunk_origins,
+        "dtype": str(pipeline.model.dtype),
+        "levels": QUANTILE_LEVELS,
+        "history": HISTORY,
+        "horizons": HORIZONS,
+    }
     key = run_key(key_parts)
-    cache = ChunkCache(get_settings().cache_dir / "chronos", key,
-                       manifest={**key_parts, "checkpoint": options.model})
+    cache = ChunkCache(
+        get_settings().cache_dir / "chronos",
+        key,
+        manifest={**key_parts, "checkpoint": options.model},
+    )
     cached_before = len(cache.done())
     figures = _forecast_chunks(wh, pipeline, plan, cache, options, show_progress)
     stats = cache.stats()
@@ -183,23 +227,46 @@ def run_chronos(wh: Warehouse, options: ChronosOptions, *, show_progress: bool =
         raise UserError("No Chronos-2 forecast falls on a realized truth cell: nothing to write")
     name = options.name or (f"{NAME} ({fp['name']})" if fp else NAME)
     metadata = {
-        "model": NAME, "checkpoint": options.model, "model_signature": signature,
+        "model": NAME,
+        "checkpoint": options.model,
+        "model_signature": signature,
         **{k: v for k, v in describe(pipeline).items() if k != "device"},
-        "zero_shot": True, "context": f"reported values, up to {HISTORY} quarters through the "
+        "zero_shot": True,
+        "context": f"reported values, up to {HISTORY} quarters through the "
         "origin on a contiguous grid, gaps missing, one multivariate group per origin",
-        "targets": "items reported at the origin", "quantile_levels": list(QUANTILE_LEVELS),
-        "horizons": HORIZONS, "footprint": fp["name"] if fp else None, "run_key": key,
-        "arm_version": ARM_VERSION, "stats": stats, "packages": _versions(),
+        "targets": "items reported at the origin",
+        "quantile_levels": list(QUANTILE_LEVELS),
+        "horizons": HORIZONS,
+        "footprint": fp["name"] if fp else None,
+        "run_key": key,
+        "arm_version": ARM_VERSION,
+        "stats": stats,
+        "packages": _versions(),
         "device": options.device,
     }
     from app import scoring
 
-    submission_id = scoring.ingest_forecasts(wh, name, cache.reader(), family="quantile",
-                                             source="model", metadata=metadata, space="dollars")
-    result = {"name": name, "submission_id": submission_id, "origins": plan.num_rows,
-              "cached_chunks": cached_before, "cache": str(cache.folder), **figures, **stats,
-              "cells_written": cells, "rows": cells * len(QUANTILE_LEVELS),
-              "elapsed_s": time.perf_counter() - t0}
+    submission_id = scoring.ingest_forecasts(
+        wh,
+        name,
+        cache.reader(),
+        family="quantile",
+        source="model",
+        metadata=metadata,
+        space="dollars",
+    )
+    result = {
+        "name": name,
+        "submission_id": submission_id,
+        "origins": plan.num_rows,
+        "cached_chunks": cached_before,
+        "cache": str(cache.folder),
+        **figures,
+        **stats,
+        "cells_written": cells,
+        "rows": cells * len(QUANTILE_LEVELS),
+        "elapsed_s": time.perf_counter() - t0,
+    }
     if options.score:
         from app.flows.baselines import score_suite
 

@@ -89,12 +89,15 @@ def _views():
     try:
         from app import views
     except ImportError as exc:
-        raise UserError("app.views is missing: the panel build (issue 'build') is not installed") from exc
+        raise UserError(
+            "app.views is missing: the panel build (issue 'build') is not installed"
+        ) from exc
     return views
 
 
-def tuple_reader(wh: Warehouse, split: str, batch_size: int = 2048, future: bool = True,
-                 **filters) -> pa.RecordBatchReader:
+def tuple_reader(
+    wh: Warehouse, split: str, batch_size: int = 2048, future: bool = True, **filters
+) -> pa.RecordBatchReader:
     """app.views.tuple_windows, passing firm/origin filters when the view supports them."""
     fn = _views().tuple_windows
     accepted = inspect.signature(fn).parameters
@@ -153,8 +156,10 @@ def load_models(preset: str, family: str, seeds: list[int], device: str):
         path = checkpoint_path(preset, family, s)
         model, ck = load_checkpoint(path, device)
         if not ck.get("complete"):
-            raise UserError(f"{path} stopped after epoch {ck['epoch']}; finish it with "
-                            f"`proforma train forma --preset {preset} --seeds {s} --resume`")
+            raise UserError(
+                f"{path} stopped after epoch {ck['epoch']}; finish it with "
+                f"`proforma train forma --preset {preset} --seeds {s} --resume`"
+            )
         models.append(model)
         ckpts.append((path, ck))
     return models, ckpts
@@ -177,8 +182,9 @@ class TrainReport:
     shipped: list[int] = field(default_factory=list)  # seeds taken from a shipped checkpoint
 
 
-def _fit_in_processes(one_seed: Callable[..., tuple[float, int]], seeds: list[int], jobs: int,
-                      threads: int) -> dict[int, tuple[float, int]]:
+def _fit_in_processes(
+    one_seed: Callable[..., tuple[float, int]], seeds: list[int], jobs: int, threads: int
+) -> dict[int, tuple[float, int]]:
     """Run one_seed(seed) for every seed in forked processes, `jobs` at a time. Forked, so
     the windows already in memory are shared, not copied or pickled."""
     import multiprocessing as mp
@@ -233,8 +239,10 @@ def install_shipped(preset: str, family: str, seed: int, signature: str, log: Lo
         return False
     meta = torch.load(src, map_location="cpu", weights_only=False)
     if meta.get("panel_signature") != signature:
-        log(f"shipped checkpoint {src.name} was trained on panel {meta.get('panel_signature')}, "
-            f"this panel is {signature}: training afresh")
+        log(
+            f"shipped checkpoint {src.name} was trained on panel {meta.get('panel_signature')}, "
+            f"this panel is {signature}: training afresh"
+        )
         return False
     dest = checkpoint_path(preset, family, seed)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -257,9 +265,21 @@ def ship_checkpoint(path: Path, dest: Path) -> Path:
     return dest
 
 
-def train(preset: str, seeds: list[int], family: str = "gaussian", *, resume: bool = False,
-          device: str = "auto", threads: int = 0, workers: int = 0, overrides: dict | None = None,
-          use_shipped: bool = False, ship: bool = False, jobs: int = 1, log: Log = _quiet) -> TrainReport:
+def train(
+    preset: str,
+    seeds: list[int],
+    family: str = "gaussian",
+    *,
+    resume: bool = False,
+    device: str = "auto",
+    threads: int = 0,
+    workers: int = 0,
+    overrides: dict | None = None,
+    use_shipped: bool = False,
+    ship: bool = False,
+    jobs: int = 1,
+    log: Log = _quiet,
+) -> TrainReport:
     """Train Forma seeds on the train + validation windows (each origin once). With
     `use_shipped`, a shipped checkpoint trained on this very panel is installed instead of
     training; with `ship`, each finished checkpoint is also written to the repository.
@@ -278,9 +298,11 @@ def train(preset: str, seeds: list[int], family: str = "gaussian", *, resume: bo
         ids = Identities.from_arrow(identities_table(wh))
     signature = panel_signature(store)
     report = TrainReport(cfg.name, family, len(store), signature, 0.0)
-    log(f"forma: {len(store):,} train+val origins, {len(store.rel_q):,} tuples, panel {signature}; "
+    log(
+        f"forma: {len(store):,} train+val origins, {len(store.rel_q):,} tuples, panel {signature}; "
         f"preset {cfg.name}, {cfg.epochs} epochs x {cfg.origins_per_epoch or len(store):,} origins, "
-        f"family {family}, device {dev}")
+        f"family {family}, device {dev}"
+    )
     todo = []
     for s in seeds:
         path = checkpoint_path(preset, family, s)
@@ -291,15 +313,27 @@ def train(preset: str, seeds: list[int], family: str = "gaussian", *, resume: bo
             raise UserError(f"{path} exists; pass --resume to continue it or delete it to retrain")
         if path.exists() and _trained_on(path) not in (None, signature):
             # continuing weights of another panel would mix two panels in one model
-            log(f"{path} was trained on panel {_trained_on(path)}, this panel is {signature}: "
-                f"training afresh")
+            log(
+                f"{path} was trained on panel {_trained_on(path)}, this panel is {signature}: "
+                f"training afresh"
+            )
             path.unlink()
         todo.append(s)
 
     def one_seed(s: int, progress: bool = True) -> tuple[float, int]:
-        res = fit(store, ids, cfg, seed=s, checkpoint=checkpoint_path(preset, family, s), resume=resume,
-                  device=dev, log=log, workers=workers, extra={"panel_signature": signature},
-                  progress=progress)
+        res = fit(
+            store,
+            ids,
+            cfg,
+            seed=s,
+            checkpoint=checkpoint_path(preset, family, s),
+            resume=resume,
+            device=dev,
+            log=log,
+            workers=workers,
+            extra={"panel_signature": signature},
+            progress=progress,
+        )
         return res.final_loss, res.parameters
 
     if jobs > 1 and len(todo) > 1:
@@ -331,6 +365,7 @@ def release_memory() -> None:
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(name).malloc_trim(0)
 
+
 @dataclass
 class PredictReport:
     submission_id: int
@@ -341,9 +376,20 @@ class PredictReport:
     board: list[dict] = field(default_factory=list)
 
 
-def predict(preset: str, seeds: list[int], family: str = "gaussian", *, split: str = "test",
-            name: str = "", device: str = "auto", batch_size: int = 64, score: bool = True,
-            threads: int = 0, progress: bool = True, log: Log = _quiet) -> PredictReport:
+def predict(
+    preset: str,
+    seeds: list[int],
+    family: str = "gaussian",
+    *,
+    split: str = "test",
+    name: str = "",
+    device: str = "auto",
+    batch_size: int = 64,
+    score: bool = True,
+    threads: int = 0,
+    progress: bool = True,
+    log: Log = _quiet,
+) -> PredictReport:
     """Forecast every origin of a split (all future hidden, one pass), write the seeds as
     mixture components through the common forecast path and, with `score`, score every
     current submission on the full footprint."""
@@ -356,24 +402,37 @@ def predict(preset: str, seeds: list[int], family: str = "gaussian", *, split: s
     try:
         from app import scoring
     except ImportError as exc:
-        raise UserError("app.scoring is missing: scoring (issue 'scoring') is not installed") from exc
+        raise UserError(
+            "app.scoring is missing: scoring (issue 'scoring') is not installed"
+        ) from exc
     with writer() as wh:
         store = load_store(wh, [split], future=False)
         if not len(store):
             raise UserError(f"No {split} origins in the panel")
         metadata = {
-            "model": "forma", "preset": preset, "family": family, "split": split,
-            "seeds": seeds, "components": {str(k): s for k, s in enumerate(seeds)},
+            "model": "forma",
+            "preset": preset,
+            "family": family,
+            "split": split,
+            "seeds": seeds,
+            "components": {str(k): s for k, s in enumerate(seeds)},
             "parameters": int(ckpts[0][1]["parameters"]),
             "checkpoints": {str(s): file_sha(p) for s, (p, _) in zip(seeds, ckpts)},
-            "panel_signatures": {str(s): ck.get("panel_signature") for s, (_, ck) in zip(seeds, ckpts)},
+            "panel_signatures": {
+                str(s): ck.get("panel_signature") for s, (_, ck) in zip(seeds, ckpts)
+            },
             "config": ckpts[0][1]["config"],
         }
         # ingest_forecasts spools the generator in this thread: PyTorch never runs
         # inside DuckDB's scan threads.
         sub_id = scoring.ingest_forecasts(
-            wh, name, forecast(models, store, batch_size=batch_size, device=dev, progress=progress),
-            family=family, source="model", metadata=metadata)
+            wh,
+            name,
+            forecast(models, store, batch_size=batch_size, device=dev, progress=progress),
+            family=family,
+            source="model",
+            metadata=metadata,
+        )
         report = PredictReport(sub_id, name, len(store), 0.0)
         # scoring runs DuckDB up to its memory limit in this same process: give the windows,
         # the networks and their freed heap back first, so the peak is the larger of the two

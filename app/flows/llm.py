@@ -71,8 +71,9 @@ def submission_name(model: str, arm: str, draw: int = 1) -> str:
     return f"llm-{model}-{arm}" + (f"-draw{draw}" if draw > 1 else "")
 
 
-def run_origins(wh: Warehouse, *, limit: int | None = None,
-                noise_origins: int = NOISE_ORIGINS) -> tuple[pa.Table, dict[str, Any]]:
+def run_origins(
+    wh: Warehouse, *, limit: int | None = None, noise_origins: int = NOISE_ORIGINS
+) -> tuple[pa.Table, dict[str, Any]]:
     """(origins of the run in sampler order, the footprint record); makes `llm` if missing."""
     from app.scoring import ensure_standard_footprints, get_footprint
 
@@ -82,12 +83,20 @@ def run_origins(wh: Warehouse, *, limit: int | None = None,
     definition = fp.get("definition") or {}
     if isinstance(definition, str):
         definition = json.loads(definition)
-    origins = wh.query_step("llm/010_run_origins", {
-        "footprint_id": fp["footprint_id"], "seed": int(definition.get("seed", LLM_SEED)),
-        "max_origins": limit, "noise_origins": noise_origins})
+    origins = wh.query_step(
+        "llm/010_run_origins",
+        {
+            "footprint_id": fp["footprint_id"],
+            "seed": int(definition.get("seed", LLM_SEED)),
+            "max_origins": limit,
+            "noise_origins": noise_origins,
+        },
+    )
     if origins.num_rows == 0:
-        raise UserError(f"The {LLM_FOOTPRINT} footprint has no origins in this panel "
-                        "(no test origin with four quarters of history and a future quarter)")
+        raise UserError(
+            f"The {LLM_FOOTPRINT} footprint has no origins in this panel "
+            "(no test origin with four quarters of history and a future quarter)"
+        )
     return origins, fp
 
 
@@ -96,8 +105,10 @@ def origin_histories(wh: Warehouse, origins: pa.Table) -> list[OriginHistory]:
     from app.views import raw_windows
 
     names = dict(wh.fetchall("SELECT item_id, item FROM ref.items"))
-    industry = {(r["firm_id"], r["origin_q"]): r["industry"]
-                for r in origins.select(["firm_id", "origin_q", "industry"]).to_pylist()}
+    industry = {
+        (r["firm_id"], r["origin_q"]): r["industry"]
+        for r in origins.select(["firm_id", "origin_q", "industry"]).to_pylist()
+    }
     found: dict[tuple[int, int], OriginHistory] = {}
     for batch in raw_windows(wh, "test", origins=origins.select(["firm_id", "origin_q"])):
         for row in batch.to_pylist():
@@ -109,53 +120,92 @@ def origin_histories(wh: Warehouse, origins: pa.Table) -> list[OriginHistory]:
     return [found[k] for k in industry if k in found]
 
 
-def _ingest(wh: Warehouse, name: str, results: list[OriginForecast], item_ids: dict[str, int],
-            metadata: dict[str, Any]) -> tuple[int, int]:
+def _ingest(
+    wh: Warehouse,
+    name: str,
+    results: list[OriginForecast],
+    item_ids: dict[str, int],
+    metadata: dict[str, Any],
+) -> tuple[int, int]:
     from app import scoring
 
     table = forecast_table(results, item_ids)
     if table.num_rows == 0:
         failed = [c.reason for r in results for c in r.calls if c.reason]
-        raise UserError(f"No usable forecast for {name}: {len(failed)} call(s) failed or were "
-                        f"unusable{': ' + failed[0] if failed else ''}")
-    sid = scoring.ingest_forecasts(wh, name, table, family="gaussian", source="model",
-                                   metadata=metadata, space="dollars")
+        raise UserError(
+            f"No usable forecast for {name}: {len(failed)} call(s) failed or were "
+            f"unusable{': ' + failed[0] if failed else ''}"
+        )
+    sid = scoring.ingest_forecasts(
+        wh, name, table, family="gaussian", source="model", metadata=metadata, space="dollars"
+    )
     return sid, table.num_rows
 
 
-def _write_calls(wh: Warehouse, provider: Provider, arm: str, sid: int,
-                 records: list[CallRecord], gvkeys: dict[tuple[int, int], str]) -> None:
+def _write_calls(
+    wh: Warehouse,
+    provider: Provider,
+    arm: str,
+    sid: int,
+    records: list[CallRecord],
+    gvkeys: dict[tuple[int, int], str],
+) -> None:
     settings = json.dumps(provider.settings(), sort_keys=True)
-    rows = [{**asdict(c), "submission_id": sid, "provider": provider.name,
-             "model": provider.model, "arm": arm, "settings": settings,
-             "gvkey": gvkeys[(c.firm_id, c.origin_q)],
-             "called_at": dt.datetime.fromisoformat(c.called_at)} for c in records]
+    rows = [
+        {
+            **asdict(c),
+            "submission_id": sid,
+            "provider": provider.name,
+            "model": provider.model,
+            "arm": arm,
+            "settings": settings,
+            "gvkey": gvkeys[(c.firm_id, c.origin_q)],
+            "called_at": dt.datetime.fromisoformat(c.called_at),
+        }
+        for c in records
+    ]
     if rows:
         wh.write_arrow("llm.calls", pa.Table.from_pylist(rows))
 
 
-def _draw_summary(draw: int, name: str, sid: int, rows: int, results: list[OriginForecast]
-                  ) -> DrawSummary:
+def _draw_summary(
+    draw: int, name: str, sid: int, rows: int, results: list[OriginForecast]
+) -> DrawSummary:
     calls = [c for r in results for c in r.calls]
     costs = [c.cost_usd for c in calls if c.status != "error"]
     new_costs = [c.cost_usd for c in calls if c.status != "error" and not c.cached]
     return DrawSummary(
-        draw, name, sid, origins=len(results),
-        forecast_origins=sum(r.statements is not None for r in results), rows=rows,
-        calls=len(calls), cached=sum(c.cached for c in calls),
+        draw,
+        name,
+        sid,
+        origins=len(results),
+        forecast_origins=sum(r.statements is not None for r in results),
+        rows=rows,
+        calls=len(calls),
+        cached=sum(c.cached for c in calls),
         incomplete=sum(c.status == "incomplete" and c.used for c in calls),
         failed=sum(r.statements is None for r in results),
         cost_usd=None if None in costs else sum(costs),
         new_cost_usd=None if None in new_costs else sum(new_costs),
         input_tokens=sum(c.input_tokens or 0 for c in calls),
-        output_tokens=sum(c.output_tokens or 0 for c in calls))
+        output_tokens=sum(c.output_tokens or 0 for c in calls),
+    )
 
 
-def run_llm(wh: Warehouse, provider: Provider, arm: str, *, draws: int = 1,
-            limit: int | None = None, noise_origins: int = NOISE_ORIGINS, concurrency: int = 4,
-            score: bool = True, cache_dir: Path | None = None, prices: PriceTable | None = None,
-            progress: Callable[[str, int], Callable[[OriginForecast], None]] | None = None
-            ) -> LlmRunSummary:
+def run_llm(
+    wh: Warehouse,
+    provider: Provider,
+    arm: str,
+    *,
+    draws: int = 1,
+    limit: int | None = None,
+    noise_origins: int = NOISE_ORIGINS,
+    concurrency: int = 4,
+    score: bool = True,
+    cache_dir: Path | None = None,
+    prices: PriceTable | None = None,
+    progress: Callable[[str, int], Callable[[OriginForecast], None]] | None = None,
+) -> LlmRunSummary:
     """Forecast the `llm` footprint's origins (the first `limit`), write and score them.
 
     draws > 1 adds draws 2..K on the decoding-noise subset (`noise_origins` of the run's
@@ -176,16 +226,30 @@ def run_llm(wh: Warehouse, provider: Provider, arm: str, *, draws: int = 1,
     cache = ResponseCache((cache_dir or get_settings().cache_dir) / "llm")
     prices = prices or load_prices(get_settings().llm_prices)
     forecaster = LlmForecaster(provider, arm, cache, prices)
-    summary = LlmRunSummary(provider.name, provider.model, arm,
-                            prices_as_of=forecaster.price.as_of if forecaster.price else None)
-    base = {"model": "llm", "provider": provider.name, "llm_model": provider.model, "arm": arm,
-            "settings": provider.settings(), "footprint": LLM_FOOTPRINT,
-            "footprint_id": fp["footprint_id"], "footprint_version": fp["version"],
-            "system_prompt_chars": len(system_prompt(arm)),
-            "prices_as_of": summary.prices_as_of}
+    summary = LlmRunSummary(
+        provider.name,
+        provider.model,
+        arm,
+        prices_as_of=forecaster.price.as_of if forecaster.price else None,
+    )
+    base = {
+        "model": "llm",
+        "provider": provider.name,
+        "llm_model": provider.model,
+        "arm": arm,
+        "settings": provider.settings(),
+        "footprint": LLM_FOOTPRINT,
+        "footprint_id": fp["footprint_id"],
+        "footprint_version": fp["version"],
+        "system_prompt_chars": len(system_prompt(arm)),
+        "prices_as_of": summary.prices_as_of,
+    }
     for draw in range(1, draws + 1):
-        chosen = histories if draw == 1 else [h for h in histories
-                                               if (h.firm_id, h.origin_q) in in_noise]
+        chosen = (
+            histories
+            if draw == 1
+            else [h for h in histories if (h.firm_id, h.origin_q) in in_noise]
+        )
         label = f"{provider.model} {arm}" + (f" draw {draw}" if draw > 1 else "")
         tick = progress(label, len(chosen)) if progress else None
         results = forecaster.forecast_many(chosen, draw, concurrency=concurrency, on_done=tick)
@@ -202,16 +266,29 @@ def run_llm(wh: Warehouse, provider: Provider, arm: str, *, draws: int = 1,
     return summary
 
 
-def noise_summary(wh: Warehouse, provider: Provider, arm: str, submission_ids: list[int]
-                  ) -> list[dict[str, Any]]:
+def noise_summary(
+    wh: Warehouse, provider: Provider, arm: str, submission_ids: list[int]
+) -> list[dict[str, Any]]:
     """Cross-draw sd of the standardized forecasts by horizon (stored in llm.noise)."""
     rows = wh.query_step("llm/020_noise_summary", {"submission_ids": submission_ids}).to_pylist()
     created = utcnow()
     with wh.transaction():
         for r in rows:
-            wh.execute("INSERT INTO llm.noise VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       [provider.name, provider.model, arm, len(submission_ids), submission_ids,
-                        r["horizon"], r["n_origins"], r["n_cells"], r["mean_sd"], created])
+            wh.execute(
+                "INSERT INTO llm.noise VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    provider.name,
+                    provider.model,
+                    arm,
+                    len(submission_ids),
+                    submission_ids,
+                    r["horizon"],
+                    r["n_origins"],
+                    r["n_cells"],
+                    r["mean_sd"],
+                    created,
+                ],
+            )
     return rows
 
 
@@ -223,8 +300,11 @@ def score_llm_footprint(wh: Warehouse) -> int:
     from app.scoring.submissions.registry import active_submissions
 
     run_reference_baselines(wh)
-    meta = dict(wh.fetchall(
-        "SELECT submission_id, coalesce(TRY_CAST(json_extract_string(metadata, '$.llm_draw') "
-        "AS INTEGER), 1) > 1 OR starts_with(name, 'gbm-') FROM eval.submissions"))
+    meta = dict(
+        wh.fetchall(
+            "SELECT submission_id, coalesce(TRY_CAST(json_extract_string(metadata, '$.llm_draw') "
+            "AS INTEGER), 1) > 1 OR starts_with(name, 'gbm-') FROM eval.submissions"
+        )
+    )
     ids = [i for i in active_submissions(wh) if not meta.get(i)]
     return score(wh, LLM_FOOTPRINT, ids, baselines=False)

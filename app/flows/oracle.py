@@ -17,11 +17,16 @@ from contracts.errors import UserError
 
 def check_oracle_source(wh: Warehouse) -> dict[str, Any]:
     """The oracle paths must come from the current raw data (the latest ingest)."""
-    missing = [t for t in ("raw.oracle_paths", "raw.oracle_origins", "raw.oracle_meta")
-               if not wh.table_exists(t)]
+    missing = [
+        t
+        for t in ("raw.oracle_paths", "raw.oracle_origins", "raw.oracle_meta")
+        if not wh.table_exists(t)
+    ]
     if missing:
         raise UserError(f"Missing {', '.join(missing)}: run `proforma migrate`.")
-    latest = wh.fetchone("SELECT source, parameters FROM raw.ingests ORDER BY ingest_id DESC LIMIT 1")
+    latest = wh.fetchone(
+        "SELECT source, parameters FROM raw.ingests ORDER BY ingest_id DESC LIMIT 1"
+    )
     meta = wh.fetchone("SELECT parameters FROM raw.oracle_meta LIMIT 1")
     if latest is None or latest[0] != "synthetic" or meta is None:
         raise UserError(
@@ -29,7 +34,9 @@ def check_oracle_source(wh: Warehouse) -> dict[str, Any]:
             "(and `proforma build`) first."
         )
     if json.loads(latest[1]) != json.loads(meta[0]):
-        raise UserError("raw.oracle_paths belong to an older ingest; re-run `proforma ingest synthetic`.")
+        raise UserError(
+            "raw.oracle_paths belong to an older ingest; re-run `proforma ingest synthetic`."
+        )
     if not wh.scalar("SELECT count(*) FROM raw.oracle_paths WHERE horizon > 0"):
         raise UserError("This synthetic ingest has no oracle origins (--oracle-origins 0).")
     return json.loads(meta[0])

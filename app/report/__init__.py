@@ -48,10 +48,14 @@ class ReportResult:
     provenance: dict[str, Any]
 
 
-def _tables(folder: Path, key: str, title: str, parts: list[TablePart], notes: list[str]) -> Exhibit:
-    files = [write_csv(folder / f"{key}.csv", parts),
-             write_markdown(folder / f"{key}.md", title, parts, notes),
-             write_latex(folder / f"{key}.tex", title, f"tab:{key}", parts, notes)]
+def _tables(
+    folder: Path, key: str, title: str, parts: list[TablePart], notes: list[str]
+) -> Exhibit:
+    files = [
+        write_csv(folder / f"{key}.csv", parts),
+        write_markdown(folder / f"{key}.md", title, parts, notes),
+        write_latex(folder / f"{key}.tex", title, f"tab:{key}", parts, notes),
+    ]
     return Exhibit(key, title, files, parts, notes=notes)
 
 
@@ -105,63 +109,122 @@ def write_report(
 
     def headline() -> Exhibit:
         parts, notes = tables.headline(runs, subs, reference)
-        return _tables(folder, "table1_headline", "Table 1: Test-set results by loss geometry", parts, notes)
+        return _tables(
+            folder, "table1_headline", "Table 1: Test-set results by loss geometry", parts, notes
+        )
 
-    refs = {r.score_run_id: reference if reference is not None and reference.submission_id in r.submission_ids
-            else data.forma_reference(r, subs) for r in runs}
+    refs = {
+        r.score_run_id: reference
+        if reference is not None and reference.submission_id in r.submission_ids
+        else data.forma_reference(r, subs)
+        for r in runs
+    }
     comps = {r.score_run_id: data.comparator(r, subs, refs[r.score_run_id]) for r in runs}
 
     def figure1() -> Exhibit:
         paths, rows = figures.figure1(folder, runs, subs, refs, comps)
         csv = write_csv(folder / "figure1_r2_by_horizon.csv", [TablePart("", [], [], rows)])
-        notes = [f"{r.footprint}: {refs[r.score_run_id].name if refs[r.score_run_id] else '—'} vs "
-                 f"{comps[r.score_run_id].name if comps[r.score_run_id] else '—'}" for r in runs]
-        return Exhibit("figure1", "Figure 1: Change-space R² by horizon", [*paths, csv],
-                       images=[paths[0]], notes=["DM markers at 5%: " + "; ".join(notes)])
+        notes = [
+            f"{r.footprint}: {refs[r.score_run_id].name if refs[r.score_run_id] else '—'} vs "
+            f"{comps[r.score_run_id].name if comps[r.score_run_id] else '—'}"
+            for r in runs
+        ]
+        return Exhibit(
+            "figure1",
+            "Figure 1: Change-space R² by horizon",
+            [*paths, csv],
+            images=[paths[0]],
+            notes=["DM markers at 5%: " + "; ".join(notes)],
+        )
 
     forma = _forma_submission(runs, subs)
     attempt("table1", "Table 1 (headline)", headline)
     attempt("figure1", "Figure 1 (R² by horizon)", figure1)
     if figure2:
-        attempt("figure2", "Figure 2 (oracle scenario)",
-                lambda: _figure2(wh, folder, forma, oracle_origins, log))
+        attempt(
+            "figure2",
+            "Figure 2 (oracle scenario)",
+            lambda: _figure2(wh, folder, forma, oracle_origins, log),
+        )
     else:
         skipped.append("Figure 2 (oracle scenario): --no-figure2")
     attempt("table2", "Table 2 (coherence)", lambda: _table2(wh, folder, runs, subs, forma))
-    attempt("tableA1", "Table A1 (waterfall)", lambda: _tables(
-        folder, "tableA1_waterfall", "Table A1: Sample formation waterfall", [appendix.waterfall(wh)], []))
-    attempt("tableA2", "Table A2 (item dictionary)", lambda: _tables(
-        folder, "tableA2_items", "Table A2: Item dictionary", [appendix.item_dictionary(wh)], []))
-    attempt("tableA3", "Table A3 (joint availability)", lambda: _tables(
-        folder, "tableA3_joint_availability", "Table A3: Joint availability",
-        [appendix.joint_availability(wh)], []))
+    attempt(
+        "tableA1",
+        "Table A1 (waterfall)",
+        lambda: _tables(
+            folder,
+            "tableA1_waterfall",
+            "Table A1: Sample formation waterfall",
+            [appendix.waterfall(wh)],
+            [],
+        ),
+    )
+    attempt(
+        "tableA2",
+        "Table A2 (item dictionary)",
+        lambda: _tables(
+            folder, "tableA2_items", "Table A2: Item dictionary", [appendix.item_dictionary(wh)], []
+        ),
+    )
+    attempt(
+        "tableA3",
+        "Table A3 (joint availability)",
+        lambda: _tables(
+            folder,
+            "tableA3_joint_availability",
+            "Table A3: Joint availability",
+            [appendix.joint_availability(wh)],
+            [],
+        ),
+    )
     attempt("tableA4", "Table A4 (Forma hyperparameters)", lambda: _table_a4(folder, forma))
     attempt("calibration", "Calibration", lambda: _calibration(wh, folder, runs, subs))
     provenance = {
         "generated_at": utcnow().isoformat(timespec="seconds"),
         "warehouse": str(wh.path),
         "build_id": wh.scalar("SELECT max(build_id) FROM meta.builds WHERE status = 'succeeded'")
-        if wh.table_exists("meta.builds") else None,
-        "score_runs": {r.footprint: {"score_run_id": r.score_run_id, "version": r.version,
-                                     "n_cells": r.n_cells, "finished_at": str(r.finished_at)}
-                       for r in runs},
-        "dm_reference": {r.footprint: refs[r.score_run_id].name if refs[r.score_run_id] else None
-                         for r in runs},
+        if wh.table_exists("meta.builds")
+        else None,
+        "score_runs": {
+            r.footprint: {
+                "score_run_id": r.score_run_id,
+                "version": r.version,
+                "n_cells": r.n_cells,
+                "finished_at": str(r.finished_at),
+            }
+            for r in runs
+        },
+        "dm_reference": {
+            r.footprint: refs[r.score_run_id].name if refs[r.score_run_id] else None for r in runs
+        },
         "elapsed_s": None,
     }
     provenance["elapsed_s"] = round(time.perf_counter() - t0, 1)
     index = write_index(folder, exhibits, skipped, provenance)
     files = [p for ex in exhibits for p in ex.files] + [index]
     manifest = folder / MANIFEST
-    manifest.write_text(json.dumps({
-        "provenance": provenance, "skipped": skipped,
-        "exhibits": [{"key": e.key, "title": e.title, "files": [p.name for p in e.files]} for e in exhibits],
-        "files": [p.name for p in files],
-    }, indent=1, default=str))
+    manifest.write_text(
+        json.dumps(
+            {
+                "provenance": provenance,
+                "skipped": skipped,
+                "exhibits": [
+                    {"key": e.key, "title": e.title, "files": [p.name for p in e.files]}
+                    for e in exhibits
+                ],
+                "files": [p.name for p in files],
+            },
+            indent=1,
+            default=str,
+        )
+    )
     return ReportResult(folder, exhibits, skipped, files + [manifest], provenance)
 
 
-def _forma_submission(runs: list[data.Run], subs: dict[int, data.Submission]) -> data.Submission | None:
+def _forma_submission(
+    runs: list[data.Run], subs: dict[int, data.Submission]
+) -> data.Submission | None:
     for run in runs:
         found = data.forma_reference(run, subs)
         if found is not None:
@@ -170,8 +233,13 @@ def _forma_submission(runs: list[data.Run], subs: dict[int, data.Submission]) ->
     return max(formas, key=lambda s: s.submission_id) if formas else None
 
 
-def _figure2(wh: Warehouse, folder: Path, forma: data.Submission | None, origins: int,
-             log: Callable[[str], None]) -> Exhibit:
+def _figure2(
+    wh: Warehouse,
+    folder: Path,
+    forma: data.Submission | None,
+    origins: int,
+    log: Callable[[str], None],
+) -> Exhibit:
     from app.scenario import load_forma, oracle_experiment
 
     if forma is None:
@@ -187,64 +255,123 @@ def _figure2(wh: Warehouse, folder: Path, forma: data.Submission | None, origins
     summary, breakdown, n = oracle_experiment(wh, models, origins=origins, progress=True)
     paths = figures.figure2(folder, breakdown, "revtq")
     top = summary.to_pylist()
-    part = TablePart("Oracle experiment: pin the realized revenue path",
-                     ["Group", "Key", "Cells", "MAE uncond.", "MAE cond.", "ΔMAE", "R² uncond.",
-                      "R² cond.", "ΔR²"],
-                     [[tables.Cell(str(r["group"])), tables.Cell(str(r["key"])), tables.Cell(f"{r['cells']:,}"),
-                       *(tables.Cell(tables.fmt(r[k])) for k in ("mae_uncond", "mae_cond", "d_mae",
-                                                                  "r2_uncond", "r2_cond", "d_r2"))]
-                      for r in top if r["group"] != "horizon"], breakdown.to_pylist())
-    note = (f"{forma.name}, Forma {preset}/{family} seed(s) {', '.join(map(str, seeds))} "
-            f"(mixture mean); {n:,} test origins, {top[0]['cells']:,} non-pinned cells.")
-    ex = _tables(folder, "figure2_oracle_scenario", "Figure 2: Scenario conditioning (oracle)",
-                 [part], [note])
+    part = TablePart(
+        "Oracle experiment: pin the realized revenue path",
+        [
+            "Group",
+            "Key",
+            "Cells",
+            "MAE uncond.",
+            "MAE cond.",
+            "ΔMAE",
+            "R² uncond.",
+            "R² cond.",
+            "ΔR²",
+        ],
+        [
+            [
+                tables.Cell(str(r["group"])),
+                tables.Cell(str(r["key"])),
+                tables.Cell(f"{r['cells']:,}"),
+                *(
+                    tables.Cell(tables.fmt(r[k]))
+                    for k in ("mae_uncond", "mae_cond", "d_mae", "r2_uncond", "r2_cond", "d_r2")
+                ),
+            ]
+            for r in top
+            if r["group"] != "horizon"
+        ],
+        breakdown.to_pylist(),
+    )
+    note = (
+        f"{forma.name}, Forma {preset}/{family} seed(s) {', '.join(map(str, seeds))} "
+        f"(mixture mean); {n:,} test origins, {top[0]['cells']:,} non-pinned cells."
+    )
+    ex = _tables(
+        folder,
+        "figure2_oracle_scenario",
+        "Figure 2: Scenario conditioning (oracle)",
+        [part],
+        [note],
+    )
     ex.files = [*paths, *ex.files]
     ex.images = [paths[0]]
-    log(f"oracle experiment: {n:,} origins, MAE {top[0]['mae_uncond']:.3f} -> {top[0]['mae_cond']:.3f}")
+    log(
+        f"oracle experiment: {n:,} origins, MAE {top[0]['mae_uncond']:.3f} -> {top[0]['mae_cond']:.3f}"
+    )
     return ex
 
 
-def _table2(wh: Warehouse, folder: Path, runs: list[data.Run], subs: dict[int, data.Submission],
-            forma: data.Submission | None) -> Exhibit:
+def _table2(
+    wh: Warehouse,
+    folder: Path,
+    runs: list[data.Run],
+    subs: dict[int, data.Submission],
+    forma: data.Submission | None,
+) -> Exhibit:
     if forma is None:
         raise Unavailable("no Forma submission")
+
     def scored_with_parent(kid: data.Submission) -> bool:
         pair = [forma.submission_id, kid.submission_id]
-        return bool(wh.scalar("SELECT count(*) FROM eval.score_runs WHERE list_has_all(submission_ids, ?)",
-                              [pair]))
+        return bool(
+            wh.scalar(
+                "SELECT count(*) FROM eval.score_runs WHERE list_has_all(submission_ids, ?)", [pair]
+            )
+        )
 
     children: dict[str, data.Submission | None] = {}
     for w in ("variance", "equal"):
-        kids = sorted((s for s in subs.values() if s.parent_id == forma.submission_id
-                       and s.method == f"reconcile/{w}"), key=lambda s: -s.submission_id)
+        kids = sorted(
+            (
+                s
+                for s in subs.values()
+                if s.parent_id == forma.submission_id and s.method == f"reconcile/{w}"
+            ),
+            key=lambda s: -s.submission_id,
+        )
         # the newest reconciliation scored beside its parent, else the newest
         children[w] = next((k for k in kids if scored_with_parent(k)), kids[0] if kids else None)
     present = [c for c in children.values() if c is not None]
     if not present:
-        raise Unavailable(f"{forma.name} has no reconciled submission: run `proforma reconcile "
-                          f"{forma.name!r} --weights variance` (and equal), then `proforma score`")
+        raise Unavailable(
+            f"{forma.name} has no reconciled submission: run `proforma reconcile "
+            f"{forma.name!r} --weights variance` (and equal), then `proforma score`"
+        )
     wanted = {forma.submission_id, *(c.submission_id for c in present)}
     run = next((r for r in runs if wanted <= set(r.submission_ids)), None)
     if run is None:
-        row = wh.fetchone("SELECT max(score_run_id) FROM eval.score_runs WHERE "
-                          "list_has_all(submission_ids, ?)", [sorted(wanted)])
+        row = wh.fetchone(
+            "SELECT max(score_run_id) FROM eval.score_runs WHERE list_has_all(submission_ids, ?)",
+            [sorted(wanted)],
+        )
         if row is None or row[0] is None:
             raise Unavailable("the reconciled submissions are not scored yet: run `proforma score`")
         run = data.run_by_id(wh, int(row[0]))
-    part = tables.coherence_table(run, forma, children, data.coherence(wh), data.reconciliations(wh))
+    part = tables.coherence_table(
+        run, forma, children, data.coherence(wh), data.reconciliations(wh)
+    )
     return _tables(folder, "table2_coherence", "Table 2: Coherence and its cost", [part], [])
 
 
 def _table_a4(folder: Path, forma: data.Submission | None) -> Exhibit:
     if forma is None:
         raise Unavailable("no Forma submission")
-    return _tables(folder, "tableA4_forma_hyperparameters", "Table A4: Forma hyperparameters",
-                   [appendix.hyperparameters(forma)], [])
+    return _tables(
+        folder,
+        "tableA4_forma_hyperparameters",
+        "Table A4: Forma hyperparameters",
+        [appendix.hyperparameters(forma)],
+        [],
+    )
 
 
-def _calibration(wh: Warehouse, folder: Path, runs: list[data.Run],
-                 subs: dict[int, data.Submission]) -> Exhibit:
-    run = next((r for r in runs if any(subs[s].has_sigma for s in r.submission_ids if s in subs)), None)
+def _calibration(
+    wh: Warehouse, folder: Path, runs: list[data.Run], subs: dict[int, data.Submission]
+) -> Exhibit:
+    run = next(
+        (r for r in runs if any(subs[s].has_sigma for s in r.submission_ids if s in subs)), None
+    )
     if run is None:
         raise Unavailable("no density forecast (no submission with sigma) in any score run")
     parts = tables.calibration_tables(run, subs)

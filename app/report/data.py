@@ -76,15 +76,20 @@ class Run:
     submission_ids: list[int]
     finished_at: Any
     metrics: dict[tuple[int, str, int | None], dict[str, Any]] = field(default_factory=dict)
-    dm: dict[tuple[int, int, str, int], tuple[float | None, float | None]] = field(default_factory=dict)
+    dm: dict[tuple[int, int, str, int], tuple[float | None, float | None]] = field(
+        default_factory=dict
+    )
 
-    def metric(self, sid: int, name: str, level: str = "global", horizon: int | None = None) -> float | None:
+    def metric(
+        self, sid: int, name: str, level: str = "global", horizon: int | None = None
+    ) -> float | None:
         row = self.metrics.get((sid, level, horizon))
         value = None if row is None else row.get(name)
         return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
 
-    def compare(self, reference: int, comparator: int, loss: str,
-                horizon: int = 0) -> tuple[float | None, float | None]:
+    def compare(
+        self, reference: int, comparator: int, loss: str, horizon: int = 0
+    ) -> tuple[float | None, float | None]:
         """(DM statistic, p): a positive statistic favours the comparator."""
         if (reference, comparator, loss, horizon) in self.dm:
             return self.dm[(reference, comparator, loss, horizon)]
@@ -95,10 +100,16 @@ class Run:
 
 
 def submissions(wh: Warehouse) -> dict[int, Submission]:
-    rows = wh.fetchall("SELECT submission_id, name, source, family, has_sigma, n_components, "
-                       "CAST(metadata AS VARCHAR) FROM eval.submissions")
-    return {r[0]: Submission(r[0], r[1], r[2], r[3], bool(r[4]), int(r[5]),
-                             json.loads(r[6]) if r[6] else {}) for r in rows}
+    rows = wh.fetchall(
+        "SELECT submission_id, name, source, family, has_sigma, n_components, "
+        "CAST(metadata AS VARCHAR) FROM eval.submissions"
+    )
+    return {
+        r[0]: Submission(
+            r[0], r[1], r[2], r[3], bool(r[4]), int(r[5]), json.loads(r[6]) if r[6] else {}
+        )
+        for r in rows
+    }
 
 
 def latest_runs(wh: Warehouse) -> list[Run]:
@@ -108,7 +119,8 @@ def latest_runs(wh: Warehouse) -> list[Run]:
     rows = wh.fetchall(
         "SELECT score_run_id, footprint_name, footprint_version, n_cells, submission_ids, finished_at "
         "FROM eval.score_runs QUALIFY row_number() OVER (PARTITION BY footprint_name "
-        "ORDER BY score_run_id DESC) = 1")
+        "ORDER BY score_run_id DESC) = 1"
+    )
     runs = [Run(r[0], r[1], r[2], r[3], list(r[4]), r[5]) for r in rows]
     order = {name: i for i, name in enumerate(FOOTPRINT_ORDER)}
     runs.sort(key=lambda r: (order.get(r.footprint, len(order)), r.footprint))
@@ -118,8 +130,11 @@ def latest_runs(wh: Warehouse) -> list[Run]:
 
 
 def run_by_id(wh: Warehouse, score_run_id: int) -> Run:
-    r = wh.fetchone("SELECT score_run_id, footprint_name, footprint_version, n_cells, submission_ids, "
-                    "finished_at FROM eval.score_runs WHERE score_run_id = ?", [score_run_id])
+    r = wh.fetchone(
+        "SELECT score_run_id, footprint_name, footprint_version, n_cells, submission_ids, "
+        "finished_at FROM eval.score_runs WHERE score_run_id = ?",
+        [score_run_id],
+    )
     if r is None:
         raise UserError(f"No score run {score_run_id}")
     return load_run(wh, Run(r[0], r[1], r[2], r[3], list(r[4]), r[5]))
@@ -129,20 +144,27 @@ def load_run(wh: Warehouse, run: Run) -> Run:
     table = wh.arrow(
         "SELECT submission_id, level, horizon, statement, n, r2, mse, mae, nll, crps, z2, "
         "cov50, cov80, cov90, cov95 FROM eval.metrics WHERE score_run_id = ? "
-        "AND level IN ('global', 'horizon')", [run.score_run_id])
+        "AND level IN ('global', 'horizon')",
+        [run.score_run_id],
+    )
     for row in table.to_pylist():
         h = row["horizon"] if row["level"] == "horizon" else None
         run.metrics[(row["submission_id"], row["level"], h)] = row
     for a, b, loss, h, stat, p in wh.fetchall(
-            "SELECT submission_a, submission_b, loss, horizon, dm_stat, p_value FROM eval.dm_tests "
-            "WHERE score_run_id = ?", [run.score_run_id]):
+        "SELECT submission_a, submission_b, loss, horizon, dm_stat, p_value FROM eval.dm_tests "
+        "WHERE score_run_id = ?",
+        [run.score_run_id],
+    ):
         run.dm[(a, b, loss, int(h))] = (stat, p)
     return run
 
 
 def pit(wh: Warehouse, run: Run) -> dict[int, list[float]]:
-    rows = wh.fetchall("SELECT submission_id, list(share ORDER BY bin) FROM eval.pit "
-                       "WHERE score_run_id = ? GROUP BY submission_id", [run.score_run_id])
+    rows = wh.fetchall(
+        "SELECT submission_id, list(share ORDER BY bin) FROM eval.pit "
+        "WHERE score_run_id = ? GROUP BY submission_id",
+        [run.score_run_id],
+    )
     return {sid: [float(x) for x in shares] for sid, shares in rows}
 
 
@@ -150,17 +172,23 @@ def coherence(wh: Warehouse) -> dict[int, tuple[int, float | None]]:
     """{submission_id: (identity instances, median violation)} overall ('ALL')."""
     if not wh.table_exists("eval.coherence"):
         return {}
-    return {sid: (int(n), med) for sid, n, med in wh.fetchall(
-        "SELECT submission_id, n_instances, median_violation FROM eval.coherence "
-        "WHERE identity = 'ALL' QUALIFY row_number() OVER (PARTITION BY submission_id "
-        "ORDER BY computed_at DESC) = 1")}
+    return {
+        sid: (int(n), med)
+        for sid, n, med in wh.fetchall(
+            "SELECT submission_id, n_instances, median_violation FROM eval.coherence "
+            "WHERE identity = 'ALL' QUALIFY row_number() OVER (PARTITION BY submission_id "
+            "ORDER BY computed_at DESC) = 1"
+        )
+    }
 
 
 def reconciliations(wh: Warehouse) -> dict[int, dict[str, Any]]:
     """{derived submission_id: its finished eval.reconciliations record}."""
     if not wh.table_exists("eval.reconciliations"):
         return {}
-    t = wh.arrow("SELECT * FROM eval.reconciliations WHERE status = 'done' AND submission_id IS NOT NULL")
+    t = wh.arrow(
+        "SELECT * FROM eval.reconciliations WHERE status = 'done' AND submission_id IS NOT NULL"
+    )
     return {r["submission_id"]: r for r in t.to_pylist()}
 
 
@@ -175,19 +203,28 @@ def resolve(subs: dict[int, Submission], text: str) -> Submission:
     return max(named, key=lambda s: s.submission_id)
 
 
-def forma_reference(run: Run, subs: dict[int, Submission], family: str = "gaussian") -> Submission | None:
+def forma_reference(
+    run: Run, subs: dict[int, Submission], family: str = "gaussian"
+) -> Submission | None:
     """The run's Forma submission of `family` (else any Forma), or None."""
     formas = [subs[s] for s in run.submission_ids if s in subs and subs[s].is_forma]
     formas.sort(key=lambda s: (s.family != family, -s.n_components, -s.submission_id))
     return formas[0] if formas else None
 
 
-def comparator(run: Run, subs: dict[int, Submission], reference: Submission | None) -> Submission | None:
+def comparator(
+    run: Run, subs: dict[int, Submission], reference: Submission | None
+) -> Submission | None:
     """Figure 1's comparator: the paper's named one (RF on Full, the chained GBM on Geert.,
     the best LLM on the LLM sample) when present, else the strongest other model."""
-    others = [subs[s] for s in run.submission_ids if s in subs and
-              (reference is None or s != reference.submission_id) and not subs[s].is_auxiliary
-              and not subs[s].is_oracle]
+    others = [
+        subs[s]
+        for s in run.submission_ids
+        if s in subs
+        and (reference is None or s != reference.submission_id)
+        and not subs[s].is_auxiliary
+        and not subs[s].is_oracle
+    ]
     if not others:
         return None
 

@@ -36,13 +36,20 @@ def _colors(names: list[str]) -> dict[str, Any]:
     return {n: cycle[i % len(cycle)] for i, n in enumerate(dict.fromkeys(names))}
 
 
-def figure1(folder: Path, runs: list[Run], subs: dict[int, Submission],
-            refs: dict[int, Submission | None], comps: dict[int, Submission | None]) -> tuple[list[Path], list[dict[str, Any]]]:
+def figure1(
+    folder: Path,
+    runs: list[Run],
+    subs: dict[int, Submission],
+    refs: dict[int, Submission | None],
+    comps: dict[int, Submission | None],
+) -> tuple[list[Path], list[dict[str, Any]]]:
     """R2 by horizon, one panel per footprint; markers atop each panel: DM at 5% of the
     reference against the panel's comparator (* reference better, † comparator better)."""
     fig, axes = plt.subplots(len(runs), 1, figsize=(7.5, 2.7 * len(runs) + 0.8), squeeze=False)
-    shown = {r.score_run_id: [s for s in r.submission_ids if s in subs and not subs[s].is_auxiliary]
-             for r in runs}
+    shown = {
+        r.score_run_id: [s for s in r.submission_ids if s in subs and not subs[s].is_auxiliary]
+        for r in runs
+    }
     colors = _colors([subs[s].name for r in runs for s in shown[r.score_run_id]])
     data = []
     for ax, run, letter in zip(axes[:, 0], runs, "abcdefghij"):
@@ -51,11 +58,20 @@ def figure1(folder: Path, runs: list[Run], subs: dict[int, Submission],
             y = _series(run, sid, "r2")
             is_ref = ref is not None and sid == ref.submission_id
             strong = is_ref or (comp is not None and sid == comp.submission_id)
-            ax.plot(HORIZONS, y, marker="o" if strong else None, markersize=3,
-                    linewidth=2.4 if is_ref else 1.1, alpha=1.0 if strong else 0.6,
-                    color=colors[subs[sid].name], label=subs[sid].name)
-            data += [{"footprint": run.footprint, "model": subs[sid].name, "horizon": h, "r2": v}
-                     for h, v in zip(HORIZONS, y)]
+            ax.plot(
+                HORIZONS,
+                y,
+                marker="o" if strong else None,
+                markersize=3,
+                linewidth=2.4 if is_ref else 1.1,
+                alpha=1.0 if strong else 0.6,
+                color=colors[subs[sid].name],
+                label=subs[sid].name,
+            )
+            data += [
+                {"footprint": run.footprint, "model": subs[sid].name, "horizon": h, "r2": v}
+                for h, v in zip(HORIZONS, y)
+            ]
         title = f"({letter}) {footprint_label(run)}"
         if ref is not None and comp is not None:
             title += f": {ref.name} vs {comp.name}"
@@ -63,10 +79,25 @@ def figure1(folder: Path, runs: list[Run], subs: dict[int, Submission],
                 stat, p = run.compare(ref.submission_id, comp.submission_id, "squared", h)
                 mark = figure_marker(stat, p)
                 if mark:
-                    ax.annotate(mark, (h, 1.0), xycoords=("data", "axes fraction"), ha="center",
-                                va="bottom", fontsize=9, color="tab:red" if mark == "†" else "black")
-                data.append({"footprint": run.footprint, "model": f"DM {ref.name} vs {comp.name}",
-                             "horizon": h, "dm_stat": stat, "p_value": p, "mark": mark})
+                    ax.annotate(
+                        mark,
+                        (h, 1.0),
+                        xycoords=("data", "axes fraction"),
+                        ha="center",
+                        va="bottom",
+                        fontsize=9,
+                        color="tab:red" if mark == "†" else "black",
+                    )
+                data.append(
+                    {
+                        "footprint": run.footprint,
+                        "model": f"DM {ref.name} vs {comp.name}",
+                        "horizon": h,
+                        "dm_stat": stat,
+                        "p_value": p,
+                        "mark": mark,
+                    }
+                )
         ax.set_title(title, fontsize=9, loc="left", pad=12)
         ax.axhline(0, color="grey", linewidth=0.6)
         ax.set_xticks([1, 4, 8, 12, 16, 20])
@@ -102,22 +133,30 @@ def figure2(folder: Path, breakdown: pa.Table, item: str) -> list[Path]:
     return save_figure(fig, folder, "figure2_oracle_scenario")
 
 
-def calibration(folder: Path, run: Run, subs: dict[int, Submission],
-                pit: dict[int, list[float]]) -> list[Path]:
+def calibration(
+    folder: Path, run: Run, subs: dict[int, Submission], pit: dict[int, list[float]]
+) -> list[Path]:
     """(a) z2 by horizon, (b) 50% and 90% coverage by horizon, (c) PIT histograms."""
     dens = [s for s in run.submission_ids if s in subs and subs[s].has_sigma]
     fig, (a, b, c) = plt.subplots(1, 3, figsize=(11, 3.3))
-    colors = _colors([subs[s].name for s in run.submission_ids if s in subs and not subs[s].is_auxiliary])
+    colors = _colors(
+        [subs[s].name for s in run.submission_ids if s in subs and not subs[s].is_auxiliary]
+    )
     for sid in dens:
         name = subs[sid].name
-        line, = a.plot(HORIZONS, _series(run, sid, "z2"), label=name, color=colors.get(name))
+        (line,) = a.plot(HORIZONS, _series(run, sid, "z2"), label=name, color=colors.get(name))
         b.plot(HORIZONS, _series(run, sid, "cov50"), color=line.get_color(), label=f"{name} 50%")
         b.plot(HORIZONS, _series(run, sid, "cov90"), color=line.get_color(), linestyle="--")
         shares = pit.get(sid)
         if shares:
             n = len(shares)
-            c.step([i / n for i in range(n + 1)], [shares[0] * n] + [s * n for s in shares],
-                   where="pre", color=line.get_color(), label=name)
+            c.step(
+                [i / n for i in range(n + 1)],
+                [shares[0] * n] + [s * n for s in shares],
+                where="pre",
+                color=line.get_color(),
+                label=name,
+            )
     a.axhline(1, color="grey", linewidth=0.8)
     b.axhline(0.5, color="grey", linewidth=0.8)
     b.axhline(0.9, color="grey", linewidth=0.8, linestyle="--")

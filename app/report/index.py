@@ -21,31 +21,47 @@ img{max-width:100%;border:1px solid #eee}.files a{margin-right:.8em}.note{color:
 """
 
 
-def write_index(folder: Path, exhibits: list[Any], skipped: list[str], provenance: dict[str, Any]) -> Path:
-    out = ["<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-           "<title>ProForma-20Q report</title>", f"<style>{_STYLE}</style></head><body>",
-           "<h1>ProForma-20Q: the paper's exhibits from this warehouse</h1>",
-           f"<p class=\"note\">Generated {html.escape(str(provenance.get('generated_at')))} from "
-           f"build {html.escape(str(provenance.get('build_id')))}. Score runs: "
-           + ", ".join(f"{html.escape(k)} #{v['score_run_id']} (v{v['version']}, {v['n_cells']:,} cells)"
-                       for k, v in provenance.get("score_runs", {}).items())
-           + ". Compare models within a footprint, never across footprints.</p>",
-           "<ul>" + "".join(f"<li><a href=\"#{e.key}\">{html.escape(e.title)}</a></li>" for e in exhibits)
-           + "</ul>"]
+def write_index(
+    folder: Path, exhibits: list[Any], skipped: list[str], provenance: dict[str, Any]
+) -> Path:
+    out = [
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">',
+        "<title>ProForma-20Q report</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        "<h1>ProForma-20Q: the paper's exhibits from this warehouse</h1>",
+        f'<p class="note">Generated {html.escape(str(provenance.get("generated_at")))} from '
+        f"build {html.escape(str(provenance.get('build_id')))}. Score runs: "
+        + ", ".join(
+            f"{html.escape(k)} #{v['score_run_id']} (v{v['version']}, {v['n_cells']:,} cells)"
+            for k, v in provenance.get("score_runs", {}).items()
+        )
+        + ". Compare models within a footprint, never across footprints.</p>",
+        "<ul>"
+        + "".join(f'<li><a href="#{e.key}">{html.escape(e.title)}</a></li>' for e in exhibits)
+        + "</ul>",
+    ]
     if skipped:
-        out.append("<h2>Left out</h2><ul class=\"skipped\">"
-                   + "".join(f"<li>{html.escape(s)}</li>" for s in skipped) + "</ul>")
+        out.append(
+            '<h2>Left out</h2><ul class="skipped">'
+            + "".join(f"<li>{html.escape(s)}</li>" for s in skipped)
+            + "</ul>"
+        )
     for e in exhibits:
-        out.append(f"<h2 id=\"{e.key}\">{html.escape(e.title)}</h2>")
-        out.append("<p class=\"files\">" + "".join(
-            f"<a href=\"{html.escape(p.name)}\">{html.escape(p.name)}</a>" for p in e.files) + "</p>")
+        out.append(f'<h2 id="{e.key}">{html.escape(e.title)}</h2>')
+        out.append(
+            '<p class="files">'
+            + "".join(f'<a href="{html.escape(p.name)}">{html.escape(p.name)}</a>' for p in e.files)
+            + "</p>"
+        )
         for img in e.images:
-            out.append(f"<img src=\"{html.escape(img.name)}\" alt=\"{html.escape(e.title)}\">")
+            out.append(f'<img src="{html.escape(img.name)}" alt="{html.escape(e.title)}">')
         for part in e.parts:
             out.append(html_table(part))
-        out += [f"<p class=\"note\">{html.escape(n)}</p>" for n in e.notes]
-    out.append("<p class=\"note\">How each exhibit is computed: docs/report.md. "
-               "Regenerate with <code>proforma report</code>.</p></body></html>")
+        out += [f'<p class="note">{html.escape(n)}</p>' for n in e.notes]
+    out.append(
+        '<p class="note">How each exhibit is computed: docs/report.md. '
+        "Regenerate with <code>proforma report</code>.</p></body></html>"
+    )
     path = folder / "index.html"
     path.write_text("\n".join(out))
     return path

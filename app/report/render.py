@@ -28,10 +28,10 @@ class TablePart:
     title: str
     columns: list[str]
     rows: list[list[Cell]]
-    data: list[dict[str, Any]]           # machine-readable rows for the CSV
+    data: list[dict[str, Any]]  # machine-readable rows for the CSV
     notes: list[str] = field(default_factory=list)
-    rules_after: set[int] = field(default_factory=set)   # row indexes followed by a rule
-    groups: list[tuple[str, int, str]] | None = None     # (label, span, short) over columns[1:]
+    rules_after: set[int] = field(default_factory=set)  # row indexes followed by a rule
+    groups: list[tuple[str, int, str]] | None = None  # (label, span, short) over columns[1:]
 
     def flat_columns(self) -> list[str]:
         """Column labels for one-row headers (Markdown, HTML): a group's short name added."""
@@ -40,7 +40,7 @@ class TablePart:
         out = [self.columns[0]]
         i = 1
         for _, span, short in self.groups:
-            out += [f"{c} ({short})" for c in self.columns[i:i + span]]
+            out += [f"{c} ({short})" for c in self.columns[i : i + span]]
             i += span
         return out + self.columns[i:]
 
@@ -74,8 +74,10 @@ def write_csv(path: Path, parts: list[TablePart]) -> Path:
         w.writerow((["part"] if with_part else []) + keys)
         for part in parts:
             for row in part.data:
-                w.writerow(([part.title] if with_part else [])
-                           + ["" if row.get(k) is None else row.get(k) for k in keys])
+                w.writerow(
+                    ([part.title] if with_part else [])
+                    + ["" if row.get(k) is None else row.get(k) for k in keys]
+                )
     return path
 
 
@@ -102,9 +104,23 @@ def write_markdown(path: Path, title: str, parts: list[TablePart], notes: list[s
 
 
 # -- LaTeX -----------------------------------------------------------------------------
-_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-        "²": r"$^2$", "—": "---", "†": r"$^{\dagger}$", "≥": r"$\geq$", "−": "-"}
+_TEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "²": r"$^2$",
+    "—": "---",
+    "†": r"$^{\dagger}$",
+    "≥": r"$\geq$",
+    "−": "-",
+}
 
 
 def tex_escape(text: str) -> str:
@@ -121,19 +137,31 @@ def _tex_cell(c: Cell) -> str:
     return text
 
 
-def write_latex(path: Path, title: str, label: str, parts: list[TablePart], notes: list[str]) -> Path:
-    out = [r"\begin{table}[t]", r"\centering\small",
-           rf"\caption{{{tex_escape(title)}{(' ' + tex_escape(' '.join(notes))) if notes else ''}}}",
-           rf"\label{{{label}}}"]
+def write_latex(
+    path: Path, title: str, label: str, parts: list[TablePart], notes: list[str]
+) -> Path:
+    out = [
+        r"\begin{table}[t]",
+        r"\centering\small",
+        rf"\caption{{{tex_escape(title)}{(' ' + tex_escape(' '.join(notes))) if notes else ''}}}",
+        rf"\label{{{label}}}",
+    ]
     for part in parts:
         spec = "l" + "c" * (len(part.columns) - 1)
         out.append(rf"\begin{{tabular}}{{{spec}}}")
         if len(parts) > 1:
-            out.append(rf"\multicolumn{{{len(part.columns)}}}{{l}}{{\emph{{{tex_escape(part.title)}}}}}\\")
+            out.append(
+                rf"\multicolumn{{{len(part.columns)}}}{{l}}{{\emph{{{tex_escape(part.title)}}}}}\\"
+            )
         out.append(r"\toprule")
         if part.groups:
-            out.append(" & " + " & ".join(rf"\multicolumn{{{n}}}{{c}}{{{tex_escape(g)}}}"
-                                          for g, n, _ in part.groups) + r" \\")
+            out.append(
+                " & "
+                + " & ".join(
+                    rf"\multicolumn{{{n}}}{{c}}{{{tex_escape(g)}}}" for g, n, _ in part.groups
+                )
+                + r" \\"
+            )
         out.append(" & ".join(tex_escape(c) for c in part.columns) + r" \\")
         out.append(r"\midrule")
         for i, row in enumerate(part.rows):
@@ -162,11 +190,11 @@ def html_table(part: TablePart) -> str:
                 text = f"<b>{text}</b>"
             if c.mark:
                 text += f"<sup>{html.escape(c.mark)}</sup>"
-            cells.append(f"<td class=\"{'l' if j == 0 else 'r'}\">{text}</td>")
-        rule = " class=\"rule\"" if i in part.rules_after else ""
+            cells.append(f'<td class="{"l" if j == 0 else "r"}">{text}</td>')
+        rule = ' class="rule"' if i in part.rules_after else ""
         body.append(f"<tr{rule}>{''.join(cells)}</tr>")
     caption = f"<caption>{html.escape(part.title)}</caption>"
-    notes = "".join(f"<p class=\"note\">{html.escape(n)}</p>" for n in part.notes)
+    notes = "".join(f'<p class="note">{html.escape(n)}</p>' for n in part.notes)
     return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{notes}"
 
 

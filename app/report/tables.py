@@ -10,11 +10,17 @@ from typing import Any
 from app.report.data import Run, Submission, dm_mark, forma_reference
 from app.report.render import Cell, TablePart, best_in_column, fmt
 
-FOOTPRINT_LABELS = {"full": "Full sample", "geert": "Geert. sample", "llm": "LLM sample",
-                    "oracle": "Oracle sample"}
-STAR_NOTE = ("Significance: Diebold–Mariano against {ref} within column (quarter-clustered, "
-             "Newey–West, HLN-corrected); * / ** / *** {ref} better at 10 / 5 / 1%, † the "
-             "row's model better at 1%. Dashes: no forecast on that sample.")
+FOOTPRINT_LABELS = {
+    "full": "Full sample",
+    "geert": "Geert. sample",
+    "llm": "LLM sample",
+    "oracle": "Oracle sample",
+}
+STAR_NOTE = (
+    "Significance: Diebold–Mariano against {ref} within column (quarter-clustered, "
+    "Newey–West, HLN-corrected); * / ** / *** {ref} better at 10 / 5 / 1%, † the "
+    "row's model better at 1%. Dashes: no forecast on that sample."
+)
 
 
 TABLE2_NOTE = (
@@ -26,7 +32,8 @@ TABLE2_NOTE = (
     "back to dollars; reconciled values beyond the standardized space's clip at ±6 are "
     "scored clipped, like the truth, and no longer add up. Significance: Diebold–Mariano against {parent} "
     "(quarter-clustered, Newey–West, HLN): * / ** / *** raw better at 10 / 5 / 1%, † "
-    "variant better at 1%.")
+    "variant better at 1%."
+)
 
 
 def footprint_label(run: Run) -> str:
@@ -34,7 +41,9 @@ def footprint_label(run: Run) -> str:
     return f"{FOOTPRINT_LABELS.get(run.footprint, run.footprint)} ({cells})"
 
 
-def _order(runs: list[Run], subs: dict[int, Submission], first: Submission | None) -> tuple[list[int], int]:
+def _order(
+    runs: list[Run], subs: dict[int, Submission], first: Submission | None
+) -> tuple[list[int], int]:
     """Row order: the models of the first footprint (reference first, then by R2), then
     the others (by their first footprint's R2); returns (ids, rows in the first group)."""
     head = runs[0]
@@ -47,33 +56,65 @@ def _order(runs: list[Run], subs: dict[int, Submission], first: Submission | Non
     group1.sort(key=lambda s: (first is None or s != first.submission_id, -r2(head, s)))
     rest: list[int] = []
     for run in runs[1:]:
-        more = [s for s in run.submission_ids if s in subs and not subs[s].is_auxiliary
-                and s not in group1 and s not in rest]
+        more = [
+            s
+            for s in run.submission_ids
+            if s in subs and not subs[s].is_auxiliary and s not in group1 and s not in rest
+        ]
         rest += sorted(more, key=lambda s: -r2(run, s))
     return group1 + rest, len(group1)
 
 
-def headline(runs: list[Run], subs: dict[int, Submission],
-             against: Submission | None) -> tuple[list[TablePart], list[str]]:
+def headline(
+    runs: list[Run], subs: dict[int, Submission], against: Submission | None
+) -> tuple[list[TablePart], list[str]]:
     """Panels A (R2, squared loss DM), B (MAE, absolute loss DM), C (density scores)."""
-    refs_a = {r.score_run_id: against if against is not None and against.submission_id in r.submission_ids
-              else forma_reference(r, subs, "gaussian") for r in runs}
-    refs_b = {r.score_run_id: against if against is not None and against.submission_id in r.submission_ids
-              else forma_reference(r, subs, "laplace") for r in runs}
+    refs_a = {
+        r.score_run_id: against
+        if against is not None and against.submission_id in r.submission_ids
+        else forma_reference(r, subs, "gaussian")
+        for r in runs
+    }
+    refs_b = {
+        r.score_run_id: against
+        if against is not None and against.submission_id in r.submission_ids
+        else forma_reference(r, subs, "laplace")
+        for r in runs
+    }
     order, n_first = _order(runs, subs, refs_a[runs[0].score_run_id])
     labels = [footprint_label(r) for r in runs]
     parts = []
     for panel, metric, loss, refs, higher in (
-            ("Panel A: squared-error track, change-space R² (conditional means)", "r2", "squared", refs_a, True),
-            ("Panel B: absolute-error track, MAE (medians)", "mae", "absolute", refs_b, False)):
-        values = {(sid, r.score_run_id): r.metric(sid, metric) if sid in r.submission_ids else None
-                  for sid in order for r in runs}
-        best = {r.score_run_id: best_in_column([values[(s, r.score_run_id)] for s in order], higher)
-                for r in runs}
+        (
+            "Panel A: squared-error track, change-space R² (conditional means)",
+            "r2",
+            "squared",
+            refs_a,
+            True,
+        ),
+        ("Panel B: absolute-error track, MAE (medians)", "mae", "absolute", refs_b, False),
+    ):
+        values = {
+            (sid, r.score_run_id): r.metric(sid, metric) if sid in r.submission_ids else None
+            for sid in order
+            for r in runs
+        }
+        best = {
+            r.score_run_id: best_in_column([values[(s, r.score_run_id)] for s in order], higher)
+            for r in runs
+        }
         rows, data = [], []
         for i, sid in enumerate(order):
-            row = [Cell(subs[sid].name, bold=any(refs[r.score_run_id] is not None
-                                                 and refs[r.score_run_id].submission_id == sid for r in runs))]
+            row = [
+                Cell(
+                    subs[sid].name,
+                    bold=any(
+                        refs[r.score_run_id] is not None
+                        and refs[r.score_run_id].submission_id == sid
+                        for r in runs
+                    ),
+                )
+            ]
             for run in runs:
                 v = values[(sid, run.score_run_id)]
                 ref = refs[run.score_run_id]
@@ -84,11 +125,21 @@ def headline(runs: list[Run], subs: dict[int, Submission],
                     mark = dm_mark(stat, p)
                 row.append(Cell(fmt(v), bold=best[run.score_run_id] == i, mark=mark))
                 if v is not None:
-                    data.append({"footprint": run.footprint, "footprint_version": run.version,
-                                 "score_run_id": run.score_run_id, "model": subs[sid].name,
-                                 "submission_id": sid, "metric": metric, "value": v,
-                                 "dm_reference": None if ref is None else ref.name,
-                                 "dm_stat": stat, "p_value": p, "mark": mark})
+                    data.append(
+                        {
+                            "footprint": run.footprint,
+                            "footprint_version": run.version,
+                            "score_run_id": run.score_run_id,
+                            "model": subs[sid].name,
+                            "submission_id": sid,
+                            "metric": metric,
+                            "value": v,
+                            "dm_reference": None if ref is None else ref.name,
+                            "dm_stat": stat,
+                            "p_value": p,
+                            "mark": mark,
+                        }
+                    )
             rows.append(row)
         parts.append(TablePart(panel, ["Model", *labels], rows, data, rules_after={n_first - 1}))
     parts.append(_density_panel(runs, subs, order))
@@ -98,7 +149,12 @@ def headline(runs: list[Run], subs: dict[int, Submission],
 
 
 def _density_panel(runs: list[Run], subs: dict[int, Submission], order: list[int]) -> TablePart:
-    metrics = (("nll", "NLL", None), ("crps", "CRPS", None), ("cov50", "Cov50", 0.5), ("cov90", "Cov90", 0.9))
+    metrics = (
+        ("nll", "NLL", None),
+        ("crps", "CRPS", None),
+        ("cov50", "Cov50", 0.5),
+        ("cov90", "Cov90", 0.9),
+    )
     dens = [s for s in order if subs[s].has_sigma]
     columns, groups, rows, data = ["Model"], [], [[Cell(subs[s].name)] for s in dens], []
     for run in runs:
@@ -109,30 +165,50 @@ def _density_panel(runs: list[Run], subs: dict[int, Submission], order: list[int
             if nominal is None:
                 best = best_in_column(vals, higher=False)
             else:
-                best = best_in_column([None if v is None else -abs(v - nominal) for v in vals], higher=True)
+                best = best_in_column(
+                    [None if v is None else -abs(v - nominal) for v in vals], higher=True
+                )
             for i, (sid, v) in enumerate(zip(dens, vals)):
                 rows[i].append(Cell(fmt(v), bold=best == i))
                 if v is not None:
-                    data.append({"footprint": run.footprint, "score_run_id": run.score_run_id,
-                                 "model": subs[sid].name, "submission_id": sid, "metric": key, "value": v})
-    return TablePart("Panel C: density track (proper scores and central-interval coverage)",
-                     columns, rows, data, groups=groups,
-                     notes=["Bold: the best NLL and CRPS, and the coverage nearest its nominal level."])
+                    data.append(
+                        {
+                            "footprint": run.footprint,
+                            "score_run_id": run.score_run_id,
+                            "model": subs[sid].name,
+                            "submission_id": sid,
+                            "metric": key,
+                            "value": v,
+                        }
+                    )
+    return TablePart(
+        "Panel C: density track (proper scores and central-interval coverage)",
+        columns,
+        rows,
+        data,
+        groups=groups,
+        notes=["Bold: the best NLL and CRPS, and the coverage nearest its nominal level."],
+    )
 
 
 def _share(v: float | None) -> str:
     return fmt(v, pct=True) if v is None or v >= 1e-4 else f"{v:.1e}"
 
 
-def coherence_table(run: Run, parent: Submission, children: dict[str, Submission | None],
-                    coherence: dict[int, tuple[int, float | None]],
-                    recs: dict[int, dict[str, Any]]) -> TablePart:
+def coherence_table(
+    run: Run,
+    parent: Submission,
+    children: dict[str, Submission | None],
+    coherence: dict[int, tuple[int, float | None]],
+    recs: dict[int, dict[str, Any]],
+) -> TablePart:
     """Table 2: the raw statements and their reconciliations, DM against the raw model.
     Violation: of the dollar statements themselves (the raw plug-in dollars; the
     projection's output); after the clip: of the stored forecasts taken back to dollars."""
     rows, data = [], []
     entries = [("Transformer-only (raw)", parent)] + [
-        (f"+ {w}-weighted reconciliation", children.get(w)) for w in ("variance", "equal")]
+        (f"+ {w}-weighted reconciliation", children.get(w)) for w in ("variance", "equal")
+    ]
     r2s = [run.metric(s.submission_id, "r2") if s else None for _, s in entries]
     maes = [run.metric(s.submission_id, "mae") if s else None for _, s in entries]
     best_r2, best_mae = best_in_column(r2s, True), best_in_column(maes, False)
@@ -142,28 +218,55 @@ def coherence_table(run: Run, parent: Submission, children: dict[str, Submission
             continue
         marks = {}
         for loss in ("squared", "absolute"):
-            stat, p = run.compare(parent.submission_id, sub.submission_id, loss) if i else (None, None)
+            stat, p = (
+                run.compare(parent.submission_id, sub.submission_id, loss) if i else (None, None)
+            )
             marks[loss] = (dm_mark(stat, p), stat, p)
         rec = recs.get(sub.submission_id, {})
         inst, stored = coherence.get(sub.submission_id, (None, None))
         own = stored if i == 0 else rec.get("median_violation")
-        rows.append([Cell(label), Cell(fmt(r2s[i]), bold=best_r2 == i, mark=marks["squared"][0]),
-                     Cell(fmt(maes[i]), bold=best_mae == i, mark=marks["absolute"][0]),
-                     Cell(_share(own)), Cell(_share(stored)),
-                     Cell(fmt(rec.get("instances", inst)))])
-        data.append({"variant": label, "submission_id": sub.submission_id, "model": sub.name,
-                     "score_run_id": run.score_run_id, "footprint": run.footprint, "r2": r2s[i],
-                     "mae": maes[i], "dm_r2_stat": marks["squared"][1], "dm_r2_p": marks["squared"][2],
-                     "dm_mae_stat": marks["absolute"][1], "dm_mae_p": marks["absolute"][2],
-                     "median_identity_violation": own, "median_violation_after_clip": stored,
-                     "identity_instances": rec.get("instances", inst),
-                     "max_identity_violation": rec.get("max_violation"),
-                     "cells_changed": rec.get("cells_changed"),
-                     "max_projection_residual": rec.get("max_residual")})
-    notes = [f"Footprint {footprint_label(run)}, score run {run.score_run_id}. " + TABLE2_NOTE.format(
-        parent=parent.name)]
-    return TablePart("Table 2: Coherence and its cost", ["Variant", "R²", "MAE", "Identity viol.",
-                     "Viol. after ±6 clip", "Instances"], rows, data, notes=notes)
+        rows.append(
+            [
+                Cell(label),
+                Cell(fmt(r2s[i]), bold=best_r2 == i, mark=marks["squared"][0]),
+                Cell(fmt(maes[i]), bold=best_mae == i, mark=marks["absolute"][0]),
+                Cell(_share(own)),
+                Cell(_share(stored)),
+                Cell(fmt(rec.get("instances", inst))),
+            ]
+        )
+        data.append(
+            {
+                "variant": label,
+                "submission_id": sub.submission_id,
+                "model": sub.name,
+                "score_run_id": run.score_run_id,
+                "footprint": run.footprint,
+                "r2": r2s[i],
+                "mae": maes[i],
+                "dm_r2_stat": marks["squared"][1],
+                "dm_r2_p": marks["squared"][2],
+                "dm_mae_stat": marks["absolute"][1],
+                "dm_mae_p": marks["absolute"][2],
+                "median_identity_violation": own,
+                "median_violation_after_clip": stored,
+                "identity_instances": rec.get("instances", inst),
+                "max_identity_violation": rec.get("max_violation"),
+                "cells_changed": rec.get("cells_changed"),
+                "max_projection_residual": rec.get("max_residual"),
+            }
+        )
+    notes = [
+        f"Footprint {footprint_label(run)}, score run {run.score_run_id}. "
+        + TABLE2_NOTE.format(parent=parent.name)
+    ]
+    return TablePart(
+        "Table 2: Coherence and its cost",
+        ["Variant", "R²", "MAE", "Identity viol.", "Viol. after ±6 clip", "Instances"],
+        rows,
+        data,
+        notes=notes,
+    )
 
 
 def calibration_tables(run: Run, subs: dict[int, Submission]) -> list[TablePart]:
@@ -180,9 +283,21 @@ def calibration_tables(run: Run, subs: dict[int, Submission]) -> list[TablePart]
             if all(v is None for v in vals):
                 continue
             rows.append([Cell("pooled" if h is None else str(h)), *(Cell(fmt(v)) for v in vals)])
-            data.append({"model": subs[sid].name, "submission_id": sid, "horizon": h or 0,
-                         **dict(zip(keys, vals))})
-        parts.append(TablePart(f"{subs[sid].name} ({footprint_label(run)})",
-                               ["Horizon", "z²", "Cov50", "Cov80", "Cov90", "Cov95"], rows, data,
-                               rules_after={0}))
+            data.append(
+                {
+                    "model": subs[sid].name,
+                    "submission_id": sid,
+                    "horizon": h or 0,
+                    **dict(zip(keys, vals)),
+                }
+            )
+        parts.append(
+            TablePart(
+                f"{subs[sid].name} ({footprint_label(run)})",
+                ["Horizon", "z²", "Cov50", "Cov80", "Cov90", "Cov95"],
+                rows,
+                data,
+                rules_after={0},
+            )
+        )
     return parts

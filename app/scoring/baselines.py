@@ -14,16 +14,25 @@ from app.scoring.submissions.checks import check_and_finish, claim_name, new_sub
 from app.warehouse import Warehouse
 
 REFERENCE_BASELINES = {
-    "Seasonal random walk": {"paper": "eval/090_baseline_seasonal_rw",
-                             "published": "eval/092_baseline_seasonal_rw_published"},
+    "Seasonal random walk": {
+        "paper": "eval/090_baseline_seasonal_rw",
+        "published": "eval/092_baseline_seasonal_rw_published",
+    },
     "Fade / AR(1)": {"paper": "eval/091_baseline_fade", "published": "eval/091_baseline_fade"},
 }
-_NEEDS = ("panel.truth", "panel.origins", "panel.origin_params", "panel.item_k",
-          "panel.values", "panel.firms")
+_NEEDS = (
+    "panel.truth",
+    "panel.origins",
+    "panel.origin_params",
+    "panel.item_k",
+    "panel.values",
+    "panel.firms",
+)
 
 
-def run_reference_baselines(wh: Warehouse, *, split: str = "test",
-                            force: bool = False) -> list[int]:
+def run_reference_baselines(
+    wh: Warehouse, *, split: str = "test", force: bool = False
+) -> list[int]:
     """Submission ids of the reference baselines for the current build (made if missing)."""
     wh.require_panel(*_NEEDS)
     build_id = current_build_id(wh)
@@ -36,7 +45,8 @@ def run_reference_baselines(wh: Warehouse, *, split: str = "test",
             "SELECT submission_id FROM eval.submissions WHERE name = ? AND retired_at IS NULL "
             "AND source = 'reference' AND build_id IS NOT DISTINCT FROM ? "
             "AND json_extract_string(metadata, '$.eval_sql_version') = ?",
-            [name, build_id, version])
+            [name, build_id, version],
+        )
         if row and not force:
             ids.append(int(row[0]))
             continue
@@ -44,12 +54,19 @@ def run_reference_baselines(wh: Warehouse, *, split: str = "test",
             _ensure_imputed(wh)
         with wh.transaction():
             claim_name(wh, name, replace=True)
-            sid = new_submission(wh, name, "reference", "gaussian", None, False,
-                                 f"sql:{version}", {"eval_sql_version": version,
-                                                    "sql": step, "split": split,
-                                                    "rules": rules})
-            wh.run_step(step, {"submission_id": sid, "split": split,
-                               "published": rules == "published"})
+            sid = new_submission(
+                wh,
+                name,
+                "reference",
+                "gaussian",
+                None,
+                False,
+                f"sql:{version}",
+                {"eval_sql_version": version, "sql": step, "split": split, "rules": rules},
+            )
+            wh.run_step(
+                step, {"submission_id": sid, "split": split, "published": rules == "published"}
+            )
             check_and_finish(wh, sid, name, [])
         ids.append(sid)
     return ids

@@ -60,16 +60,18 @@ def build_rules(build: dict[str, Any] | None) -> str:
     if rules is None:
         return UNRECORDED_RULES
     if rules not in RULE_SETS:
-        raise UserError(f"The build records an unknown rule set {rules!r}; scoring knows "
-                        f"{', '.join(RULE_SETS)}")
+        raise UserError(
+            f"The build records an unknown rule set {rules!r}; scoring knows {', '.join(RULE_SETS)}"
+        )
     return str(rules)
 
 
 def scoring_context(wh: Warehouse) -> Context:
     build = current_build(wh)
     build_id = (build or {}).get("build_id")
-    return Context(int(build_id) if build_id is not None else None, eval_sql_version(),
-                   build_rules(build))
+    return Context(
+        int(build_id) if build_id is not None else None, eval_sql_version(), build_rules(build)
+    )
 
 
 def _t_cdf(x: pa.Array, nu: pa.Array) -> pa.Array:
@@ -99,8 +101,11 @@ def quantile_grid_params(levels: list[float]) -> dict[str, Any]:
                 return k
         return None
 
-    out: dict[str, Any] = {"quantile_levels": [float(t) for t in levels],
-                           "k_levels": len(levels), "median_k": component(0.5)}
+    out: dict[str, Any] = {
+        "quantile_levels": [float(t) for t in levels],
+        "k_levels": len(levels),
+        "median_k": component(0.5),
+    }
     for p in COVERAGE_LEVELS:
         tag = f"{round(p * 100)}"
         out[f"lo{tag}"] = component((1 - p) / 2)
@@ -109,8 +114,11 @@ def quantile_grid_params(levels: list[float]) -> dict[str, Any]:
 
 
 def _submission(wh: Warehouse, sid: int) -> dict[str, Any]:
-    rows = wh.arrow("SELECT submission_id, family, df, has_sigma, n_components, quantile_levels "
-                    "FROM eval.submissions WHERE submission_id = ?", [sid]).to_pylist()
+    rows = wh.arrow(
+        "SELECT submission_id, family, df, has_sigma, n_components, quantile_levels "
+        "FROM eval.submissions WHERE submission_id = ?",
+        [sid],
+    ).to_pylist()
     if not rows:
         raise UserError(f"No submission {sid}")
     return rows[0]
@@ -121,8 +129,9 @@ def forget_cell_scores(wh: Warehouse, submission_ids: list[int]) -> None:
     if not submission_ids:
         return
     for table in ("cell_scores", "cell_score_sets", "footprint_coverage", "sample_gaps"):
-        wh.execute(f"DELETE FROM eval.{table} WHERE list_contains(?, submission_id)",
-                   [submission_ids])
+        wh.execute(
+            f"DELETE FROM eval.{table} WHERE list_contains(?, submission_id)", [submission_ids]
+        )
 
 
 def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
@@ -135,11 +144,18 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
         forget_cell_scores(wh, [sid])
         first_q, last_q = wh.fetchone(
             "SELECT coalesce(min(origin_q), 0), coalesce(max(origin_q), -1) FROM eval.forecasts "
-            "WHERE submission_id = ?", [sid])
+            "WHERE submission_id = ?",
+            [sid],
+        )
         params: dict[str, Any] = {
-            "submission_id": sid, "family": sub["family"], "df": sub["df"],
-            "has_sigma": bool(sub["has_sigma"]), "first_q": int(first_q), "last_q": int(last_q),
-            "sigma_floor": SIGMA_FLOOR[ctx.rules], "sigma_in_sample": ctx.rules == "paper",
+            "submission_id": sid,
+            "family": sub["family"],
+            "df": sub["df"],
+            "has_sigma": bool(sub["has_sigma"]),
+            "first_q": int(first_q),
+            "last_q": int(last_q),
+            "sigma_floor": SIGMA_FLOOR[ctx.rules],
+            "sigma_in_sample": ctx.rules == "paper",
             "float32_residuals": ctx.rules == "published",
         }
         if sub["family"] == "quantile":
@@ -151,29 +167,51 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
             step = "eval/050_cell_scores_single"
         wh.run_step(step, params)
         cells, density = wh.fetchone(
-            "SELECT count(*), count(u) FROM eval.cell_scores WHERE submission_id = ?", [sid])
+            "SELECT count(*), count(u) FROM eval.cell_scores WHERE submission_id = ?", [sid]
+        )
         wh.execute(
             "INSERT INTO eval.cell_score_sets VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [sid, ctx.build_id, ctx.eval_sql_version, ctx.rules, cells, density, started,
-             time.perf_counter() - t0])
+            [
+                sid,
+                ctx.build_id,
+                ctx.eval_sql_version,
+                ctx.rules,
+                cells,
+                density,
+                started,
+                time.perf_counter() - t0,
+            ],
+        )
     return int(cells)
 
 
-def ensure_cell_scores(wh: Warehouse, submission_ids: list[int], ctx: Context, *,
-                       recompute: bool = False, progress: Progress | None = None) -> list[int]:
+def ensure_cell_scores(
+    wh: Warehouse,
+    submission_ids: list[int],
+    ctx: Context,
+    *,
+    recompute: bool = False,
+    progress: Progress | None = None,
+) -> list[int]:
     """Compute the cell scores of the submissions that have none for this context (all of
     them with recompute=True); returns the ids computed now."""
-    current = {r[0] for r in wh.fetchall(
-        "SELECT submission_id FROM eval.cell_score_sets WHERE build_id IS NOT DISTINCT FROM ? "
-        "AND eval_sql_version = ? AND rules = ? AND list_contains(?, submission_id)",
-        [ctx.build_id, ctx.eval_sql_version, ctx.rules, submission_ids])}
+    current = {
+        r[0]
+        for r in wh.fetchall(
+            "SELECT submission_id FROM eval.cell_score_sets WHERE build_id IS NOT DISTINCT FROM ? "
+            "AND eval_sql_version = ? AND rules = ? AND list_contains(?, submission_id)",
+            [ctx.build_id, ctx.eval_sql_version, ctx.rules, submission_ids],
+        )
+    }
     todo = [s for s in submission_ids if recompute or s not in current]
     for n, sid in enumerate(todo, 1):
         t0 = time.perf_counter()
         cells = compute_cell_scores(wh, sid, ctx)
         if progress:
-            progress(f"cell scores {n}/{len(todo)}: submission {sid}, {cells:,} cells, "
-                     f"{time.perf_counter() - t0:.1f}s")
+            progress(
+                f"cell scores {n}/{len(todo)}: submission {sid}, {cells:,} cells, "
+                f"{time.perf_counter() - t0:.1f}s"
+            )
     return todo
 
 
@@ -181,10 +219,15 @@ def forget_stale_cell_scores(wh: Warehouse, ctx: Context) -> int:
     """Drop stored cells of another context whose submission is retired or of another
     build (they would never be read again); returns the submissions dropped. Current
     submissions of this build keep theirs until they are recomputed on their next score."""
-    ids = [r[0] for r in wh.fetchall(
-        "SELECT c.submission_id FROM eval.cell_score_sets c "
-        "JOIN eval.submissions s USING (submission_id) "
-        "WHERE s.retired_at IS NOT NULL OR c.build_id IS DISTINCT FROM ?", [ctx.build_id])]
+    ids = [
+        r[0]
+        for r in wh.fetchall(
+            "SELECT c.submission_id FROM eval.cell_score_sets c "
+            "JOIN eval.submissions s USING (submission_id) "
+            "WHERE s.retired_at IS NOT NULL OR c.build_id IS DISTINCT FROM ?",
+            [ctx.build_id],
+        )
+    ]
     with wh.transaction():
         forget_cell_scores(wh, ids)
     return len(ids)

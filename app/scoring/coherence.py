@@ -13,11 +13,17 @@ def compute_coherence(wh: Warehouse, submission_id: int, split: str = "test") ->
     version = eval_sql_version()
     with wh.transaction():
         wh.execute("DELETE FROM eval.coherence WHERE submission_id = ?", [submission_id])
-        wh.run_step("eval/080_coherence", {"submission_id": submission_id, "split": split,
-                                           "eval_sql_version": version})
-    return int(wh.scalar(
-        "SELECT coalesce(max(n_instances), 0) FROM eval.coherence "
-        "WHERE submission_id = ? AND identity = 'ALL'", [submission_id]))
+        wh.run_step(
+            "eval/080_coherence",
+            {"submission_id": submission_id, "split": split, "eval_sql_version": version},
+        )
+    return int(
+        wh.scalar(
+            "SELECT coalesce(max(n_instances), 0) FROM eval.coherence "
+            "WHERE submission_id = ? AND identity = 'ALL'",
+            [submission_id],
+        )
+    )
 
 
 def ensure_coherence(wh: Warehouse, submission_ids: list[int]) -> None:
@@ -26,19 +32,19 @@ def ensure_coherence(wh: Warehouse, submission_ids: list[int]) -> None:
         return
     version = eval_sql_version()
     for sid in submission_ids:
-        done = wh.scalar("SELECT count(*) FROM eval.coherence WHERE submission_id = ? "
-                         "AND eval_sql_version = ?", [sid, version])
+        done = wh.scalar(
+            "SELECT count(*) FROM eval.coherence WHERE submission_id = ? AND eval_sql_version = ?",
+            [sid, version],
+        )
         if not done:
             compute_coherence(wh, sid)
 
 
 def coherence_table(wh: Warehouse, submission_id: int | None = None):
     """Median identity violation by identity and overall ('ALL'), per submission."""
-    sql = ("SELECT s.name, c.* FROM eval.coherence c JOIN eval.submissions s "
-           "USING (submission_id)")
+    sql = "SELECT s.name, c.* FROM eval.coherence c JOIN eval.submissions s USING (submission_id)"
     params = []
     if submission_id is not None:
         sql += " WHERE c.submission_id = ?"
         params.append(submission_id)
-    return wh.arrow(sql + " ORDER BY c.submission_id, c.identity = 'ALL' DESC, c.identity",
-                    params)
+    return wh.arrow(sql + " ORDER BY c.submission_id, c.identity = 'ALL' DESC, c.identity", params)

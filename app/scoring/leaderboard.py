@@ -19,8 +19,17 @@ from contracts.tracks import TRACK_NAMES, TRACKS
 #: quantile grid: CRPS and coverage, no NLL).
 HAS_DENSITY = "(s.has_sigma OR s.family = 'quantile')"
 BY = {None: "global", "horizon": "horizon", "item": "item", "statement": "statement"}
-RESULT_TABLES = ("metrics", "quarter_losses", "dm_tests", "pit", "coverage", "score_runs",
-                 "coherence", "submissions", "footprints")
+RESULT_TABLES = (
+    "metrics",
+    "quarter_losses",
+    "dm_tests",
+    "pit",
+    "coverage",
+    "score_runs",
+    "coherence",
+    "submissions",
+    "footprints",
+)
 
 
 def latest_run(wh: Warehouse, footprint: str = "full") -> int:
@@ -33,8 +42,9 @@ def latest_run(wh: Warehouse, footprint: str = "full") -> int:
         params.append(int(version))
     run = wh.scalar(sql, params)
     if run is None:
-        raise UserError(f"No scores for footprint {footprint!r}: run `proforma score "
-                        f"--footprint {name}` first")
+        raise UserError(
+            f"No scores for footprint {footprint!r}: run `proforma score --footprint {name}` first"
+        )
     return int(run)
 
 
@@ -67,8 +77,9 @@ def leaderboard(
     provenance and `dm_reference` ('leader' or the reference's name).
     """
     if track not in TRACKS:
-        raise UserError(f"Unknown track {track!r}: use {', '.join(TRACK_NAMES[:-1])} or "
-                        f"{TRACK_NAMES[-1]}")
+        raise UserError(
+            f"Unknown track {track!r}: use {', '.join(TRACK_NAMES[:-1])} or {TRACK_NAMES[-1]}"
+        )
     if by not in BY:
         raise UserError(f"Unknown --by {by!r}: use horizon, item or statement")
     run = score_run_id or latest_run(wh, footprint)
@@ -76,13 +87,17 @@ def leaderboard(
     spec = TRACKS[track]
     columns, sort, ascending, loss = list(spec.columns), spec.metric, spec.ascending, spec.dm_loss
     level = BY[by]
-    group = {"global": "NULL", "horizon": "m.horizon", "item": "i.item",
-             "statement": "m.statement"}[level]
+    group = {
+        "global": "NULL",
+        "horizon": "m.horizon",
+        "item": "i.item",
+        "statement": "m.statement",
+    }[level]
     density_filter = f"AND {HAS_DENSITY}" if track == "density" else ""
     rows = wh.arrow(
         f"""
         SELECT {group} AS grp, m.submission_id, s.name AS model, s.source, s.family,
-               s.n_components, m.n, {', '.join('m.' + c for c in columns)}, m.horizon
+               s.n_components, m.n, {", ".join("m." + c for c in columns)}, m.horizon
         FROM eval.metrics m
         JOIN eval.submissions s USING (submission_id)
         LEFT JOIN ref.items i ON i.item_id = m.item_id
@@ -94,7 +109,9 @@ def leaderboard(
     if loss:
         for a, b, h, stat, p in wh.fetchall(
             "SELECT submission_a, submission_b, horizon, dm_stat, p_value FROM eval.dm_tests "
-            "WHERE score_run_id = ? AND loss = ?", [run, loss]):
+            "WHERE score_run_id = ? AND loss = ?",
+            [run, loss],
+        ):
             dm[(a, b, h)] = (stat, p)
     groups: dict[Any, list[dict]] = {}
     for r in rows:
@@ -109,14 +126,21 @@ def leaderboard(
 
     for grp in sorted(groups, key=lambda g: (g is None, g)):
         ranked = sorted(groups[grp], key=key)
-        leader = next((r for r in ranked if r["submission_id"] == reference), None) \
-            if reference is not None else ranked[0]
+        leader = (
+            next((r for r in ranked if r["submission_id"] == reference), None)
+            if reference is not None
+            else ranked[0]
+        )
         for rank, r in enumerate(ranked, 1):
             row = {"rank": rank}
             if level != "global":
                 row[level] = grp
-            row.update({k: r[k] for k in ("model", "submission_id", "source", "family",
-                                           "n_components", "n")})
+            row.update(
+                {
+                    k: r[k]
+                    for k in ("model", "submission_id", "source", "family", "n_components", "n")
+                }
+            )
             row.update({c: r[c] for c in columns})
             if loss:
                 h = 0 if level != "horizon" else int(r["horizon"])
@@ -135,11 +159,16 @@ def leaderboard(
     run_row = wh.arrow(
         "SELECT footprint_name, footprint_version, n_cells, footprint_cells, build_id, "
         "eval_sql_version, finished_at FROM eval.score_runs WHERE score_run_id = ?",
-        [run]).to_pylist()[0]
+        [run],
+    ).to_pylist()[0]
     names = dict(wh.fetchall("SELECT submission_id, name FROM eval.submissions"))
-    meta = {"score_run_id": run, "track": track, "by": level,
-            "dm_reference": "leader" if reference is None else names.get(reference, str(reference)),
-            **run_row}
+    meta = {
+        "score_run_id": run,
+        "track": track,
+        "by": level,
+        "dm_reference": "leader" if reference is None else names.get(reference, str(reference)),
+        **run_row,
+    }
     table = pa.Table.from_pylist(out) if out else pa.table({"rank": pa.array([], pa.int64())})
     return table.replace_schema_metadata(_metadata(meta))
 
@@ -147,8 +176,10 @@ def leaderboard(
 def _metadata(values: dict[str, Any]) -> dict[str, str]:
     """Arrow schema metadata: each value as text (what readers of single keys expect) and
     the whole dict, typed, as JSON under "provenance" (what `provenance` returns)."""
-    return {**{k: str(v) for k, v in values.items()},
-            "provenance": json.dumps(values, default=_json_value)}
+    return {
+        **{k: str(v) for k, v in values.items()},
+        "provenance": json.dumps(values, default=_json_value),
+    }
 
 
 def _json_value(value: Any) -> Any:
@@ -165,16 +196,22 @@ def provenance(table: pa.Table) -> dict[str, Any]:
 
 def reference_submission(wh: Warehouse, score_run_id: int, against: int | str) -> int:
     """The id of the run's submission named or numbered `against` (the DM reference)."""
-    ids, = wh.fetchone("SELECT submission_ids FROM eval.score_runs WHERE score_run_id = ?",
-                       [score_run_id]) or ([],)
-    scored = wh.fetchall("SELECT submission_id, name FROM eval.submissions "
-                         "WHERE list_contains(?, submission_id) ORDER BY submission_id", [list(ids)])
+    (ids,) = wh.fetchone(
+        "SELECT submission_ids FROM eval.score_runs WHERE score_run_id = ?", [score_run_id]
+    ) or ([],)
+    scored = wh.fetchall(
+        "SELECT submission_id, name FROM eval.submissions "
+        "WHERE list_contains(?, submission_id) ORDER BY submission_id",
+        [list(ids)],
+    )
     text = str(against).strip()
     for sid, name in scored:
         if text == name or (text.isdigit() and int(text) == sid):
             return int(sid)
-    raise UserError(f"{text!r} is not scored in score run {score_run_id}; compare against one of: "
-                    + ", ".join(name for _, name in scored))
+    raise UserError(
+        f"{text!r} is not scored in score run {score_run_id}; compare against one of: "
+        + ", ".join(name for _, name in scored)
+    )
 
 
 def table_to_text(table: pa.Table, fmt: str) -> str:
@@ -188,8 +225,10 @@ def table_to_text(table: pa.Table, fmt: str) -> str:
         return buf.getvalue()
     if fmt == "json":
         meta = provenance(table)
-        rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v)
-                 for k, v in r.items()} for r in table.to_pylist()]
+        rows = [
+            {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+            for r in table.to_pylist()
+        ]
         return json.dumps({"provenance": meta, "rows": rows}, default=_json_value, indent=1)
     raise UserError(f"Unknown format {fmt!r}: use csv or json")
 
@@ -201,9 +240,14 @@ def export_table(wh: Warehouse, table: str, *, score_run_id: int | None = None) 
     sql = f"SELECT * FROM eval.{table}"
     params: list[Any] = []
     if score_run_id is not None:
-        cols = {r[0] for r in wh.fetchall(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = 'eval' "
-            "AND table_name = ?", [table])}
+        cols = {
+            r[0]
+            for r in wh.fetchall(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = 'eval' "
+                "AND table_name = ?",
+                [table],
+            )
+        }
         if "score_run_id" not in cols:
             raise UserError(f"eval.{table} is not per score run")
         sql += " WHERE score_run_id = ?"

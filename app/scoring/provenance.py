@@ -15,8 +15,10 @@ from app.warehouse import Warehouse
 
 def eval_sql_version() -> str:
     """One version string for every sql/eval step (normalized, order-sensitive)."""
-    stamp = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size)
-                  for p in sorted((SQL_DIR / "eval").glob("*.sql")))
+    stamp = tuple(
+        (p.name, p.stat().st_mtime_ns, p.stat().st_size)
+        for p in sorted((SQL_DIR / "eval").glob("*.sql"))
+    )
     return _eval_version(stamp)
 
 
@@ -30,14 +32,19 @@ def current_build(wh: Warehouse) -> dict[str, Any] | None:
     """The newest meta.builds record (as written by the build), or None without a build."""
     if not wh.table_exists("meta.builds"):
         return None
-    cols = [r[0] for r in wh.fetchall(
-        "SELECT column_name FROM information_schema.columns "
-        "WHERE table_schema = 'meta' AND table_name = 'builds' ORDER BY ordinal_position")]
+    cols = [
+        r[0]
+        for r in wh.fetchall(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = 'meta' AND table_name = 'builds' ORDER BY ordinal_position"
+        )
+    ]
     order = "build_id" if "build_id" in cols else cols[0]
     # The panel in the warehouse is the one the latest SUCCESSFUL build wrote.
     where = "WHERE status = 'succeeded'" if "status" in cols else ""
-    rows = wh.arrow(f'SELECT * FROM meta.builds {where} ORDER BY "{order}" DESC LIMIT 1'
-                    ).to_pylist()
+    rows = wh.arrow(
+        f'SELECT * FROM meta.builds {where} ORDER BY "{order}" DESC LIMIT 1'
+    ).to_pylist()
     return rows[0] if rows else None
 
 

@@ -24,6 +24,7 @@ FAMILY = QUANTILE_FAMILY
 #: Components are 0..1023, so a grid has at most 1,024 levels.
 MAX_LEVELS = 1024
 
+
 def is_level(value: Any) -> bool:
     return value is not None and math.isfinite(value) and 0 < value < 1
 
@@ -65,23 +66,43 @@ def check_rows(wh: Warehouse, sid: int, grid: list[float]) -> tuple[list[tuple],
     """(errors, warnings) of a quantile submission's stored rows, each as (message, count,
     example cells): levels outside (0, 1), cells lacking levels of the grid, values that
     decrease with the level; a grid without level 0.5 has no absolute track."""
-    row = wh.query_step("eval/032_quantile_checks", {
-        "submission_id": sid, "k_levels": len(grid)}).to_pylist()[0]
+    row = wh.query_step(
+        "eval/032_quantile_checks", {"submission_id": sid, "k_levels": len(grid)}
+    ).to_pylist()[0]
     errors = []
     for key, text in (
         ("bad_level", "quantile_level missing or outside (0, 1)"),
-        ("incomplete", (f"cell without every level of the submission's grid ({len(grid)} "
-                       f"levels: {_levels_text(grid)}); every cell needs the same grid")),
-        ("decreasing", ("quantile values decrease as the level rises (they must be "
-                       "non-decreasing in the level within each cell)")),
+        (
+            "incomplete",
+            (
+                f"cell without every level of the submission's grid ({len(grid)} "
+                f"levels: {_levels_text(grid)}); every cell needs the same grid"
+            ),
+        ),
+        (
+            "decreasing",
+            (
+                "quantile values decrease as the level rises (they must be "
+                "non-decreasing in the level within each cell)"
+            ),
+        ),
     ):
         if row[f"{key}_n"]:
-            errors.append((text, row[f"{key}_n"],
-                           [describe_cell(wh, c) for c in row[f"{key}_ex"] or []]))
+            errors.append(
+                (text, row[f"{key}_n"], [describe_cell(wh, c) for c in row[f"{key}_ex"] or []])
+            )
     warnings = []
     if grid and not any(math.isclose(t, 0.5, abs_tol=1e-9) for t in grid):
-        warnings.append((("no quantile level 0.5: the absolute track (MAE of the median) "
-                         "is not scored for this submission"), 0, [_levels_text(grid)]))
+        warnings.append(
+            (
+                (
+                    "no quantile level 0.5: the absolute track (MAE of the median) "
+                    "is not scored for this submission"
+                ),
+                0,
+                [_levels_text(grid)],
+            )
+        )
     return errors, warnings
 
 

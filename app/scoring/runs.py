@@ -38,8 +38,17 @@ from app.warehouse import Warehouse
 from contracts.errors import NothingToScore, UserError
 from contracts.provenance import utcnow
 
-_RUN_TEMP = ("run_agg", "run_fine", "agg_subs", "reuse", "same_sample_runs", "common_cells",
-             "fp_cells", "run_subs", "sub_coverage")
+_RUN_TEMP = (
+    "run_agg",
+    "run_fine",
+    "agg_subs",
+    "reuse",
+    "same_sample_runs",
+    "common_cells",
+    "fp_cells",
+    "run_subs",
+    "sub_coverage",
+)
 
 
 #: A submission enters a footprint's default run (no explicit list) only when it
@@ -91,22 +100,27 @@ def score(
         coverage = ensure_coverage(wh, fp["footprint_id"], candidates, ctx)
         ids = candidates
         if submissions is None and len(candidates) > 1:
-            ids = [s for s in candidates
-                   if n_fp and coverage[s].predicted_cells >= min_coverage * n_fp]
+            ids = [
+                s for s in candidates if n_fp and coverage[s].predicted_cells >= min_coverage * n_fp
+            ]
             if not ids:
                 raise NothingToScore(
                     f"No submission covers {min_coverage:.0%} of footprint "
-                    f"{fp['name']}@{fp['version']}; name the submissions to score explicitly")
+                    f"{fp['name']}@{fp['version']}; name the submissions to score explicitly"
+                )
         with wh.transaction():
-            run_id = _write_run(wh, fp, ctx, ids, candidates, coverage, n_fp, full=full,
-                                started=started, t0=t0)
+            run_id = _write_run(
+                wh, fp, ctx, ids, candidates, coverage, n_fp, full=full, started=started, t0=t0
+            )
     finally:
         for name in _RUN_TEMP:
             wh.execute(f"DROP TABLE IF EXISTS {name}")
         drop_footprint_temp(wh)
     if progress:
-        progress(f"footprint {fp['name']}@{fp['version']}: score run {run_id}, "
-                 f"{time.perf_counter() - t0:.1f}s")
+        progress(
+            f"footprint {fp['name']}@{fp['version']}: score run {run_id}, "
+            f"{time.perf_counter() - t0:.1f}s"
+        )
     if coherence:
         from app.scoring.coherence import ensure_coherence
 
@@ -114,9 +128,19 @@ def score(
     return run_id
 
 
-def _write_run(wh: Warehouse, fp: dict[str, Any], ctx: Context, ids: list[int],
-               candidates: list[int], coverage: dict[int, Coverage], n_fp: int, *,
-               full: bool, started: Any, t0: float) -> int:
+def _write_run(
+    wh: Warehouse,
+    fp: dict[str, Any],
+    ctx: Context,
+    ids: list[int],
+    candidates: list[int],
+    coverage: dict[int, Coverage],
+    n_fp: int,
+    *,
+    full: bool,
+    started: Any,
+    t0: float,
+) -> int:
     """The run's rows (inside the caller's transaction); returns its score_run_id."""
     run_id = int(wh.scalar("SELECT nextval('eval.score_run_id_seq')"))
     prepare_run_subs(wh, ids, {s: coverage[s].gaps_stored for s in ids})
@@ -126,7 +150,8 @@ def _write_run(wh: Warehouse, fp: dict[str, Any], ctx: Context, ids: list[int],
         detail = ", ".join(f"{names[s]}: {coverage[s].predicted_cells:,}" for s in ids)
         raise NothingToScore(
             f"The common sample is empty: footprint {fp['name']}@{fp['version']} has "
-            f"{n_fp:,} scoreable cells; cells predicted per submission: {detail}")
+            f"{n_fp:,} scoreable cells; cells predicted per submission: {detail}"
+        )
     reused = {} if full else _reusable(wh, fp["footprint_id"], ctx, fingerprint, ids)
     wh.set_params({"score_run_id": run_id})
     if reused:
@@ -134,21 +159,34 @@ def _write_run(wh: Warehouse, fp: dict[str, Any], ctx: Context, ids: list[int],
     fresh = [s for s in ids if s not in reused]
     if fresh:
         wh.set_params({"agg_ids": fresh})
-        wh.execute("CREATE OR REPLACE TEMP TABLE agg_subs AS SELECT submission_id, is_quantile "
-                   "FROM run_subs WHERE list_contains(getvariable('agg_ids'), submission_id)")
+        wh.execute(
+            "CREATE OR REPLACE TEMP TABLE agg_subs AS SELECT submission_id, is_quantile "
+            "FROM run_subs WHERE list_contains(getvariable('agg_ids'), submission_id)"
+        )
         wh.run_step("eval/065_cell_aggregates")
         wh.run_step("eval/070_metrics", {"score_run_id": run_id})
     for sid in candidates:
         got = coverage[sid].predicted_cells
-        wh.execute("INSERT INTO eval.coverage VALUES (?, ?, ?, ?, ?)",
-                   [run_id, sid, n_fp, got, got / n_fp if n_fp else None])
-    tested = {tuple(r) for r in wh.fetchall(
-        "SELECT least(submission_a, submission_b), greatest(submission_a, submission_b) "
-        "FROM eval.dm_tests WHERE score_run_id = ?", [run_id])}
+        wh.execute(
+            "INSERT INTO eval.coverage VALUES (?, ?, ?, ?, ?)",
+            [run_id, sid, n_fp, got, got / n_fp if n_fp else None],
+        )
+    tested = {
+        tuple(r)
+        for r in wh.fetchall(
+            "SELECT least(submission_a, submission_b), greatest(submission_a, submission_b) "
+            "FROM eval.dm_tests WHERE score_run_id = ?",
+            [run_id],
+        )
+    }
     run_dm_tests(wh, run_id, sorted(ids), skip=tested)
-    checksums = dict(wh.fetchall(
-        "SELECT CAST(submission_id AS VARCHAR), checksum FROM eval.submissions "
-        "WHERE list_contains(?, submission_id)", [ids]))
+    checksums = dict(
+        wh.fetchall(
+            "SELECT CAST(submission_id AS VARCHAR), checksum FROM eval.submissions "
+            "WHERE list_contains(?, submission_id)",
+            [ids],
+        )
+    )
     build = current_build(wh)
     wh.execute(
         "INSERT INTO eval.score_runs BY NAME SELECT ? AS score_run_id, ? AS footprint_id, "
@@ -156,15 +194,32 @@ def _write_run(wh: Warehouse, fp: dict[str, Any], ctx: Context, ids: list[int],
         "? AS footprint_cells, ? AS n_cells, ? AS build_id, ? AS build, "
         "? AS eval_sql_version, ? AS submission_checksums, ? AS started_at, ? AS finished_at, "
         "? AS elapsed_s, ? AS rules, ? AS sample_fingerprint, ? AS reused",
-        [run_id, fp["footprint_id"], fp["name"], fp["version"], ids, n_fp, n,
-         ctx.build_id, to_json(build), ctx.eval_sql_version, to_json(checksums), started,
-         utcnow(), time.perf_counter() - t0, ctx.rules, fingerprint,
-         to_json({str(s): r for s, r in reused.items()})])
+        [
+            run_id,
+            fp["footprint_id"],
+            fp["name"],
+            fp["version"],
+            ids,
+            n_fp,
+            n,
+            ctx.build_id,
+            to_json(build),
+            ctx.eval_sql_version,
+            to_json(checksums),
+            started,
+            utcnow(),
+            time.perf_counter() - t0,
+            ctx.rules,
+            fingerprint,
+            to_json({str(s): r for s, r in reused.items()}),
+        ],
+    )
     return run_id
 
 
-def _reusable(wh: Warehouse, footprint_id: int, ctx: Context, fingerprint: str,
-              ids: list[int]) -> dict[int, int]:
+def _reusable(
+    wh: Warehouse, footprint_id: int, ctx: Context, fingerprint: str, ids: list[int]
+) -> dict[int, int]:
     """{submission: earlier run} for the run's submissions already scored on the same
     common sample in this scoring context (temp tables same_sample_runs and reuse for 068)."""
     wh.execute(
@@ -172,26 +227,31 @@ def _reusable(wh: Warehouse, footprint_id: int, ctx: Context, fingerprint: str,
         "SELECT score_run_id, submission_ids FROM eval.score_runs "
         "WHERE footprint_id = ? AND build_id IS NOT DISTINCT FROM ? AND eval_sql_version = ? "
         "AND rules = ? AND sample_fingerprint = ?",
-        [footprint_id, ctx.build_id, ctx.eval_sql_version, ctx.rules, fingerprint])
+        [footprint_id, ctx.build_id, ctx.eval_sql_version, ctx.rules, fingerprint],
+    )
     wh.execute(
         "CREATE OR REPLACE TEMP TABLE reuse AS "
         "SELECT s.submission_id, max(r.score_run_id) AS from_run "
         "FROM (SELECT unnest(?::INTEGER[]) AS submission_id) s "
         "JOIN same_sample_runs r ON list_contains(r.submission_ids, s.submission_id) "
-        "GROUP BY s.submission_id", [ids])
+        "GROUP BY s.submission_id",
+        [ids],
+    )
     return {int(s): int(r) for s, r in wh.fetchall("SELECT submission_id, from_run FROM reuse")}
 
 
 def run_summary(wh: Warehouse, score_run_id: int) -> dict[str, Any]:
     """The score run's record with each submission's name and coverage."""
-    rows = wh.arrow("SELECT * FROM eval.score_runs WHERE score_run_id = ?",
-                    [score_run_id]).to_pylist()
+    rows = wh.arrow(
+        "SELECT * FROM eval.score_runs WHERE score_run_id = ?", [score_run_id]
+    ).to_pylist()
     if not rows:
         raise UserError(f"No score run {score_run_id}")
     run = rows[0]
     run["coverage"] = wh.arrow(
         "SELECT c.submission_id, s.name, c.predicted_cells, c.footprint_cells, c.coverage "
         "FROM eval.coverage c JOIN eval.submissions s USING (submission_id) "
-        "WHERE c.score_run_id = ? ORDER BY c.submission_id", [score_run_id]).to_pylist()
+        "WHERE c.score_run_id = ? ORDER BY c.submission_id",
+        [score_run_id],
+    ).to_pylist()
     return run
-

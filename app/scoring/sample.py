@@ -35,13 +35,16 @@ def prepare_footprint_cells(wh: Warehouse, fp: dict[str, Any]) -> int:
     return int(wh.scalar("SELECT count(*) FROM fp_cells"))
 
 
-def ensure_coverage(wh: Warehouse, footprint_id: int, submission_ids: list[int],
-                    ctx: Context) -> dict[int, Coverage]:
+def ensure_coverage(
+    wh: Warehouse, footprint_id: int, submission_ids: list[int], ctx: Context
+) -> dict[int, Coverage]:
     """Each submission's coverage of the footprint in fp_cells (computed and stored for
     those that have none in this context)."""
-    sql = ("SELECT submission_id, footprint_cells, predicted_cells, gaps_stored "
-           "FROM eval.footprint_coverage WHERE footprint_id = ? AND build_id IS NOT DISTINCT FROM ? "
-           "AND eval_sql_version = ? AND rules = ? AND list_contains(?, submission_id)")
+    sql = (
+        "SELECT submission_id, footprint_cells, predicted_cells, gaps_stored "
+        "FROM eval.footprint_coverage WHERE footprint_id = ? AND build_id IS NOT DISTINCT FROM ? "
+        "AND eval_sql_version = ? AND rules = ? AND list_contains(?, submission_id)"
+    )
     args = [footprint_id, ctx.build_id, ctx.eval_sql_version, ctx.rules, submission_ids]
     have = {r[0]: Coverage(int(r[1]), int(r[2]), bool(r[3])) for r in wh.fetchall(sql, args)}
     for sid in submission_ids:
@@ -49,32 +52,50 @@ def ensure_coverage(wh: Warehouse, footprint_id: int, submission_ids: list[int],
             continue
         with wh.transaction():
             for table in ("footprint_coverage", "sample_gaps"):
-                wh.execute(f"DELETE FROM eval.{table} WHERE footprint_id = ? AND submission_id = ?",
-                           [footprint_id, sid])
-            wh.run_step("eval/055_footprint_coverage", {
-                "footprint_id": footprint_id, "submission_id": sid,
-                "build_id": ctx.build_id, "eval_sql_version": ctx.eval_sql_version,
-                "rules": ctx.rules, "gaps_min_share": GAPS_MIN_SHARE})
-        row = wh.fetchone("SELECT footprint_cells, predicted_cells, "
-                          "footprint_cells > 0 AND predicted_cells >= ? * footprint_cells "
-                          "FROM sub_coverage", [GAPS_MIN_SHARE])
+                wh.execute(
+                    f"DELETE FROM eval.{table} WHERE footprint_id = ? AND submission_id = ?",
+                    [footprint_id, sid],
+                )
+            wh.run_step(
+                "eval/055_footprint_coverage",
+                {
+                    "footprint_id": footprint_id,
+                    "submission_id": sid,
+                    "build_id": ctx.build_id,
+                    "eval_sql_version": ctx.eval_sql_version,
+                    "rules": ctx.rules,
+                    "gaps_min_share": GAPS_MIN_SHARE,
+                },
+            )
+        row = wh.fetchone(
+            "SELECT footprint_cells, predicted_cells, "
+            "footprint_cells > 0 AND predicted_cells >= ? * footprint_cells "
+            "FROM sub_coverage",
+            [GAPS_MIN_SHARE],
+        )
         have[sid] = Coverage(int(row[0]), int(row[1]), bool(row[2]))
     wh.execute("DROP TABLE IF EXISTS sub_coverage")
     return have
 
 
-def prepare_run_subs(wh: Warehouse, submission_ids: list[int],
-                     gaps_stored: dict[int, bool] | None = None) -> None:
+def prepare_run_subs(
+    wh: Warehouse, submission_ids: list[int], gaps_stored: dict[int, bool] | None = None
+) -> None:
     """Temp table run_subs: the run's submissions with family and whether their gaps on
     the footprint are stored (without a map: none is, so 058 intersects their cells)."""
     stored = gaps_stored or {}
-    wh.set_params({"submission_ids": [int(s) for s in submission_ids],
-                   "gaps_stored_ids": [int(s) for s in submission_ids if stored.get(s)]})
+    wh.set_params(
+        {
+            "submission_ids": [int(s) for s in submission_ids],
+            "gaps_stored_ids": [int(s) for s in submission_ids if stored.get(s)],
+        }
+    )
     wh.execute(
         "CREATE OR REPLACE TEMP TABLE run_subs AS "
         "SELECT submission_id, family, family = 'quantile' AS is_quantile, "
         "list_contains(getvariable('gaps_stored_ids'), submission_id) AS gaps_stored "
-        "FROM eval.submissions WHERE list_contains(getvariable('submission_ids'), submission_id)")
+        "FROM eval.submissions WHERE list_contains(getvariable('submission_ids'), submission_id)"
+    )
 
 
 def common_sample(wh: Warehouse, footprint_id: int | None) -> tuple[int, str]:

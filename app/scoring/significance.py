@@ -54,16 +54,24 @@ def diebold_mariano(d: np.ndarray, h: int) -> tuple[float, float, float]:
     return mean, stat, p
 
 
-def run_dm_tests(wh: Warehouse, score_run_id: int, submission_ids: list[int], *,
-                 skip: set[tuple[int, int]] | None = None) -> int:
+def run_dm_tests(
+    wh: Warehouse,
+    score_run_id: int,
+    submission_ids: list[int],
+    *,
+    skip: set[tuple[int, int]] | None = None,
+) -> int:
     """Every pair of a run, squared and absolute loss, pooled (horizon 0) and per horizon,
     from eval.quarter_losses into eval.dm_tests; returns rows written. Pairs in `skip`
     (lower id first) already have their tests in the run (copied from an earlier run on
     the same sample). A loss that a submission does not have (the absolute loss of a
     quantile grid without a median) gets no test."""
     skip = skip or set()
-    pairs = [(a, b) for a, b in itertools.combinations(submission_ids, 2)
-             if (min(a, b), max(a, b)) not in skip]
+    pairs = [
+        (a, b)
+        for a, b in itertools.combinations(submission_ids, 2)
+        if (min(a, b), max(a, b)) not in skip
+    ]
     if not pairs:
         return 0
     rows = wh.fetchall(
@@ -99,12 +107,34 @@ def run_dm_tests(wh: Warehouse, score_run_id: int, submission_ids: list[int], *,
                     continue
                 hh = POOLED_HORIZON if h == 0 else h
                 mean, stat, p = diebold_mariano(d, hh)
-                out.append((score_run_id, a, b, loss, h, int(keep.sum()), hh - 1,
-                            _nan_none(mean), _nan_none(stat), _nan_none(p)))
+                out.append(
+                    (
+                        score_run_id,
+                        a,
+                        b,
+                        loss,
+                        h,
+                        int(keep.sum()),
+                        hh - 1,
+                        _nan_none(mean),
+                        _nan_none(stat),
+                        _nan_none(p),
+                    )
+                )
     if not out:
         return 0
-    names = ["score_run_id", "submission_a", "submission_b", "loss", "horizon", "n_quarters",
-             "bandwidth", "mean_diff", "dm_stat", "p_value"]
+    names = [
+        "score_run_id",
+        "submission_a",
+        "submission_b",
+        "loss",
+        "horizon",
+        "n_quarters",
+        "bandwidth",
+        "mean_diff",
+        "dm_stat",
+        "p_value",
+    ]
     table = pa.table({n: [r[i] for r in out] for i, n in enumerate(names)})
     return wh.write_arrow("eval.dm_tests", table)
 

@@ -92,7 +92,7 @@ class _File:
             # NaN is how many tools write a missing float: it becomes NULL here, once,
             # so every check and every output sees one kind of missing value.
             floats = [r[0] for r in described if r[1] in ("FLOAT", "DOUBLE")]
-            replace = ", ".join(f"nullif(\"{c}\", 'NaN'::DOUBLE) AS \"{c}\"" for c in floats)
+            replace = ", ".join(f'nullif("{c}", \'NaN\'::DOUBLE) AS "{c}"' for c in floats)
             self.select = f"SELECT * {f'REPLACE ({replace}) ' if replace else ''}FROM {source}"
             con.execute(f"CREATE OR REPLACE VIEW {name} AS {self.select}")
             self.rows = con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]
@@ -105,11 +105,19 @@ class _File:
         # Column names match case-insensitively, as DuckDB resolves them.
         self.types = {r[0].lower(): r[1] for r in described if r[0] != "file_row_number"}
         if self.rows == 0:
-            raise ValidationError(f"The {role} file {self.path} holds no rows. Nothing was written.")
+            raise ValidationError(
+                f"The {role} file {self.path} holds no rows. Nothing was written."
+            )
 
     def fail(
-        self, column: str, problem: str, where: str, show: list[str], hint: str = "",
-        subject: str | None = None, order: str = "file_row_number",
+        self,
+        column: str,
+        problem: str,
+        where: str,
+        show: list[str],
+        hint: str = "",
+        subject: str | None = None,
+        order: str = "file_row_number",
     ) -> None:
         """Raise one ValidationError with up to 3 example rows matching `where`."""
         n = self.con.execute(f"SELECT count(*) FROM {self.name} WHERE {where}").fetchone()[0]
@@ -129,14 +137,23 @@ class _File:
         )
         raise ValidationError(
             message,
-            [{"file": str(self.path), "column": column, "problem": problem, "rows": n,
-              "examples": [list(map(str, r)) for r in rows]}],
+            [
+                {
+                    "file": str(self.path),
+                    "column": column,
+                    "problem": problem,
+                    "rows": n,
+                    "examples": [list(map(str, r)) for r in rows],
+                }
+            ],
         )
 
     def require(self, columns: list[str], what: str, hint: str = "") -> None:
         missing = [c for c in columns if c not in self.types]
         if missing:
-            shown = ", ".join(missing[:12]) + (f" and {len(missing) - 12} more" if len(missing) > 12 else "")
+            shown = ", ".join(missing[:12]) + (
+                f" and {len(missing) - 12} more" if len(missing) > 12 else ""
+            )
             raise ValidationError(
                 f"{self.path.name}: missing {what} column(s) {shown}; found "
                 f"{len(self.types)} column(s) such as {', '.join(list(self.types)[:6])}."
@@ -153,10 +170,15 @@ class _File:
         if k in ("int", "float"):
             self.fail("gvkey", f"is numeric ({self.types['gvkey']})", "true", ["gvkey"], _GVKEY_FIX)
         if k != "text":
-            self.fail("gvkey", f"has type {self.types['gvkey']}, not text", "true", ["gvkey"], _GVKEY_FIX)
+            self.fail(
+                "gvkey", f"has type {self.types['gvkey']}, not text", "true", ["gvkey"], _GVKEY_FIX
+            )
         self.fail_if("gvkey", "is null", "gvkey IS NULL", ["datadate"])
         self.fail_if(
-            "gvkey", "is not a 6-character code", "length(gvkey) <> 6", ["gvkey", "datadate"],
+            "gvkey",
+            "is not a 6-character code",
+            "length(gvkey) <> 6",
+            ["gvkey", "datadate"],
             _GVKEY_FIX,
         )
 
@@ -165,35 +187,48 @@ class _File:
         show = ["gvkey", column]
         if k == "text":
             self.fail_if(
-                column, "holds text that is not a date (YYYY-MM-DD)",
-                f'"{column}" IS NOT NULL AND try_cast("{column}" AS DATE) IS NULL', show,
+                column,
+                "holds text that is not a date (YYYY-MM-DD)",
+                f'"{column}" IS NOT NULL AND try_cast("{column}" AS DATE) IS NULL',
+                show,
             )
         elif k not in ("date", "timestamp", "null"):
             self.fail(
-                column, f"has type {self.types[column]}, not a date", f'"{column}" IS NOT NULL',
-                show, "Store dates as DATE (or ISO text 'YYYY-MM-DD').",
+                column,
+                f"has type {self.types[column]}, not a date",
+                f'"{column}" IS NOT NULL',
+                show,
+                "Store dates as DATE (or ISO text 'YYYY-MM-DD').",
             )
         if not nullable:
             self.fail_if(column, "is null", f'"{column}" IS NULL', show)
 
-    def check_number(self, column: str, integral: bool, lo: float | None = None,
-                     hi: float | None = None) -> None:
+    def check_number(
+        self, column: str, integral: bool, lo: float | None = None, hi: float | None = None
+    ) -> None:
         k = self.kind(column)
         show = ["gvkey", "datadate", column]
         if k not in ("int", "float", "null"):
             self.fail(
-                column, f"has type {self.types[column]}, not a number", f'"{column}" IS NOT NULL',
-                show, "Item and code columns must be numeric.",
+                column,
+                f"has type {self.types[column]}, not a number",
+                f'"{column}" IS NOT NULL',
+                show,
+                "Item and code columns must be numeric.",
             )
         if integral and k == "float":
             self.fail_if(
-                column, "holds non-integer values",
-                f'"{column}" IS NOT NULL AND "{column}" <> round("{column}")', show,
+                column,
+                "holds non-integer values",
+                f'"{column}" IS NOT NULL AND "{column}" <> round("{column}")',
+                show,
             )
         if lo is not None and k != "null":
             self.fail_if(
-                column, f"lies outside {lo:g}..{hi:g}",
-                f'"{column}" IS NOT NULL AND NOT ("{column}" BETWEEN {lo} AND {hi})', show,
+                column,
+                f"lies outside {lo:g}..{hi:g}",
+                f'"{column}" IS NOT NULL AND NOT ("{column}" BETWEEN {lo} AND {hi})',
+                show,
             )
 
     def check_finite(self, columns: list[str]) -> None:
@@ -206,7 +241,9 @@ class _File:
                 if hit:
                     self.fail(c, "holds infinite values", f'isinf("{c}")', ["gvkey", "datadate"])
 
-    def fail_if(self, column: str, problem: str, where: str, show: list[str], hint: str = "") -> None:
+    def fail_if(
+        self, column: str, problem: str, where: str, show: list[str], hint: str = ""
+    ) -> None:
         hit = self.con.execute(f"SELECT 1 FROM {self.name} WHERE {where} LIMIT 1").fetchone()
         if hit:
             self.fail(column, problem, where, show, hint)
@@ -223,9 +260,13 @@ class _File:
         ).fetchone()
         if hit:
             self.fail(
-                keys[0], "appear more than once", dup, keys,
+                keys[0],
+                "appear more than once",
+                dup,
+                keys,
                 "Each key must appear once; remove the duplicates.",
-                subject=f"duplicate ({', '.join(keys)}) rows", order=f"{cols}, file_row_number",
+                subject=f"duplicate ({', '.join(keys)}) rows",
+                order=f"{cols}, file_row_number",
             )
 
 
@@ -286,11 +327,13 @@ class ParquetSource(Source):
         self.has_permno = "permno" in panel.types
         self.has_naicsh = "naicsh" in panel.types
         panel.require(
-            list(FUNDQ_ROW_KEY), "key",
+            list(FUNDQ_ROW_KEY),
+            "key",
             "The panel needs gvkey, datadate, fyearq and fqtr (Compustat names).",
         )
         panel.require(
-            self.items, "item",
+            self.items,
+            "item",
             "The raw panel carries the 52 balance-sheet and income-statement items and the "
             "20 year-to-date cash-flow sources (*y) listed in reference/items.csv.",
         )
@@ -326,7 +369,8 @@ class ParquetSource(Source):
         if self.links is not None:
             lk = _File(con, self.links, "links", "links")
             lk.require(
-                ["gvkey", "lpermno", "linktype", "linkprim", "linkdt", "linkenddt"], "link",
+                ["gvkey", "lpermno", "linktype", "linkprim", "linkdt", "linkenddt"],
+                "link",
                 "The link file has crsp.ccmxpf_lnkhist's columns.",
             )
             lk.check_gvkey()
@@ -338,7 +382,9 @@ class ParquetSource(Source):
                 if lk.kind(col) != "text":
                     lk.fail(col, f"has type {lk.types[col]}, not text", "true", ["gvkey", col])
             lk.fail_if(
-                "linkenddt", "is before linkdt", "linkenddt < linkdt",
+                "linkenddt",
+                "is before linkdt",
+                "linkenddt < linkdt",
                 ["gvkey", "lpermno", "linkdt"],
             )
             kept, total = con.execute(
@@ -369,7 +415,9 @@ class ParquetSource(Source):
             f"CAST(fqtr AS TINYINT) AS fqtr, {fyr} AS fyr, {items} FROM panel"
         )
         if self.industry is not None:
-            naicsh = "CAST(naicsh AS INTEGER)" if self.industry_has_naicsh else "CAST(NULL AS INTEGER)"
+            naicsh = (
+                "CAST(naicsh AS INTEGER)" if self.industry_has_naicsh else "CAST(NULL AS INTEGER)"
+            )
             industry = (
                 "SELECT gvkey, CAST(datadate AS DATE) AS datadate, CAST(sich AS INTEGER) AS sich, "
                 f"{naicsh} AS naicsh FROM industry"

@@ -168,7 +168,15 @@ class WrdsSource(Source):
             f"SELECT gvkey, datadate, sich, naicsh FROM comp.co_industry "
             f"WHERE {_where(INDUSTRY_FILTERS)} AND datadate <= '{self.end_year}-12-31'"
         )
-        out.append(Chunk("co_industry", "all", industry, INDUSTRY_SCHEMA, self._folder("co_industry", industry)))
+        out.append(
+            Chunk(
+                "co_industry",
+                "all",
+                industry,
+                INDUSTRY_SCHEMA,
+                self._folder("co_industry", industry),
+            )
+        )
         links = (
             "SELECT gvkey, lpermno, linktype, linkprim, linkdt, linkenddt "
             f"FROM crsp.ccmxpf_lnkhist WHERE linktype IN ({_quoted(LINKTYPES)}) "
@@ -258,9 +266,7 @@ class WrdsSource(Source):
         by_table: dict[str, list[Chunk]] = {}
         for c in chunks:
             by_table.setdefault(c.table, []).append(c)
-        pulled = sorted(
-            _pulled_at(c.path) for c in chunks if _pulled_at(c.path)
-        )
+        pulled = sorted(_pulled_at(c.path) for c in chunks if _pulled_at(c.path))
         vintage = f"WRDS pull {pulled[0][:10]}..{pulled[-1][:10]}" if pulled else "WRDS pull"
         return RawTables(
             fundq=_read_chunks(by_table["fundq"]),
@@ -276,7 +282,9 @@ def _to_arrow(frame: Any, chunk: Chunk) -> pa.Table:
     try:
         table = pa.Table.from_pandas(frame, preserve_index=False)
     except (pa.ArrowException, TypeError, ValueError) as exc:
-        raise UserError(f"WRDS answer for {chunk.table} {chunk.label} is not tabular: {exc}") from None
+        raise UserError(
+            f"WRDS answer for {chunk.table} {chunk.label} is not tabular: {exc}"
+        ) from None
     names = {n.lower(): n for n in table.column_names}
     missing = [f.name for f in chunk.schema if f.name not in names]
     if missing:
@@ -374,9 +382,7 @@ class _progress:
             console=self.console,
         )
         self._bar.start()
-        task = self._bar.add_task(
-            f"({self.cached} chunks cached)", total=self.todo
-        )
+        task = self._bar.add_task(f"({self.cached} chunks cached)", total=self.todo)
 
         def advance(label: str) -> None:
             self._bar.update(task, advance=1, description=f"{label} (cached {self.cached})")

@@ -36,9 +36,23 @@ router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
 
 _HIDDEN = {"rank", "submission_id", "n_components", "sig", "footprint", "score_run_id"}
-_LABELS = {"r2": "R²", "mse": "MSE", "mae": "MAE", "nll": "NLL", "crps": "CRPS", "z2": "z²",
-           "n": "cells", "model": "model", "dm_vs_leader": "DM vs leader", "dm_vs_reference": "DM vs reference", "p_value": "p",
-           "cov50": "cov 50%", "cov80": "cov 80%", "cov90": "cov 90%", "cov95": "cov 95%"}
+_LABELS = {
+    "r2": "R²",
+    "mse": "MSE",
+    "mae": "MAE",
+    "nll": "NLL",
+    "crps": "CRPS",
+    "z2": "z²",
+    "n": "cells",
+    "model": "model",
+    "dm_vs_leader": "DM vs leader",
+    "dm_vs_reference": "DM vs reference",
+    "p_value": "p",
+    "cov50": "cov 50%",
+    "cov80": "cov 80%",
+    "cov90": "cov 90%",
+    "cov95": "cov 95%",
+}
 
 
 _METRICS = {"r2", "mse", "mae", "nll", "crps", "z2", "cov50", "cov80", "cov90", "cov95"}
@@ -62,7 +76,9 @@ templates.env.globals["fmt"] = fmt
 
 
 def _render(request: Request, name: str, page: str, **context: Any) -> HTMLResponse:
-    return templates.TemplateResponse(request, name, {"page": page, "version": __version__, **context})
+    return templates.TemplateResponse(
+        request, name, {"page": page, "version": __version__, **context}
+    )
 
 
 def _columns(names: list[str], types: dict[str, str], metric: str) -> list[dict[str, Any]]:
@@ -71,9 +87,13 @@ def _columns(names: list[str], types: dict[str, str], metric: str) -> list[dict[
     for c in names:
         if c in _HIDDEN:
             continue
-        col: dict[str, Any] = {"name": c, "label": _LABELS.get(c, c), "text": types.get(c) == "string",
-                               # a metric a submission does not have (a quantile grid's NLL)
-                               "dash": c in _METRICS}
+        col: dict[str, Any] = {
+            "name": c,
+            "label": _LABELS.get(c, c),
+            "text": types.get(c) == "string",
+            # a metric a submission does not have (a quantile grid's NLL)
+            "dash": c in _METRICS,
+        }
         if c == metric and "sig" in names:
             col["mark"] = "sig"
         cols.append(col)
@@ -93,17 +113,23 @@ def _chart(wh: Warehouse, run: dict[str, Any], track: str, order: list[str]) -> 
         series.setdefault(sid, {"name": name, "points": []})["points"].append([h, v])
     coverage = queries.density_coverage(wh, run["score_run_id"])
     pit_rows = queries.pit_histograms(wh, run["score_run_id"])
-    return clean({
-        # one colour per model on every chart: its place on the leaderboard
-        "colors": {name: i for i, name in enumerate(order)},
-        "metric": metric,
-        "metric_label": _LABELS.get(metric, metric),
-        "by_horizon": list(series.values()),
-        "coverage": [{"name": name, "points": [[0.5, c50], [0.8, c80], [0.9, c90], [0.95, c95]]}
-                     for _, name, c50, c80, c90, c95 in coverage],
-        "pit": [{"submission_id": sid, "name": name, "shares": shares, "index": i}
-                for i, (sid, name, shares) in enumerate(pit_rows)],
-    })
+    return clean(
+        {
+            # one colour per model on every chart: its place on the leaderboard
+            "colors": {name: i for i, name in enumerate(order)},
+            "metric": metric,
+            "metric_label": _LABELS.get(metric, metric),
+            "by_horizon": list(series.values()),
+            "coverage": [
+                {"name": name, "points": [[0.5, c50], [0.8, c80], [0.9, c90], [0.95, c95]]}
+                for _, name, c50, c80, c90, c95 in coverage
+            ],
+            "pit": [
+                {"submission_id": sid, "name": name, "shares": shares, "index": i}
+                for i, (sid, name, shares) in enumerate(pit_rows)
+            ],
+        }
+    )
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -119,16 +145,24 @@ def leaderboard_page(
         track = TRACK_INFO[0]["name"]
     if footprint not in names:
         footprint = "full" if "full" in names else (names[0] if names else None)
-    context: dict[str, Any] = {"footprints": names, "footprint": footprint, "tracks": TRACK_INFO,
-                               "track": track, "run": None, "against": against or ""}
+    context: dict[str, Any] = {
+        "footprints": names,
+        "footprint": footprint,
+        "tracks": TRACK_INFO,
+        "track": track,
+        "run": None,
+        "against": against or "",
+    }
     run = latest_run(wh, footprint) if footprint else None
     if run:
         scored = queries.submission_names(wh, run["submission_ids"])
         if against not in scored:
             against = None  # a model not on this footprint: back to the leader
         table = leaderboard_table(wh, footprint, track, "global", against)
-        types = {f.name: ("string" if str(f.type) in ("string", "large_string") else "number")
-                 for f in table.schema}
+        types = {
+            f.name: ("string" if str(f.type) in ("string", "large_string") else "number")
+            for f in table.schema
+        }
         context.update(
             run=run,
             columns=_columns(table.column_names, types, _metric(track)),
@@ -137,9 +171,9 @@ def leaderboard_page(
             models=scored,
             against=against or "",
             dm_note=f"Diebold–Mariano tests against {against or 'the leader'} (quarter-clustered, "
-                    "Newey–West, HLN; DM > 0 favours the row's model): * / ** / *** "
-                    f"{'the reference' if against else 'leader'} better at 10 / 5 / 1%, † this "
-                    "model better at 1%.",
+            "Newey–West, HLN; DM > 0 favours the row's model): * / ** / *** "
+            f"{'the reference' if against else 'leader'} better at 10 / 5 / 1%, † this "
+            "model better at 1%.",
         )
     return _render(request, "leaderboard.html", "leaderboard", **context)
 
@@ -149,22 +183,37 @@ def submission_page(request: Request, submission_id: int, wh: WarehouseDep) -> H
     record = submission_record(wh, submission_id)
     if record is None:
         raise NotFound(f"No submission {submission_id}.")
-    return _render(request, "submission.html", "submission", sub=record,
-                   scores=clean(submission_scores(wh, submission_id)))
+    return _render(
+        request,
+        "submission.html",
+        "submission",
+        sub=record,
+        scores=clean(submission_scores(wh, submission_id)),
+    )
 
 
 @router.get("/upload", response_class=HTMLResponse)
 def upload_page(request: Request, settings: SettingsDep) -> HTMLResponse:
-    return _render(request, "upload.html", "upload", max_size=human_bytes(settings.upload_max_bytes),
-                   per_day=settings.uploads_per_day)
+    return _render(
+        request,
+        "upload.html",
+        "upload",
+        max_size=human_bytes(settings.upload_max_bytes),
+        per_day=settings.uploads_per_day,
+    )
 
 
 @router.get("/query", response_class=HTMLResponse)
 def query_page(request: Request, settings: SettingsDep) -> HTMLResponse:
     schema = snapshot_schema(settings.public_snapshot)
-    return _render(request, "query.html", "query", max_rows=f"{settings.query_max_rows:,}",
-                   timeout=f"{settings.query_timeout_s:g}",
-                   tables={t: list(cols) for t, cols in schema.items()})
+    return _render(
+        request,
+        "query.html",
+        "query",
+        max_rows=f"{settings.query_max_rows:,}",
+        timeout=f"{settings.query_timeout_s:g}",
+        tables={t: list(cols) for t, cols in schema.items()},
+    )
 
 
 @router.get("/api/docs", response_class=HTMLResponse)
@@ -174,9 +223,15 @@ def api_docs(request: Request) -> HTMLResponse:
     for path, methods in spec.get("paths", {}).items():
         for method, op in methods.items():
             params = [
-                {"name": p["name"], "where": p["in"], "required": p.get("required", False),
-                 "type": p.get("schema", {}).get("type", p.get("schema", {}).get("anyOf", [{}])[0].get("type", "")),
-                 "description": p.get("description", "")}
+                {
+                    "name": p["name"],
+                    "where": p["in"],
+                    "required": p.get("required", False),
+                    "type": p.get("schema", {}).get(
+                        "type", p.get("schema", {}).get("anyOf", [{}])[0].get("type", "")
+                    ),
+                    "description": p.get("description", ""),
+                }
                 for p in op.get("parameters", [])
             ]
             body = op.get("requestBody", {}).get("content", {})
@@ -186,13 +241,25 @@ def api_docs(request: Request) -> HTMLResponse:
                     ref = schema["$ref"].rsplit("/", 1)[-1]
                     schema = spec.get("components", {}).get("schemas", {}).get(ref, {})
                 for name, prop in schema.get("properties", {}).items():
-                    params.append({"name": name, "where": f"body ({media})",
-                                   "required": name in schema.get("required", []),
-                                   "type": prop.get("type", prop.get("format", "")),
-                                   "description": prop.get("description", "")})
-            operations.append({"method": method.upper(), "path": path, "summary": op.get("summary", ""),
-                               "description": op.get("description", ""), "params": params,
-                               "secured": bool(op.get("security"))})
+                    params.append(
+                        {
+                            "name": name,
+                            "where": f"body ({media})",
+                            "required": name in schema.get("required", []),
+                            "type": prop.get("type", prop.get("format", "")),
+                            "description": prop.get("description", ""),
+                        }
+                    )
+            operations.append(
+                {
+                    "method": method.upper(),
+                    "path": path,
+                    "summary": op.get("summary", ""),
+                    "description": op.get("description", ""),
+                    "params": params,
+                    "secured": bool(op.get("security")),
+                }
+            )
     return _render(request, "api_docs.html", "docs", operations=operations)
 
 

@@ -44,10 +44,20 @@ from models.baselines.registry import Registry
 
 #: The paper's chain, verbatim ("(+x)" items included; those outside the 78 drop out).
 CHAIN_SPEC: tuple[tuple[str, ...], ...] = (
-    ("revtq",), ("cogsq", "rectq"), ("invtq", "apq"), ("xsgaq",), ("acoq", "lcoq"),
-    ("ppentq", "intanq"), ("dpq",), ("dlcq", "dlttq", "loq"), ("xintq",),
-    ("aoq", "mibtq", "neiq"), ("nopiq", "spiq", "xidoq"), ("txtq", "txpq", "txditcq"),
-    ("miiq", "dvpq", "dvcq"), ("acomincq",),
+    ("revtq",),
+    ("cogsq", "rectq"),
+    ("invtq", "apq"),
+    ("xsgaq",),
+    ("acoq", "lcoq"),
+    ("ppentq", "intanq"),
+    ("dpq",),
+    ("dlcq", "dlttq", "loq"),
+    ("xintq",),
+    ("aoq", "mibtq", "neiq"),
+    ("nopiq", "spiq", "xidoq"),
+    ("txtq", "txpq", "txditcq"),
+    ("miiq", "dvpq", "dvcq"),
+    ("acomincq",),
 )
 ARMS = ("l1", "l2")
 
@@ -69,9 +79,15 @@ def design(X: np.ndarray, upstream: np.ndarray) -> np.ndarray:
 
 def _params(arm: str, leaves: int, spec: dict[str, Any], seed: int) -> dict[str, Any]:
     params = {
-        "objective": "l1" if arm == "l1" else "l2", "metric": "l1" if arm == "l1" else "l2",
-        "num_leaves": leaves, "learning_rate": spec["learning_rate"], "verbosity": -1,
-        "num_threads": 1, "seed": seed, "deterministic": True, "force_col_wise": True,
+        "objective": "l1" if arm == "l1" else "l2",
+        "metric": "l1" if arm == "l1" else "l2",
+        "num_leaves": leaves,
+        "learning_rate": spec["learning_rate"],
+        "verbosity": -1,
+        "num_threads": 1,
+        "seed": seed,
+        "deterministic": True,
+        "force_col_wise": True,
     }
     # LightGBM defaults otherwise; the demo preset may pass speed knobs (max_bin, ...).
     params.update(spec.get("lgb_params", {}))
@@ -85,9 +101,15 @@ def _rows(y: np.ndarray, max_rows: int | None, seed: int) -> np.ndarray:
     return rows
 
 
-def chain_task(task: tuple[int, str, dict[str, Any], list[list[int]], int], *,
-               X_tr: np.ndarray, Y_tr: np.ndarray, X_va: np.ndarray, Y_va: np.ndarray,
-               X_test: np.ndarray) -> dict[str, Any]:
+def chain_task(
+    task: tuple[int, str, dict[str, Any], list[list[int]], int],
+    *,
+    X_tr: np.ndarray,
+    Y_tr: np.ndarray,
+    X_va: np.ndarray,
+    Y_va: np.ndarray,
+    X_test: np.ndarray,
+) -> dict[str, Any]:
     """Train the whole chain at horizon h and cascade it over the test rows."""
     import lightgbm as lgb
 
@@ -113,14 +135,19 @@ def chain_task(task: tuple[int, str, dict[str, Any], list[list[int]], int], *,
 
             def datasets(D_tr=D_tr, D_va=D_va, tr=tr, va=va, i=i):
                 dtrain = lgb.Dataset(D_tr, Y_tr[tr, i, hi], free_raw_data=True)
-                dval = None if D_va is None else lgb.Dataset(D_va, Y_va[va, i, hi], reference=dtrain)
+                dval = (
+                    None if D_va is None else lgb.Dataset(D_va, Y_va[va, i, hi], reference=dtrain)
+                )
                 return dtrain, dval
 
             best = _select_leaves(arm, spec, s, datasets)
             fit = _rows(Y_fit[:, i], spec["max_rows"], s + 1)
             D_fit = design(X_fit[fit], Y_fit[fit][:, upstream])
-            booster = lgb.train(_params(arm, best["leaves"], spec, s),
-                                lgb.Dataset(D_fit, Y_fit[fit, i]), num_boost_round=best["trees"])
+            booster = lgb.train(
+                _params(arm, best["leaves"], spec, s),
+                lgb.Dataset(D_fit, Y_fit[fit, i]),
+                num_boost_round=best["trees"],
+            )
             # The cascade: upstream columns hold this chain's own test predictions.
             pred[:, i] = booster.predict(design(X_test, pred[:, upstream])).astype(np.float32)
             chosen[i] = {**best, "n_fit": int(fit.size), "model": booster.model_to_string()}
@@ -128,9 +155,13 @@ def chain_task(task: tuple[int, str, dict[str, Any], list[list[int]], int], *,
     return {"h": h, "arm": arm, "pred": pred, "chosen": chosen}
 
 
-def _select_leaves(arm: str, spec: dict[str, Any], seed: int,
-                   datasets: Callable[[], tuple[Any, Any]],
-                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def _select_leaves(
+    arm: str,
+    spec: dict[str, Any],
+    seed: int,
+    datasets: Callable[[], tuple[Any, Any]],
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The leaves grid point with the lowest early-stopped validation loss, and its trees.
 
     `datasets()` gives (train, validation or None) for each grid point: the per-fit path
@@ -144,7 +175,10 @@ def _select_leaves(arm: str, spec: dict[str, Any], seed: int,
         dtrain, dval = datasets()
         if dval is not None:
             booster = lgb.train(
-                params, dtrain, num_boost_round=spec["max_trees"], valid_sets=[dval],
+                params,
+                dtrain,
+                num_boost_round=spec["max_trees"],
+                valid_sets=[dval],
                 callbacks=[lgb.early_stopping(spec["early_stopping"], verbose=False)],
             )
             score = float(booster.best_score["valid_0"][params["metric"]])
@@ -165,9 +199,18 @@ def _subset(parent: Any, rows: np.ndarray, label: np.ndarray) -> Any:
     return d
 
 
-def _chain_shared_bins(h: int, arm: str, spec: dict[str, Any], steps: list[list[int]], seed: int,
-                       X_tr: np.ndarray, Y_tr: np.ndarray, X_va: np.ndarray, Y_va: np.ndarray,
-                       X_test: np.ndarray) -> dict[str, Any]:
+def _chain_shared_bins(
+    h: int,
+    arm: str,
+    spec: dict[str, Any],
+    steps: list[list[int]],
+    seed: int,
+    X_tr: np.ndarray,
+    Y_tr: np.ndarray,
+    X_va: np.ndarray,
+    Y_va: np.ndarray,
+    X_test: np.ndarray,
+) -> dict[str, Any]:
     """chain_task with the binned datasets built once per horizon (module docstring)."""
     import lightgbm as lgb
 
@@ -181,8 +224,9 @@ def _chain_shared_bins(h: int, arm: str, spec: dict[str, Any], steps: list[list[
     D_va = design(X_va, Y_va[:, order, hi])
     base = lgb.Dataset(D_tr, params=ds_params, free_raw_data=False).construct()
     val_base = lgb.Dataset(D_va, reference=base, params=ds_params, free_raw_data=False).construct()
-    fit_base = lgb.Dataset(np.vstack([D_tr, D_va]), reference=base, params=ds_params,
-                           free_raw_data=False).construct()
+    fit_base = lgb.Dataset(
+        np.vstack([D_tr, D_va]), reference=base, params=ds_params, free_raw_data=False
+    ).construct()
     Y_fit = np.concatenate([Y_tr[:, :, hi], Y_va[:, :, hi]])
     # The cascade: upstream columns are filled with the chain's test predictions as they come.
     D_test = design(X_test, np.zeros((X_test.shape[0], len(order)), np.float32))
@@ -201,8 +245,11 @@ def _chain_shared_bins(h: int, arm: str, spec: dict[str, Any], steps: list[list[
             dval = _subset(val_base, va, Y_va[va, i, hi]) if va.size else None
             best = _select_leaves(arm, spec, s, lambda d=(dtrain, dval): d, allowed)
             fit = _rows(Y_fit[:, i], spec["max_rows"], s + 1)
-            booster = lgb.train(_params(arm, best["leaves"], spec, s) | allowed,
-                                _subset(fit_base, fit, Y_fit[fit, i]), num_boost_round=best["trees"])
+            booster = lgb.train(
+                _params(arm, best["leaves"], spec, s) | allowed,
+                _subset(fit_base, fit, Y_fit[fit, i]),
+                num_boost_round=best["trees"],
+            )
             pred[:, i] = booster.predict(D_test).astype(np.float32)
             chosen[i] = {**best, "n_fit": int(fit.size), "model": booster.model_to_string()}
         for i in step:  # the next steps see this step's predictions (NaN: not fit -> 0)
@@ -245,14 +292,19 @@ def fit_predict(
     advance = tracker.stage(f"{model}: chains", len(horizons))
     advance(len(horizons) - len(todo))
     fan.map(
-        chain_task, todo,
+        chain_task,
+        todo,
         {"X_tr": train.X, "Y_tr": train.Y, "X_va": val.X, "Y_va": val.Y, "X_test": test.X},
-        on_result=lambda t, r: registry.save("chain", f"h{t[0]}", r), progress=advance,
+        on_result=lambda t, r: registry.save("chain", f"h{t[0]}", r),
+        progress=advance,
     )
     mu = np.full((test.n, len(train.items), N_HORIZONS), np.nan, dtype=np.float32)
     chosen = {}
     for h in horizons:
         r = registry.load("chain", f"h{h}")
         mu[:, :, h - 1] = r["pred"]
-        chosen[h] = {train.items[i]: {k: v for k, v in c.items() if k != "model"} for i, c in r["chosen"].items()}
+        chosen[h] = {
+            train.items[i]: {k: v for k, v in c.items() if k != "model"}
+            for i, c in r["chosen"].items()
+        }
     return Forecast(test, [(mu, None)], {"chosen": chosen, "run": str(registry.dir)})

@@ -26,6 +26,7 @@ N_HORIZONS = 20
 N_FEATURES = 985
 _TARGET = re.compile(r"^(?P<item>.+)_t(?P<h>[0-9]+)$")
 
+
 @lru_cache(maxsize=1)
 def item_names() -> tuple[str, ...]:
     """The 78 items in item_id order (item_id = position + 1), from reference/items.csv."""
@@ -70,17 +71,26 @@ class TabularData:
 
     def rows(self, mask: np.ndarray) -> TabularData:
         return TabularData(
-            self.firm_id[mask], self.origin_q[mask], self.split[mask], self.X[mask], self.Y[mask],
-            self.features, self.items,
+            self.firm_id[mask],
+            self.origin_q[mask],
+            self.split[mask],
+            self.X[mask],
+            self.Y[mask],
+            self.features,
+            self.items,
         )
 
     @staticmethod
     def concat(*parts: TabularData) -> TabularData:
         first = parts[0]
         return TabularData(
-            np.concatenate([p.firm_id for p in parts]), np.concatenate([p.origin_q for p in parts]),
-            np.concatenate([p.split for p in parts]), np.concatenate([p.X for p in parts]),
-            np.concatenate([p.Y for p in parts]), first.features, first.items,
+            np.concatenate([p.firm_id for p in parts]),
+            np.concatenate([p.origin_q for p in parts]),
+            np.concatenate([p.split for p in parts]),
+            np.concatenate([p.X for p in parts]),
+            np.concatenate([p.Y for p in parts]),
+            first.features,
+            first.items,
         )
 
     def of_split(self, *splits: str) -> TabularData:
@@ -106,7 +116,9 @@ class TabularData:
         return h.hexdigest()[:16]
 
 
-def from_batches(batches: Iterable[pa.RecordBatch] | pa.RecordBatchReader | pa.Table) -> TabularData:
+def from_batches(
+    batches: Iterable[pa.RecordBatch] | pa.RecordBatchReader | pa.Table,
+) -> TabularData:
     """Collect tabular-view batches into numpy (features float32 with NaN for NULL)."""
     if isinstance(batches, pa.Table):
         batches = batches.to_batches()
@@ -130,13 +142,22 @@ def from_batches(batches: Iterable[pa.RecordBatch] | pa.RecordBatchReader | pa.T
         features = feature_columns(items)
     if not xs:
         return TabularData(
-            np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, object),
+            np.zeros(0, np.int32),
+            np.zeros(0, np.int32),
+            np.zeros(0, object),
             np.zeros((0, len(features)), np.float32),
-            np.zeros((0, len(items), N_HORIZONS), np.float32), features, items,
+            np.zeros((0, len(items), N_HORIZONS), np.float32),
+            features,
+            items,
         )
     return TabularData(
-        np.concatenate(keys["firm_id"]), np.concatenate(keys["origin_q"]),
-        np.concatenate(keys["split"]), np.concatenate(xs), np.concatenate(ys), features, items,
+        np.concatenate(keys["firm_id"]),
+        np.concatenate(keys["origin_q"]),
+        np.concatenate(keys["split"]),
+        np.concatenate(xs),
+        np.concatenate(ys),
+        features,
+        items,
     )
 
 
@@ -148,7 +169,9 @@ def _check_schema(schema: pa.Schema, items: Sequence[str]) -> list[str]:
         raise ValueError(f"tabular batches lack {len(missing)} column(s), e.g. {missing[:3]}")
     features = [c for c in schema.names if c not in KEY_COLUMNS and not _TARGET.match(c)]
     if len(features) != N_FEATURES:
-        raise ValueError(f"tabular batches hold {len(features)} feature columns, expected {N_FEATURES}")
+        raise ValueError(
+            f"tabular batches hold {len(features)} feature columns, expected {N_FEATURES}"
+        )
     return features
 
 

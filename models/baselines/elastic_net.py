@@ -32,12 +32,23 @@ def build(params: dict[str, Any]) -> Any:
     if params.get("backend") == "cuml":
         from cuml.linear_model import ElasticNet as CuElasticNet
 
-        return CuElasticNet(alpha=params["alpha"], l1_ratio=params["l1_ratio"],
-                            max_iter=params["max_iter"], tol=params["tol"])
+        return CuElasticNet(
+            alpha=params["alpha"],
+            l1_ratio=params["l1_ratio"],
+            max_iter=params["max_iter"],
+            tol=params["tol"],
+        )
     from sklearn.linear_model import ElasticNet
 
-    return _Quiet(ElasticNet(alpha=params["alpha"], l1_ratio=params["l1_ratio"],
-                             max_iter=params["max_iter"], tol=params["tol"], selection="cyclic"))
+    return _Quiet(
+        ElasticNet(
+            alpha=params["alpha"],
+            l1_ratio=params["l1_ratio"],
+            max_iter=params["max_iter"],
+            tol=params["tol"],
+            selection="cyclic",
+        )
+    )
 
 
 class _Quiet:
@@ -63,7 +74,13 @@ def keep_state(est: Any) -> dict[str, Any]:
 
 def grid_points(spec: dict[str, Any], backend: str = "sklearn") -> list[dict[str, Any]]:
     return [
-        {"alpha": a, "l1_ratio": r, "max_iter": spec["max_iter"], "tol": spec["tol"], "backend": backend}
+        {
+            "alpha": a,
+            "l1_ratio": r,
+            "max_iter": spec["max_iter"],
+            "tol": spec["tol"],
+            "backend": backend,
+        }
         for a, r in itertools.product(spec["alpha"], spec["l1_ratio"])
     ]
 
@@ -84,6 +101,18 @@ def fit_predict(
     """Select on validation, refit on train+val, forecast the test split."""
     spec = spec or ENET_PAPER
     backend = backend or ("cuml" if _cuml_available() else "sklearn")
-    return select_refit_forecast("enet", build, grid_points(spec, backend), spec, train, val, test,
-                                 registry_root, items=items, horizons=horizons, fan=fan,
-                                 tracker=tracker, keep_state=keep_state)
+    return select_refit_forecast(
+        "enet",
+        build,
+        grid_points(spec, backend),
+        spec,
+        train,
+        val,
+        test,
+        registry_root,
+        items=items,
+        horizons=horizons,
+        fan=fan,
+        tracker=tracker,
+        keep_state=keep_state,
+    )

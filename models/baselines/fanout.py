@@ -78,7 +78,9 @@ def _run_dask(
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError as exc:  # pragma: no cover - dask is a dev/cluster extra
-        raise UserError("engine='dask' needs dask[distributed]: pip install 'proforma[cluster]'") from exc
+        raise UserError(
+            "engine='dask' needs dask[distributed]: pip install 'proforma[cluster]'"
+        ) from exc
     own: list[Any] = []
     if client is None:
         if scheduler:
@@ -123,10 +125,16 @@ class FanOut:
     """How to fan tasks out: engine, workers, and an optional Dask client or address."""
 
     def __init__(
-        self, engine: str = "joblib", n_jobs: int = 1, client: Any = None, scheduler: str | None = None
+        self,
+        engine: str = "joblib",
+        n_jobs: int = 1,
+        client: Any = None,
+        scheduler: str | None = None,
     ):
         if engine not in ENGINES:
-            raise UserError(f"Unknown fan-out engine {engine!r}; choose one of {', '.join(ENGINES)}")
+            raise UserError(
+                f"Unknown fan-out engine {engine!r}; choose one of {', '.join(ENGINES)}"
+            )
         self.engine, self.n_jobs, self.client, self.scheduler = engine, n_jobs, client, scheduler
 
     def map(
@@ -139,6 +147,13 @@ class FanOut:
         progress: Callable[[int], None] | None = None,
     ) -> list[Any]:
         return fan_out(
-            fn, tasks, shared, engine=self.engine, n_jobs=self.n_jobs, client=self.client,
-            scheduler=self.scheduler, on_result=on_result, progress=progress,
+            fn,
+            tasks,
+            shared,
+            engine=self.engine,
+            n_jobs=self.n_jobs,
+            client=self.client,
+            scheduler=self.scheduler,
+            on_result=on_result,
+            progress=progress,
         )

@@ -36,8 +36,14 @@ LOGVAR_CLAMP = (-10.0, 10.0)
 class FFNN(nn.Module):
     """985 -> (mu, log var), each n_items x 20 wide."""
 
-    def __init__(self, variant: str = "linear", n_features: int = 985, n_out: int = 78 * N_HORIZONS,
-                 hidden: tuple[int, ...] = (1024, 1024, 512), dropout: float = 0.1):
+    def __init__(
+        self,
+        variant: str = "linear",
+        n_features: int = 985,
+        n_out: int = 78 * N_HORIZONS,
+        hidden: tuple[int, ...] = (1024, 1024, 512),
+        dropout: float = 0.1,
+    ):
         super().__init__()
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}")
@@ -60,8 +66,9 @@ def n_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def beta_nll(mu: torch.Tensor, logvar: torch.Tensor, y: torch.Tensor, mask: torch.Tensor,
-             beta: float = BETA) -> torch.Tensor:
+def beta_nll(
+    mu: torch.Tensor, logvar: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, beta: float = BETA
+) -> torch.Tensor:
     """Masked Gaussian beta-NLL (Seitzer et al.): NLL per cell weighted by var^beta (no grad)."""
     var = logvar.exp()
     nll = 0.5 * (logvar + (y - mu) ** 2 / var)
@@ -71,8 +78,9 @@ def beta_nll(mu: torch.Tensor, logvar: torch.Tensor, y: torch.Tensor, mask: torc
     return (nll * m).sum() / m.sum().clamp_min(1.0)
 
 
-def train_one(variant: str, X: np.ndarray, Y: np.ndarray, seed: int, spec: dict[str, Any],
-              advance: Any = None) -> dict[str, torch.Tensor]:
+def train_one(
+    variant: str, X: np.ndarray, Y: np.ndarray, seed: int, spec: dict[str, Any], advance: Any = None
+) -> dict[str, torch.Tensor]:
     """Train one seed on rows X (n, 985), targets Y (n, 1560) with NaN = missing."""
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
@@ -98,8 +106,9 @@ def train_one(variant: str, X: np.ndarray, Y: np.ndarray, seed: int, spec: dict[
 
 
 @torch.no_grad()
-def predict_one(variant: str, state: dict[str, torch.Tensor], X: np.ndarray, n_out: int,
-                batch_size: int = 8192) -> tuple[np.ndarray, np.ndarray]:
+def predict_one(
+    variant: str, state: dict[str, torch.Tensor], X: np.ndarray, n_out: int, batch_size: int = 8192
+) -> tuple[np.ndarray, np.ndarray]:
     model = FFNN(variant, X.shape[1], n_out)
     model.load_state_dict(state)
     model.eval()
@@ -133,8 +142,9 @@ def fit_predict(
     n_items = len(fit.items)
     Y = fit.Y.reshape(fit.n, n_items * N_HORIZONS)
     model = f"ffnn-{variant}"
-    registry = Registry(registry_root, model, {"variant": variant, "spec": spec},
-                        _fingerprint(train, val, test))
+    registry = Registry(
+        registry_root, model, {"variant": variant, "spec": spec}, _fingerprint(train, val, test)
+    )
     seeds = list(spec["seeds"])
     advance = tracker.stage(f"{model}: epochs", len(seeds) * spec["epochs"])
     components = []
@@ -145,6 +155,16 @@ def fit_predict(
             state = train_one(variant, fit.X, Y, seed, spec, advance)
             registry.save("seed", f"s{seed}", state)
         mu, sigma = predict_one(variant, registry.load("seed", f"s{seed}"), test.X, Y.shape[1])
-        components.append((mu.reshape(test.n, n_items, N_HORIZONS), sigma.reshape(test.n, n_items, N_HORIZONS)))
-    return Forecast(test, components, {"seeds": seeds, "rows": fit.n, "run": str(registry.dir),
-                                      "parameters": n_parameters(FFNN(variant))})
+        components.append(
+            (mu.reshape(test.n, n_items, N_HORIZONS), sigma.reshape(test.n, n_items, N_HORIZONS))
+        )
+    return Forecast(
+        test,
+        components,
+        {
+            "seeds": seeds,
+            "rows": fit.n,
+            "run": str(registry.dir),
+            "parameters": n_parameters(FFNN(variant)),
+        },
+    )

@@ -42,8 +42,13 @@ class PairwiseConfig:
 
     def describe(self) -> dict[str, Any]:
         return {
-            "grid": self.grid, "selection_item": self.selection_item, "items": self.items,
-            "horizons": list(self.horizons), "max_rows": self.max_rows, "seed": self.seed, **self.extra,
+            "grid": self.grid,
+            "selection_item": self.selection_item,
+            "items": self.items,
+            "horizons": list(self.horizons),
+            "max_rows": self.max_rows,
+            "seed": self.seed,
+            **self.extra,
         }
 
 
@@ -58,17 +63,29 @@ def _complete(X: np.ndarray, complete: np.ndarray | None) -> np.ndarray:
     return np.isfinite(X).all(axis=1) if complete is None else complete
 
 
-def _fit_rows(X: np.ndarray, y: np.ndarray, max_rows: int | None, seed: int,
-              complete: np.ndarray | None = None) -> np.ndarray:
+def _fit_rows(
+    X: np.ndarray,
+    y: np.ndarray,
+    max_rows: int | None,
+    seed: int,
+    complete: np.ndarray | None = None,
+) -> np.ndarray:
     rows = np.nonzero(np.isfinite(y) & _complete(X, complete))[0]
     if max_rows is not None and rows.size > max_rows:
         rows = np.sort(np.random.default_rng(seed).choice(rows, size=max_rows, replace=False))
     return rows
 
 
-def select_task(task: tuple[int, int, dict[str, Any], int, Builder, int | None, int], *,
-                X_fit: np.ndarray, Y_fit: np.ndarray, X_val: np.ndarray, Y_val: np.ndarray,
-                fit_complete: np.ndarray | None = None, val_complete: np.ndarray | None = None) -> dict:
+def select_task(
+    task: tuple[int, int, dict[str, Any], int, Builder, int | None, int],
+    *,
+    X_fit: np.ndarray,
+    Y_fit: np.ndarray,
+    X_val: np.ndarray,
+    Y_val: np.ndarray,
+    fit_complete: np.ndarray | None = None,
+    val_complete: np.ndarray | None = None,
+) -> dict:
     """Fit grid point g on train for the reference item at h; return its validation MSE."""
     h, g, params, ref, build, max_rows, seed = task
     y = Y_fit[:, ref, h - 1]
@@ -76,7 +93,13 @@ def select_task(task: tuple[int, int, dict[str, Any], int, Builder, int | None, 
     yv = Y_val[:, ref, h - 1]
     vrows = np.nonzero(np.isfinite(yv) & _complete(X_val, val_complete))[0]
     if rows.size < 2 or vrows.size == 0:
-        return {"h": h, "g": g, "mse": float("inf"), "n_fit": int(rows.size), "n_val": int(vrows.size)}
+        return {
+            "h": h,
+            "g": g,
+            "mse": float("inf"),
+            "n_fit": int(rows.size),
+            "n_val": int(vrows.size),
+        }
     est = build(params)
     est.fit(X_fit[rows], y[rows])
     pred = est.predict(X_val[vrows])
@@ -84,9 +107,15 @@ def select_task(task: tuple[int, int, dict[str, Any], int, Builder, int | None, 
     return {"h": h, "g": g, "mse": mse, "n_fit": int(rows.size), "n_val": int(vrows.size)}
 
 
-def refit_task(task: tuple[int, int, dict[str, Any], Builder, Callable | None, int | None, int], *,
-               X_fit: np.ndarray, Y_fit: np.ndarray, X_test: np.ndarray,
-               fit_complete: np.ndarray | None = None, test_complete: np.ndarray | None = None) -> dict:
+def refit_task(
+    task: tuple[int, int, dict[str, Any], Builder, Callable | None, int | None, int],
+    *,
+    X_fit: np.ndarray,
+    Y_fit: np.ndarray,
+    X_test: np.ndarray,
+    fit_complete: np.ndarray | None = None,
+    test_complete: np.ndarray | None = None,
+) -> dict:
     """Fit (item, h) on train+val with h's selected point; predict every test row."""
     i, h, params, build, keep_state, max_rows, seed = task
     y = Y_fit[:, i, h - 1]
@@ -119,8 +148,14 @@ def chunk_size(n_tasks: int, fan: FanOut) -> int:
     return max(1, n_tasks // (8 * max(fan.n_jobs, 1)))
 
 
-def _run_chunked(fan: FanOut, fn: Callable, tasks: list, shared: dict, save: Callable,
-                 advance: Callable[[int], None]) -> None:
+def _run_chunked(
+    fan: FanOut,
+    fn: Callable,
+    tasks: list,
+    shared: dict,
+    save: Callable,
+    advance: Callable[[int], None],
+) -> None:
     size = chunk_size(len(tasks), fan)
     chunks = [tasks[i : i + size] for i in range(0, len(tasks), size)]
 
@@ -168,35 +203,56 @@ def run_pairwise(
     # 1. selection on the reference item
     sel_tasks = [
         (h, g, params, ref, build, cfg.max_rows, cfg.seed)
-        for h in cfg.horizons for g, params in enumerate(cfg.grid)
+        for h in cfg.horizons
+        for g, params in enumerate(cfg.grid)
         if not registry.has("select", f"h{h}_g{g}")
     ]
     advance = tracker.stage(f"{model}: select", len(cfg.horizons) * len(cfg.grid))
     advance(len(cfg.horizons) * len(cfg.grid) - len(sel_tasks))
     _run_chunked(
-        fan, select_chunk, sel_tasks,
-        {"X_fit": train.X, "Y_fit": train.Y, "X_val": val.X, "Y_val": val.Y,
-         "fit_complete": _complete(train.X, None), "val_complete": _complete(val.X, None)},
-        lambda t, r: registry.save("select", f"h{t[0]}_g{t[1]}", r), advance,
+        fan,
+        select_chunk,
+        sel_tasks,
+        {
+            "X_fit": train.X,
+            "Y_fit": train.Y,
+            "X_val": val.X,
+            "Y_val": val.Y,
+            "fit_complete": _complete(train.X, None),
+            "val_complete": _complete(val.X, None),
+        },
+        lambda t, r: registry.save("select", f"h{t[0]}_g{t[1]}", r),
+        advance,
     )
-    scores = [registry.load("select", f"h{h}_g{g}") for h in cfg.horizons for g in range(len(cfg.grid))]
+    scores = [
+        registry.load("select", f"h{h}_g{g}") for h in cfg.horizons for g in range(len(cfg.grid))
+    ]
     selection = select_per_horizon(scores, cfg.grid)
 
     # 2. refit on train + validation, predict test
     fit = TabularData.concat(train, val)
     fit_tasks = [
         (i, h, selection[h]["params"], build, keep_state, cfg.max_rows, cfg.seed)
-        for i in item_index for h in cfg.horizons
+        for i in item_index
+        for h in cfg.horizons
         if not registry.has("fit", f"{train.items[i]}_h{h}")
     ]
     total = len(item_index) * len(cfg.horizons)
     advance = tracker.stage(f"{model}: refit", total)
     advance(total - len(fit_tasks))
     _run_chunked(
-        fan, refit_chunk, fit_tasks,
-        {"X_fit": fit.X, "Y_fit": fit.Y, "X_test": test.X, "fit_complete": _complete(fit.X, None),
-         "test_complete": _complete(test.X, None)},
-        lambda t, r: registry.save("fit", f"{train.items[t[0]]}_h{t[1]}", r), advance,
+        fan,
+        refit_chunk,
+        fit_tasks,
+        {
+            "X_fit": fit.X,
+            "Y_fit": fit.Y,
+            "X_test": test.X,
+            "fit_complete": _complete(fit.X, None),
+            "test_complete": _complete(test.X, None),
+        },
+        lambda t, r: registry.save("fit", f"{train.items[t[0]]}_h{t[1]}", r),
+        advance,
     )
     mu = np.full((test.n, len(train.items), N_HORIZONS), np.nan, dtype=np.float32)
     for i in item_index:
@@ -234,6 +290,7 @@ def select_refit_forecast(
     if horizons:
         cfg.horizons = tuple(horizons)
     registry = Registry(registry_root, model, cfg.describe(), data_fingerprint(train, val, test))
-    mu, selection = run_pairwise(model, build, cfg, train, val, test, registry, fan, tracker,
-                                 keep_state)
+    mu, selection = run_pairwise(
+        model, build, cfg, train, val, test, registry, fan, tracker, keep_state
+    )
     return Forecast(test, [(mu, None)], {"selection": selection, "run": str(registry.dir)})

@@ -67,7 +67,9 @@ def _local_xs(data: np.ndarray, cfg: ImputationConfig) -> np.ndarray:
     gamma = 0.01 / p if cfg.gamma is None else cfg.gamma
     observed = ~missing
     count = observed.sum(axis=0)
-    means = np.where(count > 0, np.where(observed, data, 0.0).sum(axis=0) / np.maximum(count, 1), 0.0)
+    means = np.where(
+        count > 0, np.where(observed, data, 0.0).sum(axis=0) / np.maximum(count, 1), 0.0
+    )
     X = np.where(observed, data - means, 0.0)
     W = observed.astype(np.float64)
     pairs = W.T @ W

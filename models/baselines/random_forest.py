@@ -24,27 +24,45 @@ def build(params: dict[str, Any]) -> Any:
     if params.get("backend") == "cuml":
         from cuml.ensemble import RandomForestRegressor as CuRF
 
-        return CuRF(n_estimators=params["n_estimators"], max_depth=params["max_depth"],
-                    min_samples_split=params["min_samples_split"],
-                    min_samples_leaf=params["min_samples_leaf"], max_samples=params["max_samples"],
-                    bootstrap=True, max_features=params["max_features"],
-                    random_state=params.get("random_state", 0))
+        return CuRF(
+            n_estimators=params["n_estimators"],
+            max_depth=params["max_depth"],
+            min_samples_split=params["min_samples_split"],
+            min_samples_leaf=params["min_samples_leaf"],
+            max_samples=params["max_samples"],
+            bootstrap=True,
+            max_features=params["max_features"],
+            random_state=params.get("random_state", 0),
+        )
     from sklearn.ensemble import RandomForestRegressor
 
     return RandomForestRegressor(
-        n_estimators=params["n_estimators"], max_depth=params["max_depth"],
-        min_samples_split=params["min_samples_split"], min_samples_leaf=params["min_samples_leaf"],
-        bootstrap=True, max_samples=params["max_samples"], max_features=params["max_features"],
-        random_state=params.get("random_state", 0), n_jobs=1,
+        n_estimators=params["n_estimators"],
+        max_depth=params["max_depth"],
+        min_samples_split=params["min_samples_split"],
+        min_samples_leaf=params["min_samples_leaf"],
+        bootstrap=True,
+        max_samples=params["max_samples"],
+        max_features=params["max_features"],
+        random_state=params.get("random_state", 0),
+        n_jobs=1,
     )
 
 
 def grid_points(spec: dict[str, Any], backend: str = "sklearn") -> list[dict[str, Any]]:
     return [
-        {"n_estimators": t, "max_depth": d, "min_samples_split": s,
-         "min_samples_leaf": spec["min_samples_leaf"], "max_samples": spec["max_samples"],
-         "max_features": spec["max_features"], "backend": backend}
-        for t, d, s in itertools.product(spec["n_estimators"], spec["max_depth"], spec["min_samples_split"])
+        {
+            "n_estimators": t,
+            "max_depth": d,
+            "min_samples_split": s,
+            "min_samples_leaf": spec["min_samples_leaf"],
+            "max_samples": spec["max_samples"],
+            "max_features": spec["max_features"],
+            "backend": backend,
+        }
+        for t, d, s in itertools.product(
+            spec["n_estimators"], spec["max_depth"], spec["min_samples_split"]
+        )
     ]
 
 
@@ -64,6 +82,17 @@ def fit_predict(
     """Select on validation, refit on train+val, forecast the test split."""
     spec = spec or RF_PAPER
     backend = backend or ("cuml" if _cuml_available() else "sklearn")
-    return select_refit_forecast("rf", build, grid_points(spec, backend), spec, train, val, test,
-                                 registry_root, items=items, horizons=horizons, fan=fan,
-                                 tracker=tracker)
+    return select_refit_forecast(
+        "rf",
+        build,
+        grid_points(spec, backend),
+        spec,
+        train,
+        val,
+        test,
+        registry_root,
+        items=items,
+        horizons=horizons,
+        fan=fan,
+        tracker=tracker,
+    )

@@ -25,7 +25,9 @@ import joblib
 
 
 def run_key(model: str, config: dict[str, Any], fingerprint: str) -> str:
-    blob = json.dumps({"model": model, "config": config, "data": fingerprint}, sort_keys=True, default=str)
+    blob = json.dumps(
+        {"model": model, "config": config, "data": fingerprint}, sort_keys=True, default=str
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -41,7 +43,9 @@ class Registry:
         if not manifest.exists():
             _atomic_write_text(
                 manifest,
-                json.dumps({"model": model, "config": config, "data": fingerprint}, indent=2, default=str),
+                json.dumps(
+                    {"model": model, "config": config, "data": fingerprint}, indent=2, default=str
+                ),
             )
 
     def path(self, stage: str, name: str) -> Path:

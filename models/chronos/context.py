@@ -29,17 +29,18 @@ class OriginContext:
 
     firm_id: int
     origin_q: int
-    item_ids: np.ndarray   # int16, targets first, each part in item_id order
+    item_ids: np.ndarray  # int16, targets first, each part in item_id order
     n_targets: int
-    values: np.ndarray     # float64 [n_items, n_quarters], NaN where not reported
+    values: np.ndarray  # float64 [n_items, n_quarters], NaN where not reported
 
     @property
     def first_rel_q(self) -> int:
         return 1 - self.values.shape[1]
 
 
-def origin_context(firm_id: int, origin_q: int, rel_q: np.ndarray, item_id: np.ndarray,
-                   v: np.ndarray) -> OriginContext:
+def origin_context(
+    firm_id: int, origin_q: int, rel_q: np.ndarray, item_id: np.ndarray, v: np.ndarray
+) -> OriginContext:
     """The context of one origin from its reported tuples (rel_q in -11..0)."""
     rel_q = np.asarray(rel_q, dtype=np.int64)
     item_id = np.asarray(item_id, dtype=np.int64)
@@ -56,8 +57,9 @@ def origin_context(firm_id: int, origin_q: int, rel_q: np.ndarray, item_id: np.n
     first = int(rel_q.min())
     values = np.full((order.size, 1 - first), np.nan)
     values[row[item_id], rel_q - first] = v
-    return OriginContext(int(firm_id), int(origin_q), order.astype(np.int16), int(at_origin.size),
-                         values)
+    return OriginContext(
+        int(firm_id), int(origin_q), order.astype(np.int16), int(at_origin.size), values
+    )
 
 
 def contexts_from_batch(batch: pa.RecordBatch) -> list[OriginContext]:
@@ -70,6 +72,9 @@ def contexts_from_batch(batch: pa.RecordBatch) -> list[OriginContext]:
     out = []
     for r in range(batch.num_rows):
         lo, hi = offsets[r] - offsets[0], offsets[r + 1] - offsets[0]
-        out.append(origin_context(firm[r], origin[r], flat["rel_q"][lo:hi],
-                                  flat["item_id"][lo:hi], flat["v"][lo:hi]))
+        out.append(
+            origin_context(
+                firm[r], origin[r], flat["rel_q"][lo:hi], flat["item_id"][lo:hi], flat["v"][lo:hi]
+            )
+        )
     return out

@@ -30,9 +30,9 @@ class ForecastStats:
 
     origins: int = 0
     cells: int = 0
-    crossed_cells: int = 0       # cells whose raw quantiles were not in order (sorted)
-    non_finite_cells: int = 0    # cells with a NaN or infinite quantile (left out)
-    skipped_origins: int = 0     # origins with no item reported at the origin
+    crossed_cells: int = 0  # cells whose raw quantiles were not in order (sorted)
+    non_finite_cells: int = 0  # cells with a NaN or infinite quantile (left out)
+    skipped_origins: int = 0  # origins with no item reported at the origin
     extra: dict[str, Any] = field(default_factory=dict)
 
     def add(self, other: ForecastStats) -> None:
@@ -40,11 +40,18 @@ class ForecastStats:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def as_dict(self) -> dict[str, int]:
-        return {"origins": self.origins, "cells": self.cells, "crossed_cells": self.crossed_cells,
-                "non_finite_cells": self.non_finite_cells, "skipped_origins": self.skipped_origins}
+        return {
+            "origins": self.origins,
+            "cells": self.cells,
+            "crossed_cells": self.crossed_cells,
+            "non_finite_cells": self.non_finite_cells,
+            "skipped_origins": self.skipped_origins,
+        }
 
 
-def level_indices(model_levels: Sequence[float], wanted: Sequence[float] = QUANTILE_LEVELS) -> list[int]:
+def level_indices(
+    model_levels: Sequence[float], wanted: Sequence[float] = QUANTILE_LEVELS
+) -> list[int]:
     """Positions of the wanted levels in the model's native grid; ValueError when one is missing."""
     model = np.asarray(model_levels, dtype=np.float64)
     out = []
@@ -62,8 +69,9 @@ def monotone(quantiles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(quantiles, axis=-1), crossed
 
 
-def quantile_cells(contexts: Sequence[OriginContext], predictions: Sequence[np.ndarray],
-                   indices: Sequence[int]) -> tuple[pa.Table, ForecastStats]:
+def quantile_cells(
+    contexts: Sequence[OriginContext], predictions: Sequence[np.ndarray], indices: Sequence[int]
+) -> tuple[pa.Table, ForecastStats]:
     """CELL_SCHEMA rows from the pipeline's per-origin predictions [n_series, n_levels, >=20]:
     the targets' cells with finite quantiles, sorted per cell."""
     stats = ForecastStats()
@@ -89,8 +97,11 @@ def quantile_cells(contexts: Sequence[OriginContext], predictions: Sequence[np.n
         parts["item_id"].append(ctx.item_ids[item_idx].astype(np.int16))
         parts["horizon"].append((h_idx + 1).astype(np.int8))
         parts["quantiles"].append(q[item_idx, h_idx].reshape(-1))
-    arrays = [pa.array(np.concatenate(parts[f.name]) if parts[f.name] else [], f.type)
-              for f in CELL_SCHEMA if f.name != "quantiles"]
+    arrays = [
+        pa.array(np.concatenate(parts[f.name]) if parts[f.name] else [], f.type)
+        for f in CELL_SCHEMA
+        if f.name != "quantiles"
+    ]
     values = np.concatenate(parts["quantiles"]) if parts["quantiles"] else np.zeros(0, np.float32)
     arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(values, pa.float32()), n_q))
     return pa.Table.from_arrays(arrays, schema=CELL_SCHEMA), stats
@@ -100,7 +111,9 @@ def long_form(cells: pa.RecordBatch | pa.Table) -> pa.Table:
     """QUANTILE_SCHEMA rows (one per cell and level, in level order) of CELL_SCHEMA rows."""
     n_q = len(QUANTILE_LEVELS)
     repeat = pa.array(np.repeat(np.arange(cells.num_rows), n_q))
-    arrays = [cells.column(name).take(repeat) for name in ("firm_id", "origin_q", "item_id", "horizon")]
+    arrays = [
+        cells.column(name).take(repeat) for name in ("firm_id", "origin_q", "item_id", "horizon")
+    ]
     arrays.append(pa.array(np.tile(np.asarray(QUANTILE_LEVELS, np.float64), cells.num_rows)))
     quantiles = cells.column("quantiles")
     if isinstance(quantiles, pa.ChunkedArray):
@@ -109,8 +122,9 @@ def long_form(cells: pa.RecordBatch | pa.Table) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=QUANTILE_SCHEMA)
 
 
-def forecast_origins(pipeline: Any, contexts: Sequence[OriginContext], *,
-                     batch_size: int = 1024) -> tuple[pa.Table, ForecastStats]:
+def forecast_origins(
+    pipeline: Any, contexts: Sequence[OriginContext], *, batch_size: int = 1024
+) -> tuple[pa.Table, ForecastStats]:
     """Chronos-2 quantile forecasts (reported units) of the contexts' target items, as
     CELL_SCHEMA rows (`long_form` gives the quantile-submission rows).
 
@@ -121,8 +135,9 @@ def forecast_origins(pipeline: Any, contexts: Sequence[OriginContext], *,
     usable = [c for c in contexts if c.n_targets > 0]
     predictions: dict[tuple[int, int], np.ndarray] = {}
     if usable:
-        out = pipeline.predict([c.values for c in usable], prediction_length=HORIZONS,
-                               batch_size=batch_size)
+        out = pipeline.predict(
+            [c.values for c in usable], prediction_length=HORIZONS, batch_size=batch_size
+        )
         for ctx, pred in zip(usable, out, strict=True):
             predictions[(ctx.firm_id, ctx.origin_q)] = pred.float().numpy()
     empty = np.zeros((0, len(pipeline.quantiles), HORIZONS))

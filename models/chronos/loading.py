@@ -19,9 +19,11 @@ from contracts.errors import UserError
 DTYPES = ("float32", "bfloat16")
 DEVICES = ("cpu", "cuda")
 PUBLIC_CHECKPOINT = "amazon/chronos-2"
-HOW_TO_GET = (f"download {PUBLIC_CHECKPOINT} on a machine with internet access "
-              f"(`hf download {PUBLIC_CHECKPOINT} --local-dir chronos-2`), copy the folder here, "
-              "then `proforma run chronos --model chronos-2` (docs/baselines.md)")
+HOW_TO_GET = (
+    f"download {PUBLIC_CHECKPOINT} on a machine with internet access "
+    f"(`hf download {PUBLIC_CHECKPOINT} --local-dir chronos-2`), copy the folder here, "
+    "then `proforma run chronos --model chronos-2` (docs/baselines.md)"
+)
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
@@ -29,8 +31,10 @@ def _chronos() -> Any:
     try:
         import chronos
     except ImportError:
-        raise UserError("Chronos-2 needs the chronos-forecasting package: "
-                        "pip install '.[chronos]' (docs/baselines.md)") from None
+        raise UserError(
+            "Chronos-2 needs the chronos-forecasting package: "
+            "pip install '.[chronos]' (docs/baselines.md)"
+        ) from None
     return chronos
 
 
@@ -44,13 +48,16 @@ def load_pipeline(model: str, device: str = "cpu", dtype: str = "float32") -> An
     if device not in DEVICES:
         raise UserError(f"Unknown device {device!r}: use one of {', '.join(DEVICES)}")
     if device == "cuda" and not torch.cuda.is_available():
-        raise UserError("--device cuda: PyTorch sees no CUDA device here; use --device cpu "
-                        "or a PyTorch build with CUDA")
+        raise UserError(
+            "--device cuda: PyTorch sees no CUDA device here; use --device cpu "
+            "or a PyTorch build with CUDA"
+        )
     path = Path(model).expanduser()
     if path.exists():
         if not (path / "config.json").is_file():
-            raise UserError(f"{path} is not a Chronos-2 checkpoint folder (no config.json); "
-                            f"{HOW_TO_GET}")
+            raise UserError(
+                f"{path} is not a Chronos-2 checkpoint folder (no config.json); {HOW_TO_GET}"
+            )
         source, local = str(path), True
     elif _HUB_ID.match(model):
         source, local = model, False
@@ -62,19 +69,26 @@ def load_pipeline(model: str, device: str = "cpu", dtype: str = "float32") -> An
     transformers_logging.disable_progress_bar()
     try:
         pipeline = chronos.BaseChronosPipeline.from_pretrained(
-            source, device_map=device, dtype=getattr(torch, dtype))
+            source, device_map=device, dtype=getattr(torch, dtype)
+        )
     except OSError as exc:
         if local:
-            first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+            first = (
+                str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+            )
             raise UserError(f"Cannot load the Chronos-2 checkpoint in {path}: {first}") from None
-        raise UserError(f"The Chronos-2 weights {model!r} are not a local folder and the "
-                        f"Hugging Face hub cannot be reached from here; {HOW_TO_GET}") from None
+        raise UserError(
+            f"The Chronos-2 weights {model!r} are not a local folder and the "
+            f"Hugging Face hub cannot be reached from here; {HOW_TO_GET}"
+        ) from None
     except (ValueError, AssertionError, KeyError, TypeError) as exc:
-        raise UserError(f"{model} is not a Chronos-2 checkpoint ({str(exc)[:200] or type(exc).__name__})"
-                        ) from None
+        raise UserError(
+            f"{model} is not a Chronos-2 checkpoint ({str(exc)[:200] or type(exc).__name__})"
+        ) from None
     if not isinstance(pipeline, chronos.Chronos2Pipeline):
-        raise UserError(f"{model} holds a {type(pipeline).__name__}, not a Chronos-2 model; "
-                        f"{HOW_TO_GET}")
+        raise UserError(
+            f"{model} holds a {type(pipeline).__name__}, not a Chronos-2 model; {HOW_TO_GET}"
+        )
     pipeline.model.eval()
     return pipeline
 
@@ -84,7 +98,9 @@ def model_signature(pipeline: Any) -> str:
     import torch
 
     model = pipeline.model
-    h = hashlib.sha256(json.dumps(dataclasses.asdict(model.chronos_config), sort_keys=True).encode())
+    h = hashlib.sha256(
+        json.dumps(dataclasses.asdict(model.chronos_config), sort_keys=True).encode()
+    )
     with torch.no_grad():
         for name, tensor in sorted(model.state_dict().items()):
             t = tensor.detach().to("cpu").contiguous().reshape(-1)
@@ -99,8 +115,11 @@ def describe(pipeline: Any) -> dict[str, Any]:
     cfg = model.config
     return {
         "parameters": int(sum(p.numel() for p in model.parameters())),
-        "d_model": cfg.d_model, "num_layers": cfg.num_layers, "num_heads": cfg.num_heads,
-        "d_ff": cfg.d_ff, "dtype": str(model.dtype).removeprefix("torch."),
+        "d_model": cfg.d_model,
+        "num_layers": cfg.num_layers,
+        "num_heads": cfg.num_heads,
+        "d_ff": cfg.d_ff,
+        "dtype": str(model.dtype).removeprefix("torch."),
         "device": str(model.device),
         "quantile_levels": len(pipeline.quantiles),
         "output_patch_size": pipeline.model_output_patch_size,

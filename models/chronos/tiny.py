@@ -24,15 +24,22 @@ def _config(size: dict[str, int]) -> Any:
     return Chronos2CoreConfig(
         **size,
         chronos_config={
-            "context_length": 8192, "input_patch_size": 16, "input_patch_stride": 16,
-            "output_patch_size": 16, "max_output_patches": 64, "quantiles": list(QUANTILE_LEVELS),
-            "use_reg_token": True, "use_arcsinh": True,
+            "context_length": 8192,
+            "input_patch_size": 16,
+            "input_patch_stride": 16,
+            "output_patch_size": 16,
+            "max_output_patches": 64,
+            "quantiles": list(QUANTILE_LEVELS),
+            "use_reg_token": True,
+            "use_arcsinh": True,
         },
         chronos_pipeline_class="Chronos2Pipeline",
     )
 
 
-def save_checkpoint(folder: str | Path, *, size: dict[str, int] | None = None, seed: int = 0) -> Path:
+def save_checkpoint(
+    folder: str | Path, *, size: dict[str, int] | None = None, seed: int = 0
+) -> Path:
     """A Chronos-2 of `size` (TINY by default) with seeded random weights, saved in `folder`."""
     import torch
     from chronos.chronos2 import Chronos2Model

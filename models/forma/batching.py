@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from app.errors import UserError
+from contracts.errors import UserError
 from models.forma.masking import Identities, mask_future, mask_history, sample_queries
 
 SCALE_ITEM = 0
@@ -60,8 +60,11 @@ class WindowStore:
             if missing:
                 raise UserError(f"Tuple-window batch lacks column(s) {missing}")
             for c in ("firm_id", "origin_q", "ff48"):
-                parts[c].append(batch.column(c).fill_null(UNKNOWN_INDUSTRY if c == "ff48" else -1)
-                                .to_numpy(zero_copy_only=False))
+                parts[c].append(
+                    batch.column(c)
+                    .fill_null(UNKNOWN_INDUSTRY if c == "ff48" else -1)
+                    .to_numpy(zero_copy_only=False)
+                )
             parts["split"].append(np.asarray(batch.column("split").to_pylist(), dtype=object))
             rq = batch.column("rel_q")
             lens = rq.value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
@@ -89,8 +92,16 @@ class WindowStore:
     @classmethod
     def empty(cls) -> WindowStore:
         z = np.zeros(0)
-        return cls(z.astype(np.int32), z.astype(np.int32), z.astype(object), z.astype(np.int16),
-                   np.zeros(1, np.int64), z.astype(np.int8), z.astype(np.int16), z.astype(np.float32))
+        return cls(
+            z.astype(np.int32),
+            z.astype(np.int32),
+            z.astype(object),
+            z.astype(np.int16),
+            np.zeros(1, np.int64),
+            z.astype(np.int8),
+            z.astype(np.int16),
+            z.astype(np.float32),
+        )
 
     def canonical(self) -> WindowStore:
         """Sorted by (firm_id, origin_q), duplicate origins dropped (first kept)."""
@@ -105,12 +116,23 @@ class WindowStore:
         idx = np.asarray(idx, dtype=np.int64)
         starts, ends = self.offsets[idx], self.offsets[idx + 1]
         lens = ends - starts
-        flat = (np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
-                + np.arange(lens.sum())) if len(idx) else np.zeros(0, np.int64)
+        flat = (
+            (
+                np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
+                + np.arange(lens.sum())
+            )
+            if len(idx)
+            else np.zeros(0, np.int64)
+        )
         return WindowStore(
-            self.firm_id[idx], self.origin_q[idx], self.split[idx], self.ff48[idx],
+            self.firm_id[idx],
+            self.origin_q[idx],
+            self.split[idx],
+            self.ff48[idx],
             np.concatenate(([0], np.cumsum(lens))).astype(np.int64),
-            self.rel_q[flat], self.item_id[flat], self.x[flat],
+            self.rel_q[flat],
+            self.item_id[flat],
+            self.x[flat],
         )
 
     def window(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -122,8 +144,13 @@ class WindowStore:
         hit = np.nonzero((self.firm_id == firm_id) & (self.origin_q == origin_q))[0]
         return int(hit[0]) if len(hit) else -1
 
-    def size_estimates(self, max_horizon: int, last_q: dict[str, int] | None = None,
-                       lookback: int = 12, max_queries: int = 0) -> np.ndarray:
+    def size_estimates(
+        self,
+        max_horizon: int,
+        last_q: dict[str, int] | None = None,
+        lookback: int = 12,
+        max_queries: int = 0,
+    ) -> np.ndarray:
         """Token count per origin at a max horizon (history + query grid, the grid capped
         at `max_queries` when given), for bucketing."""
         last_q = last_q or SPLIT_LAST_Q
@@ -131,9 +158,12 @@ class WindowStore:
         if cache is None or cache[0] != lookback:
             # history tokens and items reported at the origin (scale excepted), per origin
             owner = np.repeat(np.arange(len(self)), np.diff(self.offsets))
-            hist = np.bincount(owner[(self.rel_q <= 0) & (self.rel_q > -lookback)], minlength=len(self))
-            at0 = np.bincount(owner[(self.rel_q == 0) & (self.item_id != SCALE_ITEM)],
-                              minlength=len(self))
+            hist = np.bincount(
+                owner[(self.rel_q <= 0) & (self.rel_q > -lookback)], minlength=len(self)
+            )
+            at0 = np.bincount(
+                owner[(self.rel_q == 0) & (self.item_id != SCALE_ITEM)], minlength=len(self)
+            )
             self._counts = (lookback, hist.astype(np.int64), at0.astype(np.int64))
         _, hist, at0 = self._counts
         cap = np.array([last_q.get(s, 10**9) for s in self.split], dtype=np.int64) - self.origin_q
@@ -195,18 +225,25 @@ def build_example(
     fkey_s, fx_s = fkey[order], xv[f][order]
     loc = np.searchsorted(fkey_s, gkey)
     loc_c = np.minimum(loc, max(len(fkey_s) - 1, 0))
-    g_obs = (loc < len(fkey_s)) & (fkey_s[loc_c] == gkey) if len(fkey_s) else np.zeros(len(gkey), bool)
+    g_obs = (
+        (loc < len(fkey_s)) & (fkey_s[loc_c] == gkey) if len(fkey_s) else np.zeros(len(gkey), bool)
+    )
     gx = np.where(g_obs, fx_s[loc_c] if len(fkey_s) else 0.0, 0.0).astype(np.float32)
     g_slot = np.ones(len(gq), dtype=bool)
 
     if rng is not None:
         hid_h = mask_history(
-            hq, hi.astype(np.int64), identities or Identities.empty(), rng, lookback=lookback,
+            hq,
+            hi.astype(np.int64),
+            identities or Identities.empty(),
+            rng,
+            lookback=lookback,
             p_select=cfg.p_select_instance if cfg else 0.1,
             p_ungrouped=cfg.p_mask_ungrouped if cfg else 0.05,
         )
         hid_f = mask_future(
-            g_obs, rng,
+            g_obs,
+            rng,
             p_block=cfg.p_mask_future_block if cfg else 0.5,
             p_tuple=cfg.p_mask_future_tuple if cfg else 0.95,
         )
@@ -279,8 +316,16 @@ class Batch:
         return float(self.pad.float().mean()) if self.pad.numel() else 0.0
 
     def inputs(self, device: torch.device | str | None = None) -> tuple[torch.Tensor, ...]:
-        t = (self.account, self.rel_q, self.x, self.hidden, self.industry, self.pad, self.query,
-             self.anchor)
+        t = (
+            self.account,
+            self.rel_q,
+            self.x,
+            self.hidden,
+            self.industry,
+            self.pad,
+            self.query,
+            self.anchor,
+        )
         return tuple(v.to(device, non_blocking=True) for v in t) if device else t
 
 
@@ -374,8 +419,19 @@ def iter_batches(
     """Collated batches in the given order (training masks when `rng` is given)."""
     for idx in order:
         yield collate(
-            [build_example(store, int(i), max_horizon, rng=rng, identities=identities,
-                           cfg=cfg, last_q=last_q, lookback=lookback) for i in idx],
+            [
+                build_example(
+                    store,
+                    int(i),
+                    max_horizon,
+                    rng=rng,
+                    identities=identities,
+                    cfg=cfg,
+                    last_q=last_q,
+                    lookback=lookback,
+                )
+                for i in idx
+            ],
             account_map,
         )
 

@@ -17,7 +17,9 @@ import torch
 from models.forma.network import LOGVAR_MAX, LOGVAR_MIN
 
 
-def gaussian_beta_nll(y: torch.Tensor, mu: torch.Tensor, logvar: torch.Tensor, beta: float = 0.5) -> torch.Tensor:
+def gaussian_beta_nll(
+    y: torch.Tensor, mu: torch.Tensor, logvar: torch.Tensor, beta: float = 0.5
+) -> torch.Tensor:
     """Per-token Gaussian beta-NLL."""
     logvar = logvar.clamp(LOGVAR_MIN, LOGVAR_MAX)
     var = torch.exp(logvar)
@@ -25,7 +27,9 @@ def gaussian_beta_nll(y: torch.Tensor, mu: torch.Tensor, logvar: torch.Tensor, b
     return nll * var.detach() ** beta if beta else nll
 
 
-def laplace_beta_nll(y: torch.Tensor, mu: torch.Tensor, logvar: torch.Tensor, beta: float = 0.5) -> torch.Tensor:
+def laplace_beta_nll(
+    y: torch.Tensor, mu: torch.Tensor, logvar: torch.Tensor, beta: float = 0.5
+) -> torch.Tensor:
     """Per-token Laplace beta-NLL with b = sigma / sqrt(2)."""
     logvar = logvar.clamp(LOGVAR_MIN, LOGVAR_MAX)
     log_b = 0.5 * logvar - 0.5 * math.log(2.0)

@@ -58,8 +58,10 @@ class Identities:
         return cls((), (), np.zeros((0, 1), dtype=np.int32))
 
     def to_dict(self) -> dict:
-        return {"identity": [n for n, m in zip(self.names, self.members) for _ in m],
-                "item_id": [int(i) for m in self.members for i in m]}
+        return {
+            "identity": [n for n, m in zip(self.names, self.members) for _ in m],
+            "item_id": [int(i) for m in self.members for i in m],
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> Identities:

@@ -50,7 +50,9 @@ class Forma(nn.Module):
     ):
         super().__init__()
         if query_attention not in ("full", "context"):
-            raise ValueError(f"query_attention must be 'full' or 'context', not {query_attention!r}")
+            raise ValueError(
+                f"query_attention must be 'full' or 'context', not {query_attention!r}"
+            )
         self.d = d_model
         self.query_attention = query_attention
         self.anchor = anchor
@@ -68,9 +70,7 @@ class Forma(nn.Module):
             norm_first=True,
         )
         # enable_nested_tensor only applies to post-LN; off to keep one code path.
-        self.encoder = nn.TransformerEncoder(
-            layer, n_layers, norm=None, enable_nested_tensor=False
-        )
+        self.encoder = nn.TransformerEncoder(layer, n_layers, norm=None, enable_nested_tensor=False)
         self.mu_head = _head(d_model)
         self.logvar_head = _head(d_model)
 
@@ -129,9 +129,15 @@ class Forma(nn.Module):
         logvar = self.logvar_head(u).squeeze(-1).clamp(LOGVAR_MIN, LOGVAR_MAX)
         return mu, logvar
 
-    def _context_pass(self, h: torch.Tensor, rel_q: torch.Tensor, anchor: torch.Tensor | None,
-                      pad: torch.Tensor, query: torch.Tensor, query_index: torch.Tensor | None,
-                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    def _context_pass(
+        self,
+        h: torch.Tensor,
+        rel_q: torch.Tensor,
+        anchor: torch.Tensor | None,
+        pad: torch.Tensor,
+        query: torch.Tensor,
+        query_index: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """Encoder with queries attending to the context only. h is [B, 1+T, d] (industry
         first). The set is regrouped as [industry, context..., queries...] (each group
         padded to its longest row), every layer's keys and values are the context part,
@@ -147,7 +153,9 @@ class Forma(nn.Module):
             qry_pad = ~qry.gather(1, query_index)
         n_ctx = ctx_pos.shape[1]
         pos = torch.cat((ctx_pos, qry_pos), dim=1)
-        seq = torch.cat((h[:, :1], h[:, 1:].gather(1, pos.unsqueeze(-1).expand(-1, -1, h.shape[-1]))), dim=1)
+        seq = torch.cat(
+            (h[:, :1], h[:, 1:].gather(1, pos.unsqueeze(-1).expand(-1, -1, h.shape[-1]))), dim=1
+        )
         key_pad = torch.cat((torch.zeros_like(ctx_pad[:, :1]), ctx_pad), dim=1)
         layers = self.encoder.layers
         readout_only = query_index is not None
@@ -155,8 +163,11 @@ class Forma(nn.Module):
             if readout_only and k == len(layers) - 1:
                 # the last layer's context outputs are never read at inference
                 seq = _last_layer_queries(layer, seq, None, key_pad, n_keys=1 + n_ctx)
-                return seq, rel_q.gather(1, query_index), (
-                    anchor.gather(1, query_index) if anchor is not None else None)
+                return (
+                    seq,
+                    rel_q.gather(1, query_index),
+                    (anchor.gather(1, query_index) if anchor is not None else None),
+                )
             hn = layer.norm1(seq)
             kv = hn[:, : 1 + n_ctx]
             a = layer.self_attn(hn, kv, kv, key_padding_mask=key_pad, need_weights=False)[0]
@@ -180,8 +191,13 @@ def _group(member: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.where(pad, torch.zeros_like(pos), pos), pad
 
 
-def _last_layer_queries(layer: nn.TransformerEncoderLayer, h: torch.Tensor, index: torch.Tensor | None,
-                        key_pad: torch.Tensor, n_keys: int | None = None) -> torch.Tensor:
+def _last_layer_queries(
+    layer: nn.TransformerEncoderLayer,
+    h: torch.Tensor,
+    index: torch.Tensor | None,
+    key_pad: torch.Tensor,
+    n_keys: int | None = None,
+) -> torch.Tensor:
     """Pre-LN encoder layer evaluated only at `index` [B, Q] (keys: every token of h), or,
     with `n_keys`, at every position after the first n_keys (keys: the first n_keys):
     x + SA(LN1 x | LN1 keys) then + FF(LN2 .), the same submodules as layer.forward."""

@@ -32,8 +32,9 @@ def _autocast(device: torch.device, bf16: bool):
     return torch.autocast(device.type, enabled=False)
 
 
-def run_batch(model: Forma, batch: Batch, device: str | torch.device = "cpu",
-              bf16: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def run_batch(
+    model: Forma, batch: Batch, device: str | torch.device = "cpu", bf16: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """(mu, sigma) arrays [B, T] in fp32 for every token (bf16 autocast only if asked)."""
     model.eval()
     dev = torch.device(device)
@@ -55,8 +56,13 @@ def slot_index(batch: Batch) -> tuple[np.ndarray, np.ndarray]:
     return np.where(valid, index, 0).astype(np.int64), valid
 
 
-def run_slots(model: Forma, batch: Batch, index: np.ndarray, device: str | torch.device = "cpu",
-              bf16: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def run_slots(
+    model: Forma,
+    batch: Batch,
+    index: np.ndarray,
+    device: str | torch.device = "cpu",
+    bf16: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
     """(mu, sigma) [B, Q] at the positions `index` only: the last encoder layer and the
     heads skip every other token (equal to run_batch at those positions)."""
     model.eval()
@@ -67,8 +73,14 @@ def run_slots(model: Forma, batch: Batch, index: np.ndarray, device: str | torch
     return mu.float().cpu().numpy(), sigma.cpu().numpy()
 
 
-def batch_rows(batch: Batch, mu: np.ndarray, sigma: np.ndarray, component: int,
-               index: np.ndarray | None = None, valid: np.ndarray | None = None) -> pa.RecordBatch:
+def batch_rows(
+    batch: Batch,
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    component: int,
+    index: np.ndarray | None = None,
+    valid: np.ndarray | None = None,
+) -> pa.RecordBatch:
     """Forecast rows of the batch's query slots; mu, sigma are [B, T], or [B, Q] at
     `index` (with `valid`) as run_slots returns them."""
     if index is None:
@@ -78,15 +90,18 @@ def batch_rows(batch: Batch, mu: np.ndarray, sigma: np.ndarray, component: int,
         r, k = np.nonzero(valid)
         c = index[r, k]
         rc = (r, k)
-    return pa.RecordBatch.from_arrays([
-        pa.array(batch.firm_id[r], pa.int32()),
-        pa.array(batch.origin_q[r], pa.int32()),
-        pa.array(batch.item_id[r, c], pa.int16()),
-        pa.array(batch.rel_q.numpy()[r, c].astype(np.int8), pa.int8()),
-        pa.array(np.full(len(r), component, np.int16), pa.int16()),
-        pa.array(mu[rc].astype(np.float64), pa.float64()),
-        pa.array(sigma[rc].astype(np.float64), pa.float64()),
-    ], schema=FORECAST_SCHEMA)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(batch.firm_id[r], pa.int32()),
+            pa.array(batch.origin_q[r], pa.int32()),
+            pa.array(batch.item_id[r, c], pa.int16()),
+            pa.array(batch.rel_q.numpy()[r, c].astype(np.int8), pa.int8()),
+            pa.array(np.full(len(r), component, np.int16), pa.int16()),
+            pa.array(mu[rc].astype(np.float64), pa.float64()),
+            pa.array(sigma[rc].astype(np.float64), pa.float64()),
+        ],
+        schema=FORECAST_SCHEMA,
+    )
 
 
 def predict(
@@ -112,9 +127,16 @@ def predict(
     order = sequential_order(sizes, batch_size, bucket)
     for m in models:
         m.to(device).eval()
-    for idx in progress_bar(order, desc="forma predict", unit="batch", disable=not progress, leave=False):
-        batch = collate([build_example(store, int(i), max_horizon, last_q=last_q, lookback=lookback)
-                         for i in idx], account_map)
+    for idx in progress_bar(
+        order, desc="forma predict", unit="batch", disable=not progress, leave=False
+    ):
+        batch = collate(
+            [
+                build_example(store, int(i), max_horizon, last_q=last_q, lookback=lookback)
+                for i in idx
+            ],
+            account_map,
+        )
         index, valid = slot_index(batch)
         for k, m in enumerate(models):
             mu, sigma = run_slots(m, batch, index, device, bf16)
@@ -123,15 +145,23 @@ def predict(
                 yield rows
 
 
-def mixture_moments(mu: np.ndarray, sigma: np.ndarray, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def mixture_moments(
+    mu: np.ndarray, sigma: np.ndarray, axis: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """Equal-weight mixture point and moment-matched sigma over `axis` (the components):
     point = mean_k mu_k, sigma = sqrt(mean_k sigma_k^2 + var_k mu_k) (population variance)."""
     point = mu.mean(axis=axis)
     return point, np.sqrt((sigma**2).mean(axis=axis) + mu.var(axis=axis))
 
 
-def mixture_quantile(mu: np.ndarray, sigma: np.ndarray, p: float, family: str = "gaussian",
-                     axis: int = 0, iters: int = 60) -> np.ndarray:
+def mixture_quantile(
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    p: float,
+    family: str = "gaussian",
+    axis: int = 0,
+    iters: int = 60,
+) -> np.ndarray:
     """Quantile p of the equal-weight mixture over `axis`, by bisection on its CDF."""
     from scipy.special import ndtr
 
@@ -143,7 +173,9 @@ def mixture_quantile(mu: np.ndarray, sigma: np.ndarray, p: float, family: str = 
         if family == "laplace":
             b = sigma / np.sqrt(2.0)
             z = (y - mu) / b
-            return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0)), 1 - 0.5 * np.exp(-np.maximum(z, 0))).mean(0)
+            return np.where(
+                z < 0, 0.5 * np.exp(np.minimum(z, 0)), 1 - 0.5 * np.exp(-np.maximum(z, 0))
+            ).mean(0)
         return ndtr(z).mean(0)
 
     lo = (mu - 40 * sigma).min(0)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from app.errors import UserError
+from contracts.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -159,8 +159,10 @@ def preset(name: str, **overrides) -> FormaConfig:
     if cfg.query_attention not in ("full", "context"):
         raise UserError(f"Unknown query_attention {cfg.query_attention!r}; use full or context")
     if cfg.train_queries and cfg.query_attention != "context":
-        raise UserError("train_queries needs query_attention='context' (with full attention "
-                        "every query changes every other token)")
+        raise UserError(
+            "train_queries needs query_attention='context' (with full attention "
+            "every query changes every other token)"
+        )
     if cfg.family not in ("gaussian", "laplace"):
         raise UserError(f"Unknown family {cfg.family!r}; use gaussian or laplace")
     return cfg

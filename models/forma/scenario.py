@@ -74,8 +74,14 @@ def conditional_forecast(
     """
     if account_map is None:
         account_map = np.arange(models[0].embed.account.num_embeddings, dtype=np.int64)
-    ex = build_example(store, i, max_horizon, pins=dict(pins), last_q=last_q,
-                       lookback=getattr(models[0], "lookback", 12))
+    ex = build_example(
+        store,
+        i,
+        max_horizon,
+        pins=dict(pins),
+        last_q=last_q,
+        lookback=getattr(models[0], "lookback", 12),
+    )
     batch = collate([ex], account_map)
     mus, sigmas = [], []
     for m in models:
@@ -103,8 +109,12 @@ def conditional_forecast(
     out["mu_k"] = [list(map(float, mu_k[:, r])) for r in rows]
     out["sigma_k"] = [list(map(float, sig_k[:, r])) for r in rows]
     order = np.lexsort((out["horizon"], out["item_id"]))
-    return pa.table({k: (np.asarray(v)[order] if not isinstance(v, list) else [v[j] for j in order])
-                     for k, v in out.items()})
+    return pa.table(
+        {
+            k: (np.asarray(v)[order] if not isinstance(v, list) else [v[j] for j in order])
+            for k, v in out.items()
+        }
+    )
 
 
 def to_dollars(table: pa.Table, params: OriginParams, family: str = "gaussian") -> pa.Table:
@@ -130,11 +140,18 @@ def to_dollars(table: pa.Table, params: OriginParams, family: str = "gaussian") 
             vals = table.column(c).to_numpy(zero_copy_only=False).astype(float)
             usd[c][sel] = params.to_dollars(int(item), vals[sel])
         rows = np.nonzero(sel)[0]
-        m = np.array([mu_k[r] for r in rows], dtype=float).T   # (components, rows)
+        m = np.array([mu_k[r] for r in rows], dtype=float).T  # (components, rows)
         s = np.array([sigma_k[r] for r in rows], dtype=float).T
         expected[rows] = expected_dollars(
-            m, s, params.k[int(item)], params.z, params.mu[int(item)],
-            params.sigma[int(item)], family=family, component_axis=0)
+            m,
+            s,
+            params.k[int(item)],
+            params.z,
+            params.mu[int(item)],
+            params.sigma[int(item)],
+            family=family,
+            component_axis=0,
+        )
     expected = np.where(pinned, usd["point"], expected)
     table = table.append_column("expected_usd", pa.array(expected))
     for c in cols:
@@ -205,16 +222,25 @@ def oracle_cells(
 
     if account_map is None:
         account_map = np.arange(models[0].embed.account.num_embeddings, dtype=np.int64)
-    keep: dict[str, list[np.ndarray]] = {k: [] for k in
-                                         ("item_id", "horizon", "actual", "baseline", "uncond", "cond")}
+    keep: dict[str, list[np.ndarray]] = {
+        k: [] for k in ("item_id", "horizon", "actual", "baseline", "uncond", "cond")
+    }
     idx = np.arange(len(store))
-    for s in progress_bar(range(0, len(idx), batch_size), desc="oracle", unit="batch",
-                  disable=not progress, leave=False):
+    for s in progress_bar(
+        range(0, len(idx), batch_size),
+        desc="oracle",
+        unit="batch",
+        disable=not progress,
+        leave=False,
+    ):
         plain, pinned, targets = [], [], []
         for i in idx[s : s + batch_size]:
             rq, it, xv = store.window(int(i))
-            path = {(pin_item, int(q)): float(x) for q, t, x in zip(rq, it, xv)
-                    if t == pin_item and 1 <= q <= max_horizon}
+            path = {
+                (pin_item, int(q)): float(x)
+                for q, t, x in zip(rq, it, xv)
+                if t == pin_item and 1 <= q <= max_horizon
+            }
             base = {int(t): float(x) for q, t, x in zip(rq, it, xv) if q == 0}
             if not path or pin_item not in base:
                 continue
@@ -245,24 +271,43 @@ def oracle_cells(
                 keep["baseline"].append(base[key[0]])
                 keep["uncond"].append(mu_u[r, c])
                 keep["cond"].append(mu_c[r, c])
-    return {k: np.asarray(v, dtype=float if k not in ("item_id", "horizon") else np.int64)
-            for k, v in keep.items()}
+    return {
+        k: np.asarray(v, dtype=float if k not in ("item_id", "horizon") else np.int64)
+        for k, v in keep.items()
+    }
 
 
 def oracle_summary(cells: Mapping[str, np.ndarray], statement_of: Mapping[int, str]) -> pa.Table:
     """Change in MAE and R^2 (conditional minus unconditional): overall, by horizon, by statement."""
-    groups: list[tuple[str, str, np.ndarray]] = [("all", "all", np.ones(len(cells["actual"]), bool))]
+    groups: list[tuple[str, str, np.ndarray]] = [
+        ("all", "all", np.ones(len(cells["actual"]), bool))
+    ]
     for h in sorted(set(cells["horizon"].tolist())):
         groups.append(("horizon", str(h), cells["horizon"] == h))
     stmt = np.array([statement_of.get(int(i), "?") for i in cells["item_id"]])
     for s in sorted(set(stmt.tolist())):
         groups.append(("statement", s, stmt == s))
-    out = {k: [] for k in ("group", "key", "cells", "mae_uncond", "mae_cond", "d_mae",
-                           "r2_uncond", "r2_cond", "d_r2")}
+    out = {
+        k: []
+        for k in (
+            "group",
+            "key",
+            "cells",
+            "mae_uncond",
+            "mae_cond",
+            "d_mae",
+            "r2_uncond",
+            "r2_cond",
+            "d_r2",
+        )
+    }
     for g, key, sel in groups:
         a, b = cells["actual"][sel], cells["baseline"][sel]
         u, c = cells["uncond"][sel], cells["cond"][sel]
-        mu_, mc_ = float(np.abs(u - a).mean()) if len(a) else np.nan, float(np.abs(c - a).mean()) if len(a) else np.nan
+        mu_, mc_ = (
+            float(np.abs(u - a).mean()) if len(a) else np.nan,
+            float(np.abs(c - a).mean()) if len(a) else np.nan,
+        )
         ru, rc = r2_changes(a, b, u), r2_changes(a, b, c)
         for k, v in zip(out, (g, key, int(sel.sum()), mu_, mc_, mc_ - mu_, ru, rc, rc - ru)):
             out[k].append(v)
@@ -273,8 +318,20 @@ def oracle_breakdown(cells: Mapping[str, np.ndarray], statement_of: Mapping[int,
     """The changes of `oracle_summary` by (statement class, horizon), with 'all' for every
     class together: the series of the paper's Figure 2."""
     stmt = np.array([statement_of.get(int(i), "?") for i in cells["item_id"]])
-    out = {k: [] for k in ("statement", "horizon", "cells", "mae_uncond", "mae_cond", "d_mae",
-                           "r2_uncond", "r2_cond", "d_r2")}
+    out = {
+        k: []
+        for k in (
+            "statement",
+            "horizon",
+            "cells",
+            "mae_uncond",
+            "mae_cond",
+            "d_mae",
+            "r2_uncond",
+            "r2_cond",
+            "d_r2",
+        )
+    }
     for s in ["all", *sorted(set(stmt.tolist()))]:
         for h in sorted(set(cells["horizon"].tolist())):
             sel = (cells["horizon"] == h) & ((stmt == s) if s != "all" else True)

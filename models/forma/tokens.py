@@ -63,9 +63,7 @@ class TokenEmbedding(nn.Module):
         anchor: torch.Tensor | None = None,  # [B, T] float: item's origin value on future tokens
     ) -> torch.Tensor:
         """[B, 1 + T, d]: the industry token first, then the tuple tokens."""
-        value = torch.where(
-            hidden.unsqueeze(-1), self.e_mask, x.unsqueeze(-1) * self.w_x
-        )
+        value = torch.where(hidden.unsqueeze(-1), self.e_mask, x.unsqueeze(-1) * self.w_x)
         tokens = self.account(account) + sinusoidal(rel_q, self.d) + value
         if anchor is not None and self.w_anchor is not None:
             tokens = tokens + anchor.unsqueeze(-1).to(tokens.dtype) * self.w_anchor

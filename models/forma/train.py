@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from app.errors import UserError
+from contracts.errors import UserError
 from models.forma.batching import (
     SPLIT_LAST_Q,
     WindowStore,
@@ -58,9 +58,18 @@ class FitResult:
 
 
 def build_model(cfg: FormaConfig) -> Forma:
-    return Forma(cfg.n_accounts, cfg.n_industries, cfg.d_model, cfg.n_layers, cfg.n_heads,
-                 cfg.d_ff, cfg.dropout, cfg.lookback, query_attention=cfg.query_attention,
-                 anchor=cfg.anchor)
+    return Forma(
+        cfg.n_accounts,
+        cfg.n_industries,
+        cfg.d_model,
+        cfg.n_layers,
+        cfg.n_heads,
+        cfg.d_ff,
+        cfg.dropout,
+        cfg.lookback,
+        query_attention=cfg.query_attention,
+        anchor=cfg.anchor,
+    )
 
 
 def industry_map(cfg: FormaConfig) -> dict[int, int]:
@@ -106,8 +115,15 @@ def global_tokens(loss_mask: torch.Tensor, world: int) -> torch.Tensor:
     return n.clamp(min=1)
 
 
-def train_step(net: nn.Module, model: nn.Module, opt: torch.optim.Optimizer, batch, cfg: FormaConfig,
-               device: torch.device, world: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+def train_step(
+    net: nn.Module,
+    model: nn.Module,
+    opt: torch.optim.Optimizer,
+    batch,
+    cfg: FormaConfig,
+    device: torch.device,
+    world: int = 1,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """One optimizer step on one batch (this rank's share of the global batch under DDP,
     `net` wrapping `model`). The loss is token-weighted over the global batch
     (global_tokens). Returns this rank's summed loss and its token count, on the device."""
@@ -115,8 +131,15 @@ def train_step(net: nn.Module, model: nn.Module, opt: torch.optim.Optimizer, bat
         mu, logvar = net(*batch.inputs(device))
     loss_mask = batch.loss_mask.to(device, non_blocking=True)
     denom = global_tokens(loss_mask, world)
-    loss, n = masked_loss(cfg.family, batch.target.to(device, non_blocking=True), mu, logvar,
-                          loss_mask, cfg.beta, tokens=denom)
+    loss, n = masked_loss(
+        cfg.family,
+        batch.target.to(device, non_blocking=True),
+        mu,
+        logvar,
+        loss_mask,
+        cfg.beta,
+        tokens=denom,
+    )
     opt.zero_grad(set_to_none=True)
     loss.backward()
     nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
@@ -129,11 +152,26 @@ class EpochBatches(torch.utils.data.Dataset):
     seeded by (seed, epoch, global batch number), so the batches are the same whether
     they are built here or in DataLoader worker processes, in any order."""
 
-    def __init__(self, store: WindowStore, order: list[np.ndarray], keys: np.ndarray, horizon: int,
-                 account_map: np.ndarray, identities: Identities, cfg: FormaConfig,
-                 last_q: dict[str, int], seed: int, epoch: int):
+    def __init__(
+        self,
+        store: WindowStore,
+        order: list[np.ndarray],
+        keys: np.ndarray,
+        horizon: int,
+        account_map: np.ndarray,
+        identities: Identities,
+        cfg: FormaConfig,
+        last_q: dict[str, int],
+        seed: int,
+        epoch: int,
+    ):
         self.store, self.order, self.keys, self.horizon = store, order, keys, horizon
-        self.account_map, self.identities, self.cfg, self.last_q = account_map, identities, cfg, last_q
+        self.account_map, self.identities, self.cfg, self.last_q = (
+            account_map,
+            identities,
+            cfg,
+            last_q,
+        )
         self.seed, self.epoch = seed, epoch
 
     def __len__(self) -> int:
@@ -141,16 +179,32 @@ class EpochBatches(torch.utils.data.Dataset):
 
     def __getitem__(self, k: int):
         rng = np.random.default_rng([self.seed, self.epoch, 1, int(self.keys[k])])
-        return next(iter_batches(self.store, [self.order[k]], self.horizon, self.account_map,
-                                 rng=rng, identities=self.identities, cfg=self.cfg,
-                                 last_q=self.last_q, lookback=self.cfg.lookback))
+        return next(
+            iter_batches(
+                self.store,
+                [self.order[k]],
+                self.horizon,
+                self.account_map,
+                rng=rng,
+                identities=self.identities,
+                cfg=self.cfg,
+                last_q=self.last_q,
+                lookback=self.cfg.lookback,
+            )
+        )
 
     def iterate(self, workers: int = 0, pin_memory: bool = False):
         if workers <= 0:
             return (self[k] for k in range(len(self)))
         loader = torch.utils.data.DataLoader(
-            self, batch_size=None, shuffle=False, num_workers=workers, prefetch_factor=4,
-            pin_memory=pin_memory, persistent_workers=False)
+            self,
+            batch_size=None,
+            shuffle=False,
+            num_workers=workers,
+            prefetch_factor=4,
+            pin_memory=pin_memory,
+            persistent_workers=False,
+        )
         return iter(loader)
 
 
@@ -272,10 +326,25 @@ def fit(
         model.train()
         t0 = time.perf_counter()
         total, tokens, pad_slots, slots = torch.zeros((), device=device), 0, 0, 0
-        bar = progress_bar(total=len(order), desc=f"forma seed {seed} epoch {epoch + 1}/{cfg.epochs} H={horizon}",
-                   disable=not progress or rank != 0, leave=False, unit="batch")
-        plan = EpochBatches(sub, order, keys, horizon, account_map, identities, cfg,
-                            last_q or SPLIT_LAST_Q, seed, epoch)
+        bar = progress_bar(
+            total=len(order),
+            desc=f"forma seed {seed} epoch {epoch + 1}/{cfg.epochs} H={horizon}",
+            disable=not progress or rank != 0,
+            leave=False,
+            unit="batch",
+        )
+        plan = EpochBatches(
+            sub,
+            order,
+            keys,
+            horizon,
+            account_map,
+            identities,
+            cfg,
+            last_q or SPLIT_LAST_Q,
+            seed,
+            epoch,
+        )
         for batch in plan.iterate(workers, pin_memory=device.type == "cuda"):
             if trace is not None:
                 trace.append((epoch, batch.firm_id.tolist(), batch.origin_q.tolist()))
@@ -296,33 +365,45 @@ def fit(
         bar.close()
         total, tokens = float(total), int(tokens)
         seconds = time.perf_counter() - t0
-        history.append({
-            "epoch": epoch + 1, "horizon": horizon, "loss": total / max(tokens, 1),
-            "tokens": tokens, "origins": int(sum(len(o) for o in order)), "batches": len(order),
-            "padding_share": pad_slots / max(slots, 1), "seconds": round(seconds, 3),
-        })
+        history.append(
+            {
+                "epoch": epoch + 1,
+                "horizon": horizon,
+                "loss": total / max(tokens, 1),
+                "tokens": tokens,
+                "origins": int(sum(len(o) for o in order)),
+                "batches": len(order),
+                "padding_share": pad_slots / max(slots, 1),
+                "seconds": round(seconds, 3),
+            }
+        )
         if log and rank == 0:
             h = history[-1]
-            log(f"seed {seed} epoch {h['epoch']}/{cfg.epochs} H={horizon} loss {h['loss']:.4f} "
-                f"({h['origins']} origins, {seconds:.1f}s, padding {h['padding_share']:.1%})")
+            log(
+                f"seed {seed} epoch {h['epoch']}/{cfg.epochs} H={horizon} loss {h['loss']:.4f} "
+                f"({h['origins']} origins, {seconds:.1f}s, padding {h['padding_share']:.1%})"
+            )
         if ckpt_path and rank == 0:
-            save_checkpoint(ckpt_path, {
-                "format": CHECKPOINT_FORMAT,
-                "config": cfg.to_dict(),
-                "seed": seed,
-                "epoch": epoch + 1,
-                "complete": epoch + 1 == cfg.epochs,
-                "state_dict": model.state_dict(),
-                "optimizer": opt.state_dict(),
-                "account_map": account_map.tolist(),
-                "industry_map": industry_map(cfg),
-                "identities": identities.to_dict(),
-                "history": history,
-                "parameters": count_parameters(model),
-                "torch": torch.__version__,
-                "saved_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                **(extra or {}),
-            })
+            save_checkpoint(
+                ckpt_path,
+                {
+                    "format": CHECKPOINT_FORMAT,
+                    "config": cfg.to_dict(),
+                    "seed": seed,
+                    "epoch": epoch + 1,
+                    "complete": epoch + 1 == cfg.epochs,
+                    "state_dict": model.state_dict(),
+                    "optimizer": opt.state_dict(),
+                    "account_map": account_map.tolist(),
+                    "industry_map": industry_map(cfg),
+                    "identities": identities.to_dict(),
+                    "history": history,
+                    "parameters": count_parameters(model),
+                    "torch": torch.__version__,
+                    "saved_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                    **(extra or {}),
+                },
+            )
         if on_epoch is not None and rank == 0:
             on_epoch(history[-1], model)
             model.train()
@@ -345,11 +426,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--origins-per-epoch", type=int, default=None)
     ap.add_argument("--epochs", type=int, default=None)
-    ap.add_argument("--workers", type=int, default=0,
-                    help="DataLoader processes building batches per rank (a GPU outruns one)")
-    ap.add_argument("--rank-report", default=None,
-                    help="folder for one JSON per rank: the (firm, origin) keys it trained per "
-                         "epoch and a SHA-256 of its final weights (checks the DDP sharding)")
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="DataLoader processes building batches per rank (a GPU outruns one)",
+    )
+    ap.add_argument(
+        "--rank-report",
+        default=None,
+        help="folder for one JSON per rank: the (firm, origin) keys it trained per "
+        "epoch and a SHA-256 of its final weights (checks the DDP sharding)",
+    )
     args = ap.parse_args(argv)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world > 1:
@@ -373,8 +461,19 @@ def main(argv: list[str] | None = None) -> None:
         overrides["epochs"] = args.epochs
     cfg = preset(args.preset, **overrides)
     trace: list | None = [] if args.rank_report else None
-    res = fit(store, ids, cfg, seed=args.seed, checkpoint=args.out, resume=args.resume,
-              device=device, log=print, progress=False, trace=trace, workers=args.workers)
+    res = fit(
+        store,
+        ids,
+        cfg,
+        seed=args.seed,
+        checkpoint=args.out,
+        resume=args.resume,
+        device=device,
+        log=print,
+        progress=False,
+        trace=trace,
+        workers=args.workers,
+    )
     if args.rank_report:
         import hashlib
         import json
@@ -385,13 +484,21 @@ def main(argv: list[str] | None = None) -> None:
             weights.update(v.detach().cpu().contiguous().numpy().tobytes())
         out = Path(args.rank_report)
         out.mkdir(parents=True, exist_ok=True)
-        (out / f"rank{rank}.json").write_text(json.dumps({
-            "rank": rank, "world": world_now, "weights_sha256": weights.hexdigest(),
-            "batches": [[e, list(zip(f, q))] for e, f, q in trace],
-        }))
+        (out / f"rank{rank}.json").write_text(
+            json.dumps(
+                {
+                    "rank": rank,
+                    "world": world_now,
+                    "weights_sha256": weights.hexdigest(),
+                    "batches": [[e, list(zip(f, q))] for e, f, q in trace],
+                }
+            )
+        )
     if _dist()[0] == 0:
-        print(f"done: seed {res.seed}, {res.epochs_run} epochs, final loss {res.final_loss:.4f}, "
-              f"{res.parameters:,} parameters -> {res.checkpoint}")
+        print(
+            f"done: seed {res.seed}, {res.epochs_run} epochs, final loss {res.final_loss:.4f}, "
+            f"{res.parameters:,} parameters -> {res.checkpoint}"
+        )
     if world > 1:
         torch.distributed.destroy_process_group()
 

@@ -18,12 +18,29 @@ from pathlib import Path
 from typing import Any
 
 
-def request_key(provider: str, model: str, settings: dict[str, Any], system: str, user: str,
-                draw: int, attempt: int) -> str:
+def request_key(
+    provider: str,
+    model: str,
+    settings: dict[str, Any],
+    system: str,
+    user: str,
+    draw: int,
+    attempt: int,
+) -> str:
     """The cache key of one request (hex sha256)."""
-    payload = json.dumps({"provider": provider, "model": model, "settings": settings,
-                          "system": system, "user": user, "draw": draw, "attempt": attempt},
-                         sort_keys=True, ensure_ascii=True)
+    payload = json.dumps(
+        {
+            "provider": provider,
+            "model": model,
+            "settings": settings,
+            "system": system,
+            "user": user,
+            "draw": draw,
+            "attempt": attempt,
+        },
+        sort_keys=True,
+        ensure_ascii=True,
+    )
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

@@ -79,6 +79,11 @@ class FakeProvider:
                 fields.append(f"{item}={v:.2f}")
             lines.append(f"Q{h}: " + ", ".join(fields))
         text = "\n".join(lines)
-        return Completion(text=text, input_tokens=(len(request.system) + len(request.user)) // 4,
-                          output_tokens=len(text) // 4, reasoning_tokens=0, stop_reason="end_turn",
-                          response_model=self.model)
+        return Completion(
+            text=text,
+            input_tokens=(len(request.system) + len(request.user)) // 4,
+            output_tokens=len(text) // 4,
+            reasoning_tokens=0,
+            stop_reason="end_turn",
+            response_model=self.model,
+        )

@@ -17,23 +17,63 @@ import numpy as np
 
 #: (prompt block title, primitives, derived items shown as context) in glossary order.
 STATEMENT_BLOCKS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
-    ("INCOME STATEMENT",
-     ("revtq", "cogsq", "xsgaq", "xrdq", "dpq", "stkcoq", "xintq", "nopiq", "spiq", "txtq",
-      "miiq", "xidoq"),
-     ("gpq", "oibdpq", "oiadpq", "piq", "ibq", "niq", "xoprq")),
-    ("BALANCE SHEET - ASSETS",
-     ("cheq", "rectq", "invtq", "acoq", "ppentq", "dpactq", "gdwlq", "intanoq", "aoq"),
-     ("intanq", "ppegtq", "actq", "atq")),
-    ("BALANCE SHEET - LIABILITIES",
-     ("apq", "dlcq", "txpq", "drcq", "lcoq", "drltq", "dlttq", "txditcq", "loq"),
-     ("lctq", "ltq")),
-    ("BALANCE SHEET - EQUITY",
-     ("cstkq", "capsq", "req", "acomincq", "tstkq", "pstkq", "mibtq"),
-     ("ceqq", "seqq")),
-    ("CASH FLOW",
-     ("oancfq", "fopoq", "capxq", "ivchq", "aqcq", "sivq", "sppeq", "ivstchq", "ivacoq",
-      "sstkq", "prstkcq", "dltisq", "dltrq", "dlcchq", "dvq", "txbcofq", "fiaoq", "exreq"),
-     ("ivncfq", "fincfq", "fcfq")),
+    (
+        "INCOME STATEMENT",
+        (
+            "revtq",
+            "cogsq",
+            "xsgaq",
+            "xrdq",
+            "dpq",
+            "stkcoq",
+            "xintq",
+            "nopiq",
+            "spiq",
+            "txtq",
+            "miiq",
+            "xidoq",
+        ),
+        ("gpq", "oibdpq", "oiadpq", "piq", "ibq", "niq", "xoprq"),
+    ),
+    (
+        "BALANCE SHEET - ASSETS",
+        ("cheq", "rectq", "invtq", "acoq", "ppentq", "dpactq", "gdwlq", "intanoq", "aoq"),
+        ("intanq", "ppegtq", "actq", "atq"),
+    ),
+    (
+        "BALANCE SHEET - LIABILITIES",
+        ("apq", "dlcq", "txpq", "drcq", "lcoq", "drltq", "dlttq", "txditcq", "loq"),
+        ("lctq", "ltq"),
+    ),
+    (
+        "BALANCE SHEET - EQUITY",
+        ("cstkq", "capsq", "req", "acomincq", "tstkq", "pstkq", "mibtq"),
+        ("ceqq", "seqq"),
+    ),
+    (
+        "CASH FLOW",
+        (
+            "oancfq",
+            "fopoq",
+            "capxq",
+            "ivchq",
+            "aqcq",
+            "sivq",
+            "sppeq",
+            "ivstchq",
+            "ivacoq",
+            "sstkq",
+            "prstkcq",
+            "dltisq",
+            "dltrq",
+            "dlcchq",
+            "dvq",
+            "txbcofq",
+            "fiaoq",
+            "exreq",
+        ),
+        ("ivncfq", "fincfq", "fcfq"),
+    ),
 )
 
 #: The 55 primitives in glossary order (the order of the prompt's item list).
@@ -62,10 +102,25 @@ DERIVED: dict[str, tuple[tuple[int, str], ...]] = {
     "loq_ex_dr": ((1, "loq"), (-1, "drltq")),
     "ceqq": ((1, "cstkq"), (1, "capsq"), (1, "req"), (-1, "tstkq")),
     "seqq": ((1, "ceqq"), (1, "pstkq")),
-    "ivncfq": ((-1, "capxq"), (-1, "ivchq"), (-1, "aqcq"), (1, "sivq"), (1, "sppeq"),
-               (1, "ivstchq"), (1, "ivacoq")),
-    "fincfq": ((1, "sstkq"), (-1, "prstkcq"), (1, "dltisq"), (-1, "dltrq"), (1, "dlcchq"),
-               (-1, "dvq"), (1, "txbcofq"), (1, "fiaoq")),
+    "ivncfq": (
+        (-1, "capxq"),
+        (-1, "ivchq"),
+        (-1, "aqcq"),
+        (1, "sivq"),
+        (1, "sppeq"),
+        (1, "ivstchq"),
+        (1, "ivacoq"),
+    ),
+    "fincfq": (
+        (1, "sstkq"),
+        (-1, "prstkcq"),
+        (1, "dltisq"),
+        (-1, "dltrq"),
+        (1, "dlcchq"),
+        (-1, "dvq"),
+        (1, "txbcofq"),
+        (1, "fiaoq"),
+    ),
     "fcfq": ((1, "oancfq"), (-1, "capxq")),
 }
 
@@ -74,8 +129,9 @@ SHOWN_DERIVED: tuple[str, ...] = tuple(i for _, _, der in STATEMENT_BLOCKS for i
 HIDDEN_DERIVED: tuple[str, ...] = tuple(i for i in DERIVED if i not in SHOWN_DERIVED)
 
 
-def rebuild_statements(primitives: Mapping[str, np.ndarray], reported: set[str] | frozenset[str],
-                       horizons: int) -> dict[str, np.ndarray]:
+def rebuild_statements(
+    primitives: Mapping[str, np.ndarray], reported: set[str] | frozenset[str], horizons: int
+) -> dict[str, np.ndarray]:
     """All 78 items per horizon from forecast primitives.
 
     `primitives` maps a primitive to its forecasts (length `horizons`, NaN where the

@@ -51,7 +51,9 @@ class ParsedAnswer:
 
 def _examples(things: Sequence[str]) -> str:
     shown = ", ".join(things[:_MAX_EXAMPLES])
-    return shown + (f" and {len(things) - _MAX_EXAMPLES} more" if len(things) > _MAX_EXAMPLES else "")
+    return shown + (
+        f" and {len(things) - _MAX_EXAMPLES} more" if len(things) > _MAX_EXAMPLES else ""
+    )
 
 
 def parse_answer(text: str, items: Sequence[str], max_horizon: int = 20) -> ParsedAnswer:
@@ -98,7 +100,9 @@ def parse_answer(text: str, items: Sequence[str], max_horizon: int = 20) -> Pars
             f = _FIELD.match(part)
             name, value = f.group(1).lower(), f.group(2)
             if name not in wanted:
-                (outside if name in PRIMITIVES else derived if name in DERIVED else unknown).add(name)
+                (outside if name in PRIMITIVES else derived if name in DERIVED else unknown).add(
+                    name
+                )
                 continue
             if name in in_line:
                 repeated.append(f"{name} at Q{h}")
@@ -115,20 +119,29 @@ def parse_answer(text: str, items: Sequence[str], max_horizon: int = 20) -> Pars
     if seen and missing_h:
         answer.problems.append(f"horizons missing: {_examples(missing_h)}")
     if bad_fields:
-        answer.problems.append(f"{len(bad_fields)} Q-line(s) dropped for a field that is not "
-                               f"item=value: {_examples(bad_fields)}")
+        answer.problems.append(
+            f"{len(bad_fields)} Q-line(s) dropped for a field that is not "
+            f"item=value: {_examples(bad_fields)}"
+        )
     if non_numeric:
         answer.problems.append(f"{len(non_numeric)} non-numeric value(s): {_examples(non_numeric)}")
     if repeated:
         answer.problems.append(f"repeated (first kept): {_examples(repeated)}")
     absent = [i for i in items if parsed - given[i]]
     if absent:
-        answer.problems.append(f"{len(absent)} item(s) missing on some Q-lines: {_examples(absent)}")
+        answer.problems.append(
+            f"{len(absent)} item(s) missing on some Q-lines: {_examples(absent)}"
+        )
     if other_text:
-        answer.notes.append(f"{len(other_text)} line(s) of other text ignored: "
-                            f"{_examples([repr(t) for t in other_text])}")
-    for label, names in (("items outside the firm's list ignored", outside),
-                         ("derived items ignored", derived), ("unknown names ignored", unknown)):
+        answer.notes.append(
+            f"{len(other_text)} line(s) of other text ignored: "
+            f"{_examples([repr(t) for t in other_text])}"
+        )
+    for label, names in (
+        ("items outside the firm's list ignored", outside),
+        ("derived items ignored", derived),
+        ("unknown names ignored", unknown),
+    ):
         if names:
             answer.notes.append(f"{label}: {_examples(sorted(names))}")
     return answer

@@ -17,8 +17,14 @@ from contracts.errors import UserError
 from models.llm.calls import Completion
 
 DEFAULT_PRICES = ROOT / "reference" / "llm_prices.csv"
-_COLUMNS = ("provider", "model", "input_usd_per_mtok", "cached_input_usd_per_mtok",
-            "output_usd_per_mtok", "as_of")
+_COLUMNS = (
+    "provider",
+    "model",
+    "input_usd_per_mtok",
+    "cached_input_usd_per_mtok",
+    "output_usd_per_mtok",
+    "as_of",
+)
 
 
 @dataclass(frozen=True)
@@ -30,8 +36,11 @@ class Price:
 
     def cost(self, c: Completion) -> float:
         uncached = max(0, c.input_tokens - c.cached_input_tokens)
-        return (uncached * self.input_usd_per_mtok + c.cached_input_tokens
-                * self.cached_input_usd_per_mtok + c.output_tokens * self.output_usd_per_mtok) / 1e6
+        return (
+            uncached * self.input_usd_per_mtok
+            + c.cached_input_tokens * self.cached_input_usd_per_mtok
+            + c.output_tokens * self.output_usd_per_mtok
+        ) / 1e6
 
 
 class PriceTable:
@@ -59,13 +68,16 @@ def load_prices(path: Path | None = None) -> PriceTable:
     for n, row in enumerate(rows, start=2):
         missing = [c for c in _COLUMNS if not (row.get(c) or "").strip()]
         if missing:
-            raise UserError(f"{source} line {n}: missing {', '.join(missing)} "
-                            f"(columns: {', '.join(_COLUMNS)})")
+            raise UserError(
+                f"{source} line {n}: missing {', '.join(missing)} (columns: {', '.join(_COLUMNS)})"
+            )
         try:
             values = [float(row[c]) for c in _COLUMNS[2:5]]
         except ValueError:
             raise UserError(f"{source} line {n}: prices must be numbers") from None
         if min(values) < 0:
             raise UserError(f"{source} line {n}: prices must not be negative")
-        prices[(row["provider"].strip(), row["model"].strip())] = Price(*values, row["as_of"].strip())
+        prices[(row["provider"].strip(), row["model"].strip())] = Price(
+            *values, row["as_of"].strip()
+        )
     return PriceTable(prices, source)

@@ -22,15 +22,21 @@ MAX_HORIZON = 20
 ARMS = ("unstructured", "structured")
 
 
-def system_prompt(arm: str, *, lookback_qs: int = LOOKBACK_QS,
-                  max_horizon: int = MAX_HORIZON) -> str:
+def system_prompt(
+    arm: str, *, lookback_qs: int = LOOKBACK_QS, max_horizon: int = MAX_HORIZON
+) -> str:
     """The arm's system prompt with {lookback_qs}/{lookback_first}/{max_horizon} filled."""
     if arm not in ARMS:
         raise ValueError(f"Unknown prompt arm {arm!r}: use one of {', '.join(ARMS)}")
-    block = prompt_text.UNSTRUCTURED_BLOCK if arm == "unstructured" else prompt_text.STRUCTURED_BLOCK
+    block = (
+        prompt_text.UNSTRUCTURED_BLOCK if arm == "unstructured" else prompt_text.STRUCTURED_BLOCK
+    )
     text = f"{prompt_text.OPENING}\n{block}\n{prompt_text.REMAINDER}"
-    for token, value in (("{lookback_qs}", lookback_qs), ("{lookback_first}", lookback_qs - 1),
-                         ("{max_horizon}", max_horizon)):
+    for token, value in (
+        ("{lookback_qs}", lookback_qs),
+        ("{lookback_first}", lookback_qs - 1),
+        ("{max_horizon}", max_horizon),
+    ):
         text = text.replace(token, str(value))
     return text
 
@@ -51,7 +57,9 @@ class OriginHistory:
     @property
     def reported_primitives(self) -> tuple[str, ...]:
         """The firm's reported subset: primitives non-null somewhere in the history."""
-        return tuple(i for i in PRIMITIVES if any(_finite(v) for v in self.values.get(i, {}).values()))
+        return tuple(
+            i for i in PRIMITIVES if any(_finite(v) for v in self.values.get(i, {}).values())
+        )
 
 
 def _finite(v: float | None) -> bool:
@@ -66,8 +74,9 @@ def format_value(v: float | None) -> str:
     return "0.00" if text == "-0.00" else text
 
 
-def user_message(history: OriginHistory, *, lookback_qs: int = LOOKBACK_QS,
-                 max_horizon: int = MAX_HORIZON) -> str:
+def user_message(
+    history: OriginHistory, *, lookback_qs: int = LOOKBACK_QS, max_horizon: int = MAX_HORIZON
+) -> str:
     """The per-origin user message (both arms)."""
     reported = history.reported_primitives
     rel = list(range(-(lookback_qs - 1), 1))

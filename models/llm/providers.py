@@ -42,13 +42,23 @@ def _status_error(exc: Exception) -> ProviderError:
     if status is None:  # APIConnectionError / APITimeoutError carry no status
         return ProviderError(f"{type(exc).__name__}: {exc}", transient=True)
     transient = status in (408, 409, 429) or status >= 500
-    return ProviderError(f"HTTP {status} {type(exc).__name__}: {exc}", transient=transient,
-                         retry_after=retry_after, status=status)
+    return ProviderError(
+        f"HTTP {status} {type(exc).__name__}: {exc}",
+        transient=transient,
+        retry_after=retry_after,
+        status=status,
+    )
 
 
-def call_with_retries(provider: Provider, request: Request, *, max_retries: int = 6,
-                      base_delay_s: float = 2.0, max_delay_s: float = 120.0,
-                      sleep: Callable[[float], None] = time.sleep) -> tuple[Completion, int]:
+def call_with_retries(
+    provider: Provider,
+    request: Request,
+    *,
+    max_retries: int = 6,
+    base_delay_s: float = 2.0,
+    max_delay_s: float = 120.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[Completion, int]:
     """(completion, retries used). Transient failures wait base * 2^n (jittered, or the
     server's retry-after) and try again, up to max_retries; others raise at once."""
     for retry in range(max_retries + 1):
@@ -57,8 +67,11 @@ def call_with_retries(provider: Provider, request: Request, *, max_retries: int 
         except ProviderError as exc:
             if not exc.transient or retry == max_retries:
                 raise
-            delay = exc.retry_after if exc.retry_after is not None else \
-                min(max_delay_s, base_delay_s * 2 ** retry) * (0.5 + random.random() / 2)
+            delay = (
+                exc.retry_after
+                if exc.retry_after is not None
+                else min(max_delay_s, base_delay_s * 2**retry) * (0.5 + random.random() / 2)
+            )
             sleep(min(max_delay_s, delay))
     raise AssertionError("unreachable")
 
@@ -66,8 +79,10 @@ def call_with_retries(provider: Provider, request: Request, *, max_retries: int 
 def _key(variable: str, provider: str) -> str:
     key = os.environ.get(variable)
     if not key:
-        raise UserError(f"The {provider} provider needs an API key: set {variable} in the "
-                        f"environment (or use --provider fake for an offline run)")
+        raise UserError(
+            f"The {provider} provider needs an API key: set {variable} in the "
+            f"environment (or use --provider fake for an offline run)"
+        )
     return key
 
 
@@ -76,30 +91,50 @@ class AnthropicProvider:
 
     name = "anthropic"
 
-    def __init__(self, model: str, *, effort: str | None = None, temperature: float | None = None,
-                 max_tokens: int = MAX_TOKENS, timeout_s: float = TIMEOUT_S, client: Any = None):
+    def __init__(
+        self,
+        model: str,
+        *,
+        effort: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int = MAX_TOKENS,
+        timeout_s: float = TIMEOUT_S,
+        client: Any = None,
+    ):
         import anthropic
 
         if temperature is not None:
             # The SDK's Messages API takes no temperature: with adaptive thinking the model
             # runs at its default, as in the paper.
-            raise UserError("--temperature is not available for the anthropic provider "
-                            "(adaptive thinking runs at the default temperature)")
+            raise UserError(
+                "--temperature is not available for the anthropic provider "
+                "(adaptive thinking runs at the default temperature)"
+            )
         self.model, self.effort, self.temperature = model, effort, None
         self.max_tokens, self.timeout_s = max_tokens, timeout_s
         self._errors = (anthropic.APIStatusError, anthropic.APIConnectionError)
         self.client = client or anthropic.Anthropic(
-            api_key=_key("ANTHROPIC_API_KEY", "anthropic"), max_retries=0, timeout=timeout_s)
+            api_key=_key("ANTHROPIC_API_KEY", "anthropic"), max_retries=0, timeout=timeout_s
+        )
 
     def settings(self) -> dict[str, Any]:
-        return {"api": "messages", "thinking": "adaptive", "effort": self.effort,
-                "temperature": self.temperature, "max_tokens": self.max_tokens}
+        return {
+            "api": "messages",
+            "thinking": "adaptive",
+            "effort": self.effort,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
 
     def complete(self, request: Request) -> Completion:
         kwargs: dict[str, Any] = {
-            "model": self.model, "max_tokens": self.max_tokens, "system": request.system,
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "system": request.system,
             "messages": [{"role": "user", "content": request.user}],
-            "thinking": {"type": "adaptive"}, "timeout": self.timeout_s}
+            "thinking": {"type": "adaptive"},
+            "timeout": self.timeout_s,
+        }
         if self.effort:
             kwargs["output_config"] = {"effort": self.effort}
         try:
@@ -114,9 +149,12 @@ class AnthropicProvider:
             input_tokens=usage.input_tokens + cache_read + (usage.cache_creation_input_tokens or 0),
             output_tokens=usage.output_tokens,
             reasoning_tokens=getattr(details, "thinking_tokens", None),
-            cached_input_tokens=cache_read, stop_reason=message.stop_reason,
-            response_id=message.id, response_model=message.model,
-            truncated=message.stop_reason == "max_tokens")
+            cached_input_tokens=cache_read,
+            stop_reason=message.stop_reason,
+            response_id=message.id,
+            response_model=message.model,
+            truncated=message.stop_reason == "max_tokens",
+        )
 
 
 class OpenAIProvider:
@@ -124,25 +162,43 @@ class OpenAIProvider:
 
     name = "openai"
 
-    def __init__(self, model: str, *, effort: str | None = None, temperature: float | None = None,
-                 max_tokens: int = MAX_TOKENS, timeout_s: float = TIMEOUT_S, client: Any = None):
+    def __init__(
+        self,
+        model: str,
+        *,
+        effort: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int = MAX_TOKENS,
+        timeout_s: float = TIMEOUT_S,
+        client: Any = None,
+    ):
         import openai
 
         self.model, self.effort, self.temperature = model, effort or "medium", temperature
         self.max_tokens, self.timeout_s = max_tokens, timeout_s
         self._errors = (openai.APIStatusError, openai.APIConnectionError)
         self.client = client or openai.OpenAI(
-            api_key=_key("OPENAI_API_KEY", "openai"), max_retries=0, timeout=timeout_s)
+            api_key=_key("OPENAI_API_KEY", "openai"), max_retries=0, timeout=timeout_s
+        )
 
     def settings(self) -> dict[str, Any]:
-        return {"api": "responses", "reasoning_effort": self.effort, "reasoning_summary": "auto",
-                "temperature": self.temperature, "max_tokens": self.max_tokens}
+        return {
+            "api": "responses",
+            "reasoning_effort": self.effort,
+            "reasoning_summary": "auto",
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
 
     def complete(self, request: Request) -> Completion:
         kwargs: dict[str, Any] = {
-            "model": self.model, "instructions": request.system, "input": request.user,
+            "model": self.model,
+            "instructions": request.system,
+            "input": request.user,
             "max_output_tokens": self.max_tokens,
-            "reasoning": {"effort": self.effort, "summary": "auto"}, "timeout": self.timeout_s}
+            "reasoning": {"effort": self.effort, "summary": "auto"},
+            "timeout": self.timeout_s,
+        }
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         try:
@@ -158,13 +214,22 @@ class OpenAIProvider:
             output_tokens=usage.output_tokens if usage else 0,
             reasoning_tokens=usage.output_tokens_details.reasoning_tokens if usage else None,
             cached_input_tokens=usage.input_tokens_details.cached_tokens if usage else 0,
-            stop_reason=reason or response.status, response_id=response.id,
-            response_model=response.model, truncated=reason == "max_output_tokens")
+            stop_reason=reason or response.status,
+            response_id=response.id,
+            response_model=response.model,
+            truncated=reason == "max_output_tokens",
+        )
 
 
-def make_provider(name: str, model: str | None = None, *, effort: str | None = None,
-                  temperature: float | None = None, max_tokens: int = MAX_TOKENS,
-                  timeout_s: float = TIMEOUT_S) -> Provider:
+def make_provider(
+    name: str,
+    model: str | None = None,
+    *,
+    effort: str | None = None,
+    temperature: float | None = None,
+    max_tokens: int = MAX_TOKENS,
+    timeout_s: float = TIMEOUT_S,
+) -> Provider:
     """The provider `name` for `model` (the fake provider needs no model)."""
     if name == "fake":
         from models.llm.fake import FakeProvider
@@ -175,5 +240,6 @@ def make_provider(name: str, model: str | None = None, *, effort: str | None = N
     if not model:
         raise UserError(f"--model is required for the {name} provider (e.g. the vendor's model id)")
     cls = AnthropicProvider if name == "anthropic" else OpenAIProvider
-    return cls(model, effort=effort, temperature=temperature, max_tokens=max_tokens,
-               timeout_s=timeout_s)
+    return cls(
+        model, effort=effort, temperature=temperature, max_tokens=max_tokens, timeout_s=timeout_s
+    )

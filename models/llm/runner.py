@@ -44,7 +44,7 @@ class CallRecord:
     attempt: int
     prompt_key: str
     cached: bool
-    status: str                  # ok | incomplete | error
+    status: str  # ok | incomplete | error
     reason: str | None = None
     used: bool = False
     cells_expected: int | None = None
@@ -71,16 +71,23 @@ class OriginForecast:
     firm_id: int
     origin_q: int
     draw: int
-    statements: dict[str, np.ndarray] | None   # item -> dollars per horizon (NaN: left out)
+    statements: dict[str, np.ndarray] | None  # item -> dollars per horizon (NaN: left out)
     calls: list[CallRecord]
 
 
 class LlmForecaster:
     """Forecasts origins with one provider and prompt arm, through the response cache."""
 
-    def __init__(self, provider: Provider, arm: str, cache: ResponseCache, prices: PriceTable, *,
-                 max_horizon: int = MAX_HORIZON, retry: Callable[..., tuple[Completion, int]]
-                 = call_with_retries):
+    def __init__(
+        self,
+        provider: Provider,
+        arm: str,
+        cache: ResponseCache,
+        prices: PriceTable,
+        *,
+        max_horizon: int = MAX_HORIZON,
+        retry: Callable[..., tuple[Completion, int]] = call_with_retries,
+    ):
         self.provider, self.arm, self.cache, self.prices = provider, arm, cache, prices
         self.max_horizon = max_horizon
         self.system = system_prompt(arm, max_horizon=max_horizon)
@@ -90,39 +97,69 @@ class LlmForecaster:
 
     def _answer(self, user: str, draw: int, attempt: int) -> tuple[dict[str, Any], bool, str]:
         """(cache record, whether it came from the cache, key); calls the provider if needed."""
-        key = request_key(self.provider.name, self.provider.model, self.settings, self.system,
-                          user, draw, attempt)
+        key = request_key(
+            self.provider.name, self.provider.model, self.settings, self.system, user, draw, attempt
+        )
         record = self.cache.get(key)
         if record is not None:
             return record, True, key
         started = time.perf_counter()
         completion, retries = self._retry(self.provider, Request(self.system, user, draw, attempt))
-        record = {**asdict(completion), "provider": self.provider.name, "model": self.provider.model,
-                  "settings": self.settings, "draw": draw, "attempt": attempt,
-                  "retries": retries, "elapsed_s": round(time.perf_counter() - started, 3),
-                  "called_at": _now(), "user": user}
+        record = {
+            **asdict(completion),
+            "provider": self.provider.name,
+            "model": self.provider.model,
+            "settings": self.settings,
+            "draw": draw,
+            "attempt": attempt,
+            "retries": retries,
+            "elapsed_s": round(time.perf_counter() - started, 3),
+            "called_at": _now(),
+            "user": user,
+        }
         self.cache.put(key, record)
         return record, False, key
 
-    def _record(self, history: OriginHistory, draw: int, attempt: int, key: str,
-                answer: dict[str, Any], cached: bool, parsed: ParsedAnswer) -> CallRecord:
-        completion = Completion(**{k: answer.get(k) for k in Completion.__dataclass_fields__
-                                   if k in answer})
+    def _record(
+        self,
+        history: OriginHistory,
+        draw: int,
+        attempt: int,
+        key: str,
+        answer: dict[str, Any],
+        cached: bool,
+        parsed: ParsedAnswer,
+    ) -> CallRecord:
+        completion = Completion(
+            **{k: answer.get(k) for k in Completion.__dataclass_fields__ if k in answer}
+        )
         problems = list(parsed.problems)
         if completion.truncated and problems:
             problems.append("stopped at the output-token limit")
         reason = "; ".join(problems + [f"note: {n}" for n in parsed.notes]) or None
         return CallRecord(
-            history.firm_id, history.origin_q, draw, attempt, key, cached,
-            "ok" if parsed.complete else "incomplete", reason,
-            cells_expected=parsed.expected, cells_parsed=parsed.cells,
-            input_tokens=completion.input_tokens, cached_input_tokens=completion.cached_input_tokens,
-            output_tokens=completion.output_tokens, reasoning_tokens=completion.reasoning_tokens,
+            history.firm_id,
+            history.origin_q,
+            draw,
+            attempt,
+            key,
+            cached,
+            "ok" if parsed.complete else "incomplete",
+            reason,
+            cells_expected=parsed.expected,
+            cells_parsed=parsed.cells,
+            input_tokens=completion.input_tokens,
+            cached_input_tokens=completion.cached_input_tokens,
+            output_tokens=completion.output_tokens,
+            reasoning_tokens=completion.reasoning_tokens,
             cost_usd=self.price.cost(completion) if self.price else None,
             prices_as_of=self.price.as_of if self.price else None,
-            elapsed_s=answer.get("elapsed_s"), response_id=completion.response_id,
-            response_model=completion.response_model, stop_reason=completion.stop_reason,
-            called_at=answer.get("called_at") or _now())
+            elapsed_s=answer.get("elapsed_s"),
+            response_id=completion.response_id,
+            response_model=completion.response_model,
+            stop_reason=completion.stop_reason,
+            called_at=answer.get("called_at") or _now(),
+        )
 
     def forecast(self, history: OriginHistory, draw: int = 1) -> OriginForecast:
         """Every item's forecast for one origin and draw (None when no answer was usable)."""
@@ -138,13 +175,30 @@ class LlmForecaster:
                 answer, cached, key = self._answer(user, draw, attempt)
             except ProviderError as exc:
                 if exc.fatal:
-                    raise UserError(f"{self.provider.name} refused the request ({exc}); answers "
-                                    f"received so far are cached, so a rerun resumes") from None
-                result.calls.append(CallRecord(
-                    history.firm_id, history.origin_q, draw, attempt,
-                    request_key(self.provider.name, self.provider.model, self.settings,
-                                self.system, user, draw, attempt),
-                    False, "error", str(exc)[:500]))
+                    raise UserError(
+                        f"{self.provider.name} refused the request ({exc}); answers "
+                        f"received so far are cached, so a rerun resumes"
+                    ) from None
+                result.calls.append(
+                    CallRecord(
+                        history.firm_id,
+                        history.origin_q,
+                        draw,
+                        attempt,
+                        request_key(
+                            self.provider.name,
+                            self.provider.model,
+                            self.settings,
+                            self.system,
+                            user,
+                            draw,
+                            attempt,
+                        ),
+                        False,
+                        "error",
+                        str(exc)[:500],
+                    )
+                )
                 break
             parsed = parse_answer(answer.get("text") or "", items, self.max_horizon)
             answer_calls.append(self._record(history, draw, attempt, key, answer, cached, parsed))
@@ -158,16 +212,21 @@ class LlmForecaster:
             result.statements = rebuild_statements(best.values, set(items), self.max_horizon)
         return result
 
-    def forecast_many(self, histories: Iterable[OriginHistory], draw: int = 1, *,
-                      concurrency: int = 4,
-                      on_done: Callable[[OriginForecast], None] | None = None
-                      ) -> list[OriginForecast]:
+    def forecast_many(
+        self,
+        histories: Iterable[OriginHistory],
+        draw: int = 1,
+        *,
+        concurrency: int = 4,
+        on_done: Callable[[OriginForecast], None] | None = None,
+    ) -> list[OriginForecast]:
         """forecast() for every origin, `concurrency` calls at a time (results in input order)."""
         histories = list(histories)
         results: list[OriginForecast | None] = [None] * len(histories)
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-            pending: dict[Future, int] = {pool.submit(self.forecast, h, draw): i
-                                          for i, h in enumerate(histories)}
+            pending: dict[Future, int] = {
+                pool.submit(self.forecast, h, draw): i for i, h in enumerate(histories)
+            }
             try:
                 while pending:
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -199,11 +258,14 @@ def forecast_table(results: Iterable[OriginForecast], item_ids: Mapping[str, int
                 cols["horizon"].append(int(h) + 1)
                 cols["mu"].append(float(values[h]))
     n = len(cols["mu"])
-    return pa.table({
-        "firm_id": pa.array(cols["firm_id"], pa.int32()),
-        "origin_q": pa.array(cols["origin_q"], pa.int32()),
-        "item_id": pa.array(cols["item_id"], pa.int16()),
-        "horizon": pa.array(cols["horizon"], pa.int8()),
-        "component": pa.array(np.zeros(n, np.int16), pa.int16()),
-        "mu": pa.array(cols["mu"], pa.float64()),
-    }, schema=DOLLAR_SCHEMA)
+    return pa.table(
+        {
+            "firm_id": pa.array(cols["firm_id"], pa.int32()),
+            "origin_q": pa.array(cols["origin_q"], pa.int32()),
+            "item_id": pa.array(cols["item_id"], pa.int16()),
+            "horizon": pa.array(cols["horizon"], pa.int8()),
+            "component": pa.array(np.zeros(n, np.int16), pa.int16()),
+            "mu": pa.array(cols["mu"], pa.float64()),
+        },
+        schema=DOLLAR_SCHEMA,
+    )

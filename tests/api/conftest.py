@@ -32,8 +32,12 @@ def api_settings(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyP
 def panel_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A migrated warehouse with the tiny panel, made once and copied for each test."""
     folder = tmp_path_factory.mktemp("panel-template")
-    template = Settings(warehouse=folder / "warehouse.duckdb", temp_directory=folder / "tmp",
-                        memory_limit="1GB", threads=2)
+    template = Settings(
+        warehouse=folder / "warehouse.duckdb",
+        temp_directory=folder / "tmp",
+        memory_limit="1GB",
+        threads=2,
+    )
     make_panel_warehouse(template)
     return template.warehouse
 

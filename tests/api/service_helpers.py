@@ -58,7 +58,12 @@ class Api:
         return {"Authorization": f"Bearer {token or self.token}"}
 
     def upload(self, data: bytes, token: str | None = None, **fields: str) -> Any:
-        form = {"name": "model-a", "training_cutoff": "2009Q4", "leakage_statement": "none", **fields}
+        form = {
+            "name": "model-a",
+            "training_cutoff": "2009Q4",
+            "leakage_statement": "none",
+            **fields,
+        }
         return self.client.post(
             "/api/v1/submissions",
             headers=self.auth(token),
@@ -77,7 +82,12 @@ class Api:
 
 
 def submission_bytes(
-    wh: Warehouse, *, noise: float = 0.3, seed: int = 0, sigma: bool = True, limit: int | None = None,
+    wh: Warehouse,
+    *,
+    noise: float = 0.3,
+    seed: int = 0,
+    sigma: bool = True,
+    limit: int | None = None,
     mutate: dict[str, Any] | None = None,
 ) -> bytes:
     """A valid submission parquet built from the panel's test cells (baseline + noise)."""
@@ -97,8 +107,11 @@ def submission_bytes(
     actual = np.asarray(cells["actual"].to_numpy(zero_copy_only=False), float)
     pred = base + 0.5 * (actual - base) + rng.normal(0, noise, n)
     columns: dict[str, Any] = {
-        "firm": cells["firm"], "target": cells["target"], "origin": cells["origin"],
-        "horizon": cells["horizon"], "prediction": pa.array(pred),
+        "firm": cells["firm"],
+        "target": cells["target"],
+        "origin": cells["origin"],
+        "horizon": cells["horizon"],
+        "prediction": pa.array(pred),
     }
     if sigma:
         columns["sigma"] = pa.array(np.full(n, 0.5 + noise))

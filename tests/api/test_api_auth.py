@@ -17,8 +17,12 @@ from contracts.errors import UserError
 def test_tokens_are_stored_hashed(wh: Warehouse) -> None:
     user, token = add_user(wh, "bob")
     token_id, secret = re.match(r"^pf_([0-9a-f]{12})\.(.+)$", token).groups()
-    salt, digest = wh.fetchone("SELECT salt, digest FROM service.tokens WHERE token_id = ?", [token_id])
-    dump = str(wh.fetchall("SELECT * FROM service.tokens")) + str(wh.fetchall("SELECT * FROM service.users"))
+    salt, digest = wh.fetchone(
+        "SELECT salt, digest FROM service.tokens WHERE token_id = ?", [token_id]
+    )
+    dump = str(wh.fetchall("SELECT * FROM service.tokens")) + str(
+        wh.fetchall("SELECT * FROM service.users")
+    )
     assert secret not in dump and len(salt) == 32 and len(digest) == 64
     assert authenticate(wh, token) == user
     # another user's token with the same secret length gets a different digest (per-token salt)
@@ -73,8 +77,13 @@ def test_http_auth_failures(api: Api) -> None:
     r = c.get("/api/v1/users/me", headers=api.auth("pf_0123456789ab." + "y" * 43))
     assert r.status_code == 401 and "Unknown" in r.json()["detail"]
     me = c.get("/api/v1/users/me", headers=api.auth()).json()
-    assert me == {"name": "alice", "is_admin": False, "daily_limit": 4, "uploads_today": 0,
-                  "uploads_left_today": 4}
+    assert me == {
+        "name": "alice",
+        "is_admin": False,
+        "daily_limit": 4,
+        "uploads_today": 0,
+        "uploads_left_today": 4,
+    }
     # upload without a token: 401 before anything is read
     r = c.post("/api/v1/submissions", files={"file": ("f.parquet", b"PAR1")})
     assert r.status_code == 401
@@ -97,7 +106,10 @@ def test_admin_routes(api: Api) -> None:
     assert c.get("/api/v1/users/me", headers=api.auth(frank)).json()["daily_limit"] == 1
     assert c.post("/api/v1/users", json={"name": "frank"}, headers=admin).status_code == 409
     assert c.post("/api/v1/users", json={"name": "bad name"}, headers=admin).status_code == 400
-    assert c.post("/api/v1/users", json={"name": "g", "daily_limit": -1}, headers=admin).status_code == 422
+    assert (
+        c.post("/api/v1/users", json={"name": "g", "daily_limit": -1}, headers=admin).status_code
+        == 422
+    )
     names = [u["name"] for u in c.get("/api/v1/users", headers=admin).json()]
     assert names == ["admin", "alice", "frank"]
     second = c.post("/api/v1/users/frank/tokens", headers=admin).json()["token"]

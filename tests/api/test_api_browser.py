@@ -43,9 +43,16 @@ from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-dev-shm-usage", "--window-size=1280,1800",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1280,1800",
 ]
 
 
@@ -114,13 +121,20 @@ def test_leaderboard_switch_upload_new_row(server, browser, tmp_path: Path) -> N
     first, second = submission_bytes(wh, seed=1, noise=0.2), submission_bytes(wh, seed=2, noise=0.4)
     wh.close()
     # a first model through the API, so the leaderboard has rows
-    r = httpx.post(f"{base}/api/v1/submissions", headers={"Authorization": f"Bearer {token}"},
-                   data={"name": "api-model", "training_cutoff": "2009Q4", "leakage_statement": "none"},
-                   files={"file": ("a.parquet", first)}, timeout=30)
+    r = httpx.post(
+        f"{base}/api/v1/submissions",
+        headers={"Authorization": f"Bearer {token}"},
+        data={"name": "api-model", "training_cutoff": "2009Q4", "leakage_statement": "none"},
+        files={"file": ("a.parquet", first)},
+        timeout=30,
+    )
     assert r.status_code == 202, r.text
     job_url = f"{base}{r.json()['status_url']}"
     for _ in range(300):
-        if httpx.get(job_url, headers={"Authorization": f"Bearer {token}"}).json()["status"] == "done":
+        if (
+            httpx.get(job_url, headers={"Authorization": f"Bearer {token}"}).json()["status"]
+            == "done"
+        ):
             break
         time.sleep(0.1)
 
@@ -153,7 +167,9 @@ def test_leaderboard_switch_upload_new_row(server, browser, tmp_path: Path) -> N
     browser.find_element(By.ID, "training_cutoff").send_keys("2009Q4")
     browser.find_element(By.ID, "leakage_statement").send_keys("none: trained on 1971-2009 only")
     browser.find_element(By.ID, "upload-button").click()
-    WebDriverWait(browser, 120).until(ec.text_to_be_present_in_element((By.ID, "job-status"), "done"))
+    WebDriverWait(browser, 120).until(
+        ec.text_to_be_present_in_element((By.ID, "job-status"), "done")
+    )
     browser.save_screenshot(str(shots / "upload.png"))
 
     # the new row is on the leaderboard

@@ -55,13 +55,16 @@ def test_wrds_profile() -> None:
     assert serve["depends_on"]["wrds-ingest"]["condition"] == "service_completed_successfully"
     # the WRDS warehouse never shares a volume with the synthetic demo
     assert {v.split(":")[0] for v in ingest["volumes"]}.isdisjoint(
-        {v.split(":")[0] for v in services["proforma"]["volumes"]})
+        {v.split(":")[0] for v in services["proforma"]["volumes"]}
+    )
 
 
 def test_dockerfile_installs_with_the_makefile() -> None:
     text = (ROOT / "Dockerfile").read_text()
     assert "make setup" in text and "proforma migrate" in text
-    assert "VOLUME" in text and "/duckdb-tmp" in text and "PROFORMA_TEMP_DIRECTORY=/duckdb-tmp" in text
+    assert (
+        "VOLUME" in text and "/duckdb-tmp" in text and "PROFORMA_TEMP_DIRECTORY=/duckdb-tmp" in text
+    )
 
 
 def _compose_check():
@@ -79,16 +82,24 @@ def test_compose_check_is_skipped_with_its_reason_without_a_daemon() -> None:
     import sys
 
     env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
-    result = subprocess.run([sys.executable, str(ROOT / "bench/compose_check.py")], env=env,
-                            capture_output=True, text=True, timeout=120, check=False)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench/compose_check.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("skipped: ") and "docker" in result.stdout
 
 
 def test_compose_check_finds_the_debian_mirror_in_either_source_format(tmp_path) -> None:
     deb822 = tmp_path / "debian.sources"
-    deb822.write_text("Types: deb\nURIs: http://security.example/debian-security\n\n"
-                      "Types: deb\nURIs: http://mirror.example/debian/\nSuites: bookworm\n")
+    deb822.write_text(
+        "Types: deb\nURIs: http://security.example/debian-security\n\n"
+        "Types: deb\nURIs: http://mirror.example/debian/\nSuites: bookworm\n"
+    )
     classic = tmp_path / "sources.list"
     classic.write_text("# comment\ndeb [arch=amd64] http://old.example/debian bookworm main\n")
     check = _compose_check()

@@ -12,7 +12,9 @@ from app.api.snapshot import FORBIDDEN_COLUMNS
 def test_upload_scores_and_appears_everywhere(api: Api) -> None:
     c = api.client
     data = submission_bytes(api.wh)
-    r = api.upload(data, name="model-a", description="noisy oracle", code_url="https://example.org/a")
+    r = api.upload(
+        data, name="model-a", description="noisy oracle", code_url="https://example.org/a"
+    )
     assert r.status_code == 202, r.text
     body = r.json()
     assert body["status"] == "queued" and body["bytes"] == len(data)
@@ -47,7 +49,9 @@ def test_upload_scores_and_appears_everywhere(api: Api) -> None:
     tables = c.get("/api/v1/query/tables").json()["tables"]
     for cols in tables.values():
         assert not {col["name"] for col in cols} & FORBIDDEN_COLUMNS
-    q = c.post("/api/v1/query", json={"sql": "SELECT model, r2 FROM leaderboard WHERE footprint = 'full'"})
+    q = c.post(
+        "/api/v1/query", json={"sql": "SELECT model, r2 FROM leaderboard WHERE footprint = 'full'"}
+    )
     assert q.status_code == 200 and "model-a" in [row[0] for row in q.json()["rows"]]
 
     # pages show it
@@ -62,7 +66,9 @@ def test_snapshot_has_no_firm_values(api: Api) -> None:
     path = api.client.app.state.settings.public_snapshot
     con = duckdb.connect(str(path), read_only=True)
     try:
-        cols = con.execute("SELECT table_name, column_name FROM information_schema.columns").fetchall()
+        cols = con.execute(
+            "SELECT table_name, column_name FROM information_schema.columns"
+        ).fetchall()
         names = {t for t, _ in cols}
         assert {"leaderboard", "metrics", "submissions", "footprints", "footprint_origins"} <= names
         assert not {c for _, c in cols} & FORBIDDEN_COLUMNS
@@ -86,8 +92,11 @@ def test_footprints_routes_and_admin_create(api: Api) -> None:
     r = c.post("/api/v1/footprints", json=body, headers=api.auth(api.admin_token))
     assert r.status_code == 201, r.text
     assert r.json()["name"] == "short" and r.json()["scoring"] == "queued"
-    bad = c.post("/api/v1/footprints", json={"name": "x", "predicate": "1; DROP TABLE t"},
-                 headers=api.auth(api.admin_token))
+    bad = c.post(
+        "/api/v1/footprints",
+        json={"name": "x", "predicate": "1; DROP TABLE t"},
+        headers=api.auth(api.admin_token),
+    )
     assert bad.status_code == 400 and bad.json()["detail"]
     import time
 
@@ -104,8 +113,14 @@ def test_health_and_docs(api: Api) -> None:
     assert h["status"] == "ok" and h["schema_version"] >= 40
     spec = api.client.get("/api/v1/openapi.json").json()
     paths = set(spec["paths"])
-    assert {"/api/v1/submissions", "/api/v1/query", "/api/v1/leaderboards/{footprint}",
-            "/api/v1/jobs/{job_id}", "/api/v1/users/me", "/api/v1/footprints"} <= paths
+    assert {
+        "/api/v1/submissions",
+        "/api/v1/query",
+        "/api/v1/leaderboards/{footprint}",
+        "/api/v1/jobs/{job_id}",
+        "/api/v1/users/me",
+        "/api/v1/footprints",
+    } <= paths
     docs = api.client.get("/api/docs").text
     assert "/api/v1/submissions" in docs and "cdn" not in docs.lower()
 

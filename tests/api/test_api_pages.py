@@ -16,21 +16,27 @@ def test_no_external_assets() -> None:
         for url in re.findall(r"""(?:src|href)\s*=\s*["']([^"']+)["']""", text):
             assert not re.match(r"^(https?:)?//", url), f"{path.name} loads {url}"
         assert not re.search(r"@import\s+url\(\s*['\"]?https?:", text), path.name
-        assert "fetch(\"http" not in text and "fetch('http" not in text, path.name
+        assert 'fetch("http' not in text and "fetch('http" not in text, path.name
 
 
 def test_pages_render_before_and_after_scoring(api: Api) -> None:
     c = api.client
     empty = c.get("/")
     assert empty.status_code == 200 and "No footprints are defined yet" in empty.text
-    for path, marker in [("/upload", 'id="upload-form"'), ("/query", 'id="query-form"'),
-                         ("/api/docs", "/api/v1/submissions")]:
+    for path, marker in [
+        ("/upload", 'id="upload-form"'),
+        ("/query", 'id="query-form"'),
+        ("/api/docs", "/api/v1/submissions"),
+    ]:
         r = c.get(path)
         assert r.status_code == 200 and marker in r.text, path
     for asset in ("/static/app.js", "/static/charts.js", "/static/style.css"):
         assert c.get(asset).status_code == 200
-    job = api.wait(api.upload(submission_bytes(api.wh), name="model (v2)",
-                              description="<script>alert('x')</script>").json()["job_id"])
+    job = api.wait(
+        api.upload(
+            submission_bytes(api.wh), name="model (v2)", description="<script>alert('x')</script>"
+        ).json()["job_id"]
+    )
     page = c.get("/?footprint=geert&track=density").text
     assert 'value="geert" selected' in page and "model (v2)" in page
     assert 'id="chart-data"' in page and "sql/eval" in page
@@ -42,10 +48,15 @@ def test_pages_render_before_and_after_scoring(api: Api) -> None:
     for raw_ingest in (1, 2):
         api.wh.execute(
             "INSERT INTO meta.builds (status, sql_checksum, parameters, reg_stats, raw_ingest_id, "
-            "started_at) VALUES ('succeeded', 'x', '{}', 'estimate', ?, now())", [raw_ingest])
+            "started_at) VALUES ('succeeded', 'x', '{}', 'estimate', ?, now())",
+            [raw_ingest],
+        )
         if raw_ingest == 1:  # the submission was made on the first of the two builds
-            api.wh.execute("UPDATE eval.submissions SET build_id = (SELECT max(build_id) "
-                           "FROM meta.builds) WHERE submission_id = ?", [job["submission_id"]])
+            api.wh.execute(
+                "UPDATE eval.submissions SET build_id = (SELECT max(build_id) "
+                "FROM meta.builds) WHERE submission_id = ?",
+                [job["submission_id"]],
+            )
     stale = c.get(f"/submissions/{job['submission_id']}").text
     assert 'class="stale"' in stale and "submit it again" in stale
     assert c.get(f"/api/v1/submissions/{job['submission_id']}").json()["submission"]["stale"]

@@ -21,7 +21,8 @@ def quantile_bytes(api: Api, *, decreasing: bool = False) -> bytes:
         "SELECT f.gvkey AS firm, i.item AS target, qlabel(t.origin_q) AS origin, "
         "CAST(t.horizon AS INTEGER) AS horizon, t.actual FROM panel.truth t "
         "JOIN panel.firms f USING (firm_id) JOIN ref.items i USING (item_id) "
-        "WHERE t.split = 'test' ORDER BY 1, 2, 3, 4")
+        "WHERE t.split = 'test' ORDER BY 1, 2, 3, 4"
+    )
     n = cells.num_rows
     rng = np.random.default_rng(0)
     centre = np.round(cells["actual"].to_numpy().astype(float) + rng.normal(0, 0.3, n), 2)
@@ -29,12 +30,16 @@ def quantile_bytes(api: Api, *, decreasing: bool = False) -> bytes:
     if decreasing:
         values[5] = values[5][::-1]
     rep = pa.array(np.repeat(np.arange(n), len(LEVELS)))
-    table = pa.table({
-        "firm": cells["firm"].take(rep), "target": cells["target"].take(rep),
-        "origin": cells["origin"].take(rep), "horizon": cells["horizon"].take(rep),
-        "quantile_level": pa.array(np.tile(LEVELS, n)),
-        "prediction": pa.array(values.reshape(-1)),
-    })
+    table = pa.table(
+        {
+            "firm": cells["firm"].take(rep),
+            "target": cells["target"].take(rep),
+            "origin": cells["origin"].take(rep),
+            "horizon": cells["horizon"].take(rep),
+            "quantile_level": pa.array(np.tile(LEVELS, n)),
+            "prediction": pa.array(values.reshape(-1)),
+        }
+    )
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd")
     return buf.getvalue()
@@ -49,9 +54,14 @@ def test_quantile_upload_is_scored_on_every_track_with_a_dash_for_nll(api: Api) 
     assert detail["submission"]["family"] == "quantile"
     assert detail["submission"]["n_components"] == len(LEVELS)
 
-    rows = {t: next(r for r in c.get(f"/api/v1/leaderboards/full?track={t}").json()["rows"]
-                    if r["model"] == "grid-model")
-            for t in ("squared", "absolute", "density")}
+    rows = {
+        t: next(
+            r
+            for r in c.get(f"/api/v1/leaderboards/full?track={t}").json()["rows"]
+            if r["model"] == "grid-model"
+        )
+        for t in ("squared", "absolute", "density")
+    }
     assert rows["squared"]["r2"] is not None and rows["absolute"]["mae"] > 0
     assert rows["density"]["crps"] > 0 and rows["density"]["cov80"] is not None
     assert rows["density"]["nll"] is None and rows["density"]["cov50"] is None
@@ -67,7 +77,9 @@ def test_quantile_upload_is_scored_on_every_track_with_a_dash_for_nll(api: Api) 
 
 
 def test_decreasing_quantiles_are_refused(api: Api) -> None:
-    job = api.wait(api.upload(quantile_bytes(api, decreasing=True), name="bad-grid").json()["job_id"])
+    job = api.wait(
+        api.upload(quantile_bytes(api, decreasing=True), name="bad-grid").json()["job_id"]
+    )
     assert job["status"] == "failed" and job["report"]["valid"] is False
     problem = job["report"]["problems"][0]
     assert problem["problem"].startswith("quantile values decrease") and problem["count"] == 1

@@ -25,8 +25,16 @@ from app.settings import Settings
 from app.warehouse import connect
 
 
-def _job(wh, user_id: int, name: str, path: Path, status: str, *, attempts: int = 0,
-         submission_id: int | None = None) -> int:
+def _job(
+    wh,
+    user_id: int,
+    name: str,
+    path: Path,
+    status: str,
+    *,
+    attempts: int = 0,
+    submission_id: int | None = None,
+) -> int:
     return wh.scalar(
         """
         INSERT INTO service.jobs (user_id, model_name, family, metadata, upload_path, upload_bytes,
@@ -50,16 +58,26 @@ def test_unfinished_jobs_resume_on_start(panel: Settings) -> None:
     files["lost"].unlink()
     jobs = {
         "queued": _job(wh, user.user_id, "m-queued", files["queued"], "queued"),
-        "validating": _job(wh, user.user_id, "m-validating", files["validating"], "validating", attempts=1),
-        "tired": _job(wh, user.user_id, "m-tired", files["tired"], "validating", attempts=MAX_ATTEMPTS),
+        "validating": _job(
+            wh, user.user_id, "m-validating", files["validating"], "validating", attempts=1
+        ),
+        "tired": _job(
+            wh, user.user_id, "m-tired", files["tired"], "validating", attempts=MAX_ATTEMPTS
+        ),
         "lost": _job(wh, user.user_id, "m-lost", files["lost"], "queued"),
     }
     # killed after the ingest committed but before the job row said so
-    jobs["ingested"] = _job(wh, user.user_id, "m-ingested", files["ingested"], "validating", attempts=1)
-    scoring.ingest_parquet(wh, files["ingested"], "m-ingested", metadata={"service_job_id": jobs["ingested"]})
+    jobs["ingested"] = _job(
+        wh, user.user_id, "m-ingested", files["ingested"], "validating", attempts=1
+    )
+    scoring.ingest_parquet(
+        wh, files["ingested"], "m-ingested", metadata={"service_job_id": jobs["ingested"]}
+    )
     # killed while scoring: the submission exists, no score run includes it yet
     jobs["scoring"] = _job(wh, user.user_id, "m-scoring", files["scoring"], "scoring", attempts=1)
-    sid = scoring.ingest_parquet(wh, files["scoring"], "m-scoring", metadata={"service_job_id": jobs["scoring"]})
+    sid = scoring.ingest_parquet(
+        wh, files["scoring"], "m-scoring", metadata={"service_job_id": jobs["scoring"]}
+    )
     wh.execute("UPDATE service.jobs SET submission_id = ? WHERE job_id = ?", [sid, jobs["scoring"]])
     wh.close()
 
@@ -71,16 +89,27 @@ def test_unfinished_jobs_resume_on_start(panel: Settings) -> None:
             if all(s in ("done", "failed") for s in states.values()):
                 break
             time.sleep(0.2)
-        assert states == {"m-queued": "done", "m-validating": "done", "m-ingested": "done",
-                          "m-scoring": "done", "m-tired": "failed", "m-lost": "failed"}, states
+        assert states == {
+            "m-queued": "done",
+            "m-validating": "done",
+            "m-ingested": "done",
+            "m-scoring": "done",
+            "m-tired": "failed",
+            "m-lost": "failed",
+        }, states
         messages = dict(cur.fetchall("SELECT model_name, message FROM service.jobs"))
         assert f"stopped {MAX_ATTEMPTS} times" in messages["m-tired"]
         assert "lost before validation" in messages["m-lost"]
-        counts = dict(cur.fetchall(
-            "SELECT name, count(*) FROM eval.submissions WHERE name LIKE 'm-%' GROUP BY name"))
+        counts = dict(
+            cur.fetchall(
+                "SELECT name, count(*) FROM eval.submissions WHERE name LIKE 'm-%' GROUP BY name"
+            )
+        )
         assert counts == {"m-queued": 1, "m-validating": 1, "m-ingested": 1, "m-scoring": 1}
         board = client.get("/api/v1/leaderboards/full").json()["rows"]
-        assert {"m-queued", "m-validating", "m-ingested", "m-scoring"} <= {r["model"] for r in board}
+        assert {"m-queued", "m-validating", "m-ingested", "m-scoring"} <= {
+            r["model"] for r in board
+        }
         assert list(Path(panel.upload_dir).glob("*")) == []
         cur.close()
 
@@ -93,9 +122,19 @@ def _free_port() -> int:
 
 def _serve(port: int, log: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-c", "from app.cli import main; main()", "serve", "--port", str(port),
-         "--log-level", "warning"],
-        stdout=log.open("ab"), stderr=subprocess.STDOUT, env=os.environ.copy(),
+        [
+            sys.executable,
+            "-c",
+            "from app.cli import main; main()",
+            "serve",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        env=os.environ.copy(),
         start_new_session=True,
     )
 
@@ -126,15 +165,21 @@ def test_kill_mid_scoring_and_restart(panel: Settings, tmp_path: Path) -> None:
     proc = _serve(port, log)
     try:
         _wait_up(base, proc)
-        r = httpx.post(f"{base}/api/v1/submissions", headers=headers, timeout=30,
-                       data={"name": "survivor", "training_cutoff": "2009Q4", "leakage_statement": "none"},
-                       files={"file": ("f.parquet", data)})
+        r = httpx.post(
+            f"{base}/api/v1/submissions",
+            headers=headers,
+            timeout=30,
+            data={"name": "survivor", "training_cutoff": "2009Q4", "leakage_statement": "none"},
+            files={"file": ("f.parquet", data)},
+        )
         assert r.status_code == 202, r.text
         job_id = r.json()["job_id"]
         seen = "queued"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            seen = httpx.get(f"{base}/api/v1/jobs/{job_id}", headers=headers, timeout=10).json()["status"]
+            seen = httpx.get(f"{base}/api/v1/jobs/{job_id}", headers=headers, timeout=10).json()[
+                "status"
+            ]
             if seen in ("scoring", "done", "failed"):
                 break
             time.sleep(0.02)

@@ -41,9 +41,13 @@ def fast_dir(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.fixture
 def pub(fast_dir: Path) -> Iterator[tuple[Warehouse, Settings]]:
-    settings = Settings(warehouse=fast_dir / "warehouse.duckdb",
-                        public_snapshot=fast_dir / "site" / "public.duckdb",
-                        temp_directory=fast_dir / "tmp", threads=1, memory_limit="1GB")
+    settings = Settings(
+        warehouse=fast_dir / "warehouse.duckdb",
+        public_snapshot=fast_dir / "site" / "public.duckdb",
+        temp_directory=fast_dir / "tmp",
+        threads=1,
+        memory_limit="1GB",
+    )
     wh = connect(settings)
     prepare(wh)
     yield wh, settings
@@ -92,8 +96,9 @@ def test_queries_running_through_publications_never_fail(pub) -> None:
     def reader() -> None:
         while not stop.is_set():
             try:
-                result = run_query("SELECT n FROM scores", settings.public_snapshot,
-                                   max_rows=10, timeout_s=5)
+                result = run_query(
+                    "SELECT n FROM scores", settings.public_snapshot, max_rows=10, timeout_s=5
+                )
                 assert result.rows == [[1]]
             except BaseException as exc:  # noqa: BLE001 - collected for the assertion
                 errors.append(exc)
@@ -130,7 +135,8 @@ def test_versions_of_the_old_chained_names_are_cleaned_up(pub) -> None:
 
 
 def test_a_failed_publication_shows_in_health_until_one_succeeds(
-        api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
     health = api.client.get("/api/v1/health").json()
     assert health["status"] == "ok" and health["snapshot"]["status"] == "ok"
     first_file = health["snapshot"]["file"]
@@ -149,8 +155,12 @@ def test_a_failed_publication_shows_in_health_until_one_succeeds(
     failure = health["snapshot"]["last_failure"]
     assert "File name too long" in failure["error"]
     assert failure["failures_since_last_publication"] == 2
-    assert api.client.get("/api/v1/query", params={"sql": "SELECT count(*) AS n FROM items"}
-                          ).status_code == 200  # the previous snapshot still answers
+    assert (
+        api.client.get(
+            "/api/v1/query", params={"sql": "SELECT count(*) AS n FROM items"}
+        ).status_code
+        == 200
+    )  # the previous snapshot still answers
 
     monkeypatch.setattr("app.api.main.publish", snapshot.publish)
     _publish_safely(wh, settings)

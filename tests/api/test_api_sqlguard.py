@@ -24,8 +24,10 @@ from app.api.sqlguard import (
 def snap(tmp_path: Path) -> Path:
     path = tmp_path / "public.duckdb"
     con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE leaderboard AS SELECT 'full' AS footprint, 'm' || i AS model, "
-                "i / 100.0 AS r2, 1000 + i AS n FROM range(50) t(i)")
+    con.execute(
+        "CREATE TABLE leaderboard AS SELECT 'full' AS footprint, 'm' || i AS model, "
+        "i / 100.0 AS r2, 1000 + i AS n FROM range(50) t(i)"
+    )
     con.execute("CREATE TABLE items AS SELECT 1 AS item_id, 'atq' AS item")
     con.close()
     return path
@@ -59,7 +61,7 @@ HOSTILE = [
     ("SELECT * FROM glob('/*')", "not allowed"),
     ("SELECT * FROM '/etc/passwd'", "File paths are not allowed"),
     ("SELECT * FROM 'data/warehouse.duckdb'", "File paths are not allowed"),
-    ("SELECT * FROM \"../secret.csv\"", "File paths are not allowed"),
+    ('SELECT * FROM "../secret.csv"', "File paths are not allowed"),
     ("SELECT * FROM query('SELECT 1')", "query() is not allowed"),
     ("SELECT * FROM duckdb_settings()", "duckdb_settings() is not allowed"),
     ("SELECT * FROM duckdb_tables()", "not allowed"),
@@ -72,13 +74,23 @@ HOSTILE = [
     ("SELECT * FROM forecasts", "Unknown or non-public table 'forecasts'"),
     ("SELECT * FROM duckdb_settings", "Unknown or non-public table"),
     ("SELECT * FROM sqlite_master", "Unknown or non-public table"),
-    ("SELECT * FROM leaderboard WHERE model IN (SELECT gvkey FROM firms)", "Unknown or non-public table 'firms'"),
+    (
+        "SELECT * FROM leaderboard WHERE model IN (SELECT gvkey FROM firms)",
+        "Unknown or non-public table 'firms'",
+    ),
     # a CTE name only counts where it is visible: the outer `secrets` is a real (unknown) table
-    ("SELECT * FROM (WITH secrets AS (SELECT 1 AS a) SELECT * FROM secrets) s, secrets",
-     "Unknown or non-public table 'secrets'"),
-    ("WITH leaderboard AS (SELECT * FROM read_csv('/etc/passwd')) SELECT * FROM leaderboard",
-     "read_csv() is not allowed"),
-    ("WITH t AS (SELECT * FROM forecasts) SELECT * FROM t", "Unknown or non-public table 'forecasts'"),
+    (
+        "SELECT * FROM (WITH secrets AS (SELECT 1 AS a) SELECT * FROM secrets) s, secrets",
+        "Unknown or non-public table 'secrets'",
+    ),
+    (
+        "WITH leaderboard AS (SELECT * FROM read_csv('/etc/passwd')) SELECT * FROM leaderboard",
+        "read_csv() is not allowed",
+    ),
+    (
+        "WITH t AS (SELECT * FROM forecasts) SELECT * FROM t",
+        "Unknown or non-public table 'forecasts'",
+    ),
     ("SELECT password FROM leaderboard", "Unknown column 'password'"),
     ("SELECT l.secret FROM leaderboard l", "Unknown column"),
     ("SELECT model FROM leaderboard ORDER BY mu", "Unknown column 'mu'"),
@@ -118,14 +130,18 @@ def test_allowed_queries_run(snap: Path, sql: str) -> None:
 
 
 def test_row_limit_and_order(snap: Path) -> None:
-    r = run_query("SELECT model, r2 FROM leaderboard ORDER BY r2 DESC", snap, max_rows=10, timeout_s=5)
+    r = run_query(
+        "SELECT model, r2 FROM leaderboard ORDER BY r2 DESC", snap, max_rows=10, timeout_s=5
+    )
     assert len(r.rows) == 10 and r.truncated
     assert [row[0] for row in r.rows[:3]] == ["m49", "m48", "m47"]
 
 
 def test_time_limit(snap: Path) -> None:
-    sql = ("SELECT count(*) FROM leaderboard a, leaderboard b, leaderboard c, leaderboard d, "
-           "leaderboard e, leaderboard f, leaderboard g")
+    sql = (
+        "SELECT count(*) FROM leaderboard a, leaderboard b, leaderboard c, leaderboard d, "
+        "leaderboard e, leaderboard f, leaderboard g"
+    )
     with pytest.raises(QueryTimeout, match="time limit"):
         run_query(sql, snap, max_rows=10, timeout_s=0.5)
 
@@ -187,7 +203,7 @@ def test_query_endpoint(api: Api) -> None:
     # more rows than the limit (500 in the tests): truncated, not an error
     r = c.post("/api/v1/query", json={"sql": "SELECT a.item FROM items a, items b"})
     assert r.status_code == 200 and r.json()["truncated"] is True and r.json()["row_count"] == 500
-    slow = ("SELECT count(*) FROM items a, items b, items c, items d, items e, items f")
+    slow = "SELECT count(*) FROM items a, items b, items c, items d, items e, items f"
     r = c.post("/api/v1/query", json={"sql": slow})
     assert r.status_code == 408 and "time limit" in r.json()["detail"]
     tables = c.get("/api/v1/query/tables").json()["tables"]

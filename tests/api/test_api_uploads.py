@@ -41,8 +41,18 @@ GOOD_FIELDS = {"name": "m", "training_cutoff": "2009Q4", "leakage_statement": "n
         (b"hello, this is a CSV file\n1,2,3\n", {}, 422, "not parquet (no PAR1 magic bytes)"),
         (b"PAR1" + b"\x00" * 64 + b"PAR1", {}, 422, "damaged"),
         ("TRUNCATED", {}, 422, "not parquet"),
-        (_parquet(firm=["001000"], target=["atq"]), {}, 422, "lacks required column(s): origin, horizon, prediction"),
-        (_parquet(firm=pa.array([], pa.string()), target=pa.array([], pa.string())), {}, 422, "no rows"),
+        (
+            _parquet(firm=["001000"], target=["atq"]),
+            {},
+            422,
+            "lacks required column(s): origin, horizon, prediction",
+        ),
+        (
+            _parquet(firm=pa.array([], pa.string()), target=pa.array([], pa.string())),
+            {},
+            422,
+            "no rows",
+        ),
         ("VALID", {"name": ""}, 422, "Invalid form field 'name'"),
         ("VALID", {"name": "<script>"}, 422, "Invalid form field 'name'"),
         ("VALID", {"training_cutoff": "last year"}, 422, "Invalid form field 'training_cutoff'"),
@@ -64,8 +74,9 @@ def test_malformed_uploads(api: Api, content, fields, status, message) -> None:
     form = {**GOOD_FIELDS, **fields}
     if "leakage_statement" in fields and not fields["leakage_statement"].strip():
         form["leakage_statement"] = fields["leakage_statement"]
-    r = api.client.post("/api/v1/submissions", headers=api.auth(), data=form,
-                        files={"file": ("f.parquet", content)})
+    r = api.client.post(
+        "/api/v1/submissions", headers=api.auth(), data=form, files={"file": ("f.parquet", content)}
+    )
     assert r.status_code == status, r.text
     assert message in r.json()["detail"] + str(r.json().get("problems", "")), r.json()
     assert _leftovers(api) == []
@@ -74,18 +85,31 @@ def test_malformed_uploads(api: Api, content, fields, status, message) -> None:
 def test_missing_fields_and_parts(api: Api) -> None:
     c = api.client
     data = submission_bytes(api.wh, limit=20)
-    r = c.post("/api/v1/submissions", headers=api.auth(), data={"training_cutoff": "2009Q4",
-               "leakage_statement": "none"}, files={"file": ("f.parquet", data)})
+    r = c.post(
+        "/api/v1/submissions",
+        headers=api.auth(),
+        data={"training_cutoff": "2009Q4", "leakage_statement": "none"},
+        files={"file": ("f.parquet", data)},
+    )
     assert r.status_code == 422 and r.json()["detail"] == "The form field 'name' is required."
-    r = c.post("/api/v1/submissions", headers=api.auth(), data=GOOD_FIELDS, files={"other": ("x", b"1")})
+    r = c.post(
+        "/api/v1/submissions", headers=api.auth(), data=GOOD_FIELDS, files={"other": ("x", b"1")}
+    )
     assert r.status_code == 422 and "no 'file' part" in r.json()["detail"]
-    r = c.post("/api/v1/submissions", headers=api.auth(), data=GOOD_FIELDS,
-               files=[("file", ("a.parquet", data)), ("file", ("b.parquet", data))])
+    r = c.post(
+        "/api/v1/submissions",
+        headers=api.auth(),
+        data=GOOD_FIELDS,
+        files=[("file", ("a.parquet", data)), ("file", ("b.parquet", data))],
+    )
     assert r.status_code == 422 and "one file per upload" in r.json()["detail"]
     r = c.post("/api/v1/submissions", headers=api.auth(), json={"name": "m"})
     assert r.status_code == 415 and "multipart/form-data" in r.json()["detail"]
-    r = c.post("/api/v1/submissions", headers={**api.auth(), "Content-Type": "multipart/form-data; boundary=xyz"},
-               content=b"--xyz\r\nnot a header line\r\n\r\nbody\r\n--xyz--\r\n")
+    r = c.post(
+        "/api/v1/submissions",
+        headers={**api.auth(), "Content-Type": "multipart/form-data; boundary=xyz"},
+        content=b"--xyz\r\nnot a header line\r\n\r\nbody\r\n--xyz--\r\n",
+    )
     assert r.status_code == 422 and r.json()["detail"]
     assert _leftovers(api) == []
 
@@ -95,20 +119,30 @@ def test_size_cap(api: Api) -> None:
     cap = c.app.state.settings.upload_max_bytes
     big = b"PAR1" + b"\x01" * (cap + 10) + b"PAR1"
     # declared length over the cap: refused before reading
-    r = c.post("/api/v1/submissions", headers=api.auth(), data=GOOD_FIELDS, files={"file": ("f.parquet", big)})
+    r = c.post(
+        "/api/v1/submissions",
+        headers=api.auth(),
+        data=GOOD_FIELDS,
+        files={"file": ("f.parquet", big)},
+    )
     assert r.status_code == 413 and "upload limit of 256.0 KiB" in r.json()["detail"]
     # no declared length (chunked): the stream is cut at the cap, the partial file removed
     boundary = "cap-test"
 
     def body():
-        yield (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f.parquet\"\r\n"
-               f"Content-Type: application/octet-stream\r\n\r\n").encode()
+        yield (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="f.parquet"\r\n'
+            f"Content-Type: application/octet-stream\r\n\r\n"
+        ).encode()
         for _ in range(40):
             yield b"\x02" * 16384
         yield f"\r\n--{boundary}--\r\n".encode()
 
-    r = c.post("/api/v1/submissions", headers={**api.auth(), "Content-Type": f"multipart/form-data; boundary={boundary}"},
-               content=body())
+    r = c.post(
+        "/api/v1/submissions",
+        headers={**api.auth(), "Content-Type": f"multipart/form-data; boundary={boundary}"},
+        content=body(),
+    )
     assert r.status_code == 413 and "larger than the upload limit" in r.json()["detail"]
     assert _leftovers(api) == []
 

@@ -42,11 +42,14 @@ def test_threads_option_reaches_pytorch_for_the_ffnns(settings, monkeypatch) -> 
     monkeypatch.setattr(torch, "set_num_threads", calls.append)
     monkeypatch.setattr(cli_baselines, "run_baselines", lambda *a, **k: [])
     runner = CliRunner()
-    res = runner.invoke(cli_app, ["run", "baselines", "--which", "enet", "--threads", "1", "--no-score"])
+    res = runner.invoke(
+        cli_app, ["run", "baselines", "--which", "enet", "--threads", "1", "--no-score"]
+    )
     assert res.exit_code == 0, res.output
     assert calls == []  # no PyTorch model asked for
-    res = runner.invoke(cli_app, ["run", "baselines", "--which", "ffnn-large", "--threads", "1",
-                                  "--no-score"])
+    res = runner.invoke(
+        cli_app, ["run", "baselines", "--which", "ffnn-large", "--threads", "1", "--no-score"]
+    )
     assert res.exit_code == 0, res.output
     assert calls == [1]
 
@@ -58,8 +61,16 @@ def test_impute_needs_a_built_panel(wh) -> None:
 
 
 def test_end_to_end_on_tiny_synthetic_panel(wh, settings) -> None:
-    cfg = SyntheticConfig.for_scale("demo", firms=60, start=1996, end=2013, seed=3, oracle_origins=2,
-                                    oracle_paths=2, oracle_horizon=4)
+    cfg = SyntheticConfig.for_scale(
+        "demo",
+        firms=60,
+        start=1996,
+        end=2013,
+        seed=3,
+        oracle_origins=2,
+        oracle_paths=2,
+        oracle_horizon=4,
+    )
     ingest(wh, SyntheticSource(cfg))
     run_build(wh)
 
@@ -80,26 +91,45 @@ def test_end_to_end_on_tiny_synthetic_panel(wh, settings) -> None:
     assert np.isfinite(imp.X[big]).all()
     assert np.array_equal(np.isfinite(imp.X[~big]), obs[~big])
 
-    results = run_baselines(wh, ["enet", "gbm-l2", "ffnn-linear"], "demo", engine="serial",
-                            items=("niq", "revtq", "cogsq"), horizons=(1, 4))
+    results = run_baselines(
+        wh,
+        ["enet", "gbm-l2", "ffnn-linear"],
+        "demo",
+        engine="serial",
+        items=("niq", "revtq", "cogsq"),
+        horizons=(1, 4),
+    )
     assert [r["model"] for r in results] == ["enet", "gbm-l2", "ffnn-linear"]
-    subs = dict(wh.fetchall("SELECT name, n_components FROM eval.submissions WHERE source = 'model'"))
+    subs = dict(
+        wh.fetchall("SELECT name, n_components FROM eval.submissions WHERE source = 'model'")
+    )
     assert subs == {"enet (demo)": 1, "gbm-l2 (demo)": 1, "ffnn-linear (demo)": 2}
     # The imputation is reused (not recomputed per model) and every run is recorded.
     assert wh.scalar("SELECT count(*) FROM meta.imputations") == 1
     assert wh.scalar("SELECT count(DISTINCT model) FROM meta.baseline_runs") == 3
     runs = results[0]["score_runs"]
     assert set(runs) == {"full", "geert"}
-    in_full = wh.scalar("SELECT submission_ids FROM eval.score_runs WHERE score_run_id = ?", [runs["full"]])
+    in_full = wh.scalar(
+        "SELECT submission_ids FROM eval.score_runs WHERE score_run_id = ?", [runs["full"]]
+    )
     gbm_id = results[1]["submission_id"]
     assert gbm_id not in in_full and results[0]["submission_id"] in in_full
     # enet forecasts exactly the requested items and horizons, on realized cells only.
     cells = wh.fetchall(
         "SELECT DISTINCT i.item, f.horizon FROM eval.forecasts f JOIN ref.items i USING (item_id) "
-        "WHERE submission_id = ? ORDER BY 1, 2", [results[0]["submission_id"]])
+        "WHERE submission_id = ? ORDER BY 1, 2",
+        [results[0]["submission_id"]],
+    )
     assert cells == [(it, h) for it in ("cogsq", "niq", "revtq") for h in (1, 4)]
 
     # A rerun resumes: every fit is found on disk, the submissions are replaced.
-    again = run_baselines(wh, ["enet"], "demo", engine="serial", items=("niq", "revtq", "cogsq"),
-                          horizons=(1, 4), score=False)
+    again = run_baselines(
+        wh,
+        ["enet"],
+        "demo",
+        engine="serial",
+        items=("niq", "revtq", "cogsq"),
+        horizons=(1, 4),
+        score=False,
+    )
     assert again[0]["cells"] == results[0]["cells"]

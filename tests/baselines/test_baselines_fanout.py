@@ -17,8 +17,14 @@ def square_plus(task: int, *, offset: np.ndarray) -> float:
 def test_engines_return_results_in_task_order() -> None:
     offset = np.ones(3)
     seen = []
-    out = fan_out(square_plus, [3, 1, 2], {"offset": offset}, engine="joblib", n_jobs=2,
-                  on_result=lambda t, r: seen.append(t))
+    out = fan_out(
+        square_plus,
+        [3, 1, 2],
+        {"offset": offset},
+        engine="joblib",
+        n_jobs=2,
+        on_result=lambda t, r: seen.append(t),
+    )
     assert out == [12.0, 4.0, 7.0] and sorted(seen) == [1, 2, 3]
     assert fan_out(square_plus, [], {"offset": offset}) == []
     with pytest.raises(UserError, match="engine"):
@@ -33,10 +39,18 @@ def test_dask_local_cluster_matches_joblib(panel, tmp_path) -> None:
     spec = {"alpha": [0.01, 0.1], "l1_ratio": [0.5], "max_iter": 300, "tol": 1e-3, "max_rows": None}
     kw = {"items": ("niq", "revtq", "atq"), "horizons": (1, 5)}
     args = (panel["train"], panel["val"], panel["test"])
-    by_joblib = elastic_net.fit_predict(*args, tmp_path / "joblib", spec, fan=FanOut("joblib", 2), **kw)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
-        by_dask = elastic_net.fit_predict(*args, tmp_path / "dask", spec, fan=FanOut("dask", client=client), **kw)
+    by_joblib = elastic_net.fit_predict(
+        *args, tmp_path / "joblib", spec, fan=FanOut("joblib", 2), **kw
+    )
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        by_dask = elastic_net.fit_predict(
+            *args, tmp_path / "dask", spec, fan=FanOut("dask", client=client), **kw
+        )
     assert by_joblib.info["selection"] == by_dask.info["selection"]
     a, b = by_joblib.components[0][0], by_dask.components[0][0]
     assert np.isfinite(a).sum() == 2 * 3 * panel["test"].n

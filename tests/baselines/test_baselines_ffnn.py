@@ -35,7 +35,9 @@ def test_beta_nll_ignores_missing_targets_and_weights_by_variance() -> None:
     assert mu.grad[0, 1] == 0.0
     # beta = 0.5: a cell's NLL is scaled by var^0.5 (detached)
     lv = torch.full((1, 1), float(np.log(4.0)))
-    plain = beta_nll(torch.zeros(1, 1), lv, torch.ones(1, 1), torch.ones(1, 1, dtype=torch.bool), beta=0.0)
+    plain = beta_nll(
+        torch.zeros(1, 1), lv, torch.ones(1, 1), torch.ones(1, 1, dtype=torch.bool), beta=0.0
+    )
     weighted = beta_nll(torch.zeros(1, 1), lv, torch.ones(1, 1), torch.ones(1, 1, dtype=torch.bool))
     assert torch.isclose(weighted, 2.0 * plain)
 

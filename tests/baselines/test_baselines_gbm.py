@@ -11,8 +11,14 @@ from models.baselines.chained_gbm import chain_items, chain_steps, design
 from models.baselines.registry import Registry
 
 CHAIN = ("revtq", "cogsq", "rectq", "invtq")
-SPEC = {"max_trees": 25, "early_stopping": 10, "leaves": [7, 15], "learning_rate": 0.3, "max_rows": None,
-        "lgb_params": {"max_bin": 31}}
+SPEC = {
+    "max_trees": 25,
+    "early_stopping": 10,
+    "leaves": [7, 15],
+    "learning_rate": 0.3,
+    "max_rows": None,
+    "lgb_params": {"max_bin": 31},
+}
 
 
 def test_chain_has_14_steps_and_25_universe_items() -> None:
@@ -43,7 +49,9 @@ def _chain_panel(panel):
     return panel, rev, cogs
 
 
-def test_teacher_forcing_in_training_and_cascade_at_inference(panel_factory, tmp_path, monkeypatch) -> None:
+def test_teacher_forcing_in_training_and_cascade_at_inference(
+    panel_factory, tmp_path, monkeypatch
+) -> None:
     quarters = {"train": range(7900, 7912), "val": range(8010, 8014), "test": range(8050, 8055)}
     panel, rev, cogs = _chain_panel(panel_factory(quarters=quarters))
     train, val, test = panel["train"], panel["val"], panel["test"]
@@ -82,9 +90,15 @@ def test_teacher_forcing_in_training_and_cascade_at_inference(panel_factory, tmp
 def test_l1_arm_and_resume(panel, tmp_path, monkeypatch) -> None:
     panel, rev, _ = _chain_panel(panel)
     train, val, test = panel["train"], panel["val"], panel["test"]
-    first = chained_gbm.fit_predict(train, val, test, tmp_path, "l1", SPEC, horizons=(1,), items=CHAIN)
-    monkeypatch.setattr(chained_gbm, "chain_task", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
-    again = chained_gbm.fit_predict(train, val, test, tmp_path, "l1", SPEC, horizons=(1,), items=CHAIN)
+    first = chained_gbm.fit_predict(
+        train, val, test, tmp_path, "l1", SPEC, horizons=(1,), items=CHAIN
+    )
+    monkeypatch.setattr(
+        chained_gbm, "chain_task", lambda *a, **k: (_ for _ in ()).throw(AssertionError)
+    )
+    again = chained_gbm.fit_predict(
+        train, val, test, tmp_path, "l1", SPEC, horizons=(1,), items=CHAIN
+    )
     assert np.array_equal(first.components[0][0], again.components[0][0], equal_nan=True)
     assert np.isfinite(first.components[0][0][:, rev, 0]).all()
 
@@ -117,7 +131,7 @@ def test_shared_bins_mask_later_items_and_keep_the_cascade(panel_factory, tmp_pa
             booster = lgb.Booster(model_str=chain["chosen"][train.items.index(it)]["model"])
             gain = booster.feature_importance("split")
             assert gain.size == p + len(CHAIN)
-            assert gain[p + n_up:].sum() == 0  # its own step's and later columns: never split on
+            assert gain[p + n_up :].sum() == 0  # its own step's and later columns: never split on
         n_up += len(step)
     # revtq learns its own target (labels reach LightGBM): validation loss far below variance.
     assert chain["chosen"][rev]["val_loss"] < 0.7 * np.nanvar(val.Y[:, rev, 0])

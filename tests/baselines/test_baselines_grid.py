@@ -43,8 +43,12 @@ def _imputed(panel):
 def test_select_per_horizon_picks_lowest_validation_mse() -> None:
     grid = [{"a": 0}, {"a": 1}, {"a": 2}]
     scores = [
-        {"h": 1, "g": 0, "mse": 3.0}, {"h": 1, "g": 1, "mse": 1.0}, {"h": 1, "g": 2, "mse": 2.0},
-        {"h": 2, "g": 0, "mse": 0.5}, {"h": 2, "g": 1, "mse": 0.5}, {"h": 2, "g": 2, "mse": 0.7},
+        {"h": 1, "g": 0, "mse": 3.0},
+        {"h": 1, "g": 1, "mse": 1.0},
+        {"h": 1, "g": 2, "mse": 2.0},
+        {"h": 2, "g": 0, "mse": 0.5},
+        {"h": 2, "g": 1, "mse": 0.5},
+        {"h": 2, "g": 2, "mse": 0.7},
     ]
     sel = select_per_horizon(scores, grid)
     assert sel[1]["params"] == {"a": 1} and sel[1]["val_mse"] == 1.0
@@ -105,7 +109,13 @@ def test_resume_skips_finished_fits(panel, tmp_path, monkeypatch) -> None:
 def test_elastic_net_learns_signal_and_prefers_small_alpha(panel, tmp_path) -> None:
     panel = _imputed(panel)
     train, val, test = panel["train"], panel["val"], panel["test"]
-    spec = {"alpha": [0.01, 1000.0], "l1_ratio": [0.5], "max_iter": 500, "tol": 1e-3, "max_rows": None}
+    spec = {
+        "alpha": [0.01, 1000.0],
+        "l1_ratio": [0.5],
+        "max_iter": 500,
+        "tol": 1e-3,
+        "max_rows": None,
+    }
     fc = elastic_net.fit_predict(train, val, test, tmp_path, spec, items=("niq",), horizons=(1,))
     assert fc.info["selection"][1]["params"]["alpha"] == 0.01
     i = train.items.index("niq")
@@ -122,10 +132,18 @@ def test_elastic_net_learns_signal_and_prefers_small_alpha(panel, tmp_path) -> N
 def test_random_forest_grid(panel, tmp_path) -> None:
     panel = _imputed(panel)
     train, val, test = panel["train"], panel["val"], panel["test"]
-    spec = {"n_estimators": [5], "max_depth": [1, 4], "min_samples_split": [10],
-            "min_samples_leaf": 5, "max_samples": 0.5, "max_features": 0.2, "max_rows": None}
-    fc = random_forest.fit_predict(train, val, test, tmp_path, spec, items=("niq", "atq"), horizons=(2,),
-                                   backend="sklearn")
+    spec = {
+        "n_estimators": [5],
+        "max_depth": [1, 4],
+        "min_samples_split": [10],
+        "min_samples_leaf": 5,
+        "max_samples": 0.5,
+        "max_features": 0.2,
+        "max_rows": None,
+    }
+    fc = random_forest.fit_predict(
+        train, val, test, tmp_path, spec, items=("niq", "atq"), horizons=(2,), backend="sklearn"
+    )
     # The chosen depth is the one with the lower validation MSE recorded on disk.
     run = Registry(tmp_path, "rf", {}, "unused")
     run.dir = Path(fc.info["run"])

@@ -44,7 +44,9 @@ def _local_xs_reference(X: np.ndarray, k: int = 10) -> np.ndarray:
         o = W[i] == 1
         f = np.zeros(k)
         if o.any():
-            f = np.linalg.solve(lam[o].T @ lam[o] / p + (0.01 / p) * np.eye(k), lam[o].T @ Z[i, o] / p)
+            f = np.linalg.solve(
+                lam[o].T @ lam[o] / p + (0.01 / p) * np.eye(k), lam[o].T @ Z[i, o] / p
+            )
         row = f @ lam.T + means
         out[i, ~o] = row[~o]
     return out
@@ -70,7 +72,7 @@ def test_recovers_planted_low_rank_structure() -> None:
     err = out[miss] - X[miss]
     # The held-out cells come back to within the noise level, far better than column means.
     col_mean = np.nanmean(Xm, axis=0)
-    base = (np.broadcast_to(col_mean, X.shape)[miss] - X[miss])
+    base = np.broadcast_to(col_mean, X.shape)[miss] - X[miss]
     assert np.sqrt(np.mean(err**2)) < 0.2 * np.sqrt(np.mean(base**2))
     assert np.corrcoef(out[miss], X[miss])[0, 1] > 0.98
 
@@ -112,7 +114,9 @@ def test_quarter_fills_are_the_imputed_gaps(panel) -> None:
     index = {c: j for j, c in enumerate(feature_columns(list(train.items)))}
     cols = [c for c in imputation_columns() if c in table.column_names]
     assert "scale_level_0" in cols and not any(c.startswith("indff48_") for c in cols)
-    X = np.column_stack([table.column(c).cast(pa.float64()).to_numpy(zero_copy_only=False) for c in cols])
+    X = np.column_stack(
+        [table.column(c).cast(pa.float64()).to_numpy(zero_copy_only=False) for c in cols]
+    )
     want = impute_matrix(X)
     fills = quarter_fills(table, ImputationConfig(), index).to_pylist()
     gaps = np.argwhere(np.isnan(X))
@@ -126,7 +130,9 @@ def test_quarter_fills_are_the_imputed_gaps(panel) -> None:
 
 def test_quarter_grouping_sorted_and_unsorted() -> None:
     def batch(qs):
-        return pa.record_batch({"origin_q": pa.array(qs, pa.int32()), "v": pa.array(range(len(qs)))})
+        return pa.record_batch(
+            {"origin_q": pa.array(qs, pa.int32()), "v": pa.array(range(len(qs)))}
+        )
 
     sorted_stream = [batch([1, 1, 2]), batch([2, 3]), batch([3, 4])]
     got = [(t.column("origin_q")[0].as_py(), t.num_rows) for t in _quarters(iter(sorted_stream))]

@@ -14,7 +14,7 @@ from app.warehouse import Warehouse
 def qdate(year: int, quarter: int) -> dt.date:
     """The calendar quarter-end date."""
     month = quarter * 3
-    return (dt.date(year + (month == 12), month % 12 + 1, 1) - dt.timedelta(days=1))
+    return dt.date(year + (month == 12), month % 12 + 1, 1) - dt.timedelta(days=1)
 
 
 def insert_fundq(wh: Warehouse, rows: list[dict]) -> None:

@@ -41,7 +41,8 @@ def test_checksum_ignores_layout_and_comments_but_not_semantics():
     assert checksum(base) != checksum("SELECT a, b FROM t WHERE x >= 1")
     # Parsed, not string-compared: sqlglot's canonical form of both is the same AST.
     assert sqlglot.parse_one(base, read="duckdb") == sqlglot.parse_one(
-        "select a, b from t where x > 1", read="duckdb")
+        "select a, b from t where x > 1", read="duckdb"
+    )
 
 
 def test_explain_prints_plan_with_checksums(settings):
@@ -62,8 +63,19 @@ def test_build_cli_progress_audit_and_errors(settings, wh):
     for c in range(8):
         yr, qt = 2000 + c // 4, c % 4 + 1
         # BS13 (atq = ltq + mibtq + seqq) holds except at 2000Q3 (atq off by 10).
-        rows.append({"gvkey": "000021", "datadate": qdate(yr, qt), "fyearq": yr, "fqtr": qt, "fyr": 12,
-                         "atq": 100.0 + (10.0 if c == 2 else 0.0), "ltq": 60.0, "mibtq": 0.0, "seqq": 40.0})
+        rows.append(
+            {
+                "gvkey": "000021",
+                "datadate": qdate(yr, qt),
+                "fyearq": yr,
+                "fqtr": qt,
+                "fyr": 12,
+                "atq": 100.0 + (10.0 if c == 2 else 0.0),
+                "ltq": 60.0,
+                "mibtq": 0.0,
+                "seqq": 40.0,
+            }
+        )
     insert_fundq(wh, rows)
     wh.close()
     result = runner.invoke(app, ["build"], terminal_width=200)

@@ -28,20 +28,28 @@ def brute_force_k(pool: np.ndarray, target: float = 3.0) -> float:
 def load_scale_pool(wh, z: np.ndarray, first_q: int = 7900) -> None:
     """A stage.fq/panel.values holding only deflators: the scale item's k pool is z."""
     wh.execute("CREATE SCHEMA IF NOT EXISTS stage")
-    wh.execute("CREATE OR REPLACE TABLE stage.fq (firm_id INTEGER, q INTEGER, z DOUBLE, "
-               "pos INTEGER, vals DOUBLE[])")
+    wh.execute(
+        "CREATE OR REPLACE TABLE stage.fq (firm_id INTEGER, q INTEGER, z DOUBLE, "
+        "pos INTEGER, vals DOUBLE[])"
+    )
     rows = [(i + 1, first_q + i % 40, float(v), 1, []) for i, v in enumerate(z)]
     wh.con.executemany("INSERT INTO stage.fq VALUES (?, ?, ?, ?, ?)", rows)
-    wh.execute("CREATE OR REPLACE TABLE panel.values AS "
-               "SELECT firm_id, q, 0::SMALLINT AS item_id, z AS v FROM stage.fq")
+    wh.execute(
+        "CREATE OR REPLACE TABLE panel.values AS "
+        "SELECT firm_id, q, 0::SMALLINT AS item_id, z AS v FROM stage.fq"
+    )
 
 
 def run_k(wh, **overrides) -> dict[int, tuple]:
-    wh.execute("CREATE OR REPLACE TABLE stage.reg_stats_pinned "
-               "(q INTEGER, item_id SMALLINT, mu DOUBLE, sigma DOUBLE, k DOUBLE)")
+    wh.execute(
+        "CREATE OR REPLACE TABLE stage.reg_stats_pinned "
+        "(q INTEGER, item_id SMALLINT, mu DOUBLE, sigma DOUBLE, k DOUBLE)"
+    )
     wh.set_params(BuildParams(**overrides).variables(False))
     wh.run_step(sql_file("build/080_k_grid_search"))
-    return {r[0]: r[1:] for r in wh.fetchall("SELECT item_id, k, n_pool, n_exact FROM panel.item_k")}
+    return {
+        r[0]: r[1:] for r in wh.fetchall("SELECT item_id, k, n_pool, n_exact FROM panel.item_k")
+    }
 
 
 def test_k_matches_brute_force_on_heavy_tails(wh):
@@ -63,14 +71,21 @@ def test_k_without_training_data_takes_its_statements_median(wh):
     ids = dict(wh.fetchall("SELECT item, item_id FROM ref.items"))
     wh.execute("CREATE OR REPLACE TABLE stage.lag_pool (item_id SMALLINT, q INTEGER, r DOUBLE)")
     rng = np.random.default_rng(11)
-    pools = {"revtq": np.exp(rng.standard_normal(300)), "cogsq": np.exp(2 * rng.standard_normal(300)),
-             "niq": rng.standard_t(4, 300)}
+    pools = {
+        "revtq": np.exp(rng.standard_normal(300)),
+        "cogsq": np.exp(2 * rng.standard_normal(300)),
+        "niq": rng.standard_t(4, 300),
+    }
     for item, r in pools.items():
-        wh.con.executemany("INSERT INTO stage.lag_pool VALUES (?, ?, ?)",
-                           [(ids[item], 7900 + i % 40, float(v)) for i, v in enumerate(r)])
+        wh.con.executemany(
+            "INSERT INTO stage.lag_pool VALUES (?, ?, ?)",
+            [(ids[item], 7900 + i % 40, float(v)) for i, v in enumerate(r)],
+        )
     late = ids["stkcoq"]  # an income-statement item seen only from 2010 on
-    wh.con.executemany("INSERT INTO stage.lag_pool VALUES (?, ?, ?)",
-                       [(late, 8040, float(v)) for v in rng.standard_normal(50)])
+    wh.con.executemany(
+        "INSERT INTO stage.lag_pool VALUES (?, ?, ?)",
+        [(late, 8040, float(v)) for v in rng.standard_normal(50)],
+    )
     load_scale_pool(wh, np.exp(rng.standard_normal(100)), first_q=7900)
     wh.execute("CREATE OR REPLACE TABLE stage.lag_pool AS SELECT * FROM stage.lag_pool")
     got = _k_from_pool(wh)
@@ -82,9 +97,11 @@ def test_k_without_training_data_takes_its_statements_median(wh):
 def _k_from_pool(wh, **overrides) -> dict[int, float]:
     """Run only the k search of 080 on an existing stage.lag_pool (skipping its rebuild)."""
     text = sql_file("build/080_k_grid_search").text
-    text = text[text.index("CREATE OR REPLACE TEMP TABLE k_pool AS"):]
-    wh.execute("CREATE OR REPLACE TABLE stage.reg_stats_pinned "
-               "(q INTEGER, item_id SMALLINT, mu DOUBLE, sigma DOUBLE, k DOUBLE)")
+    text = text[text.index("CREATE OR REPLACE TEMP TABLE k_pool AS") :]
+    wh.execute(
+        "CREATE OR REPLACE TABLE stage.reg_stats_pinned "
+        "(q INTEGER, item_id SMALLINT, mu DOUBLE, sigma DOUBLE, k DOUBLE)"
+    )
     wh.set_params(BuildParams(**overrides).variables(False))
     wh.execute(text)
     return dict(wh.fetchall("SELECT item_id, k FROM panel.item_k"))
@@ -131,10 +148,29 @@ def _two_firms(fundq) -> None:
     rows = []
     for c in range(6):
         yr, qt = 2000 + c // 4, c % 4 + 1
-        rows.append({"gvkey": "000001", "datadate": qdate(yr, qt), "fyearq": yr, "fqtr": qt, "fyr": 12,
-                         "ltq": 10.0 * (c + 1), "seqq": 0.0, "revtq": float(c + 1)})
-        rows.append({"gvkey": "000002", "datadate": qdate(yr, qt), "fyearq": yr, "fqtr": qt, "fyr": 12,
-                         "ltq": 30.0, "seqq": 10.0})
+        rows.append(
+            {
+                "gvkey": "000001",
+                "datadate": qdate(yr, qt),
+                "fyearq": yr,
+                "fqtr": qt,
+                "fyr": 12,
+                "ltq": 10.0 * (c + 1),
+                "seqq": 0.0,
+                "revtq": float(c + 1),
+            }
+        )
+        rows.append(
+            {
+                "gvkey": "000002",
+                "datadate": qdate(yr, qt),
+                "fyearq": yr,
+                "fqtr": qt,
+                "fyr": 12,
+                "ltq": 30.0,
+                "seqq": 10.0,
+            }
+        )
     fundq(rows)
 
 
@@ -145,16 +181,24 @@ def test_raw_stats_and_trailing_origin_params_paper(wh, fundq):
     rev = wh.scalar("SELECT item_id FROM ref.items WHERE item = 'revtq'")
     z_a = [10.0 * (c + 1) + 1e-3 for c in range(6)]
     z_b = 40.001
-    raw = {r[0]: r[1:] for r in wh.fetchall(
-        "SELECT q, mu_raw, sigma_raw FROM stage.raw_stats WHERE item_id = 0 ORDER BY q")}
+    raw = {
+        r[0]: r[1:]
+        for r in wh.fetchall(
+            "SELECT q, mu_raw, sigma_raw FROM stage.raw_stats WHERE item_id = 0 ORDER BY q"
+        )
+    }
     q0 = 8000
     for c in range(6):
         a = np.arcsinh(k[0] * np.array([z_a[c], z_b]))
         assert raw[q0 + c][0] == pytest.approx(a.mean(), rel=1e-12)
         sd = a.std(ddof=1)  # 2000Q4: both firms have z = 40.001 -> zero std -> 1
         assert raw[q0 + c][1] == pytest.approx(sd if sd > 0 else 1.0, rel=1e-9)
-    params = {r[0]: r[1:] for r in wh.fetchall(
-        "SELECT q, mu, sigma FROM panel.origin_params WHERE item_id = 0 ORDER BY q")}
+    params = {
+        r[0]: r[1:]
+        for r in wh.fetchall(
+            "SELECT q, mu, sigma FROM panel.origin_params WHERE item_id = 0 ORDER BY q"
+        )
+    }
     # Trailing means over t-3..t, fewer at the panel start; sigma is the whole divisor
     # (the mean plus the 1e-8 numerical floor).
     for c in range(6):
@@ -164,8 +208,12 @@ def test_raw_stats_and_trailing_origin_params_paper(wh, fundq):
     # revtq: mu_raw = asinh(k v / z) of the one reporting firm; sigma: the lag pool needs
     # 4 earlier reported positions, so quarters 0..3 have no pool -> sigma 1; at position 5
     # (q0 + 4) the pool is {v_5 / z_1} (no position -3), one value -> std missing -> 1.
-    rs = {r[0]: r[1:] for r in wh.fetchall(
-        "SELECT q, mu_raw, sigma_raw FROM stage.raw_stats WHERE item_id = ? ORDER BY q", [rev])}
+    rs = {
+        r[0]: r[1:]
+        for r in wh.fetchall(
+            "SELECT q, mu_raw, sigma_raw FROM stage.raw_stats WHERE item_id = ? ORDER BY q", [rev]
+        )
+    }
     for c in range(6):
         assert rs[q0 + c][0] == pytest.approx(math.asinh(k[rev] * (c + 1) / z_a[c]), rel=1e-12)
         assert rs[q0 + c][1] == 1.0
@@ -187,25 +235,43 @@ def test_raw_stats_and_trailing_origin_params_published(wh, fundq):
         a = np.arcsinh(k[0] * np.array([z_a[c], 40.001]))
         sd = a.std(ddof=1)
         raw[q0 + c] = (a.mean(), (sd if sd > 0 else 1.0) + 1e-8)
-    got = {r[0]: r[1:] for r in wh.fetchall(
-        "SELECT q, mu_raw, sigma_raw FROM stage.raw_stats WHERE item_id = 0 ORDER BY q")}
+    got = {
+        r[0]: r[1:]
+        for r in wh.fetchall(
+            "SELECT q, mu_raw, sigma_raw FROM stage.raw_stats WHERE item_id = 0 ORDER BY q"
+        )
+    }
     assert sorted(got) == sorted(raw)
     for q, (mu, sd) in raw.items():
-        assert got[q][0] == pytest.approx(mu, rel=1e-12) and got[q][1] == pytest.approx(sd, rel=1e-12)
+        assert got[q][0] == pytest.approx(mu, rel=1e-12) and got[q][1] == pytest.approx(
+            sd, rel=1e-12
+        )
     # revtq: the lag pool first exists at position 5 (q0 + 4): statistics only from there
     # (a one-value pool: std missing -> 1); the origin parameters follow those rows alone.
-    rs = {r[0]: r[1:] for r in wh.fetchall(
-        "SELECT q, mu_raw, sigma_raw FROM stage.raw_stats WHERE item_id = ? ORDER BY q", [rev])}
+    rs = {
+        r[0]: r[1:]
+        for r in wh.fetchall(
+            "SELECT q, mu_raw, sigma_raw FROM stage.raw_stats WHERE item_id = ? ORDER BY q", [rev]
+        )
+    }
     assert sorted(rs) == [q0 + 4, q0 + 5]
     assert rs[q0 + 4][1] == pytest.approx(1.0 + 1e-8, rel=1e-15)
-    params = {r[0]: r[1:] for r in wh.fetchall(
-        "SELECT q, mu, sigma FROM panel.origin_params WHERE item_id = ? ORDER BY q", [rev])}
+    params = {
+        r[0]: r[1:]
+        for r in wh.fetchall(
+            "SELECT q, mu, sigma FROM panel.origin_params WHERE item_id = ? ORDER BY q", [rev]
+        )
+    }
     assert sorted(params) == [q0 + 4, q0 + 5]
     mu5 = np.mean([math.asinh(k[rev] * 5 / z_a[4]), math.asinh(k[rev] * 6 / z_a[5])])
     assert params[q0 + 5][0] == pytest.approx(mu5, rel=1e-12)
     assert params[q0 + 5][1] == pytest.approx(1.0 + 2e-8, rel=1e-15)
-    scale = {r[0]: r[1:] for r in wh.fetchall(
-        "SELECT q, mu, sigma FROM panel.origin_params WHERE item_id = 0 ORDER BY q")}
+    scale = {
+        r[0]: r[1:]
+        for r in wh.fetchall(
+            "SELECT q, mu, sigma FROM panel.origin_params WHERE item_id = 0 ORDER BY q"
+        )
+    }
     for c in range(6):
         window = [raw[q0 + j] for j in range(max(0, c - 3), c + 1)]
         assert scale[q0 + c][1] == pytest.approx(np.mean([w[1] for w in window]) + 1e-8, rel=1e-12)

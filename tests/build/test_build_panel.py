@@ -39,16 +39,30 @@ def make_built(tmp_path, rules: str = "published"):
     from app.settings import Settings
     from app.warehouse import connect
 
-    wh = connect(Settings(warehouse=tmp_path / "wh.duckdb", temp_directory=tmp_path / "tmp",
-                          memory_limit="2GB", threads=2))
+    wh = connect(
+        Settings(
+            warehouse=tmp_path / "wh.duckdb",
+            temp_directory=tmp_path / "tmp",
+            memory_limit="2GB",
+            threads=2,
+        )
+    )
     prepare(wh)
     rows = []
     for q in range(8000, 8044):
         if q == GAP:
             continue
         yr, qt = q // 4, q % 4 + 1
-        r = {"gvkey": "000010", "datadate": qdate(yr, qt), "fyearq": yr, "fqtr": qt, "fyr": 12,
-                 "ltq": 60.0, "seqq": 40.0, "revtq": Z * math.sinh(u_rev(q))}
+        r = {
+            "gvkey": "000010",
+            "datadate": qdate(yr, qt),
+            "fyearq": yr,
+            "fqtr": qt,
+            "fyr": 12,
+            "ltq": 60.0,
+            "seqq": 40.0,
+            "revtq": Z * math.sinh(u_rev(q)),
+        }
         if q >= 2001 * 4 + 2:
             r["xrdq"] = 2.0
         rows.append(r)
@@ -57,7 +71,8 @@ def make_built(tmp_path, rules: str = "published"):
     stats = tmp_path / "stats.parquet"
     wh.execute(
         f"COPY (SELECT qend(q)::TIMESTAMP AS quarter, item AS feature, 0.0 AS mu, 1.0 AS sigma, "
-        f"1.0 AS k FROM range(7990, 8050) t(q), ref.items) TO '{stats}' (FORMAT parquet)")
+        f"1.0 AS k FROM range(7990, 8050) t(q), ref.items) TO '{stats}' (FORMAT parquet)"
+    )
     result = run_build(wh, stats, BuildParams(rules=rules))
     return wh, result, stats
 
@@ -74,9 +89,14 @@ def item_id(wh, name: str) -> int:
 
 
 def truth(wh, origin: int, item: str) -> dict[int, tuple]:
-    return {r[0]: r[1:] for r in wh.fetchall(
-        "SELECT horizon, actual, baseline, change, split FROM panel.truth "
-        "WHERE origin_q = ? AND item_id = ? ORDER BY horizon", [origin, item_id(wh, item)])}
+    return {
+        r[0]: r[1:]
+        for r in wh.fetchall(
+            "SELECT horizon, actual, baseline, change, split FROM panel.truth "
+            "WHERE origin_q = ? AND item_id = ? ORDER BY horizon",
+            [origin, item_id(wh, item)],
+        )
+    }
 
 
 def test_origins_history_and_splits(built):
@@ -87,8 +107,7 @@ def test_origins_history_and_splits(built):
     assert origins[8007] == "train" and origins[8008] == "val"
     assert origins[8039] == "val" and origins[8040] == "test"
     assert GAP not in origins
-    assert result.row_counts["panel.origins"] == {
-        "total": 43 - 3, "train": 5, "val": 31, "test": 4}
+    assert result.row_counts["panel.origins"] == {"total": 43 - 3, "train": 5, "val": 31, "test": 4}
 
 
 def test_purging_at_both_boundaries(built):
@@ -194,29 +213,48 @@ def test_raw_windows_hold_reported_values(built):
     rows = [r for b in raw_windows(wh, "val", 4) for r in b.to_pylist()]
     assert len(rows) == wh.scalar("SELECT count(*) FROM panel.origins WHERE split = 'val'")
     want = {}
-    for f, q, i, v in wh.fetchall("SELECT firm_id, q, item_id, v FROM panel.values WHERE item_id > 0"):
+    for f, q, i, v in wh.fetchall(
+        "SELECT firm_id, q, item_id, v FROM panel.values WHERE item_id > 0"
+    ):
         want[(f, q, i)] = v
     for r in rows:
         assert r["z"] == pytest.approx(
-            wh.scalar("SELECT z FROM panel.origins WHERE firm_id = ? AND origin_q = ?",
-                      [r["firm_id"], r["origin_q"]]))
+            wh.scalar(
+                "SELECT z FROM panel.origins WHERE firm_id = ? AND origin_q = ?",
+                [r["firm_id"], r["origin_q"]],
+            )
+        )
         assert min(r["rel_q"]) >= -11 and max(r["rel_q"]) <= 0 and 0 not in r["item_id"]
-        got = {(r["origin_q"] + rel, i): v for rel, i, v in zip(r["rel_q"], r["item_id"], r["v"], strict=True)}
-        expect = {(q, i): v for (f, q, i), v in want.items()
-                  if f == r["firm_id"] and r["origin_q"] - 11 <= q <= r["origin_q"]}
+        got = {
+            (r["origin_q"] + rel, i): v
+            for rel, i, v in zip(r["rel_q"], r["item_id"], r["v"], strict=True)
+        }
+        expect = {
+            (q, i): v
+            for (f, q, i), v in want.items()
+            if f == r["firm_id"] and r["origin_q"] - 11 <= q <= r["origin_q"]
+        }
         assert got == expect
-    pick = pa.table({"firm_id": pa.array([rows[1]["firm_id"]], pa.int32()),
-                     "origin_q": pa.array([rows[1]["origin_q"]], pa.int32())})
+    pick = pa.table(
+        {
+            "firm_id": pa.array([rows[1]["firm_id"]], pa.int32()),
+            "origin_q": pa.array([rows[1]["origin_q"]], pa.int32()),
+        }
+    )
     one = [r for b in raw_windows(wh, "val", origins=pick) for r in b.to_pylist()]
-    assert [(r["firm_id"], r["origin_q"]) for r in one] == [(rows[1]["firm_id"], rows[1]["origin_q"])]
+    assert [(r["firm_id"], r["origin_q"]) for r in one] == [
+        (rows[1]["firm_id"], rows[1]["origin_q"])
+    ]
 
 
 def test_pinned_statistics_are_used_and_recorded(built):
     wh, result, stats = built
     assert "pinned" in result.reg_stats
     assert wh.fetchall("SELECT DISTINCT k FROM panel.item_k") == [(1.0,)]
-    rec = wh.fetchone("SELECT status, reg_stats, reg_stats_checksum FROM meta.builds "
-                      "WHERE build_id = ?", [result.build_id])
+    rec = wh.fetchone(
+        "SELECT status, reg_stats, reg_stats_checksum FROM meta.builds WHERE build_id = ?",
+        [result.build_id],
+    )
     assert rec[0] == "succeeded" and rec[1] == str(stats) and len(rec[2]) == 64
 
 
@@ -224,13 +262,16 @@ def test_bad_pinned_statistics_write_nothing(built, tmp_path):
     wh, result, _ = built
     before = wh.scalar("SELECT count(*) FROM panel.truth_cells")
     bad = tmp_path / "bad.parquet"
-    wh.execute(f"COPY (SELECT qend(8000)::TIMESTAMP AS quarter, 'revtq' AS feature, 0.0 AS mu, "
-               f"-1.0 AS sigma, 1.0 AS k) TO '{bad}' (FORMAT parquet)")
+    wh.execute(
+        f"COPY (SELECT qend(8000)::TIMESTAMP AS quarter, 'revtq' AS feature, 0.0 AS mu, "
+        f"-1.0 AS sigma, 1.0 AS k) TO '{bad}' (FORMAT parquet)"
+    )
     with pytest.raises(UserError, match="non-positive sigma"):
         run_build(wh, bad)
     assert wh.scalar("SELECT count(*) FROM panel.truth_cells") == before
-    failed = wh.fetchall("SELECT status FROM meta.builds WHERE build_id > ? ORDER BY build_id",
-                         [result.build_id])
+    failed = wh.fetchall(
+        "SELECT status FROM meta.builds WHERE build_id > ? ORDER BY build_id", [result.build_id]
+    )
     assert failed == [("failed",)]
 
 
@@ -240,14 +281,21 @@ def test_pinned_statistics_may_miss_quarters(tmp_path):
     none, no revtq truth where revtq has none."""
     wh, _, _ = make_built(tmp_path)
     short = tmp_path / "short.parquet"
-    wh.execute(f"COPY (SELECT qend(q)::TIMESTAMP AS quarter, item AS feature, 0.0 AS mu, 1.0 AS sigma, "
-               f"1.0 AS k FROM range(8000, 8010) t(q), ref.items WHERE item <> 'revtq' OR q < 8006) "
-               f"TO '{short}' (FORMAT parquet)")
+    wh.execute(
+        f"COPY (SELECT qend(q)::TIMESTAMP AS quarter, item AS feature, 0.0 AS mu, 1.0 AS sigma, "
+        f"1.0 AS k FROM range(8000, 8010) t(q), ref.items WHERE item <> 'revtq' OR q < 8006) "
+        f"TO '{short}' (FORMAT parquet)"
+    )
     run_build(wh, short)
-    assert {r[0] for r in wh.fetchall("SELECT origin_q FROM panel.origins")} == set(range(8003, 8010))
-    assert {r[0] for r in wh.fetchall(
-        "SELECT DISTINCT origin_q FROM panel.truth WHERE item_id = ?", [item_id(wh, "revtq")])} == \
-        set(range(8003, 8006))
+    assert {r[0] for r in wh.fetchall("SELECT origin_q FROM panel.origins")} == set(
+        range(8003, 8010)
+    )
+    assert {
+        r[0]
+        for r in wh.fetchall(
+            "SELECT DISTINCT origin_q FROM panel.truth WHERE item_id = ?", [item_id(wh, "revtq")]
+        )
+    } == set(range(8003, 8006))
     wh.close()
 
 
@@ -259,8 +307,9 @@ def test_paper_rule_set_on_the_same_panel(tmp_path):
     assert wh.fetchall("SELECT rules FROM panel.rule_set") == [("paper",)]
     import json
 
-    params = json.loads(wh.scalar("SELECT parameters FROM meta.builds WHERE build_id = ?",
-                                  [result.build_id]))
+    params = json.loads(
+        wh.scalar("SELECT parameters FROM meta.builds WHERE build_id = ?", [result.build_id])
+    )
     assert params["rules"] == "paper"
     wh.close()
 
@@ -269,8 +318,11 @@ def test_build_record(built):
     from app.sqlfiles import folder_checksum, steps_in
 
     wh, result, _ = built
-    b = wh.fetchone("SELECT sql_checksum, parameters, row_counts, elapsed_s FROM meta.builds "
-                    "WHERE build_id = ?", [result.build_id])
+    b = wh.fetchone(
+        "SELECT sql_checksum, parameters, row_counts, elapsed_s FROM meta.builds "
+        "WHERE build_id = ?",
+        [result.build_id],
+    )
     import json
 
     assert b[0] == folder_checksum("build")
@@ -285,8 +337,11 @@ def test_build_record(built):
     by_split = dict(wh.fetchall("SELECT split, count(*) FROM panel.truth GROUP BY 1"))
     assert {k: v for k, v in counts["panel.truth_cells"].items() if k != "total"} == by_split
     assert all(by_split.values())
-    steps = wh.fetchall("SELECT step_no, name, checksum, purpose, elapsed_s FROM meta.build_steps "
-                        "WHERE build_id = ? ORDER BY step_no", [result.build_id])
+    steps = wh.fetchall(
+        "SELECT step_no, name, checksum, purpose, elapsed_s FROM meta.build_steps "
+        "WHERE build_id = ? ORDER BY step_no",
+        [result.build_id],
+    )
     files = steps_in("build")
     assert [s[1] for s in steps] == [f.name for f in files]
     assert [s[2] for s in steps] == [f.checksum for f in files]
@@ -306,19 +361,32 @@ def test_export_layout(built, tmp_path):
     assert set(written) == {
         f"regularization_stats__{tag}.parquet",
         *(f"{m}_id_map__{tag}.csv" for m in ("firm", "account", "industry")),
-        *(f"{k}_{s}__{tag}.parquet" for k in ("tabular", "tuple") for s in ("train", "val", "test"))}
+        *(
+            f"{k}_{s}__{tag}.parquet"
+            for k in ("tabular", "tuple")
+            for s in ("train", "val", "test")
+        ),
+    }
     tab = pq.read_schema(out / f"tabular_val__{tag}.parquet")
     order = release_item_order()
     assert order[:3] == ("cheq", "invtq", "rectq") and len(order) == 78
     assert tab.names == ["firm_id", "quarter", *release_columns(order)]
     assert tab.names[2:6] == ["scale_level_0", "cheq_level_0", "cheq_level_1", "cheq_level_2"]
     assert len(tab.names) == 2 + 985 + 1560 and tab.names[-1] == "indff48_47"
-    assert str(tab.field("firm_id").type) == "string" and str(tab.field("quarter").type) == "timestamp[us]"
+    assert (
+        str(tab.field("firm_id").type) == "string"
+        and str(tab.field("quarter").type) == "timestamp[us]"
+    )
     assert str(tab.field("revtq_t1").type) == "float"
     t = pq.read_table(out / f"tabular_val__{tag}.parquet")
     assert set(t.column("firm_id").to_pylist()) == {"000010"}
     first = t.column("quarter")[0].as_py()
-    assert (first.month, first.day, first.hour, first.microsecond) == (3, 31, 23, 999999)  # 2002Q1 end
+    assert (first.month, first.day, first.hour, first.microsecond) == (
+        3,
+        31,
+        23,
+        999999,
+    )  # 2002Q1 end
     assert t.column("indff48_12").to_pylist()[0] == 1.0  # FF48 13 -> index 12
     stats = pq.read_table(out / f"regularization_stats__{tag}.parquet")
     assert stats.column_names == ["quarter", "mu", "sigma", "feature", "k"]
@@ -331,8 +399,13 @@ def test_export_layout(built, tmp_path):
     test = pq.read_table(out / f"tuple_test__{tag}.parquet").column("quarter").to_pylist()
     assert min(test) == 2010 * 4 - 11 - (1969 * 4 + 3)  # 2007Q2
     accounts = (out / f"account_id_map__{tag}.csv").read_text().splitlines()
-    assert accounts[0] == "account_id,account_name" and "60,scale" in accounts and len(accounts) == 80
-    assert (out / f"firm_id_map__{tag}.csv").read_text().splitlines() == ["firm_id_int,firm_id", "0,000010"]
+    assert (
+        accounts[0] == "account_id,account_name" and "60,scale" in accounts and len(accounts) == 80
+    )
+    assert (out / f"firm_id_map__{tag}.csv").read_text().splitlines() == [
+        "firm_id_int,firm_id",
+        "0,000010",
+    ]
     industries = (out / f"industry_id_map__{tag}.csv").read_text().splitlines()
     assert industries[1] == "0,Agric,False" and industries[-1] == "48,Unknown,True"
     # Round trip: the exported statistics pin the same truth.
@@ -371,15 +444,26 @@ def test_published_statistics_file_pins_as_given(tmp_path):
                  TO '{stats}' (FORMAT parquet)""")
     run_build(wh, stats)
     rev = item_id(wh, "revtq")
-    got = {(i, q): (m, s) for i, q, m, s in wh.fetchall("SELECT item_id, q, mu, sigma FROM panel.origin_params")}
+    got = {
+        (i, q): (m, s)
+        for i, q, m, s in wh.fetchall("SELECT item_id, q, mu, sigma FROM panel.origin_params")
+    }
     assert (rev, 8020) not in got and (rev, 8021) in got
-    assert got[(rev, 8021)] == (pytest.approx(0.21, abs=1e-15), pytest.approx(1.0 + 0.001 * (8021 % 7) + 2e-8, abs=1e-15))
+    assert got[(rev, 8021)] == (
+        pytest.approx(0.21, abs=1e-15),
+        pytest.approx(1.0 + 0.001 * (8021 % 7) + 2e-8, abs=1e-15),
+    )
     # x = (asinh(k v / z) - mu) / sigma with the file's sigma, not sigma + 1e-8
     k = 1.0 + 0.01 * rev
     v = wh.scalar("SELECT v FROM panel.values WHERE item_id = ? AND q = 8024", [rev])
-    x = wh.scalar("SELECT baseline FROM panel.truth WHERE item_id = ? AND origin_q = 8024 AND horizon = 1",
-                  [rev])
+    x = wh.scalar(
+        "SELECT baseline FROM panel.truth WHERE item_id = ? AND origin_q = 8024 AND horizon = 1",
+        [rev],
+    )
     mu, sigma = got[(rev, 8024)]
     assert x == pytest.approx(max(-6, min(6, (math.asinh(k * v / Z) - mu) / sigma)), abs=1e-6)
-    assert wh.scalar("SELECT count(*) FROM panel.truth WHERE item_id = ? AND origin_q = 8020", [rev]) == 0
+    assert (
+        wh.scalar("SELECT count(*) FROM panel.truth WHERE item_id = ? AND origin_q = 8020", [rev])
+        == 0
+    )
     wh.close()

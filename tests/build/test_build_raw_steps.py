@@ -23,7 +23,16 @@ def test_link_window_trim_and_financial_exclusion(wh):
     rows = []
     for gv in ("000001", "000002", "000003", "000004"):
         for yr, qt in [(1999, 4), (2000, 1), (2000, 2), (2000, 3), (2000, 4), (2001, 1)]:
-            rows.append({"gvkey": gv, "datadate": qdate(yr, qt), "fyearq": yr, "fqtr": qt, "fyr": 12, "atq": 1.0})
+            rows.append(
+                {
+                    "gvkey": gv,
+                    "datadate": qdate(yr, qt),
+                    "fyearq": yr,
+                    "fqtr": qt,
+                    "fyr": 12,
+                    "atq": 1.0,
+                }
+            )
     insert_fundq(wh, rows)
     # 000001 linked 2000-01-01..2000-12-31; 000002 absent (kept whole);
     # 000003 two windows, the second open-ended.
@@ -44,13 +53,36 @@ def test_link_window_trim_and_financial_exclusion(wh):
 
 
 def test_duplicate_calendar_quarters_keep_highest_fiscal(wh):
-    insert_fundq(wh, [
-        # Fiscal-year change: two rows fall in calendar 2000Q4.
-        {"gvkey": "000007", "datadate": qdate(2000, 4), "fyearq": 2000, "fqtr": 4, "fyr": 12, "atq": 1.0},
-        {"gvkey": "000007", "datadate": qdate(2000, 4).replace(day=30, month=11), "fyearq": 2001,
-             "fqtr": 1, "fyr": 11, "atq": 2.0},
-        {"gvkey": "000007", "datadate": qdate(2000, 3), "fyearq": 2000, "fqtr": 3, "fyr": 12, "atq": 3.0},
-    ])
+    insert_fundq(
+        wh,
+        [
+            # Fiscal-year change: two rows fall in calendar 2000Q4.
+            {
+                "gvkey": "000007",
+                "datadate": qdate(2000, 4),
+                "fyearq": 2000,
+                "fqtr": 4,
+                "fyr": 12,
+                "atq": 1.0,
+            },
+            {
+                "gvkey": "000007",
+                "datadate": qdate(2000, 4).replace(day=30, month=11),
+                "fyearq": 2001,
+                "fqtr": 1,
+                "fyr": 11,
+                "atq": 2.0,
+            },
+            {
+                "gvkey": "000007",
+                "datadate": qdate(2000, 3),
+                "fyearq": 2000,
+                "fqtr": 3,
+                "fyr": 12,
+                "atq": 3.0,
+            },
+        ],
+    )
     run_steps(wh, "050")
     got = items(wh, "000007")
     assert sorted(got) == [q(2000, 3), q(2000, 4)]
@@ -60,14 +92,32 @@ def test_duplicate_calendar_quarters_keep_highest_fiscal(wh):
 def test_ytd_conversion_gaps_and_fiscal_year_change(wh):
     rows = [
         # FY2000: Q1 10, Q2 25 (-> 15), Q3 missing row, Q4 60 (-> missing: previous row is Q2).
-        (2000, 1, 2000, 1, 10.0), (2000, 2, 2000, 2, 25.0), (2000, 4, 2000, 4, 60.0),
+        (2000, 1, 2000, 1, 10.0),
+        (2000, 2, 2000, 2, 25.0),
+        (2000, 4, 2000, 4, 60.0),
         # FY2001: Q1 passes through (never differenced against FY2000 Q4), Q2 = 7 - 5.
-        (2001, 1, 2001, 1, 5.0), (2001, 2, 2001, 2, 7.0),
+        (2001, 1, 2001, 1, 5.0),
+        (2001, 2, 2001, 2, 7.0),
         # Q3 row exists but its YTD is missing: Q3 missing and Q4 = missing - 9 = missing.
-        (2001, 3, 2001, 3, None), (2001, 4, 2001, 4, 9.0),
+        (2001, 3, 2001, 3, None),
+        (2001, 4, 2001, 4, 9.0),
     ]
-    insert_fundq(wh, [{"gvkey": "000005", "datadate": qdate(y, c), "fyearq": fy, "fqtr": fq, "fyr": 12,
-                           "atq": 1.0, "oancfy": v, "capxy": 1.0 * fq} for y, c, fy, fq, v in rows])
+    insert_fundq(
+        wh,
+        [
+            {
+                "gvkey": "000005",
+                "datadate": qdate(y, c),
+                "fyearq": fy,
+                "fqtr": fq,
+                "fyr": 12,
+                "atq": 1.0,
+                "oancfy": v,
+                "capxy": 1.0 * fq,
+            }
+            for y, c, fy, fq, v in rows
+        ],
+    )
     run_steps(wh, "050")
     got = items(wh, "000005")
     oancfq = [got[k]["oancfq"] for k in sorted(got)]
@@ -81,12 +131,47 @@ def test_ytd_conversion_gaps_and_fiscal_year_change(wh):
 def test_ytd_across_a_fiscal_year_change(wh):
     # fyr 12 until FY2000, then fyr 6: FY2001 starts at 2001Q1 (fqtr 3 of the new year's
     # numbering is irrelevant: differencing needs the previous row of the SAME fyearq).
-    insert_fundq(wh, [
-        {"gvkey": "000006", "datadate": qdate(2000, 3), "fyearq": 2000, "fqtr": 3, "fyr": 12, "atq": 1.0, "dvy": 30.0},
-        {"gvkey": "000006", "datadate": qdate(2000, 4), "fyearq": 2000, "fqtr": 4, "fyr": 12, "atq": 1.0, "dvy": 40.0},
-        {"gvkey": "000006", "datadate": qdate(2001, 1), "fyearq": 2001, "fqtr": 3, "fyr": 6, "atq": 1.0, "dvy": 12.0},
-        {"gvkey": "000006", "datadate": qdate(2001, 2), "fyearq": 2001, "fqtr": 4, "fyr": 6, "atq": 1.0, "dvy": 20.0},
-    ])
+    insert_fundq(
+        wh,
+        [
+            {
+                "gvkey": "000006",
+                "datadate": qdate(2000, 3),
+                "fyearq": 2000,
+                "fqtr": 3,
+                "fyr": 12,
+                "atq": 1.0,
+                "dvy": 30.0,
+            },
+            {
+                "gvkey": "000006",
+                "datadate": qdate(2000, 4),
+                "fyearq": 2000,
+                "fqtr": 4,
+                "fyr": 12,
+                "atq": 1.0,
+                "dvy": 40.0,
+            },
+            {
+                "gvkey": "000006",
+                "datadate": qdate(2001, 1),
+                "fyearq": 2001,
+                "fqtr": 3,
+                "fyr": 6,
+                "atq": 1.0,
+                "dvy": 12.0,
+            },
+            {
+                "gvkey": "000006",
+                "datadate": qdate(2001, 2),
+                "fyearq": 2001,
+                "fqtr": 4,
+                "fyr": 6,
+                "atq": 1.0,
+                "dvy": 20.0,
+            },
+        ],
+    )
     run_steps(wh, "050")
     got = items(wh, "000006")
     # 2000Q3 (fqtr 3, no fqtr 2 row) missing; 2000Q4 = 40 - 30; 2001Q1 (fqtr 3 of FY2001,
@@ -95,32 +180,122 @@ def test_ytd_across_a_fiscal_year_change(wh):
 
 
 def test_computed_items_and_carve_outs(wh):
-    insert_fundq(wh, [
-        {"gvkey": "000008", "datadate": qdate(2000, 1), "fyearq": 2000, "fqtr": 1, "fyr": 12, "revtq": 10.0,
-             "cogsq": 4.0, "actq": 8.0, "lctq": 3.0, "aoq": 5.0, "intanq": None, "loq": 7.0, "drltq": 2.0,
-             "xsgaq": None, "xrdq": 1.0},
-        {"gvkey": "000008", "datadate": qdate(2000, 2), "fyearq": 2000, "fqtr": 2, "fyr": 12, "revtq": 10.0,
-             "cogsq": None, "aoq": 5.0, "intanq": 1.5, "xsgaq": 6.0, "xrdq": None, "oancfy": float("nan")},
-    ])
+    insert_fundq(
+        wh,
+        [
+            {
+                "gvkey": "000008",
+                "datadate": qdate(2000, 1),
+                "fyearq": 2000,
+                "fqtr": 1,
+                "fyr": 12,
+                "revtq": 10.0,
+                "cogsq": 4.0,
+                "actq": 8.0,
+                "lctq": 3.0,
+                "aoq": 5.0,
+                "intanq": None,
+                "loq": 7.0,
+                "drltq": 2.0,
+                "xsgaq": None,
+                "xrdq": 1.0,
+            },
+            {
+                "gvkey": "000008",
+                "datadate": qdate(2000, 2),
+                "fyearq": 2000,
+                "fqtr": 2,
+                "fyr": 12,
+                "revtq": 10.0,
+                "cogsq": None,
+                "aoq": 5.0,
+                "intanq": 1.5,
+                "xsgaq": 6.0,
+                "xrdq": None,
+                "oancfy": float("nan"),
+            },
+        ],
+    )
     run_steps(wh, "050")
     a, b = (items(wh, "000008")[q(2000, c)] for c in (1, 2))
     assert (a["gpq"], a["wcapq"], a["aoq_ex_intanq"], a["loq_ex_dr"], a["xsgaq_ex_rd"]) == (
-        6.0, 5.0, 5.0, 5.0, None)
+        6.0,
+        5.0,
+        5.0,
+        5.0,
+        None,
+    )
     assert (b["gpq"], b["aoq_ex_intanq"], b["xsgaq_ex_rd"], b["oancfq"]) == (None, 3.5, 6.0, None)
 
 
 def test_ff48_modal_sic_and_deflator(wh):
     dates = [qdate(2000, c) for c in (1, 2, 3, 4)]
-    insert_fundq(wh, [
-        {"gvkey": "000009", "datadate": dates[0], "fyearq": 2000, "fqtr": 1, "fyr": 12, "ltq": -3.0, "seqq": 2.0, "atq": 9.0},
-        {"gvkey": "000009", "datadate": dates[1], "fyearq": 2000, "fqtr": 2, "fyr": 12, "ltq": 3.0, "atq": -9.0},
-        {"gvkey": "000009", "datadate": dates[2], "fyearq": 2000, "fqtr": 3, "fyr": 12, "ltq": 3.0},
-        {"gvkey": "000009", "datadate": dates[3], "fyearq": 2000, "fqtr": 4, "fyr": 12, "seqq": float("inf"), "ltq": 1.0,
-             "atq": 4.0},
-        {"gvkey": "000011", "datadate": dates[0], "fyearq": 2000, "fqtr": 1, "fyr": 12, "atq": 1.0},
-        {"gvkey": "000011", "datadate": dates[1], "fyearq": 2000, "fqtr": 2, "fyr": 12, "atq": 1.0},
-        {"gvkey": "000012", "datadate": dates[0], "fyearq": 2000, "fqtr": 1, "fyr": 12, "atq": 1.0},
-    ])
+    insert_fundq(
+        wh,
+        [
+            {
+                "gvkey": "000009",
+                "datadate": dates[0],
+                "fyearq": 2000,
+                "fqtr": 1,
+                "fyr": 12,
+                "ltq": -3.0,
+                "seqq": 2.0,
+                "atq": 9.0,
+            },
+            {
+                "gvkey": "000009",
+                "datadate": dates[1],
+                "fyearq": 2000,
+                "fqtr": 2,
+                "fyr": 12,
+                "ltq": 3.0,
+                "atq": -9.0,
+            },
+            {
+                "gvkey": "000009",
+                "datadate": dates[2],
+                "fyearq": 2000,
+                "fqtr": 3,
+                "fyr": 12,
+                "ltq": 3.0,
+            },
+            {
+                "gvkey": "000009",
+                "datadate": dates[3],
+                "fyearq": 2000,
+                "fqtr": 4,
+                "fyr": 12,
+                "seqq": float("inf"),
+                "ltq": 1.0,
+                "atq": 4.0,
+            },
+            {
+                "gvkey": "000011",
+                "datadate": dates[0],
+                "fyearq": 2000,
+                "fqtr": 1,
+                "fyr": 12,
+                "atq": 1.0,
+            },
+            {
+                "gvkey": "000011",
+                "datadate": dates[1],
+                "fyearq": 2000,
+                "fqtr": 2,
+                "fyr": 12,
+                "atq": 1.0,
+            },
+            {
+                "gvkey": "000012",
+                "datadate": dates[0],
+                "fyearq": 2000,
+                "fqtr": 1,
+                "fyr": 12,
+                "atq": 1.0,
+            },
+        ],
+    )
     # 000009: sich 2834 twice, 3571 twice (tie -> 2834, FF48 13 Drugs);
     # 000011: 9999 (no FF48 range -> 49); 000012: no record -> 49.
     wh.execute("""INSERT INTO raw.company_industry VALUES
@@ -135,7 +310,9 @@ def test_ff48_modal_sic_and_deflator(wh):
     # Q1: |ltq| + |seqq| + 1e-3; Q2: seqq missing -> |atq| + 1e-3; Q3: nothing -> dropped;
     # Q4: seqq infinite (not reported) -> |atq| + 1e-3.
     assert z == pytest.approx({q(2000, 1): 5.001, q(2000, 2): 9.001, q(2000, 4): 4.001})
-    vals = dict(wh.fetchall("SELECT q, v FROM panel.values WHERE firm_id = ? AND item_id = 0", [fid]))
+    vals = dict(
+        wh.fetchall("SELECT q, v FROM panel.values WHERE firm_id = ? AND item_id = 0", [fid])
+    )
     assert vals == z
     pos = dict(wh.fetchall("SELECT q, pos FROM stage.fq WHERE firm_id = ?", [fid]))
     assert pos == {q(2000, 1): 1, q(2000, 2): 2, q(2000, 4): 3}
@@ -145,40 +322,122 @@ def test_ff48_modal_sic_and_deflator(wh):
 def test_published_keeps_quarters_without_a_deflator(wh):
     """published: a firm-quarter without a valid deflator keeps its reported values (a
     target or lag for other origins) but no z, no position and no scale tuple."""
-    insert_fundq(wh, [
-        {"gvkey": "000009", "datadate": qdate(2000, 1), "fyearq": 2000, "fqtr": 1, "fyr": 12, "ltq": 3.0, "seqq": 2.0},
-        {"gvkey": "000009", "datadate": qdate(2000, 2), "fyearq": 2000, "fqtr": 2, "fyr": 12, "ltq": 3.0},
-        {"gvkey": "000009", "datadate": qdate(2000, 3), "fyearq": 2000, "fqtr": 3, "fyr": 12, "ltq": 4.0, "seqq": 1.0},
-        {"gvkey": "000013", "datadate": qdate(2000, 1), "fyearq": 2000, "fqtr": 1, "fyr": 12, "revtq": 1.0},
-    ])
+    insert_fundq(
+        wh,
+        [
+            {
+                "gvkey": "000009",
+                "datadate": qdate(2000, 1),
+                "fyearq": 2000,
+                "fqtr": 1,
+                "fyr": 12,
+                "ltq": 3.0,
+                "seqq": 2.0,
+            },
+            {
+                "gvkey": "000009",
+                "datadate": qdate(2000, 2),
+                "fyearq": 2000,
+                "fqtr": 2,
+                "fyr": 12,
+                "ltq": 3.0,
+            },
+            {
+                "gvkey": "000009",
+                "datadate": qdate(2000, 3),
+                "fyearq": 2000,
+                "fqtr": 3,
+                "fyr": 12,
+                "ltq": 4.0,
+                "seqq": 1.0,
+            },
+            {
+                "gvkey": "000013",
+                "datadate": qdate(2000, 1),
+                "fyearq": 2000,
+                "fqtr": 1,
+                "fyr": 12,
+                "revtq": 1.0,
+            },
+        ],
+    )
     run_steps(wh, "070", rules="published")
     fid = wh.scalar("SELECT firm_id FROM panel.firms WHERE gvkey = '000009'")
-    fq = {r[0]: r[1:] for r in wh.fetchall("SELECT q, z, pos FROM stage.fq WHERE firm_id = ?", [fid])}
-    assert fq == {q(2000, 1): (pytest.approx(5.001), 1), q(2000, 2): (None, None),
-                  q(2000, 3): (pytest.approx(5.001), 2)}
+    fq = {
+        r[0]: r[1:] for r in wh.fetchall("SELECT q, z, pos FROM stage.fq WHERE firm_id = ?", [fid])
+    }
+    assert fq == {
+        q(2000, 1): (pytest.approx(5.001), 1),
+        q(2000, 2): (None, None),
+        q(2000, 3): (pytest.approx(5.001), 2),
+    }
     ltq = wh.scalar("SELECT item_id FROM ref.items WHERE item = 'ltq'")
-    vals = {(r[0], r[1]): r[2] for r in wh.fetchall(
-        "SELECT q, item_id, v FROM panel.values WHERE firm_id = ?", [fid])}
+    vals = {
+        (r[0], r[1]): r[2]
+        for r in wh.fetchall("SELECT q, item_id, v FROM panel.values WHERE firm_id = ?", [fid])
+    }
     assert vals[(q(2000, 2), ltq)] == 3.0 and (q(2000, 2), 0) not in vals
     # a firm with no valid deflator anywhere still has an id (its values are never origins)
     assert wh.scalar("SELECT count(*) FROM panel.firms WHERE gvkey = '000013'") == 1
     run_steps(wh, "070", rules="paper")
-    assert wh.scalar("SELECT count(*) FROM stage.fq WHERE firm_id = ? AND z IS NULL",
-                     [wh.scalar("SELECT firm_id FROM panel.firms WHERE gvkey = '000009'")]) == 0
+    assert (
+        wh.scalar(
+            "SELECT count(*) FROM stage.fq WHERE firm_id = ? AND z IS NULL",
+            [wh.scalar("SELECT firm_id FROM panel.firms WHERE gvkey = '000009'")],
+        )
+        == 0
+    )
     assert wh.scalar("SELECT count(*) FROM panel.firms WHERE gvkey = '000013'") == 0
 
 
 def test_modal_sic_counts_rows_before_or_after_dedup(wh):
     """The mode of sich: paper counts de-duplicated quarters (2834 twice, 3571 twice: tie ->
     2834), published counts every non-financial raw row (3571 three times)."""
-    insert_fundq(wh, [
-        {"gvkey": "000014", "datadate": qdate(2000, 1).replace(month=1, day=31), "fyearq": 1999, "fqtr": 4,
-             "fyr": 1, "atq": 1.0},
-        {"gvkey": "000014", "datadate": qdate(2000, 1), "fyearq": 2000, "fqtr": 1, "fyr": 12, "atq": 1.0},
-        {"gvkey": "000014", "datadate": qdate(2000, 2), "fyearq": 2000, "fqtr": 2, "fyr": 12, "atq": 1.0},
-        {"gvkey": "000014", "datadate": qdate(2000, 3), "fyearq": 2000, "fqtr": 3, "fyr": 12, "atq": 1.0},
-        {"gvkey": "000014", "datadate": qdate(2000, 4), "fyearq": 2000, "fqtr": 4, "fyr": 12, "atq": 1.0},
-    ])
+    insert_fundq(
+        wh,
+        [
+            {
+                "gvkey": "000014",
+                "datadate": qdate(2000, 1).replace(month=1, day=31),
+                "fyearq": 1999,
+                "fqtr": 4,
+                "fyr": 1,
+                "atq": 1.0,
+            },
+            {
+                "gvkey": "000014",
+                "datadate": qdate(2000, 1),
+                "fyearq": 2000,
+                "fqtr": 1,
+                "fyr": 12,
+                "atq": 1.0,
+            },
+            {
+                "gvkey": "000014",
+                "datadate": qdate(2000, 2),
+                "fyearq": 2000,
+                "fqtr": 2,
+                "fyr": 12,
+                "atq": 1.0,
+            },
+            {
+                "gvkey": "000014",
+                "datadate": qdate(2000, 3),
+                "fyearq": 2000,
+                "fqtr": 3,
+                "fyr": 12,
+                "atq": 1.0,
+            },
+            {
+                "gvkey": "000014",
+                "datadate": qdate(2000, 4),
+                "fyearq": 2000,
+                "fqtr": 4,
+                "fyr": 12,
+                "atq": 1.0,
+            },
+        ],
+    )
     wh.execute("""INSERT INTO raw.company_industry VALUES
         ('000014', DATE '1999-12-01', 3571, NULL), ('000014', DATE '2000-03-01', 2834, NULL),
         ('000014', DATE '2000-09-01', 3571, NULL)""")
@@ -193,16 +452,47 @@ def test_dedup_and_ytd_with_missing_fiscal_fields(wh):
     """Two rows in calendar 2000Q2, one without fyearq: paper keeps the dated fiscal row,
     published (missing sorts highest) keeps the other. A row without fqtr: paper leaves its
     flows missing, published passes its year-to-date value through."""
-    insert_fundq(wh, [
-        {"gvkey": "000015", "datadate": qdate(2000, 1), "fyearq": 2000, "fqtr": 1, "fyr": 12, "atq": 1.0,
-             "oancfy": 4.0},
-        {"gvkey": "000015", "datadate": qdate(2000, 2), "fyearq": 2000, "fqtr": 2, "fyr": 12, "atq": 2.0,
-             "oancfy": 10.0},
-        {"gvkey": "000015", "datadate": qdate(2000, 2).replace(day=29, month=5), "fyearq": None, "fqtr": 2,
-             "fyr": 12, "atq": 3.0, "oancfy": 11.0},
-        {"gvkey": "000015", "datadate": qdate(2000, 3), "fyearq": 2000, "fqtr": None, "fyr": 12, "atq": 4.0,
-             "oancfy": 15.0},
-    ])
+    insert_fundq(
+        wh,
+        [
+            {
+                "gvkey": "000015",
+                "datadate": qdate(2000, 1),
+                "fyearq": 2000,
+                "fqtr": 1,
+                "fyr": 12,
+                "atq": 1.0,
+                "oancfy": 4.0,
+            },
+            {
+                "gvkey": "000015",
+                "datadate": qdate(2000, 2),
+                "fyearq": 2000,
+                "fqtr": 2,
+                "fyr": 12,
+                "atq": 2.0,
+                "oancfy": 10.0,
+            },
+            {
+                "gvkey": "000015",
+                "datadate": qdate(2000, 2).replace(day=29, month=5),
+                "fyearq": None,
+                "fqtr": 2,
+                "fyr": 12,
+                "atq": 3.0,
+                "oancfy": 11.0,
+            },
+            {
+                "gvkey": "000015",
+                "datadate": qdate(2000, 3),
+                "fyearq": 2000,
+                "fqtr": None,
+                "fyr": 12,
+                "atq": 4.0,
+                "oancfy": 15.0,
+            },
+        ],
+    )
     got = {}
     for rules in ("paper", "published"):
         run_steps(wh, "050", rules=rules)

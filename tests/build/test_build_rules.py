@@ -26,24 +26,47 @@ def _panel(tmp_path, rules: str):
     from app.settings import Settings
     from app.warehouse import connect
 
-    wh = connect(Settings(warehouse=tmp_path / f"{rules}.duckdb", temp_directory=tmp_path / "tmp",
-                          memory_limit="1GB", threads=2))
+    wh = connect(
+        Settings(
+            warehouse=tmp_path / f"{rules}.duckdb",
+            temp_directory=tmp_path / "tmp",
+            memory_limit="1GB",
+            threads=2,
+        )
+    )
     prepare(wh)
     rows = []
     for q in range(8000, 8016):  # firm A: 2000Q1..2003Q4
-        r = {"gvkey": "000020", "datadate": qdate(q // 4, q % 4 + 1), "fyearq": q // 4, "fqtr": q % 4 + 1,
-             "fyr": 12, "revtq": Z * math.sinh(u(q))}
+        r = {
+            "gvkey": "000020",
+            "datadate": qdate(q // 4, q % 4 + 1),
+            "fyearq": q // 4,
+            "fqtr": q % 4 + 1,
+            "fyr": 12,
+            "revtq": Z * math.sinh(u(q)),
+        }
         if q != NO_DEFLATOR:
             r.update(ltq=60.0, seqq=40.0)
         rows.append(r)
     for q in range(8008, 8016):  # firm B enters in 2002Q1
-        rows.append({"gvkey": "000021", "datadate": qdate(q // 4, q % 4 + 1), "fyearq": q // 4,
-                     "fqtr": q % 4 + 1, "fyr": 12, "ltq": 10.0, "seqq": 5.0, "revtq": 3.0})
+        rows.append(
+            {
+                "gvkey": "000021",
+                "datadate": qdate(q // 4, q % 4 + 1),
+                "fyearq": q // 4,
+                "fqtr": q % 4 + 1,
+                "fyr": 12,
+                "ltq": 10.0,
+                "seqq": 5.0,
+                "revtq": 3.0,
+            }
+        )
     insert_fundq(wh, rows)
     stats = tmp_path / "stats.parquet"
     wh.execute(
         f"COPY (SELECT qend(q)::TIMESTAMP AS quarter, item AS feature, 0.0 AS mu, 1.0 AS sigma, "
-        f"1.0 AS k FROM range(7990, 8050) t(q), ref.items) TO '{stats}' (FORMAT parquet)")
+        f"1.0 AS k FROM range(7990, 8050) t(q), ref.items) TO '{stats}' (FORMAT parquet)"
+    )
     run_build(wh, stats, BuildParams(rules=rules))
     return wh
 
@@ -58,9 +81,14 @@ def panels(tmp_path_factory):
 
 
 def _origins(wh, gvkey: str) -> list[int]:
-    return [r[0] for r in wh.fetchall(
-        "SELECT origin_q FROM panel.origins JOIN panel.firms USING (firm_id) WHERE gvkey = ? "
-        "ORDER BY 1", [gvkey])]
+    return [
+        r[0]
+        for r in wh.fetchall(
+            "SELECT origin_q FROM panel.origins JOIN panel.firms USING (firm_id) WHERE gvkey = ? "
+            "ORDER BY 1",
+            [gvkey],
+        )
+    ]
 
 
 def test_origins(panels):
@@ -81,9 +109,14 @@ def _revtq(wh) -> int:
 def test_a_quarter_without_deflator_is_a_target_only_under_published(panels):
     for rules, expect in (("published", [1, 2, 3]), ("paper", [2, 3])):
         wh = panels[rules]
-        cells = {r[0]: r[1] for r in wh.fetchall(
-            "SELECT horizon, actual FROM panel.truth JOIN panel.firms USING (firm_id) "
-            "WHERE gvkey = '000020' AND origin_q = 8004 AND item_id = ?", [_revtq(wh)])}
+        cells = {
+            r[0]: r[1]
+            for r in wh.fetchall(
+                "SELECT horizon, actual FROM panel.truth JOIN panel.firms USING (firm_id) "
+                "WHERE gvkey = '000020' AND origin_q = 8004 AND item_id = ?",
+                [_revtq(wh)],
+            )
+        }
         assert sorted(cells) == expect, rules  # train origin 2001Q1: purged after 2001Q4
         # deflated by the ORIGIN's z (100.001): asinh(sinh(u)) = u
         assert cells[2] == pytest.approx(u(8006), abs=1e-6)
@@ -94,12 +127,23 @@ def test_a_quarter_without_deflator_is_a_target_only_under_published(panels):
 def test_a_quarter_without_deflator_is_a_lag_only_under_published(panels):
     for rules in ("published", "paper"):
         wh = panels[rules]
-        row = next(r for b in tabular_reader(wh, "train", columns=["revtq_level_1", "revtq_level_0"])
-                   for r in b.to_pylist() if r["origin_q"] == 8006 and r["firm_id"] == 1)
-        window = next(r for b in tuple_windows(wh, "train", future=False, origin_q=8006)
-                      for r in b.to_pylist() if r["firm_id"] == 1)
-        lag1 = [x for rel, i, x in zip(window["rel_q"], window["item_id"], window["x"], strict=True)
-                if rel == -1 and i == _revtq(wh)]
+        row = next(
+            r
+            for b in tabular_reader(wh, "train", columns=["revtq_level_1", "revtq_level_0"])
+            for r in b.to_pylist()
+            if r["origin_q"] == 8006 and r["firm_id"] == 1
+        )
+        window = next(
+            r
+            for b in tuple_windows(wh, "train", future=False, origin_q=8006)
+            for r in b.to_pylist()
+            if r["firm_id"] == 1
+        )
+        lag1 = [
+            x
+            for rel, i, x in zip(window["rel_q"], window["item_id"], window["x"], strict=True)
+            if rel == -1 and i == _revtq(wh)
+        ]
         if rules == "published":
             assert row["revtq_level_1"] == pytest.approx(u(NO_DEFLATOR), abs=1e-6)
             assert lag1 == [pytest.approx(u(NO_DEFLATOR), abs=1e-6)]
@@ -108,7 +152,17 @@ def test_a_quarter_without_deflator_is_a_lag_only_under_published(panels):
         assert row["revtq_level_0"] == pytest.approx(u(8006), abs=1e-6)
     # the quarter's values are in the published tuple view, but never its deflator
     wh = panels["published"]
-    assert wh.scalar("SELECT count(*) FROM panel.values WHERE firm_id = 1 AND q = ? AND item_id = 0",
-                     [NO_DEFLATOR]) == 0
-    assert wh.scalar("SELECT count(*) FROM panel.values WHERE firm_id = 1 AND q = ? AND item_id = ?",
-                     [NO_DEFLATOR, _revtq(wh)]) == 1
+    assert (
+        wh.scalar(
+            "SELECT count(*) FROM panel.values WHERE firm_id = 1 AND q = ? AND item_id = 0",
+            [NO_DEFLATOR],
+        )
+        == 0
+    )
+    assert (
+        wh.scalar(
+            "SELECT count(*) FROM panel.values WHERE firm_id = 1 AND q = ? AND item_id = ?",
+            [NO_DEFLATOR, _revtq(wh)],
+        )
+        == 1
+    )

@@ -21,13 +21,26 @@ def built_panel(tmp_path_factory) -> Path:
     from app.sources.synthetic import SyntheticConfig, SyntheticSource
 
     folder = tmp_path_factory.mktemp("chronos-panel")
-    settings = Settings(warehouse=folder / "wh.duckdb", temp_directory=folder / "tmp",
-                        memory_limit="1GB", threads=2, cache_dir=folder / "cache")
+    settings = Settings(
+        warehouse=folder / "wh.duckdb",
+        temp_directory=folder / "tmp",
+        memory_limit="1GB",
+        threads=2,
+        cache_dir=folder / "cache",
+    )
     wh = connect(settings)
     try:
         prepare(wh)
-        cfg = SyntheticConfig.for_scale("demo", firms=8, start=2006, end=2013, seed=5,
-                                        oracle_origins=2, oracle_paths=2, oracle_horizon=4)
+        cfg = SyntheticConfig.for_scale(
+            "demo",
+            firms=8,
+            start=2006,
+            end=2013,
+            seed=5,
+            oracle_origins=2,
+            oracle_paths=2,
+            oracle_horizon=4,
+        )
         ingest(wh, SyntheticSource(cfg))
         run_build(wh)
         wh.execute("CHECKPOINT")

@@ -56,10 +56,16 @@ def _submissions(wh) -> int:
 
 def test_contexts_hold_the_reported_values_and_the_truths_items(panel_wh) -> None:
     windows = raw_windows(panel_wh, "test", 16).read_all()
-    values = {(f, q, i): v for f, q, i, v in panel_wh.fetchall(
-        "SELECT firm_id, q, item_id, v FROM panel.values WHERE item_id > 0")}
+    values = {
+        (f, q, i): v
+        for f, q, i, v in panel_wh.fetchall(
+            "SELECT firm_id, q, item_id, v FROM panel.values WHERE item_id > 0"
+        )
+    }
     truth_items = {}
-    for f, q, i in panel_wh.fetchall("SELECT DISTINCT firm_id, origin_q, item_id FROM panel.truth_cells"):
+    for f, q, i in panel_wh.fetchall(
+        "SELECT DISTINCT firm_id, origin_q, item_id FROM panel.truth_cells"
+    ):
         truth_items.setdefault((f, q), set()).add(i)
     contexts = contexts_from_batch(windows.to_batches()[0])
     assert contexts
@@ -69,8 +75,9 @@ def test_contexts_hold_the_reported_values_and_the_truths_items(panel_wh) -> Non
         for row, item in enumerate(ctx.item_ids):
             for col in range(n_q):
                 got = values.get((ctx.firm_id, ctx.origin_q + ctx.first_rel_q + col, int(item)))
-                assert (np.isnan(ctx.values[row, col]) if got is None
-                        else ctx.values[row, col] == got)
+                assert (
+                    np.isnan(ctx.values[row, col]) if got is None else ctx.values[row, col] == got
+                )
         targets = set(ctx.item_ids[: ctx.n_targets].tolist())
         assert all(np.isfinite(ctx.values[: ctx.n_targets, -1]))
         assert truth_items.get((ctx.firm_id, ctx.origin_q), set()) <= targets
@@ -88,11 +95,14 @@ def test_tiny_model_forecasts_every_target_cell_in_order(panel_wh, tiny_model) -
     assert np.isfinite(mu).all() and (np.diff(mu, axis=1) >= 0).all()
     first = contexts[0]
     mine = table.filter(pc.equal(table.column("firm_id"), first.firm_id))
-    assert set(mine.column("item_id").to_pylist()) == set(first.item_ids[: first.n_targets].tolist())
+    assert set(mine.column("item_id").to_pylist()) == set(
+        first.item_ids[: first.n_targets].tolist()
+    )
 
 
-def test_run_spools_the_truths_cells_and_resumes_after_a_crash(panel_wh, tiny_model, captured,
-                                                               monkeypatch, settings) -> None:
+def test_run_spools_the_truths_cells_and_resumes_after_a_crash(
+    panel_wh, tiny_model, captured, monkeypatch, settings
+) -> None:
     options = ChronosOptions(model=str(tiny_model), chunk_origins=8, batch_size=128, score=False)
     n_origins = origin_plan(panel_wh, None)[0].num_rows
     n_chunks = -(-n_origins // 8)
@@ -111,7 +121,9 @@ def test_run_spools_the_truths_cells_and_resumes_after_a_crash(panel_wh, tiny_mo
     assert result["computed_origins"] == n_origins - 16 and result["submission_id"] == 1001
     [call] = captured
     assert call["family"] == "quantile" and call["space"] == "dollars" and call["source"] == "model"
-    assert call["name"] == "chronos-2" and call["metadata"]["quantile_levels"] == list(QUANTILE_LEVELS)
+    assert call["name"] == "chronos-2" and call["metadata"]["quantile_levels"] == list(
+        QUANTILE_LEVELS
+    )
     table = call["table"]
     assert table.schema == QUANTILE_SCHEMA
 
@@ -125,8 +137,12 @@ def test_run_spools_the_truths_cells_and_resumes_after_a_crash(panel_wh, tiny_mo
     assert result["rows"] == table.num_rows
 
     # Exactly the test split's truth cells: items reported at the origin, realized.
-    truth = {tuple(r) for r in panel_wh.fetchall(
-        "SELECT firm_id, origin_q, item_id, horizon FROM panel.truth WHERE split = 'test'")}
+    truth = {
+        tuple(r)
+        for r in panel_wh.fetchall(
+            "SELECT firm_id, origin_q, item_id, horizon FROM panel.truth WHERE split = 'test'"
+        )
+    }
     assert {tuple(k.values()) for k in keys} == truth
 
     # Mapped into benchmark space with the origin-frozen transform: still ordered, in +-6.
@@ -137,7 +153,8 @@ def test_run_spools_the_truths_cells_and_resumes_after_a_crash(panel_wh, tiny_mo
            JOIN panel.origins AS o USING (firm_id, origin_q)
            JOIN panel.item_k AS k USING (item_id)
            JOIN panel.origin_params AS p ON p.item_id = f.item_id AND p.q = f.origin_q
-           ORDER BY f.origin_q, f.firm_id, f.item_id, f.horizon, f.quantile_level""")
+           ORDER BY f.origin_q, f.firm_id, f.item_id, f.horizon, f.quantile_level"""
+    )
     x = x.column("x").to_numpy().reshape(-1, N_Q)
     assert x.shape == mu.shape and np.isfinite(x).all() and (np.abs(x) <= 6).all()
     assert (np.diff(x, axis=1) >= 0).all()
@@ -149,30 +166,40 @@ def test_run_spools_the_truths_cells_and_resumes_after_a_crash(panel_wh, tiny_mo
     assert captured[1]["table"].equals(table)
 
 
-def test_an_origin_sample_footprint_restricts_the_origins(panel_wh, tiny_model, captured,
-                                                          settings) -> None:
+def test_an_origin_sample_footprint_restricts_the_origins(
+    panel_wh, tiny_model, captured, settings
+) -> None:
     scoring.create_footprint(panel_wh, "tenor", n_origins=10)
     options = ChronosOptions(model=str(tiny_model), footprint="tenor", score=False)
     result = run_chronos(panel_wh, options, show_progress=False)
-    sample = {tuple(r) for r in panel_wh.fetchall(
-        "SELECT f.firm_id, s.origin_q FROM eval.footprint_origins AS s "
-        "JOIN panel.firms AS f USING (gvkey) JOIN eval.footprints AS p USING (footprint_id) "
-        "WHERE p.name = 'tenor'")}
+    sample = {
+        tuple(r)
+        for r in panel_wh.fetchall(
+            "SELECT f.firm_id, s.origin_q FROM eval.footprint_origins AS s "
+            "JOIN panel.firms AS f USING (gvkey) JOIN eval.footprints AS p USING (footprint_id) "
+            "WHERE p.name = 'tenor'"
+        )
+    }
     assert result["origins"] == len(sample) == 10
     table = captured[0]["table"]
-    origins = {(r["firm_id"], r["origin_q"]) for r in table.select(["firm_id", "origin_q"]).to_pylist()}
+    origins = {
+        (r["firm_id"], r["origin_q"]) for r in table.select(["firm_id", "origin_q"]).to_pylist()
+    }
     assert origins and origins <= sample
     assert captured[0]["name"] == "chronos-2 (tenor)"
 
 
 def test_a_footprint_that_is_no_origin_sample_is_refused_and_nothing_written(
-        panel_wh, tiny_model, captured, settings) -> None:
+    panel_wh, tiny_model, captured, settings
+) -> None:
     with pytest.raises(UserError, match="not a test-split origin sample"):
-        run_chronos(panel_wh, ChronosOptions(model=str(tiny_model), footprint="geert"),
-                    show_progress=False)
+        run_chronos(
+            panel_wh, ChronosOptions(model=str(tiny_model), footprint="geert"), show_progress=False
+        )
     with pytest.raises(UserError, match="No footprint 'nosuch'"):
-        run_chronos(panel_wh, ChronosOptions(model=str(tiny_model), footprint="nosuch"),
-                    show_progress=False)
+        run_chronos(
+            panel_wh, ChronosOptions(model=str(tiny_model), footprint="nosuch"), show_progress=False
+        )
     assert captured == [] and _submissions(panel_wh) == 0
     assert not (settings.cache_dir / "chronos").exists()
 

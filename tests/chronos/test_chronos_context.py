@@ -10,11 +10,18 @@ from models.chronos import CELL_SCHEMA, HORIZONS, QUANTILE_LEVELS, QUANTILE_SCHE
 from models.chronos.context import contexts_from_batch, origin_context
 from models.chronos.forecast import level_indices, long_form, quantile_cells
 
-RAW_SCHEMA = pa.schema([
-    ("firm_id", pa.int32()), ("origin_q", pa.int32()), ("split", pa.string()), ("ff48", pa.int16()),
-    ("z", pa.float64()), ("rel_q", pa.list_(pa.int8())), ("item_id", pa.list_(pa.int16())),
-    ("v", pa.list_(pa.float64())),
-])
+RAW_SCHEMA = pa.schema(
+    [
+        ("firm_id", pa.int32()),
+        ("origin_q", pa.int32()),
+        ("split", pa.string()),
+        ("ff48", pa.int16()),
+        ("z", pa.float64()),
+        ("rel_q", pa.list_(pa.int8())),
+        ("item_id", pa.list_(pa.int16())),
+        ("v", pa.list_(pa.float64())),
+    ]
+)
 
 
 def _window() -> tuple[list[int], list[int], list[float]]:
@@ -49,13 +56,22 @@ def test_short_history_starts_at_the_first_reported_quarter() -> None:
 
 def test_contexts_of_a_sliced_batch_match_its_rows() -> None:
     rel, item, v = _window()
-    rows = {"firm_id": [1, 2, 3], "origin_q": [8040, 8041, 8042], "split": ["test"] * 3,
-            "ff48": [1, 1, 1], "z": [1.0, 1.0, 1.0], "rel_q": [[0], rel, [-1, 0]],
-            "item_id": [[1], item, [7, 7]], "v": [[5.0], v, [1.0, 2.0]]}
+    rows = {
+        "firm_id": [1, 2, 3],
+        "origin_q": [8040, 8041, 8042],
+        "split": ["test"] * 3,
+        "ff48": [1, 1, 1],
+        "z": [1.0, 1.0, 1.0],
+        "rel_q": [[0], rel, [-1, 0]],
+        "item_id": [[1], item, [7, 7]],
+        "v": [[5.0], v, [1.0, 2.0]],
+    }
     batch = pa.RecordBatch.from_pydict(rows, schema=RAW_SCHEMA)
     tail = contexts_from_batch(batch.slice(1))
     assert [c.firm_id for c in tail] == [2, 3]
-    assert np.array_equal(tail[0].values, origin_context(2, 8041, rel, item, v).values, equal_nan=True)
+    assert np.array_equal(
+        tail[0].values, origin_context(2, 8041, rel, item, v).values, equal_nan=True
+    )
     assert tail[1].values.tolist() == [[1.0, 2.0]] and tail[1].n_targets == 1
 
 
@@ -64,8 +80,8 @@ def test_quantile_rows_keep_targets_sort_crossings_and_drop_non_finite_cells() -
     model_levels = [0.01, 0.025] + list(QUANTILE_LEVELS[1:-1]) + [0.975, 0.99]
     rng = np.random.default_rng(0)
     pred = np.sort(rng.normal(size=(3, len(model_levels), 32)), axis=1)
-    pred[0, :, 2] = pred[0, ::-1, 2]           # item 5, horizon 3: fully reversed
-    pred[1, 5, 7] = np.nan                     # item 9, horizon 8: not finite
+    pred[0, :, 2] = pred[0, ::-1, 2]  # item 5, horizon 3: fully reversed
+    pred[1, 5, 7] = np.nan  # item 9, horizon 8: not finite
     cells, stats = quantile_cells([ctx], [pred], level_indices(model_levels))
     assert cells.schema == CELL_SCHEMA and cells.num_rows == stats.cells
     table = long_form(cells)

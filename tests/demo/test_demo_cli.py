@@ -20,7 +20,11 @@ def test_unknown_competitor_is_one_clear_error(settings) -> None:
 def test_stages_on_an_empty_warehouse_are_all_pending(wh) -> None:
     plan = stages(None)
     assert [s.title for s in plan][:4] == [
-        "synthetic panel", "benchmark build", "reference baselines", "oracle"]
+        "synthetic panel",
+        "benchmark build",
+        "reference baselines",
+        "oracle",
+    ]
     assert not any(stage.done(wh) for stage in plan)
     fit = next(s for s in plan if s.title.startswith("competitors"))
     assert fit.args[fit.args.index("--which") + 1] == ",".join(DEMO_COMPETITORS)
@@ -37,7 +41,8 @@ def test_ingest_stage_done_once_a_synthetic_ingest_is_recorded(wh) -> None:
     wh.execute(
         "INSERT INTO raw.ingests (source, parameters, vintage, rows_fundq, rows_company_industry, "
         "rows_ccm_link, checksum, started_at, finished_at) VALUES ('synthetic', '{}', '', 0, 0, 0, "
-        "'x', now()::TIMESTAMP, now()::TIMESTAMP)")
+        "'x', now()::TIMESTAMP, now()::TIMESTAMP)"
+    )
     assert stages(None)[0].done(wh)
     assert not stages(None)[1].done(wh)  # no build yet
 
@@ -47,22 +52,29 @@ def test_a_score_run_stays_current_until_a_submission_or_the_footprint_changes(w
     from app.scoring.provenance import eval_sql_version
 
     def submission(sid: int, at: str) -> None:
-        wh.execute("INSERT INTO eval.submissions (submission_id, name, source, family, has_sigma, "
-                   "n_components, rows, cells, checksum, created_at) VALUES "
-                   "(?, ?, 'model', 'gaussian', false, 1, 1, 1, 'x', ?::TIMESTAMP)",
-                   [sid, f"m{sid}", at])
+        wh.execute(
+            "INSERT INTO eval.submissions (submission_id, name, source, family, has_sigma, "
+            "n_components, rows, cells, checksum, created_at) VALUES "
+            "(?, ?, 'model', 'gaussian', false, 1, 1, 1, 'x', ?::TIMESTAMP)",
+            [sid, f"m{sid}", at],
+        )
 
     def footprint(fid: int, version: int) -> None:
-        wh.execute("INSERT INTO eval.footprints (footprint_id, name, version, kind, created_at) "
-                   "VALUES (?, 'full', ?, 'predicate', now()::TIMESTAMP)", [fid, version])
+        wh.execute(
+            "INSERT INTO eval.footprints (footprint_id, name, version, kind, created_at) "
+            "VALUES (?, 'full', ?, 'predicate', now()::TIMESTAMP)",
+            [fid, version],
+        )
 
     def run(rid: int, fid: int, at: str, version: str | None = None) -> None:
-        wh.execute("INSERT INTO eval.score_runs (score_run_id, footprint_id, footprint_name, "
-                   "footprint_version, submission_ids, footprint_cells, n_cells, build_id, build, "
-                   "eval_sql_version, submission_checksums, started_at, finished_at, elapsed_s) "
-                   "VALUES (?, ?, 'full', 1, [1], 1, 1, NULL, '{}', ?, "
-                   "'{}', ?::TIMESTAMP, ?::TIMESTAMP, 1.0)",
-                   [rid, fid, version or eval_sql_version(), at, at])
+        wh.execute(
+            "INSERT INTO eval.score_runs (score_run_id, footprint_id, footprint_name, "
+            "footprint_version, submission_ids, footprint_cells, n_cells, build_id, build, "
+            "eval_sql_version, submission_checksums, started_at, finished_at, elapsed_s) "
+            "VALUES (?, ?, 'full', 1, [1], 1, 1, NULL, '{}', ?, "
+            "'{}', ?::TIMESTAMP, ?::TIMESTAMP, 1.0)",
+            [rid, fid, version or eval_sql_version(), at, at],
+        )
 
     assert current_score_run(wh, "full") is None  # nothing scored yet
     footprint(1, 1)
@@ -75,7 +87,9 @@ def test_a_score_run_stays_current_until_a_submission_or_the_footprint_changes(w
     assert current_score_run(wh, "full") is None  # scored with other SQL
     run(3, 1, "2026-01-01 13:00")
     assert current_score_run(wh, "full") == 3
-    wh.execute("UPDATE eval.submissions SET retired_at = '2026-01-01 14:00' WHERE submission_id = 1")
+    wh.execute(
+        "UPDATE eval.submissions SET retired_at = '2026-01-01 14:00' WHERE submission_id = 1"
+    )
     assert current_score_run(wh, "full") is None  # a retirement changes the set too
     run(4, 1, "2026-01-01 15:00")
     footprint(2, 2)  # a new version of the footprint

@@ -37,17 +37,23 @@ README = ROOT / "README.md"
 NOT_RUN = {
     "make demo": "the whole demo (minutes; its run is recorded under docs/results)",
     "make test": "runs this suite",
-    ".venv/bin/proforma ingest wrds --user YOUR_WRDS_NAME":
-        "needs a WRDS account, and a test must never make a login attempt (WRDS locks "
-        "accounts after failed ones)",
+    ".venv/bin/proforma ingest wrds --user YOUR_WRDS_NAME": "needs a WRDS account, and a test must never make a login attempt (WRDS locks "
+    "accounts after failed ones)",
 }
 #: Options appended to keep CI lean; the README's own arguments are all kept.
 BUDGET = {
     # 70 firms: a tiny panel in which firm 001004 has an eligible 2015Q4 origin (the
     # scenario example's); few oracle origins.
     ("ingest", "synthetic"): ["--firms", "70", "--oracle-origins", "20"],
-    ("run", "baselines"): ["--preset", "demo", "--which", "ffnn-linear", "--no-score",
-                           "--threads", "1"],
+    ("run", "baselines"): [
+        "--preset",
+        "demo",
+        "--which",
+        "ffnn-linear",
+        "--no-score",
+        "--threads",
+        "1",
+    ],
     # One seed, as `make demo` trains; one short epoch.
     ("train", "forma"): ["--seeds", "60", "--epochs", "1", "--origins-per-epoch", "32"],
     ("predict", "forma"): ["--seeds", "60", "--no-score"],
@@ -110,7 +116,8 @@ def _submission_file(warehouse: Path, path: Path) -> Path:
             "SELECT f.gvkey AS firm, i.item AS target, qlabel(t.origin_q) AS origin, "
             "CAST(t.horizon AS INTEGER) AS horizon, t.baseline AS prediction "
             "FROM panel.truth t JOIN panel.firms f USING (firm_id) JOIN ref.items i "
-            "USING (item_id) WHERE t.split = 'test'").to_arrow_table()
+            "USING (item_id) WHERE t.split = 'test'"
+        ).to_arrow_table()
     finally:
         con.close()
     pq.write_table(table, path)
@@ -122,14 +129,22 @@ def _serve(args: list[str], env: dict[str, str]) -> Ran:
     then stopped as a user stops it (Ctrl-C)."""
     port = _free_port()
     args = [*args, "--port", str(port)]
-    proc = subprocess.Popen([sys.executable, "-m", "app.cli", *args], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", *args],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     served = ""
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
             try:
-                if httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=2).status_code == 200:
+                if (
+                    httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=2).status_code
+                    == 200
+                ):
                     page = httpx.get(f"http://127.0.0.1:{port}/", timeout=10)
                     served = f"page {page.status_code}: {page.text[:20000]}"
                     break
@@ -150,15 +165,18 @@ def _serve(args: list[str], env: dict[str, str]) -> Ran:
 def readme_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Ran]:
     """Every code-block example run in order against one fresh warehouse."""
     folder = tmp_path_factory.mktemp("readme")
-    env = {**os.environ,
-           "PROFORMA_WAREHOUSE": str(folder / "warehouse.duckdb"),
-           "PROFORMA_TEMP_DIRECTORY": str(folder / "tmp"),
-           "PROFORMA_MODELS_DIR": str(folder / "models"),
-           "PROFORMA_CACHE_DIR": str(folder / "cache"),
-           "PROFORMA_PUBLIC_SNAPSHOT": str(folder / "public.duckdb"),
-           "PROFORMA_UPLOAD_DIR": str(folder / "uploads"),
-           "PROFORMA_THREADS": "1", "PROFORMA_MEMORY_LIMIT": "1GB",
-           "COLUMNS": "120"}
+    env = {
+        **os.environ,
+        "PROFORMA_WAREHOUSE": str(folder / "warehouse.duckdb"),
+        "PROFORMA_TEMP_DIRECTORY": str(folder / "tmp"),
+        "PROFORMA_MODELS_DIR": str(folder / "models"),
+        "PROFORMA_CACHE_DIR": str(folder / "cache"),
+        "PROFORMA_PUBLIC_SNAPSHOT": str(folder / "public.duckdb"),
+        "PROFORMA_UPLOAD_DIR": str(folder / "uploads"),
+        "PROFORMA_THREADS": "1",
+        "PROFORMA_MEMORY_LIMIT": "1GB",
+        "COLUMNS": "120",
+    }
     results: dict[str, Ran] = {}
     for command in code_block_commands(README.read_text()):
         if command in NOT_RUN:
@@ -168,13 +186,20 @@ def readme_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Ran]:
             file = _submission_file(folder / "warehouse.duckdb", folder / "submission.parquet")
             args = [str(file) if a == "FILE" else a for a in args]
         args = [SUBMISSION_NAME if a == "N" else a for a in args]
-        args += next((extra for path, extra in BUDGET.items()
-                      if tuple(args[:len(path)]) == path), [])
+        args += next(
+            (extra for path, extra in BUDGET.items() if tuple(args[: len(path)]) == path), []
+        )
         if args[:1] == ["serve"]:
             results[command] = _serve(args, env)
             continue
-        proc = subprocess.run([sys.executable, "-m", "app.cli", *args], env=env, text=True,
-                              capture_output=True, timeout=600, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-m", "app.cli", *args],
+            env=env,
+            text=True,
+            capture_output=True,
+            timeout=600,
+            check=False,
+        )
         results[command] = Ran(command, args, proc.returncode, proc.stdout, proc.stderr)
     return results
 
@@ -184,7 +209,9 @@ def _examples() -> list:
     for command in code_block_commands(README.read_text()):
         if command in NOT_RUN:
             continue
-        marks = [pytest.mark.xfail(reason=PENDING[command], strict=True)] if command in PENDING else []
+        marks = (
+            [pytest.mark.xfail(reason=PENDING[command], strict=True)] if command in PENDING else []
+        )
         params.append(pytest.param(command, marks=marks, id=command[:60]))
     return params
 
@@ -196,8 +223,11 @@ def test_every_readme_example_is_run_or_excused() -> None:
     assert set(PENDING) <= set(commands), "a pending example left the README"
     for command in commands:
         if command not in NOT_RUN:
-            leftover = [w for w in _words(command) if re.fullmatch(r"[A-Z][A-Z_]*", w)
-                        and w not in ("FILE", "N")]
+            leftover = [
+                w
+                for w in _words(command)
+                if re.fullmatch(r"[A-Z][A-Z_]*", w) and w not in ("FILE", "N")
+            ]
             assert leftover == [], f"a placeholder with no value here: {command}"
 
 
@@ -234,8 +264,13 @@ def _parse(args: list[str]) -> str:
 def test_readme_prose_commands_parse(command: str) -> None:
     args = _words(command)
     if args == ["--help"]:
-        result = subprocess.run([sys.executable, "-m", "app.cli", "--help"], text=True,
-                                capture_output=True, timeout=120, check=False)
+        result = subprocess.run(
+            [sys.executable, "-m", "app.cli", "--help"],
+            text=True,
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
         assert result.returncode == 0 and "Start here" in result.stdout
         return
     assert _parse(args)

@@ -8,23 +8,24 @@ import pyarrow as pa
 from app.warehouse import Warehouse
 
 ITEMS = ["atq", "ltq", "mibtq", "seqq", "revtq", "cogsq", "gpq", "niq"]
-TRAIN_Q = list(range(7996, 8008))   # 1999Q1..2001Q4
-VAL_Q = list(range(8020, 8024))     # 2005
-TEST_Q = list(range(8040, 8060))    # 2010Q1..2014Q4
+TRAIN_Q = list(range(7996, 8008))  # 1999Q1..2001Q4
+VAL_Q = list(range(8020, 8024))  # 2005
+TEST_Q = list(range(8040, 8060))  # 2010Q1..2014Q4
 
 
-def make_panel(wh: Warehouse, n_firms: int = 12, seed: int = 0, items=ITEMS,
-               test_q=TEST_Q) -> None:
+def make_panel(wh: Warehouse, n_firms: int = 12, seed: int = 0, items=ITEMS, test_q=TEST_Q) -> None:
     """panel.firms, values, item_k, origin_params, origins, truth for a few firms."""
     rng = np.random.default_rng(seed)
     ids = dict(wh.fetchall("SELECT item, item_id FROM ref.items"))
     wh.execute("CREATE SCHEMA IF NOT EXISTS panel")
-    firms = pa.table({
-        "firm_id": pa.array(range(1, n_firms + 1), pa.int32()),
-        "gvkey": [f"{1000 + f:06d}" for f in range(1, n_firms + 1)],
-        "sic": pa.array([3000 + f for f in range(n_firms)], pa.int32()),
-        "ff48": pa.array([(f % 48) + 1 for f in range(n_firms)], pa.int16()),
-    })
+    firms = pa.table(
+        {
+            "firm_id": pa.array(range(1, n_firms + 1), pa.int32()),
+            "gvkey": [f"{1000 + f:06d}" for f in range(1, n_firms + 1)],
+            "sic": pa.array([3000 + f for f in range(n_firms)], pa.int32()),
+            "ff48": pa.array([(f % 48) + 1 for f in range(n_firms)], pa.int16()),
+        }
+    )
     wh.write_arrow("panel.firms", firms, mode="replace")
     quarters = np.arange(7990, max(test_q) + 21)
     rows = {"firm_id": [], "q": [], "item_id": [], "v": []}
@@ -41,16 +42,28 @@ def make_panel(wh: Warehouse, n_firms: int = 12, seed: int = 0, items=ITEMS,
                 rows["q"].append(int(q))
                 rows["item_id"].append(ids[i])
                 rows["v"].append(sign * level[i])
-    wh.write_arrow("panel.values", pa.table({
-        "firm_id": pa.array(rows["firm_id"], pa.int32()),
-        "q": pa.array(rows["q"], pa.int32()),
-        "item_id": pa.array(rows["item_id"], pa.int16()),
-        "v": pa.array(rows["v"], pa.float64()),
-    }), mode="replace")
-    wh.write_arrow("panel.item_k", pa.table({
-        "item_id": pa.array(sorted(ids[i] for i in items), pa.int16()),
-        "k": pa.array([1.0 + 0.1 * j for j in range(len(items))], pa.float64()),
-    }), mode="replace")
+    wh.write_arrow(
+        "panel.values",
+        pa.table(
+            {
+                "firm_id": pa.array(rows["firm_id"], pa.int32()),
+                "q": pa.array(rows["q"], pa.int32()),
+                "item_id": pa.array(rows["item_id"], pa.int16()),
+                "v": pa.array(rows["v"], pa.float64()),
+            }
+        ),
+        mode="replace",
+    )
+    wh.write_arrow(
+        "panel.item_k",
+        pa.table(
+            {
+                "item_id": pa.array(sorted(ids[i] for i in items), pa.int16()),
+                "k": pa.array([1.0 + 0.1 * j for j in range(len(items))], pa.float64()),
+            }
+        ),
+        mode="replace",
+    )
     wh.execute(
         """
         CREATE OR REPLACE TABLE panel.origin_params AS
@@ -58,10 +71,14 @@ def make_panel(wh: Warehouse, n_firms: int = 12, seed: int = 0, items=ITEMS,
                CAST(0.2 + 0.001 * (q.q - 8000) AS DOUBLE) AS mu,
                CAST(0.9 + 0.01 * k.item_id AS DOUBLE) AS sigma
         FROM panel.item_k k, (SELECT unnest(range(7990, 8100)) AS q) q
-        """)
+        """
+    )
     wh.run_step("build/110_standardize")  # the standardization macros a build defines
-    splits = [(q, "train") for q in TRAIN_Q] + [(q, "val") for q in VAL_Q] + \
-             [(q, "test") for q in test_q]
+    splits = (
+        [(q, "train") for q in TRAIN_Q]
+        + [(q, "val") for q in VAL_Q]
+        + [(q, "test") for q in test_q]
+    )
     wh.execute("CREATE OR REPLACE TEMP TABLE split_q (q INTEGER, split VARCHAR)")
     wh.con.executemany("INSERT INTO split_q VALUES (?, ?)", splits)
     wh.execute(
@@ -75,7 +92,8 @@ def make_panel(wh: Warehouse, n_firms: int = 12, seed: int = 0, items=ITEMS,
         JOIN panel.firms f ON f.firm_id = l.firm_id
         WHERE l.item_id = (SELECT item_id FROM ref.items WHERE item = 'ltq')
           AND e.item_id = (SELECT item_id FROM ref.items WHERE item = 'seqq')
-        """)
+        """
+    )
     wh.execute(
         """
         CREATE OR REPLACE TABLE panel.truth AS
@@ -95,27 +113,33 @@ def make_panel(wh: Warehouse, n_firms: int = 12, seed: int = 0, items=ITEMS,
         WHERE a.rel BETWEEN 1 AND 20
           AND (a.split <> 'train' OR a.origin_q + a.rel <= 8007)
           AND (a.split <> 'val' OR a.origin_q + a.rel <= 8039)
-        """)
+        """
+    )
 
 
 def truth_cells(wh: Warehouse, split: str = "test") -> pa.Table:
     return wh.arrow(
         "SELECT firm_id, origin_q, item_id, horizon, actual, baseline, change FROM panel.truth "
-        "WHERE split = ? ORDER BY firm_id, origin_q, item_id, horizon", [split])
+        "WHERE split = ? ORDER BY firm_id, origin_q, item_id, horizon",
+        [split],
+    )
 
 
 def forecasts_from(cells: pa.Table, mu, sigma=None, component: int = 0) -> pa.Table:
     n = cells.num_rows
-    return pa.table({
-        "firm_id": cells["firm_id"].cast(pa.int32()),
-        "origin_q": cells["origin_q"].cast(pa.int32()),
-        "item_id": cells["item_id"].cast(pa.int16()),
-        "horizon": cells["horizon"].cast(pa.int8()),
-        "component": pa.array(np.full(n, component), pa.int16()),
-        "mu": pa.array(np.asarray(mu, float)),
-        "sigma": pa.array(None if sigma is None else np.asarray(sigma, float), pa.float64())
-        if sigma is not None else pa.nulls(n, pa.float64()),
-    })
+    return pa.table(
+        {
+            "firm_id": cells["firm_id"].cast(pa.int32()),
+            "origin_q": cells["origin_q"].cast(pa.int32()),
+            "item_id": cells["item_id"].cast(pa.int16()),
+            "horizon": cells["horizon"].cast(pa.int8()),
+            "component": pa.array(np.full(n, component), pa.int16()),
+            "mu": pa.array(np.asarray(mu, float)),
+            "sigma": pa.array(None if sigma is None else np.asarray(sigma, float), pa.float64())
+            if sigma is not None
+            else pa.nulls(n, pa.float64()),
+        }
+    )
 
 
 def module_warehouse(tmp_path_factory, name: str):
@@ -125,8 +149,13 @@ def module_warehouse(tmp_path_factory, name: str):
     from app.warehouse import connect
 
     folder = tmp_path_factory.mktemp(name)
-    settings = Settings(warehouse=folder / "wh.duckdb", temp_directory=folder / "tmp",
-                        memory_limit="1GB", threads=2, cache_dir=folder / "cache")
+    settings = Settings(
+        warehouse=folder / "wh.duckdb",
+        temp_directory=folder / "tmp",
+        memory_limit="1GB",
+        threads=2,
+        cache_dir=folder / "cache",
+    )
     wh = connect(settings)
     prepare(wh)
     make_panel(wh)
@@ -148,4 +177,6 @@ def cell_scores(wh: Warehouse, footprint: str, submission_ids: list[int]) -> pa.
         "SELECT s.submission_id, c.origin_q, c.item_id, c.horizon, c.change AS y, s.* "
         "EXCLUDE (submission_id, cell) FROM eval.cell_scores s JOIN common_cells c USING (cell) "
         "WHERE list_contains(?, s.submission_id) "
-        "ORDER BY s.submission_id, c.origin_q, c.item_id, c.horizon, y", [submission_ids])
+        "ORDER BY s.submission_id, c.origin_q, c.item_id, c.horizon, y",
+        [submission_ids],
+    )

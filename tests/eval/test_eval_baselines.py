@@ -18,9 +18,14 @@ def wh(tmp_path_factory):
 
 
 def _forecasts(wh, sid):
-    return {(f, o, i, h): mu for f, o, i, h, mu in wh.fetchall(
-        "SELECT firm_id, origin_q, item_id, horizon, mu FROM eval.forecasts "
-        "WHERE submission_id = ?", [sid])}
+    return {
+        (f, o, i, h): mu
+        for f, o, i, h, mu in wh.fetchall(
+            "SELECT firm_id, origin_q, item_id, horizon, mu FROM eval.forecasts "
+            "WHERE submission_id = ?",
+            [sid],
+        )
+    }
 
 
 def test_reference_baselines_match_numpy(wh):
@@ -51,8 +56,10 @@ def test_reference_baselines_match_numpy(wh):
         assert rw[(f, o, i, h)] == pytest.approx(want, abs=1e-12)
     assert fell_back > 0  # the fixture has reporting gaps
 
-    fit = wh.arrow("SELECT item_id, horizon, actual, baseline, change FROM panel.truth "
-                   "WHERE split IN ('train', 'val')").to_pylist()
+    fit = wh.arrow(
+        "SELECT item_id, horizon, actual, baseline, change FROM panel.truth "
+        "WHERE split IN ('train', 'val')"
+    ).to_pylist()
     groups: dict = {}
     for r in fit:
         groups.setdefault((r["item_id"], r["horizon"]), []).append(r)
@@ -77,7 +84,9 @@ def test_reference_baselines_match_numpy(wh):
 
 def test_coherence_matches_numpy(wh):
     cells = truth_cells(wh)
-    sid = scoring.ingest_forecasts(wh, "truth for coherence", forecasts_from(cells, cells["actual"]))
+    sid = scoring.ingest_forecasts(
+        wh, "truth for coherence", forecasts_from(cells, cells["actual"])
+    )
     n = compute_coherence(wh, sid)
     z = {(f, o): zz for f, o, zz in wh.fetchall("SELECT firm_id, origin_q, z FROM panel.origins")}
     k = dict(wh.fetchall("SELECT item_id, k FROM panel.item_k"))
@@ -101,8 +110,11 @@ def test_coherence_matches_numpy(wh):
             shares.setdefault(ident, []).append(abs(sum(s * v for v, s in vals)) / gross)
     allshares = [x for v in shares.values() for x in v]
     assert n == len(allshares) > 0
-    got = dict(wh.fetchall("SELECT identity, median_violation FROM eval.coherence "
-                           "WHERE submission_id = ?", [sid]))
+    got = dict(
+        wh.fetchall(
+            "SELECT identity, median_violation FROM eval.coherence WHERE submission_id = ?", [sid]
+        )
+    )
     assert got["ALL"] == pytest.approx(np.median(allshares), rel=1e-9)
     for ident, v in shares.items():
         assert got[ident] == pytest.approx(np.median(v), rel=1e-9)
@@ -117,7 +129,9 @@ def test_published_reference_baselines(tmp_path_factory):
     import pyarrow as pa
 
     wh = module_warehouse(tmp_path_factory, "published_baselines")
-    wh.execute("CREATE OR REPLACE TABLE panel.rule_set AS SELECT 'published' AS rules, 6 * 1.4142 AS yoy_clip")
+    wh.execute(
+        "CREATE OR REPLACE TABLE panel.rule_set AS SELECT 'published' AS rules, 6 * 1.4142 AS yoy_clip"
+    )
     values = {(f, q, i): v for f, q, i, v in wh.fetchall("SELECT * FROM panel.values")}
     z = {(f, o): zz for f, o, zz in wh.fetchall("SELECT firm_id, origin_q, z FROM panel.origins")}
     k = dict(wh.fetchall("SELECT item_id, k FROM panel.item_k"))
@@ -128,20 +142,33 @@ def test_published_reference_baselines(tmp_path_factory):
     for c in truth:
         lag = (4 - c["horizon"] % 4) % 4
         key = (c["firm_id"], c["origin_q"], c["item_id"], lag)
-        if lag and (c["firm_id"], c["origin_q"] - lag, c["item_id"]) not in values \
-                and key not in fills and key != gap:
+        if (
+            lag
+            and (c["firm_id"], c["origin_q"] - lag, c["item_id"]) not in values
+            and key not in fills
+            and key != gap
+        ):
             if gap is None:
                 gap = key
                 continue
             fills[key] = 0.01 * c["firm_id"] + 0.1 * lag - 0.001 * c["item_id"]
     assert fills and gap
-    wh.write_arrow("panel.tabular_imputed_cells", pa.table({
-        "firm_id": pa.array([f for f, _, _, _ in fills], pa.int32()),
-        "origin_q": pa.array([o for _, o, _, _ in fills], pa.int32()),
-        "feature": pa.array([(i - 1) * 4 + lag for _, _, i, lag in fills], pa.int16()),
-        "value": pa.array(list(fills.values()), pa.float32())}), mode="replace")
-    wh.execute("INSERT INTO meta.imputations (build_id, config, rows, quarters, cells_filled, "
-               "elapsed_s, created_at) VALUES (NULL, '{}', 1, 1, 0, 0, now()::TIMESTAMP)")
+    wh.write_arrow(
+        "panel.tabular_imputed_cells",
+        pa.table(
+            {
+                "firm_id": pa.array([f for f, _, _, _ in fills], pa.int32()),
+                "origin_q": pa.array([o for _, o, _, _ in fills], pa.int32()),
+                "feature": pa.array([(i - 1) * 4 + lag for _, _, i, lag in fills], pa.int16()),
+                "value": pa.array(list(fills.values()), pa.float32()),
+            }
+        ),
+        mode="replace",
+    )
+    wh.execute(
+        "INSERT INTO meta.imputations (build_id, config, rows, quarters, cells_filled, "
+        "elapsed_s, created_at) VALUES (NULL, '{}', 1, 1, 0, 0, now()::TIMESTAMP)"
+    )
     sids = scoring.run_reference_baselines(wh)
     names = dict(wh.fetchall("SELECT submission_id, name FROM eval.submissions"))
     rw = _forecasts(wh, next(i for i in sids if names[i] == "Seasonal random walk"))
@@ -155,7 +182,9 @@ def test_published_reference_baselines(tmp_path_factory):
             assert got == pytest.approx(c["baseline"], abs=1e-6)
         elif (f, o - lag, i) in values:
             m, s = params[(i, o)]
-            want = float(np.clip((np.arcsinh(k[i] * values[(f, o - lag, i)] / z[(f, o)]) - m) / s, -6, 6))
+            want = float(
+                np.clip((np.arcsinh(k[i] * values[(f, o - lag, i)] / z[(f, o)]) - m) / s, -6, 6)
+            )
             assert got == pytest.approx(want, abs=1e-12)
             reported += 1
         elif (f, o, i, lag) == gap:
@@ -164,8 +193,9 @@ def test_published_reference_baselines(tmp_path_factory):
             assert got == pytest.approx(fills[(f, o, i, lag)], abs=1e-6)
             imputed += 1
     assert reported and imputed
-    fit = wh.arrow("SELECT item_id, horizon, actual, baseline FROM panel.truth "
-                   "WHERE split IN ('train', 'val')").to_pylist()
+    fit = wh.arrow(
+        "SELECT item_id, horizon, actual, baseline FROM panel.truth WHERE split IN ('train', 'val')"
+    ).to_pylist()
     groups: dict = {}
     for r in fit:
         groups.setdefault((r["item_id"], r["horizon"]), []).append(r)

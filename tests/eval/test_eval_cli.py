@@ -21,7 +21,9 @@ def _submission(wh, path, shift=0.1, bad=False):
         "SELECT f.gvkey AS firm, i.item AS target, qend(t.origin_q) AS origin, "
         "CAST(t.horizon AS INTEGER) AS horizon, t.actual + ? AS prediction "
         "FROM panel.truth t JOIN panel.firms f USING (firm_id) JOIN ref.items i USING (item_id) "
-        "WHERE t.split = 'test'", [shift])
+        "WHERE t.split = 'test'",
+        [shift],
+    )
     if bad:
         h = cells["horizon"].to_pylist()
         h[0] = 21
@@ -36,9 +38,14 @@ def test_submit_score_leaderboard_export(settings, wh, tmp_path):
     _submission(wh, tmp_path / "bad.parquet", bad=True)
     wh.close()
     runner = CliRunner()
-    for args in (["submit", "--help"], ["score", "--help"], ["leaderboard", "--help"],
-                 ["footprint", "create", "--help"], ["baselines", "reference", "--help"],
-                 ["export", "--help"]):
+    for args in (
+        ["submit", "--help"],
+        ["score", "--help"],
+        ["leaderboard", "--help"],
+        ["footprint", "create", "--help"],
+        ["baselines", "reference", "--help"],
+        ["export", "--help"],
+    ):
         assert runner.invoke(app, args).exit_code == 0
 
     good = runner.invoke(app, ["submit", str(tmp_path / "good.parquet"), "--name", "mine"])
@@ -61,24 +68,45 @@ def test_submit_score_leaderboard_export(settings, wh, tmp_path):
     table = runner.invoke(app, ["leaderboard", "--track", "absolute"])
     assert table.exit_code == 0 and "mine" in table.output, table.output
     out = tmp_path / "lb.csv"
-    lb = runner.invoke(app, ["leaderboard", "--by", "horizon", "--format", "csv", "--out", str(out)])
+    lb = runner.invoke(
+        app, ["leaderboard", "--by", "horizon", "--format", "csv", "--out", str(out)]
+    )
     assert lb.exit_code == 0, lb.output
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
-    assert len(rows) == 3 * 20 and {"rank", "horizon", "model", "r2", "dm_vs_leader"} <= set(rows[0])
+    assert len(rows) == 3 * 20 and {"rank", "horizon", "model", "r2", "dm_vs_leader"} <= set(
+        rows[0]
+    )
     js = tmp_path / "lb.json"
-    assert runner.invoke(app, ["leaderboard", "--track", "density", "--format", "json",
-                               "--out", str(js)]).exit_code == 0
+    assert (
+        runner.invoke(
+            app, ["leaderboard", "--track", "density", "--format", "json", "--out", str(js)]
+        ).exit_code
+        == 0
+    )
     assert json.loads(js.read_text())["provenance"]["footprint_name"] == "full"
     exported = tmp_path / "metrics.json"
-    ex = runner.invoke(app, ["export", "metrics", "--run", "1", "--format", "json",
-                             "--out", str(exported)])
+    ex = runner.invoke(
+        app, ["export", "metrics", "--run", "1", "--format", "json", "--out", str(exported)]
+    )
     assert ex.exit_code == 0, ex.output
     assert json.loads(exported.read_text())["rows"][0]["score_run_id"] == 1
 
     # A rejected file: exit 2, one error line, the problem table, nothing written.
-    proc = subprocess.run([sys.executable, "-c", "from app.cli import main; main()", "submit",
-                           str(tmp_path / "bad.parquet"), "--name", "broken"],
-                          capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from app.cli import main; main()",
+            "submit",
+            str(tmp_path / "bad.parquet"),
+            "--name",
+            "broken",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stdout + proc.stderr
     assert "horizon outside 1..20" in proc.stderr and "rejected, nothing written" in proc.stderr
     assert proc.stdout == ""  # the problem report and the error are status, not data

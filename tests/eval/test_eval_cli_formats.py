@@ -64,13 +64,37 @@ def test_tables_stay_on_stdout_and_errors_go_to_stderr(scored) -> None:
 
 def test_a_real_process_redirected_to_a_file_gets_valid_json(scored, tmp_path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-c", "from app.cli import main; main()", "leaderboard", "--format",
-         "json"], capture_output=True, text=True, timeout=120, check=False)
+        [
+            sys.executable,
+            "-c",
+            "from app.cli import main; main()",
+            "leaderboard",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["provenance"]["footprint_name"] == "full"
     assert "done:" in proc.stderr
     bad = subprocess.run(
-        [sys.executable, "-c", "from app.cli import main; main()", "leaderboard", "--footprint",
-         "nowhere", "--format", "json"], capture_output=True, text=True, timeout=120, check=False)
+        [
+            sys.executable,
+            "-c",
+            "from app.cli import main; main()",
+            "leaderboard",
+            "--footprint",
+            "nowhere",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert bad.returncode == 2 and bad.stdout == ""
     assert "error:" in bad.stderr and "nowhere" in bad.stderr

@@ -20,22 +20,31 @@ from contracts.errors import UserError
 @pytest.fixture(scope="module")
 def wh(tmp_path_factory):
     w = module_warehouse(tmp_path_factory, "fpimport")
-    w.execute("CREATE OR REPLACE TABLE panel.rule_set AS SELECT 'published' AS rules, 6 * 1.4142 AS yoy_clip")
+    w.execute(
+        "CREATE OR REPLACE TABLE panel.rule_set AS SELECT 'published' AS rules, 6 * 1.4142 AS yoy_clip"
+    )
     yield w
     w.close()
 
 
 def _grid(wh):
-    rows = wh.fetchall("SELECT f.gvkey, o.origin_q FROM panel.origins o JOIN panel.firms f USING (firm_id) "
-                       "WHERE o.split = 'test' ORDER BY f.gvkey, o.origin_q")
+    rows = wh.fetchall(
+        "SELECT f.gvkey, o.origin_q FROM panel.origins o JOIN panel.firms f USING (firm_id) "
+        "WHERE o.split = 'test' ORDER BY f.gvkey, o.origin_q"
+    )
     targets = sorted(r[0] for r in wh.fetchall("SELECT item FROM ref.items WHERE item_id > 0"))
     return rows, targets
 
 
 def _pick(wh, n_rows, targets):
     """Every 7th cell of the grid, as (target index, horizon, row)."""
-    return [(t, h, r) for t in range(len(targets)) for h in range(1, 21) for r in range(n_rows)
-            if ((t * 20 + h - 1) * n_rows + r) % 7 == 0]
+    return [
+        (t, h, r)
+        for t in range(len(targets))
+        for h in range(1, 21)
+        for r in range(n_rows)
+        if ((t * 20 + h - 1) * n_rows + r) % 7 == 0
+    ]
 
 
 def _bits(cells, n_rows, n_targets):
@@ -46,8 +55,13 @@ def _bits(cells, n_rows, n_targets):
 
 
 def _stored(wh, fid):
-    return set(wh.fetchall("SELECT gvkey, origin_q, item_id, horizon FROM eval.footprint_cells "
-                           "WHERE footprint_id = ?", [fid]))
+    return set(
+        wh.fetchall(
+            "SELECT gvkey, origin_q, item_id, horizon FROM eval.footprint_cells "
+            "WHERE footprint_id = ?",
+            [fid],
+        )
+    )
 
 
 def _expected(wh, rows, targets, cells):
@@ -56,8 +70,10 @@ def _expected(wh, rows, targets, cells):
 
 
 def _counts(wh):
-    return (wh.scalar("SELECT count(*) FROM eval.footprints"),
-            wh.scalar("SELECT count(*) FROM eval.footprint_cells"))
+    return (
+        wh.scalar("SELECT count(*) FROM eval.footprints"),
+        wh.scalar("SELECT count(*) FROM eval.footprint_cells"),
+    )
 
 
 def _qend(q: int) -> dt.datetime:
@@ -80,17 +96,25 @@ def test_bitmap_positional_realigned_and_keys_agree(wh, tmp_path):
     remap = {i: k for k, i in enumerate(order)}
     moved = [(t, h, remap[r]) for t, h, r in cells] + [(0, 1, len(canon) - 1)]
     np.save(tmp_path / "bits2.npy", _bits(moved, len(canon), len(targets)))
-    pq.write_table(pa.table({"firm": [g for g, _ in canon], "origin": [_qend(q) for _, q in canon]}),
-                   tmp_path / "rows.parquet")
-    info = import_footprint(wh, "masked", tmp_path / "bits2.npy", grid_rows=tmp_path / "rows.parquet")
+    pq.write_table(
+        pa.table({"firm": [g for g, _ in canon], "origin": [_qend(q) for _, q in canon]}),
+        tmp_path / "rows.parquet",
+    )
+    info = import_footprint(
+        wh, "masked", tmp_path / "bits2.npy", grid_rows=tmp_path / "rows.parquet"
+    )
     assert info["version"] == 2 and info["rows_matched"] == len(rows)
     assert info["keys_off_grid"] == 1 and _stored(wh, info["footprint_id"]) == want
 
     # Keys form, with the package's aliases and timestamps at the quarter's last instant.
-    keys = pa.table({"firm_id": [rows[r][0] for _, _, r in cells],
-                     "target": pa.array([targets[t] for t, _, _ in cells]).dictionary_encode(),
-                     "quarter": pa.array([_qend(rows[r][1]) for _, _, r in cells], pa.timestamp("ns")),
-                     "forecast_horizon": pa.array([h for _, h, _ in cells], pa.int64())})
+    keys = pa.table(
+        {
+            "firm_id": [rows[r][0] for _, _, r in cells],
+            "target": pa.array([targets[t] for t, _, _ in cells]).dictionary_encode(),
+            "quarter": pa.array([_qend(rows[r][1]) for _, _, r in cells], pa.timestamp("ns")),
+            "forecast_horizon": pa.array([h for _, h, _ in cells], pa.int64()),
+        }
+    )
     pq.write_table(keys, tmp_path / "keys.parquet")
     info = import_footprint(wh, "masked_keys", tmp_path / "keys.parquet")
     assert _stored(wh, info["footprint_id"]) == want
@@ -101,16 +125,22 @@ def test_bad_masks_write_nothing(wh, tmp_path):
     np.save(tmp_path / "short.npy", np.zeros(10, np.uint8))
     with pytest.raises(UserError, match="grid has .* rows"):
         import_footprint(wh, "bad", tmp_path / "short.npy")
-    pq.write_table(pa.table({"firm": ["001001"], "target": ["revenue"], "origin": ["2012Q1"],
-                             "horizon": [1]}), tmp_path / "unknown.parquet")
+    pq.write_table(
+        pa.table({"firm": ["001001"], "target": ["revenue"], "origin": ["2012Q1"], "horizon": [1]}),
+        tmp_path / "unknown.parquet",
+    )
     with pytest.raises(UserError, match="unknown target"):
         import_footprint(wh, "bad", tmp_path / "unknown.parquet")
-    pq.write_table(pa.table({"firm": ["001001"], "target": ["revtq"], "origin": ["2012Q1"],
-                             "horizon": [25]}), tmp_path / "far.parquet")
+    pq.write_table(
+        pa.table({"firm": ["001001"], "target": ["revtq"], "origin": ["2012Q1"], "horizon": [25]}),
+        tmp_path / "far.parquet",
+    )
     with pytest.raises(UserError, match="horizon outside"):
         import_footprint(wh, "bad", tmp_path / "far.parquet")
-    pq.write_table(pa.table({"firm": ["777777"], "target": ["revtq"], "origin": ["2012Q1"],
-                             "horizon": [1]}), tmp_path / "other.parquet")
+    pq.write_table(
+        pa.table({"firm": ["777777"], "target": ["revtq"], "origin": ["2012Q1"], "horizon": [1]}),
+        tmp_path / "other.parquet",
+    )
     with pytest.raises(UserError, match="another panel"):
         import_footprint(wh, "bad", tmp_path / "other.parquet")
     (tmp_path / "junk.npy").write_bytes(b"not numpy")

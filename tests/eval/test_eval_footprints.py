@@ -20,27 +20,33 @@ def wh(tmp_path_factory):
     w.close()
 
 
-@pytest.mark.parametrize("text", [
-    "item IN ('revtq', 'niq') AND horizon BETWEEN 1 AND 4",
-    "origin >= DATE '2012-01-01'",
-    "NOT (firm = '001001') OR horizon <> 3",
-    "TRUE",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "item IN ('revtq', 'niq') AND horizon BETWEEN 1 AND 4",
+        "origin >= DATE '2012-01-01'",
+        "NOT (firm = '001001') OR horizon <> 3",
+        "TRUE",
+    ],
+)
 def test_allowed_predicates(text):
     assert validate_predicate(text)
 
 
-@pytest.mark.parametrize("text", [
-    "1; DROP TABLE eval.forecasts",
-    "horizon IN (SELECT 1)",
-    "lower(item) = 'x'",
-    "t.horizon = 1",
-    "secret = 1",
-    "read_parquet('x') IS NULL",
-    "horizon + 1 = 2",
-    "horizon",
-    "",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1; DROP TABLE eval.forecasts",
+        "horizon IN (SELECT 1)",
+        "lower(item) = 'x'",
+        "t.horizon = 1",
+        "secret = 1",
+        "read_parquet('x') IS NULL",
+        "horizon + 1 = 2",
+        "horizon",
+        "",
+    ],
+)
 def test_rejected_predicates(text):
     with pytest.raises(UserError):
         validate_predicate(text)
@@ -64,7 +70,9 @@ def test_standard_footprints(wh):
     # origins from every firm (docs/llm.md, "The sampler").
     blocks = wh.fetchall(
         "SELECT count(*), max(origin_q) - min(origin_q) + 1 FROM eval.footprint_origins "
-        "WHERE footprint_id = ? GROUP BY gvkey", [llm["footprint_id"]])
+        "WHERE footprint_id = ? GROUP BY gvkey",
+        [llm["footprint_id"]],
+    )
     n_firms = wh.scalar("SELECT count(DISTINCT firm_id) FROM panel.origins WHERE split = 'test'")
     assert len(blocks) == n_firms and all(4 <= n == span <= 20 for n, span in blocks)
 
@@ -75,13 +83,20 @@ def test_origin_sample_is_seeded_and_calendar_balanced(wh):
     c = scoring.create_footprint(wh, "sample", n_origins=60, seed=8)
 
     def origins(fid):
-        return wh.fetchall("SELECT firm_id, origin_q FROM eval.footprint_origins "
-                           "WHERE footprint_id = ? ORDER BY 1, 2", [fid])
+        return wh.fetchall(
+            "SELECT firm_id, origin_q FROM eval.footprint_origins "
+            "WHERE footprint_id = ? ORDER BY 1, 2",
+            [fid],
+        )
 
     assert len(origins(a)) == 60 and origins(a) == origins(b) != origins(c)
-    per_q = [n for (n,) in wh.fetchall(
-        "SELECT count(*) FROM eval.footprint_origins WHERE footprint_id = ? GROUP BY origin_q",
-        [a])]
+    per_q = [
+        n
+        for (n,) in wh.fetchall(
+            "SELECT count(*) FROM eval.footprint_origins WHERE footprint_id = ? GROUP BY origin_q",
+            [a],
+        )
+    ]
     assert len(per_q) == 20 and max(per_q) - min(per_q) <= 1
     assert _fp(wh, "sample")["version"] == 3
     assert scoring.get_footprint(wh, "sample@1")["footprint_id"] == a
@@ -122,8 +137,12 @@ def _fp_keys(wh, name: str) -> set[tuple]:
     from app.scoring.footprints.store import drop_footprint_temp, prepare_footprint
 
     prepare_footprint(wh, scoring.get_footprint(wh, name))
-    keys = set(wh.fetchall("SELECT f.gvkey, t.origin_q, t.item_id, t.horizon FROM fp_truth t "
-                           "JOIN panel.firms f USING (firm_id)"))
+    keys = set(
+        wh.fetchall(
+            "SELECT f.gvkey, t.origin_q, t.item_id, t.horizon FROM fp_truth t "
+            "JOIN panel.firms f USING (firm_id)"
+        )
+    )
     drop_footprint_temp(wh)
     return keys
 
@@ -137,9 +156,12 @@ def test_frozen_footprints_follow_gvkeys_when_a_rebuild_renumbers_firms(renumber
     scoring.create_footprint(wh, "sample", n_origins=30, seed=7)
     before = {name: _fp_keys(wh, name) for name in ("frozen", "sample")}
     assert len(before["frozen"]) == early.num_rows and before["sample"]
-    sample_before = set(wh.fetchall(
-        "SELECT gvkey, origin_q FROM eval.footprint_origins o JOIN eval.footprints f "
-        "USING (footprint_id) WHERE f.name = 'sample'"))
+    sample_before = set(
+        wh.fetchall(
+            "SELECT gvkey, origin_q FROM eval.footprint_origins o JOIN eval.footprints f "
+            "USING (footprint_id) WHERE f.name = 'sample'"
+        )
+    )
 
     # A rebuild on a panel with one more firm sorting first shifts every firm id.
     for table in ("panel.firms", "panel.truth", "panel.origins"):
@@ -148,8 +170,14 @@ def test_frozen_footprints_follow_gvkeys_when_a_rebuild_renumbers_firms(renumber
     assert after == before
     # The same seed draws the same (gvkey, origin) sample from the renumbered build.
     fid = scoring.create_footprint(wh, "sample", n_origins=30, seed=7)
-    assert set(wh.fetchall("SELECT gvkey, origin_q FROM eval.footprint_origins "
-                           "WHERE footprint_id = ?", [fid])) == sample_before
+    assert (
+        set(
+            wh.fetchall(
+                "SELECT gvkey, origin_q FROM eval.footprint_origins WHERE footprint_id = ?", [fid]
+            )
+        )
+        == sample_before
+    )
 
 
 @pytest.fixture
@@ -165,9 +193,12 @@ def test_submissions_of_another_panel_are_not_scored(stale_wh):
     wh = stale_wh
 
     def add_build(raw_ingest_id: int) -> None:
-        wh.execute("INSERT INTO meta.builds (status, sql_checksum, parameters, reg_stats, "
-                   "raw_ingest_id, started_at) VALUES ('succeeded', 'abc', '{\"k\": 1}', "
-                   "'estimate', ?, now())", [raw_ingest_id])
+        wh.execute(
+            "INSERT INTO meta.builds (status, sql_checksum, parameters, reg_stats, "
+            "raw_ingest_id, started_at) VALUES ('succeeded', 'abc', '{\"k\": 1}', "
+            "'estimate', ?, now())",
+            [raw_ingest_id],
+        )
 
     add_build(1)
     cells = truth_cells(wh)

@@ -14,16 +14,23 @@ from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
 from app import scoring
 
 RESULTS = {
-    "metrics": ("submission_id, level, horizon, item_id, statement",
-                ("n, r2, mse, mae, nll, crps, z2, cov50, cov80, cov90, cov95, sum_y, sum_y2, "
-                "sse, sae, n_density")),
+    "metrics": (
+        "submission_id, level, horizon, item_id, statement",
+        (
+            "n, r2, mse, mae, nll, crps, z2, cov50, cov80, cov90, cov95, sum_y, sum_y2, "
+            "sse, sae, n_density"
+        ),
+    ),
     "quarter_losses": ("submission_id, horizon, origin_q", "n, sum_sq, sum_abs"),
     "pit": ("submission_id, bin", "n, share"),
-    "dm_tests": (("least(submission_a, submission_b), greatest(submission_a, submission_b), "
-                 "loss, horizon"),
-                 ("n_quarters, bandwidth, "
-                 "CASE WHEN submission_a < submission_b THEN mean_diff ELSE -mean_diff END, "
-                 "CASE WHEN submission_a < submission_b THEN dm_stat ELSE -dm_stat END, p_value")),
+    "dm_tests": (
+        ("least(submission_a, submission_b), greatest(submission_a, submission_b), loss, horizon"),
+        (
+            "n_quarters, bandwidth, "
+            "CASE WHEN submission_a < submission_b THEN mean_diff ELSE -mean_diff END, "
+            "CASE WHEN submission_a < submission_b THEN dm_stat ELSE -dm_stat END, p_value"
+        ),
+    ),
     "coverage": ("submission_id", "footprint_cells, predicted_cells, coverage"),
 }
 
@@ -37,8 +44,9 @@ def wh(tmp_path_factory):
 
 def _rows(wh, table: str, run: int) -> list[tuple]:
     keys, values = RESULTS[table]
-    return wh.fetchall(f"SELECT {keys}, {values} FROM eval.{table} WHERE score_run_id = ? "
-                       f"ORDER BY {keys}", [run])
+    return wh.fetchall(
+        f"SELECT {keys}, {values} FROM eval.{table} WHERE score_run_id = ? ORDER BY {keys}", [run]
+    )
 
 
 def _assert_same_results(wh, run: int, full: int) -> None:
@@ -46,10 +54,12 @@ def _assert_same_results(wh, run: int, full: int) -> None:
         got, want = _rows(wh, table, run), _rows(wh, table, full)
         assert len(got) == len(want) > 0, table
         for g, w in zip(got, want, strict=True):
-            assert [x for x in g if not isinstance(x, float)] == \
-                [x for x in w if not isinstance(x, float)], table
+            assert [x for x in g if not isinstance(x, float)] == [
+                x for x in w if not isinstance(x, float)
+            ], table
             assert [x for x in g if isinstance(x, float)] == pytest.approx(
-                [x for x in w if isinstance(x, float)], rel=1e-12, abs=1e-15, nan_ok=True), table
+                [x for x in w if isinstance(x, float)], rel=1e-12, abs=1e-15, nan_ok=True
+            ), table
 
 
 def _run(wh, run: int) -> dict:
@@ -71,11 +81,22 @@ def test_each_upload_scores_only_its_own_cells_and_matches_a_full_rescore(wh):
         return actual + rng.normal(0, scale, actual.size)
 
     ids = [
-        scoring.ingest_forecasts(wh, "gauss", forecasts_from(
-            cells, noisy(0.3), rng.uniform(0.2, 0.6, actual.size))),
-        scoring.ingest_forecasts(wh, "laplace mix", pa.concat_tables([
-            forecasts_from(cells, noisy(0.3), rng.uniform(0.2, 0.6, actual.size), component=j)
-            for j in range(2)]), family="laplace"),
+        scoring.ingest_forecasts(
+            wh, "gauss", forecasts_from(cells, noisy(0.3), rng.uniform(0.2, 0.6, actual.size))
+        ),
+        scoring.ingest_forecasts(
+            wh,
+            "laplace mix",
+            pa.concat_tables(
+                [
+                    forecasts_from(
+                        cells, noisy(0.3), rng.uniform(0.2, 0.6, actual.size), component=j
+                    )
+                    for j in range(2)
+                ]
+            ),
+            family="laplace",
+        ),
         scoring.ingest_forecasts(wh, "points", forecasts_from(cells, noisy(0.5))),
     ]
     first = scoring.score(wh, "full", coherence=False, baselines=False)
@@ -102,16 +123,18 @@ def test_each_upload_scores_only_its_own_cells_and_matches_a_full_rescore(wh):
     third = scoring.score(wh, "full", coherence=False, baselines=False)
     assert _run(wh, third)["n_cells"] == actual.size - 3
     assert _run(wh, third)["reused"] == {}
-    _assert_same_results(wh, third, scoring.score(wh, "full", coherence=False,
-                                                  baselines=False, full=True))
+    _assert_same_results(
+        wh, third, scoring.score(wh, "full", coherence=False, baselines=False, full=True)
+    )
 
     # Replacing it by a complete one restores the earlier sample and its results.
     scoring.ingest_forecasts(wh, "gappy", forecasts_from(cells, noisy(0.2)))
     assert not wh.fetchall("SELECT 1 FROM eval.cell_scores WHERE submission_id = ?", [gappy])
     fourth = scoring.score(wh, "full", coherence=False, baselines=False)
     assert _run(wh, fourth)["reused"] == {s: rescore for s in ids}
-    _assert_same_results(wh, fourth, scoring.score(wh, "full", coherence=False,
-                                                   baselines=False, full=True))
+    _assert_same_results(
+        wh, fourth, scoring.score(wh, "full", coherence=False, baselines=False, full=True)
+    )
 
 
 def test_a_partial_submission_is_intersected_cell_by_cell(wh):
@@ -119,12 +142,15 @@ def test_a_partial_submission_is_intersected_cell_by_cell(wh):
     intersect its cells, and the results equal a full re-score."""
     cells = truth_cells(wh)
     few = cells.filter(pa.compute.less_equal(cells["horizon"], 4))
-    part = scoring.ingest_forecasts(wh, "four horizons", forecasts_from(
-        few, few["actual"].to_numpy() + 0.1))
+    part = scoring.ingest_forecasts(
+        wh, "four horizons", forecasts_from(few, few["actual"].to_numpy() + 0.1)
+    )
     other = wh.scalar("SELECT submission_id FROM eval.submissions WHERE name = 'gauss'")
     run = scoring.score(wh, "full", [other, part], coherence=False)
-    assert not wh.scalar("SELECT gaps_stored FROM eval.footprint_coverage WHERE submission_id = ?",
-                         [part])
+    assert not wh.scalar(
+        "SELECT gaps_stored FROM eval.footprint_coverage WHERE submission_id = ?", [part]
+    )
     assert _run(wh, run)["n_cells"] == few.num_rows
-    _assert_same_results(wh, run, scoring.score(wh, "full", [other, part], coherence=False,
-                                                full=True))
+    _assert_same_results(
+        wh, run, scoring.score(wh, "full", [other, part], coherence=False, full=True)
+    )

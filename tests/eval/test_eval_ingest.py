@@ -39,8 +39,10 @@ def _write(tmp_path, cols: dict, name: str = "sub.parquet", **kw) -> str:
 
 
 def _counts(wh):
-    return (wh.scalar("SELECT count(*) FROM eval.submissions"),
-            wh.scalar("SELECT count(*) FROM eval.forecasts"))
+    return (
+        wh.scalar("SELECT count(*) FROM eval.submissions"),
+        wh.scalar("SELECT count(*) FROM eval.forecasts"),
+    )
 
 
 def _rejected(wh, path, *fragments, name="bad", **kw):
@@ -63,11 +65,14 @@ def test_good_file_with_aliases_and_quarter_strings(wh, tmp_path):
     cols["forecast_horizon"] = cols.pop("horizon")
     cols["sigma"] = [0.5] * 40
     sid = scoring.ingest_parquet(wh, _write(tmp_path, cols), "aliases")
-    rows = wh.fetchall("SELECT DISTINCT origin_q FROM eval.forecasts WHERE submission_id = ? "
-                       "ORDER BY 1", [sid])
+    rows = wh.fetchall(
+        "SELECT DISTINCT origin_q FROM eval.forecasts WHERE submission_id = ? ORDER BY 1", [sid]
+    )
     assert [r[0] for r in rows] == [8040, 8041]
-    sub = wh.fetchone("SELECT rows, has_sigma, family, checksum FROM eval.submissions "
-                      "WHERE submission_id = ?", [sid])
+    sub = wh.fetchone(
+        "SELECT rows, has_sigma, family, checksum FROM eval.submissions WHERE submission_id = ?",
+        [sid],
+    )
     assert sub[0] == 40 and sub[1] is True and sub[2] == "gaussian" and len(sub[3]) == 64
 
 
@@ -75,8 +80,9 @@ def test_any_instant_in_the_quarter_means_that_quarter(wh, tmp_path):
     cols = _good(20)
     cols["origin"] = pa.array([dt.datetime(2010, 2, 14, 13, 5)] * 20, pa.timestamp("us", "UTC"))
     sid = scoring.ingest_parquet(wh, _write(tmp_path, cols), "timestamps")
-    assert wh.scalar("SELECT max(origin_q) FROM eval.forecasts WHERE submission_id = ?",
-                     [sid]) == 8040
+    assert (
+        wh.scalar("SELECT max(origin_q) FROM eval.forecasts WHERE submission_id = ?", [sid]) == 8040
+    )
 
 
 def test_nan_and_inf_predictions_are_warnings_with_examples(wh, tmp_path):
@@ -86,8 +92,9 @@ def test_nan_and_inf_predictions_are_warnings_with_examples(wh, tmp_path):
     sid = scoring.ingest_parquet(wh, _write(tmp_path, cols), "warned")
     import json
 
-    warnings = json.loads(wh.scalar("SELECT warnings FROM eval.submissions "
-                                    "WHERE submission_id = ?", [sid]))
+    warnings = json.loads(
+        wh.scalar("SELECT warnings FROM eval.submissions WHERE submission_id = ?", [sid])
+    )
     assert [w["problem"].split(" ")[0] for w in warnings] == ["prediction"]
     assert warnings[0]["count"] == 2 and len(warnings[0]["examples"]) == 2
     assert "firm=001001 target=niq origin=2010Q1 horizon=1" in warnings[0]["examples"][0]
@@ -99,13 +106,16 @@ def test_missing_columns(wh, tmp_path):
     _rejected(wh, _write(tmp_path, cols), "missing column(s): horizon, prediction")
 
 
-@pytest.mark.parametrize("column,values,fragment", [
-    ("firm", list(range(40)), "column 'firm' is int64"),
-    ("horizon", ["1"] * 40, "column 'horizon' is string"),
-    ("prediction", ["0.5"] * 40, "column 'prediction' is string"),
-    ("origin", list(range(40)), "column 'origin' is int64"),
-    ("sigma", [True] * 40, "column 'sigma' is bool"),
-])
+@pytest.mark.parametrize(
+    "column,values,fragment",
+    [
+        ("firm", list(range(40)), "column 'firm' is int64"),
+        ("horizon", ["1"] * 40, "column 'horizon' is string"),
+        ("prediction", ["0.5"] * 40, "column 'prediction' is string"),
+        ("origin", list(range(40)), "column 'origin' is int64"),
+        ("sigma", [True] * 40, "column 'sigma' is bool"),
+    ],
+)
 def test_wrong_types(wh, tmp_path, column, values, fragment):
     cols = _good()
     cols[column] = values
@@ -125,9 +135,16 @@ def test_bad_values_are_all_reported_with_examples(wh, tmp_path):
     cols["sigma"] = [0.5] * 40
     cols["sigma"][7] = 0.0
     cols["sigma"][8] = -1.0
-    problems = _rejected(wh, _write(tmp_path, cols), "horizon outside 1..20",
-                         "horizon is not an integer", "unknown target item", "unknown firm",
-                         "null key", "sigma missing, not finite or not > 0")
+    problems = _rejected(
+        wh,
+        _write(tmp_path, cols),
+        "horizon outside 1..20",
+        "horizon is not an integer",
+        "unknown target item",
+        "unknown firm",
+        "null key",
+        "sigma missing, not finite or not > 0",
+    )
     by = {p["problem"]: p for p in problems}
     assert by["horizon outside 1..20 "[:-1]]["count"] == 2
     assert by["horizon is not an integer"]["examples"][0].startswith("row 2:")
@@ -153,9 +170,11 @@ def test_empty_zero_byte_corrupt_and_foreign_files(wh, tmp_path):
     _rejected(wh, zero, "0 bytes")
     good = _write(tmp_path, _good(), "good.parquet").read_bytes()
     corrupt = tmp_path / "corrupt.parquet"
-    corrupt.write_bytes(good[:8] + bytes(np.random.default_rng(0).integers(0, 255, 400,
-                                                                            dtype=np.uint8))
-                        + good[-300:])
+    corrupt.write_bytes(
+        good[:8]
+        + bytes(np.random.default_rng(0).integers(0, 255, 400, dtype=np.uint8))
+        + good[-300:]
+    )
     _rejected(wh, corrupt, "not a readable parquet file")
     csv = tmp_path / "forecasts.parquet"
     csv.write_text("firm,target,origin,horizon,prediction\n001001,revtq,2010Q1,1,0.5\n")
@@ -182,8 +201,9 @@ def test_family_and_names(wh, tmp_path):
     with pytest.raises(UserError, match="exists"):
         scoring.ingest_parquet(wh, path, "twice")
     new = scoring.ingest_parquet(wh, path, "twice", replace=True)
-    assert wh.fetchall("SELECT submission_id FROM eval.submissions WHERE name = 'twice' "
-                       "AND retired_at IS NULL") == [(new,)]
+    assert wh.fetchall(
+        "SELECT submission_id FROM eval.submissions WHERE name = 'twice' AND retired_at IS NULL"
+    ) == [(new,)]
 
 
 def _batch(n=30, **over):
@@ -250,15 +270,27 @@ def test_dollar_forecasts_are_standardized_like_the_truth(wh):
         "SELECT t.firm_id, t.origin_q, t.item_id, t.horizon, t.actual, v.v AS dollars "
         "FROM panel.truth AS t JOIN panel.values AS v ON v.firm_id = t.firm_id "
         "AND v.q = t.origin_q + t.horizon AND v.item_id = t.item_id WHERE t.split = 'test' "
-        "ORDER BY ALL LIMIT 400")
+        "ORDER BY ALL LIMIT 400"
+    )
     batch = forecasts_from(cells, cells["dollars"]).drop_columns(["sigma"])
-    stray = pa.table({"firm_id": pa.array([1], pa.int32()), "origin_q": pa.array([7000], pa.int32()),
-                      "item_id": cells["item_id"].slice(0, 1), "horizon": pa.array([1], pa.int8()),
-                      "component": pa.array([0], pa.int16()), "mu": pa.array([1.0])})
-    sid = scoring.ingest_forecasts(wh, "in dollars", pa.concat_tables([batch, stray]),
-                                   space="dollars")
-    got = wh.arrow("SELECT firm_id, origin_q, item_id, horizon, mu FROM eval.forecasts "
-                   "WHERE submission_id = ? ORDER BY ALL", [sid]).to_pylist()
+    stray = pa.table(
+        {
+            "firm_id": pa.array([1], pa.int32()),
+            "origin_q": pa.array([7000], pa.int32()),
+            "item_id": cells["item_id"].slice(0, 1),
+            "horizon": pa.array([1], pa.int8()),
+            "component": pa.array([0], pa.int16()),
+            "mu": pa.array([1.0]),
+        }
+    )
+    sid = scoring.ingest_forecasts(
+        wh, "in dollars", pa.concat_tables([batch, stray]), space="dollars"
+    )
+    got = wh.arrow(
+        "SELECT firm_id, origin_q, item_id, horizon, mu FROM eval.forecasts "
+        "WHERE submission_id = ? ORDER BY ALL",
+        [sid],
+    ).to_pylist()
     assert len(got) == cells.num_rows + 1
     stored = {(r["firm_id"], r["origin_q"], r["item_id"], r["horizon"]): r["mu"] for r in got}
     assert stored[(1, 7000, cells["item_id"][0].as_py(), 1)] is None
@@ -273,11 +305,13 @@ def test_dollar_forecasts_with_sigma_or_unknown_space_are_refused(wh):
     cells = truth_cells(wh).slice(0, 5)
     before = _counts(wh)
     with pytest.raises(UserError, match="carry no sigma"):
-        scoring.ingest_forecasts(wh, "bad dollars", forecasts_from(cells, cells["actual"], [1.0] * 5),
-                                 space="dollars")
+        scoring.ingest_forecasts(
+            wh, "bad dollars", forecasts_from(cells, cells["actual"], [1.0] * 5), space="dollars"
+        )
     with pytest.raises(UserError, match="Unknown forecast space"):
-        scoring.ingest_forecasts(wh, "bad space", forecasts_from(cells, cells["actual"]),
-                                 space="euros")
+        scoring.ingest_forecasts(
+            wh, "bad space", forecasts_from(cells, cells["actual"]), space="euros"
+        )
     assert _counts(wh) == before
 
 
@@ -291,30 +325,36 @@ def test_published_package_files_as_written(wh, tmp_path, monkeypatch):
     from app.scoring.submissions.uploads import family_sidecar
 
     cols = _good(40)
-    table = pa.table({
-        "firm": pa.array(cols["firm"]).dictionary_encode(),
-        "target": pa.array(cols["target"]).dictionary_encode(),
-        "origin": pa.array([dt.datetime(d.year, d.month, d.day, 23, 59, 59, 999999) for d in cols["origin"]],
-                           pa.timestamp("ns")),
-        "horizon": pa.array(cols["horizon"], pa.int64()),
-        "prediction": pa.array(cols["prediction"], pa.float32()),
-        "sigma": pa.array([0.7] * 40, pa.float32()),
-    })
+    table = pa.table(
+        {
+            "firm": pa.array(cols["firm"]).dictionary_encode(),
+            "target": pa.array(cols["target"]).dictionary_encode(),
+            "origin": pa.array(
+                [dt.datetime(d.year, d.month, d.day, 23, 59, 59, 999999) for d in cols["origin"]],
+                pa.timestamp("ns"),
+            ),
+            "horizon": pa.array(cols["horizon"], pa.int64()),
+            "prediction": pa.array(cols["prediction"], pa.float32()),
+            "sigma": pa.array([0.7] * 40, pa.float32()),
+        }
+    )
     path = tmp_path / "mine__predictions.parquet"
     pq.write_table(table, path)
     assert family_sidecar(path) is None
     (tmp_path / "mine__predictions.nll.json").write_text('{"family": "student_t", "df": 5.0}')
     assert family_sidecar(path) == ("student_t", 5.0)
     sid = scoring.ingest_parquet(wh, path, "package file", family="student_t", df=5.0)
-    got = wh.fetchall("SELECT DISTINCT origin_q FROM eval.forecasts WHERE submission_id = ? ORDER BY 1",
-                      [sid])
+    got = wh.fetchall(
+        "SELECT DISTINCT origin_q FROM eval.forecasts WHERE submission_id = ? ORDER BY 1", [sid]
+    )
     assert [r[0] for r in got] == [8040, 8041]
     # the CLI reads the sidecar itself
     monkeypatch.setattr("app.cli.score.writer", lambda: _Borrowed(wh))
     res = CliRunner().invoke(cli_app, ["submit", str(path), "--name", "package file via cli"])
     assert res.exit_code == 0, res.output
-    assert wh.fetchone("SELECT family, df FROM eval.submissions WHERE name = 'package file via cli'") == \
-        ("student_t", 5.0)
+    assert wh.fetchone(
+        "SELECT family, df FROM eval.submissions WHERE name = 'package file via cli'"
+    ) == ("student_t", 5.0)
     (tmp_path / "mine__predictions.nll.json").write_text('{"family": "cauchy"}')
     with pytest.raises(UserError, match="Unknown family"):
         family_sidecar(path)

@@ -26,14 +26,17 @@ def cells(wh):
 
 
 def _r2(y, r):
-    den = np.sum(y ** 2) - np.sum(y) ** 2 / y.size + 1e-12
-    return 1 - np.sum(r ** 2) / den
+    den = np.sum(y**2) - np.sum(y) ** 2 / y.size + 1e-12
+    return 1 - np.sum(r**2) / den
 
 
 def _metrics(wh, run, sid, level="global"):
-    return wh.arrow("SELECT m.*, i.item FROM eval.metrics m LEFT JOIN ref.items i USING (item_id) "
-                    "WHERE score_run_id = ? AND submission_id = ? AND level = ? "
-                    "ORDER BY horizon, item_id, statement", [run, sid, level]).to_pylist()
+    return wh.arrow(
+        "SELECT m.*, i.item FROM eval.metrics m LEFT JOIN ref.items i USING (item_id) "
+        "WHERE score_run_id = ? AND submission_id = ? AND level = ? "
+        "ORDER BY horizon, item_id, statement",
+        [run, sid, level],
+    ).to_pylist()
 
 
 def test_point_metrics_and_invariants_match_numpy(wh, cells):
@@ -51,7 +54,7 @@ def test_point_metrics_and_invariants_match_numpy(wh, cells):
     r = noisy - actual
     assert g["n"] == actual.size
     assert g["r2"] == pytest.approx(_r2(y, r), abs=1e-12)
-    assert g["mse"] == pytest.approx(np.mean(r ** 2), rel=1e-12)
+    assert g["mse"] == pytest.approx(np.mean(r**2), rel=1e-12)
     assert g["mae"] == pytest.approx(np.mean(np.abs(r)), rel=1e-12)
     assert g["nll"] is None and g["crps"] is None
 
@@ -63,8 +66,10 @@ def test_point_metrics_and_invariants_match_numpy(wh, cells):
     info = scoring.run_summary(wh, run)
     assert info["n_cells"] == actual.size
     for level in ("global", "horizon", "item", "statement", "item_horizon"):
-        ns = {sid: [m["n"] for m in _metrics(wh, run, sid, level)]
-              for sid in (s_noisy, s_truth, s_mean)}
+        ns = {
+            sid: [m["n"] for m in _metrics(wh, run, sid, level)]
+            for sid in (s_noisy, s_truth, s_mean)
+        }
         assert ns[s_noisy] == ns[s_truth] == ns[s_mean]
         assert sum(ns[s_noisy]) == actual.size
     assert all(c["coverage"] == 1.0 for c in info["coverage"])
@@ -100,7 +105,8 @@ def _small_cells(wh):
         "SELECT t.firm_id, t.origin_q, t.item_id, t.horizon, t.actual, t.baseline, t.change "
         "FROM panel.truth t JOIN ref.items i USING (item_id) WHERE t.split = 'test' "
         "AND t.horizon IN (1, 7) AND i.item IN ('atq', 'niq') "
-        "ORDER BY t.firm_id, t.origin_q, t.item_id, t.horizon")
+        "ORDER BY t.firm_id, t.origin_q, t.item_id, t.horizon"
+    )
 
 
 def _cover(u):
@@ -117,8 +123,9 @@ def test_single_density_metrics_match_scipy(wh, family, df):
     mu = actual + rng.normal(0, 0.4, actual.size)
     sigma = rng.uniform(0.2, 0.8, actual.size)
     sigma[:3] = 1e-6  # below the 1e-4 floor
-    sid = scoring.ingest_forecasts(wh, f"single {family}", forecasts_from(cells, mu, sigma),
-                                   family=family, df=df)
+    sid = scoring.ingest_forecasts(
+        wh, f"single {family}", forecasts_from(cells, mu, sigma), family=family, df=df
+    )
     run = scoring.score(wh, "small", [sid], coherence=False)
     g = _metrics(wh, run, sid)[0]
     s = np.maximum(sigma, 1e-4)
@@ -133,16 +140,24 @@ def test_single_density_metrics_match_scipy(wh, family, df):
         b = s / np.sqrt(2)
         nll = np.log(2 * b) + np.abs(actual - mu) / b
     u = dist.cdf(actual)
-    crps = np.array([_crps_numeric(lambda x, i=i: _cdf1(family, df, mu[i], s[i], x), actual[i])
-                     for i in range(actual.size)])
+    crps = np.array(
+        [
+            _crps_numeric(lambda x, i=i: _cdf1(family, df, mu[i], s[i], x), actual[i])
+            for i in range(actual.size)
+        ]
+    )
     assert g["n"] == actual.size
     assert g["nll"] == pytest.approx(nll.mean(), rel=1e-9)
     assert g["crps"] == pytest.approx(crps.mean(), rel=1e-6)
     assert g["z2"] == pytest.approx(np.mean(((mu - actual) / s) ** 2), rel=1e-9)
     for got, want in zip([g["cov50"], g["cov80"], g["cov90"], g["cov95"]], _cover(u), strict=True):
         assert got == pytest.approx(want, abs=1e-12)
-    pit = dict(wh.fetchall("SELECT bin, share FROM eval.pit WHERE score_run_id = ? "
-                           "AND submission_id = ?", [run, sid]))
+    pit = dict(
+        wh.fetchall(
+            "SELECT bin, share FROM eval.pit WHERE score_run_id = ? AND submission_id = ?",
+            [run, sid],
+        )
+    )
     hist = np.bincount(np.minimum((u * 20).astype(int), 19), minlength=20) / u.size
     assert [pit.get(b, 0.0) for b in range(20)] == pytest.approx(hist.tolist(), abs=1e-12)
 
@@ -170,8 +185,9 @@ def test_mixture_metrics_match_exact_and_monte_carlo(wh, family):
     batches = [forecasts_from(cells, mus[j], sds[j], component=j) for j in range(k)]
     table = pa.concat_tables(batches)
     sid = scoring.ingest_forecasts(wh, f"mixture {family}", table, family=family)
-    assert wh.scalar("SELECT n_components FROM eval.submissions WHERE submission_id = ?",
-                     [sid]) == k
+    assert (
+        wh.scalar("SELECT n_components FROM eval.submissions WHERE submission_id = ?", [sid]) == k
+    )
     run = scoring.score(wh, "small", [sid], coherence=False)
     g = _metrics(wh, run, sid)[0]
 
@@ -184,7 +200,7 @@ def test_mixture_metrics_match_exact_and_monte_carlo(wh, family):
     nll = -(special.logsumexp(logpdf, axis=0) - np.log(k))
     u = cdfs.mean(axis=0)
     point = mus.mean(axis=0)
-    s_mm = np.sqrt((sds ** 2).mean(axis=0) + mus.var(axis=0))
+    s_mm = np.sqrt((sds**2).mean(axis=0) + mus.var(axis=0))
     assert g["nll"] == pytest.approx(nll.mean(), rel=1e-9)
     assert g["mse"] == pytest.approx(np.mean((point - actual) ** 2), rel=1e-9)
     assert g["z2"] == pytest.approx(np.mean(((point - actual) / s_mm) ** 2), rel=1e-9)
@@ -198,16 +214,30 @@ def test_mixture_metrics_match_exact_and_monte_carlo(wh, family):
     sample = range(0, actual.size, max(1, actual.size // 40))
     scores = cell_scores(wh, "small", [sid])
     # cell_scores orders by origin, item, horizon, y; match on the keys instead.
-    key = {(o, it, h, round(yy, 12)): c for o, it, h, yy, c in zip(
-        scores["origin_q"].to_pylist(), scores["item_id"].to_pylist(),
-        scores["horizon"].to_pylist(), scores["y"].to_pylist(), scores["crps"].to_pylist(),
-        strict=True)}
+    key = {
+        (o, it, h, round(yy, 12)): c
+        for o, it, h, yy, c in zip(
+            scores["origin_q"].to_pylist(),
+            scores["item_id"].to_pylist(),
+            scores["horizon"].to_pylist(),
+            scores["y"].to_pylist(),
+            scores["crps"].to_pylist(),
+            strict=True,
+        )
+    }
     y = cells["change"].to_numpy()
     for i in sample:
-        got = key[(cells["origin_q"][i].as_py(), cells["item_id"][i].as_py(),
-                   cells["horizon"][i].as_py(), round(float(y[i]), 12))]
-        assert got == pytest.approx(_crps_numeric(lambda x, i=i: mix_cdf(i, x), actual[i]),
-                                    rel=1e-6, abs=1e-9)
+        got = key[
+            (
+                cells["origin_q"][i].as_py(),
+                cells["item_id"][i].as_py(),
+                cells["horizon"][i].as_py(),
+                round(float(y[i]), 12),
+            )
+        ]
+        assert got == pytest.approx(
+            _crps_numeric(lambda x, i=i: mix_cdf(i, x), actual[i]), rel=1e-6, abs=1e-9
+        )
     # ... and its mean against Monte Carlo: E|X - y| - E|X - X'| / 2.
     n = 4000
     comp = rng.integers(0, k, (n, actual.size))
@@ -269,14 +299,16 @@ def test_default_run_leaves_out_submissions_that_cover_too_little(tmp_path_facto
 
     # Both enter a footprint made of the cells the partial submission predicts.
     scoring.create_footprint(wh, "half_cells", submissions=[b])
-    both = scoring.run_summary(wh, scoring.score(wh, "half_cells", coherence=False,
-                                                 baselines=False))
+    both = scoring.run_summary(
+        wh, scoring.score(wh, "half_cells", coherence=False, baselines=False)
+    )
     assert sorted(both["submission_ids"]) == sorted([a, b])
     assert both["n_cells"] == half.num_rows
 
     # A lower bar lets the partial submission in again, shrinking the sample.
-    low = scoring.run_summary(wh, scoring.score(wh, "full", coherence=False, baselines=False,
-                                                min_coverage=0.3))
+    low = scoring.run_summary(
+        wh, scoring.score(wh, "full", coherence=False, baselines=False, min_coverage=0.3)
+    )
     assert sorted(low["submission_ids"]) == sorted([a, b])
     assert low["n_cells"] == half.num_rows
     wh.close()
@@ -292,8 +324,15 @@ def test_a_run_with_several_mixtures_scores_each_as_alone(wh):
     rng = np.random.default_rng(11)
     ids = []
     for name, k in [("joint mix a", 2), ("joint mix b", 3), ("joint single", 1)]:
-        parts = [forecasts_from(cells, actual + rng.normal(0, 0.3, actual.size),
-                                rng.uniform(0.2, 0.6, actual.size), component=j) for j in range(k)]
+        parts = [
+            forecasts_from(
+                cells,
+                actual + rng.normal(0, 0.3, actual.size),
+                rng.uniform(0.2, 0.6, actual.size),
+                component=j,
+            )
+            for j in range(k)
+        ]
         ids.append(scoring.ingest_forecasts(wh, name, pa.concat_tables(parts)))
     joint = scoring.score(wh, "small", ids, coherence=False)
     for sid in ids:
@@ -301,6 +340,9 @@ def test_a_run_with_several_mixtures_scores_each_as_alone(wh):
         got, want = _metrics(wh, joint, sid, "horizon"), _metrics(wh, alone, sid, "horizon")
         keys = ("n", "r2", "mse", "mae", "nll", "crps", "z2", "cov50", "cov95")
         assert [g[k] for g in got for k in keys] == pytest.approx(
-            [w[k] for w in want for k in keys], rel=1e-12)
-        pit = "SELECT bin, n FROM eval.pit WHERE score_run_id = ? AND submission_id = ? ORDER BY bin"
+            [w[k] for w in want for k in keys], rel=1e-12
+        )
+        pit = (
+            "SELECT bin, n FROM eval.pit WHERE score_run_id = ? AND submission_id = ? ORDER BY bin"
+        )
         assert wh.fetchall(pit, [joint, sid]) == wh.fetchall(pit, [alone, sid])

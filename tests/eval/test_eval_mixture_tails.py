@@ -26,18 +26,20 @@ def test_far_tail_mixture_nll_is_finite_and_exact(wh):
     cells = wh.arrow(
         "SELECT t.firm_id, t.origin_q, t.item_id, t.horizon, t.actual FROM panel.truth t "
         "JOIN ref.items i USING (item_id) WHERE t.split = 'test' AND t.horizon IN (1, 7) "
-        "AND i.item IN ('atq', 'niq') ORDER BY t.firm_id, t.origin_q, t.item_id, t.horizon")
+        "AND i.item IN ('atq', 'niq') ORDER BY t.firm_id, t.origin_q, t.item_id, t.horizon"
+    )
     actual = cells["actual"].to_numpy()
     rng = np.random.default_rng(11)
     sds = np.stack([np.full(actual.size, 0.01), np.full(actual.size, 0.02)])
-    mus = actual[None, :] + np.stack([rng.uniform(0.3, 0.6, actual.size),
-                                      -rng.uniform(0.6, 1.2, actual.size)])
-    table = pa.concat_tables(
-        [forecasts_from(cells, mus[j], sds[j], component=j) for j in range(2)])
+    mus = actual[None, :] + np.stack(
+        [rng.uniform(0.3, 0.6, actual.size), -rng.uniform(0.6, 1.2, actual.size)]
+    )
+    table = pa.concat_tables([forecasts_from(cells, mus[j], sds[j], component=j) for j in range(2)])
     sid = scoring.ingest_forecasts(wh, "far tails", table)
     run = scoring.score(wh, "small", [sid], coherence=False)
-    g = wh.arrow("SELECT nll, crps FROM eval.metrics WHERE score_run_id = ? AND level = 'global'",
-                 [run]).to_pylist()[0]
+    g = wh.arrow(
+        "SELECT nll, crps FROM eval.metrics WHERE score_run_id = ? AND level = 'global'", [run]
+    ).to_pylist()[0]
     logpdf = stats.norm.logpdf(actual[None, :], mus, sds)
     want = -(special.logsumexp(logpdf, axis=0) - np.log(2))
     assert np.isfinite(g["nll"])
@@ -53,9 +55,22 @@ def test_mixture_cell_ids_round_trip(wh):
     truth = wh.arrow(
         "SELECT t.origin_q, t.item_id, t.horizon FROM panel.truth t JOIN ref.items i "
         "USING (item_id) WHERE t.split = 'test' AND t.horizon IN (1, 7) "
-        "AND i.item IN ('atq', 'niq')")
-    got = sorted(zip(scores["origin_q"].to_pylist(), scores["item_id"].to_pylist(),
-                     scores["horizon"].to_pylist(), strict=True))
-    want = sorted(zip(truth["origin_q"].to_pylist(), truth["item_id"].to_pylist(),
-                      truth["horizon"].to_pylist(), strict=True))
+        "AND i.item IN ('atq', 'niq')"
+    )
+    got = sorted(
+        zip(
+            scores["origin_q"].to_pylist(),
+            scores["item_id"].to_pylist(),
+            scores["horizon"].to_pylist(),
+            strict=True,
+        )
+    )
+    want = sorted(
+        zip(
+            truth["origin_q"].to_pylist(),
+            truth["item_id"].to_pylist(),
+            truth["horizon"].to_pylist(),
+            strict=True,
+        )
+    )
     assert got == want

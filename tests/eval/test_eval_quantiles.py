@@ -38,21 +38,24 @@ def _cells(wh) -> pa.Table:
         "JOIN panel.origins o USING (firm_id, origin_q) JOIN panel.item_k k USING (item_id) "
         "JOIN panel.origin_params p ON p.item_id = t.item_id AND p.q = t.origin_q "
         "WHERE t.split = 'test' AND t.horizon IN (1, 7) AND i.item IN ('atq', 'niq') "
-        "ORDER BY t.firm_id, t.origin_q, t.item_id, t.horizon")
+        "ORDER BY t.firm_id, t.origin_q, t.item_id, t.horizon"
+    )
 
 
 def _batches(cells: pa.Table, grid: list[float], values: np.ndarray) -> pa.Table:
     """Long form: one row per (cell, level); values[i, k] is cell i's quantile at grid[k]."""
     n, k = values.shape
     rep = np.repeat(np.arange(n), k)
-    return pa.table({
-        "firm_id": cells["firm_id"].take(rep).cast(pa.int32()),
-        "origin_q": cells["origin_q"].take(rep).cast(pa.int32()),
-        "item_id": cells["item_id"].take(rep).cast(pa.int16()),
-        "horizon": cells["horizon"].take(rep).cast(pa.int8()),
-        "quantile_level": pa.array(np.tile(grid, n), pa.float64()),
-        "mu": pa.array(values.reshape(-1), pa.float64()),
-    })
+    return pa.table(
+        {
+            "firm_id": cells["firm_id"].take(rep).cast(pa.int32()),
+            "origin_q": cells["origin_q"].take(rep).cast(pa.int32()),
+            "item_id": cells["item_id"].take(rep).cast(pa.int16()),
+            "horizon": cells["horizon"].take(rep).cast(pa.int8()),
+            "quantile_level": pa.array(np.tile(grid, n), pa.float64()),
+            "mu": pa.array(values.reshape(-1), pa.float64()),
+        }
+    )
 
 
 def _hand_made(actual: np.ndarray, grid: list[float], seed: int) -> np.ndarray:
@@ -87,7 +90,9 @@ def _cdf(levels, values):
         if x >= values[-1]:
             return 1.0
         k = np.searchsorted(values, x, side="right") - 1  # last level with q_k <= x
-        return levels[k] + (levels[k + 1] - levels[k]) * (x - values[k]) / (values[k + 1] - values[k])
+        return levels[k] + (levels[k + 1] - levels[k]) * (x - values[k]) / (
+            values[k + 1] - values[k]
+        )
 
     return f
 
@@ -95,13 +100,17 @@ def _cdf(levels, values):
 def _crps_by_quantile_score(levels, values, y):
     q = _quantile_function(levels, values)
     # The integrand has kinks at the levels and where Q crosses the actual.
-    crossings = [a + (b - a) * (y - lo) / (hi - lo) for a, b, lo, hi in
-                 zip(levels[:-1], levels[1:], values[:-1], values[1:], strict=True) if lo < y < hi]
+    crossings = [
+        a + (b - a) * (y - lo) / (hi - lo)
+        for a, b, lo, hi in zip(levels[:-1], levels[1:], values[:-1], values[1:], strict=True)
+        if lo < y < hi
+    ]
     kinks = sorted({0.0, 1.0, *levels, *crossings})
     total = 0.0
     for a, b in itertools.pairwise(kinks):
-        total += integrate.quad(lambda t: 2 * ((y < q(t)) - t) * (q(t) - y), a, b,
-                                points=None, limit=200, epsabs=1e-13)[0]
+        total += integrate.quad(
+            lambda t: 2 * ((y < q(t)) - t) * (q(t) - y), a, b, points=None, limit=200, epsabs=1e-13
+        )[0]
     return total
 
 
@@ -110,35 +119,52 @@ def _crps_by_cdf(levels, values, y):
     points = sorted({*values, y})
     lo, hi = points[0] - 1.0, points[-1] + 1.0
     edges = [lo, *points, hi]
-    return sum(integrate.quad(lambda x: (f(x) - (x >= y)) ** 2, a, b, limit=200,
-                              epsabs=1e-13)[0]
-               for a, b in itertools.pairwise(edges) if b > a)
+    return sum(
+        integrate.quad(lambda x: (f(x) - (x >= y)) ** 2, a, b, limit=200, epsabs=1e-13)[0]
+        for a, b in itertools.pairwise(edges)
+        if b > a
+    )
 
 
 def test_quantile_scores_match_numpy_and_scipy(wh):
     cells = _cells(wh)
     actual = cells["actual"].to_numpy().astype(float)
     q = _hand_made(actual, GRID, seed=7)
-    sid = scoring.ingest_forecasts(wh, "hand-made grid", _batches(cells, GRID, q), family="quantile")
-    sub = wh.fetchone("SELECT family, n_components, quantile_levels, has_sigma, cells "
-                      "FROM eval.submissions WHERE submission_id = ?", [sid])
+    sid = scoring.ingest_forecasts(
+        wh, "hand-made grid", _batches(cells, GRID, q), family="quantile"
+    )
+    sub = wh.fetchone(
+        "SELECT family, n_components, quantile_levels, has_sigma, cells "
+        "FROM eval.submissions WHERE submission_id = ?",
+        [sid],
+    )
     assert sub == ("quantile", len(GRID), GRID, False, actual.size)
     run = scoring.score(wh, "small", [sid], coherence=False)
-    g = wh.arrow("SELECT * FROM eval.metrics WHERE score_run_id = ? AND level = 'global'",
-                 [run]).to_pylist()[0]
+    g = wh.arrow(
+        "SELECT * FROM eval.metrics WHERE score_run_id = ? AND level = 'global'", [run]
+    ).to_pylist()[0]
 
-    means = np.array([integrate.quad(_quantile_function(GRID, row), 0, 1, points=GRID,
-                                     limit=200, epsabs=1e-13)[0] for row in q])
+    means = np.array(
+        [
+            integrate.quad(
+                _quantile_function(GRID, row), 0, 1, points=GRID, limit=200, epsabs=1e-13
+            )[0]
+            for row in q
+        ]
+    )
     median = q[:, GRID.index(0.5)]
-    crps = np.array([_crps_by_quantile_score(GRID, row, y) for row, y in zip(q, actual, strict=True)])
+    crps = np.array(
+        [_crps_by_quantile_score(GRID, row, y) for row, y in zip(q, actual, strict=True)]
+    )
     crps_x = np.array([_crps_by_cdf(GRID, row, y) for row, y in zip(q, actual, strict=True)])
     assert crps == pytest.approx(crps_x, abs=1e-9)  # the two references agree
     y = cells["change"].to_numpy().astype(float)
     r = means - actual
     assert g["n"] == g["n_density"] == actual.size
-    assert g["mse"] == pytest.approx(np.mean(r ** 2), rel=1e-9)
-    assert g["r2"] == pytest.approx(1 - np.sum(r ** 2) / (np.sum(y ** 2) - np.sum(y) ** 2 / y.size
-                                                          + 1e-12), rel=1e-9)
+    assert g["mse"] == pytest.approx(np.mean(r**2), rel=1e-9)
+    assert g["r2"] == pytest.approx(
+        1 - np.sum(r**2) / (np.sum(y**2) - np.sum(y) ** 2 / y.size + 1e-12), rel=1e-9
+    )
     assert g["mae"] == pytest.approx(np.mean(np.abs(median - actual)), rel=1e-12)
     assert g["crps"] == pytest.approx(crps.mean(), rel=1e-9)
     assert g["nll"] is None and g["z2"] is None
@@ -167,16 +193,22 @@ def test_chronos_grid_without_median_has_no_absolute_track(wh):
     sid = scoring.ingest_forecasts(wh, "no median", _batches(cells, grid, q), family="quantile")
     warnings = wh.scalar("SELECT warnings FROM eval.submissions WHERE submission_id = ?", [sid])
     assert "no quantile level 0.5" in warnings
-    other = wh.scalar("SELECT max(submission_id) FROM eval.submissions WHERE name = 'hand-made grid'")
+    other = wh.scalar(
+        "SELECT max(submission_id) FROM eval.submissions WHERE name = 'hand-made grid'"
+    )
     run = scoring.score(wh, "small", [other, sid], coherence=False)
-    g = wh.arrow("SELECT * FROM eval.metrics WHERE score_run_id = ? AND submission_id = ? "
-                 "AND level = 'global'", [run, sid]).to_pylist()[0]
+    g = wh.arrow(
+        "SELECT * FROM eval.metrics WHERE score_run_id = ? AND submission_id = ? "
+        "AND level = 'global'",
+        [run, sid],
+    ).to_pylist()[0]
     assert g["mae"] is None and g["mse"] is not None and g["crps"] is not None
     lo, hi = q[:, grid.index(0.05)], q[:, grid.index(0.95)]
     assert g["cov90"] == pytest.approx(np.mean((lo <= actual) & (actual <= hi)), abs=1e-12)
     assert g["cov95"] is None
-    losses = {r[0] for r in wh.fetchall("SELECT loss FROM eval.dm_tests WHERE score_run_id = ?",
-                                        [run])}
+    losses = {
+        r[0] for r in wh.fetchall("SELECT loss FROM eval.dm_tests WHERE score_run_id = ?", [run])
+    }
     assert losses == {"squared"}
     absolute = scoring.leaderboard(wh, "small", "absolute").to_pylist()
     assert absolute[-1]["submission_id"] == sid and absolute[-1]["mae"] is None
@@ -187,26 +219,36 @@ def test_dollar_quantiles_are_standardized_and_stay_monotone(wh):
     v = cells["dollars"].to_numpy().astype(float)
     grid = [0.1, 0.5, 0.9]
     q = v[:, None] + np.abs(v[:, None]) * np.array([-0.2, 0.0, 0.3])
-    sid = scoring.ingest_forecasts(wh, "dollar grid", _batches(cells, grid, q),
-                                   family="quantile", space="dollars")
-    got = wh.fetchall("SELECT count(*), count(*) FILTER (WHERE isfinite(mu)) FROM eval.forecasts "
-                      "WHERE submission_id = ?", [sid])[0]
+    sid = scoring.ingest_forecasts(
+        wh, "dollar grid", _batches(cells, grid, q), family="quantile", space="dollars"
+    )
+    got = wh.fetchall(
+        "SELECT count(*), count(*) FILTER (WHERE isfinite(mu)) FROM eval.forecasts "
+        "WHERE submission_id = ?",
+        [sid],
+    )[0]
     assert got == (3 * cells.num_rows, 3 * cells.num_rows)
     run = scoring.score(wh, "small", [sid], coherence=False)
-    mae = wh.scalar("SELECT mae FROM eval.metrics WHERE score_run_id = ? AND level = 'global'", [run])
+    mae = wh.scalar(
+        "SELECT mae FROM eval.metrics WHERE score_run_id = ? AND level = 'global'", [run]
+    )
     assert mae == pytest.approx(0.0, abs=1e-5)  # the median is the actual, in dollars
 
 
 def _count(wh) -> tuple[int, int]:
-    return wh.fetchone("SELECT (SELECT count(*) FROM eval.submissions), "
-                       "(SELECT count(*) FROM eval.forecasts)")
+    return wh.fetchone(
+        "SELECT (SELECT count(*) FROM eval.submissions), (SELECT count(*) FROM eval.forecasts)"
+    )
 
 
-@pytest.mark.parametrize("case,message", [
-    ("level", "quantile_level missing or outside (0, 1)"),
-    ("incomplete", "cell without every level"),
-    ("decreasing", "quantile values decrease as the level rises"),
-])
+@pytest.mark.parametrize(
+    "case,message",
+    [
+        ("level", "quantile_level missing or outside (0, 1)"),
+        ("incomplete", "cell without every level"),
+        ("decreasing", "quantile values decrease as the level rises"),
+    ],
+)
 def test_bad_quantile_forecasts_are_rejected_naming_cells(wh, case, message):
     cells = _cells(wh).slice(0, 20)
     actual = cells["actual"].to_numpy().astype(float)
@@ -227,7 +269,9 @@ def test_bad_quantile_forecasts_are_rejected_naming_cells(wh, case, message):
         scoring.ingest_forecasts(wh, f"bad {case}", table, family="quantile")
     problem = next(p for p in err.value.problems if p["problem"].startswith(message))
     cell = 1 if case != "decreasing" else 2
-    firm = wh.scalar("SELECT gvkey FROM panel.firms WHERE firm_id = ?", [cells["firm_id"][cell].as_py()])
+    firm = wh.scalar(
+        "SELECT gvkey FROM panel.firms WHERE firm_id = ?", [cells["firm_id"][cell].as_py()]
+    )
     assert problem["examples"][0].startswith(f"firm={firm} ")
     assert f"horizon={cells['horizon'][cell].as_py()}" in problem["examples"][0]
     assert _count(wh) == before
@@ -238,8 +282,12 @@ def test_quantile_forecasts_need_quantile_columns(wh):
     table = _batches(cells, GRID, _hand_made(cells["actual"].to_numpy().astype(float), GRID, 1))
     before = _count(wh)
     with pytest.raises(ValidationError, match="has no sigma column"):
-        scoring.ingest_forecasts(wh, "with sigma", table.append_column(
-            "sigma", pa.array(np.ones(table.num_rows))), family="quantile")
+        scoring.ingest_forecasts(
+            wh,
+            "with sigma",
+            table.append_column("sigma", pa.array(np.ones(table.num_rows))),
+            family="quantile",
+        )
     with pytest.raises(ValidationError, match="missing column.*quantile_level"):
         scoring.ingest_forecasts(wh, "no levels", table.drop(["quantile_level"]), family="quantile")
     assert _count(wh) == before
@@ -247,12 +295,16 @@ def test_quantile_forecasts_need_quantile_columns(wh):
 
 def _upload_table(cells: pa.Table, grid: list[float], values: np.ndarray) -> pa.Table:
     rep = pa.array(np.repeat(np.arange(cells.num_rows), len(grid)))
-    return pa.table({
-        "firm": cells["firm"].take(rep), "target": cells["target"].take(rep),
-        "origin": cells["origin"].take(rep), "horizon": cells["horizon"].take(rep),
-        "quantile_level": pa.array(np.tile(grid, cells.num_rows)),
-        "prediction": pa.array(values.reshape(-1)),
-    })
+    return pa.table(
+        {
+            "firm": cells["firm"].take(rep),
+            "target": cells["target"].take(rep),
+            "origin": cells["origin"].take(rep),
+            "horizon": cells["horizon"].take(rep),
+            "quantile_level": pa.array(np.tile(grid, cells.num_rows)),
+            "prediction": pa.array(values.reshape(-1)),
+        }
+    )
 
 
 def test_quantile_upload_file(wh, tmp_path):
@@ -262,12 +314,21 @@ def test_quantile_upload_file(wh, tmp_path):
     path = tmp_path / "grid.parquet"
     pq.write_table(_upload_table(cells, GRID, q), path)
     sid = scoring.ingest_parquet(wh, path, "uploaded grid")
-    assert wh.fetchone("SELECT family, quantile_levels FROM eval.submissions "
-                       "WHERE submission_id = ?", [sid]) == ("quantile", GRID)
-    first = wh.scalar("SELECT max(submission_id) FROM eval.submissions WHERE name = 'hand-made grid'")
+    assert wh.fetchone(
+        "SELECT family, quantile_levels FROM eval.submissions WHERE submission_id = ?", [sid]
+    ) == ("quantile", GRID)
+    first = wh.scalar(
+        "SELECT max(submission_id) FROM eval.submissions WHERE name = 'hand-made grid'"
+    )
     run = scoring.score(wh, "small", [sid, first], coherence=False)
-    a, b = (wh.fetchone("SELECT crps, mae, mse FROM eval.metrics WHERE score_run_id = ? "
-                        "AND submission_id = ? AND level = 'global'", [run, s]) for s in (sid, first))
+    a, b = (
+        wh.fetchone(
+            "SELECT crps, mae, mse FROM eval.metrics WHERE score_run_id = ? "
+            "AND submission_id = ? AND level = 'global'",
+            [run, s],
+        )
+        for s in (sid, first)
+    )
     assert a == pytest.approx(b, rel=1e-12)
 
     # A level outside (0, 1) in a file: the rows are named, nothing is written.

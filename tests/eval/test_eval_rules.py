@@ -20,9 +20,11 @@ SMALL = "horizon IN (1, 7) AND item IN ('atq', 'niq')"
 def _with_build(tmp_path_factory, rules: str | None):
     wh = module_warehouse(tmp_path_factory, f"rules_{rules}")
     if rules is not None:
-        wh.execute("INSERT INTO meta.builds (status, sql_checksum, parameters, reg_stats, "
-                   "started_at) VALUES ('succeeded', 'test', ?, 'estimate', now())",
-                   [f'{{"rules": "{rules}"}}'])
+        wh.execute(
+            "INSERT INTO meta.builds (status, sql_checksum, parameters, reg_stats, "
+            "started_at) VALUES ('succeeded', 'test', ?, 'estimate', now())",
+            [f'{{"rules": "{rules}"}}'],
+        )
     scoring.create_footprint(wh, "small", predicate=SMALL)
     return wh
 
@@ -41,7 +43,8 @@ def test_sigma_floor_and_unusable_sigma_follow_the_rules(tmp_path_factory, rules
     cells = wh.arrow(
         "SELECT t.firm_id, t.origin_q, t.item_id, t.horizon, t.actual FROM panel.truth t "
         "JOIN ref.items i USING (item_id) WHERE t.split = 'test' AND t.horizon IN (1, 7) "
-        "AND i.item IN ('atq', 'niq') ORDER BY t.firm_id, t.origin_q, t.item_id, t.horizon")
+        "AND i.item IN ('atq', 'niq') ORDER BY t.firm_id, t.origin_q, t.item_id, t.horizon"
+    )
     actual = cells["actual"].to_numpy()
     rng = np.random.default_rng(4)
     mu = actual + rng.normal(0, 0.3, actual.size)
@@ -50,22 +53,37 @@ def test_sigma_floor_and_unusable_sigma_follow_the_rules(tmp_path_factory, rules
     single = scoring.ingest_forecasts(wh, "single", forecasts_from(cells, mu, sigma))
     mus = actual[None, :] + rng.normal(0, 0.3, (2, actual.size))
     sds = rng.uniform(0.2, 0.6, (2, actual.size))
-    mixture = scoring.ingest_forecasts(wh, "mixture", pa.concat_tables(
-        [forecasts_from(cells, mus[j], sds[j], component=j) for j in range(2)]))
+    mixture = scoring.ingest_forecasts(
+        wh,
+        "mixture",
+        pa.concat_tables([forecasts_from(cells, mus[j], sds[j], component=j) for j in range(2)]),
+    )
     points = scoring.ingest_forecasts(wh, "points", forecasts_from(cells, mu))
     # Unusable sigmas cannot pass validation; forecasts stored before it (or by hand) can
     # hold them, and the rules say what they mean.
     bad = [5, 6, 7]
     for pos, sid, component in [(5, single, 0), (6, single, 0), (7, mixture, 1)]:
-        wh.execute("UPDATE eval.forecasts SET sigma = ? WHERE submission_id = ? AND firm_id = ? "
-                   "AND origin_q = ? AND item_id = ? AND horizon = ? AND component = ?",
-                   [0.0 if pos != 6 else float("nan"), sid, cells["firm_id"][pos].as_py(),
-                    cells["origin_q"][pos].as_py(), cells["item_id"][pos].as_py(),
-                    cells["horizon"][pos].as_py(), component])
+        wh.execute(
+            "UPDATE eval.forecasts SET sigma = ? WHERE submission_id = ? AND firm_id = ? "
+            "AND origin_q = ? AND item_id = ? AND horizon = ? AND component = ?",
+            [
+                0.0 if pos != 6 else float("nan"),
+                sid,
+                cells["firm_id"][pos].as_py(),
+                cells["origin_q"][pos].as_py(),
+                cells["item_id"][pos].as_py(),
+                cells["horizon"][pos].as_py(),
+                component,
+            ],
+        )
     run = scoring.score(wh, "small", [single, mixture, points], coherence=False)
     assert wh.scalar("SELECT rules FROM eval.score_runs WHERE score_run_id = ?", [run]) == rules
-    g = {r["submission_id"]: r for r in wh.arrow(
-        "SELECT * FROM eval.metrics WHERE score_run_id = ? AND level = 'global'", [run]).to_pylist()}
+    g = {
+        r["submission_id"]: r
+        for r in wh.arrow(
+            "SELECT * FROM eval.metrics WHERE score_run_id = ? AND level = 'global'", [run]
+        ).to_pylist()
+    }
 
     def without(*positions):
         mask = np.ones(actual.size, bool)
@@ -92,11 +110,11 @@ def test_sigma_floor_and_unusable_sigma_follow_the_rules(tmp_path_factory, rules
     assert g[single]["nll"] == pytest.approx(nll[dens_single].mean(), rel=1e-9)
     cover = np.abs(stats.norm.cdf(-res / s) - 0.5) <= 0.25
     assert g[single]["cov50"] == pytest.approx(cover[dens_single].mean(), abs=1e-12)
-    mix_nll = -(special.logsumexp(stats.norm.logpdf(actual[None, :], mus, sds), axis=0)
-                - np.log(2))
+    mix_nll = -(special.logsumexp(stats.norm.logpdf(actual[None, :], mus, sds), axis=0) - np.log(2))
     assert g[mixture]["nll"] == pytest.approx(mix_nll[dens_mixture].mean(), rel=1e-9)
     assert g[mixture]["mse"] == pytest.approx(
-        np.mean((mus.mean(axis=0) - actual)[sample] ** 2), rel=1e-12)
+        np.mean((mus.mean(axis=0) - actual)[sample] ** 2), rel=1e-12
+    )
     wh.close()
 
 
@@ -105,17 +123,22 @@ def test_published_residuals_and_sigmas_are_float32(tmp_path_factory, rules):
     """published: residual and sigma are rounded to float32 before any score, as the
     published evaluator stores them; paper keeps double precision."""
     wh = _with_build(tmp_path_factory, rules)
-    cells = wh.arrow("SELECT firm_id, origin_q, item_id, horizon, actual FROM panel.truth "
-                     "WHERE split = 'test' ORDER BY ALL LIMIT 200")
+    cells = wh.arrow(
+        "SELECT firm_id, origin_q, item_id, horizon, actual FROM panel.truth "
+        "WHERE split = 'test' ORDER BY ALL LIMIT 200"
+    )
     actual = cells["actual"].to_numpy().astype(np.float64)
     mu = actual + 0.1 + 1e-9 * np.arange(actual.size)  # digits float32 cannot hold
     sigma = 0.3 + 1e-9 * np.arange(actual.size)
     sid = scoring.ingest_forecasts(wh, "precise", forecasts_from(cells, mu, sigma))
     scoring.score(wh, "full", submissions=[sid], coherence=False, baselines=False)
-    got = wh.arrow("SELECT cell, r, z FROM eval.cell_scores WHERE submission_id = ? ORDER BY cell",
-                   [sid]).to_pylist()
-    keys = wh.arrow("SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) AS cell FROM panel.truth "
-                    "WHERE split = 'test' ORDER BY firm_id, origin_q, item_id, horizon LIMIT 200")
+    got = wh.arrow(
+        "SELECT cell, r, z FROM eval.cell_scores WHERE submission_id = ? ORDER BY cell", [sid]
+    ).to_pylist()
+    keys = wh.arrow(
+        "SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) AS cell FROM panel.truth "
+        "WHERE split = 'test' ORDER BY firm_id, origin_q, item_id, horizon LIMIT 200"
+    )
     by_cell = {r["cell"]: r for r in got}
     for i, key in enumerate(keys["cell"].to_pylist()):
         r, s = mu[i] - actual[i], sigma[i]

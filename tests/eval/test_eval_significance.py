@@ -51,13 +51,14 @@ def test_dm_tests_match_numpy_pooled_and_per_horizon(wh):
         la, lb = f(pa_ - actual), f(pb - actual)
         for hh in (0, 1, 3, 8):
             sel = np.ones_like(h, bool) if hh == 0 else h == hh
-            d = np.array([la[sel & (q == x)].mean() - lb[sel & (q == x)].mean()
-                          for x in quarters])
+            d = np.array([la[sel & (q == x)].mean() - lb[sel & (q == x)].mean() for x in quarters])
             bw = 20 if hh == 0 else hh
             row = wh.fetchone(
                 "SELECT n_quarters, bandwidth, mean_diff, dm_stat, p_value FROM eval.dm_tests "
                 "WHERE score_run_id = ? AND submission_a = ? AND submission_b = ? AND loss = ? "
-                "AND horizon = ?", [run, a, b, loss, hh])
+                "AND horizon = ?",
+                [run, a, b, loss, hh],
+            )
             assert row[0] == 20 and row[1] == bw - 1
             assert row[2] == pytest.approx(d.mean(), rel=1e-9)
             if hh == 0:

@@ -8,21 +8,32 @@ import pytest
 
 from models.forma.masking import Identities
 
-WINDOW_SCHEMA = pa.schema([
-    ("firm_id", pa.int32()), ("origin_q", pa.int32()), ("split", pa.string()),
-    ("ff48", pa.int16()), ("rel_q", pa.list_(pa.int8())), ("item_id", pa.list_(pa.int16())),
-    ("x", pa.list_(pa.float32())),
-])
-
-# A toy statement: items 1 + 2 = 3 (identity A), 3 - 4 = 5 (identity B); item 6 ungrouped.
-TOY_IDENTITIES = Identities.from_arrays(
-    ["A", "A", "A", "B", "B", "B"], [1, 2, 3, 3, 4, 5]
+WINDOW_SCHEMA = pa.schema(
+    [
+        ("firm_id", pa.int32()),
+        ("origin_q", pa.int32()),
+        ("split", pa.string()),
+        ("ff48", pa.int16()),
+        ("rel_q", pa.list_(pa.int8())),
+        ("item_id", pa.list_(pa.int16())),
+        ("x", pa.list_(pa.float32())),
+    ]
 )
 
+# A toy statement: items 1 + 2 = 3 (identity A), 3 - 4 = 5 (identity B); item 6 ungrouped.
+TOY_IDENTITIES = Identities.from_arrays(["A", "A", "A", "B", "B", "B"], [1, 2, 3, 3, 4, 5])
 
-def make_windows(n_origins: int = 48, seed: int = 0, *, items=(1, 2, 3, 4, 5, 6),
-                 split: str = "train", origin_q0: int = 7900, future: bool = True,
-                 drop_future: float = 0.2) -> pa.RecordBatch:
+
+def make_windows(
+    n_origins: int = 48,
+    seed: int = 0,
+    *,
+    items=(1, 2, 3, 4, 5, 6),
+    split: str = "train",
+    origin_q0: int = 7900,
+    future: bool = True,
+    drop_future: float = 0.2,
+) -> pa.RecordBatch:
     """Origins with a persistent, learnable dynamic: x_{t+q} = a_item * rho^q + noise."""
     rng = np.random.default_rng(seed)
     rows = {k: [] for k in WINDOW_SCHEMA.names}

@@ -20,8 +20,11 @@ def test_parse_seeds_quarters_and_pins():
     with pytest.raises(UserError):
         parse_quarter("2015-12")
     pins = parse_pins(["revtq=1200.5", "revtq@1=3,revtq@2-4=std:0.5"])
-    assert pins == [("revtq", None, "usd", 1200.5), ("revtq", [1], "usd", 3.0),
-                    ("revtq", [2, 3, 4], "std", 0.5)]
+    assert pins == [
+        ("revtq", None, "usd", 1200.5),
+        ("revtq", [1], "usd", 3.0),
+        ("revtq", [2, 3, 4], "std", 0.5),
+    ]
     for bad in ("revtq", "revtq@0=1", "revtq@21=1", "revtq=abc", "revtq=nan"):
         with pytest.raises(UserError):
             parse_pins([bad])
@@ -33,8 +36,12 @@ def test_commands_register_and_share_groups(settings):
     register(app)
     assert shared_group(app, "train", "x") is other  # one `train` group for every model
     runner = CliRunner()
-    for args in (["train", "forma", "--help"], ["predict", "forma", "--help"],
-                 ["scenario", "--help"], ["forma", "oracle-experiment", "--help"]):
+    for args in (
+        ["train", "forma", "--help"],
+        ["predict", "forma", "--help"],
+        ["scenario", "--help"],
+        ["forma", "oracle-experiment", "--help"],
+    ):
         res = runner.invoke(app, args)
         assert res.exit_code == 0, res.output
     res = runner.invoke(app, ["forma", "info", "--preset", "paper"])

@@ -13,23 +13,47 @@ from app.sources import ingest
 from app.sources.synthetic import SyntheticConfig, SyntheticSource
 
 
-def test_train_then_predict_spools_forecasts_from_the_main_thread(wh, settings, monkeypatch,
-                                                                 tmp_path) -> None:
+def test_train_then_predict_spools_forecasts_from_the_main_thread(
+    wh, settings, monkeypatch, tmp_path
+) -> None:
     # the shared `settings` fixture leaves models_dir at data/models: keep checkpoints in tmp
     from app.settings import get_settings
 
     monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / "models"))
     get_settings.cache_clear()
     settings = get_settings()
-    cfg = SyntheticConfig.for_scale("demo", firms=12, start=1996, end=2012, seed=3, oracle_origins=2,
-                                    oracle_paths=2, oracle_horizon=4)
+    cfg = SyntheticConfig.for_scale(
+        "demo",
+        firms=12,
+        start=1996,
+        end=2012,
+        seed=3,
+        oracle_origins=2,
+        oracle_paths=2,
+        oracle_horizon=4,
+    )
     ingest(wh, SyntheticSource(cfg))
     run_build(wh)
     test_origins = wh.scalar("SELECT count(*) FROM panel.origins WHERE split = 'test'")
     wh.close()
     runner = CliRunner()
-    res = runner.invoke(cli_app, ["train", "forma", "--preset", "small", "--seeds", "60",
-                                  "--epochs", "1", "--origins-per-epoch", "8", "--threads", "1"])
+    res = runner.invoke(
+        cli_app,
+        [
+            "train",
+            "forma",
+            "--preset",
+            "small",
+            "--seeds",
+            "60",
+            "--epochs",
+            "1",
+            "--origins-per-epoch",
+            "8",
+            "--threads",
+            "1",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert (settings.models_dir / "forma" / "small-gaussian" / "seed60.pt").exists()
 
@@ -41,8 +65,10 @@ def test_train_then_predict_spools_forecasts_from_the_main_thread(wh, settings, 
         return real(*args, **kwargs)
 
     monkeypatch.setattr(forma_predict, "run_slots", spy)
-    res = runner.invoke(cli_app, ["predict", "forma", "--preset", "small", "--seeds", "60",
-                                  "--no-score", "--threads", "1"])
+    res = runner.invoke(
+        cli_app,
+        ["predict", "forma", "--preset", "small", "--seeds", "60", "--no-score", "--threads", "1"],
+    )
     assert res.exit_code == 0, res.output
     # PyTorch ran in the main thread, never inside DuckDB's scan threads
     assert threads == {threading.main_thread().name}
@@ -50,16 +76,22 @@ def test_train_then_predict_spools_forecasts_from_the_main_thread(wh, settings, 
     from app.warehouse import connect
 
     with connect(read_only=True) as con:
-        sub = con.fetchone("SELECT submission_id, n_components FROM eval.submissions "
-                           "WHERE name = 'forma-small-gaussian'")
+        sub = con.fetchone(
+            "SELECT submission_id, n_components FROM eval.submissions "
+            "WHERE name = 'forma-small-gaussian'"
+        )
         assert sub is not None and sub[1] == 1
         n, origins, hmax = con.fetchone(
             "SELECT count(*), count(DISTINCT (firm_id, origin_q)), max(horizon) FROM eval.forecasts "
-            "WHERE submission_id = ?", [sub[0]])
+            "WHERE submission_id = ?",
+            [sub[0]],
+        )
     assert origins == test_origins > 0 and 1 <= hmax <= 20 and n > origins
 
 
-def test_shipped_checkpoint_is_used_only_on_its_own_panel(wh, settings, monkeypatch, tmp_path) -> None:
+def test_shipped_checkpoint_is_used_only_on_its_own_panel(
+    wh, settings, monkeypatch, tmp_path
+) -> None:
     import torch
 
     from app.flows import forma as flows
@@ -68,14 +100,34 @@ def test_shipped_checkpoint_is_used_only_on_its_own_panel(wh, settings, monkeypa
     monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / "models"))
     monkeypatch.setattr(flows, "SHIPPED_DIR", tmp_path / "shipped")
     get_settings.cache_clear()
-    cfg = SyntheticConfig.for_scale("demo", firms=10, start=1998, end=2012, seed=4, oracle_origins=2,
-                                    oracle_paths=2, oracle_horizon=4)
+    cfg = SyntheticConfig.for_scale(
+        "demo",
+        firms=10,
+        start=1998,
+        end=2012,
+        seed=4,
+        oracle_origins=2,
+        oracle_paths=2,
+        oracle_horizon=4,
+    )
     ingest(wh, SyntheticSource(cfg))
     run_build(wh)
     wh.close()
     runner = CliRunner()
-    train = ["train", "forma", "--preset", "small", "--seeds", "61", "--epochs", "1",
-             "--origins-per-epoch", "8", "--threads", "1"]
+    train = [
+        "train",
+        "forma",
+        "--preset",
+        "small",
+        "--seeds",
+        "61",
+        "--epochs",
+        "1",
+        "--origins-per-epoch",
+        "8",
+        "--threads",
+        "1",
+    ]
     res = runner.invoke(cli_app, [*train, "--ship"])
     assert res.exit_code == 0, res.output
     shipped = tmp_path / "shipped" / "small-gaussian-seed61.pt"
@@ -116,13 +168,23 @@ def printed_signature(output: str) -> str:
     return re.findall(r"origins \(panel ([0-9a-f]{16})\)", output)[-1]
 
 
-def test_seeds_trained_side_by_side_equal_seeds_trained_in_turn(wh, settings, monkeypatch, tmp_path) -> None:
+def test_seeds_trained_side_by_side_equal_seeds_trained_in_turn(
+    wh, settings, monkeypatch, tmp_path
+) -> None:
     import torch
 
     from app.settings import get_settings
 
-    cfg = SyntheticConfig.for_scale("demo", firms=10, start=1998, end=2012, seed=4, oracle_origins=2,
-                                    oracle_paths=2, oracle_horizon=4)
+    cfg = SyntheticConfig.for_scale(
+        "demo",
+        firms=10,
+        start=1998,
+        end=2012,
+        seed=4,
+        oracle_origins=2,
+        oracle_paths=2,
+        oracle_horizon=4,
+    )
     ingest(wh, SyntheticSource(cfg))
     run_build(wh)
     wh.close()
@@ -131,11 +193,33 @@ def test_seeds_trained_side_by_side_equal_seeds_trained_in_turn(wh, settings, mo
     for label, extra in (("turns", ["--jobs", "1"]), ("side", ["--jobs", "2"])):
         monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / label))
         get_settings.cache_clear()
-        res = runner.invoke(cli_app, ["train", "forma", "--preset", "small", "--seeds", "62,63", "--epochs",
-                                      "2", "--origins-per-epoch", "8", "--threads", "1", *extra])
+        res = runner.invoke(
+            cli_app,
+            [
+                "train",
+                "forma",
+                "--preset",
+                "small",
+                "--seeds",
+                "62,63",
+                "--epochs",
+                "2",
+                "--origins-per-epoch",
+                "8",
+                "--threads",
+                "1",
+                *extra,
+            ],
+        )
         assert res.exit_code == 0, res.output
-        weights[label] = [torch.load(tmp_path / label / "forma" / "small-gaussian" / f"seed{s}.pt",
-                                     weights_only=False)["state_dict"] for s in (62, 63)]
+        weights[label] = [
+            torch.load(
+                tmp_path / label / "forma" / "small-gaussian" / f"seed{s}.pt", weights_only=False
+            )["state_dict"]
+            for s in (62, 63)
+        ]
     for a, b in zip(weights["turns"], weights["side"]):
         assert all(torch.equal(a[k], b[k]) for k in a)
-    assert not torch.equal(weights["side"][0]["mu_head.2.bias"], weights["side"][1]["mu_head.2.bias"])
+    assert not torch.equal(
+        weights["side"][0]["mu_head.2.bias"], weights["side"][1]["mu_head.2.bias"]
+    )

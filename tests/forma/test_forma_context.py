@@ -20,10 +20,12 @@ AMAP = np.arange(10)
 
 def _store(split: str = "test") -> WindowStore:
     last = SPLIT_LAST_Q[split]
-    return WindowStore.from_batches([
-        make_windows(6, seed=9, split=split, origin_q0=last - 25),
-        make_windows(4, seed=3, split=split, origin_q0=last - 30, items=(1, 2, 4, 6)),
-    ])
+    return WindowStore.from_batches(
+        [
+            make_windows(6, seed=9, split=split, origin_q0=last - 25),
+            make_windows(4, seed=3, split=split, origin_q0=last - 30, items=(1, 2, 4, 6)),
+        ]
+    )
 
 
 def _model(**kw) -> Forma:
@@ -67,15 +69,22 @@ def test_a_context_query_ignores_the_other_queries_and_the_slot_path_agrees():
     thin = []
     for e in exs:
         keep = ~e.future | (np.cumsum(e.future) % 2 == 0)
-        thin.append(type(e)(**{k: (v[keep] if isinstance(v, np.ndarray) else v)
-                               for k, v in e.__dict__.items()}))
+        thin.append(
+            type(e)(
+                **{k: (v[keep] if isinstance(v, np.ndarray) else v) for k, v in e.__dict__.items()}
+            )
+        )
     thin_batch = collate(thin, AMAP)
     for mode, should_agree in (("context", True), ("full", False)):
         model = _model(query_attention=mode)
         mu, _ = run_batch(model, batch)
         mu_t, _ = run_batch(model, thin_batch)
-        a = np.concatenate([mu[r, : len(e.item_id)][(~e.future | (np.cumsum(e.future) % 2 == 0))
-                                                     & e.future] for r, e in enumerate(exs)])
+        a = np.concatenate(
+            [
+                mu[r, : len(e.item_id)][(~e.future | (np.cumsum(e.future) % 2 == 0)) & e.future]
+                for r, e in enumerate(exs)
+            ]
+        )
         b = np.concatenate([mu_t[r, : len(e.item_id)][e.future] for r, e in enumerate(thin)])
         assert np.allclose(a, b, atol=1e-5) == should_agree, mode
     # the inference path (last layer on the slots only) equals the full context pass
@@ -92,12 +101,17 @@ def test_training_sets_keep_at_most_the_sampled_realized_queries():
     store = _store("train").take(np.arange(6))
     cfg = preset("small", query_attention="context", train_queries=7, p_mask_future_block=1.0)
     for i in range(len(store)):
-        ex = build_example(store, i, 20, rng=np.random.default_rng(i), identities=TOY_IDENTITIES,
-                           cfg=cfg)
+        ex = build_example(
+            store, i, 20, rng=np.random.default_rng(i), identities=TOY_IDENTITIES, cfg=cfg
+        )
         queries = ex.future & ex.hidden
         assert queries.sum() == 7 and ex.observed[queries].all()  # only targets, at most 7
-    full = preset("small", query_attention="full", train_queries=0)  # the whole grid, targets or not
-    ex = build_example(store, 0, 20, rng=np.random.default_rng(0), identities=TOY_IDENTITIES, cfg=full)
+    full = preset(
+        "small", query_attention="full", train_queries=0
+    )  # the whole grid, targets or not
+    ex = build_example(
+        store, 0, 20, rng=np.random.default_rng(0), identities=TOY_IDENTITIES, cfg=full
+    )
     assert (ex.future & ~ex.observed).any()
     with pytest.raises(UserError, match="context"):
         preset("small", query_attention="full", train_queries=5)
@@ -119,5 +133,7 @@ def test_the_anchor_starts_the_forecast_at_the_origin_value():
     mu, _ = run_batch(model, batch)
     slot = batch.slot.numpy()
     np.testing.assert_allclose(mu[slot], batch.anchor.numpy()[slot], atol=1e-6)
-    assert sum(p.numel() for p in model.parameters()) == sum(
-        p.numel() for p in _model(query_attention="context").parameters()) + 16  # w_anchor
+    assert (
+        sum(p.numel() for p in model.parameters())
+        == sum(p.numel() for p in _model(query_attention="context").parameters()) + 16
+    )  # w_anchor

@@ -27,7 +27,13 @@ from models.forma.train import build_model
 
 def test_paper_preset_has_exactly_942210_parameters():
     cfg = preset("paper")
-    assert (cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_ff, cfg.n_accounts) == (128, 4, 4, 512, 82)
+    assert (cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_ff, cfg.n_accounts) == (
+        128,
+        4,
+        4,
+        512,
+        82,
+    )
     assert count_parameters(build_model(cfg)) == 942_210
     # the embedding share: (82 accounts + 49 industries + w_x + e_mask) x 128
     m = build_model(cfg)
@@ -47,14 +53,27 @@ def test_curriculum_schedule():
 def test_sinusoid_handles_negative_quarters():
     pe = sinusoidal(torch.tensor([-11, 0, 20]), 16)
     assert pe.shape == (3, 16)
-    assert torch.allclose(pe[1, 0::2], torch.zeros(8)) and torch.allclose(pe[1, 1::2], torch.ones(8))
+    assert torch.allclose(pe[1, 0::2], torch.zeros(8)) and torch.allclose(
+        pe[1, 1::2], torch.ones(8)
+    )
     assert not torch.allclose(pe[0], pe[2])
 
 
 def _one_window(rel_q, item_id, x, origin_q=8000, split="train", ff48=7):
-    return pa.RecordBatch.from_pylist([{
-        "firm_id": 1, "origin_q": origin_q, "split": split, "ff48": ff48,
-        "rel_q": rel_q, "item_id": item_id, "x": x}], schema=WINDOW_SCHEMA)
+    return pa.RecordBatch.from_pylist(
+        [
+            {
+                "firm_id": 1,
+                "origin_q": origin_q,
+                "split": split,
+                "ff48": ff48,
+                "rel_q": rel_q,
+                "item_id": item_id,
+                "x": x,
+            }
+        ],
+        schema=WINDOW_SCHEMA,
+    )
 
 
 def test_future_grid_is_ex_ante_and_cut_at_the_split_end():
@@ -68,9 +87,25 @@ def test_future_grid_is_ex_ante_and_cut_at_the_split_end():
     ex = build_example(store, 0, 20)
     fut = ex.future
     grid = sorted(zip(ex.item_id[fut].tolist(), ex.rel_q[fut].tolist()))
-    assert grid == [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (2, 3)]  # cut at q=3, no scale, no item 5
-    obs = dict(zip(zip(ex.item_id[fut].tolist(), ex.rel_q[fut].tolist()), ex.observed[fut].tolist()))
-    assert obs == {(1, 1): True, (1, 2): False, (1, 3): True, (2, 1): False, (2, 2): True, (2, 3): False}
+    assert grid == [
+        (1, 1),
+        (1, 2),
+        (1, 3),
+        (2, 1),
+        (2, 2),
+        (2, 3),
+    ]  # cut at q=3, no scale, no item 5
+    obs = dict(
+        zip(zip(ex.item_id[fut].tolist(), ex.rel_q[fut].tolist()), ex.observed[fut].tolist())
+    )
+    assert obs == {
+        (1, 1): True,
+        (1, 2): False,
+        (1, 3): True,
+        (2, 1): False,
+        (2, 2): True,
+        (2, 3): False,
+    }
     assert ex.hidden[fut].all()  # inference: the whole future is hidden
     # the curriculum's horizon also cuts
     ex1 = build_example(store, 0, 1)
@@ -126,9 +161,11 @@ def test_beta_nll_formulas():
 def test_bucketing_cuts_padding():
     rng = np.random.default_rng(0)
     sizes = rng.integers(50, 2000, size=640)
+
     def pad_share(batches):
         slots = sum(len(b) * sizes[b].max() for b in batches)
         return 1 - sizes.sum() / slots
+
     bucketed = bucketed_order(sizes, 32, np.random.default_rng(1), chunk_batches=20)
     random_ = [p for p in np.array_split(np.random.default_rng(1).permutation(640), 20)]
     assert sorted(np.concatenate(bucketed).tolist()) == list(range(640))
@@ -148,8 +185,16 @@ def test_store_reads_batches_sorts_and_drops_duplicates():
 def test_training_batches_have_masks_and_unknown_items_fail():
     store = WindowStore.from_batches([make_windows(8)])
     cfg = preset("small", n_accounts=10)
-    batches = list(iter_batches(store, [np.arange(8)], 20, default_account_map(10),
-                                rng=np.random.default_rng(0), cfg=cfg))
+    batches = list(
+        iter_batches(
+            store,
+            [np.arange(8)],
+            20,
+            default_account_map(10),
+            rng=np.random.default_rng(0),
+            cfg=cfg,
+        )
+    )
     assert batches[0].loss_mask.any()
     with pytest.raises(UserError):
         collate([build_example(store, 0, 4)], default_account_map(5))

@@ -23,8 +23,19 @@ from models.forma.presets import preset
 from models.forma.train import fit, load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "dropout": 0.0, "n_accounts": 10,
-        "batch_size": 8, "lr": 3e-3, "weight_decay": 0.0, "origins_per_epoch": None, "warmup_steps": 0}
+TINY = {
+    "d_model": 16,
+    "n_layers": 1,
+    "n_heads": 2,
+    "d_ff": 32,
+    "dropout": 0.0,
+    "n_accounts": 10,
+    "batch_size": 8,
+    "lr": 3e-3,
+    "weight_decay": 0.0,
+    "origins_per_epoch": None,
+    "warmup_steps": 0,
+}
 
 
 def _write_ipc(path: Path, table: pa.Table) -> None:
@@ -35,15 +46,40 @@ def _write_ipc(path: Path, table: pa.Table) -> None:
 def test_torchrun_two_ranks_train_disjoint_shards_and_end_identical(tmp_path):
     _write_ipc(tmp_path / "windows.arrow", pa.Table.from_batches([make_windows(48, seed=5)]))
     ids = TOY_IDENTITIES.to_dict()
-    _write_ipc(tmp_path / "ids.arrow", pa.table({"identity": ids["identity"],
-                                                "item_id": pa.array(ids["item_id"], pa.int16())}))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-           "-m", "models.forma.train", "--windows", str(tmp_path / "windows.arrow"),
-           "--identities", str(tmp_path / "ids.arrow"), "--preset", "small", "--seed", "3",
-           "--epochs", "2", "--origins-per-epoch", "32", "--out", str(tmp_path / "seed3.pt"),
-           "--rank-report", str(tmp_path / "ranks")]
+    _write_ipc(
+        tmp_path / "ids.arrow",
+        pa.table({"identity": ids["identity"], "item_id": pa.array(ids["item_id"], pa.int16())}),
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        "-m",
+        "models.forma.train",
+        "--windows",
+        str(tmp_path / "windows.arrow"),
+        "--identities",
+        str(tmp_path / "ids.arrow"),
+        "--preset",
+        "small",
+        "--seed",
+        "3",
+        "--epochs",
+        "2",
+        "--origins-per-epoch",
+        "32",
+        "--out",
+        str(tmp_path / "seed3.pt"),
+        "--rank-report",
+        str(tmp_path / "ranks"),
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    res = subprocess.run(cmd, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        cmd, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
     r0, r1 = (json.loads((tmp_path / "ranks" / f"rank{r}.json").read_text()) for r in (0, 1))
     assert (r0["rank"], r1["rank"], r0["world"], r1["world"]) == (0, 1, 2, 2)
@@ -66,15 +102,18 @@ def test_bf16_autocast_runs_a_training_step_on_cpu():
     cfg = preset("small", epochs=1, bf16=True, **TINY)
     model = forma_train.build_model(cfg)
     handle = torch.nn.modules.module.register_module_forward_hook(
-        lambda mod, inp, out: seen.append(out.dtype) if isinstance(mod, torch.nn.Linear) else None)
+        lambda mod, inp, out: seen.append(out.dtype) if isinstance(mod, torch.nn.Linear) else None
+    )
     try:
         res = fit(store, TOY_IDENTITIES, cfg, seed=1, progress=False)
     finally:
         handle.remove()
     assert torch.bfloat16 in seen  # the linear layers ran under bf16 autocast
     assert np.isfinite(res.final_loss) and res.history[0]["batches"] == 2
-    assert any(not torch.equal(a, b) for a, b in zip(res.model.state_dict().values(),
-                                                    model.state_dict().values()))
+    assert any(
+        not torch.equal(a, b)
+        for a, b in zip(res.model.state_dict().values(), model.state_dict().values())
+    )
 
 
 def test_compile_switch_wraps_the_network(monkeypatch):
@@ -86,7 +125,13 @@ def test_compile_switch_wraps_the_network(monkeypatch):
 
     monkeypatch.setattr(torch, "compile", fake_compile)
     store = WindowStore.from_batches([make_windows(8, seed=2)])
-    fit(store, TOY_IDENTITIES, preset("small", epochs=1, compile=True, **TINY), seed=1, progress=False)
+    fit(
+        store,
+        TOY_IDENTITIES,
+        preset("small", epochs=1, compile=True, **TINY),
+        seed=1,
+        progress=False,
+    )
     assert calls == [{"dynamic": True}]
     calls.clear()
     fit(store, TOY_IDENTITIES, preset("small", epochs=1, **TINY), seed=1, progress=False)
@@ -101,7 +146,9 @@ def test_learning_rate_schedule(schedule):
     if schedule == "constant":
         assert lrs[-1] == pytest.approx(1e-2)
     else:
-        assert lrs[-1] == pytest.approx(1e-3, rel=1e-3) and all(a >= b for a, b in itertools.pairwise(lrs[9:]))
+        assert lrs[-1] == pytest.approx(1e-3, rel=1e-3) and all(
+            a >= b for a, b in itertools.pairwise(lrs[9:])
+        )
     assert forma_train.planned_steps(preset("small"), 24_656) == 16 * 6144 // 4
 
 
@@ -140,12 +187,33 @@ def test_ddp_loss_weights_every_token_of_the_global_batch_equally(tmp_path):
     # would give rank 0's few tokens the weight of rank 1's many
     share = [[(0, 1)], [(1, 20), (2, 20), (3, 20)]]
     script = tmp_path / "ddp_step.py"
-    script.write_text(DDP_STEP.format(root=str(ROOT), tests=str(ROOT / "tests" / "forma"), tiny=TINY,
-                                      share=share, out=str(tmp_path)))
+    script.write_text(
+        DDP_STEP.format(
+            root=str(ROOT),
+            tests=str(ROOT / "tests" / "forma"),
+            tiny=TINY,
+            share=share,
+            out=str(tmp_path),
+        )
+    )
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    res = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                          "--nproc_per_node", "2", str(script)], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=300, check=False)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            str(script),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert ranks[0] == ranks[1]
@@ -158,8 +226,14 @@ def test_ddp_loss_weights_every_token_of_the_global_batch_equally(tmp_path):
         torch.manual_seed(0)
         model = build_model(cfg)
         opt = torch.optim.SGD(model.parameters(), lr=0.5)
-        train_step(model, model, opt, collate([build_example(store, i, h) for i, h in parts],
-                                              np.arange(10)), cfg, torch.device("cpu"))
+        train_step(
+            model,
+            model,
+            opt,
+            collate([build_example(store, i, h) for i, h in parts], np.arange(10)),
+            cfg,
+            torch.device("cpu"),
+        )
         return torch.cat([v.flatten() for v in model.state_dict().values()])
 
     whole = one_step(share[0] + share[1])  # one process, the union batch, one token mean

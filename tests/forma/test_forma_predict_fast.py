@@ -15,10 +15,14 @@ from models.forma.predict import predict, run_batch, run_slots, slot_index
 
 def _test_store() -> WindowStore:
     last = SPLIT_LAST_Q["test"]
-    return WindowStore.from_batches([
-        make_windows(6, seed=9, split="test", origin_q0=last - 5, future=False),
-        make_windows(5, seed=3, split="test", origin_q0=last - 30, future=False, items=(1, 2, 4, 6)),
-    ])
+    return WindowStore.from_batches(
+        [
+            make_windows(6, seed=9, split="test", origin_q0=last - 5, future=False),
+            make_windows(
+                5, seed=3, split="test", origin_q0=last - 30, future=False, items=(1, 2, 4, 6)
+            ),
+        ]
+    )
 
 
 def _model() -> Forma:
@@ -47,8 +51,12 @@ def test_predict_output_is_pinned_to_the_full_pass_figures():
     assert table.num_rows == 538
     np.testing.assert_allclose(mu.sum(), 259.59039306640625, rtol=1e-6)
     np.testing.assert_allclose(sigma.sum(), 579.3226004838943, rtol=1e-6)
-    np.testing.assert_allclose((mu * np.arange(len(mu))).sum() / len(mu), 126.65916839449712, rtol=1e-6)
-    np.testing.assert_allclose(mu[:3], [0.3991847634315491, 0.34731751680374146, 0.2749518156051636],
-                               rtol=1e-5)
-    np.testing.assert_allclose(sigma[-3:], [1.137374997138977, 1.1163275241851807, 1.0898536443710327],
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        (mu * np.arange(len(mu))).sum() / len(mu), 126.65916839449712, rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        mu[:3], [0.3991847634315491, 0.34731751680374146, 0.2749518156051636], rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        sigma[-3:], [1.137374997138977, 1.1163275241851807, 1.0898536443710327], rtol=1e-5
+    )

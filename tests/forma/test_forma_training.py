@@ -24,9 +24,19 @@ from models.forma.scenario import (
 )
 from models.forma.train import fit, load_checkpoint
 
-TINY = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "dropout": 0.0, "n_accounts": 10,
-            "batch_size": 8, "lr": 3e-3, "weight_decay": 0.0, "origins_per_epoch": None,
-        "warmup_steps": 3}  # short warm-up: the resume test then checks its step count
+TINY = {
+    "d_model": 16,
+    "n_layers": 1,
+    "n_heads": 2,
+    "d_ff": 32,
+    "dropout": 0.0,
+    "n_accounts": 10,
+    "batch_size": 8,
+    "lr": 3e-3,
+    "weight_decay": 0.0,
+    "origins_per_epoch": None,
+    "warmup_steps": 3,
+}  # short warm-up: the resume test then checks its step count
 
 
 @pytest.fixture(scope="module")
@@ -68,22 +78,42 @@ def test_checkpoint_round_trip_resume_and_determinism(store, tmp_path):
     assert cka["identities"]["identity"] and cka["config"]["d_model"] == 16
     # interrupted after epoch 1, then resumed: identical to the uninterrupted run
     one = preset("small", epochs=2, **TINY)
-    first = fit(store, TOY_IDENTITIES, one.replace(epochs=1), seed=7,
-                checkpoint=tmp_path / "c1.pt", progress=False)
+    first = fit(
+        store,
+        TOY_IDENTITIES,
+        one.replace(epochs=1),
+        seed=7,
+        checkpoint=tmp_path / "c1.pt",
+        progress=False,
+    )
     assert first.epochs_run == 1
     ck = torch.load(tmp_path / "c1.pt", weights_only=False)
     ck["config"]["epochs"] = 2  # the same run, stopped after its first epoch
     ck["complete"] = False
     torch.save(ck, tmp_path / "c.pt")
-    resumed = fit(store, TOY_IDENTITIES, cfg, seed=7, checkpoint=tmp_path / "c.pt",
-                  resume=True, progress=False)
+    resumed = fit(
+        store,
+        TOY_IDENTITIES,
+        cfg,
+        seed=7,
+        checkpoint=tmp_path / "c.pt",
+        resume=True,
+        progress=False,
+    )
     assert resumed.epochs_run == 1
     mc, _ = load_checkpoint(tmp_path / "c.pt")
     assert torch.equal(_params(ma), _params(mc))
     # another seed gives other weights; a mismatched resume is refused
     with pytest.raises(UserError):
-        fit(store, TOY_IDENTITIES, cfg, seed=8, checkpoint=tmp_path / "c.pt", resume=True,
-            progress=False)
+        fit(
+            store,
+            TOY_IDENTITIES,
+            cfg,
+            seed=8,
+            checkpoint=tmp_path / "c.pt",
+            resume=True,
+            progress=False,
+        )
     with pytest.raises(UserError):
         load_checkpoint(tmp_path / "missing.pt")
 
@@ -93,8 +123,9 @@ def test_predict_writes_the_contract_schema_with_components(store, tmp_path):
     fit(store, TOY_IDENTITIES, cfg, seed=1, checkpoint=tmp_path / "s1.pt", progress=False)
     fit(store, TOY_IDENTITIES, cfg, seed=2, checkpoint=tmp_path / "s2.pt", progress=False)
     models = [load_checkpoint(tmp_path / f"s{s}.pt")[0] for s in (1, 2)]
-    test = WindowStore.from_batches([make_windows(6, seed=9, split="test", origin_q0=SPLIT_LAST_Q["test"] - 5,
-                                                  future=False)])
+    test = WindowStore.from_batches(
+        [make_windows(6, seed=9, split="test", origin_q0=SPLIT_LAST_Q["test"] - 5, future=False)]
+    )
     table = pa.Table.from_batches(list(predict(models, test, batch_size=4)))
     assert table.schema == FORECAST_SCHEMA
     assert set(table.column("component").to_pylist()) == {0, 1}
@@ -104,8 +135,14 @@ def test_predict_writes_the_contract_schema_with_components(store, tmp_path):
     assert (np.asarray(table.column("sigma")) > 0).all()
     assert 0 not in set(table.column("item_id").to_pylist())  # scale never queried
     # 6 origins x 6 items x (<= 20 horizons) x 2 components, no duplicates
-    keys = set(zip(*(table.column(c).to_pylist() for c in ("firm_id", "origin_q", "item_id",
-                                                              "horizon", "component"))))
+    keys = set(
+        zip(
+            *(
+                table.column(c).to_pylist()
+                for c in ("firm_id", "origin_q", "item_id", "horizon", "component")
+            )
+        )
+    )
     assert len(keys) == table.num_rows
 
 
@@ -129,8 +166,12 @@ def test_scenario_pins_stay_fixed_and_dollars_round_trip(store, tmp_path):
     fit(store, TOY_IDENTITIES, cfg, seed=3, checkpoint=tmp_path / "m.pt", progress=False)
     model = load_checkpoint(tmp_path / "m.pt")[0]
     test = WindowStore.from_batches([make_windows(2, seed=2, split="test", future=False)])
-    params = OriginParams(z=250.0, k={i: 0.5 + i for i in range(1, 7)},
-                          mu={i: 0.1 * i for i in range(1, 7)}, sigma={i: 1.0 + 0.1 * i for i in range(1, 7)})
+    params = OriginParams(
+        z=250.0,
+        k={i: 0.5 + i for i in range(1, 7)},
+        mu={i: 0.1 * i for i in range(1, 7)},
+        sigma={i: 1.0 + 0.1 * i for i in range(1, 7)},
+    )
     v = params.to_dollars(2, 0.7)
     assert params.to_std(2, float(v)) == pytest.approx(0.7, abs=1e-9)
     pins = {(1, 1): params.to_std(1, 1234.0), (1, 2): 0.25, (2, 5): -1.5, (4, 30): 0.0}
@@ -153,18 +194,40 @@ def test_scenario_pins_stay_fixed_and_dollars_round_trip(store, tmp_path):
 
 
 def test_identity_check_and_oracle_metrics():
-    t = pa.table({"item_id": pa.array([1, 2, 3, 1, 2], pa.int16()), "horizon": pa.array([1, 1, 1, 2, 2], pa.int8()),
-                  "point_usd": [10.0, 5.0, 16.0, 1.0, 1.0]})
+    t = pa.table(
+        {
+            "item_id": pa.array([1, 2, 3, 1, 2], pa.int16()),
+            "horizon": pa.array([1, 1, 1, 2, 2], pa.int8()),
+            "point_usd": [10.0, 5.0, 16.0, 1.0, 1.0],
+        }
+    )
     chk = identity_check(t, ["A", "A", "A"], [1, 2, 3], [1, 1, -1])
-    assert chk.to_pylist() == [{"identity": "A", "horizon": 1, "residual": -1.0, "gross": 31.0,
-                                "violation": pytest.approx(1 / 31)}]
+    assert chk.to_pylist() == [
+        {
+            "identity": "A",
+            "horizon": 1,
+            "residual": -1.0,
+            "gross": 31.0,
+            "violation": pytest.approx(1 / 31),
+        }
+    ]
     a, b, p = np.array([1.0, 2.0, 0.0]), np.array([0.0, 1.0, 1.0]), np.array([0.5, 2.0, 0.0])
     y = a - b
-    assert r2_changes(a, b, p) == pytest.approx(1 - 0.25 / ((y**2).sum() - y.sum() ** 2 / 3 + 1e-12))
-    cells = {"item_id": np.array([1, 1, 2]), "horizon": np.array([1, 2, 1]), "actual": a,
-             "baseline": b, "uncond": p, "cond": a}
+    assert r2_changes(a, b, p) == pytest.approx(
+        1 - 0.25 / ((y**2).sum() - y.sum() ** 2 / 3 + 1e-12)
+    )
+    cells = {
+        "item_id": np.array([1, 1, 2]),
+        "horizon": np.array([1, 2, 1]),
+        "actual": a,
+        "baseline": b,
+        "uncond": p,
+        "cond": a,
+    }
     s = oracle_summary(cells, {1: "IS", 2: "BS"}).to_pylist()
-    assert s[0]["group"] == "all" and s[0]["d_mae"] == pytest.approx(-0.5 / 3) and s[0]["r2_cond"] == 1
+    assert (
+        s[0]["group"] == "all" and s[0]["d_mae"] == pytest.approx(-0.5 / 3) and s[0]["r2_cond"] == 1
+    )
     assert {(r["group"], r["key"]) for r in s} >= {("horizon", "1"), ("statement", "BS")}
 
 

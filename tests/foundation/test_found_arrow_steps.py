@@ -67,12 +67,17 @@ _ROUND_TRIP = textwrap.dedent(
 def test_arrow_round_trip_of_millions_without_pandas(settings: Settings) -> None:
     out = subprocess.run(
         [sys.executable, "-c", _ROUND_TRIP, str(ROWS)],
-        check=False, capture_output=True, text=True, timeout=300,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
-    expected_total = float(sum((i % 97) for i in range(97)) * (ROWS // 97)
-                           + sum(i % 97 for i in range(ROWS - ROWS % 97, ROWS)))
+    expected_total = float(
+        sum((i % 97) for i in range(97)) * (ROWS // 97)
+        + sum(i % 97 for i in range(ROWS - ROWS % 97, ROWS))
+    )
     assert got["written"] == ROWS and got["seen"] == ROWS
     assert got["total"] == expected_total
     assert got["batches"] >= ROWS // 100_000  # streamed in batches, not one table
@@ -124,8 +129,11 @@ def test_run_step_with_parameters_and_identifiers(wh: Warehouse, step: Path) -> 
 )
 def test_hostile_identifier_is_rejected(wh: Warehouse, step: Path, hostile: str) -> None:
     with pytest.raises(UserError, match="not a valid SQL identifier"):
-        wh.run_step(step, {"n": 1, "limit": 1, "since": dt.date(2000, 1, 1), "wanted": [0]},
-                    identifiers={"target": hostile})
+        wh.run_step(
+            step,
+            {"n": 1, "limit": 1, "since": dt.date(2000, 1, 1), "wanted": [0]},
+            identifiers={"target": hostile},
+        )
     assert wh.table_exists("raw.fundq")
 
 

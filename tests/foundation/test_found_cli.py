@@ -18,7 +18,10 @@ from app.warehouse import connect
 def proforma(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", "from app.cli import main; main()", *args],
-        check=False, capture_output=True, text=True, timeout=120,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

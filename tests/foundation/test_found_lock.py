@@ -25,7 +25,9 @@ def holder(settings: Settings) -> Iterator[subprocess.Popen]:
     connect(settings).close()  # the file exists (and is migrated-free) before the holder opens it
     proc = subprocess.Popen(
         [sys.executable, "-c", _HOLDER, str(settings.warehouse)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout.readline().strip() == "ready"
     yield proc
@@ -44,7 +46,9 @@ def test_connect_says_who_holds_the_lock(settings: Settings, holder: subprocess.
         connect(settings, read_only=True)
 
 
-@pytest.mark.parametrize("args", [["migrate"], ["db", "status"], ["ingest", "parquet", "x.parquet"]])
+@pytest.mark.parametrize(
+    "args", [["migrate"], ["db", "status"], ["ingest", "parquet", "x.parquet"]]
+)
 def test_cli_prints_one_line_and_exits_2(
     settings: Settings, holder: subprocess.Popen, args: list[str], tmp_path
 ) -> None:
@@ -54,7 +58,10 @@ def test_cli_prints_one_line_and_exits_2(
         args = ["ingest", "parquet", str(write_panel(tmp_path / "p.parquet"))]
     out = subprocess.run(
         [sys.executable, "-c", "from app.cli import main; main()", *args],
-        check=False, capture_output=True, text=True, timeout=120,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     text = (out.stdout + out.stderr).strip()
     assert out.returncode == 2, text

@@ -90,7 +90,9 @@ def test_missing_applied_migration_is_an_error(bare: Warehouse, folder: Path) ->
         migrate(bare, folder)
 
 
-@pytest.mark.parametrize("name", ["V4__short.sql", "V0004-dash.sql", "V0004__Upper.sql", "0004__x.sql"])
+@pytest.mark.parametrize(
+    "name", ["V4__short.sql", "V0004-dash.sql", "V0004__Upper.sql", "0004__x.sql"]
+)
 def test_bad_file_names(bare: Warehouse, folder: Path, name: str) -> None:
     (folder / name).write_text("SELECT 1;")
     with pytest.raises(MigrationError, match="V0001__lower_snake_name.sql"):

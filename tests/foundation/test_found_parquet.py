@@ -32,10 +32,15 @@ def test_happy_path_derives_industry_and_links(wh: Warehouse, tmp_path: Path) ->
         "ORDER BY gvkey, datadate LIMIT 1"
     ) == ("001004", dt.date(2000, 3, 28), 2000, 1, None, 0.0, float(ITEMS.index("txbcofy") * 100))
     # One industry record per panel (gvkey, datadate), nulls kept.
-    assert wh.scalar("SELECT count(*) FROM raw.company_industry WHERE gvkey = '012345' AND sich IS NULL") == 8
-    assert wh.fetchall("SELECT DISTINCT gvkey, sich FROM raw.company_industry WHERE sich IS NOT NULL ORDER BY 1") == [
-        ("001004", 5080), ("001045", 6020)
-    ]
+    assert (
+        wh.scalar(
+            "SELECT count(*) FROM raw.company_industry WHERE gvkey = '012345' AND sich IS NULL"
+        )
+        == 8
+    )
+    assert wh.fetchall(
+        "SELECT DISTINCT gvkey, sich FROM raw.company_industry WHERE sich IS NOT NULL ORDER BY 1"
+    ) == [("001004", 5080), ("001045", 6020)]
     # One link per (gvkey, permno), spanning the rows that carry it; 001045 has none.
     assert wh.fetchall("SELECT * FROM raw.ccm_link ORDER BY gvkey") == [
         ("001004", 54594, "LC", "P", dt.date(2000, 3, 28), dt.date(2001, 12, 28)),
@@ -48,16 +53,31 @@ def test_happy_path_derives_industry_and_links(wh: Warehouse, tmp_path: Path) ->
 def test_industry_and_link_files(wh: Warehouse, tmp_path: Path) -> None:
     panel = write_panel(tmp_path / "panel.parquet", sich=None, naicsh=None, permno=None)
     industry = tmp_path / "industry.parquet"
-    pq.write_table(pa.table({
-        "gvkey": ["001004", "001004"], "datadate": [dt.date(1990, 12, 31), dt.date(2000, 12, 31)],
-        "sich": [3571, 5080], "naicsh": [None, 423430],
-    }), industry)
+    pq.write_table(
+        pa.table(
+            {
+                "gvkey": ["001004", "001004"],
+                "datadate": [dt.date(1990, 12, 31), dt.date(2000, 12, 31)],
+                "sich": [3571, 5080],
+                "naicsh": [None, 423430],
+            }
+        ),
+        industry,
+    )
     links = tmp_path / "links.parquet"
-    pq.write_table(pa.table({
-        "gvkey": ["001004", "001004", "012345"], "lpermno": [54594, 54595, 10001],
-        "linktype": ["LC", "NR", "LU"], "linkprim": ["P", "P", "C"],
-        "linkdt": [dt.date(1990, 1, 1)] * 3, "linkenddt": [None, None, dt.date(2001, 6, 30)],
-    }), links)
+    pq.write_table(
+        pa.table(
+            {
+                "gvkey": ["001004", "001004", "012345"],
+                "lpermno": [54594, 54595, 10001],
+                "linktype": ["LC", "NR", "LU"],
+                "linkprim": ["P", "P", "C"],
+                "linkdt": [dt.date(1990, 1, 1)] * 3,
+                "linkenddt": [None, None, dt.date(2001, 6, 30)],
+            }
+        ),
+        links,
+    )
     src = ParquetSource(panel, industry=industry, links=links)
     src.validate()
     assert any("1 of 3 link rows dropped" in n for n in src.notes)
@@ -65,13 +85,15 @@ def test_industry_and_link_files(wh: Warehouse, tmp_path: Path) -> None:
     assert result.rows == {"fundq": N, "company_industry": 2, "ccm_link": 2}
     assert wh.scalar("SELECT naicsh FROM raw.company_industry WHERE sich = 5080") == 423430
     assert wh.fetchall("SELECT gvkey, linkenddt FROM raw.ccm_link ORDER BY 1") == [
-        ("001004", None), ("012345", dt.date(2001, 6, 30))
+        ("001004", None),
+        ("012345", dt.date(2001, 6, 30)),
     ]
 
 
 def test_panel_without_permno_or_fyr_is_noted(wh: Warehouse, tmp_path: Path) -> None:
-    panel = write_panel(tmp_path / "p.parquet", permno=None, naicsh=None,
-                        fyr=pa.array([12] * N, pa.int64()))
+    panel = write_panel(
+        tmp_path / "p.parquet", permno=None, naicsh=None, fyr=pa.array([12] * N, pa.int64())
+    )
     src = ParquetSource(panel)
     src.validate()
     assert any("no permno column" in n for n in src.notes)
@@ -100,13 +122,18 @@ def _bad(tmp_path: Path, case: str) -> tuple[Path, dict]:
     if case == "text_item":
         return write_panel(p, atq=pa.array(["1.5" if i else "n/a" for i in range(N)])), {}
     if case == "text_date":
-        return write_panel(p, datadate=pa.array(
-            ["2001-13-45" if i == 3 else d.isoformat() for i, d in enumerate(dates)])), {}
+        return write_panel(
+            p,
+            datadate=pa.array(
+                ["2001-13-45" if i == 3 else d.isoformat() for i, d in enumerate(dates)]
+            ),
+        ), {}
     if case == "int_date":
         return write_panel(p, datadate=pa.array([int(d.strftime("%Y%m%d")) for d in dates])), {}
     if case == "null_date":
-        return write_panel(p, datadate=pa.array([None if i == 7 else d for i, d in enumerate(dates)],
-                                                 pa.date32())), {}
+        return write_panel(
+            p, datadate=pa.array([None if i == 7 else d for i, d in enumerate(dates)], pa.date32())
+        ), {}
     if case == "fqtr_range":
         return write_panel(p, fqtr=pa.array([5.0 if i == 2 else 1.0 + i % 4 for i in range(N)])), {}
     if case == "fyearq_fraction":
@@ -135,11 +162,15 @@ def _bad(tmp_path: Path, case: str) -> tuple[Path, dict]:
         return tmp_path / "nowhere.parquet", {}
     if case == "bad_industry":
         ind = tmp_path / "ind.parquet"
-        pq.write_table(pa.table({"gvkey": [1004], "datadate": [dt.date(2000, 1, 1)], "sich": [5080]}), ind)
+        pq.write_table(
+            pa.table({"gvkey": [1004], "datadate": [dt.date(2000, 1, 1)], "sich": [5080]}), ind
+        )
         return write_panel(p), {"industry": ind}
     if case == "bad_links":
         lk = tmp_path / "links.parquet"
-        pq.write_table(pa.table({"gvkey": ["001004"], "lpermno": [1], "linkdt": [dt.date(2000, 1, 1)]}), lk)
+        pq.write_table(
+            pa.table({"gvkey": ["001004"], "lpermno": [1], "linkdt": [dt.date(2000, 1, 1)]}), lk
+        )
         return write_panel(p), {"links": lk}
     raise AssertionError(case)
 
@@ -150,7 +181,10 @@ CASES = {
     "missing_item": ("missing item column(s)", "oancfy"),
     "missing_sich": ("missing industry column(s) sich", "sich"),
     "int_gvkey": ("column 'gvkey' is numeric", "lpad"),
-    "short_gvkey": ("column 'gvkey' is not a 6-character code", "row 1: gvkey='1004', datadate=2000-03-28"),
+    "short_gvkey": (
+        "column 'gvkey' is not a 6-character code",
+        "row 1: gvkey='1004', datadate=2000-03-28",
+    ),
     "null_gvkey": ("column 'gvkey' is null", "row 6"),
     "text_item": ("column 'atq' has type VARCHAR, not a number", "atq='n/a'"),
     "text_date": ("column 'datadate' holds text that is not a date", "2001-13-45"),
@@ -159,7 +193,10 @@ CASES = {
     "fqtr_range": ("column 'fqtr' lies outside 1..4", "fqtr=5.0"),
     "fyearq_fraction": ("column 'fyearq' holds non-integer values", "2000.5"),
     "inf_item": ("column 'ltq' holds infinite values", "row 10"),
-    "duplicates": ("duplicate (gvkey, datadate, fyearq, fqtr) rows appear more than once", "4 row(s), e.g. row 5: gvkey='001004', datadate=2001-03-28"),
+    "duplicates": (
+        "duplicate (gvkey, datadate, fyearq, fqtr) rows appear more than once",
+        "4 row(s), e.g. row 5: gvkey='001004', datadate=2001-03-28",
+    ),
     "not_parquet": ("is not a readable parquet file", None),
     "empty_file": ("is not a readable parquet file", None),
     "corrupt": ("is not a readable parquet file", None),
@@ -175,7 +212,10 @@ def test_bad_input_is_one_clear_error_and_nothing_is_written(
     wh: Warehouse, tmp_path: Path, case: str
 ) -> None:
     ingest(wh, ParquetSource(write_panel(tmp_path / "first.parquet")))
-    before = {t: wh.scalar(f"SELECT count(*) FROM raw.{t}") for t in ("fundq", "company_industry", "ccm_link", "ingests")}
+    before = {
+        t: wh.scalar(f"SELECT count(*) FROM raw.{t}")
+        for t in ("fundq", "company_industry", "ccm_link", "ingests")
+    }
     checksum = wh.scalar("SELECT checksum FROM raw.ingests")
 
     path, extra = _bad(tmp_path, case)

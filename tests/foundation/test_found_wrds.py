@@ -42,7 +42,9 @@ class FakeWrds:
                     row.update(
                         gvkey=gvkey[1:] if self.bad_gvkey else gvkey,
                         datadate=dt.date(year, q * 3, 28),
-                        fyearq=float(year), fqtr=float(q), fyr=12.0,
+                        fyearq=float(year),
+                        fqtr=float(q),
+                        fyr=12.0,
                     )
                     row["txbcofy"] = None  # a column with no value this year (object dtype)
                     rows.append(row)
@@ -50,14 +52,23 @@ class FakeWrds:
             return frame.astype({"gvkey": "string"})
         if "comp.co_industry" in sql:
             return pd.DataFrame(
-                {"gvkey": list(FIRMS), "datadate": [dt.date(1999, 12, 31)] * 3,
-                 "sich": [5080.0, 6020.0, None], "naicsh": [423.0, None, None]}
+                {
+                    "gvkey": list(FIRMS),
+                    "datadate": [dt.date(1999, 12, 31)] * 3,
+                    "sich": [5080.0, 6020.0, None],
+                    "naicsh": [423.0, None, None],
+                }
             )[columns]
         if "crsp.ccmxpf_lnkhist" in sql:
             return pd.DataFrame(
-                {"gvkey": ["001004"], "lpermno": [54594.0], "linktype": ["LC"],
-                 "linkprim": ["P"], "linkdt": [pd.Timestamp("1990-01-01")],
-                 "linkenddt": [pd.NaT]}
+                {
+                    "gvkey": ["001004"],
+                    "lpermno": [54594.0],
+                    "linktype": ["LC"],
+                    "linkprim": ["P"],
+                    "linkdt": [pd.Timestamp("1990-01-01")],
+                    "linkenddt": [pd.NaT],
+                }
             )[columns]
         raise AssertionError(f"unexpected query {sql}")
 
@@ -79,8 +90,9 @@ class Factory:
 
 
 def source(tmp_path: Path, factory: Factory, start: int = 2000, end: int = 2003) -> WrdsSource:
-    return WrdsSource("jdoe", start, end, cache_dir=tmp_path / "cache",
-                      connection_factory=factory, progress=False)
+    return WrdsSource(
+        "jdoe", start, end, cache_dir=tmp_path / "cache", connection_factory=factory, progress=False
+    )
 
 
 def test_projection_and_filters(tmp_path: Path) -> None:
@@ -117,8 +129,10 @@ def test_interrupted_pull_resumes_from_cached_chunks(tmp_path: Path) -> None:
     factory = Factory(second)
     src = source(tmp_path, factory)
     assert src.pull() == 4
-    asked = [re.search(r"'(\d{4})-01-01'", q).group(1) if "fundq" in q else q.split()[-1]
-             for q in second.queries]
+    asked = [
+        re.search(r"'(\d{4})-01-01'", q).group(1) if "fundq" in q else q.split()[-1]
+        for q in second.queries
+    ]
     assert asked[:2] == ["2002", "2003"] and len(asked) == 4
     assert factory.calls == ["jdoe"]
     assert not list(tmp_path.rglob("*.tmp-*"))  # atomic writes leave nothing half-done
@@ -147,7 +161,9 @@ def test_exactly_one_login_attempt_when_login_fails(tmp_path: Path) -> None:
     with pytest.raises(UserError):  # the same run never tries again
         src.pull()
     assert factory.calls == ["jdoe"] and src.login_attempts == 1
-    assert not (tmp_path / "cache" / "wrds").exists() or not list((tmp_path / "cache").rglob("*.parquet"))
+    assert not (tmp_path / "cache" / "wrds").exists() or not list(
+        (tmp_path / "cache").rglob("*.parquet")
+    )
 
 
 def test_exactly_one_login_attempt_for_a_whole_pull(tmp_path: Path) -> None:
@@ -171,7 +187,9 @@ def test_ingest_writes_raw_tables(wh: Warehouse, tmp_path: Path) -> None:
         ("001004", 54594, "LC", "P", dt.date(1990, 1, 1), None)
     ]
     assert wh.scalar("SELECT count(*) FROM raw.company_industry WHERE sich IS NULL") == 1
-    source_name, vintage, params = wh.fetchone("SELECT source, vintage, parameters FROM raw.ingests")
+    source_name, vintage, params = wh.fetchone(
+        "SELECT source, vintage, parameters FROM raw.ingests"
+    )
     assert source_name == "wrds" and vintage.startswith("WRDS pull 20")
     assert '"start_year": 2000' in params and "password" not in params
 
@@ -205,9 +223,13 @@ def test_cli_wrds_failed_login_is_one_attempt(settings, monkeypatch: pytest.Monk
         raise RuntimeError("Duo push was not approved")
 
     monkeypatch.setattr(wrds_source, "_login", refuse)
-    result = CliRunner().invoke(app, ["ingest", "wrds", "--user", "jdoe", "--start", "2001", "--end", "2002"])
+    result = CliRunner().invoke(
+        app, ["ingest", "wrds", "--user", "jdoe", "--start", "2001", "--end", "2002"]
+    )
     assert isinstance(result.exception, UserError), result.output
-    assert "one attempt" in str(result.exception) and "Do not re-run it in a loop" in str(result.exception)
+    assert "one attempt" in str(result.exception) and "Do not re-run it in a loop" in str(
+        result.exception
+    )
     assert calls == ["jdoe"]
 
 
@@ -216,12 +238,16 @@ def test_cli_wrds_pulls_and_ingests(settings, monkeypatch: pytest.MonkeyPatch) -
 
     factory = Factory(FakeWrds())
     monkeypatch.setattr(wrds_source, "_login", factory)
-    result = CliRunner().invoke(app, ["ingest", "wrds", "--user", "jdoe", "--start", "2001", "--end", "2002"])
+    result = CliRunner().invoke(
+        app, ["ingest", "wrds", "--user", "jdoe", "--start", "2001", "--end", "2002"]
+    )
     assert result.exit_code == 0, result.output
     assert "0 of 4 chunks cached, 4 to fetch (one login)" in result.output
     assert "done: ingest 1 from wrds: fundq 24" in result.output
     assert factory.calls == ["jdoe"]
-    again = CliRunner().invoke(app, ["ingest", "wrds", "--user", "jdoe", "--start", "2001", "--end", "2002"])
+    again = CliRunner().invoke(
+        app, ["ingest", "wrds", "--user", "jdoe", "--start", "2001", "--end", "2002"]
+    )
     assert again.exit_code == 0 and "(no login needed)" in again.output
     assert factory.calls == ["jdoe"]
 
@@ -241,6 +267,7 @@ class _ClientSpy:
                 spy.events.append(("connect",))
 
         if single_attempt:
+
             def single(self, raise_err=False):
                 spy.events.append(("single", raise_err))
                 if fails:
@@ -268,7 +295,10 @@ def test_default_login_uses_the_single_attempt_path(
     else:
         with pytest.raises(UserError, match="failed after 0 of 3"):  # the spy answers no SQL
             src.pull()
-    assert spy.events == [("init", {"wrds_username": "jdoe", "autoconnect": False}), ("single", True)]
+    assert spy.events == [
+        ("init", {"wrds_username": "jdoe", "autoconnect": False}),
+        ("single", True),
+    ]
 
 
 def test_default_login_refuses_a_client_without_single_attempt(

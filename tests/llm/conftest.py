@@ -20,12 +20,25 @@ def built_panel(tmp_path_factory) -> Path:
     from app.sources.synthetic import SyntheticConfig, SyntheticSource
 
     folder = tmp_path_factory.mktemp("llm_panel")
-    settings = Settings(warehouse=folder / "wh.duckdb", temp_directory=folder / "tmp",
-                        memory_limit="1GB", threads=2, cache_dir=folder / "cache")
+    settings = Settings(
+        warehouse=folder / "wh.duckdb",
+        temp_directory=folder / "tmp",
+        memory_limit="1GB",
+        threads=2,
+        cache_dir=folder / "cache",
+    )
     with connect(settings) as wh:
         prepare(wh)
-        cfg = SyntheticConfig.for_scale("demo", firms=40, start=2004, end=2014, seed=3,
-                                        oracle_origins=2, oracle_paths=2, oracle_horizon=4)
+        cfg = SyntheticConfig.for_scale(
+            "demo",
+            firms=40,
+            start=2004,
+            end=2014,
+            seed=3,
+            oracle_origins=2,
+            oracle_paths=2,
+            oracle_horizon=4,
+        )
         ingest(wh, SyntheticSource(cfg))
         run_build(wh)
         wh.execute("CHECKPOINT")

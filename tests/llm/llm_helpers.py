@@ -12,10 +12,10 @@ class RecordedProvider:
     """Answers written by the test: `answers[(draw, attempt)]` or a default function of
     the request; raises a queued ProviderError first when `errors` holds one."""
 
-    answer: object = None                  # callable(Request) -> str, or a str
+    answer: object = None  # callable(Request) -> str, or a str
     name: str = "recorded"
     model: str = "recorded-1"
-    usage: tuple[int, int] = (1000, 500)   # input, output tokens per call
+    usage: tuple[int, int] = (1000, 500)  # input, output tokens per call
     errors: list[ProviderError] = field(default_factory=list)
     requests: list[Request] = field(default_factory=list)
 
@@ -27,6 +27,12 @@ class RecordedProvider:
         if self.errors:
             raise self.errors.pop(0)
         text = self.answer(request) if callable(self.answer) else self.answer
-        return Completion(text=text, input_tokens=self.usage[0], output_tokens=self.usage[1],
-                          reasoning_tokens=self.usage[1] // 2, stop_reason="end_turn",
-                          response_id=f"r{len(self.requests)}", response_model=self.model)
+        return Completion(
+            text=text,
+            input_tokens=self.usage[0],
+            output_tokens=self.usage[1],
+            reasoning_tokens=self.usage[1] // 2,
+            stop_reason="end_turn",
+            response_id=f"r{len(self.requests)}",
+            response_model=self.model,
+        )

@@ -59,15 +59,19 @@ def test_rebuilt_statements_satisfy_every_identity_exactly() -> None:
     assert residuals.pop("BS13") > 1e-3
     assert max(residuals.values()) <= 1e-12
     # Primitives that balance (retained earnings set by the equation) satisfy it too.
-    primitives["req"] = primitives["req"] + (values["atq"] - values["ltq"] - primitives["mibtq"]
-                                             - values["seqq"])
+    primitives["req"] = primitives["req"] + (
+        values["atq"] - values["ltq"] - primitives["mibtq"] - values["seqq"]
+    )
     assert max(_residuals(rebuild_statements(primitives, set(PRIMITIVES), 20)).values()) <= 1e-12
 
 
 def test_absent_primitives_count_as_zero_and_missing_ones_are_left_out() -> None:
     reported = {"revtq", "cogsq", "xsgaq"}
-    primitives = {"revtq": np.array([10.0, 11.0]), "cogsq": np.array([4.0, np.nan]),
-                  "xsgaq": np.array([1.0, 1.0])}
+    primitives = {
+        "revtq": np.array([10.0, 11.0]),
+        "cogsq": np.array([4.0, np.nan]),
+        "xsgaq": np.array([1.0, 1.0]),
+    }
     values = rebuild_statements(primitives, reported, 2)
     assert "xrdq" not in values and "dpq" not in values  # absent: not forecast themselves
     assert values["xsgaq_ex_rd"].tolist() == [1.0, 1.0]  # xrdq absent: zero

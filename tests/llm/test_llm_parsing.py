@@ -22,19 +22,26 @@ def test_a_good_answer_parses_every_cell() -> None:
 
 
 def test_spacing_order_and_surrounding_text_lose_nothing() -> None:
-    text = "```\n" + "\n".join(f"  Q{h} :cheq = 5 ,revtq=+1.,  cogsq=.5, " for h in range(1, 21)) \
+    text = (
+        "```\n"
+        + "\n".join(f"  Q{h} :cheq = 5 ,revtq=+1.,  cogsq=.5, " for h in range(1, 21))
         + "\n```\nHope this helps.\n"
+    )
     parsed = parse_answer(text, ITEMS)
     assert parsed.complete and parsed.values["revtq"][5] == 1.0 and parsed.values["cogsq"][0] == 0.5
     assert parsed.notes == ["3 line(s) of other text ignored: '```', '```', 'Hope this helps.'"]
 
 
 def test_items_outside_the_list_and_derived_items_are_ignored_with_a_note() -> None:
-    parsed = parse_answer(answer(line=lambda h: "revtq=1, cogsq=2, cheq=3, xrdq=0, atq=9, foo=1"),
-                          ITEMS)
+    parsed = parse_answer(
+        answer(line=lambda h: "revtq=1, cogsq=2, cheq=3, xrdq=0, atq=9, foo=1"), ITEMS
+    )
     assert parsed.complete and parsed.cells == 60
-    assert parsed.notes == ["items outside the firm's list ignored: xrdq",
-                            "derived items ignored: atq", "unknown names ignored: foo"]
+    assert parsed.notes == [
+        "items outside the firm's list ignored: xrdq",
+        "derived items ignored: atq",
+        "unknown names ignored: foo",
+    ]
 
 
 def test_a_partial_answer_is_incomplete_and_keeps_what_it_has() -> None:
@@ -45,23 +52,37 @@ def test_a_partial_answer_is_incomplete_and_keeps_what_it_has() -> None:
 
 
 def test_a_missing_item_is_named() -> None:
-    parsed = parse_answer(answer(line=lambda h: "revtq=1, cheq=3" if h == 7 else
-                                 "revtq=1, cogsq=2, cheq=3"), ITEMS)
+    parsed = parse_answer(
+        answer(line=lambda h: "revtq=1, cheq=3" if h == 7 else "revtq=1, cogsq=2, cheq=3"), ITEMS
+    )
     assert parsed.cells == 59 and parsed.reason == "1 item(s) missing on some Q-lines: cogsq"
     assert np.isnan(parsed.values["cogsq"][6])
 
 
 def test_non_numeric_values_are_never_read_as_numbers() -> None:
-    parsed = parse_answer(answer(line=lambda h: f"revtq={'n/a' if h == 2 else 'nan' if h == 3 else 1}"
-                                 f", cogsq=$4, cheq=inf"), ITEMS)
+    parsed = parse_answer(
+        answer(
+            line=lambda h: (
+                f"revtq={'n/a' if h == 2 else 'nan' if h == 3 else 1}, cogsq=$4, cheq=inf"
+            )
+        ),
+        ITEMS,
+    )
     assert parsed.cells == 18  # only revtq, at the 18 other horizons
-    assert parsed.reason == ("42 non-numeric value(s): cogsq at Q1 '$4', cheq at Q1 'inf', "
-                             "revtq at Q2 'n/a' and 39 more")
+    assert parsed.reason == (
+        "42 non-numeric value(s): cogsq at Q1 '$4', cheq at Q1 'inf', revtq at Q2 'n/a' and 39 more"
+    )
 
 
 def test_a_thousands_separator_drops_the_whole_line() -> None:
-    parsed = parse_answer(answer(line=lambda h: "revtq=1,203.40, cogsq=2, cheq=3" if h == 4 else
-                                 "revtq=1, cogsq=2, cheq=3"), ITEMS)
+    parsed = parse_answer(
+        answer(
+            line=lambda h: (
+                "revtq=1,203.40, cogsq=2, cheq=3" if h == 4 else "revtq=1, cogsq=2, cheq=3"
+            )
+        ),
+        ITEMS,
+    )
     assert parsed.cells == 57 and np.isnan(parsed.values["revtq"][3])  # never 1.0
     assert parsed.reason == "1 Q-line(s) dropped for a field that is not item=value: Q4 '203.40'"
 
@@ -79,8 +100,9 @@ def test_no_q_lines_and_horizons_out_of_range() -> None:
     assert parse_answer("", ITEMS).reason == "no Q-lines for Q1..Q20 in the answer"
     assert parse_answer("I cannot forecast this firm.", ITEMS).cells == 0
     parsed = parse_answer(answer() + "\nQ21: revtq=1, cogsq=1, cheq=1\nQ0: revtq=1", ITEMS)
-    assert parsed.cells == 60 and parsed.reason == ("horizon Q21 outside Q1..Q20; "
-                                                    "horizon Q0 outside Q1..Q20")
+    assert parsed.cells == 60 and parsed.reason == (
+        "horizon Q21 outside Q1..Q20; horizon Q0 outside Q1..Q20"
+    )
 
 
 def test_the_better_attempt_is_used_whole() -> None:

@@ -46,17 +46,22 @@ GOLDEN_SYSTEM_SHA256 = {
 
 
 def golden_history() -> OriginHistory:
-    return OriginHistory(firm_id=7, origin_q=8063, industry="Retail", values={
-        "revtq": {-11: 1203.4, -1: 1456.1, 0: 1502.771},
-        "cogsq": {-11: 742.1, 0: 910.549},
-        "xrdq": {},                   # never reported: structurally absent
-        "spiq": {-5: -12.3},
-        "niq": {0: 87.5},             # a derived subtotal, shown as context
-        "cheq": {-2: 310.22, 0: 419.88},
-        "dvq": {-3: -0.001},          # reported (a rounded zero), so in the list
-        "req": {0: float("nan")},     # null: not reported
-        "ancq": {0: 5.0},             # rebuilt downstream, never shown
-    })
+    return OriginHistory(
+        firm_id=7,
+        origin_q=8063,
+        industry="Retail",
+        values={
+            "revtq": {-11: 1203.4, -1: 1456.1, 0: 1502.771},
+            "cogsq": {-11: 742.1, 0: 910.549},
+            "xrdq": {},  # never reported: structurally absent
+            "spiq": {-5: -12.3},
+            "niq": {0: 87.5},  # a derived subtotal, shown as context
+            "cheq": {-2: 310.22, 0: 419.88},
+            "dvq": {-3: -0.001},  # reported (a rounded zero), so in the list
+            "req": {0: float("nan")},  # null: not reported
+            "ancq": {0: 5.0},  # rebuilt downstream, never shown
+        },
+    )
 
 
 def test_user_message_golden_text_for_one_firm() -> None:
@@ -75,27 +80,30 @@ def test_user_message_carries_no_identifier_or_date() -> None:
 def test_system_prompts_are_the_papers_text(arm: str) -> None:
     text = system_prompt(arm)
     assert hashlib.sha256(text.encode()).hexdigest() == GOLDEN_SYSTEM_SHA256[arm]
-    assert text.startswith("You are a financial forecasting model. Given 12 quarters of "
-                           "historical\nfinancial data (Q-11 through Q0) for one company, "
-                           "forecast forward\nquarters Q1 through Q20.\n\n")
+    assert text.startswith(
+        "You are a financial forecasting model. Given 12 quarters of "
+        "historical\nfinancial data (Q-11 through Q0) for one company, "
+        "forecast forward\nquarters Q1 through Q20.\n\n"
+    )
     assert "{" not in text and "}" not in text
-    assert text.endswith("Output ONLY the Q-line forecasts. No markdown, no commentary, "
-                         "no code fences.")
+    assert text.endswith(
+        "Output ONLY the Q-line forecasts. No markdown, no commentary, no code fences."
+    )
     assert ("PROJECTION METHOD" in text) == (arm == "structured")
     assert ("Forecasting these line items accurately" in text) == (arm == "unstructured")
 
 
 def test_arms_differ_only_in_the_steering_block() -> None:
     a, b = system_prompt("unstructured"), system_prompt("structured")
-    tail = a[a.index("Each user message states the firm's industry"):]
+    tail = a[a.index("Each user message states the firm's industry") :]
     assert b.endswith(tail) and len(tail) > 7000
     head = "quarters Q1 through Q20.\n\n"
-    assert a[:a.index(head)] == b[:b.index(head)]
+    assert a[: a.index(head)] == b[: b.index(head)]
 
 
 def test_glossary_lists_the_primitives_and_shown_derived_items_in_order() -> None:
     text = system_prompt("unstructured")
-    glossary = text[text.index("GLOSSARY"):text.index("ACCOUNTING CONSISTENCY CHECKS")]
+    glossary = text[text.index("GLOSSARY") : text.index("ACCOUNTING CONSISTENCY CHECKS")]
     marked = re.findall(r"^  \[P\] (\w+)", glossary, re.MULTILINE)
     derived = re.findall(r"^      (\w+) ", glossary, re.MULTILINE)
     assert tuple(marked) == PRIMITIVES
@@ -106,8 +114,14 @@ def test_glossary_lists_the_primitives_and_shown_derived_items_in_order() -> Non
 
 
 def test_values_render_with_two_decimals_and_blanks() -> None:
-    assert [format_value(v) for v in (1234567.891, -0.004, 0.0, None, float("nan"), -3.1)] == \
-        ["1234567.89", "0.00", "0.00", "", "", "-3.10"]
+    assert [format_value(v) for v in (1234567.891, -0.004, 0.0, None, float("nan"), -3.1)] == [
+        "1234567.89",
+        "0.00",
+        "0.00",
+        "",
+        "",
+        "-3.10",
+    ]
 
 
 def test_unknown_arm_is_refused() -> None:

@@ -32,21 +32,29 @@ def good(request) -> str:
 
 
 def partial(request) -> str:  # cheq missing from Q11 on
-    return "\n".join(f"Q{h}: revtq=1, cogsq=2, dvq=0" + (", cheq=3" if h <= 10 else "")
-                     for h in range(1, 21))
+    return "\n".join(
+        f"Q{h}: revtq=1, cogsq=2, dvq=0" + (", cheq=3" if h <= 10 else "") for h in range(1, 21)
+    )
 
 
 @pytest.fixture
 def prices(tmp_path):
     path = tmp_path / "prices.csv"
-    path.write_text("provider,model,input_usd_per_mtok,cached_input_usd_per_mtok,"
-                    "output_usd_per_mtok,as_of,note\nrecorded,recorded-1,2,1,10,2026-11-01,test\n")
+    path.write_text(
+        "provider,model,input_usd_per_mtok,cached_input_usd_per_mtok,"
+        "output_usd_per_mtok,as_of,note\nrecorded,recorded-1,2,1,10,2026-11-01,test\n"
+    )
     return load_prices(path)
 
 
 def forecaster(provider, tmp_path, prices, arm="unstructured"):
-    return LlmForecaster(provider, arm, ResponseCache(tmp_path / "cache"), prices,
-                         retry=functools.partial(call_with_retries, sleep=lambda s: None))
+    return LlmForecaster(
+        provider,
+        arm,
+        ResponseCache(tmp_path / "cache"),
+        prices,
+        retry=functools.partial(call_with_retries, sleep=lambda s: None),
+    )
 
 
 def test_cache_round_trip_is_atomic_and_keyed_by_everything(tmp_path) -> None:
@@ -56,10 +64,17 @@ def test_cache_round_trip_is_atomic_and_keyed_by_everything(tmp_path) -> None:
     cache.put(key, {"text": "Q1: revtq=1"})
     assert cache.get(key) == {"text": "Q1: revtq=1", "key": key}
     assert [p.name for p in cache.path(key).parent.iterdir()] == [f"{key}.json"]  # no temp left
-    others = [request_key(*args) for args in (
-        ("p", "m", {"effort": "high"}, "sys", "user", 1, 1), ("p", "m2", {"effort": None}, "sys", "user", 1, 1),
-        ("p", "m", {"effort": None}, "sys", "user", 2, 1), ("p", "m", {"effort": None}, "sys", "user", 1, 2),
-        ("p", "m", {"effort": None}, "sys2", "user", 1, 1), ("q", "m", {"effort": None}, "sys", "user", 1, 1))]
+    others = [
+        request_key(*args)
+        for args in (
+            ("p", "m", {"effort": "high"}, "sys", "user", 1, 1),
+            ("p", "m2", {"effort": None}, "sys", "user", 1, 1),
+            ("p", "m", {"effort": None}, "sys", "user", 2, 1),
+            ("p", "m", {"effort": None}, "sys", "user", 1, 2),
+            ("p", "m", {"effort": None}, "sys2", "user", 1, 1),
+            ("q", "m", {"effort": None}, "sys", "user", 1, 1),
+        )
+    ]
     assert len({key, *others}) == 7
     cache.path(key).write_text('{"text": "Q1: rev')  # a torn or edited file counts as absent
     assert cache.get(key) is None
@@ -70,8 +85,13 @@ def test_a_good_answer_takes_one_call_and_is_rebuilt_and_priced(tmp_path, prices
     result = forecaster(provider, tmp_path, prices).forecast(history())
     assert len(provider.requests) == 1 and provider.requests[0].attempt == 1
     (call,) = result.calls
-    assert (call.status, call.used, call.cached, call.cells_parsed, call.cells_expected) == \
-        ("ok", True, False, 80, 80)
+    assert (call.status, call.used, call.cached, call.cells_parsed, call.cells_expected) == (
+        "ok",
+        True,
+        False,
+        80,
+        80,
+    )
     assert call.cost_usd == pytest.approx((1000 * 2 + 500 * 10) / 1e6)
     assert call.prices_as_of == "2026-11-01" and call.reasoning_tokens == 250
     assert set(result.statements) == {"revtq", "cogsq", "cheq", "dvq", *DERIVED}
@@ -86,7 +106,12 @@ def test_an_unusable_answer_is_retried_once_and_the_better_one_used(tmp_path, pr
     result = forecaster(provider, tmp_path, prices).forecast(history())
     assert [r.attempt for r in provider.requests] == [1, 2]
     first, second = result.calls
-    assert (first.status, first.used, second.status, second.used) == ("incomplete", False, "ok", True)
+    assert (first.status, first.used, second.status, second.used) == (
+        "incomplete",
+        False,
+        "ok",
+        True,
+    )
     assert first.reason.startswith("no Q-lines") and "note: 1 line(s) of other text" in first.reason
     assert result.statements["revtq"][19] == 120
 
@@ -114,7 +139,9 @@ def test_a_rerun_never_pays_twice_and_an_interrupted_run_resumes(tmp_path, price
         return good(request)
 
     with pytest.raises(KeyboardInterrupt):
-        forecaster(RecordedProvider(flaky), tmp_path, prices).forecast_many(histories, concurrency=1)
+        forecaster(RecordedProvider(flaky), tmp_path, prices).forecast_many(
+            histories, concurrency=1
+        )
     provider = RecordedProvider(good)
     results = forecaster(provider, tmp_path, prices).forecast_many(histories, concurrency=2)
     # only the origins never answered are asked again (the worker may have answered the
@@ -143,15 +170,19 @@ def test_draws_and_arms_are_separate_calls(tmp_path, prices) -> None:
 
 def test_failed_calls_are_recorded_and_fatal_ones_stop_the_run(tmp_path, prices) -> None:
     busy = [ProviderError("HTTP 529 overloaded", transient=True, status=529)] * 7
-    result = forecaster(RecordedProvider(good, errors=list(busy)), tmp_path, prices).forecast(history())
+    result = forecaster(RecordedProvider(good, errors=list(busy)), tmp_path, prices).forecast(
+        history()
+    )
     assert result.statements is None
     assert [(c.status, c.reason) for c in result.calls] == [("error", "HTTP 529 overloaded")]
-    denied = RecordedProvider(good, errors=[ProviderError("HTTP 401 bad key", transient=False,
-                                                          status=401)])
+    denied = RecordedProvider(
+        good, errors=[ProviderError("HTTP 401 bad key", transient=False, status=401)]
+    )
     with pytest.raises(UserError, match="refused the request .*HTTP 401.*rerun resumes"):
         forecaster(denied, tmp_path, prices).forecast(history())
-    bad_request = RecordedProvider(good, errors=[ProviderError("HTTP 400", transient=False,
-                                                               status=400)])
+    bad_request = RecordedProvider(
+        good, errors=[ProviderError("HTTP 400", transient=False, status=400)]
+    )
     result = forecaster(bad_request, tmp_path, prices).forecast(history(2))
     assert result.statements is None and result.calls[0].status == "error"
 
@@ -160,7 +191,9 @@ def test_models_missing_from_the_prices_table_have_no_cost(tmp_path, prices) -> 
     provider = RecordedProvider(good, model="recorded-2")
     (call,) = forecaster(provider, tmp_path, prices).forecast(history()).calls
     assert call.cost_usd is None and call.input_tokens == 1000
-    assert prices.lookup("recorded", "recorded-1-20261101") is prices.lookup("recorded", "recorded-1")
+    assert prices.lookup("recorded", "recorded-1-20261101") is prices.lookup(
+        "recorded", "recorded-1"
+    )
 
 
 def test_the_default_prices_table_is_dated_and_a_bad_one_is_refused(tmp_path) -> None:
@@ -168,8 +201,10 @@ def test_the_default_prices_table_is_dated_and_a_bad_one_is_refused(tmp_path) ->
     assert {m for _, m in table.prices} >= {"claude-opus-4-8", "gpt-5.5", "claude-sonnet-5"}
     assert all(p.as_of for p in table.prices.values())
     bad = tmp_path / "bad.csv"
-    bad.write_text("provider,model,input_usd_per_mtok,cached_input_usd_per_mtok,"
-                   "output_usd_per_mtok,as_of\nx,y,1,1,lots,2026-01-01\n")
+    bad.write_text(
+        "provider,model,input_usd_per_mtok,cached_input_usd_per_mtok,"
+        "output_usd_per_mtok,as_of\nx,y,1,1,lots,2026-01-01\n"
+    )
     with pytest.raises(UserError, match="line 2: prices must be numbers"):
         load_prices(bad)
     with pytest.raises(UserError, match="Cannot read"):

@@ -16,8 +16,11 @@ from app.scoring.footprints.llm import (
 
 
 def sample(wh, fid):
-    return wh.fetchall("SELECT gvkey, firm_id, origin_q FROM eval.footprint_origins "
-                       "WHERE footprint_id = ? ORDER BY gvkey, origin_q", [fid])
+    return wh.fetchall(
+        "SELECT gvkey, firm_id, origin_q FROM eval.footprint_origins "
+        "WHERE footprint_id = ? ORDER BY gvkey, origin_q",
+        [fid],
+    )
 
 
 def blocks(rows):
@@ -30,14 +33,17 @@ def blocks(rows):
 def eligible(wh) -> set[tuple[int, int]]:
     """The protocol's pool, restated: test origin, >= 4 panel quarters through q0, and a
     scoreable future cell."""
-    return set(wh.fetchall(
-        """SELECT o.firm_id, o.origin_q FROM panel.origins o
+    return set(
+        wh.fetchall(
+            """SELECT o.firm_id, o.origin_q FROM panel.origins o
            WHERE o.split = 'test'
              AND (SELECT count(DISTINCT q) FROM panel.values v
                   WHERE v.firm_id = o.firm_id AND v.q <= o.origin_q) >= 4
              AND EXISTS (SELECT 1 FROM panel.truth t WHERE t.firm_id = o.firm_id
                          AND t.origin_q = o.origin_q AND isfinite(t.actual)
-                         AND isfinite(t.baseline))"""))
+                         AND isfinite(t.baseline))"""
+        )
+    )
 
 
 def test_blocks_of_consecutive_eligible_origins_one_per_firm(panel_wh) -> None:

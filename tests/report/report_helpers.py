@@ -14,6 +14,13 @@ def save_checkpoint(seed: int, complete: bool = True, **config) -> None:
     cfg = preset("small", **config)
     folder = checkpoint_dir("small", "gaussian")
     folder.mkdir(parents=True, exist_ok=True)
-    torch.save({"format": CHECKPOINT_FORMAT, "config": cfg.to_dict(), "epoch": cfg.epochs,
-                "state_dict": build_model(cfg).state_dict(), "complete": complete},
-               folder / f"seed{seed}.pt")
+    torch.save(
+        {
+            "format": CHECKPOINT_FORMAT,
+            "config": cfg.to_dict(),
+            "epoch": cfg.epochs,
+            "state_dict": build_model(cfg).state_dict(),
+            "complete": complete,
+        },
+        folder / f"seed{seed}.pt",
+    )

@@ -10,15 +10,19 @@ from app.cli.demo import FORMA_SUBMISSION, report_is_current, stages
 def test_demo_reconciles_forma_both_ways_after_its_forecasts(wh) -> None:
     plan = stages(None)
     titles = [s.title for s in plan]
-    assert titles[-3:] == ["Forma forecasts", "reconciliation (variance weights)",
-                           "reconciliation (equal weights)"]
+    assert titles[-3:] == [
+        "Forma forecasts",
+        "reconciliation (variance weights)",
+        "reconciliation (equal weights)",
+    ]
     assert plan[-2].args == ["reconcile", FORMA_SUBMISSION, "--weights", "variance"]
     assert plan[-1].args == ["reconcile", FORMA_SUBMISSION, "--weights", "equal"]
     assert not plan[-1].done(wh)  # nothing reconciled on an empty warehouse
 
 
-def test_the_report_is_rewritten_only_when_the_score_runs_changed(settings, tmp_path,
-                                                                   monkeypatch) -> None:
+def test_the_report_is_rewritten_only_when_the_score_runs_changed(
+    settings, tmp_path, monkeypatch
+) -> None:
     from app.settings import get_settings
 
     monkeypatch.setenv("PROFORMA_REPORT_DIR", str(tmp_path / "report"))
@@ -27,7 +31,9 @@ def test_the_report_is_rewritten_only_when_the_score_runs_changed(settings, tmp_
     runs = {"full": 5, "geert": 6}
     assert not report_is_current(runs)  # no report yet
     settings.report_dir.mkdir(parents=True)
-    manifest = {"provenance": {"score_runs": {"full": {"score_run_id": 5}, "geert": {"score_run_id": 6}}}}
+    manifest = {
+        "provenance": {"score_runs": {"full": {"score_run_id": 5}, "geert": {"score_run_id": 6}}}
+    }
     (settings.report_dir / "manifest.json").write_text(json.dumps(manifest))
     assert report_is_current(runs)
     assert not report_is_current({"full": 7, "geert": 6})

@@ -8,8 +8,11 @@ import pytest
 from models.dollars import expected_dollars, plug_in_dollars
 
 # (location, sd, k, z, mu_t, sigma_t): an ordinary item, a wide one, a negative one
-CASES = [(0.3, 0.5, 2.0, 1500.0, 0.8, 0.9), (-1.2, 1.1, 0.05, 80.0, -0.4, 1.3),
-         (2.0, 0.2, 15.0, 3e4, 1.5, 0.6)]
+CASES = [
+    (0.3, 0.5, 2.0, 1500.0, 0.8, 0.9),
+    (-1.2, 1.1, 0.05, 80.0, -0.4, 1.3),
+    (2.0, 0.2, 15.0, 3e4, 1.5, 0.6),
+]
 
 
 def monte_carlo(draws: np.ndarray, k, z, mu_t, sigma_t) -> tuple[float, float]:
@@ -50,9 +53,11 @@ def test_mixture_is_the_mean_of_its_components_closed_forms():
 
 def test_points_without_sigma_and_heavy_tails():
     assert expected_dollars(0.5, None, 2.0, 10.0, 0.1, 0.9) == pytest.approx(
-        plug_in_dollars(0.5, 2.0, 10.0, 0.1, 0.9))
+        plug_in_dollars(0.5, 2.0, 10.0, 0.1, 0.9)
+    )
     assert expected_dollars(0.5, np.nan, 2.0, 10.0, 0.1, 0.9) == pytest.approx(
-        plug_in_dollars(0.5, 2.0, 10.0, 0.1, 0.9))
+        plug_in_dollars(0.5, 2.0, 10.0, 0.1, 0.9)
+    )
     # Laplace with a^2 s^2 / 2 >= 1 has no finite mean in dollars; Student-t never does
     assert np.isinf(expected_dollars(0.5, 2.0, 1.0, 1.0, 0.0, 1.0, family="laplace"))
     assert np.isnan(expected_dollars(0.5, 0.1, 1.0, 1.0, 0.0, 1.0, family="student_t"))

@@ -21,19 +21,38 @@ from app.sources.synthetic import SyntheticConfig, SyntheticSource
 from app.warehouse import connect
 
 EXHIBIT_FILES = [
-    "table1_headline.csv", "table1_headline.md", "table1_headline.tex",
-    "figure1_r2_by_horizon.png", "figure1_r2_by_horizon.svg", "figure1_r2_by_horizon.csv",
-    "figure2_oracle_scenario.png", "figure2_oracle_scenario.svg", "figure2_oracle_scenario.csv",
-    "table2_coherence.csv", "table2_coherence.md", "table2_coherence.tex",
-    "tableA1_waterfall.csv", "tableA2_items.csv", "tableA3_joint_availability.csv",
-    "tableA4_forma_hyperparameters.csv", "calibration.png", "calibration.svg", "calibration.csv",
-    "index.html", "manifest.json",
+    "table1_headline.csv",
+    "table1_headline.md",
+    "table1_headline.tex",
+    "figure1_r2_by_horizon.png",
+    "figure1_r2_by_horizon.svg",
+    "figure1_r2_by_horizon.csv",
+    "figure2_oracle_scenario.png",
+    "figure2_oracle_scenario.svg",
+    "figure2_oracle_scenario.csv",
+    "table2_coherence.csv",
+    "table2_coherence.md",
+    "table2_coherence.tex",
+    "tableA1_waterfall.csv",
+    "tableA2_items.csv",
+    "tableA3_joint_availability.csv",
+    "tableA4_forma_hyperparameters.csv",
+    "calibration.png",
+    "calibration.svg",
+    "calibration.csv",
+    "index.html",
+    "manifest.json",
 ]
 
 
 def forecasts(cells: pa.Table, mu: np.ndarray, sigma: np.ndarray | None = None) -> pa.Table:
-    cols = {"firm_id": cells["firm_id"], "origin_q": cells["origin_q"],
-            "item_id": cells["item_id"], "horizon": cells["horizon"], "mu": pa.array(mu)}
+    cols = {
+        "firm_id": cells["firm_id"],
+        "origin_q": cells["origin_q"],
+        "item_id": cells["item_id"],
+        "horizon": cells["horizon"],
+        "mu": pa.array(mu),
+    }
     if sigma is not None:
         cols["sigma"] = pa.array(sigma)
     return pa.table(cols)
@@ -50,32 +69,62 @@ def built(tmp_path_factory):
     from app.scenario import checkpoint_dir
 
     folder = tmp_path_factory.mktemp("report")
-    env = {"PROFORMA_WAREHOUSE": folder / "wh.duckdb", "PROFORMA_TEMP_DIRECTORY": folder / "tmp",
-           "PROFORMA_MODELS_DIR": folder / "models", "PROFORMA_REPORT_DIR": folder / "report",
-           "PROFORMA_THREADS": "2", "PROFORMA_MEMORY_LIMIT": "1GB"}
+    env = {
+        "PROFORMA_WAREHOUSE": folder / "wh.duckdb",
+        "PROFORMA_TEMP_DIRECTORY": folder / "tmp",
+        "PROFORMA_MODELS_DIR": folder / "models",
+        "PROFORMA_REPORT_DIR": folder / "report",
+        "PROFORMA_THREADS": "2",
+        "PROFORMA_MEMORY_LIMIT": "1GB",
+    }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update({k: str(v) for k, v in env.items()})
     get_settings.cache_clear()
     wh = connect()
     prepare(wh)
-    ingest(wh, SyntheticSource(SyntheticConfig.for_scale(
-        "demo", firms=24, start=1998, end=2013, seed=3, oracle_origins=2, oracle_paths=2,
-        oracle_horizon=4)))
+    ingest(
+        wh,
+        SyntheticSource(
+            SyntheticConfig.for_scale(
+                "demo",
+                firms=24,
+                start=1998,
+                end=2013,
+                seed=3,
+                oracle_origins=2,
+                oracle_paths=2,
+                oracle_horizon=4,
+            )
+        ),
+    )
     run_build(wh)
-    cells = wh.arrow("SELECT firm_id, origin_q, item_id, horizon, actual FROM panel.truth "
-                     "WHERE split = 'test' ORDER BY ALL")
+    cells = wh.arrow(
+        "SELECT firm_id, origin_q, item_id, horizon, actual FROM panel.truth "
+        "WHERE split = 'test' ORDER BY ALL"
+    )
     a = cells["actual"].to_numpy().astype(float)
     rng = np.random.default_rng(0)
     save_checkpoint(60)
     from models.forma.presets import preset
 
-    meta = {"model": "forma", "preset": "small", "family": "gaussian", "seeds": [60],
-            "parameters": 1234, "config": preset("small").to_dict(), "checkpoints": {"60": "abc"}}
-    scoring.ingest_forecasts(wh, "forma-small-gaussian",
-                             forecasts(cells, 0.8 * a + rng.normal(0, 0.3, a.size), np.full(a.size, 0.4)),
-                             metadata=meta)
-    scoring.ingest_forecasts(wh, "rf", forecasts(cells, 0.7 * a + rng.normal(0, 0.4, a.size)),
-                             metadata={"model": "rf"})
+    meta = {
+        "model": "forma",
+        "preset": "small",
+        "family": "gaussian",
+        "seeds": [60],
+        "parameters": 1234,
+        "config": preset("small").to_dict(),
+        "checkpoints": {"60": "abc"},
+    }
+    scoring.ingest_forecasts(
+        wh,
+        "forma-small-gaussian",
+        forecasts(cells, 0.8 * a + rng.normal(0, 0.3, a.size), np.full(a.size, 0.4)),
+        metadata=meta,
+    )
+    scoring.ingest_forecasts(
+        wh, "rf", forecasts(cells, 0.7 * a + rng.normal(0, 0.4, a.size)), metadata={"model": "rf"}
+    )
     for w in ("variance", "equal"):
         reconcile(wh, "forma-small-gaussian", w, progress=False)
     scoring.score(wh, "full")
@@ -109,8 +158,11 @@ def test_report_writes_every_exhibit(built):
     assert all(f'href="{name}"' in index for name in manifest["files"] if name != "index.html")
     # Table 2: raw, variance- and equal-weighted rows; the projections add up
     t2 = {r["variant"]: r for r in rows(out / "table2_coherence.csv")}
-    raw, var, eq = (t2["Transformer-only (raw)"], t2["+ variance-weighted reconciliation"],
-                    t2["+ equal-weighted reconciliation"])
+    raw, var, eq = (
+        t2["Transformer-only (raw)"],
+        t2["+ variance-weighted reconciliation"],
+        t2["+ equal-weighted reconciliation"],
+    )
     assert float(raw["median_identity_violation"]) > 0.01
     for r in (var, eq):
         assert float(r["median_identity_violation"]) < 1e-9
@@ -134,14 +186,17 @@ def test_report_writes_every_exhibit(built):
 
 def test_report_leaves_out_what_it_cannot_make_and_says_why(built, tmp_path):
     out = tmp_path / "r"
-    res = CliRunner().invoke(cli_app, ["report", "--out", str(out), "--no-figure2",
-                                       "--against", "rf"])
+    res = CliRunner().invoke(
+        cli_app, ["report", "--out", str(out), "--no-figure2", "--against", "rf"]
+    )
     assert res.exit_code == 0, res.output
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["skipped"] == ["Figure 2 (oracle scenario): --no-figure2"]
     assert not (out / "figure2_oracle_scenario.png").exists()
     assert manifest["provenance"]["dm_reference"]["full"] == "rf"
-    res = CliRunner().invoke(cli_app, ["report", "--against", "nobody", "--out", str(tmp_path / "x")])
+    res = CliRunner().invoke(
+        cli_app, ["report", "--against", "nobody", "--out", str(tmp_path / "x")]
+    )
     assert res.exit_code != 0 and "No submission 'nobody'" in str(res.exception)
 
 

@@ -15,8 +15,20 @@ from app.projection import (
 
 # items 1..6: A: 1 + 2 - 3 = 0; B: 3 - 4 - 5 = 0; C: 1 + 2 - 4 - 5 = 0 (= A + B, dependent);
 # D: 6 - 7 = 0 (item 7 is never forecast below, so D is never enforceable)
-TERMS = [("A", 1, 1), ("A", 2, 1), ("A", 3, -1), ("B", 3, 1), ("B", 4, -1), ("B", 5, -1),
-         ("C", 1, 1), ("C", 2, 1), ("C", 4, -1), ("C", 5, -1), ("D", 6, 1), ("D", 7, -1)]
+TERMS = [
+    ("A", 1, 1),
+    ("A", 2, 1),
+    ("A", 3, -1),
+    ("B", 3, 1),
+    ("B", 4, -1),
+    ("B", 5, -1),
+    ("C", 1, 1),
+    ("C", 2, 1),
+    ("C", 4, -1),
+    ("C", 5, -1),
+    ("D", 6, 1),
+    ("D", 7, -1),
+]
 IDS = IdentitySet.from_terms(*zip(*TERMS))
 
 
@@ -39,8 +51,8 @@ def test_identities_hold_to_1e9_relative_and_untouched_cells_stay(weights):
     enforce = enforceable(np.isfinite(values), IDS)
     after = relative_residuals(res.values, enforce, IDS)
     before = relative_residuals(values, enforce, IDS)
-    assert np.nanmax(before) > 0.1             # the raw statements do not add up
-    assert np.nanmax(after) < 1e-9             # every enforceable identity holds
+    assert np.nanmax(before) > 0.1  # the raw statements do not add up
+    assert np.nanmax(after) < 1e-9  # every enforceable identity holds
     # cells in no enforceable identity are bit-for-bit unchanged (item 6: D never holds)
     in_enforced = (enforce.astype(int) @ IDS.members.astype(int)) > 0
     assert np.array_equal(res.values[~in_enforced], values[~in_enforced], equal_nan=True)
@@ -50,7 +62,7 @@ def test_identities_hold_to_1e9_relative_and_untouched_cells_stay(weights):
 
 def test_weighted_projection_is_the_constrained_least_squares_solution():
     values, w = statements(5, seed=3)
-    a = IDS.matrix[:3, :5]        # A, B, C over items 1..5 (C dependent)
+    a = IDS.matrix[:3, :5]  # A, B, C over items 1..5 (C dependent)
     v, ww = values[:, :5], w[:, :5]
     got = project(v, ww, a)
     for i in range(len(v)):
@@ -68,7 +80,7 @@ def test_variance_weights_move_the_uncertain_item_and_equal_weights_spread():
     var = reconcile_statements(values, w, IDS).values[0]
     eq = reconcile_statements(values, None, IDS).values[0]
     assert var[0] + var[1] == pytest.approx(var[2])
-    assert abs(var[1] - 50.0) > 9.9 and abs(var[0] - 100.0) < 0.01   # item 2 absorbs it
+    assert abs(var[1] - 50.0) > 9.9 and abs(var[0] - 100.0) < 0.01  # item 2 absorbs it
     assert np.allclose(eq[:3] - values[0, :3], [10 / 3, 10 / 3, -10 / 3])
 
 

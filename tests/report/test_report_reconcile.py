@@ -42,7 +42,9 @@ def panel(tmp_path_factory):
     sigma = np.exp(rng.normal(-2, 0.5, len(actual)))
     wh.sid = scoring.ingest_forecasts(wh, "noisy", forecasts_from(cells, mu, sigma))
     # a 2-component mixture and a point forecast without sigma
-    mix = pa_concat([forecasts_from(cells, mu + 0.01, sigma, 0), forecasts_from(cells, mu - 0.02, sigma, 1)])
+    mix = pa_concat(
+        [forecasts_from(cells, mu + 0.01, sigma, 0), forecasts_from(cells, mu - 0.02, sigma, 1)]
+    )
     wh.mix = scoring.ingest_forecasts(wh, "mixture", mix)
     wh.point = scoring.ingest_forecasts(wh, "point", forecasts_from(cells, mu))
     yield wh
@@ -56,8 +58,11 @@ def pa_concat(tables):
 
 
 def stored(wh, sid):
-    return wh.arrow("SELECT firm_id, origin_q, item_id, horizon, avg(mu) AS mu FROM eval.forecasts "
-                    "WHERE submission_id = ? GROUP BY ALL ORDER BY ALL", [sid]).to_pydict()
+    return wh.arrow(
+        "SELECT firm_id, origin_q, item_id, horizon, avg(mu) AS mu FROM eval.forecasts "
+        "WHERE submission_id = ? GROUP BY ALL ORDER BY ALL",
+        [sid],
+    ).to_pydict()
 
 
 @pytest.mark.parametrize("weights", ["variance", "equal"])
@@ -67,21 +72,26 @@ def test_reconciled_statements_add_up_and_untouched_cells_pass_through(panel, we
     assert before["BS13"][2] > 1e-3 and before["IS14"][2] > 1e-3  # noisy statements
     res = rec.reconcile(wh, "mixture", weights, progress=False)
     after = {r[0]: r for r in wh.fetchall(VIOLATIONS, [res.submission_id])}
-    assert set(after) == {"BS13", "IS14"}      # the panel's enforceable identities
+    assert set(after) == {"BS13", "IS14"}  # the panel's enforceable identities
     for ident, row in after.items():
-        assert row[1] == before[ident][1]      # the same statements
-        assert row[2] < 1e-9, (ident, row)     # every one holds to 1e-9 relative
+        assert row[1] == before[ident][1]  # the same statements
+        assert row[2] < 1e-9, (ident, row)  # every one holds to 1e-9 relative
     assert res.max_residual is not None and res.max_residual < 1e-9
     # niq is in no enforceable identity: its cells are the parent's point, bit for bit
     niq = wh.scalar("SELECT item_id FROM ref.items WHERE item = 'niq'")
     parent, child = stored(wh, wh.mix), stored(wh, res.submission_id)
     assert len(parent["mu"]) == len(child["mu"])
     keep = np.asarray(parent["item_id"]) == niq
-    assert keep.any() and np.array_equal(np.asarray(parent["mu"])[keep], np.asarray(child["mu"])[keep])
+    assert keep.any() and np.array_equal(
+        np.asarray(parent["mu"])[keep], np.asarray(child["mu"])[keep]
+    )
     changed = ~np.isclose(np.asarray(parent["mu"]), np.asarray(child["mu"]), rtol=0, atol=1e-12)
     assert changed.sum() == res.cells_changed > 0
-    meta = wh.fetchone("SELECT metadata->>'parent_id', metadata->>'method', has_sigma, n_components "
-                       "FROM eval.submissions WHERE submission_id = ?", [res.submission_id])
+    meta = wh.fetchone(
+        "SELECT metadata->>'parent_id', metadata->>'method', has_sigma, n_components "
+        "FROM eval.submissions WHERE submission_id = ?",
+        [res.submission_id],
+    )
     assert meta == (str(wh.mix), f"reconcile/{weights}", False, 1)
     assert wh.scalar("SELECT count(*) FROM eval.reconcile_cells") == 0  # staging emptied
 
@@ -113,12 +123,18 @@ def test_an_interrupted_job_resumes_and_matches_an_uninterrupted_one(panel, monk
     monkeypatch.setattr(rec, "reconcile_quarter", flaky)
     with pytest.raises(KeyboardInterrupt):
         rec.reconcile(wh, "noisy", "variance", name="resumed", progress=False)
-    assert wh.scalar("SELECT count(*) FROM eval.reconcile_quarters q JOIN eval.reconciliations r "
-                     "USING (reconcile_id) WHERE r.name = 'resumed'") == 3
+    assert (
+        wh.scalar(
+            "SELECT count(*) FROM eval.reconcile_quarters q JOIN eval.reconciliations r "
+            "USING (reconcile_id) WHERE r.name = 'resumed'"
+        )
+        == 3
+    )
     assert wh.scalar("SELECT count(*) FROM eval.submissions WHERE name = 'resumed'") == 0
     monkeypatch.setattr(rec, "reconcile_quarter", real)
     resumed = rec.reconcile(wh, "noisy", "variance", name="resumed", progress=False)
     assert resumed.quarters_resumed == 3 and resumed.quarters == wh.scalar(
-        "SELECT count(DISTINCT origin_q) FROM eval.forecasts WHERE submission_id = ?", [wh.sid])
+        "SELECT count(DISTINCT origin_q) FROM eval.forecasts WHERE submission_id = ?", [wh.sid]
+    )
     fresh = rec.reconcile(wh, "noisy", "variance", name="fresh", progress=False)
     assert stored(wh, resumed.submission_id) == stored(wh, fresh.submission_id)

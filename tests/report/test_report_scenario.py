@@ -27,15 +27,19 @@ def test_a_scenario_uses_the_seeds_that_were_trained(settings):
     assert available_seeds("small", "gaussian") == [60, 63, 64]
     models, seeds, _ = load_forma("small", "gaussian", None)
     assert seeds == [60, 63] and len(models) == 2  # the demo's one seed works, unfinished skipped
-    with pytest.raises(UserError, match=r"seed\(s\) 61, 62 .*trained: 60, 63, 64.*Leave --seeds out"):
+    with pytest.raises(
+        UserError, match=r"seed\(s\) 61, 62 .*trained: 60, 63, 64.*Leave --seeds out"
+    ):
         load_forma("small", "gaussian", [60, 61, 62])
     with pytest.raises(UserError, match="stopped after epoch"):
         load_forma("small", "gaussian", [64])
 
 
 def scenario(n_horizons: int = 20) -> Scenario:
-    rows = {k: [] for k in ("item_id", "horizon", "item", "pinned", "expected_usd", "lo_80_usd",
-                            "hi_80_usd")}
+    rows = {
+        k: []
+        for k in ("item_id", "horizon", "item", "pinned", "expected_usd", "lo_80_usd", "hi_80_usd")
+    }
     for i, name in enumerate(ITEMS, 1):
         for h in range(1, n_horizons + 1):
             base = 123456.789 * (i + h) * (-1 if name == "acomincq" else 1)

@@ -23,14 +23,21 @@ def test_star_convention():
     assert [dm_mark(+2.0, p) for p in (0.005, 0.03)] == ["†", ""]
     assert dm_mark(None, None) == "" and dm_stars(float("nan"), False) == ""
     # Figure 1's markers: one level (5%), * reference better, dagger comparator better
-    assert [figure_marker(s, p) for s, p in ((-3, 0.01), (3, 0.04), (3, 0.06), (None, 0.01))] == \
-        ["*", "†", "", ""]
+    assert [figure_marker(s, p) for s, p in ((-3, 0.01), (3, 0.04), (3, 0.06), (None, 0.01))] == [
+        "*",
+        "†",
+        "",
+        "",
+    ]
 
 
 @pytest.fixture
 def served(settings, tmp_path, monkeypatch):
-    for key, value in (("PUBLIC_SNAPSHOT", "public.duckdb"), ("UPLOAD_DIR", "uploads"),
-                       ("REPORT_DIR", "report")):
+    for key, value in (
+        ("PUBLIC_SNAPSHOT", "public.duckdb"),
+        ("UPLOAD_DIR", "uploads"),
+        ("REPORT_DIR", "report"),
+    ):
         monkeypatch.setenv(f"PROFORMA_{key}", str(tmp_path / value))
     get_settings.cache_clear()
     wh = connect()
@@ -49,15 +56,20 @@ def served(settings, tmp_path, monkeypatch):
 
 def test_against_names_the_dm_reference_in_api_page_and_python(served):
     # per horizon (the pooled test needs more than the panel's 20 quarters at h = 20)
-    board = served.get("/api/v1/leaderboards/full", params={"against": "poor", "by": "horizon"}).json()
+    board = served.get(
+        "/api/v1/leaderboards/full", params={"against": "poor", "by": "horizon"}
+    ).json()
     rows = {r["model"]: r for r in board["rows"] if r["horizon"] == 1}
     assert "dm_vs_leader" not in rows["good"] and rows["poor"]["dm_vs_reference"] is None
     assert rows["poor"]["sig"] == ""
     for name in ("good", "fair"):  # both beat the reference: positive statistic, dagger at 1%
         r = rows[name]
         assert r["dm_vs_reference"] > 0 and r["sig"] == dm_stars(r["p_value"], True)
-    leader = {r["model"]: r for r in served.get(
-        "/api/v1/leaderboards/full", params={"by": "horizon"}).json()["rows"] if r["horizon"] == 1}
+    leader = {
+        r["model"]: r
+        for r in served.get("/api/v1/leaderboards/full", params={"by": "horizon"}).json()["rows"]
+        if r["horizon"] == 1
+    }
     assert leader["good"]["dm_vs_leader"] is None and leader["poor"]["dm_vs_leader"] < 0
     assert leader["poor"]["sig"] == dm_stars(leader["poor"]["p_value"], False)
     bad = served.get("/api/v1/leaderboards/full", params={"against": "nobody"})

@@ -9,8 +9,15 @@ from app.sources.synthetic import Simulation, SyntheticConfig
 
 
 def tiny_config(**overrides) -> SyntheticConfig:
-    values = {"firms": 60, "start": 1998, "end": 2013, "seed": 5, "oracle_origins": 6, "oracle_paths": 4,
-              "oracle_horizon": 6}
+    values = {
+        "firms": 60,
+        "start": 1998,
+        "end": 2013,
+        "seed": 5,
+        "oracle_origins": 6,
+        "oracle_paths": 4,
+        "oracle_horizon": 6,
+    }
     values.update(overrides)
     return SyntheticConfig.for_scale("demo", **values)
 

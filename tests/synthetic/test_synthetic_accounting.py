@@ -67,7 +67,10 @@ def test_balance_sheet_rolls_forward_from_flows(recorded):
         )
         debt_a, debt_b = a["dlcq"] + a["dlttq"], b["dlcq"] + b["dlttq"]
         np.testing.assert_allclose(
-            (debt_b - debt_a)[alive], (b["dltisq"] - b["dltrq"] + b["dlcchq"])[alive], rtol=1e-9, atol=1e-7
+            (debt_b - debt_a)[alive],
+            (b["dltisq"] - b["dltrq"] + b["dlcchq"])[alive],
+            rtol=1e-9,
+            atol=1e-7,
         )
         assert (b["tstkq"] - a["tstkq"] >= -1e-9)[alive].all()  # buybacks only add
         assert (b["capxq"] >= 0).all() and (b["dvq"] >= 0).all()

@@ -16,8 +16,10 @@ def _tables(seed: int) -> dict[str, pa.Table]:
         "ccm_link": raw.ccm_link,
     }
     for name, (_, data) in raw.extras.items():
-        out[name] = data.read_all() if isinstance(data, pa.RecordBatchReader) else (
-            data if isinstance(data, pa.Table) else pa.Table.from_batches(list(data))
+        out[name] = (
+            data.read_all()
+            if isinstance(data, pa.RecordBatchReader)
+            else (data if isinstance(data, pa.Table) else pa.Table.from_batches(list(data)))
         )
     return out
 

@@ -39,16 +39,46 @@ def test_ingest_writes_raw_tables_oracle_and_provenance(wh):
     assert sum(report.identities.column("evaluated").to_pylist()) > 1000
     assert report.availability.num_rows == 78 * 3
     assert report.joint.column("scope").to_pylist() == ["full", "test"]
-    checks = dict(zip(report.ytd.column("check_name").to_pylist(), report.ytd.column("value").to_pylist(), strict=True))
-    assert checks["negative quarterly flows of non-negative items (capx, dv, aqc, sstk, prstkc, dltis, dltr, ivch, siv, sppe)"] == 0
+    checks = dict(
+        zip(
+            report.ytd.column("check_name").to_pylist(),
+            report.ytd.column("value").to_pylist(),
+            strict=True,
+        )
+    )
+    assert (
+        checks[
+            "negative quarterly flows of non-negative items (capx, dv, aqc, sstk, prstkc, dltis, dltr, ivch, siv, sppe)"
+        ]
+        == 0
+    )
 
 
 def test_cli_ingest_validate_and_bad_input(settings):
     runner = CliRunner()
-    for args in (["ingest", "synthetic", "--help"], ["synthetic", "validate", "--help"], ["oracle", "--help"]):
+    for args in (
+        ["ingest", "synthetic", "--help"],
+        ["synthetic", "validate", "--help"],
+        ["oracle", "--help"],
+    ):
         assert runner.invoke(app, args).exit_code == 0
-    ok = runner.invoke(app, ["ingest", "synthetic", "--firms", "25", "--start", "2006", "--end", "2012",
-                             "--oracle-origins", "2", "--oracle-paths", "2"])
+    ok = runner.invoke(
+        app,
+        [
+            "ingest",
+            "synthetic",
+            "--firms",
+            "25",
+            "--start",
+            "2006",
+            "--end",
+            "2012",
+            "--oracle-origins",
+            "2",
+            "--oracle-paths",
+            "2",
+        ],
+    )
     assert ok.exit_code == 0, ok.output
     assert "done:" in ok.output and "synthetic" in ok.output
     report = runner.invoke(app, ["synthetic", "validate"])
@@ -58,7 +88,9 @@ def test_cli_ingest_validate_and_bad_input(settings):
     # UserError: one line, exit 2 through app.cli.main (the runner calls the typer app)
     assert isinstance(bad.exception, UserError) and "--start" in str(bad.exception)
     bad_scale = runner.invoke(app, ["ingest", "synthetic", "--scale", "huge"])
-    assert isinstance(bad_scale.exception, UserError) and "Unknown scale" in str(bad_scale.exception)
+    assert isinstance(bad_scale.exception, UserError) and "Unknown scale" in str(
+        bad_scale.exception
+    )
     # the failed runs wrote nothing: still the 25-firm panel
     from app.warehouse import connect
 

@@ -53,10 +53,18 @@ def test_same_shocks_from_the_true_state_reproduce_the_realized_future(recorded)
     st = econ.copy(recorded.states[q])
     rng = np.random.Generator(np.random.PCG64())
     rng.bit_generator.state = recorded.rng_states[q + 1]
-    values = econ.step(sim.traits, st, np.full(sim.n, (q + 1) % 4), (q + 1) // 4,
-                       np.full(sim.n, sim.macro(q + 1)), rng)
+    values = econ.step(
+        sim.traits,
+        st,
+        np.full(sim.n, (q + 1) % 4),
+        (q + 1) // 4,
+        np.full(sim.n, sim.macro(q + 1)),
+        rng,
+    )
     for name, v in values.items():
-        np.testing.assert_array_equal(v[not_reinit], recorded.values[q + 1][name][not_reinit], err_msg=name)
+        np.testing.assert_array_equal(
+            v[not_reinit], recorded.values[q + 1][name][not_reinit], err_msg=name
+        )
 
 
 def test_paths_cover_items_horizons_and_spread(recorded):

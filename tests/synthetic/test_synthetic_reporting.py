@@ -41,7 +41,8 @@ def test_skipped_filings_and_item_gaps(monkeypatch):
     firm, q = rec.firm_quarter()
     tr = rec.sim.traits
     alive = sum(
-        int(((tr["entry_q"] <= qq) & (qq <= tr["exit_q"])).sum()) for qq in range(1998 * 4, 2014 * 4)
+        int(((tr["entry_q"] <= qq) & (qq <= tr["exit_q"])).sum())
+        for qq in range(1998 * 4, 2014 * 4)
     )
     filed = np.unique(firm * 100_000 + q).size
     assert 0.9 * alive < filed < 0.99 * alive

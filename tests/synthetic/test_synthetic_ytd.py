@@ -28,7 +28,12 @@ def test_ytd_differences_reproduce_quarterly_flows(recorded):
             if fq[b] == 1:
                 assert abs(ytd[b] - true) <= 1e-9 * (1 + abs(true))
                 checked_first += 1
-            elif firm[a] == firm[b] and fy[a] == fy[b] and fq[a] == fq[b] - 1 and not np.isnan(ytd[a]):
+            elif (
+                firm[a] == firm[b]
+                and fy[a] == fy[b]
+                and fq[a] == fq[b] - 1
+                and not np.isnan(ytd[a])
+            ):
                 assert abs((ytd[b] - ytd[a]) - true) <= 1e-9 * (1 + abs(ytd[b]))
                 checked_diff += 1
     assert checked_first > 100 and checked_diff > 300

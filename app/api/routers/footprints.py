@@ -18,14 +18,21 @@ from app.api.responses import FootprintDetail, FootprintTable
 router = APIRouter(prefix="/footprints", tags=["footprints"])
 
 
-@router.get("", summary="All footprints (every version); JSON or CSV",
-            responses={200: {**TABLE_RESPONSE, "model": FootprintTable}})
+@router.get(
+    "",
+    summary="All footprints (every version); JSON or CSV",
+    responses={200: {**TABLE_RESPONSE, "model": FootprintTable}},
+)
 def list_footprints(wh: WarehouseDep, format: FormatQuery = Format.json) -> Response:
     return table_response(queries.footprint_table(wh), format, "footprints")
 
 
-@router.get("/{name}", summary="One footprint: its versions, size and membership counts",
-            response_model=FootprintDetail, response_model_exclude_unset=True)
+@router.get(
+    "/{name}",
+    summary="One footprint: its versions, size and membership counts",
+    response_model=FootprintDetail,
+    response_model_exclude_unset=True,
+)
 def get_footprint(name: str, wh: WarehouseDep) -> dict[str, Any]:
     versions = queries.footprint_versions(wh, name)
     if not versions:
@@ -36,21 +43,31 @@ def get_footprint(name: str, wh: WarehouseDep) -> dict[str, Any]:
 class NewFootprint(BaseModel):
     name: str = Field(min_length=1, max_length=64, description="Letters, digits, - and _")
     predicate: str = Field("TRUE", description="SQL over firm, origin, item, horizon")
-    submissions: list[int] | None = Field(None, description="Freeze these submissions' common sample")
-    n_origins: int | None = Field(None, ge=1, description="A seeded calendar-balanced origin sample")
+    submissions: list[int] | None = Field(
+        None, description="Freeze these submissions' common sample"
+    )
+    n_origins: int | None = Field(
+        None, ge=1, description="A seeded calendar-balanced origin sample"
+    )
     seed: int | None = None
     split: str = "test"
     description: str | None = Field(None, max_length=2000)
 
 
 @router.post("", status_code=201, summary="Create a footprint or a new version of one (admin)")
-def create_footprint(body: NewFootprint, _: AdminUser, wh: WarehouseDep, jobs: JobsDep) -> dict[str, Any]:
+def create_footprint(
+    body: NewFootprint, _: AdminUser, wh: WarehouseDep, jobs: JobsDep
+) -> dict[str, Any]:
     """Creates the footprint now; scoring every current submission on it is queued."""
     from app import scoring
 
-    kwargs: dict[str, Any] = {"predicate": body.predicate, "submissions": body.submissions,
-                              "n_origins": body.n_origins, "split": body.split,
-                              "description": body.description}
+    kwargs: dict[str, Any] = {
+        "predicate": body.predicate,
+        "submissions": body.submissions,
+        "n_origins": body.n_origins,
+        "split": body.split,
+        "description": body.description,
+    }
     if body.seed is not None:
         kwargs["seed"] = body.seed
     footprint_id = scoring.create_footprint(wh, body.name, **kwargs)

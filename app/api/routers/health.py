@@ -15,8 +15,12 @@ from app.api.snapshot import snapshot_health
 router = APIRouter(tags=["health"])
 
 
-@router.get("/health", summary="Service health, versions and queue depth", response_model=Health,
-            response_model_exclude_unset=True)
+@router.get(
+    "/health",
+    summary="Service health, versions and queue depth",
+    response_model=Health,
+    response_model_exclude_unset=True,
+)
 def health(wh: WarehouseDep, jobs: JobsDep, settings: SettingsDep) -> dict[str, Any]:
     """`ok` when the warehouse answers and the last publication of the public snapshot
     succeeded; `degraded` while publishing fails (`snapshot.last_failure` says why; pages

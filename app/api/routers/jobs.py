@@ -14,9 +14,23 @@ from app.api.responses import Job
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 
-_PUBLIC = ("job_id", "model_name", "family", "df", "status", "message", "report", "submission_id",
-           "score_runs", "attempts", "upload_bytes", "upload_sha256", "created_at", "started_at",
-           "finished_at")
+_PUBLIC = (
+    "job_id",
+    "model_name",
+    "family",
+    "df",
+    "status",
+    "message",
+    "report",
+    "submission_id",
+    "score_runs",
+    "attempts",
+    "upload_bytes",
+    "upload_sha256",
+    "created_at",
+    "started_at",
+    "finished_at",
+)
 
 
 def _view(job: dict[str, Any]) -> dict[str, Any]:
@@ -27,8 +41,12 @@ def _view(job: dict[str, Any]) -> dict[str, Any]:
     return clean(out)
 
 
-@router.get("", summary="The caller's jobs, newest first (admins: everyone's)",
-            response_model=list[Job], response_model_exclude_unset=True)
+@router.get(
+    "",
+    summary="The caller's jobs, newest first (admins: everyone's)",
+    response_model=list[Job],
+    response_model_exclude_unset=True,
+)
 def my_jobs(
     user: CurrentUser, wh: WarehouseDep, limit: Annotated[int, Query(ge=1, le=500)] = 50
 ) -> list[dict[str, Any]]:
@@ -36,8 +54,12 @@ def my_jobs(
     return [_view(j) for j in jobs]
 
 
-@router.get("/{job_id}", summary="One job's status and validation report (owner or admin)",
-            response_model=Job, response_model_exclude_unset=True)
+@router.get(
+    "/{job_id}",
+    summary="One job's status and validation report (owner or admin)",
+    response_model=Job,
+    response_model_exclude_unset=True,
+)
 def job_status(job_id: int, user: CurrentUser, wh: WarehouseDep) -> dict[str, Any]:
     job = get_job(wh, job_id)
     if job is None:

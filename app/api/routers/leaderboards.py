@@ -18,6 +18,7 @@ from contracts.tracks import Track
 
 router = APIRouter(prefix="/leaderboards", tags=["leaderboards"])
 
+
 class By(str, Enum):
     global_ = "global"
     horizon = "horizon"
@@ -25,31 +26,49 @@ class By(str, Enum):
     statement = "statement"
 
 
-@router.get("", summary="Footprints with their latest score run, and the tracks",
-            response_model=LeaderboardIndex, response_model_exclude_unset=True)
+@router.get(
+    "",
+    summary="Footprints with their latest score run, and the tracks",
+    response_model=LeaderboardIndex,
+    response_model_exclude_unset=True,
+)
 def index(wh: WarehouseDep) -> dict[str, Any]:
-    return clean({
-        "tracks": queries.TRACK_INFO,
-        "breakdowns": [b.value for b in By],
-        "footprints": [
-            {"footprint": f, "latest_run": queries.latest_run(wh, f),
-             "url": f"/api/v1/leaderboards/{f}"}
-            for f in queries.footprint_names(wh)
-        ],
-    })
+    return clean(
+        {
+            "tracks": queries.TRACK_INFO,
+            "breakdowns": [b.value for b in By],
+            "footprints": [
+                {
+                    "footprint": f,
+                    "latest_run": queries.latest_run(wh, f),
+                    "url": f"/api/v1/leaderboards/{f}",
+                }
+                for f in queries.footprint_names(wh)
+            ],
+        }
+    )
 
 
-@router.get("/{footprint}", summary="One leaderboard: footprint x track, by global/horizon/item/statement",
-            responses={200: {**TABLE_RESPONSE, "model": LeaderboardTable}})
+@router.get(
+    "/{footprint}",
+    summary="One leaderboard: footprint x track, by global/horizon/item/statement",
+    responses={200: {**TABLE_RESPONSE, "model": LeaderboardTable}},
+)
 def leaderboard(
     footprint: str,
     wh: WarehouseDep,
-    track: Annotated[Track, Query(description="squared (R²), absolute (MAE) or density (CRPS, NLL)")] = Track.squared,
+    track: Annotated[
+        Track, Query(description="squared (R²), absolute (MAE) or density (CRPS, NLL)")
+    ] = Track.squared,
     by: Annotated[By, Query(description="global, horizon, item or statement")] = By.global_,
     format: FormatQuery = Format.json,
-    against: Annotated[str | None, Query(
-        description="Diebold-Mariano reference: a submission name or id scored on this "
-                    "footprint (default: the leader). Stars mark the reference better.")] = None,
+    against: Annotated[
+        str | None,
+        Query(
+            description="Diebold-Mariano reference: a submission name or id scored on this "
+            "footprint (default: the leader). Stars mark the reference better."
+        ),
+    ] = None,
 ) -> Response:
     if footprint not in queries.footprint_names(wh):
         raise NotFound(f"No footprint {footprint!r}; GET /api/v1/footprints lists them.")
@@ -58,7 +77,14 @@ def leaderboard(
         raise NotFound(f"Footprint {footprint!r} has not been scored yet.")
     table = queries.leaderboard_table(wh, footprint, track.value, by.value, against)
     return table_response(
-        table, format, f"leaderboard-{footprint}-{track.value}-{by.value}",
-        extra={"footprint": footprint, "track": track.value, "by": by.value, "score_run": run,
-               "against": against or "leader"},
+        table,
+        format,
+        f"leaderboard-{footprint}-{track.value}-{by.value}",
+        extra={
+            "footprint": footprint,
+            "track": track.value,
+            "by": by.value,
+            "score_run": run,
+            "against": against or "leader",
+        },
     )

@@ -35,21 +35,27 @@ def _run(sql: str, settings: Settings) -> QueryResult:
 
 def _respond(result: QueryResult, fmt: Format) -> Response | dict[str, Any]:
     if fmt == Format.csv:
-        table = pa.Table.from_pylist(
-            [dict(zip(result.columns, r, strict=True)) for r in result.rows]
-        ) if result.rows else pa.table({c: pa.array([], pa.string()) for c in result.columns})
-        headers = {"Content-Disposition": 'attachment; filename="query.csv"',
-                   "X-Truncated": str(result.truncated).lower()}
+        table = (
+            pa.Table.from_pylist([dict(zip(result.columns, r, strict=True)) for r in result.rows])
+            if result.rows
+            else pa.table({c: pa.array([], pa.string()) for c in result.columns})
+        )
+        headers = {
+            "Content-Disposition": 'attachment; filename="query.csv"',
+            "X-Truncated": str(result.truncated).lower(),
+        }
         return Response(csv_bytes(table), media_type="text/csv", headers=headers)
-    return clean({
-        "columns": result.columns,
-        "types": result.types,
-        "rows": result.rows,
-        "row_count": len(result.rows),
-        "truncated": result.truncated,
-        "elapsed_ms": round(result.elapsed_ms, 1),
-        "tables": list(result.tables),
-    })
+    return clean(
+        {
+            "columns": result.columns,
+            "types": result.types,
+            "rows": result.rows,
+            "row_count": len(result.rows),
+            "truncated": result.truncated,
+            "elapsed_ms": round(result.elapsed_ms, 1),
+            "tables": list(result.tables),
+        }
+    )
 
 
 @router.post("", summary="Run one SELECT on the public snapshot")
@@ -73,4 +79,8 @@ def tables(settings: SettingsDep) -> dict[str, Any]:
     schema = snapshot_schema(settings.public_snapshot)
     if not schema:
         raise SnapshotMissing("No public snapshot is published yet.")
-    return {"tables": {t: [{"name": c, "type": ty} for c, ty in cols.items()] for t, cols in schema.items()}}
+    return {
+        "tables": {
+            t: [{"name": c, "type": ty} for c, ty in cols.items()] for t, cols in schema.items()
+        }
+    }

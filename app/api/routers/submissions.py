@@ -23,6 +23,7 @@ from app.warehouse import Warehouse
 
 router = APIRouter(prefix="/submissions", tags=["submissions"])
 
+
 def check_name_free(wh: Warehouse, name: str) -> None:
     """409 when a current submission or an unfinished job already uses the model name."""
     taken = queries.name_in_use(wh, name)
@@ -52,7 +53,9 @@ async def upload(
         meta = parse_meta(received.fields)
         await run_in_threadpool(check_name_free, wh, meta.name)
         info = await run_in_threadpool(check_parquet, received.path)
-        final = received.path.with_name(f"upload-{received.sha256[:16]}-{secrets.token_hex(4)}.parquet")
+        final = received.path.with_name(
+            f"upload-{received.sha256[:16]}-{secrets.token_hex(4)}.parquet"
+        )
         received.path.rename(final)
         received.path = final
         metadata = {
@@ -62,8 +65,18 @@ async def upload(
             "sha256": received.sha256,
         }
         job_id = await run_in_threadpool(
-            jobs.submit, wh,
-            NewJob(user.user_id, meta.name, meta.family, meta.df, metadata, final, received.size, received.sha256),
+            jobs.submit,
+            wh,
+            NewJob(
+                user.user_id,
+                meta.name,
+                meta.family,
+                meta.df,
+                metadata,
+                final,
+                received.size,
+                received.sha256,
+            ),
         )
     except BaseException:
         received.path.unlink(missing_ok=True)
@@ -79,16 +92,21 @@ async def upload(
     }
 
 
-@router.get("", summary="All submissions (public records); JSON or CSV",
-            responses={200: {**TABLE_RESPONSE, "model": SubmissionTable}})
-def list_submissions(
-    wh: WarehouseDep, format: FormatQuery = Format.json
-) -> Response:
+@router.get(
+    "",
+    summary="All submissions (public records); JSON or CSV",
+    responses={200: {**TABLE_RESPONSE, "model": SubmissionTable}},
+)
+def list_submissions(wh: WarehouseDep, format: FormatQuery = Format.json) -> Response:
     return table_response(queries.submission_table(wh), format, "submissions")
 
 
-@router.get("/{submission_id}", summary="One submission: record and scores per footprint",
-            response_model=SubmissionDetail, response_model_exclude_unset=True)
+@router.get(
+    "/{submission_id}",
+    summary="One submission: record and scores per footprint",
+    response_model=SubmissionDetail,
+    response_model_exclude_unset=True,
+)
 def get_submission(submission_id: int, wh: WarehouseDep) -> dict[str, Any]:
     record = queries.submission_record(wh, submission_id)
     if record is None:

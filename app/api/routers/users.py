@@ -44,7 +44,12 @@ def create_user(body: NewUser, _: AdminUser, wh: WarehouseDep) -> dict[str, Any]
     if auth.get_user(wh, body.name) is not None:
         raise Conflict(f"User {body.name!r} exists already.")
     user, token = auth.add_user(wh, body.name, admin=body.admin, daily_limit=body.daily_limit)
-    return {"name": user.name, "is_admin": user.is_admin, "daily_limit": user.daily_limit, "token": token}
+    return {
+        "name": user.name,
+        "is_admin": user.is_admin,
+        "daily_limit": user.daily_limit,
+        "token": token,
+    }
 
 
 @router.post("/{name}/tokens", status_code=201, summary="Issue another token for a user (admin)")

@@ -47,8 +47,15 @@ def create_footprint(
         ensure_cell_scores(wh, [int(s) for s in submissions], scoring_context(wh))
     with wh.transaction():
         if submissions:
-            fid = insert_footprint(wh, name, "cells", predicate, split, description,
-                          {"submissions": submissions, "predicate": predicate})
+            fid = insert_footprint(
+                wh,
+                name,
+                "cells",
+                predicate,
+                split,
+                description,
+                {"submissions": submissions, "predicate": predicate},
+            )
             # The predicate scope first, then the common sample of the submissions in it
             # (intersected cell by cell: no gaps are stored for a footprint being made).
             prepare_footprint_cells(wh, {**get_footprint_by_id(wh, fid), "kind": "predicate"})
@@ -58,14 +65,23 @@ def create_footprint(
         elif n_origins:
             if n_origins < 1:
                 raise UserError("n_origins must be positive")
-            fid = insert_footprint(wh, name, "origins", predicate, split, description,
-                          {"n_origins": n_origins, "seed": seed, "predicate": predicate})
-            wh.run_step("eval/045_footprint_origin_sample", {
-                "footprint_id": fid, "seed": seed, "n_origins": n_origins, "split": split})
+            fid = insert_footprint(
+                wh,
+                name,
+                "origins",
+                predicate,
+                split,
+                description,
+                {"n_origins": n_origins, "seed": seed, "predicate": predicate},
+            )
+            wh.run_step(
+                "eval/045_footprint_origin_sample",
+                {"footprint_id": fid, "seed": seed, "n_origins": n_origins, "split": split},
+            )
         else:
-            fid = insert_footprint(wh, name, "predicate", predicate, split, description,
-                          {"predicate": predicate})
+            fid = insert_footprint(
+                wh, name, "predicate", predicate, split, description, {"predicate": predicate}
+            )
         set_cell_count(wh, fid)
     drop_footprint_temp(wh)
     return fid
-

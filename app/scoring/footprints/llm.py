@@ -39,30 +39,61 @@ def is_block_sample(footprint: dict[str, Any]) -> bool:
     return footprint.get("kind") == "origins" and definition.get("sampler") == SAMPLER
 
 
-def create_llm_footprint(wh: Warehouse, name: str = LLM_FOOTPRINT, *, n_origins: int = LLM_ORIGINS,
-                         seed: int = LLM_SEED, description: str | None = None) -> int:
+def create_llm_footprint(
+    wh: Warehouse,
+    name: str = LLM_FOOTPRINT,
+    *,
+    n_origins: int = LLM_ORIGINS,
+    seed: int = LLM_SEED,
+    description: str | None = None,
+) -> int:
     """Draw the block sample into a new version of footprint `name`; returns its id."""
     if n_origins < MIN_BLOCK:
         raise UserError(f"An LLM sample needs at least {MIN_BLOCK} origins (one block)")
     wh.require_panel("panel.truth")
-    definition = {"sampler": SAMPLER, "n_origins": n_origins, "seed": seed,
-                  "min_block": MIN_BLOCK, "max_block": MAX_BLOCK, "min_history": MIN_HISTORY,
-                  "sampler_checksum": sql_file(SAMPLER_STEP).checksum[:16], "predicate": "TRUE"}
+    definition = {
+        "sampler": SAMPLER,
+        "n_origins": n_origins,
+        "seed": seed,
+        "min_block": MIN_BLOCK,
+        "max_block": MAX_BLOCK,
+        "min_history": MIN_HISTORY,
+        "sampler_checksum": sql_file(SAMPLER_STEP).checksum[:16],
+        "predicate": "TRUE",
+    }
     description = description or (
         f"LLM protocol sample: blocks of {MIN_BLOCK}-{MAX_BLOCK} consecutive test origins per "
         f"firm, calendar-balanced, {n_origins:,} origins (fewer if the panel has fewer), "
-        f"seed {seed}")
+        f"seed {seed}"
+    )
     with wh.transaction():
         fid = insert_footprint(wh, name, "origins", "TRUE", "test", description, definition)
-        wh.run_step(SAMPLER_STEP, {
-            "footprint_id": fid, "seed": seed, "n_origins": n_origins, "split": "test",
-            "min_block": MIN_BLOCK, "max_block": MAX_BLOCK, "min_history": MIN_HISTORY})
+        wh.run_step(
+            SAMPLER_STEP,
+            {
+                "footprint_id": fid,
+                "seed": seed,
+                "n_origins": n_origins,
+                "split": "test",
+                "min_block": MIN_BLOCK,
+                "max_block": MAX_BLOCK,
+                "min_history": MIN_HISTORY,
+            },
+        )
         pool_origins, pool_firms = wh.fetchone(
-            "SELECT count(*), count(DISTINCT firm_id) FROM llm_pool")
+            "SELECT count(*), count(DISTINCT firm_id) FROM llm_pool"
+        )
         wh.execute("DROP TABLE llm_pool")
-        wh.execute("UPDATE eval.footprints SET definition = ? WHERE footprint_id = ?",
-                   [json.dumps({**definition, "pool_origins": pool_origins,
-                                "pool_firms": pool_firms}, sort_keys=True), fid])
+        wh.execute(
+            "UPDATE eval.footprints SET definition = ? WHERE footprint_id = ?",
+            [
+                json.dumps(
+                    {**definition, "pool_origins": pool_origins, "pool_firms": pool_firms},
+                    sort_keys=True,
+                ),
+                fid,
+            ],
+        )
         set_cell_count(wh, fid)
     drop_footprint_temp(wh)
     return fid
@@ -72,14 +103,24 @@ def sample_counts(wh: Warehouse, footprint_id: int) -> dict[str, Any]:
     """Origins, firms and origins per calendar year of a sample, and its eligible pool."""
     row = wh.fetchone(
         "SELECT count(*), count(DISTINCT coalesce(gvkey, firm_id::VARCHAR)), min(origin_q), "
-        "max(origin_q) FROM eval.footprint_origins WHERE footprint_id = ?", [footprint_id])
+        "max(origin_q) FROM eval.footprint_origins WHERE footprint_id = ?",
+        [footprint_id],
+    )
     years = wh.fetchall(
         "SELECT origin_q // 4 AS year, count(*) FROM eval.footprint_origins "
-        "WHERE footprint_id = ? GROUP BY 1 ORDER BY 1", [footprint_id])
-    definition = wh.scalar("SELECT definition FROM eval.footprints WHERE footprint_id = ?",
-                           [footprint_id])
+        "WHERE footprint_id = ? GROUP BY 1 ORDER BY 1",
+        [footprint_id],
+    )
+    definition = wh.scalar(
+        "SELECT definition FROM eval.footprints WHERE footprint_id = ?", [footprint_id]
+    )
     definition = json.loads(definition) if definition else {}
-    return {"origins": int(row[0]), "firms": int(row[1]),
-            "first_q": row[2], "last_q": row[3], "by_year": {int(y): int(n) for y, n in years},
-            "pool_origins": definition.get("pool_origins"),
-            "pool_firms": definition.get("pool_firms")}
+    return {
+        "origins": int(row[0]),
+        "firms": int(row[1]),
+        "first_q": row[2],
+        "last_q": row[3],
+        "by_year": {int(y): int(n) for y, n in years},
+        "pool_origins": definition.get("pool_origins"),
+        "pool_firms": definition.get("pool_firms"),
+    }

@@ -38,8 +38,14 @@ from contracts.forecasts import COLUMN_ALIASES as ALIASES
 N_HORIZONS = 20
 
 
-def import_footprint(wh: Warehouse, name: str, mask: Path, *, grid_rows: Path | None = None,
-                     description: str | None = None) -> dict[str, Any]:
+def import_footprint(
+    wh: Warehouse,
+    name: str,
+    mask: Path,
+    *,
+    grid_rows: Path | None = None,
+    description: str | None = None,
+) -> dict[str, Any]:
     """Create (a new version of) footprint `name` from a published mask; returns a summary
     (footprint_id, version, mask_cells, cells_kept, keys_off_grid, rows_matched, n_cells)."""
     if not name or not name.replace("_", "").replace("-", "").isalnum():
@@ -52,20 +58,30 @@ def import_footprint(wh: Warehouse, name: str, mask: Path, *, grid_rows: Path | 
         info = _load_bitmap(wh, mask, grid_rows)
     else:
         if grid_rows is not None:
-            raise UserError("--grid-rows goes with a bitmap (.npy) mask; a keys mask matches by value")
+            raise UserError(
+                "--grid-rows goes with a bitmap (.npy) mask; a keys mask matches by value"
+            )
         info = _load_keys(wh, mask)
     try:
-        kept = int(wh.scalar(
-            "SELECT count(*) FROM mask_cells AS m JOIN panel.firms AS f USING (gvkey) "
-            "JOIN panel.origins AS o ON o.firm_id = f.firm_id AND o.origin_q = m.origin_q "
-            "AND o.split = 'test'"))
+        kept = int(
+            wh.scalar(
+                "SELECT count(*) FROM mask_cells AS m JOIN panel.firms AS f USING (gvkey) "
+                "JOIN panel.origins AS o ON o.firm_id = f.firm_id AND o.origin_q = m.origin_q "
+                "AND o.split = 'test'"
+            )
+        )
         if info["mask_cells"] and not kept:
             raise UserError(
                 f"{mask.name}: none of its {info['mask_cells']:,} cells is at a test origin of "
-                "this build: a mask of another panel (check the rule set and the raw data)")
-        definition = {"imported_from": mask.name, "grid_rows": grid_rows.name if grid_rows else None,
-                      **{k: v for k, v in info.items() if k != "mask_cells"},
-                      "mask_cells": info["mask_cells"], "cells_kept": kept}
+                "this build: a mask of another panel (check the rule set and the raw data)"
+            )
+        definition = {
+            "imported_from": mask.name,
+            "grid_rows": grid_rows.name if grid_rows else None,
+            **{k: v for k, v in info.items() if k != "mask_cells"},
+            "mask_cells": info["mask_cells"],
+            "cells_kept": kept,
+        }
         with wh.transaction():
             fid = insert_footprint(wh, name, "cells", "TRUE", "test", description, definition)
             wh.run_step("eval/048_footprint_import", {"footprint_id": fid})
@@ -73,9 +89,15 @@ def import_footprint(wh: Warehouse, name: str, mask: Path, *, grid_rows: Path | 
     finally:
         wh.execute("DROP TABLE IF EXISTS mask_cells")
     fp = get_footprint_by_id(wh, fid)
-    return {"footprint_id": fid, "version": fp["version"], "mask_cells": info["mask_cells"],
-            "cells_kept": kept, "keys_off_grid": info["mask_cells"] - kept,
-            "rows_matched": info.get("rows_matched"), "n_cells": n_cells}
+    return {
+        "footprint_id": fid,
+        "version": fp["version"],
+        "mask_cells": info["mask_cells"],
+        "cells_kept": kept,
+        "keys_off_grid": info["mask_cells"] - kept,
+        "rows_matched": info.get("rows_matched"),
+        "n_cells": n_cells,
+    }
 
 
 # -- keys --------------------------------------------------------------------------------
@@ -83,8 +105,9 @@ def _load_keys(wh: Warehouse, path: Path) -> dict[str, Any]:
     try:
         schema = pq.read_schema(path)
     except (pa.ArrowException, OSError) as exc:
-        raise UserError(f"{path.name} is not a readable parquet file: {str(exc).splitlines()[0]}") \
-            from None
+        raise UserError(
+            f"{path.name} is not a readable parquet file: {str(exc).splitlines()[0]}"
+        ) from None
     cols: dict[str, str] = {}
     for field in schema:
         canonical = ALIASES.get(field.name.lower(), field.name.lower())
@@ -92,8 +115,10 @@ def _load_keys(wh: Warehouse, path: Path) -> dict[str, Any]:
             cols[canonical] = field.name
     missing = [c for c in ("firm", "target", "origin", "horizon") if c not in cols]
     if missing:
-        raise UserError(f"{path.name} lacks column(s) {', '.join(missing)} "
-                        f"(a keys mask has firm, target, origin, horizon; found {', '.join(schema.names)})")
+        raise UserError(
+            f"{path.name} lacks column(s) {', '.join(missing)} "
+            f"(a keys mask has firm, target, origin, horizon; found {', '.join(schema.names)})"
+        )
     q = {k: '"' + v.replace('"', '""') + '"' for k, v in cols.items()}
     origin_t = schema.field(cols["origin"]).type
     if pa.types.is_dictionary(origin_t):
@@ -103,13 +128,16 @@ def _load_keys(wh: Warehouse, path: Path) -> dict[str, Any]:
     else:
         origin = f"eval.origin_from_text(CAST({q['origin']} AS VARCHAR))"
     firm_t = schema.field(cols["firm"]).type
-    firm = (f"lpad(CAST({q['firm']} AS VARCHAR), 6, '0')" if pa.types.is_integer(firm_t)
-            else f"CAST({q['firm']} AS VARCHAR)")
+    firm = (
+        f"lpad(CAST({q['firm']} AS VARCHAR), 6, '0')"
+        if pa.types.is_integer(firm_t)
+        else f"CAST({q['firm']} AS VARCHAR)"
+    )
     src = "'" + str(path).replace("'", "''") + "'"
     wh.execute(f"""
         CREATE OR REPLACE TEMP TABLE mask_raw AS
-        SELECT {firm} AS gvkey, CAST({q['target']} AS VARCHAR) AS target,
-               CAST({origin} AS INTEGER) AS origin_q, TRY_CAST({q['horizon']} AS DOUBLE) AS horizon
+        SELECT {firm} AS gvkey, CAST({q["target"]} AS VARCHAR) AS target,
+               CAST({origin} AS INTEGER) AS origin_q, TRY_CAST({q["horizon"]} AS DOUBLE) AS horizon
         FROM read_parquet({src})""")
     try:
         bad = wh.fetchone("""
@@ -145,7 +173,9 @@ def _load_bitmap(wh: Warehouse, path: Path, grid_rows: Path | None) -> dict[str,
     try:
         bits = np.load(path, allow_pickle=False)
     except (ValueError, OSError) as exc:
-        raise UserError(f"{path.name} is not a numpy .npy array: {str(exc).splitlines()[0]}") from None
+        raise UserError(
+            f"{path.name} is not a numpy .npy array: {str(exc).splitlines()[0]}"
+        ) from None
     bits = np.ravel(bits)
     targets = sorted(r[0] for r in wh.fetchall("SELECT item FROM ref.items WHERE item_id > 0"))
     item_ids = dict(wh.fetchall("SELECT item, item_id FROM ref.items"))
@@ -163,7 +193,8 @@ def _load_bitmap(wh: Warehouse, path: Path, grid_rows: Path | None) -> dict[str,
             f"{path.name} has {bits.size:,} entries ({bits.dtype}), but {source} has {n_rows:,} rows "
             f"x {len(targets)} targets x {N_HORIZONS} horizons = {n_cells:,} cells (a {packed:,}-byte "
             "np.packbits was expected). A bitmap of another row set needs the row index it was "
-            "built on (--grid-rows); nothing imported")
+            "built on (--grid-rows); nothing imported"
+        )
     wh.con.register("__mask_rows", rows)
     try:
         wh.execute("CREATE OR REPLACE TEMP TABLE mask_rows AS SELECT * FROM __mask_rows")
@@ -176,15 +207,18 @@ def _load_bitmap(wh: Warehouse, path: Path, grid_rows: Path | None) -> dict[str,
                 start = (t * N_HORIZONS + h) * n_rows
                 if kind == "packbits":
                     lo, hi = start // 8, (start + n_rows + 7) // 8
-                    block = np.unpackbits(bits[lo:hi])[start - lo * 8:start - lo * 8 + n_rows]
+                    block = np.unpackbits(bits[lo:hi])[start - lo * 8 : start - lo * 8 + n_rows]
                 else:
-                    block = bits[start:start + n_rows]
+                    block = bits[start : start + n_rows]
                 set_rows = np.flatnonzero(block).astype(np.int32)
                 if set_rows.size:
-                    yield pa.record_batch({
-                        "row_idx": set_rows,
-                        "item_id": np.full(set_rows.size, item_ids[target], np.int16),
-                        "horizon": np.full(set_rows.size, h + 1, np.int8)})
+                    yield pa.record_batch(
+                        {
+                            "row_idx": set_rows,
+                            "item_id": np.full(set_rows.size, item_ids[target], np.int16),
+                            "horizon": np.full(set_rows.size, h + 1, np.int8),
+                        }
+                    )
 
     schema = pa.schema([("row_idx", pa.int32()), ("item_id", pa.int16()), ("horizon", pa.int8())])
     wh.con.register("__mask_bits", pa.RecordBatchReader.from_batches(schema, blocks()))
@@ -195,13 +229,20 @@ def _load_bitmap(wh: Warehouse, path: Path, grid_rows: Path | None) -> dict[str,
             FROM __mask_bits AS b JOIN mask_rows AS r USING (row_idx)""")
     finally:
         wh.con.unregister("__mask_bits")
-    matched = int(wh.scalar(
-        "SELECT count(*) FROM mask_rows AS r JOIN panel.firms AS f USING (gvkey) "
-        "JOIN panel.origins AS o ON o.firm_id = f.firm_id AND o.origin_q = r.origin_q "
-        "AND o.split = 'test'"))
+    matched = int(
+        wh.scalar(
+            "SELECT count(*) FROM mask_rows AS r JOIN panel.firms AS f USING (gvkey) "
+            "JOIN panel.origins AS o ON o.firm_id = f.firm_id AND o.origin_q = r.origin_q "
+            "AND o.split = 'test'"
+        )
+    )
     wh.execute("DROP TABLE mask_rows")
-    return {"form": f"bitmap ({kind})", "grid_rows": n_rows, "rows_matched": matched,
-            "mask_cells": int(wh.scalar("SELECT count(*) FROM mask_cells"))}
+    return {
+        "form": f"bitmap ({kind})",
+        "grid_rows": n_rows,
+        "rows_matched": matched,
+        "mask_cells": int(wh.scalar("SELECT count(*) FROM mask_cells")),
+    }
 
 
 def _grid_rows(wh: Warehouse, mask: Path, grid_rows: Path | None) -> pa.Table:
@@ -211,33 +252,45 @@ def _grid_rows(wh: Warehouse, mask: Path, grid_rows: Path | None) -> pa.Table:
             raise UserError(
                 f"{mask.name} is a positional bitmap over the published package's test grid, "
                 "which only a `published` build has: rebuild with --rules published, or pass the "
-                "mask's row index (--grid-rows)")
+                "mask's row index (--grid-rows)"
+            )
         return wh.arrow(
             "SELECT (row_number() OVER (ORDER BY f.gvkey, o.origin_q) - 1)::INTEGER AS row_idx, "
             "f.gvkey, o.origin_q FROM panel.origins AS o JOIN panel.firms AS f USING (firm_id) "
-            "WHERE o.split = 'test' ORDER BY row_idx")
+            "WHERE o.split = 'test' ORDER BY row_idx"
+        )
     if not Path(grid_rows).is_file():
         raise UserError(f"No grid-rows file {grid_rows}")
     try:
         schema = pq.read_schema(grid_rows)
     except (pa.ArrowException, OSError) as exc:
-        raise UserError(f"{Path(grid_rows).name} is not a readable parquet file: "
-                        f"{str(exc).splitlines()[0]}") from None
+        raise UserError(
+            f"{Path(grid_rows).name} is not a readable parquet file: {str(exc).splitlines()[0]}"
+        ) from None
     cols = {ALIASES.get(f.name.lower(), f.name.lower()): f.name for f in schema}
     if "firm" not in cols or "origin" not in cols:
-        raise UserError(f"{Path(grid_rows).name} needs columns firm and origin (aliases firm_id, "
-                        f"quarter); found {', '.join(schema.names)}")
+        raise UserError(
+            f"{Path(grid_rows).name} needs columns firm and origin (aliases firm_id, "
+            f"quarter); found {', '.join(schema.names)}"
+        )
     firm_t = schema.field(cols["firm"]).type
-    firm = (f'lpad(CAST("{cols["firm"]}" AS VARCHAR), 6, \'0\')' if pa.types.is_integer(firm_t)
-            else f'CAST("{cols["firm"]}" AS VARCHAR)')
+    firm = (
+        f"lpad(CAST(\"{cols['firm']}\" AS VARCHAR), 6, '0')"
+        if pa.types.is_integer(firm_t)
+        else f'CAST("{cols["firm"]}" AS VARCHAR)'
+    )
     origin_t = schema.field(cols["origin"]).type
-    origin = (f'qord(CAST("{cols["origin"]}" AS DATE))'
-              if pa.types.is_timestamp(origin_t) or pa.types.is_date(origin_t)
-              else f'eval.origin_from_text(CAST("{cols["origin"]}" AS VARCHAR))')
+    origin = (
+        f'qord(CAST("{cols["origin"]}" AS DATE))'
+        if pa.types.is_timestamp(origin_t) or pa.types.is_date(origin_t)
+        else f'eval.origin_from_text(CAST("{cols["origin"]}" AS VARCHAR))'
+    )
     src = "'" + str(grid_rows).replace("'", "''") + "'"
-    rows = wh.arrow(f"SELECT (file_row_number)::INTEGER AS row_idx, {firm} AS gvkey, "
-                    f"CAST({origin} AS INTEGER) AS origin_q "
-                    f"FROM read_parquet({src}, file_row_number = true) ORDER BY row_idx")
+    rows = wh.arrow(
+        f"SELECT (file_row_number)::INTEGER AS row_idx, {firm} AS gvkey, "
+        f"CAST({origin} AS INTEGER) AS origin_q "
+        f"FROM read_parquet({src}, file_row_number = true) ORDER BY row_idx"
+    )
     if rows.column("gvkey").null_count or rows.column("origin_q").null_count:
         raise UserError(f"{Path(grid_rows).name}: null or unreadable (firm, origin) rows")
     if wh.scalar(f"SELECT count(*) - count(DISTINCT ({firm}, {origin})) FROM read_parquet({src})"):

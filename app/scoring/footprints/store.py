@@ -24,8 +24,23 @@ from contracts.provenance import utcnow
 SAMPLE_SEED = 20240101
 PREDICATE_COLUMNS = {"firm", "origin", "item", "horizon"}
 _ALLOWED = (
-    exp.And, exp.Or, exp.Not, exp.Paren, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE,
-    exp.In, exp.Between, exp.Literal, exp.Boolean, exp.Neg, exp.Tuple, exp.Null,
+    exp.And,
+    exp.Or,
+    exp.Not,
+    exp.Paren,
+    exp.EQ,
+    exp.NEQ,
+    exp.GT,
+    exp.GTE,
+    exp.LT,
+    exp.LTE,
+    exp.In,
+    exp.Between,
+    exp.Literal,
+    exp.Boolean,
+    exp.Neg,
+    exp.Tuple,
+    exp.Null,
 )
 _ALLOWED_CASTS = {"DATE", "INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT", "VARCHAR", "TEXT"}
 
@@ -43,45 +58,73 @@ def validate_predicate(text: str) -> str:
     try:
         tree = sqlglot.parse_one(text, read="duckdb")
     except sqlglot.errors.SqlglotError as exc:
-        raise UserError(f"Cannot parse the footprint predicate: {str(exc).splitlines()[0]}") from None
+        raise UserError(
+            f"Cannot parse the footprint predicate: {str(exc).splitlines()[0]}"
+        ) from None
     for node in tree.walk():
         if isinstance(node, exp.Column):
             if node.table or node.name.lower() not in PREDICATE_COLUMNS:
                 raise UserError(
                     f"Footprint predicates may use only the columns firm, origin, item, "
-                    f"horizon; found {node.sql()!r}")
+                    f"horizon; found {node.sql()!r}"
+                )
         elif isinstance(node, exp.Identifier):
             continue  # the name part of a Column, checked above
         elif isinstance(node, exp.Cast):
             to = node.args.get("to")
-            if not isinstance(node.this, exp.Literal) or to is None \
-                    or to.this.name.upper() not in _ALLOWED_CASTS:
-                raise UserError(f"Only typed literals like DATE '2015-03-31' may be cast: "
-                                f"{node.sql()!r}")
+            if (
+                not isinstance(node.this, exp.Literal)
+                or to is None
+                or to.this.name.upper() not in _ALLOWED_CASTS
+            ):
+                raise UserError(
+                    f"Only typed literals like DATE '2015-03-31' may be cast: {node.sql()!r}"
+                )
         elif isinstance(node, exp.DataType):
             continue
         elif not isinstance(node, _ALLOWED):
             raise UserError(
                 f"Not allowed in a footprint predicate: {node.sql()!r} "
-                f"(use comparisons, IN, BETWEEN, AND, OR, NOT over firm, origin, item, horizon)")
+                f"(use comparisons, IN, BETWEEN, AND, OR, NOT over firm, origin, item, horizon)"
+            )
     if not isinstance(tree, (exp.Predicate, exp.Connector, exp.Not, exp.Paren, exp.Boolean)):
         raise UserError(f"A footprint predicate must be a condition, not {tree.sql()!r}")
     return tree.sql(dialect="duckdb")
 
 
 def next_version(wh: Warehouse, name: str) -> int:
-    return int(wh.scalar(
-        "SELECT coalesce(max(version), 0) + 1 FROM eval.footprints WHERE name = ?", [name]))
+    return int(
+        wh.scalar(
+            "SELECT coalesce(max(version), 0) + 1 FROM eval.footprints WHERE name = ?", [name]
+        )
+    )
 
 
-def insert_footprint(wh: Warehouse, name: str, kind: str, predicate: str, split: str,
-            description: str | None, definition: dict[str, Any]) -> int:
+def insert_footprint(
+    wh: Warehouse,
+    name: str,
+    kind: str,
+    predicate: str,
+    split: str,
+    description: str | None,
+    definition: dict[str, Any],
+) -> int:
     fid = int(wh.scalar("SELECT nextval('eval.footprint_id_seq')"))
     wh.execute(
         "INSERT INTO eval.footprints (footprint_id, name, version, kind, predicate, split, "
         "description, definition, build_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [fid, name, next_version(wh, name), kind, predicate, split, description,
-         to_json(definition), current_build_id(wh), utcnow()],
+        [
+            fid,
+            name,
+            next_version(wh, name),
+            kind,
+            predicate,
+            split,
+            description,
+            to_json(definition),
+            current_build_id(wh),
+            utcnow(),
+        ],
     )
     return fid
 
@@ -101,8 +144,10 @@ def get_footprint(wh: Warehouse, name: str, version: int | None = None) -> dict[
     rows = wh.arrow(sql + " ORDER BY version DESC LIMIT 1", params).to_pylist()
     if not rows:
         known = [r[0] for r in wh.fetchall("SELECT DISTINCT name FROM eval.footprints ORDER BY 1")]
-        raise UserError(f"No footprint {name!r}{'' if version is None else f' version {version}'}"
-                        f"; known: {', '.join(known) or 'none'}")
+        raise UserError(
+            f"No footprint {name!r}{'' if version is None else f' version {version}'}"
+            f"; known: {', '.join(known) or 'none'}"
+        )
     return rows[0]
 
 
@@ -115,11 +160,18 @@ def prepare_footprint(wh: Warehouse, fp: dict[str, Any], *, recount: bool = True
     predicate = validate_predicate(fp["predicate"])
     drop_footprint_temp(wh)  # temp objects of an earlier run may be views or tables
     wh.execute(
-        f"CREATE OR REPLACE TEMP MACRO fp_predicate(firm, origin, item, horizon) AS ({predicate})")
-    wh.run_step("eval/040_footprint_truth", {
-        "split": fp["split"], "fp_kind": fp["kind"], "footprint_id": fp["footprint_id"]})
-    if not recount and fp.get("n_cells") is not None and fp.get("build_id") is not None \
-            and fp["build_id"] == current_build_id(wh):
+        f"CREATE OR REPLACE TEMP MACRO fp_predicate(firm, origin, item, horizon) AS ({predicate})"
+    )
+    wh.run_step(
+        "eval/040_footprint_truth",
+        {"split": fp["split"], "fp_kind": fp["kind"], "footprint_id": fp["footprint_id"]},
+    )
+    if (
+        not recount
+        and fp.get("n_cells") is not None
+        and fp.get("build_id") is not None
+        and fp["build_id"] == current_build_id(wh)
+    ):
         return int(fp["n_cells"])
     return int(wh.scalar("SELECT count(*) FROM fp_truth"))
 
@@ -137,16 +189,21 @@ def get_footprint_by_id(wh: Warehouse, fid: int) -> dict[str, Any]:
         raise UserError(f"No footprint id {fid}")
     return rows[0]
 
+
 def list_footprints(wh: Warehouse) -> pa.Table:
     return wh.arrow(
         "SELECT footprint_id, name, version, kind, predicate, split, n_cells, build_id, "
-        "created_at, description FROM eval.footprints ORDER BY name, version")
+        "created_at, description FROM eval.footprints ORDER BY name, version"
+    )
 
 
 def drop_footprint_temp(wh: Warehouse) -> None:
     for name in ("common_cells", "fp_truth", "fp_cells"):
-        kind = wh.scalar("SELECT table_type FROM information_schema.tables "
-                         "WHERE table_name = ? AND table_schema = 'main'", [name])
+        kind = wh.scalar(
+            "SELECT table_type FROM information_schema.tables "
+            "WHERE table_name = ? AND table_schema = 'main'",
+            [name],
+        )
         if kind:
             wh.execute(f"DROP {'VIEW' if kind == 'VIEW' else 'TABLE'} {name}")
     for t in ("run_valid", "run_subs"):

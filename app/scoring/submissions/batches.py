@@ -37,9 +37,13 @@ from contracts.forecasts import SPACES
 FORECAST_SCHEMA = pa.schema([f.with_nullable(True) for f in MODEL_FORECAST_SCHEMA])
 
 
-def _conform(batches: Iterable[pa.RecordBatch], hasher: BatchHasher, name: str,
-             errors: list[ValidationError],
-             levels: set[float] | None = None) -> tuple[pa.RecordBatchReader, bool]:
+def _conform(
+    batches: Iterable[pa.RecordBatch],
+    hasher: BatchHasher,
+    name: str,
+    errors: list[ValidationError],
+    levels: set[float] | None = None,
+) -> tuple[pa.RecordBatchReader, bool]:
     """The batches cast to FORECAST_SCHEMA (component 0 and sigma NULL when absent), or
     with `levels` (a quantile forecast) to quantiles.QUANTILE_SCHEMA, whose distinct
     levels are collected into `levels` as the batches stream past."""
@@ -59,8 +63,13 @@ def _conform(batches: Iterable[pa.RecordBatch], hasher: BatchHasher, name: str,
         required.append(quantiles.LEVEL_COLUMN)
         extra = [c for c in ("sigma", "component") if c in names]
         if extra:
-            problems = [new_problem(f"a quantile forecast has no {' or '.join(extra)} column: one "
-                                 f"row per (cell, {quantiles.LEVEL_COLUMN}), mu the quantile", 0)]
+            problems = [
+                new_problem(
+                    f"a quantile forecast has no {' or '.join(extra)} column: one "
+                    f"row per (cell, {quantiles.LEVEL_COLUMN}), mu the quantile",
+                    0,
+                )
+            ]
             raise ValidationError(rejection_summary(name, problems), problems)
     missing = [c for c in required if c not in names]
     if missing:
@@ -77,8 +86,13 @@ def _conform(batches: Iterable[pa.RecordBatch], hasher: BatchHasher, name: str,
                 try:
                     cols.append(col.cast(field.type, safe=True))
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                    problems = [new_problem(f"wrong type or value in column {field.name}: "
-                                         f"{str(exc).splitlines()[0][:200]}", batch.num_rows)]
+                    problems = [
+                        new_problem(
+                            f"wrong type or value in column {field.name}: "
+                            f"{str(exc).splitlines()[0][:200]}",
+                            batch.num_rows,
+                        )
+                    ]
                     # Raised inside DuckDB's scan; kept here so the caller re-raises it.
                     errors.append(ValidationError(rejection_summary(name, problems), problems))
                     raise errors[-1] from None
@@ -103,8 +117,10 @@ def _forecast_rows(view: str, space: str, quantile: bool = False) -> str:
     component = quantiles.component_sql("f.quantile_level") if quantile else "f.component"
     sigma = "CAST(NULL AS DOUBLE)" if quantile else "f.sigma"
     if space == "standardized":
-        return (f"SELECT ?, f.firm_id, f.origin_q, f.item_id, f.horizon, {component}, f.mu, "
-                f"{sigma} FROM {view} AS f")
+        return (
+            f"SELECT ?, f.firm_id, f.origin_q, f.item_id, f.horizon, {component}, f.mu, "
+            f"{sigma} FROM {view} AS f"
+        )
     return f"""
         SELECT ?, f.firm_id, f.origin_q, f.item_id, f.horizon, {component},
                panel.pf_standardize(f.mu, k.k, o.z, p.mu, p.sigma), {sigma}
@@ -179,8 +195,10 @@ def ingest_forecasts(
     in_memory = not quantile and isinstance(batches, (pa.Table, pa.RecordBatch, list, tuple))
     reader, has_sigma = _conform(batches, hasher, name, errors, levels)
     if space == "dollars" and has_sigma:
-        raise UserError("Forecasts in dollars carry no sigma: drop the column, or send "
-                        "standardized forecasts (space='standardized') with their sigma")
+        raise UserError(
+            "Forecasts in dollars carry no sigma: drop the column, or send "
+            "standardized forecasts (space='standardized') with their sigma"
+        )
     if space == "dollars":
         metadata = {**(metadata or {}), "forecast_space": "dollars"}
     view = "__forecasts_in"
@@ -201,14 +219,16 @@ def ingest_forecasts(
             claim_name(wh, name, replace)
             sid = new_submission(wh, name, source, family, df, has_sigma, "pending", metadata)
             try:
-                wh.execute(f"INSERT INTO eval.forecasts {_forecast_rows(view, space, quantile)}",
-                           [sid])
+                wh.execute(
+                    f"INSERT INTO eval.forecasts {_forecast_rows(view, space, quantile)}", [sid]
+                )
             except (duckdb.Error, ValidationError):
                 if errors:
                     raise errors[0] from None
                 raise
-            wh.execute("UPDATE eval.submissions SET checksum = ? WHERE submission_id = ?",
-                       [hasher.hexdigest(), sid])
+            wh.execute(
+                "UPDATE eval.submissions SET checksum = ? WHERE submission_id = ?",
+                [hasher.hexdigest(), sid],
+            )
             check_and_finish(wh, sid, name, [], grid)
     return sid
-

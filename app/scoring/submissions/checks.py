@@ -26,13 +26,19 @@ MAX_ABS_PREDICTION = 60
 HUGE_PREDICTION = (
     f"|prediction| > {MAX_ABS_PREDICTION}: predictions are standardized levels, clipped to "
     f"|x| <= 6; values this large are almost surely raw reported units (dollars). "
-    f"Standardize them first (docs/scoring.md, \"Units\")")
+    f'Standardize them first (docs/scoring.md, "Units")'
+)
 
 
-def new_problem(problem: str, count: int, examples: list[Any] | None = None, *,
-             blocking: bool = True) -> dict:
-    return {"problem": problem, "count": int(count), "examples": examples or [],
-            "severity": "error" if blocking else "warning"}
+def new_problem(
+    problem: str, count: int, examples: list[Any] | None = None, *, blocking: bool = True
+) -> dict:
+    return {
+        "problem": problem,
+        "count": int(count),
+        "examples": examples or [],
+        "severity": "error" if blocking else "warning",
+    }
 
 
 def check_family(family: str, df: float | None) -> None:
@@ -44,33 +50,55 @@ def check_family(family: str, df: float | None) -> None:
     elif df is not None:
         raise UserError(f"--df applies to family student_t only, not {family}")
 
+
 def claim_name(wh: Warehouse, name: str, replace: bool) -> None:
     if not name or len(name) > 200:
         raise UserError("A submission needs a name of 1 to 200 characters")
     old = wh.fetchall(
-        "SELECT submission_id FROM eval.submissions WHERE name = ? AND retired_at IS NULL", [name])
+        "SELECT submission_id FROM eval.submissions WHERE name = ? AND retired_at IS NULL", [name]
+    )
     if old and not replace:
         raise UserError(
             f"A submission named {name!r} exists (id {old[0][0]}); choose another name "
-            f"or replace it")
+            f"or replace it"
+        )
     for (sid,) in old:
         # The old forecasts (and their stored cell scores) go; its row and past scores
         # stay for the record.
         wh.execute("DELETE FROM eval.forecasts WHERE submission_id = ?", [sid])
         forget_cell_scores(wh, [sid])
-        wh.execute("UPDATE eval.submissions SET retired_at = ? WHERE submission_id = ?",
-                   [utcnow(), sid])
+        wh.execute(
+            "UPDATE eval.submissions SET retired_at = ? WHERE submission_id = ?", [utcnow(), sid]
+        )
 
 
-def new_submission(wh: Warehouse, name: str, source: str, family: str, df: float | None,
-                    has_sigma: bool, checksum: str, metadata: dict | None) -> int:
+def new_submission(
+    wh: Warehouse,
+    name: str,
+    source: str,
+    family: str,
+    df: float | None,
+    has_sigma: bool,
+    checksum: str,
+    metadata: dict | None,
+) -> int:
     sid = int(wh.scalar("SELECT nextval('eval.submission_id_seq')"))
     wh.execute(
         "INSERT INTO eval.submissions (submission_id, name, source, family, df, has_sigma, "
         "n_components, rows, cells, checksum, build_id, warnings, metadata, created_at) "
         "VALUES (?, ?, ?, ?, ?, ?, 1, 0, 0, ?, ?, '[]', ?, ?)",
-        [sid, name, source, family, df, has_sigma, checksum, current_build_id(wh),
-         to_json(metadata or {}), utcnow()],
+        [
+            sid,
+            name,
+            source,
+            family,
+            df,
+            has_sigma,
+            checksum,
+            current_build_id(wh),
+            to_json(metadata or {}),
+            utcnow(),
+        ],
     )
     return sid
 
@@ -79,13 +107,21 @@ def decode_key(wh: Warehouse, key: int, grid: list[float] | None = None) -> str:
     """A packed (cell, component) key as firm/target/origin/horizon/component text (a
     quantile submission's component as its level)."""
     component, cell = key % 1024, key // 1024
-    member = (f"quantile_level={grid[component]:g}" if grid and component < len(grid)
-              else f"component={component}")
+    member = (
+        f"quantile_level={grid[component]:g}"
+        if grid and component < len(grid)
+        else f"component={component}"
+    )
     return f"{quantiles.describe_cell(wh, cell)} {member}"
 
 
-def check_and_finish(wh: Warehouse, sid: int, name: str, file_warnings: list[dict] | None,
-            grid: list[float] | None = None) -> int:
+def check_and_finish(
+    wh: Warehouse,
+    sid: int,
+    name: str,
+    file_warnings: list[dict] | None,
+    grid: list[float] | None = None,
+) -> int:
     """Run the integer-level checks on the inserted rows; raise (caller rolls back) or
     finish. `grid`: a quantile submission's levels (its checks run too)."""
     row = wh.query_step("eval/030_forecast_checks", {"submission_id": sid}).to_pylist()[0]
@@ -105,16 +141,25 @@ def check_and_finish(wh: Warehouse, sid: int, name: str, file_warnings: list[dic
         if row[f"{key}_n"] and not (grid is not None and key == "bad_component"):
             problems.append(new_problem(text, row[f"{key}_n"], row[ex] if ex else None))
     if row["sigma_present_n"] and row["sigma_null_n"]:
-        problems.append(new_problem("sigma missing on some rows of a density submission",
-                                 row["sigma_null_n"]))
+        problems.append(
+            new_problem("sigma missing on some rows of a density submission", row["sigma_null_n"])
+        )
     if row["duplicate_key_n"]:
         examples = [decode_key(wh, k, grid) for k in row["duplicate_key_ex"] or []]
-        what = ("duplicate key (firm, target, origin, horizon, quantile_level)"
-                if grid is not None else "duplicate key (firm, target, origin, horizon, component)")
+        what = (
+            "duplicate key (firm, target, origin, horizon, quantile_level)"
+            if grid is not None
+            else "duplicate key (firm, target, origin, horizon, component)"
+        )
         problems.append(new_problem(what, row["duplicate_key_n"], examples))
     if row["huge_prediction_n"]:
-        problems.append(new_problem(HUGE_PREDICTION, row["huge_prediction_n"],
-                                 [f"prediction={v:g}" for v in row["huge_prediction_ex"]]))
+        problems.append(
+            new_problem(
+                HUGE_PREDICTION,
+                row["huge_prediction_n"],
+                [f"prediction={v:g}" for v in row["huge_prediction_ex"]],
+            )
+        )
     grid_warnings: list[dict] = []
     if grid is not None:
         errors, notes = quantiles.check_rows(wh, sid, grid)
@@ -128,17 +173,28 @@ def check_and_finish(wh: Warehouse, sid: int, name: str, file_warnings: list[dic
         raise ValidationError(rejection_summary(name, unusable), unusable)
     warnings = list(file_warnings or [])
     if not file_warnings and row["non_finite_prediction_n"]:
-        warnings.append(new_problem(
-            "prediction is null, NaN or infinite (cell left out)",
-            row["non_finite_prediction_n"],
-            [decode_key(wh, k, grid) for k in usable["non_finite_ex"] or []], blocking=False))
+        warnings.append(
+            new_problem(
+                "prediction is null, NaN or infinite (cell left out)",
+                row["non_finite_prediction_n"],
+                [decode_key(wh, k, grid) for k in usable["non_finite_ex"] or []],
+                blocking=False,
+            )
+        )
     warnings += grid_warnings
     n_components = len(grid) if grid is not None else int(row["n_components"])
     wh.execute(
         "UPDATE eval.submissions SET rows = ?, cells = ?, n_components = ?, "
         "has_sigma = ?, warnings = ?, quantile_levels = ? WHERE submission_id = ?",
-        [row["n_rows"], row["n_rows"] // max(n_components, 1), n_components,
-         bool(row["sigma_present_n"]), to_json(warnings), grid, sid],
+        [
+            row["n_rows"],
+            row["n_rows"] // max(n_components, 1),
+            n_components,
+            bool(row["sigma_present_n"]),
+            to_json(warnings),
+            grid,
+            sid,
+        ],
     )
     return sid
 
@@ -149,30 +205,46 @@ def _unusable(wh: Warehouse, usable: dict, n_rows: int) -> list[dict]:
     if n_rows == 0:
         return []  # reported as an empty submission already
     splits = usable["scored_splits"] or []
-    span = "; ".join(
-        f"{s['split']} {wh.scalar('SELECT qlabel(?)', [s['first_q']])}.."
-        f"{wh.scalar('SELECT qlabel(?)', [s['last_q']])}" for s in splits) or "none in the panel"
+    span = (
+        "; ".join(
+            f"{s['split']} {wh.scalar('SELECT qlabel(?)', [s['first_q']])}.."
+            f"{wh.scalar('SELECT qlabel(?)', [s['last_q']])}"
+            for s in splits
+        )
+        or "none in the panel"
+    )
     if not usable["finite_n"]:
-        return [new_problem(
-            "no usable forecast: every prediction is null, NaN or infinite", n_rows,
-            [decode_key(wh, k) for k in usable["non_finite_ex"] or []])]
+        return [
+            new_problem(
+                "no usable forecast: every prediction is null, NaN or infinite",
+                n_rows,
+                [decode_key(wh, k) for k in usable["non_finite_ex"] or []],
+            )
+        ]
     if not usable["in_scored_split_n"]:
-        first, last = (wh.scalar("SELECT qlabel(?)", [usable[k]])
-                       for k in ("first_origin_q", "last_origin_q"))
-        return [new_problem(
-            f"no cell in the test split: its origins run {first}..{last}, but only origins "
-            f"in a scored split can be scored ({span}); forecasts made at training-period "
-            f"origins are never scored", usable["finite_n"])]
+        first, last = (
+            wh.scalar("SELECT qlabel(?)", [usable[k]]) for k in ("first_origin_q", "last_origin_q")
+        )
+        return [
+            new_problem(
+                f"no cell in the test split: its origins run {first}..{last}, but only origins "
+                f"in a scored split can be scored ({span}); forecasts made at training-period "
+                f"origins are never scored",
+                usable["finite_n"],
+            )
+        ]
     if not usable["usable_n"]:
-        return [new_problem(
-            f"no usable cell: none of its (firm, origin) pairs is an eligible origin of the "
-            f"panel ({span}; panel.origins lists them), so no cell has a truth to score",
-            usable["in_scored_split_n"],
-            [decode_key(wh, k) for k in usable["not_eligible_ex"] or []])]
+        return [
+            new_problem(
+                f"no usable cell: none of its (firm, origin) pairs is an eligible origin of the "
+                f"panel ({span}; panel.origins lists them), so no cell has a truth to score",
+                usable["in_scored_split_n"],
+                [decode_key(wh, k) for k in usable["not_eligible_ex"] or []],
+            )
+        ]
     return []
 
 
 def rejection_summary(name: str, problems: list[dict]) -> str:
     parts = "; ".join(f"{p['problem']} ({p['count']:,} rows)" for p in problems)
     return f"Submission {name!r} rejected, nothing written: {parts}"
-

@@ -31,20 +31,30 @@ def stale_submissions(wh: Warehouse, ids: list[int] | None = None) -> dict[int, 
     """{submission_id: why} for submissions ingested against another panel than the current."""
     if not wh.table_exists("meta.builds"):
         return {}
-    rows = wh.fetchall(f"SELECT * FROM ({_PANEL_OF_SUBMISSIONS}) WHERE NOT same_panel"
-                       + (" AND list_contains(?, submission_id)" if ids is not None else ""),
-                       [ids] if ids is not None else None)
-    return {sid: (f"submission {name!r} was ingested against build {build} (raw ingest {raw}); the "
-                  f"panel is now build {cur} (raw ingest {cur_raw}), whose firm ids and "
-                  f"standardization may differ: submit it again")
-            for sid, name, build, raw, _, cur, cur_raw in rows}
+    rows = wh.fetchall(
+        f"SELECT * FROM ({_PANEL_OF_SUBMISSIONS}) WHERE NOT same_panel"
+        + (" AND list_contains(?, submission_id)" if ids is not None else ""),
+        [ids] if ids is not None else None,
+    )
+    return {
+        sid: (
+            f"submission {name!r} was ingested against build {build} (raw ingest {raw}); the "
+            f"panel is now build {cur} (raw ingest {cur_raw}), whose firm ids and "
+            f"standardization may differ: submit it again"
+        )
+        for sid, name, build, raw, _, cur, cur_raw in rows
+    }
 
 
 def active_submissions(wh: Warehouse) -> list[int]:
     """Current submissions (not retired, with rows, made against the current panel) in id order."""
-    ids = [r[0] for r in wh.fetchall(
-        "SELECT submission_id FROM eval.submissions WHERE retired_at IS NULL AND rows > 0 "
-        "ORDER BY submission_id")]
+    ids = [
+        r[0]
+        for r in wh.fetchall(
+            "SELECT submission_id FROM eval.submissions WHERE retired_at IS NULL AND rows > 0 "
+            "ORDER BY submission_id"
+        )
+    ]
     stale = stale_submissions(wh, ids)
     return [s for s in ids if s not in stale]
 
@@ -59,12 +69,17 @@ def resolve_submissions(wh: Warehouse, submissions: list[int | str] | None) -> l
     out = []
     for s in submissions:
         if isinstance(s, int) or (isinstance(s, str) and s.isdigit()):
-            row = wh.fetchone("SELECT submission_id, retired_at FROM eval.submissions "
-                              "WHERE submission_id = ?", [int(s)])
+            row = wh.fetchone(
+                "SELECT submission_id, retired_at FROM eval.submissions WHERE submission_id = ?",
+                [int(s)],
+            )
         else:
-            row = wh.fetchone("SELECT submission_id, retired_at FROM eval.submissions "
-                              "WHERE name = ? ORDER BY retired_at NULLS FIRST, submission_id DESC "
-                              "LIMIT 1", [s])
+            row = wh.fetchone(
+                "SELECT submission_id, retired_at FROM eval.submissions "
+                "WHERE name = ? ORDER BY retired_at NULLS FIRST, submission_id DESC "
+                "LIMIT 1",
+                [s],
+            )
         if row is None:
             raise UserError(f"No submission {s!r}")
         if row[1] is not None:

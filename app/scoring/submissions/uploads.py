@@ -49,7 +49,6 @@ _FILE_PROBLEMS = [
 ]
 
 
-
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -82,18 +81,28 @@ def _schema_view(path: Path, schema: pa.Schema, quantile: bool) -> tuple[str, li
         if canonical not in by_lower or low == canonical:
             by_lower[canonical] = field.name
     problems = []
-    missing = [c for c in (*REQUIRED, *((quantiles.LEVEL_COLUMN,) if quantile else ()))
-               if c not in by_lower]
+    missing = [
+        c
+        for c in (*REQUIRED, *((quantiles.LEVEL_COLUMN,) if quantile else ()))
+        if c not in by_lower
+    ]
     if missing:
-        problems.append(new_problem(
-            "missing column(s): " + ", ".join(missing)
-            + f" (found: {', '.join(schema.names) or 'none'})", 0))
+        problems.append(
+            new_problem(
+                "missing column(s): "
+                + ", ".join(missing)
+                + f" (found: {', '.join(schema.names) or 'none'})",
+                0,
+            )
+        )
     types = {c: schema.field(by_lower[c]).type for c in by_lower}
     expect = {
         "firm": (_is_str, "a string gvkey such as '001004'"),
         "target": (_is_str, "a string item name such as 'revtq'"),
-        "origin": (lambda t: pa.types.is_date(t) or pa.types.is_timestamp(t) or _is_str(t),
-                   "a date, timestamp or quarter string such as '2015Q1'"),
+        "origin": (
+            lambda t: pa.types.is_date(t) or pa.types.is_timestamp(t) or _is_str(t),
+            "a date, timestamp or quarter string such as '2015Q1'",
+        ),
         "horizon": (_is_num, "an integer 1..20"),
         "prediction": (_is_num, "a number (standardized level)"),
         "sigma": (_is_num, "a positive number"),
@@ -102,15 +111,22 @@ def _schema_view(path: Path, schema: pa.Schema, quantile: bool) -> tuple[str, li
     }
     for col, (ok, what) in expect.items():
         if col in types and not ok(types[col]):
-            problems.append(new_problem(
-                f"wrong type: column {by_lower[col]!r} is {types[col]}, expected {what}", 0))
+            problems.append(
+                new_problem(
+                    f"wrong type: column {by_lower[col]!r} is {types[col]}, expected {what}", 0
+                )
+            )
     if quantile:
         extra = [c for c in OPTIONAL if c in by_lower]
         if extra:
-            problems.append(new_problem(
-                f"a quantile submission (it has a {quantiles.LEVEL_COLUMN} column) has no "
-                f"{' or '.join(extra)} column: one row per (cell, level) with the quantile "
-                f"as prediction", 0))
+            problems.append(
+                new_problem(
+                    f"a quantile submission (it has a {quantiles.LEVEL_COLUMN} column) has no "
+                    f"{' or '.join(extra)} column: one row per (cell, level) with the quantile "
+                    f"as prediction",
+                    0,
+                )
+            )
     if problems:
         return "", problems
     q = {c: _quote(by_lower[c]) for c in by_lower}
@@ -134,12 +150,12 @@ def _schema_view(path: Path, schema: pa.Schema, quantile: bool) -> tuple[str, li
         CREATE OR REPLACE TEMP VIEW submission_in AS
         SELECT
             file_row_number AS row_nr,
-            CAST({q['firm']} AS VARCHAR) AS firm,
-            CAST({q['target']} AS VARCHAR) AS target,
-            {q['origin']} IS NULL AS origin_is_null,
+            CAST({q["firm"]} AS VARCHAR) AS firm,
+            CAST({q["target"]} AS VARCHAR) AS target,
+            {q["origin"]} IS NULL AS origin_is_null,
             CAST({origin_expr} AS INTEGER) AS origin_q,
-            CAST({q['horizon']} AS DOUBLE) AS horizon_num,
-            CAST({q['prediction']} AS DOUBLE) AS prediction,
+            CAST({q["horizon"]} AS DOUBLE) AS horizon_num,
+            CAST({q["prediction"]} AS DOUBLE) AS prediction,
             {sigma} AS sigma,
             {component} AS component,
             {level} AS quantile_level
@@ -160,11 +176,16 @@ def _examples(wh: Warehouse, row_nrs: set[int], quantile: bool) -> dict[int, str
     )
     out = {}
     for r in rows:
-        text = (f"row {r[0]}: firm={r[1]!r} target={r[2]!r} origin={r[3]} horizon={r[4]:g} "
-                if r[4] is not None else
-                f"row {r[0]}: firm={r[1]!r} target={r[2]!r} origin={r[3]} horizon=NULL ")
-        text += (f"prediction={r[5]} quantile_level={r[8]}" if quantile else
-                 f"prediction={r[5]} sigma={r[6]} component={r[7]}")
+        text = (
+            f"row {r[0]}: firm={r[1]!r} target={r[2]!r} origin={r[3]} horizon={r[4]:g} "
+            if r[4] is not None
+            else f"row {r[0]}: firm={r[1]!r} target={r[2]!r} origin={r[3]} horizon=NULL "
+        )
+        text += (
+            f"prediction={r[5]} quantile_level={r[8]}"
+            if quantile
+            else f"prediction={r[5]} sigma={r[6]} component={r[7]}"
+        )
         out[r[0]] = text
     return out
 
@@ -210,7 +231,8 @@ def ingest_parquet(
         raise UserError(
             f"A quantile submission is a file with a {quantiles.LEVEL_COLUMN} column and "
             f"family {quantiles.FAMILY}: {path.name} "
-            + (f"has that column but family {family}" if quantile else "has no such column"))
+            + (f"has that column but family {family}" if quantile else "has no such column")
+        )
     check_family(family, df)
     wh.require_panel("panel.firms")
     if meta.metadata.num_rows == 0:
@@ -230,8 +252,7 @@ def ingest_parquet(
         try:
             with wh.transaction():
                 claim_name(wh, name, replace)
-                sid = new_submission(wh, name, source, family, df, has_sigma, checksum,
-                                      metadata)
+                sid = new_submission(wh, name, source, family, df, has_sigma, checksum, metadata)
                 wh.run_step("eval/020_submission_insert", {"submission_id": sid})
                 check_and_finish(wh, sid, name, None, grid)
         except ValidationError as found:
@@ -245,9 +266,14 @@ def ingest_parquet(
 
 def _file_grid(wh: Warehouse, name: str) -> list[float]:
     """A quantile file's grid (its distinct valid levels), set as getvariable('quantile_grid')."""
-    levels = [r[0] for r in wh.fetchall(
-        "SELECT DISTINCT quantile_level FROM submission_in WHERE quantile_level > 0 "
-        "AND quantile_level < 1 ORDER BY 1 LIMIT ?", [quantiles.MAX_LEVELS + 1])]
+    levels = [
+        r[0]
+        for r in wh.fetchall(
+            "SELECT DISTINCT quantile_level FROM submission_in WHERE quantile_level > 0 "
+            "AND quantile_level < 1 ORDER BY 1 LIMIT ?",
+            [quantiles.MAX_LEVELS + 1],
+        )
+    ]
     grid = quantiles.grid_of(levels)
     found = quantiles.grid_problems(grid)
     if found:
@@ -261,11 +287,16 @@ def _explain(wh: Warehouse, name: str, found: ValidationError, quantile: bool) -
     """The file-level report (010, with example rows) for a rejected upload."""
     counts = wh.query_step("eval/010_submission_checks").to_pylist()[0]
     flagged = [(k, text, b) for k, text, b in _FILE_PROBLEMS if counts[f"{k}_n"]]
-    examples = _examples(wh, {n for k, _, _ in flagged for n in (counts[f"{k}_ex"] or [])},
-                         quantile)
+    examples = _examples(
+        wh, {n for k, _, _ in flagged for n in (counts[f"{k}_ex"] or [])}, quantile
+    )
     problems = [
-        new_problem(text, counts[f"{k}_n"],
-                 [examples.get(n, f"row {n}") for n in counts[f"{k}_ex"] or []], blocking=b)
+        new_problem(
+            text,
+            counts[f"{k}_n"],
+            [examples.get(n, f"row {n}") for n in counts[f"{k}_ex"] or []],
+            blocking=b,
+        )
         for k, text, b in flagged
     ]
     if counts["n_rows"] == 0:
@@ -275,9 +306,9 @@ def _explain(wh: Warehouse, name: str, found: ValidationError, quantile: bool) -
     problems += [p for p in found.problems if p["problem"].startswith(keep)]
     if not any(p["severity"] == "error" for p in problems):
         problems = found.problems
-    return ValidationError(rejection_summary(name, [p for p in problems if p["severity"] == "error"]),
-                           problems)
-
+    return ValidationError(
+        rejection_summary(name, [p for p in problems if p["severity"] == "error"]), problems
+    )
 
 
 def family_sidecar(path: str | Path) -> tuple[str, float | None] | None:
@@ -299,4 +330,3 @@ def family_sidecar(path: str | Path) -> tuple[str, float | None] | None:
         raise UserError(f"Cannot read the family sidecar {side.name}: {exc}") from None
     check_family(family, df)
     return family, df
-

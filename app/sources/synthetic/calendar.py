@@ -14,7 +14,9 @@ def close_month(q: int | np.ndarray, fyr: np.ndarray) -> np.ndarray:
     return first + (fyr - first) % 3
 
 
-def labels(q: int | np.ndarray, fyr: np.ndarray, month: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def labels(
+    q: int | np.ndarray, fyr: np.ndarray, month: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(fyearq, fqtr) of a fiscal quarter closing in `month` of calendar quarter q.
 
     Compustat's convention: a fiscal year ending in months 1-5 carries the previous
@@ -39,9 +41,11 @@ def month_end_days(q: int | np.ndarray, month: np.ndarray) -> np.ndarray:
 def quarter_start_days(q: np.ndarray) -> np.ndarray:
     """Days since epoch of the first day of quarter q."""
     months = (np.asarray(q) // 4 - 1970) * 12 + (np.asarray(q) % 4) * 3
-    return (np.datetime64("1970-01", "M") + months.astype("timedelta64[M]")).astype(
-        "datetime64[D]"
-    ).astype(np.int64)
+    return (
+        (np.datetime64("1970-01", "M") + months.astype("timedelta64[M]"))
+        .astype("datetime64[D]")
+        .astype(np.int64)
+    )
 
 
 def quarter_end_days(q: np.ndarray) -> np.ndarray:

@@ -18,10 +18,38 @@ State = dict[str, np.ndarray]
 
 STATE_KEYS = (
     # latent economics
-    "s", "g", "gm", "sga", "ppe_i", "dso", "dio", "dpo", "e_rev", "div", "ni4",
+    "s",
+    "g",
+    "gm",
+    "sga",
+    "ppe_i",
+    "dso",
+    "dio",
+    "dpo",
+    "e_rev",
+    "div",
+    "ni4",
     # balances carried between quarters
-    "ppegt", "dpact", "gdwl", "intano", "invlt", "aoo", "sti", "cash", "debt", "dlc",
-    "dltt", "cstk", "caps", "re", "tstk", "pstk", "mib", "acominc", "txditc", "at",
+    "ppegt",
+    "dpact",
+    "gdwl",
+    "intano",
+    "invlt",
+    "aoo",
+    "sti",
+    "cash",
+    "debt",
+    "dlc",
+    "dltt",
+    "cstk",
+    "caps",
+    "re",
+    "tstk",
+    "pstk",
+    "mib",
+    "acominc",
+    "txditc",
+    "at",
 )
 
 
@@ -127,7 +155,9 @@ def _step(tr, st, cal_q, year, m, rng) -> dict[str, np.ndarray]:
     constrained = _sig((lev_now - tr["lev_bar"] - 0.15) / 0.05) * _sig((0.06 - cash_ratio) / 0.02)
     # Growth reverts faster for small firms; margins above target sustain growth (moats),
     # constraints hold it back.
-    g_target = tr["g_bar"] + 0.012 * tr["cyc"] * m + 0.08 * (st["gm"] - tr["gm_bar"]) - 0.01 * constrained
+    g_target = (
+        tr["g_bar"] + 0.012 * tr["cyc"] * m + 0.08 * (st["gm"] - tr["gm_bar"]) - 0.01 * constrained
+    )
     k_g = np.clip(tr["k_g"] * (0.5 + 1.0 * small), 0.02, 0.9)
     g = st["g"] + k_g * (g_target - st["g"]) + tr["sig_g"] * _t(rng, 4.0, n)
     # Gross margin: asymmetric reversion. Above target (moat) it decays slowly, below
@@ -138,7 +168,12 @@ def _step(tr, st, cal_q, year, m, rng) -> dict[str, np.ndarray]:
     gm = np.clip(gm, -0.6, 0.95)
     # SG&A ratio: constrained firms cut overheads three times faster.
     k_sga = tr["k_sga"] * (1.0 + 2.0 * constrained)
-    sga = st["sga"] + k_sga * (tr["sga_bar"] - st["sga"]) - 0.003 * m + tr["sig_sga"] * _t(rng, 4.0, n)
+    sga = (
+        st["sga"]
+        + k_sga * (tr["sga_bar"] - st["sga"])
+        - 0.003 * m
+        + tr["sig_sga"] * _t(rng, 4.0, n)
+    )
     sga = np.clip(sga, 0.005, 1.5)
     ppe_i = st["ppe_i"] + 0.05 * (tr["ppe_bar"] - st["ppe_i"]) + 0.02 * tr["ppe_bar"] * z(n)
     ppe_i = np.maximum(ppe_i, 0.01)
@@ -212,12 +247,21 @@ def _step(tr, st, cal_q, year, m, rng) -> dict[str, np.ndarray]:
     intan = gdwl + intano
     flow = 0.3 * (tr["inv_r"] * at_prev - st["invlt"])
     ivch = np.maximum(flow, 0) + 0.004 * at_prev * np.abs(z(n)) * (tr["inv_r"] > 0)
-    siv = np.minimum(np.maximum(-flow, 0) + 0.004 * at_prev * np.abs(z(n)) * (tr["inv_r"] > 0),
-                     st["invlt"] + ivch)
+    siv = np.minimum(
+        np.maximum(-flow, 0) + 0.004 * at_prev * np.abs(z(n)) * (tr["inv_r"] > 0),
+        st["invlt"] + ivch,
+    )
     invlt = st["invlt"] + ivch - siv
-    sti = np.maximum(st["sti"] + 0.5 * (tr["sti_r"] * st["cash"] - st["sti"]) + 0.01 * at_prev * z(n) * (tr["sti_r"] > 0), 0)
+    sti = np.maximum(
+        st["sti"]
+        + 0.5 * (tr["sti_r"] * st["cash"] - st["sti"])
+        + 0.01 * at_prev * z(n) * (tr["sti_r"] > 0),
+        0,
+    )
     ivstch = -(sti - st["sti"])
-    aoo = np.maximum(st["aoo"] + 0.1 * (tr["ao_r"] * 4 * r_trend - st["aoo"]) + 0.02 * st["aoo"] * z(n), 0)
+    aoo = np.maximum(
+        st["aoo"] + 0.1 * (tr["ao_r"] * 4 * r_trend - st["aoo"]) + 0.02 * st["aoo"] * z(n), 0
+    )
     ivaco = -0.5 * (aoo - st["aoo"])
     ivncf = siv + sppe + ivstch + ivaco - capx - ivch - aqc
 
@@ -258,7 +302,9 @@ def _step(tr, st, cal_q, year, m, rng) -> dict[str, np.ndarray]:
     # Seasoned equity when borrowing is tight and cash is short.
     seo = tight & (cash_gap > 0) & (u(n) < 0.3)
     sstk_big = seo * 0.8 * cash_gap
-    d_debt = tr["k_lev"] * (debt_target - st["debt"]) + np.where(cash_gap > 0, 0.6, 0.3) * cash_gap * (1 - 0.8 * seo)
+    d_debt = tr["k_lev"] * (debt_target - st["debt"]) + np.where(
+        cash_gap > 0, 0.6, 0.3
+    ) * cash_gap * (1 - 0.8 * seo)
     floor = 0.01 * a_nc - (cash_pre + d_debt + sstk_big)
     d_debt = d_debt + np.maximum(floor, 0)  # revolver keeps cash positive
     debt = np.maximum(st["debt"] + d_debt, 0.0)
@@ -288,27 +334,112 @@ def _step(tr, st, cal_q, year, m, rng) -> dict[str, np.ndarray]:
 
     # acquisitions raise the revenue trend from next quarter on
     st.update(
-        s=s + np.log1p(acq_size), g=g, gm=gm, sga=sga, ppe_i=ppe_i, dso=dso, dio=dio, dpo=dpo,
-        e_rev=e_rev, div=div, ni4=ni4, ppegt=ppegt, dpact=dpact, gdwl=gdwl, intano=intano,
-        invlt=invlt, aoo=aoo, sti=sti, cash=cash, debt=debt, dlc=dlc, dltt=dltt, cstk=cstk,
-        caps=caps, re=re, tstk=tstk, pstk=pstk, mib=mib, acominc=acominc, txditc=txditc, at=at,
+        s=s + np.log1p(acq_size),
+        g=g,
+        gm=gm,
+        sga=sga,
+        ppe_i=ppe_i,
+        dso=dso,
+        dio=dio,
+        dpo=dpo,
+        e_rev=e_rev,
+        div=div,
+        ni4=ni4,
+        ppegt=ppegt,
+        dpact=dpact,
+        gdwl=gdwl,
+        intano=intano,
+        invlt=invlt,
+        aoo=aoo,
+        sti=sti,
+        cash=cash,
+        debt=debt,
+        dlc=dlc,
+        dltt=dltt,
+        cstk=cstk,
+        caps=caps,
+        re=re,
+        tstk=tstk,
+        pstk=pstk,
+        mib=mib,
+        acominc=acominc,
+        txditc=txditc,
+        at=at,
     )
     return {
         # balance sheet
-        "acomincq": acominc, "acoq": aco, "actq": act, "ancq": anc, "aoq": ao, "apq": ap,
-        "atq": at, "capsq": caps, "ceqq": ceq, "cheq": cash, "cstkq": cstk, "dlcq": dlc,
-        "dlttq": dltt, "dpactq": dpact, "drcq": drc, "drltq": drlt, "gdwlq": gdwl,
-        "intanoq": intano, "intanq": intan, "invtq": invt, "lcoq": lco, "lctq": lct,
-        "loq": lo, "ltq": lt, "mibtq": mib, "ppegtq": ppegt, "ppentq": ppent, "pstkq": pstk,
-        "rectq": rect, "req": re, "seqq": seq, "tstkq": tstk, "txditcq": txditc, "txpq": txp,
+        "acomincq": acominc,
+        "acoq": aco,
+        "actq": act,
+        "ancq": anc,
+        "aoq": ao,
+        "apq": ap,
+        "atq": at,
+        "capsq": caps,
+        "ceqq": ceq,
+        "cheq": cash,
+        "cstkq": cstk,
+        "dlcq": dlc,
+        "dlttq": dltt,
+        "dpactq": dpact,
+        "drcq": drc,
+        "drltq": drlt,
+        "gdwlq": gdwl,
+        "intanoq": intano,
+        "intanq": intan,
+        "invtq": invt,
+        "lcoq": lco,
+        "lctq": lct,
+        "loq": lo,
+        "ltq": lt,
+        "mibtq": mib,
+        "ppegtq": ppegt,
+        "ppentq": ppent,
+        "pstkq": pstk,
+        "rectq": rect,
+        "req": re,
+        "seqq": seq,
+        "tstkq": tstk,
+        "txditcq": txditc,
+        "txpq": txp,
         # income statement
-        "cogsq": cogs, "dpq": dp, "ibq": ib, "miiq": mii, "niq": ni, "nopiq": nopi,
-        "oiadpq": oiadp, "oibdpq": oibdp, "piq": pi, "revtq": rev, "spiq": spi,
-        "stkcoq": stkco, "txtq": txt, "xidoq": xido, "xintq": xint, "xoprq": xopr,
-        "xrdq": xrd, "xsgaq": xsga,
+        "cogsq": cogs,
+        "dpq": dp,
+        "ibq": ib,
+        "miiq": mii,
+        "niq": ni,
+        "nopiq": nopi,
+        "oiadpq": oiadp,
+        "oibdpq": oibdp,
+        "piq": pi,
+        "revtq": rev,
+        "spiq": spi,
+        "stkcoq": stkco,
+        "txtq": txt,
+        "xidoq": xido,
+        "xintq": xint,
+        "xoprq": xopr,
+        "xrdq": xrd,
+        "xsgaq": xsga,
         # cash flow (quarterly; the reporting layer turns them into YTD)
-        "aqcq": aqc, "capxq": capx, "dlcchq": dlcch, "dltisq": dltis, "dltrq": dltr,
-        "dvq": dvq, "exreq": exre, "fiaoq": fiao, "fincfq": fincf, "fopoq": fopo,
-        "ivacoq": ivaco, "ivchq": ivch, "ivncfq": ivncf, "ivstchq": ivstch, "oancfq": oancf,
-        "prstkcq": prstkc, "sivq": siv, "sppeq": sppe, "sstkq": sstk, "txbcofq": txbcof,
+        "aqcq": aqc,
+        "capxq": capx,
+        "dlcchq": dlcch,
+        "dltisq": dltis,
+        "dltrq": dltr,
+        "dvq": dvq,
+        "exreq": exre,
+        "fiaoq": fiao,
+        "fincfq": fincf,
+        "fopoq": fopo,
+        "ivacoq": ivaco,
+        "ivchq": ivch,
+        "ivncfq": ivncf,
+        "ivstchq": ivstch,
+        "oancfq": oancf,
+        "prstkcq": prstkc,
+        "sivq": siv,
+        "sppeq": sppe,
+        "sstkq": sstk,
+        "txbcofq": txbcof,
     }

@@ -28,7 +28,11 @@ def items() -> tuple[Item, ...]:
             item=r["item"],
             statement=r["statement"],
             ytd_source=r["ytd_source"] or None,
-            pct=(float(r["pct_train"]) / 100, float(r["pct_val"]) / 100, float(r["pct_test"]) / 100),
+            pct=(
+                float(r["pct_train"]) / 100,
+                float(r["pct_val"]) / 100,
+                float(r["pct_test"]) / 100,
+            ),
         )
         for i, r in enumerate(rows)
     )

@@ -25,5 +25,7 @@ def sample_origins(
     keep = in_link_window(links, firm, q)
     firm, q = firm[keep], q[keep]
     k = min(cfg.oracle_origins, firm.size)
-    pick = np.sort(rng.choice(firm.size, size=k, replace=False)) if k else np.array([], dtype=np.int64)
+    pick = (
+        np.sort(rng.choice(firm.size, size=k, replace=False)) if k else np.array([], dtype=np.int64)
+    )
     return firm[pick].astype(np.int64), q[pick].astype(np.int64)

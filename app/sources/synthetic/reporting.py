@@ -96,7 +96,9 @@ def availability(tr: Traits, rng: np.random.Generator) -> tuple[np.ndarray, np.n
 class Reporter:
     """Turns each simulated quarter into raw.fundq rows (an Arrow record batch)."""
 
-    def __init__(self, cfg: SyntheticConfig, tr: Traits, gvkeys: np.ndarray, rng: np.random.Generator):
+    def __init__(
+        self, cfg: SyntheticConfig, tr: Traits, gvkeys: np.ndarray, rng: np.random.Generator
+    ):
         self.cfg = cfg
         self.tr = tr
         self.gvkeys = gvkeys
@@ -109,7 +111,9 @@ class Reporter:
         self.rows = 0
         self.fyr_changes = 0
 
-    def accumulate(self, q: int, values: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def accumulate(
+        self, q: int, values: dict[str, np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Roll every firm's YTD accumulators (also before entry) and return labels."""
         month = close_month(q, self.fyr)
         fyearq, fqtr = labels(q, self.fyr, month)
@@ -128,7 +132,9 @@ class Reporter:
         # A fiscal-year change: the old-calendar filing and the new fiscal Q1 land in one
         # calendar quarter; the build keeps the higher (fyearq, fqtr), the new one.
         change = alive & (q >= tr["entry_q"] + 4) & (rng.random(self.n) < P_FYR_CHANGE)
-        dup_rows = self._fyr_changes(q, np.flatnonzero(change), values, month, fyearq, fqtr, old_fyr)
+        dup_rows = self._fyr_changes(
+            q, np.flatnonzero(change), values, month, fyearq, fqtr, old_fyr
+        )
         if dup_rows is not None:  # labels of the firms that changed their fiscal year
             month = close_month(q, self.fyr)
             fyearq, fqtr = labels(q, self.fyr, month)
@@ -144,7 +150,12 @@ class Reporter:
         present[~no_bs, RAW_NAMES.index("atq")] = True
         cols = self._columns(idx, values, self.ytd[idx], present)
         batch = self._batch(
-            self.gvkeys[idx], month_end_days(q, month[idx]), fyearq[idx], fqtr[idx], self.fyr[idx], cols
+            self.gvkeys[idx],
+            month_end_days(q, month[idx]),
+            fyearq[idx],
+            fqtr[idx],
+            self.fyr[idx],
+            cols,
         )
         self.rows += batch.num_rows
         if dup_rows is not None:
@@ -244,7 +255,9 @@ def in_link_window(links: dict[str, np.ndarray], idx: np.ndarray, q: np.ndarray)
     return (s1 < 0) | ((s1 <= q) & (q <= e1)) | ((s2 >= 0) & (s2 <= q) & (q <= e2))
 
 
-def ccm_link_table(cfg: SyntheticConfig, tr: Traits, links: dict[str, np.ndarray], gvkeys: np.ndarray) -> pa.Table:
+def ccm_link_table(
+    cfg: SyntheticConfig, tr: Traits, links: dict[str, np.ndarray], gvkeys: np.ndarray
+) -> pa.Table:
     parts = []
     for k, (s, e) in enumerate((("start1", "end1"), ("start2", "end2"))):
         idx = np.flatnonzero(links[s] >= 0)
@@ -257,10 +270,16 @@ def ccm_link_table(cfg: SyntheticConfig, tr: Traits, links: dict[str, np.ndarray
                     "gvkey": pa.array(gvkeys[idx], type=pa.string()),
                     "lpermno": pa.array((10000 + idx).astype(np.int32)),
                     "linktype": pa.array(linktype.tolist(), type=pa.string()),
-                    "linkprim": pa.array(np.where(links["primary_c"][idx], "C", "P").tolist(), type=pa.string()),
-                    "linkdt": pa.array(quarter_start_days(links[s][idx]).astype(np.int32), type=pa.date32()),
+                    "linkprim": pa.array(
+                        np.where(links["primary_c"][idx], "C", "P").tolist(), type=pa.string()
+                    ),
+                    "linkdt": pa.array(
+                        quarter_start_days(links[s][idx]).astype(np.int32), type=pa.date32()
+                    ),
                     "linkenddt": pa.array(
-                        quarter_end_days(links[e][idx]).astype(np.int32), type=pa.date32(), mask=open_end
+                        quarter_end_days(links[e][idx]).astype(np.int32),
+                        type=pa.date32(),
+                        mask=open_end,
                     ),
                 }
             )
@@ -268,7 +287,9 @@ def ccm_link_table(cfg: SyntheticConfig, tr: Traits, links: dict[str, np.ndarray
     return pa.concat_tables(parts)
 
 
-def company_industry_table(cfg: SyntheticConfig, tr: Traits, gvkeys: np.ndarray, rng: np.random.Generator) -> pa.Table:
+def company_industry_table(
+    cfg: SyntheticConfig, tr: Traits, gvkeys: np.ndarray, rng: np.random.Generator
+) -> pa.Table:
     """One historical-SIC record per firm and fiscal year (firms with missing SIC have none);
     about 4% of firms move to another SIC of their sector once."""
     has = ~tr["sic_missing"]
@@ -279,7 +300,9 @@ def company_industry_table(cfg: SyntheticConfig, tr: Traits, gvkeys: np.ndarray,
     offset = np.arange(firm.size) - np.repeat(np.cumsum(nyears) - nyears, nyears)
     year = first_year[firm] + offset
     # record dated at the start of the firm's first quarter, then each Dec 31
-    days = np.where(offset == 0, quarter_start_days(tr["entry_q"][firm]), quarter_end_days(year * 4 + 3))
+    days = np.where(
+        offset == 0, quarter_start_days(tr["entry_q"][firm]), quarter_end_days(year * 4 + 3)
+    )
     switch_year = np.where(rng.random(tr["sic"].size) < 0.04, first_year + nyears // 2, 10**6)
     new_sic = tr["sic"] + rng.integers(-30, 31, tr["sic"].size)
     # keep the new code inside the firm's sector band (same thousands and financial status)
@@ -290,6 +313,8 @@ def company_industry_table(cfg: SyntheticConfig, tr: Traits, gvkeys: np.ndarray,
             "gvkey": pa.array(gvkeys[firm], type=pa.string()),
             "datadate": pa.array(days.astype(np.int32), type=pa.date32()),
             "sich": pa.array(sich.astype(np.int32)),
-            "naicsh": pa.array(np.zeros(firm.size, dtype=np.int32), mask=np.ones(firm.size, dtype=bool)),
+            "naicsh": pa.array(
+                np.zeros(firm.size, dtype=np.int32), mask=np.ones(firm.size, dtype=bool)
+            ),
         }
     )

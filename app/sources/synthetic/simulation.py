@@ -32,7 +32,9 @@ class Simulation:
         cfg.check()
         self.cfg = cfg
         seeds = np.random.SeedSequence(cfg.seed).spawn(6)
-        self._seeds = dict(zip(("traits", "macro", "shocks", "report", "links", "oracle"), seeds, strict=True))
+        self._seeds = dict(
+            zip(("traits", "macro", "shocks", "report", "links", "oracle"), seeds, strict=True)
+        )
         self.traits = draw_firms(cfg, self._rng("traits"))
         self.n = self.traits["sic"].size
         self.gvkeys = gvkeys(self.n)
@@ -44,7 +46,9 @@ class Simulation:
         for i in range(2, m.size):
             m[i] = econ.macro_step(m[i - 1 : i], m[i - 2 : i - 1], rng)[0]
         self._macro = m
-        self.origin_firm, self.origin_q = sample_origins(cfg, self.traits, self.links, self._rng("oracle"))
+        self.origin_firm, self.origin_q = sample_origins(
+            cfg, self.traits, self.links, self._rng("oracle")
+        )
         self.captured: dict[str, object] | None = None
         self.rows = 0
         self.fyr_changes = 0
@@ -59,7 +63,9 @@ class Simulation:
         """The macro factor in quarter q (q >= q0 - 2)."""
         return self._macro[np.asarray(q) - self.q0 + 2]
 
-    def history(self, observer: Observer | None = None, progress: Callable[[int], None] | None = None) -> Iterator[pa.RecordBatch]:
+    def history(
+        self, observer: Observer | None = None, progress: Callable[[int], None] | None = None
+    ) -> Iterator[pa.RecordBatch]:
         """raw.fundq batches, one per calendar quarter; captures oracle origin states."""
         cfg, tr, n = self.cfg, self.traits, self.n
         rng = self._rng("shocks")
@@ -78,7 +84,11 @@ class Simulation:
             rng_state = rng.bit_generator.state if observer else {}
             m = np.full(n, self.macro(q))
             values = econ.step(tr, st, np.full(n, q % 4), q // 4, m, rng)
-            hit = order[np.searchsorted(self.origin_q[order], q, "left") : np.searchsorted(self.origin_q[order], q, "right")]
+            hit = order[
+                np.searchsorted(self.origin_q[order], q, "left") : np.searchsorted(
+                    self.origin_q[order], q, "right"
+                )
+            ]
             if hit.size:
                 firms = self.origin_firm[hit]
                 for k, v in st.items():

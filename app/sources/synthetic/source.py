@@ -23,7 +23,9 @@ class SyntheticSource(Source):
 
     name = "synthetic"
 
-    def __init__(self, cfg: SyntheticConfig | None = None, progress: Callable[[int], None] | None = None):
+    def __init__(
+        self, cfg: SyntheticConfig | None = None, progress: Callable[[int], None] | None = None
+    ):
         self.cfg = cfg or SyntheticConfig.for_scale("demo")
         self.cfg.check()
         self.progress = progress
@@ -45,7 +47,10 @@ class SyntheticSource(Source):
                 # replace: these tables describe only the current synthetic ingest
                 "raw.oracle_meta": ("replace", meta),
                 "raw.oracle_origins": ("replace", _Lazy(lambda: origins_table(sim))),
-                "raw.oracle_paths": ("replace", pa.RecordBatchReader.from_batches(PATHS_SCHEMA, path_batches(sim))),
+                "raw.oracle_paths": (
+                    "replace",
+                    pa.RecordBatchReader.from_batches(PATHS_SCHEMA, path_batches(sim)),
+                ),
             },
         )
 

@@ -82,17 +82,33 @@ def _fmt(v: object) -> str:
 def render(report: ValidationReport, console: Console, all_items: bool = False) -> None:
     """Print the report as tables."""
     t = Table(title="Identity residuals (firm-quarters with every member reported)")
-    for c in ("identity", "statement", "terms", "evaluated", "max rel. residual", "violations > 1e-9"):
+    for c in (
+        "identity",
+        "statement",
+        "terms",
+        "evaluated",
+        "max rel. residual",
+        "violations > 1e-9",
+    ):
         t.add_column(c, justify="right" if c not in ("identity", "statement") else "left")
     for r in report.identities.to_pylist():
-        t.add_row(r["identity"], r["statement"], str(r["n_terms"]), _fmt(r["evaluated"]),
-                  f"{r['max_rel_residual']:.1e}", str(r["violations"]))
+        t.add_row(
+            r["identity"],
+            r["statement"],
+            str(r["n_terms"]),
+            _fmt(r["evaluated"]),
+            f"{r['max_rel_residual']:.1e}",
+            str(r["violations"]),
+        )
     console.print(t)
 
     mad = report.availability_mad()
     rows = report.availability.to_pylist()
-    t = Table(title="Availability by split (% of scale-valid firm-quarters) vs items.csv; "
-              + "mean abs. deviation: " + ", ".join(f"{k} {v:.1f} pp" for k, v in mad.items()))
+    t = Table(
+        title="Availability by split (% of scale-valid firm-quarters) vs items.csv; "
+        + "mean abs. deviation: "
+        + ", ".join(f"{k} {v:.1f} pp" for k, v in mad.items())
+    )
     for c in ("item", "train", "target", "val", "target", "test", "target"):
         t.add_column(c, justify="left" if c == "item" else "right")
     by_item: dict[str, dict[str, dict]] = {}
@@ -114,8 +130,13 @@ def render(report: ValidationReport, console: Console, all_items: bool = False) 
         t.add_column(c, justify="left" if c == "measure" else "right")
     joint = {r["scope"]: r for r in report.joint.to_pylist()}
     for key, (pf, pt) in PAPER_JOINT.items():
-        t.add_row(key, _fmt(joint.get("full", {}).get(key)), _fmt(pf),
-                  _fmt(joint.get("test", {}).get(key)), _fmt(pt))
+        t.add_row(
+            key,
+            _fmt(joint.get("full", {}).get(key)),
+            _fmt(pf),
+            _fmt(joint.get("test", {}).get(key)),
+            _fmt(pt),
+        )
     console.print(t)
 
     t = Table(title="YTD consistency and fiscal calendar")
@@ -125,7 +146,9 @@ def render(report: ValidationReport, console: Console, all_items: bool = False) 
         t.add_row(r["check_name"], _fmt(r["value"]))
     console.print(t)
 
-    t = Table(title="Persistence (AR slope on lag 1 / lag 4) and seasonality (R2 of firm quarter-of-year means / RMS seasonal log factor)")
+    t = Table(
+        title="Persistence (AR slope on lag 1 / lag 4) and seasonality (R2 of firm quarter-of-year means / RMS seasonal log factor)"
+    )
     for c in ("kind", "series", "lag 1 | R2", "lag 4 | RMS", "n"):
         t.add_column(c, justify="left" if c in ("kind", "series") else "right")
     for r in report.dynamics.to_pylist():
@@ -135,6 +158,12 @@ def render(report: ValidationReport, console: Console, all_items: bool = False) 
 
 def check_sql() -> None:
     """Fail early if a report step is missing (used by the CLI before opening the warehouse)."""
-    for name in ("010_quarterly_panel", "020_identities", "030_availability",
-                 "040_joint_availability", "050_ytd", "060_dynamics"):
+    for name in (
+        "010_quarterly_panel",
+        "020_identities",
+        "030_availability",
+        "040_joint_availability",
+        "050_ytd",
+        "060_dynamics",
+    ):
         sql_file(f"synthetic/{name}")
