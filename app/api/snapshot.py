@@ -336,7 +336,7 @@ def snapshot_health(wh: Warehouse) -> dict[str, Any]:
         "file": last["file"] if last else None,
         "tables": len(last["tables"]) if last else 0,
     }
-    if failing:
+    if failing and failure is not None:
         out["last_failure"] = {
             "failed_at": failure[0],
             "error": failure[1],

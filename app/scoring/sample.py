@@ -67,7 +67,7 @@ def ensure_coverage(
                     "gaps_min_share": GAPS_MIN_SHARE,
                 },
             )
-        row = wh.fetchone(
+        row = wh.one(
             "SELECT footprint_cells, predicted_cells, "
             "footprint_cells > 0 AND predicted_cells >= ? * footprint_cells "
             "FROM sub_coverage",
@@ -102,5 +102,5 @@ def common_sample(wh: Warehouse, footprint_id: int | None) -> tuple[int, str]:
     """Temp table common_cells from fp_cells and run_subs (058); returns its size and
     fingerprint."""
     wh.run_step("eval/058_common_cells", {"footprint_id": footprint_id if footprint_id else -1})
-    n, digest = wh.fetchone("SELECT count(*), coalesce(bit_xor(hash(cell)), 0) FROM common_cells")
+    n, digest = wh.one("SELECT count(*), coalesce(bit_xor(hash(cell)), 0) FROM common_cells")
     return int(n), f"{int(n)}:{int(digest):016x}"

@@ -80,9 +80,7 @@ def create_llm_footprint(
                 "min_history": MIN_HISTORY,
             },
         )
-        pool_origins, pool_firms = wh.fetchone(
-            "SELECT count(*), count(DISTINCT firm_id) FROM llm_pool"
-        )
+        pool_origins, pool_firms = wh.one("SELECT count(*), count(DISTINCT firm_id) FROM llm_pool")
         wh.execute("DROP TABLE llm_pool")
         wh.execute(
             "UPDATE eval.footprints SET definition = ? WHERE footprint_id = ?",
@@ -101,7 +99,7 @@ def create_llm_footprint(
 
 def sample_counts(wh: Warehouse, footprint_id: int) -> dict[str, Any]:
     """Origins, firms and origins per calendar year of a sample, and its eligible pool."""
-    row = wh.fetchone(
+    row = wh.one(
         "SELECT count(*), count(DISTINCT coalesce(gvkey, firm_id::VARCHAR)), min(origin_q), "
         "max(origin_q) FROM eval.footprint_origins WHERE footprint_id = ?",
         [footprint_id],
