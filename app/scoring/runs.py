@@ -12,6 +12,7 @@ fingerprint, which results were copied from which run, time).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from app.scoring.cells import (
@@ -62,7 +63,7 @@ MIN_COVERAGE = 0.95
 def score(
     wh: Warehouse,
     footprint: str = "full",
-    submissions: list[int | str] | None = None,
+    submissions: Sequence[int | str] | None = None,
     *,
     coherence: bool = True,
     baselines: bool = True,
