@@ -29,7 +29,7 @@ from contracts.errors import UserError
 from models.chronos import HISTORY, HORIZONS, QUANTILE_LEVELS
 from models.chronos import forecast as chronos_forecast
 from models.chronos.cache import ChunkCache, run_key
-from models.chronos.context import contexts_from_batch
+from models.chronos.context import OriginContext, contexts_from_batch
 from models.chronos.loading import PUBLIC_CHECKPOINT
 
 #: Bump when the arm computes different numbers for the same model, panel and plan, so
@@ -136,7 +136,7 @@ def _forecast_chunks(
     )
     figures = {"computed_origins": 0, "forecast_s": 0.0}
 
-    def flush(index: int, contexts: list) -> None:
+    def flush(index: int, contexts: list[OriginContext]) -> None:
         t0 = time.perf_counter()
         table, stats = chronos_forecast.forecast_origins(
             pipeline, contexts, batch_size=options.batch_size
@@ -163,7 +163,8 @@ def _forecast_chunks(
 
     try:
         if pending:
-            current, contexts = pending[0], []
+            contexts: list[OriginContext] = []
+            current = pending[0]
             windows = raw_windows(
                 wh, "test", batch_size=size, origins=plan.filter(pa.array(pending_rows))
             )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,8 +62,13 @@ class LlmRunSummary:
     prices_as_of: str | None = None
 
     def cost(self, new_only: bool = False) -> float | None:
-        costs = [d.new_cost_usd if new_only else d.cost_usd for d in self.draws]
-        return None if any(c is None for c in costs) else sum(costs)
+        return _total([d.new_cost_usd if new_only else d.cost_usd for d in self.draws])
+
+
+def _total(costs: Sequence[float | None]) -> float | None:
+    """The sum of costs, or None when any is unknown (a model without a price)."""
+    known = [c for c in costs if c is not None]
+    return sum(known) if len(known) == len(costs) else None
 
 
 def submission_name(model: str, arm: str, draw: int = 1) -> str:
@@ -185,8 +190,8 @@ def _draw_summary(
         cached=sum(c.cached for c in calls),
         incomplete=sum(c.status == "incomplete" and c.used for c in calls),
         failed=sum(r.statements is None for r in results),
-        cost_usd=None if None in costs else sum(costs),
-        new_cost_usd=None if None in new_costs else sum(new_costs),
+        cost_usd=_total(costs),
+        new_cost_usd=_total(new_costs),
         input_tokens=sum(c.input_tokens or 0 for c in calls),
         output_tokens=sum(c.output_tokens or 0 for c in calls),
     )
