@@ -20,6 +20,7 @@ from typing import Any
 import duckdb
 import numpy as np
 import pyarrow as pa
+from duckdb.func import PythonUDFType
 from duckdb.sqltypes import DOUBLE
 from scipy import special
 
@@ -85,7 +86,7 @@ def register_functions(wh: Warehouse) -> None:
     """Register the scoring UDFs on this connection (idempotent)."""
     try:
         wh.con.create_function(
-            "eval_t_cdf", _t_cdf, [DOUBLE, DOUBLE], DOUBLE, type=duckdb.func.PythonUDFType.ARROW
+            "eval_t_cdf", _t_cdf, [DOUBLE, DOUBLE], DOUBLE, type=PythonUDFType.ARROW
         )
     except duckdb.Error as exc:
         if "already" not in str(exc).lower():
