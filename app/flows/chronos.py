@@ -18,7 +18,7 @@ import hashlib
 import importlib.metadata
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +31,9 @@ from models.chronos import forecast as chronos_forecast
 from models.chronos.cache import ChunkCache, run_key
 from models.chronos.context import OriginContext, contexts_from_batch
 from models.chronos.loading import PUBLIC_CHECKPOINT
+
+if TYPE_CHECKING:
+    from app.scoring.footprints.store import Footprint
 
 #: Bump when the arm computes different numbers for the same model, panel and plan, so
 #: the cache of an older version is not resumed.
@@ -52,10 +55,10 @@ class ChronosOptions:
     score: bool = True
 
 
-def origin_plan(wh: Warehouse, footprint: str | None) -> tuple[pa.Table, dict[str, Any] | None]:
+def origin_plan(wh: Warehouse, footprint: str | None) -> tuple[pa.Table, Footprint | None]:
     """(firm_id, origin_q) of the origins to forecast, and the footprint record if any."""
     wh.require_panel("panel.truth_cells")
-    fp = None
+    fp: Footprint | None = None
     if footprint:
         from app.scoring import ensure_standard_footprints, get_footprint
 

@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from app.scoring.footprints.llm import LLM_FOOTPRINT, LLM_SEED
+from app.scoring.footprints.store import Footprint, footprint_definition
 from app.warehouse import Warehouse
 from contracts.errors import UserError
 from contracts.provenance import utcnow
@@ -78,16 +79,14 @@ def submission_name(model: str, arm: str, draw: int = 1) -> str:
 
 def run_origins(
     wh: Warehouse, *, limit: int | None = None, noise_origins: int = NOISE_ORIGINS
-) -> tuple[pa.Table, dict[str, Any]]:
+) -> tuple[pa.Table, Footprint]:
     """(origins of the run in sampler order, the footprint record); makes `llm` if missing."""
     from app.scoring import ensure_standard_footprints, get_footprint
 
     wh.require_panel("panel.truth")
     ensure_standard_footprints(wh)
     fp = get_footprint(wh, LLM_FOOTPRINT)
-    definition = fp.get("definition") or {}
-    if isinstance(definition, str):
-        definition = json.loads(definition)
+    definition = footprint_definition(fp)
     origins = wh.query_step(
         "llm/010_run_origins",
         {

@@ -24,7 +24,7 @@ from app.scoring.cells import (
     scoring_context,
 )
 from app.scoring.footprints.standard import ensure_standard_footprints
-from app.scoring.footprints.store import drop_footprint_temp, get_footprint
+from app.scoring.footprints.store import Footprint, drop_footprint_temp, get_footprint
 from app.scoring.provenance import current_build, to_json
 from app.scoring.sample import (
     Coverage,
@@ -131,7 +131,7 @@ def score(
 
 def _write_run(
     wh: Warehouse,
-    fp: dict[str, Any],
+    fp: Footprint,
     ctx: Context,
     ids: list[int],
     candidates: list[int],

@@ -10,10 +10,9 @@ size and an XOR of cell hashes) tells a later run that it has the same sample.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from app.scoring.cells import Context
-from app.scoring.footprints.store import prepare_footprint
+from app.scoring.footprints.store import Footprint, prepare_footprint
 from app.warehouse import Warehouse
 
 #: A submission's gaps are stored when it predicts at least this share of a footprint;
@@ -28,7 +27,7 @@ class Coverage:
     gaps_stored: bool
 
 
-def prepare_footprint_cells(wh: Warehouse, fp: dict[str, Any]) -> int:
+def prepare_footprint_cells(wh: Warehouse, fp: Footprint) -> int:
     """Temp table fp_cells: the footprint's scoreable truth cells (040); returns their number."""
     prepare_footprint(wh, fp, recount=False)
     wh.execute("CREATE OR REPLACE TEMP TABLE fp_cells AS FROM fp_truth")

@@ -12,7 +12,9 @@ from typing import Any
 
 from app.scoring.footprints.store import (
     SAMPLE_SEED,
+    Footprint,
     drop_footprint_temp,
+    footprint_definition,
     insert_footprint,
     set_cell_count,
 )
@@ -30,13 +32,11 @@ SAMPLER = "llm-blocks"
 SAMPLER_STEP = "eval/047_footprint_llm_sampler"
 
 
-def is_block_sample(footprint: dict[str, Any]) -> bool:
+def is_block_sample(footprint: Footprint) -> bool:
     """Whether a footprint record was drawn by the block sampler (not the older generic
     seeded origin sample that `llm` once was)."""
-    definition = footprint.get("definition") or {}
-    if isinstance(definition, str):
-        definition = json.loads(definition)
-    return footprint.get("kind") == "origins" and definition.get("sampler") == SAMPLER
+    definition = footprint_definition(footprint)
+    return footprint["kind"] == "origins" and definition.get("sampler") == SAMPLER
 
 
 def create_llm_footprint(
