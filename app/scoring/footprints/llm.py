@@ -8,7 +8,7 @@ seed or size) is a new version of the footprint.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TypedDict
 
 from app.scoring.footprints.store import (
     SAMPLE_SEED,
@@ -97,7 +97,19 @@ def create_llm_footprint(
     return fid
 
 
-def sample_counts(wh: Warehouse, footprint_id: int) -> dict[str, Any]:
+class SampleCounts(TypedDict):
+    """What an origin sample holds, and the pool it was drawn from (None: not recorded)."""
+
+    origins: int
+    firms: int
+    first_q: int | None
+    last_q: int | None
+    by_year: dict[int, int]  # origins per calendar year
+    pool_origins: int | None
+    pool_firms: int | None
+
+
+def sample_counts(wh: Warehouse, footprint_id: int) -> SampleCounts:
     """Origins, firms and origins per calendar year of a sample, and its eligible pool."""
     row = wh.one(
         "SELECT count(*), count(DISTINCT coalesce(gvkey, firm_id::VARCHAR)), min(origin_q), "
