@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import click
 import duckdb
 import httpx
 import pyarrow.parquet as pq
@@ -251,12 +252,14 @@ def _parse(args: list[str]) -> str:
     """Resolve a command line to its command and parse its options, without running it."""
     command = typer.main.get_command(app)
     ctx = command.make_context("proforma", list(args))
-    while hasattr(command, "commands"):
+    while isinstance(command, click.Group):
         rest = [*getattr(ctx, "_protected_args", []), *ctx.args]
         if not rest:
             break
         name, command, rest = command.resolve_command(ctx, rest)
+        assert name is not None and command is not None
         ctx = command.make_context(name, rest, parent=ctx)
+    assert command.name is not None
     return command.name
 
 
