@@ -3,8 +3,8 @@ short, commands listed in the order a user runs them (app.cli.help.WORKFLOW)."""
 
 from __future__ import annotations
 
-import click
 import typer.main
+from typer.core import TyperGroup
 from typer.testing import CliRunner
 
 from app.cli import app
@@ -22,9 +22,9 @@ def _help(*path: str) -> str:
     return result.stdout
 
 
-def _root() -> click.Group:
+def _root() -> TyperGroup:
     root = typer.main.get_command(app)
-    assert isinstance(root, click.Group)
+    assert isinstance(root, TyperGroup)
     return root
 
 
