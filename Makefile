@@ -34,8 +34,11 @@ browser:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium chromium-driver; }
 
+# mypy checks the packages named in pyproject.toml ([tool.mypy] files).
 lint: setup
-	$(VENV)/bin/ruff check app models tests bench
+	$(VENV)/bin/ruff check app models contracts tests bench
+	$(VENV)/bin/ruff format --check app models contracts tests bench
+	$(VENV)/bin/mypy
 
 serve: setup
 	$(VENV)/bin/proforma serve

@@ -28,7 +28,7 @@ takes, so the package can be run beside this project on the same panel.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from queue import Queue
 
@@ -73,7 +73,7 @@ def _csv(wh: Warehouse, select: str, path: Path) -> int:
     return int(wh.scalar(f"SELECT count(*) FROM ({select})"))
 
 
-def release_columns(items: list[str]) -> list[str]:
+def release_columns(items: Sequence[str]) -> list[str]:
     """The tabular file's value columns in the release's order."""
     cols = ["scale_level_0"]
     for item in items:

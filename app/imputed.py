@@ -27,6 +27,7 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -108,13 +109,24 @@ def quarter_fills(
     )
 
 
+class Imputation(TypedDict):
+    """A meta.imputations record as build_imputed reports it."""
+
+    imputation_id: int
+    build_id: int | None  # the latest successful build when it ran
+    rows: int
+    quarters: int
+    cells_filled: int
+    elapsed_s: float
+
+
 def build_imputed(
     wh: Warehouse,
     config: ImputationConfig | None = None,
     *,
     tracker: Tracker | None = None,
     workers: int = 2,
-) -> dict:
+) -> Imputation:
     """(Re)write panel.tabular_imputed_cells from the tabular view; all or nothing."""
     from app.views import feature_columns, item_names, tabular_reader
 

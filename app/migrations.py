@@ -85,12 +85,12 @@ def status(wh: Warehouse, folder: Path = MIGRATIONS_DIR) -> list[MigrationState]
     states = []
     for version in sorted(set(files) | set(applied)):
         m = files.get(version)
-        if version not in applied:
-            states.append(MigrationState(version, m.name, "pending"))
-        elif m is None:
+        if m is None:  # applied once, its file gone since
             states.append(
                 MigrationState(version, applied[version][0], "missing", applied[version][2])
             )
+        elif version not in applied:
+            states.append(MigrationState(version, m.name, "pending"))
         elif m.checksum != applied[version][1]:
             states.append(MigrationState(version, m.name, "edited", applied[version][2]))
         else:

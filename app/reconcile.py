@@ -213,7 +213,7 @@ def reconcile(
     finally:
         wh.execute("DROP TABLE IF EXISTS reconcile_points")
     sid = _store(wh, rid, parent, weights, name, scoring)
-    totals = wh.fetchone(
+    totals = wh.one(
         "SELECT count(*), coalesce(sum(statements), 0), coalesce(sum(cells_changed), 0), "
         "max(max_residual) "
         "FROM eval.reconcile_quarters WHERE reconcile_id = ?",

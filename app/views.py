@@ -92,8 +92,8 @@ def origin_chunks(
         params,
     )
     chunks: list[tuple[int, int, int]] = []
-    lo = hi = None
-    n = 0
+    lo: int | None = None
+    hi = n = 0
     for q, c in rows:
         if lo is not None and n + c > chunk_origins:
             chunks.append((lo, hi, n))

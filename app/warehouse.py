@@ -19,7 +19,7 @@ import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeAlias
 
 import duckdb
 import pyarrow as pa
@@ -32,7 +32,7 @@ _LOCK_PID = re.compile(r"PID (\d+)")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 _view_counter = itertools.count()
 
-ArrowInput = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch]
+ArrowInput: TypeAlias = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch]
 
 
 #: The build's tables a flow needs unless it names others.
@@ -119,7 +119,7 @@ class Warehouse:
             self.con.execute("COMMIT")
 
     # -- statements ------------------------------------------------------------------
-    def execute(self, sql: str, params: Any = None) -> None:
+    def execute(self, sql: str | duckdb.Statement, params: Any = None) -> None:
         """Run statements to their end, discarding any rows."""
         self.con.execute(sql, params)
         with contextlib.suppress(duckdb.Error):
@@ -131,6 +131,10 @@ class Warehouse:
     def fetchone(self, sql: str, params: Any = None) -> tuple | None:
         rows = self.fetchall(sql, params)
         return rows[0] if rows else None
+
+    def one(self, sql: str, params: Any = None) -> tuple[Any, ...]:
+        """The row of a query that always yields one (an aggregate without GROUP BY)."""
+        return one_row(self.con.execute(sql, params))
 
     def scalar(self, sql: str, params: Any = None) -> Any:
         row = self.fetchone(sql, params)
@@ -237,6 +241,15 @@ class Warehouse:
         return self.con.sql(statements[-1].query).to_arrow_table()
 
 
+def one_row(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
+    """The row of an executed query that always yields one (an aggregate without GROUP
+    BY); none is a bug in the query, not a user's error."""
+    rows = result.fetchall()
+    if len(rows) != 1:
+        raise RuntimeError(f"expected one row, the query yielded {len(rows)}")
+    return rows[0]
+
+
 def _sql_value(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
@@ -252,7 +265,7 @@ def _as_reader(data: ArrowInput) -> pa.RecordBatchReader | pa.Table:
         return data
     if isinstance(data, pa.RecordBatch):
         return pa.Table.from_batches([data])
-    batches = iter(data)
+    batches: Iterator[pa.RecordBatch] = iter(data)
     first = next(batches, None)
     if first is None:
         raise UserError("No Arrow batches to write")

@@ -57,6 +57,7 @@ def write_panel(path: Path, rows: int, batch: int = 200_000) -> None:
         if writer is None:
             writer = pq.ParquetWriter(path, table.schema, compression="zstd")
         writer.write_table(table)
+    assert writer is not None, "no rows to write"
     writer.close()
 
 
@@ -64,8 +65,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=2_000_000)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
         settings = Settings(warehouse=tmp / "w.duckdb", temp_directory=tmp / "spill")
         t0 = time.perf_counter()
         write_panel(tmp / "panel.parquet", args.rows)

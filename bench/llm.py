@@ -45,7 +45,7 @@ def main() -> None:
 
     with connect() as wh:
         prepare(wh)
-        panel = wh.fetchone(
+        panel = wh.one(
             "SELECT count(*), count(DISTINCT firm_id) FROM panel.origins WHERE split = 'test'"
         )
         print(f"warehouse {wh.path}: {panel[0]:,} test origins of {panel[1]:,} firms")

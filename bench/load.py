@@ -124,9 +124,11 @@ def main() -> None:
     _run([*proforma, "ingest", "synthetic", "--firms", str(args.firms)], env)
     _run([*proforma, "build"], env)
     _run([*proforma, "score"], env)  # the reference baselines: a leaderboard from the start
-    token = re.search(
+    added = re.search(
         r"(pf_[0-9a-f]{12}\.[A-Za-z0-9_-]+)", _run([*proforma, "users", "add", "loadtest"], env)
-    ).group(1)
+    )
+    assert added is not None, "`proforma users add` printed no token"
+    token = added.group(1)
     files = _submission_files(env, args.uploads)
     print(
         f"setup: {args.firms} firms built, {args.uploads} files of {len(files[0]) / 1e6:.1f} MB "

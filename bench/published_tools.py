@@ -52,7 +52,7 @@ def run(
         )
         _, status, usage = os.wait4(proc.pid, 0)
     finally:
-        if log:
+        if not isinstance(out, int):  # a log file, not DEVNULL
             out.close()
     wall = time.perf_counter() - t0
     code = os.waitstatus_to_exitcode(status)

@@ -40,6 +40,7 @@ def run_one(scale: str, mode: str) -> dict:
         raw = source.tables()
         rows = {"fundq": sum(b.num_rows for b in raw.fundq)}
         t_hist = time.perf_counter() - t0
+        assert isinstance(raw.company_industry, pa.Table) and isinstance(raw.ccm_link, pa.Table)
         rows["company_industry"] = raw.company_industry.num_rows
         rows["ccm_link"] = raw.ccm_link.num_rows
         for name, (_, data) in raw.extras.items():

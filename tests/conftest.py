@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from app.warehouse import Warehouse, connect
 
 
 @pytest.fixture
-def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
     """Settings pointing every path into a temporary folder (also for CLI runs)."""
     monkeypatch.setenv("PROFORMA_WAREHOUSE", str(tmp_path / "warehouse.duckdb"))
     monkeypatch.setenv("PROFORMA_TEMP_DIRECTORY", str(tmp_path / "tmp"))
@@ -26,7 +27,7 @@ def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
 
 
 @pytest.fixture
-def wh(settings: Settings) -> Warehouse:
+def wh(settings: Settings) -> Iterator[Warehouse]:
     """A fresh, migrated warehouse file with reference tables loaded."""
     w = connect(settings)
     prepare(w)

@@ -210,7 +210,7 @@ def submission_scores(wh: Warehouse, submission_id: int) -> list[dict[str, Any]]
                 )
                 if coverage
                 else None,
-                "global": (by_level.get("global") or [None])[0],
+                "global": by_level["global"][0] if by_level.get("global") else None,
                 "by_horizon": by_level.get("horizon", []),
                 "by_item": by_level.get("item", []),
                 "by_statement": by_level.get("statement", []),

@@ -224,3 +224,23 @@ class FootprintScores(_Open):
 class SubmissionDetail(_Open):
     submission: CurrentSubmission
     scores: list[FootprintScores]
+
+
+# -- users and the query endpoint -----------------------------------------------------------
+
+
+class Me(_Open):
+    name: str
+    is_admin: bool
+    daily_limit: int = Field(description="Uploads allowed per UTC day")
+    uploads_today: int
+    uploads_left_today: int
+
+
+class PublicColumn(_Open):
+    name: str
+    type: str = Field(description="The DuckDB type")
+
+
+class PublicTables(_Open):
+    tables: dict[str, list[PublicColumn]] = Field(description="Each public table's columns")

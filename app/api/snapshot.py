@@ -27,6 +27,7 @@ public step select more than it should.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import itertools
 import json
 import logging
@@ -38,7 +39,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from app.settings import Settings
 from app.sqlfiles import SqlFile, query_text, steps_in
@@ -302,7 +303,18 @@ def record_failure(wh: Warehouse, exc: BaseException) -> str:
     return reason
 
 
-def last_published(wh: Warehouse) -> dict[str, Any] | None:
+class Publication(TypedDict):
+    """A service.snapshots row: one publication of the public snapshot."""
+
+    snapshot_id: int
+    path: str
+    file: str | None  # None for rows written before the column existed
+    tables: dict[str, int]  # rows per public table
+    published_at: dt.datetime
+    elapsed_ms: float
+
+
+def last_published(wh: Warehouse) -> Publication | None:
     row = wh.fetchone(
         "SELECT snapshot_id, path, file, tables, published_at, elapsed_ms FROM service.snapshots "
         "ORDER BY snapshot_id DESC LIMIT 1"
@@ -336,7 +348,7 @@ def snapshot_health(wh: Warehouse) -> dict[str, Any]:
         "file": last["file"] if last else None,
         "tables": len(last["tables"]) if last else 0,
     }
-    if failing:
+    if failing and failure is not None:
         out["last_failure"] = {
             "failed_at": failure[0],
             "error": failure[1],

@@ -33,6 +33,7 @@ from sqlglot.optimizer.scope import traverse_scope
 
 from app.api.errors import ApiError
 from app.api.snapshot import reading
+from app.warehouse import one_row
 
 MAX_SQL_CHARS = 20_000
 
@@ -224,7 +225,7 @@ def _open_snapshot(real: Path, memory_limit: str) -> duckdb.DuckDBPyConnection:
             "threads": 1,
         },
     )
-    if not con.execute("SELECT current_setting('lock_configuration')").fetchone()[0]:
+    if not one_row(con.execute("SELECT current_setting('lock_configuration')"))[0]:
         con.execute("SET lock_configuration = true")
     return con
 

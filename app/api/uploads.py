@@ -15,6 +15,7 @@ import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from python_multipart import MultipartParser
 from python_multipart.multipart import parse_options_header
@@ -59,7 +60,7 @@ class _Sink:
         self._headers: dict[bytes, bytes] = {}
         self._name: str | None = None
         self._buffer = bytearray()
-        self._file = None
+        self._file: BinaryIO | None = None
         self._is_file = False
         self.file_parts = 0
 

@@ -77,8 +77,8 @@ def build_command(
     for col in ("step", "seconds", "rows"):
         table.add_column(col)
     for s in result.steps:
-        rows = ", ".join(f"{t}={r['total']:,}" for t, r in s.rows.items()) or "-"
-        table.add_row(s.name, f"{s.elapsed_s:.1f}", rows)
+        counts = ", ".join(f"{t}={r['total']:,}" for t, r in s.rows.items()) or "-"
+        table.add_row(s.name, f"{s.elapsed_s:.1f}", counts)
     console.print(table)
     summary(result.line())
 
@@ -140,5 +140,7 @@ def audit_identities(
                         r["gvkey"], r["quarter"], r["identity"], f"{r['residual']:.4g}", rel
                     )
                 console.print(top)
-    share = total_bad / total_inst if total_inst else 0.0
-    summary(f"{total_bad:,} of {total_inst:,} complete identity instances violate ({share:.2%})")
+    violating = total_bad / total_inst if total_inst else 0.0
+    summary(
+        f"{total_bad:,} of {total_inst:,} complete identity instances violate ({violating:.2%})"
+    )

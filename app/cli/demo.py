@@ -8,6 +8,7 @@ serving; `--fresh` starts from an empty warehouse.
 
 from __future__ import annotations
 
+import functools
 import resource
 import shutil
 import subprocess
@@ -152,7 +153,7 @@ def stages(firms: int | None, competitors: tuple[str, ...] = DEMO_COMPETITORS) -
             Stage(
                 f"reconciliation ({w} weights)",
                 ["reconcile", FORMA_SUBMISSION, "--weights", w],
-                lambda wh, w=w: _reconciled(wh, w),
+                functools.partial(_reconciled, weights=w),
             )
             for w in ("variance", "equal")
         ),

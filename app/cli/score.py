@@ -72,7 +72,7 @@ def submit_command(
         except ValidationError as exc:
             _report_problems(exc)
             raise
-        row = wh.fetchone(
+        row = wh.one(
             "SELECT rows, n_components, warnings FROM eval.submissions WHERE submission_id = ?",
             [sid],
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from app.settings import get_settings
 from app.warehouse import Warehouse
@@ -113,6 +113,16 @@ def fit_model(
     )
 
 
+class CompetitorRun(TypedDict):
+    """What run_baselines reports per competitor."""
+
+    model: str
+    fit_s: float
+    cells: int  # test cells with a finite forecast
+    submission_id: int
+    score_runs: NotRequired[dict[str, int]]  # {footprint: score_run_id}, when scored
+
+
 def run_baselines(
     wh: Warehouse,
     which: list[str],
@@ -126,8 +136,8 @@ def run_baselines(
     tracker: Tracker | None = None,
     items: tuple[str, ...] | None = None,
     horizons: tuple[int, ...] | None = None,
-) -> list[dict[str, Any]]:
-    """Fit the chosen competitors, ingest their forecasts and score them; one dict per model."""
+) -> list[CompetitorRun]:
+    """Fit the chosen competitors, ingest their forecasts and score them; one record per model."""
     from app.imputed import build_imputed, current_imputation
 
     tracker = tracker or Tracker()
@@ -141,7 +151,7 @@ def run_baselines(
     )
     data = load_splits(wh)
     root = get_settings().models_dir / "baselines"
-    results = []
+    results: list[CompetitorRun] = []
     for model in which:
         t0 = time.perf_counter()
         forecast = fit_model(model, data, spec, fan, tracker, root, items, horizons)
@@ -176,7 +186,7 @@ def run_baselines(
                 utcnow(),
             ],
         )
-        row = {
+        row: CompetitorRun = {
             "model": model,
             "fit_s": fit_s,
             "cells": forecast.cells(),

@@ -18,7 +18,7 @@ import hashlib
 import importlib.metadata
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -29,8 +29,11 @@ from contracts.errors import UserError
 from models.chronos import HISTORY, HORIZONS, QUANTILE_LEVELS
 from models.chronos import forecast as chronos_forecast
 from models.chronos.cache import ChunkCache, run_key
-from models.chronos.context import contexts_from_batch
+from models.chronos.context import OriginContext, contexts_from_batch
 from models.chronos.loading import PUBLIC_CHECKPOINT
+
+if TYPE_CHECKING:
+    from app.scoring.footprints.store import Footprint
 
 #: Bump when the arm computes different numbers for the same model, panel and plan, so
 #: the cache of an older version is not resumed.
@@ -52,10 +55,10 @@ class ChronosOptions:
     score: bool = True
 
 
-def origin_plan(wh: Warehouse, footprint: str | None) -> tuple[pa.Table, dict[str, Any] | None]:
+def origin_plan(wh: Warehouse, footprint: str | None) -> tuple[pa.Table, Footprint | None]:
     """(firm_id, origin_q) of the origins to forecast, and the footprint record if any."""
     wh.require_panel("panel.truth_cells")
-    fp = None
+    fp: Footprint | None = None
     if footprint:
         from app.scoring import ensure_standard_footprints, get_footprint
 
@@ -136,7 +139,7 @@ def _forecast_chunks(
     )
     figures = {"computed_origins": 0, "forecast_s": 0.0}
 
-    def flush(index: int, contexts: list) -> None:
+    def flush(index: int, contexts: list[OriginContext]) -> None:
         t0 = time.perf_counter()
         table, stats = chronos_forecast.forecast_origins(
             pipeline, contexts, batch_size=options.batch_size
@@ -163,7 +166,8 @@ def _forecast_chunks(
 
     try:
         if pending:
-            current, contexts = pending[0], []
+            contexts: list[OriginContext] = []
+            current = pending[0]
             windows = raw_windows(
                 wh, "test", batch_size=size, origins=plan.filter(pa.array(pending_rows))
             )

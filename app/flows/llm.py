@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from app.scoring.footprints.llm import LLM_FOOTPRINT, LLM_SEED
+from app.scoring.footprints.store import Footprint, footprint_definition
 from app.warehouse import Warehouse
 from contracts.errors import UserError
 from contracts.provenance import utcnow
@@ -62,8 +63,13 @@ class LlmRunSummary:
     prices_as_of: str | None = None
 
     def cost(self, new_only: bool = False) -> float | None:
-        costs = [d.new_cost_usd if new_only else d.cost_usd for d in self.draws]
-        return None if any(c is None for c in costs) else sum(costs)
+        return _total([d.new_cost_usd if new_only else d.cost_usd for d in self.draws])
+
+
+def _total(costs: Sequence[float | None]) -> float | None:
+    """The sum of costs, or None when any is unknown (a model without a price)."""
+    known = [c for c in costs if c is not None]
+    return sum(known) if len(known) == len(costs) else None
 
 
 def submission_name(model: str, arm: str, draw: int = 1) -> str:
@@ -73,16 +79,14 @@ def submission_name(model: str, arm: str, draw: int = 1) -> str:
 
 def run_origins(
     wh: Warehouse, *, limit: int | None = None, noise_origins: int = NOISE_ORIGINS
-) -> tuple[pa.Table, dict[str, Any]]:
+) -> tuple[pa.Table, Footprint]:
     """(origins of the run in sampler order, the footprint record); makes `llm` if missing."""
     from app.scoring import ensure_standard_footprints, get_footprint
 
     wh.require_panel("panel.truth")
     ensure_standard_footprints(wh)
     fp = get_footprint(wh, LLM_FOOTPRINT)
-    definition = fp.get("definition") or {}
-    if isinstance(definition, str):
-        definition = json.loads(definition)
+    definition = footprint_definition(fp)
     origins = wh.query_step(
         "llm/010_run_origins",
         {
@@ -185,8 +189,8 @@ def _draw_summary(
         cached=sum(c.cached for c in calls),
         incomplete=sum(c.status == "incomplete" and c.used for c in calls),
         failed=sum(r.statements is None for r in results),
-        cost_usd=None if None in costs else sum(costs),
-        new_cost_usd=None if None in new_costs else sum(new_costs),
+        cost_usd=_total(costs),
+        new_cost_usd=_total(new_costs),
         input_tokens=sum(c.input_tokens or 0 for c in calls),
         output_tokens=sum(c.output_tokens or 0 for c in calls),
     )

@@ -125,8 +125,8 @@ def write_report(
         paths, rows = figures.figure1(folder, runs, subs, refs, comps)
         csv = write_csv(folder / "figure1_r2_by_horizon.csv", [TablePart("", [], [], rows)])
         notes = [
-            f"{r.footprint}: {refs[r.score_run_id].name if refs[r.score_run_id] else '—'} vs "
-            f"{comps[r.score_run_id].name if comps[r.score_run_id] else '—'}"
+            f"{r.footprint}: {_name(refs[r.score_run_id], '—')} vs "
+            f"{_name(comps[r.score_run_id], '—')}"
             for r in runs
         ]
         return Exhibit(
@@ -195,9 +195,7 @@ def write_report(
             }
             for r in runs
         },
-        "dm_reference": {
-            r.footprint: refs[r.score_run_id].name if refs[r.score_run_id] else None for r in runs
-        },
+        "dm_reference": {r.footprint: _name(refs[r.score_run_id], None) for r in runs},
         "elapsed_s": None,
     }
     provenance["elapsed_s"] = round(time.perf_counter() - t0, 1)
@@ -220,6 +218,10 @@ def write_report(
         )
     )
     return ReportResult(folder, exhibits, skipped, files + [manifest], provenance)
+
+
+def _name(sub: data.Submission | None, default: str | None) -> str | None:
+    return sub.name if sub is not None else default
 
 
 def _forma_submission(

@@ -101,7 +101,8 @@ def joint_availability(wh: Warehouse) -> TablePart:
     samples = [s for s in ("full", "test") if s in rows]
     if not samples:
         raise Unavailable("no scale-valid firm-quarters in the split window")
-    spec = [
+    # (label, column, digits or "int"); no column: the items' median and range
+    spec: list[tuple[str, str | None, int | str | None]] = [
         ("Scale-valid firm-quarters", "firm_quarters", "int"),
         ("Distinct firms", "firms", "int"),
         ("Matrix density (%)", "density", 1),
@@ -122,10 +123,10 @@ def joint_availability(wh: Warehouse) -> TablePart:
             r = rows[s]
             if key is None:
                 row.append(Cell(f"{r['items_median']} [{r['items_p10']}, {r['items_p90']}]"))
-            elif digits == "int":
-                row.append(Cell(fmt(int(r[key]))))
-            else:
+            elif isinstance(digits, int):
                 row.append(Cell(fmt(r[key], digits)))
+            else:
+                row.append(Cell(fmt(int(r[key]))))
         cells.append(row)
     labels = {"full": "Full sample", "test": "Test"}
     return TablePart(
@@ -137,7 +138,8 @@ def joint_availability(wh: Warehouse) -> TablePart:
     )
 
 
-_A4 = [
+#: Table A4's groups of rows: a label and the configuration keys it shows (None: fixed text).
+_A4: list[tuple[str, list[tuple[str, tuple[str, ...] | None]]]] = [
     (
         "Architecture",
         [

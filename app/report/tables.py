@@ -103,18 +103,12 @@ def headline(
             r.score_run_id: best_in_column([values[(s, r.score_run_id)] for s in order], higher)
             for r in runs
         }
+        reference_ids = {
+            ref.submission_id for ref in (refs[r.score_run_id] for r in runs) if ref is not None
+        }
         rows, data = [], []
         for i, sid in enumerate(order):
-            row = [
-                Cell(
-                    subs[sid].name,
-                    bold=any(
-                        refs[r.score_run_id] is not None
-                        and refs[r.score_run_id].submission_id == sid
-                        for r in runs
-                    ),
-                )
-            ]
+            row = [Cell(subs[sid].name, bold=sid in reference_ids)]
             for run in runs:
                 v = values[(sid, run.score_run_id)]
                 ref = refs[run.score_run_id]

@@ -20,6 +20,7 @@ from typing import Any
 import duckdb
 import numpy as np
 import pyarrow as pa
+from duckdb.func import PythonUDFType
 from duckdb.sqltypes import DOUBLE
 from scipy import special
 
@@ -84,7 +85,9 @@ def _t_cdf(x: pa.Array, nu: pa.Array) -> pa.Array:
 def register_functions(wh: Warehouse) -> None:
     """Register the scoring UDFs on this connection (idempotent)."""
     try:
-        wh.con.create_function("eval_t_cdf", _t_cdf, [DOUBLE, DOUBLE], DOUBLE, type="arrow")
+        wh.con.create_function(
+            "eval_t_cdf", _t_cdf, [DOUBLE, DOUBLE], DOUBLE, type=PythonUDFType.ARROW
+        )
     except duckdb.Error as exc:
         if "already" not in str(exc).lower():
             raise
@@ -142,7 +145,7 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
     started, t0 = utcnow(), time.perf_counter()
     with wh.transaction():
         forget_cell_scores(wh, [sid])
-        first_q, last_q = wh.fetchone(
+        first_q, last_q = wh.one(
             "SELECT coalesce(min(origin_q), 0), coalesce(max(origin_q), -1) FROM eval.forecasts "
             "WHERE submission_id = ?",
             [sid],
@@ -166,7 +169,7 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
         else:
             step = "eval/050_cell_scores_single"
         wh.run_step(step, params)
-        cells, density = wh.fetchone(
+        cells, density = wh.one(
             "SELECT count(*), count(u) FROM eval.cell_scores WHERE submission_id = ?", [sid]
         )
         wh.execute(

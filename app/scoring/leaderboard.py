@@ -132,7 +132,7 @@ def leaderboard(
             else ranked[0]
         )
         for rank, r in enumerate(ranked, 1):
-            row = {"rank": rank}
+            row: dict[str, Any] = {"rank": rank}
             if level != "global":
                 row[level] = grp
             row.update(

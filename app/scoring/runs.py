@@ -12,6 +12,7 @@ fingerprint, which results were copied from which run, time).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from app.scoring.cells import (
@@ -23,7 +24,7 @@ from app.scoring.cells import (
     scoring_context,
 )
 from app.scoring.footprints.standard import ensure_standard_footprints
-from app.scoring.footprints.store import drop_footprint_temp, get_footprint
+from app.scoring.footprints.store import Footprint, drop_footprint_temp, get_footprint
 from app.scoring.provenance import current_build, to_json
 from app.scoring.sample import (
     Coverage,
@@ -62,7 +63,7 @@ MIN_COVERAGE = 0.95
 def score(
     wh: Warehouse,
     footprint: str = "full",
-    submissions: list[int | str] | None = None,
+    submissions: Sequence[int | str] | None = None,
     *,
     coherence: bool = True,
     baselines: bool = True,
@@ -130,7 +131,7 @@ def score(
 
 def _write_run(
     wh: Warehouse,
-    fp: dict[str, Any],
+    fp: Footprint,
     ctx: Context,
     ids: list[int],
     candidates: list[int],

@@ -10,10 +10,9 @@ size and an XOR of cell hashes) tells a later run that it has the same sample.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from app.scoring.cells import Context
-from app.scoring.footprints.store import prepare_footprint
+from app.scoring.footprints.store import Footprint, prepare_footprint
 from app.warehouse import Warehouse
 
 #: A submission's gaps are stored when it predicts at least this share of a footprint;
@@ -28,7 +27,7 @@ class Coverage:
     gaps_stored: bool
 
 
-def prepare_footprint_cells(wh: Warehouse, fp: dict[str, Any]) -> int:
+def prepare_footprint_cells(wh: Warehouse, fp: Footprint) -> int:
     """Temp table fp_cells: the footprint's scoreable truth cells (040); returns their number."""
     prepare_footprint(wh, fp, recount=False)
     wh.execute("CREATE OR REPLACE TEMP TABLE fp_cells AS FROM fp_truth")
@@ -67,7 +66,7 @@ def ensure_coverage(
                     "gaps_min_share": GAPS_MIN_SHARE,
                 },
             )
-        row = wh.fetchone(
+        row = wh.one(
             "SELECT footprint_cells, predicted_cells, "
             "footprint_cells > 0 AND predicted_cells >= ? * footprint_cells "
             "FROM sub_coverage",
@@ -102,5 +101,5 @@ def common_sample(wh: Warehouse, footprint_id: int | None) -> tuple[int, str]:
     """Temp table common_cells from fp_cells and run_subs (058); returns its size and
     fingerprint."""
     wh.run_step("eval/058_common_cells", {"footprint_id": footprint_id if footprint_id else -1})
-    n, digest = wh.fetchone("SELECT count(*), coalesce(bit_xor(hash(cell)), 0) FROM common_cells")
+    n, digest = wh.one("SELECT count(*), coalesce(bit_xor(hash(cell)), 0) FROM common_cells")
     return int(n), f"{int(n)}:{int(digest):016x}"

@@ -71,7 +71,7 @@ class Source(ABC):
 def _checksum(wh: Warehouse) -> str:
     parts = []
     for t in RAW_TABLES:
-        xor, n = wh.fetchone(f"SELECT coalesce(bit_xor(hash(x)), 0), count(*) FROM raw.{t} x")
+        xor, n = wh.one(f"SELECT coalesce(bit_xor(hash(x)), 0), count(*) FROM raw.{t} x")
         parts.append(f"{t}:{n}:{xor & 0xFFFFFFFFFFFFFFFF:016x}")
     return "|".join(parts)
 

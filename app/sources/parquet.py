@@ -31,6 +31,7 @@ from app.reference import raw_item_columns_from_file
 from app.settings import Settings, get_settings
 from app.sources.base import RawTables, Source
 from app.sqlfiles import sql_file
+from app.warehouse import one_row
 from contracts.errors import UserError, ValidationError
 from contracts.raw import FUNDQ_ROW_KEY, LINKPRIMS, LINKTYPES
 
@@ -95,7 +96,7 @@ class _File:
             replace = ", ".join(f'nullif("{c}", \'NaN\'::DOUBLE) AS "{c}"' for c in floats)
             self.select = f"SELECT * {f'REPLACE ({replace}) ' if replace else ''}FROM {source}"
             con.execute(f"CREATE OR REPLACE VIEW {name} AS {self.select}")
-            self.rows = con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]
+            self.rows = one_row(con.execute(f"SELECT count(*) FROM {name}"))[0]
         except duckdb.Error as exc:
             first = str(exc).strip().splitlines()[0]
             raise ValidationError(
@@ -120,7 +121,7 @@ class _File:
         order: str = "file_row_number",
     ) -> None:
         """Raise one ValidationError with up to 3 example rows matching `where`."""
-        n = self.con.execute(f"SELECT count(*) FROM {self.name} WHERE {where}").fetchone()[0]
+        n = one_row(self.con.execute(f"SELECT count(*) FROM {self.name} WHERE {where}"))[0]
         cols = list(dict.fromkeys(c for c in [column, *show] if c in self.types))
         select = ", ".join(f'"{c}"' for c in cols)
         rows = self.con.execute(
@@ -236,7 +237,7 @@ class _File:
         floats = [c for c in columns if c in self.types and self.kind(c) == "float"]
         if floats:
             flags = ", ".join(f'bool_or(isinf("{c}"))' for c in floats)
-            hits = self.con.execute(f"SELECT {flags} FROM {self.name}").fetchone()
+            hits = one_row(self.con.execute(f"SELECT {flags} FROM {self.name}"))
             for c, hit in zip(floats, hits, strict=True):
                 if hit:
                     self.fail(c, "holds infinite values", f'isinf("{c}")', ["gvkey", "datadate"])
@@ -387,10 +388,12 @@ class ParquetSource(Source):
                 "linkenddt < linkdt",
                 ["gvkey", "lpermno", "linkdt"],
             )
-            kept, total = con.execute(
-                f"SELECT count(*) FILTER (WHERE linktype IN {LINKTYPES} AND linkprim IN "
-                f"{LINKPRIMS}), count(*) FROM links"
-            ).fetchone()
+            kept, total = one_row(
+                con.execute(
+                    f"SELECT count(*) FILTER (WHERE linktype IN {LINKTYPES} AND linkprim IN "
+                    f"{LINKPRIMS}), count(*) FROM links"
+                )
+            )
             if kept < total:
                 self.notes.append(
                     f"{total - kept:,} of {total:,} link rows dropped (only link types "

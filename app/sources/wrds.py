@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,6 +40,9 @@ from app.sources.base import RawTables, Source
 from contracts.errors import UserError
 from contracts.raw import FUNDQ_KEYS, INDUSTRY_SCHEMA, LINK_SCHEMA, LINKPRIMS, LINKTYPES
 from contracts.raw import fundq_schema as raw_fundq_schema
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 FUNDQ_FILTERS = {"indfmt": "INDL", "datafmt": "STD", "consol": "C", "popsrc": "D"}
 INDUSTRY_FILTERS = {"consol": "C", "popsrc": "D"}
@@ -359,7 +362,7 @@ class _progress:
 
     def __init__(self, enabled: bool, todo: int, cached: int, console: Any = None):
         self.enabled, self.todo, self.cached, self.console = enabled, todo, cached, console
-        self._bar = None
+        self._bar: Progress | None = None
 
     def __enter__(self) -> Callable[[str], None]:
         if not self.enabled:
@@ -373,7 +376,7 @@ class _progress:
             TimeRemainingColumn,
         )
 
-        self._bar = Progress(
+        self._bar = bar = Progress(
             TextColumn("WRDS {task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
@@ -381,11 +384,11 @@ class _progress:
             TimeRemainingColumn(),
             console=self.console,
         )
-        self._bar.start()
-        task = self._bar.add_task(f"({self.cached} chunks cached)", total=self.todo)
+        bar.start()
+        task = bar.add_task(f"({self.cached} chunks cached)", total=self.todo)
 
         def advance(label: str) -> None:
-            self._bar.update(task, advance=1, description=f"{label} (cached {self.cached})")
+            bar.update(task, advance=1, description=f"{label} (cached {self.cached})")
 
         return advance
 

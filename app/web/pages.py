@@ -154,7 +154,7 @@ def leaderboard_page(
         "against": against or "",
     }
     run = latest_run(wh, footprint) if footprint else None
-    if run:
+    if run and footprint:
         scored = queries.submission_names(wh, run["submission_ids"])
         if against not in scored:
             against = None  # a model not on this footprint: back to the leader

@@ -149,10 +149,15 @@ def chain_task(
                 num_boost_round=best["trees"],
             )
             # The cascade: upstream columns hold this chain's own test predictions.
-            pred[:, i] = booster.predict(design(X_test, pred[:, upstream])).astype(np.float32)
+            pred[:, i] = np.asarray(booster.predict(design(X_test, pred[:, upstream])), np.float32)
             chosen[i] = {**best, "n_fit": int(fit.size), "model": booster.model_to_string()}
         upstream = upstream + step
     return {"h": h, "arm": arm, "pred": pred, "chosen": chosen}
+
+
+def _reused(dtrain: Any, dval: Any) -> Callable[[], tuple[Any, Any]]:
+    """`datasets` for _select_leaves that hands out the same (shared-bins) subsets."""
+    return lambda: (dtrain, dval)
 
 
 def _select_leaves(
@@ -187,6 +192,8 @@ def _select_leaves(
             score, trees = float("inf"), spec["max_trees"]
         if best is None or score < best["val_loss"]:
             best = {"leaves": leaves, "trees": trees, "val_loss": score}
+    if best is None:
+        raise ValueError("the GBM spec's leaves grid is empty")
     return best
 
 
@@ -243,14 +250,14 @@ def _chain_shared_bins(
                 continue
             dtrain = _subset(base, tr, Y_tr[tr, i, hi])
             dval = _subset(val_base, va, Y_va[va, i, hi]) if va.size else None
-            best = _select_leaves(arm, spec, s, lambda d=(dtrain, dval): d, allowed)
+            best = _select_leaves(arm, spec, s, _reused(dtrain, dval), allowed)
             fit = _rows(Y_fit[:, i], spec["max_rows"], s + 1)
             booster = lgb.train(
                 _params(arm, best["leaves"], spec, s) | allowed,
                 _subset(fit_base, fit, Y_fit[fit, i]),
                 num_boost_round=best["trees"],
             )
-            pred[:, i] = booster.predict(D_test).astype(np.float32)
+            pred[:, i] = np.asarray(booster.predict(D_test), np.float32)
             chosen[i] = {**best, "n_fit": int(fit.size), "model": booster.model_to_string()}
         for i in step:  # the next steps see this step's predictions (NaN: not fit -> 0)
             D_test[:, p + order.index(i)] = np.nan_to_num(pred[:, i], nan=0.0)

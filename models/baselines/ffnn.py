@@ -147,7 +147,7 @@ def fit_predict(
     )
     seeds = list(spec["seeds"])
     advance = tracker.stage(f"{model}: epochs", len(seeds) * spec["epochs"])
-    components = []
+    components: list[tuple[np.ndarray, np.ndarray | None]] = []
     for seed in seeds:
         if registry.has("seed", f"s{seed}"):
             advance(spec["epochs"])

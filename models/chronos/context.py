@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+from numpy.typing import ArrayLike
 
 from models.chronos import HISTORY
 
@@ -39,14 +40,14 @@ class OriginContext:
 
 
 def origin_context(
-    firm_id: int, origin_q: int, rel_q: np.ndarray, item_id: np.ndarray, v: np.ndarray
+    firm_id: int, origin_q: int, rel_q: ArrayLike, item_id: ArrayLike, v: ArrayLike
 ) -> OriginContext:
     """The context of one origin from its reported tuples (rel_q in -11..0)."""
-    rel_q = np.asarray(rel_q, dtype=np.int64)
-    item_id = np.asarray(item_id, dtype=np.int64)
-    v = np.asarray(v, dtype=np.float64)
-    keep = np.isfinite(v) & (rel_q <= 0) & (rel_q > -HISTORY)
-    rel_q, item_id, v = rel_q[keep], item_id[keep], v[keep]
+    rel_all = np.asarray(rel_q, dtype=np.int64)
+    items_all = np.asarray(item_id, dtype=np.int64)
+    v_all = np.asarray(v, dtype=np.float64)
+    keep = np.isfinite(v_all) & (rel_all <= 0) & (rel_all > -HISTORY)
+    rel_q, item_id, v = rel_all[keep], items_all[keep], v_all[keep]
     if v.size == 0:
         return OriginContext(firm_id, origin_q, np.zeros(0, np.int16), 0, np.zeros((0, 1)))
     at_origin = np.unique(item_id[rel_q == 0])

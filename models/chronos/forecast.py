@@ -65,7 +65,7 @@ def level_indices(
 
 def monotone(quantiles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Quantiles sorted along the last axis, and which cells were out of order."""
-    crossed = (np.diff(quantiles, axis=-1) < 0).any(axis=-1)
+    crossed = np.asarray((np.diff(quantiles, axis=-1) < 0).any(axis=-1))
     return np.sort(quantiles, axis=-1), crossed
 
 

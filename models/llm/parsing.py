@@ -98,6 +98,7 @@ def parse_answer(text: str, items: Sequence[str], max_horizon: int = 20) -> Pars
         parsed.add(h)
         for part in parts:
             f = _FIELD.match(part)
+            assert f is not None  # lines with a malformed part were skipped above
             name, value = f.group(1).lower(), f.group(2)
             if name not in wanted:
                 (outside if name in PRIMITIVES else derived if name in DERIVED else unknown).add(

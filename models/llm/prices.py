@@ -77,7 +77,8 @@ def load_prices(path: Path | None = None) -> PriceTable:
             raise UserError(f"{source} line {n}: prices must be numbers") from None
         if min(values) < 0:
             raise UserError(f"{source} line {n}: prices must not be negative")
+        input_usd, cached_usd, output_usd = values
         prices[(row["provider"].strip(), row["model"].strip())] = Price(
-            *values, row["as_of"].strip()
+            input_usd, cached_usd, output_usd, row["as_of"].strip()
         )
     return PriceTable(prices, source)

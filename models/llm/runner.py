@@ -131,7 +131,7 @@ class LlmForecaster:
         parsed: ParsedAnswer,
     ) -> CallRecord:
         completion = Completion(
-            **{k: answer.get(k) for k in Completion.__dataclass_fields__ if k in answer}
+            **{k: answer[k] for k in Completion.__dataclass_fields__ if k in answer}
         )
         problems = list(parsed.problems)
         if completion.truncated and problems:
@@ -232,9 +232,9 @@ class LlmForecaster:
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for future in done:
                         i = pending.pop(future)
-                        results[i] = future.result()
+                        results[i] = result = future.result()
                         if on_done:
-                            on_done(results[i])
+                            on_done(result)
             except BaseException:
                 for future in pending:
                     future.cancel()

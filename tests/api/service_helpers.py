@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from app.api.auth import add_user
@@ -52,7 +53,9 @@ class Api:
 
     @property
     def wh(self) -> Warehouse:
-        return self.client.app.state.wh.cursor()
+        app = self.client.app
+        assert isinstance(app, FastAPI)
+        return app.state.wh.cursor()
 
     def auth(self, token: str | None = None) -> dict[str, str]:
         return {"Authorization": f"Bearer {token or self.token}"}

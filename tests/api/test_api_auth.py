@@ -16,10 +16,10 @@ from contracts.errors import UserError
 
 def test_tokens_are_stored_hashed(wh: Warehouse) -> None:
     user, token = add_user(wh, "bob")
-    token_id, secret = re.match(r"^pf_([0-9a-f]{12})\.(.+)$", token).groups()
-    salt, digest = wh.fetchone(
-        "SELECT salt, digest FROM service.tokens WHERE token_id = ?", [token_id]
-    )
+    parts = re.match(r"^pf_([0-9a-f]{12})\.(.+)$", token)
+    assert parts is not None
+    token_id, secret = parts.groups()
+    salt, digest = wh.one("SELECT salt, digest FROM service.tokens WHERE token_id = ?", [token_id])
     dump = str(wh.fetchall("SELECT * FROM service.tokens")) + str(
         wh.fetchall("SELECT * FROM service.users")
     )
@@ -27,7 +27,7 @@ def test_tokens_are_stored_hashed(wh: Warehouse) -> None:
     assert authenticate(wh, token) == user
     # another user's token with the same secret length gets a different digest (per-token salt)
     _, other = add_user(wh, "carol")
-    assert wh.fetchone("SELECT count(DISTINCT salt) FROM service.tokens")[0] == 2
+    assert wh.scalar("SELECT count(DISTINCT salt) FROM service.tokens") == 2
     assert authenticate(wh, other).name == "carol"
 
 
@@ -126,7 +126,9 @@ def test_cli_users_add_prints_token_once(settings, wh: Warehouse) -> None:
     runner = CliRunner()
     r = runner.invoke(cli, ["users", "add", "grace", "--admin"])
     assert r.exit_code == 0, r.output
-    token = re.search(r"(pf_[0-9a-f]{12}\.[A-Za-z0-9_-]+)", r.output).group(1)
+    shown = re.search(r"(pf_[0-9a-f]{12}\.[A-Za-z0-9_-]+)", r.output)
+    assert shown is not None, r.output
+    token = shown.group(1)
     assert "not shown again" in r.output
     listing = runner.invoke(cli, ["users", "list"])
     assert "grace" in listing.output and token not in listing.output

@@ -71,6 +71,7 @@ def _compose_check():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("compose_check", ROOT / "bench/compose_check.py")
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -73,7 +73,7 @@ def test_snapshot_has_no_firm_values(api: Api) -> None:
         assert {"leaderboard", "metrics", "submissions", "footprints", "footprint_origins"} <= names
         assert not {c for _, c in cols} & FORBIDDEN_COLUMNS
         assert not names & {"forecasts", "truth", "values", "firms"}
-        small = con.execute("SELECT count(*) FROM metrics WHERE n < 5").fetchone()[0]
+        small = con.execute("SELECT count(*) FROM metrics WHERE n < 5").fetchall()[0][0]
         assert small == 0  # aggregates over fewer than public_min_cells cells are withheld
     finally:
         con.close()

@@ -67,10 +67,11 @@ def test_quantile_upload_is_scored_on_every_track_with_a_dash_for_nll(api: Api) 
     assert rows["density"]["nll"] is None and rows["density"]["cov50"] is None
 
     page = c.get("/?footprint=full&track=density").text
-    row = re.search(rf'<tr data-submission="{sid}">(.*?)</tr>', page, re.DOTALL).group(1)
-    cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.DOTALL)
-    head = re.search(r"<thead>(.*?)</thead>", page, re.DOTALL).group(1)
-    labels = [h.strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", head, re.DOTALL)]
+    row = re.search(rf'<tr data-submission="{sid}">(.*?)</tr>', page, re.DOTALL)
+    head = re.search(r"<thead>(.*?)</thead>", page, re.DOTALL)
+    assert row is not None and head is not None
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.DOTALL)
+    labels = [h.strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", head.group(1), re.DOTALL)]
     assert cells[labels.index("NLL")].strip() == "–"
     assert cells[labels.index("CRPS")].strip() not in ("", "–")
     assert "quantile levels" in c.get(f"/submissions/{sid}").text

@@ -81,8 +81,9 @@ def test_unfinished_jobs_resume_on_start(panel: Settings) -> None:
     wh.execute("UPDATE service.jobs SET submission_id = ? WHERE job_id = ?", [sid, jobs["scoring"]])
     wh.close()
 
-    with TestClient(create_app(panel)) as client:
-        cur = client.app.state.wh.cursor()
+    service = create_app(panel)
+    with TestClient(service) as client:
+        cur = service.state.wh.cursor()
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             states = dict(cur.fetchall("SELECT model_name, status FROM service.jobs"))

@@ -35,7 +35,12 @@ def _with(api: Api, column: str, values: list | None = None, **mutate) -> bytes:
     ],
 )
 def test_unusable_uploads_fail_and_store_nothing(api: Api, case: str, fragment: str) -> None:
-    values = {"nan": [float("nan")] * 120, "null": [None] * 120, "dollars": [2.5e6] * 120}.get(case)
+    unusable: dict[str, list[float | None]] = {
+        "nan": [float("nan")] * 120,
+        "null": [None] * 120,
+        "dollars": [2.5e6] * 120,
+    }
+    values = unusable.get(case)
     if case == "train":  # the same cells, eleven years earlier: training-period origins
         origins = pq.read_table(io.BytesIO(_with(api, "origin")))["origin"].to_pylist()
         data = _with(api, "origin", [f"{int(o[:4]) - 11}{o[4:]}" for o in origins])

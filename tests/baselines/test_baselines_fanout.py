@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -37,7 +39,7 @@ def test_dask_local_cluster_matches_joblib(panel, tmp_path) -> None:
     for d in panel.values():
         d.X = np.nan_to_num(d.X, nan=0.0)
     spec = {"alpha": [0.01, 0.1], "l1_ratio": [0.5], "max_iter": 300, "tol": 1e-3, "max_rows": None}
-    kw = {"items": ("niq", "revtq", "atq"), "horizons": (1, 5)}
+    kw: dict[str, Any] = {"items": ("niq", "revtq", "atq"), "horizons": (1, 5)}
     args = (panel["train"], panel["val"], panel["test"])
     by_joblib = elastic_net.fit_predict(
         *args, tmp_path / "joblib", spec, fan=FanOut("joblib", 2), **kw

@@ -32,7 +32,7 @@ def test_beta_nll_ignores_missing_targets_and_weights_by_variance() -> None:
     loss = beta_nll(mu, logvar, y, mask)
     assert torch.isclose(loss, torch.tensor(0.5))  # 0.5 * (0 + 1) on the two observed cells
     loss.backward()
-    assert mu.grad[0, 1] == 0.0
+    assert mu.grad is not None and mu.grad[0, 1] == 0.0
     # beta = 0.5: a cell's NLL is scaled by var^0.5 (detached)
     lv = torch.full((1, 1), float(np.log(4.0)))
     plain = beta_nll(
@@ -52,7 +52,9 @@ def test_seed_mixture_forecasts_with_sigma_and_resume(panel, tmp_path, monkeypat
     (mu0, s0), (mu1, _s1) = fc.components
     assert mu0.shape == (panel["test"].n, 78, 20)
     assert np.isnan(mu0[0]).all() and np.isfinite(mu0[1:]).all()
-    assert (s0[1:] > 0).all() and not np.array_equal(mu0[1:], mu1[1:])  # seeds differ
+    assert (
+        s0 is not None and (s0[1:] > 0).all() and not np.array_equal(mu0[1:], mu1[1:])
+    )  # seeds differ
     rows = [b for b in fc.batches()]
     comps = set(np.concatenate([b.column("component").to_numpy() for b in rows]).tolist())
     assert comps == {0, 1}

@@ -92,7 +92,7 @@ def test_resume_skips_finished_fits(panel, tmp_path, monkeypatch) -> None:
     panel = _imputed(panel)
     train, val, test = panel["train"], panel["val"], panel["test"]
     spec = {"alpha": [0.01, 1.0], "l1_ratio": [0.5], "max_iter": 200, "tol": 1e-3, "max_rows": None}
-    kw = {"items": ("niq", "revtq"), "horizons": (1, 4)}
+    kw: dict[str, Any] = {"items": ("niq", "revtq"), "horizons": (1, 4)}
     first = elastic_net.fit_predict(train, val, test, tmp_path, spec, **kw)
 
     def boom(params):
@@ -148,7 +148,7 @@ def test_random_forest_grid(panel, tmp_path) -> None:
     run = Registry(tmp_path, "rf", {}, "unused")
     run.dir = Path(fc.info["run"])
     scores = {g: run.load("select", f"h2_g{g}")["mse"] for g in (0, 1)}
-    best = min(scores, key=scores.get)
+    best = min(scores, key=scores.__getitem__)
     assert fc.info["selection"][2]["g"] == best
     assert fc.info["selection"][2]["params"]["max_depth"] == (1, 4)[best]
     mu = fc.components[0][0]

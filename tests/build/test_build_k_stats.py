@@ -32,7 +32,9 @@ def load_scale_pool(wh, z: np.ndarray, first_q: int = 7900) -> None:
         "CREATE OR REPLACE TABLE stage.fq (firm_id INTEGER, q INTEGER, z DOUBLE, "
         "pos INTEGER, vals DOUBLE[])"
     )
-    rows = [(i + 1, first_q + i % 40, float(v), 1, []) for i, v in enumerate(z)]
+    rows: list[tuple[int, int, float, int, list[float]]] = [
+        (i + 1, first_q + i % 40, float(v), 1, []) for i, v in enumerate(z)
+    ]
     wh.con.executemany("INSERT INTO stage.fq VALUES (?, ?, ?, ?, ?)", rows)
     wh.execute(
         "CREATE OR REPLACE TABLE panel.values AS "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -65,7 +66,7 @@ def panel_file(settings: Settings, built_panel: Path) -> Path:
 
 
 @pytest.fixture
-def panel_wh(settings: Settings, panel_file: Path) -> Warehouse:
+def panel_wh(settings: Settings, panel_file: Path) -> Iterator[Warehouse]:
     """This test's copy of the built panel, opened for writing."""
     wh = connect(settings)
     yield wh

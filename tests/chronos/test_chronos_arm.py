@@ -62,7 +62,7 @@ def test_contexts_hold_the_reported_values_and_the_truths_items(panel_wh) -> Non
             "SELECT firm_id, q, item_id, v FROM panel.values WHERE item_id > 0"
         )
     }
-    truth_items = {}
+    truth_items: dict[tuple[int, int], set[int]] = {}
     for f, q, i in panel_wh.fetchall(
         "SELECT DISTINCT firm_id, origin_q, item_id FROM panel.truth_cells"
     ):

@@ -29,10 +29,16 @@ def _window() -> tuple[list[int], list[int], list[float]]:
     rel, item, v = [], [], []
     for r in range(-11, 1):
         if r != -3:
-            rel.append(r), item.append(5), v.append(1000.0 + r)
+            rel.append(r)
+            item.append(5)
+            v.append(1000.0 + r)
         if r == -4:
-            rel.append(r), item.append(2), v.append(-7.5)
-    rel.append(0), item.append(9), v.append(3e9)
+            rel.append(r)
+            item.append(2)
+            v.append(-7.5)
+    rel.append(0)
+    item.append(9)
+    v.append(3e9)
     return rel, item, v
 
 

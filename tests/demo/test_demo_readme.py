@@ -27,6 +27,7 @@ import httpx
 import pyarrow.parquet as pq
 import pytest
 import typer.main
+from typer.core import TyperGroup
 
 from app.cli import app
 from contracts import ROOT
@@ -251,12 +252,14 @@ def _parse(args: list[str]) -> str:
     """Resolve a command line to its command and parse its options, without running it."""
     command = typer.main.get_command(app)
     ctx = command.make_context("proforma", list(args))
-    while hasattr(command, "commands"):
+    while isinstance(command, TyperGroup):
         rest = [*getattr(ctx, "_protected_args", []), *ctx.args]
         if not rest:
             break
-        name, command, rest = command.resolve_command(ctx, rest)
-        ctx = command.make_context(name, rest, parent=ctx)
+        name, sub, rest = command.resolve_command(ctx, rest)
+        assert name is not None and sub is not None
+        command, ctx = sub, sub.make_context(name, rest, parent=ctx)
+    assert command.name is not None
     return command.name
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
@@ -28,7 +30,7 @@ def make_panel(wh: Warehouse, n_firms: int = 12, seed: int = 0, items=ITEMS, tes
     )
     wh.write_arrow("panel.firms", firms, mode="replace")
     quarters = np.arange(7990, max(test_q) + 21)
-    rows = {"firm_id": [], "q": [], "item_id": [], "v": []}
+    rows: dict[str, list[Any]] = {"firm_id": [], "q": [], "item_id": [], "v": []}
     for f in range(1, n_firms + 1):
         size = np.exp(rng.normal(5, 1))
         level = {i: size * rng.uniform(0.1, 1.0) for i in items}

@@ -103,8 +103,8 @@ def test_coherence_matches_numpy(wh):
     instances = {(f, o, h) for f, o, h, _ in dollars}
     for ident, terms in identities.items():
         for f, o, h in instances:
-            vals = [(dollars.get((f, o, h, i)), s) for i, s in terms]
-            if any(v is None for v, _ in vals):
+            vals = [(v, s) for i, s in terms if (v := dollars.get((f, o, h, i))) is not None]
+            if len(vals) < len(terms):
                 continue
             gross = sum(abs(v) for v, _ in vals)
             shares.setdefault(ident, []).append(abs(sum(s * v for v, s in vals)) / gross)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -32,7 +33,7 @@ def _good(n: int = 40) -> dict:
     }
 
 
-def _write(tmp_path, cols: dict, name: str = "sub.parquet", **kw) -> str:
+def _write(tmp_path: Path, cols: dict, name: str = "sub.parquet", **kw) -> Path:
     path = tmp_path / name
     pq.write_table(pa.table(cols), path, **kw)
     return path

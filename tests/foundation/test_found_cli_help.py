@@ -4,6 +4,7 @@ short, commands listed in the order a user runs them (app.cli.help.WORKFLOW)."""
 from __future__ import annotations
 
 import typer.main
+from typer.core import TyperGroup
 from typer.testing import CliRunner
 
 from app.cli import app
@@ -21,6 +22,12 @@ def _help(*path: str) -> str:
     return result.stdout
 
 
+def _root() -> TyperGroup:
+    root = typer.main.get_command(app)
+    assert isinstance(root, TyperGroup)
+    return root
+
+
 def _commands(group, path=()):
     for name, command in group.commands.items():
         if not command.hidden:
@@ -30,14 +37,14 @@ def _commands(group, path=()):
 
 def test_every_command_has_a_place_in_the_workflow() -> None:
     declared = {name for _, names in WORKFLOW for name in names}
-    registered = set(typer.main.get_command(app).commands)
+    registered = set(_root().commands)
     assert registered - declared == set(), "add new commands to app.cli.help.WORKFLOW"
 
 
 def test_the_command_list_follows_the_workflow_with_whole_first_paragraphs() -> None:
     text = _help()
     assert max(len(line) for line in text.splitlines()) <= 80
-    root = typer.main.get_command(app)
+    root = _root()
     order = [n for _, names in WORKFLOW for n in names if n in root.commands]
     positions = [text.index(f"\n  {name} ") for name in order]
     assert positions == sorted(positions)

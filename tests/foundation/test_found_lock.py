@@ -29,6 +29,7 @@ def holder(settings: Settings) -> Iterator[subprocess.Popen]:
         stdout=subprocess.PIPE,
         text=True,
     )
+    assert proc.stdout is not None and proc.stdin is not None
     assert proc.stdout.readline().strip() == "ready"
     yield proc
     proc.stdin.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from contracts.errors import MigrationError
 
 
 @pytest.fixture
-def bare(settings: Settings) -> Warehouse:
+def bare(settings: Settings) -> Iterator[Warehouse]:
     w = connect(settings)
     yield w
     w.close()

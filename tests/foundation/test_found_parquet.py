@@ -46,7 +46,7 @@ def test_happy_path_derives_industry_and_links(wh: Warehouse, tmp_path: Path) ->
         ("001004", 54594, "LC", "P", dt.date(2000, 3, 28), dt.date(2001, 12, 28)),
         ("012345", 10001, "LC", "P", dt.date(2000, 3, 28), dt.date(2001, 12, 28)),
     ]
-    source, params = wh.fetchone("SELECT source, parameters FROM raw.ingests")
+    source, params = wh.one("SELECT source, parameters FROM raw.ingests")
     assert source == "parquet" and "panel.parquet" in params
 
 

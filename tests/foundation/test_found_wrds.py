@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd  # only to play the wrds client, which answers with DataFrames
 import pytest
@@ -17,6 +18,13 @@ from app.warehouse import Warehouse
 from contracts.errors import UserError
 
 FIRMS = ("001004", "001045", "012345")
+
+
+def _group(pattern: str, text: str) -> str:
+    """The first group of `pattern` in `text` (which must match)."""
+    m = re.search(pattern, text)
+    assert m is not None, f"{pattern!r} not in {text!r}"
+    return m.group(1)
 
 
 class FakeWrds:
@@ -32,13 +40,13 @@ class FakeWrds:
         if self.fail_after is not None and len(self.queries) >= self.fail_after:
             raise RuntimeError("server closed the connection unexpectedly\nmore detail")
         self.queries.append(sql)
-        columns = [c.strip() for c in re.search(r"SELECT (.*?) FROM", sql).group(1).split(",")]
+        columns = [c.strip() for c in _group(r"SELECT (.*?) FROM", sql).split(",")]
         if "comp.fundq" in sql:
-            year = int(re.search(r"BETWEEN '(\d{4})-01-01'", sql).group(1))
+            year = int(_group(r"BETWEEN '(\d{4})-01-01'", sql))
             rows = []
             for f, gvkey in enumerate(FIRMS):
                 for q in range(1, 5):
-                    row = {c: float(f * 1000 + q) for c in columns}
+                    row: dict[str, Any] = {c: float(f * 1000 + q) for c in columns}
                     row.update(
                         gvkey=gvkey[1:] if self.bad_gvkey else gvkey,
                         datadate=dt.date(year, q * 3, 28),
@@ -102,7 +110,7 @@ def test_projection_and_filters(tmp_path: Path) -> None:
     fundq = [q for q in fake.queries if "comp.fundq" in q]
     assert len(fundq) == 4
     for year, q in zip(range(2000, 2004), fundq, strict=True):
-        selected = [c.strip() for c in re.search(r"SELECT (.*?) FROM", q).group(1).split(",")]
+        selected = [c.strip() for c in _group(r"SELECT (.*?) FROM", q).split(",")]
         assert selected == fundq_columns()
         assert len(selected) == len(FUNDQ_KEYS) + 72 and "*" not in q
         for f in ("indfmt = 'INDL'", "datafmt = 'STD'", "consol = 'C'", "popsrc = 'D'"):
@@ -130,8 +138,7 @@ def test_interrupted_pull_resumes_from_cached_chunks(tmp_path: Path) -> None:
     src = source(tmp_path, factory)
     assert src.pull() == 4
     asked = [
-        re.search(r"'(\d{4})-01-01'", q).group(1) if "fundq" in q else q.split()[-1]
-        for q in second.queries
+        _group(r"'(\d{4})-01-01'", q) if "fundq" in q else q.split()[-1] for q in second.queries
     ]
     assert asked[:2] == ["2002", "2003"] and len(asked) == 4
     assert factory.calls == ["jdoe"]
@@ -187,9 +194,7 @@ def test_ingest_writes_raw_tables(wh: Warehouse, tmp_path: Path) -> None:
         ("001004", 54594, "LC", "P", dt.date(1990, 1, 1), None)
     ]
     assert wh.scalar("SELECT count(*) FROM raw.company_industry WHERE sich IS NULL") == 1
-    source_name, vintage, params = wh.fetchone(
-        "SELECT source, vintage, parameters FROM raw.ingests"
-    )
+    source_name, vintage, params = wh.one("SELECT source, vintage, parameters FROM raw.ingests")
     assert source_name == "wrds" and vintage.startswith("WRDS pull 20")
     assert '"start_year": 2000' in params and "password" not in params
 
@@ -273,7 +278,9 @@ class _ClientSpy:
                 if fails:
                     raise RuntimeError("FATAL: PAM authentication failed")
 
-            Connection._Connection__make_sa_engine_conn = single
+            # the client's one-attempt login is a private (name-mangled) method, added to
+            # the fake only on this path
+            Connection._Connection__make_sa_engine_conn = single  # type: ignore[attr-defined]
         self.Connection = Connection
         self.__version__ = "spy"
 

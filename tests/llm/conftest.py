@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,7 @@ def built_panel(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def panel_wh(built_panel: Path, settings: Settings) -> Warehouse:
+def panel_wh(built_panel: Path, settings: Settings) -> Iterator[Warehouse]:
     """A private copy of the built panel at the test's warehouse path."""
     shutil.copy(built_panel, settings.warehouse)
     w = connect(settings)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from models.llm.calls import Completion, ProviderError, Request
@@ -12,7 +13,7 @@ class RecordedProvider:
     """Answers written by the test: `answers[(draw, attempt)]` or a default function of
     the request; raises a queued ProviderError first when `errors` holds one."""
 
-    answer: object = None  # callable(Request) -> str, or a str
+    answer: str | Callable[[Request], str] = ""  # a function of the request, or fixed text
     name: str = "recorded"
     model: str = "recorded-1"
     usage: tuple[int, int] = (1000, 500)  # input, output tokens per call

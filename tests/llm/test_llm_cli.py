@@ -12,7 +12,7 @@ from app.cli import main
 from app.warehouse import connect
 
 
-def proforma(monkeypatch, capsys, *args: str) -> tuple[int, str]:
+def proforma(monkeypatch, capsys, *args: str) -> tuple[int | str | None, str]:
     monkeypatch.setattr(sys, "argv", ["proforma", *args])
     with pytest.raises(SystemExit) as info:
         main()
@@ -64,7 +64,7 @@ def test_fake_run_writes_and_scores_on_the_llm_footprint(
         draw2_id, meta2 = subs["llm-fake-srw-unstructured-draw2"]
         assert meta["forecast_space"] == "dollars" and meta["llm_draw"] == 1
         assert meta["origins"] == 12 and meta2["llm_draw"] == 2 and meta2["origins"] == 5
-        run = wh.fetchone(
+        run = wh.one(
             "SELECT footprint_name, submission_ids, n_cells FROM eval.score_runs "
             "ORDER BY score_run_id DESC LIMIT 1"
         )
@@ -86,7 +86,7 @@ def test_fake_run_writes_and_scores_on_the_llm_footprint(
         # The dollar answers were standardized like the truth: the fake's Q4 answer is the
         # reported Q0 value (two decimals), so its forecast is that value standardized
         # with the origin's parameters.
-        diff = wh.fetchone(
+        diff = wh.one(
             """SELECT count(*), max(abs(f.mu - panel.pf_standardize(round(v.v, 2), k.k, o.z,
                                                                      p.mu, p.sigma)))
                FROM eval.forecasts f
@@ -130,7 +130,7 @@ def test_prompt_and_sample_commands(panel_wh, settings, monkeypatch, capsys) -> 
     code, out = proforma(monkeypatch, capsys, "llm", "prompt", "--system", "--arm", "structured")
     assert code == 0 and "PROJECTION METHOD" in out
     with connect(settings, read_only=True) as wh:
-        gvkey, q = wh.fetchone(
+        gvkey, q = wh.one(
             "SELECT p.gvkey, o.origin_q FROM eval.footprint_origins o JOIN panel.firms p "
             "USING (gvkey) ORDER BY o.origin_q DESC LIMIT 1"
         )

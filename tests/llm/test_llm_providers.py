@@ -209,11 +209,15 @@ def test_connection_errors_are_transient() -> None:
     assert all(2**n <= wait <= 2 ** (n + 1) for n, wait in enumerate(slept))
 
 
+def _never(seconds: float) -> None:
+    pytest.fail(f"a call that must not be retried waited {seconds} s")
+
+
 @pytest.mark.parametrize("status,fatal", [(400, False), (401, True), (404, True), (422, False)])
 def test_other_errors_are_not_retried(status: int, fatal: bool) -> None:
     server = Server((status, {"error": {"type": "invalid_request_error", "message": "no"}}, {}))
     with pytest.raises(ProviderError) as info:
-        call_with_retries(anthropic_with(server), Request("S", "U"), sleep=pytest.fail)
+        call_with_retries(anthropic_with(server), Request("S", "U"), sleep=_never)
     assert not info.value.transient and info.value.fatal == fatal and len(server.requests) == 1
 
 

@@ -3,8 +3,6 @@ firm, seeded, calendar-balanced, frozen by gvkey as the `llm` footprint."""
 
 from __future__ import annotations
 
-import json
-
 from app import scoring
 from app.scoring.footprints.llm import (
     LLM_ORIGINS,
@@ -13,6 +11,7 @@ from app.scoring.footprints.llm import (
     create_llm_footprint,
     sample_counts,
 )
+from app.scoring.footprints.store import footprint_definition
 
 
 def sample(wh, fid):
@@ -68,7 +67,7 @@ def test_seeded_and_pinned(panel_wh) -> None:
     assert a == b != c
     fp = scoring.get_footprint(panel_wh, "llm")
     assert fp["version"] == 3 and fp["kind"] == "origins"
-    definition = json.loads(fp["definition"])
+    definition = footprint_definition(fp)
     assert definition["sampler"] == "llm-blocks" and definition["seed"] == 2
 
 
@@ -96,5 +95,5 @@ def test_standard_footprints_replace_an_older_generic_llm_sample(panel_wh) -> No
     assert scoring.ensure_standard_footprints(panel_wh) == ["full", "geert", "llm"]
     fp = scoring.get_footprint(panel_wh, "llm")
     assert fp["footprint_id"] != old and fp["version"] == 2
-    assert json.loads(fp["definition"])["sampler"] == "llm-blocks"
+    assert footprint_definition(fp)["sampler"] == "llm-blocks"
     assert "llm" not in scoring.ensure_standard_footprints(panel_wh)  # drawn once, then kept

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -36,7 +38,7 @@ def test_a_scenario_uses_the_seeds_that_were_trained(settings):
 
 
 def scenario(n_horizons: int = 20) -> Scenario:
-    rows = {
+    rows: dict[str, list[Any]] = {
         k: []
         for k in ("item_id", "horizon", "item", "pinned", "expected_usd", "lo_80_usd", "hi_80_usd")
     }

@@ -10,6 +10,7 @@ from app.sources.synthetic import SyntheticSource
 
 def _tables(seed: int) -> dict[str, pa.Table]:
     raw = SyntheticSource(tiny_config(seed=seed, firms=30)).tables()
+    assert isinstance(raw.fundq, pa.RecordBatchReader)  # the history streams
     out = {
         "fundq": raw.fundq.read_all(),
         "company_industry": raw.company_industry,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -72,8 +73,14 @@ def _paths(wh):
         ),
     )
     rng = np.random.default_rng(0)
-    rows = {"origin_id": [], "item_id": [], "horizon": [], "path": [], "v": []}
-    wide = {"origin_id": [], "horizon": [], "path": [], "aoq": [], "atq": []}
+    rows: dict[str, list[Any]] = {
+        "origin_id": [],
+        "item_id": [],
+        "horizon": [],
+        "path": [],
+        "v": [],
+    }
+    wide: dict[str, list[Any]] = {"origin_id": [], "horizon": [], "path": [], "aoq": [], "atq": []}
     for o in (0, 1, 2):
         for h in (0, 1, 2):
             for p in [0] if h == 0 else range(3):

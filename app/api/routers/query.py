@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from app.api.deps import SettingsDep
 from app.api.formats import Format, FormatQuery, clean, csv_bytes
+from app.api.responses import PublicTables
 from app.api.sqlguard import QueryResult, SnapshotMissing, run_query, snapshot_schema
 from app.settings import Settings
 
@@ -74,7 +75,7 @@ async def query_get(
     return _respond(await run_in_threadpool(_run, sql, settings), format)
 
 
-@router.get("/tables", summary="The public tables and their columns")
+@router.get("/tables", summary="The public tables and their columns", response_model=PublicTables)
 def tables(settings: SettingsDep) -> dict[str, Any]:
     schema = snapshot_schema(settings.public_snapshot)
     if not schema:

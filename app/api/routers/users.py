@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from app.api import auth
 from app.api.deps import AdminUser, CurrentUser, SettingsDep, WarehouseDep
 from app.api.errors import Conflict, NotFound
+from app.api.responses import Me
 
 router = APIRouter(prefix="/users", tags=["users"])
 
@@ -20,7 +21,7 @@ class NewUser(BaseModel):
     daily_limit: int | None = Field(default=None, ge=0, description="Uploads per UTC day")
 
 
-@router.get("/me", summary="The caller's user, role and uploads left today")
+@router.get("/me", summary="The caller's user, role and uploads left today", response_model=Me)
 def me(user: CurrentUser, wh: WarehouseDep, settings: SettingsDep) -> dict[str, Any]:
     limit = auth.daily_limit(user, settings.uploads_per_day)
     used = auth.uploads_today(wh, user)

@@ -8,11 +8,13 @@ seed or size) is a new version of the footprint.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TypedDict
 
 from app.scoring.footprints.store import (
     SAMPLE_SEED,
+    Footprint,
     drop_footprint_temp,
+    footprint_definition,
     insert_footprint,
     set_cell_count,
 )
@@ -30,13 +32,11 @@ SAMPLER = "llm-blocks"
 SAMPLER_STEP = "eval/047_footprint_llm_sampler"
 
 
-def is_block_sample(footprint: dict[str, Any]) -> bool:
+def is_block_sample(footprint: Footprint) -> bool:
     """Whether a footprint record was drawn by the block sampler (not the older generic
     seeded origin sample that `llm` once was)."""
-    definition = footprint.get("definition") or {}
-    if isinstance(definition, str):
-        definition = json.loads(definition)
-    return footprint.get("kind") == "origins" and definition.get("sampler") == SAMPLER
+    definition = footprint_definition(footprint)
+    return footprint["kind"] == "origins" and definition.get("sampler") == SAMPLER
 
 
 def create_llm_footprint(
@@ -80,9 +80,7 @@ def create_llm_footprint(
                 "min_history": MIN_HISTORY,
             },
         )
-        pool_origins, pool_firms = wh.fetchone(
-            "SELECT count(*), count(DISTINCT firm_id) FROM llm_pool"
-        )
+        pool_origins, pool_firms = wh.one("SELECT count(*), count(DISTINCT firm_id) FROM llm_pool")
         wh.execute("DROP TABLE llm_pool")
         wh.execute(
             "UPDATE eval.footprints SET definition = ? WHERE footprint_id = ?",
@@ -99,9 +97,21 @@ def create_llm_footprint(
     return fid
 
 
-def sample_counts(wh: Warehouse, footprint_id: int) -> dict[str, Any]:
+class SampleCounts(TypedDict):
+    """What an origin sample holds, and the pool it was drawn from (None: not recorded)."""
+
+    origins: int
+    firms: int
+    first_q: int | None
+    last_q: int | None
+    by_year: dict[int, int]  # origins per calendar year
+    pool_origins: int | None
+    pool_firms: int | None
+
+
+def sample_counts(wh: Warehouse, footprint_id: int) -> SampleCounts:
     """Origins, firms and origins per calendar year of a sample, and its eligible pool."""
-    row = wh.fetchone(
+    row = wh.one(
         "SELECT count(*), count(DISTINCT coalesce(gvkey, firm_id::VARCHAR)), min(origin_q), "
         "max(origin_q) FROM eval.footprint_origins WHERE footprint_id = ?",
         [footprint_id],

@@ -140,7 +140,7 @@ def _load_keys(wh: Warehouse, path: Path) -> dict[str, Any]:
                CAST({origin} AS INTEGER) AS origin_q, TRY_CAST({q["horizon"]} AS DOUBLE) AS horizon
         FROM read_parquet({src})""")
     try:
-        bad = wh.fetchone("""
+        bad = wh.one("""
             SELECT count(*) FILTER (WHERE gvkey IS NULL OR target IS NULL OR origin_q IS NULL
                                     OR horizon IS NULL),
                    count(*) FILTER (WHERE target IS NOT NULL

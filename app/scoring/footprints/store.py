@@ -8,7 +8,9 @@ adds a new version; scores record the footprint_id (name + version).
 
 from __future__ import annotations
 
-from typing import Any
+import datetime as dt
+import json
+from typing import Any, TypedDict
 
 import pyarrow as pa
 import sqlglot
@@ -19,6 +21,28 @@ from app.scoring.provenance import current_build_id, to_json
 from app.warehouse import Warehouse
 from contracts.errors import UserError
 from contracts.provenance import utcnow
+
+
+class Footprint(TypedDict):
+    """A row of eval.footprints, as the readers below return it."""
+
+    footprint_id: int
+    name: str
+    version: int
+    kind: str  # predicate, cells or origins
+    predicate: str
+    split: str
+    description: str | None
+    definition: str | None  # JSON text: how it was made (submissions, seed, sampler)
+    n_cells: int | None
+    build_id: int | None
+    created_at: dt.datetime
+
+
+def footprint_definition(fp: Footprint) -> dict[str, Any]:
+    """How a footprint was made (submissions, seed, sampler); empty when not recorded."""
+    return json.loads(fp["definition"]) if fp["definition"] else {}
+
 
 #: This project's pinned sampling seed (origin samples, the LLM protocol's sample).
 SAMPLE_SEED = 20240101
@@ -129,7 +153,7 @@ def insert_footprint(
     return fid
 
 
-def get_footprint(wh: Warehouse, name: str, version: int | None = None) -> dict[str, Any]:
+def get_footprint(wh: Warehouse, name: str, version: int | None = None) -> Footprint:
     """The footprint record (latest version unless given); accepts 'name' or 'name@v'."""
     if version is None and "@" in name:
         name, _, v = name.rpartition("@")
@@ -151,7 +175,7 @@ def get_footprint(wh: Warehouse, name: str, version: int | None = None) -> dict[
     return rows[0]
 
 
-def prepare_footprint(wh: Warehouse, fp: dict[str, Any], *, recount: bool = True) -> int:
+def prepare_footprint(wh: Warehouse, fp: Footprint, *, recount: bool = True) -> int:
     """Temp view fp_truth (scoreable truth cells of the footprint); returns their number.
 
     With recount=False the count recorded at creation is reused when the footprint was
@@ -166,13 +190,14 @@ def prepare_footprint(wh: Warehouse, fp: dict[str, Any], *, recount: bool = True
         "eval/040_footprint_truth",
         {"split": fp["split"], "fp_kind": fp["kind"], "footprint_id": fp["footprint_id"]},
     )
+    n_cells, build_id = fp["n_cells"], fp["build_id"]
     if (
         not recount
-        and fp.get("n_cells") is not None
-        and fp.get("build_id") is not None
-        and fp["build_id"] == current_build_id(wh)
+        and n_cells is not None
+        and build_id is not None
+        and build_id == current_build_id(wh)
     ):
-        return int(fp["n_cells"])
+        return int(n_cells)
     return int(wh.scalar("SELECT count(*) FROM fp_truth"))
 
 
@@ -183,7 +208,7 @@ def set_cell_count(wh: Warehouse, fid: int) -> int:
     return n
 
 
-def get_footprint_by_id(wh: Warehouse, fid: int) -> dict[str, Any]:
+def get_footprint_by_id(wh: Warehouse, fid: int) -> Footprint:
     rows = wh.arrow("SELECT * FROM eval.footprints WHERE footprint_id = ?", [fid]).to_pylist()
     if not rows:
         raise UserError(f"No footprint id {fid}")

@@ -3,6 +3,8 @@ made against the current panel), by id or name, and why the others are stale."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from app.warehouse import Warehouse
 from contracts.errors import UserError
 
@@ -59,7 +61,7 @@ def active_submissions(wh: Warehouse) -> list[int]:
     return [s for s in ids if s not in stale]
 
 
-def resolve_submissions(wh: Warehouse, submissions: list[int | str] | None) -> list[int]:
+def resolve_submissions(wh: Warehouse, submissions: Sequence[int | str] | None) -> list[int]:
     """Ids for a list of ids or names (None: every current submission)."""
     if submissions is None:
         ids = active_submissions(wh)

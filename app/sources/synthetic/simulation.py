@@ -8,7 +8,8 @@ batches and captures the true state at every oracle origin on the way. Every run
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -22,7 +23,7 @@ from app.sources.synthetic.reporting import Reporter, draw_links
 #: quarters simulated, unreported, before a firm's first filing
 BURN_IN = 4
 
-Observer = Callable[[int, econ.State, dict[str, np.ndarray], dict], None]
+Observer = Callable[[int, econ.State, dict[str, np.ndarray], Mapping[str, Any]], None]
 
 
 class Simulation:
@@ -49,7 +50,7 @@ class Simulation:
         self.origin_firm, self.origin_q = sample_origins(
             cfg, self.traits, self.links, self._rng("oracle")
         )
-        self.captured: dict[str, object] | None = None
+        self.captured: dict[str, econ.State] | None = None
         self.rows = 0
         self.fyr_changes = 0
 
@@ -109,7 +110,7 @@ class Simulation:
         self.fyr_changes = reporter.fyr_changes
         self.captured = {"state": cap_state, "values": cap_values}
 
-    def ensure_captured(self) -> dict[str, object]:
+    def ensure_captured(self) -> dict[str, econ.State]:
         """The origin states, running the history (output discarded) if not yet run."""
         if self.captured is None:
             for _ in self.history():
