@@ -21,10 +21,18 @@ import shutil
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+from unittest.mock import patch
+
+import pyarrow as pa
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from app.sqlfiles import SqlFile, sql_file
+from app.warehouse import Warehouse
 
 
 def operators(node: dict, out: dict[str, float]) -> None:
@@ -42,8 +50,14 @@ class StepProfiler:
         self.seq = 0
         self.steps: list[tuple[str, float, dict[str, float], int]] = []
 
-    def profiled(self, wh, step, params, identifiers, want_rows: bool):  # noqa: ANN001
-        from app.sqlfiles import SqlFile, sql_file
+    def profiled(
+        self,
+        wh: Warehouse,
+        step: str | Path | SqlFile,
+        params: Mapping[str, Any] | None,
+        identifiers: dict[str, str] | None,
+        want_rows: bool,
+    ) -> pa.Table | None:
 
         f = step if isinstance(step, SqlFile) else sql_file(step)
         wh.set_params(params)
@@ -90,27 +104,30 @@ def main() -> None:
         PROFORMA_MEMORY_LIMIT=args.memory,
         PROFORMA_TEMP_DIRECTORY=str(args.workdir / "tmp"),
     )
-    from app.scoring import ingest_parquet, score
     from app.cli.common import writer
-    from app.warehouse import Warehouse
+    from app.scoring import ingest_parquet, score
 
     profiler = StepProfiler(args.workdir / "profiles")
-    Warehouse.run_step = lambda wh, step, params=None, identifiers=None: profiler.profiled(  # type: ignore[method-assign]
-        wh, step, params, identifiers, False
-    )
-    Warehouse.query_step = lambda wh, step, params=None, identifiers=None: profiler.profiled(  # type: ignore[method-assign]
-        wh, step, params, identifiers, True
-    )
+
+    def run_step(wh: Warehouse, step: Any, params: Any = None, identifiers: Any = None) -> None:
+        profiler.profiled(wh, step, params, identifiers, False)
+
+    def query_step(wh: Warehouse, step: Any, params: Any = None, identifiers: Any = None) -> Any:
+        return profiler.profiled(wh, step, params, identifiers, True)
 
     name = f"profiled {args.file.stem}"
-    with writer() as wh:
+    with (
+        patch.object(Warehouse, "run_step", run_step),
+        patch.object(Warehouse, "query_step", query_step),
+        writer() as wh,
+    ):
         t0 = time.perf_counter()
         ingest_parquet(wh, args.file, name)
         t1 = time.perf_counter()
         score(wh, "full", [name], coherence=False)
         t2 = time.perf_counter()
 
-    print(f"load {open('/proc/loadavg').read().split()[0]}; threads {args.threads}")
+    print(f"load {Path('/proc/loadavg').read_text().split()[0]}; threads {args.threads}")
     print(f"ingest {t1 - t0:.2f} s wall, score {t2 - t1:.2f} s wall (profiling on)")
     print(f"{'step':<34} {'wall s':>7}  top operators (s summed over threads)")
     for step, seconds, ops, _rows in sorted(profiler.steps, key=lambda s: -s[1]):
