@@ -6,13 +6,17 @@ app.cli.help.WORKFLOW (add a new command there too).
 Output: data (tables, csv, json, tokens) goes to stdout, everything else (progress,
 notes, warnings, the closing `done:` line, errors) to stderr, so `--format json > f`
 writes a file that parses. Errors a user can cause (contracts.errors.UserError) print
-as one red line and exit 2; anything else is a bug and keeps its traceback.
+as one red line and exit 2; a machine that runs out of disk or of DuckDB's memory limit
+also gets one line saying which setting to change (exit 3); anything else is a bug and
+keeps its traceback.
 """
 
 from __future__ import annotations
 
+import errno
 import sys
 
+import duckdb
 import typer
 
 from app.cli import (
@@ -107,9 +111,44 @@ db_group = group("db", "Inspect the warehouse.")
 db_group.command("status")(db.db_status)
 
 
+#: Exit status of a job stopped by the machine's resources (disk, memory), not by its input.
+RESOURCE_EXIT = 3
+
+
+def resource_problem(exc: BaseException) -> str | None:
+    """The one line for an error the machine's disk or DuckDB's memory limit caused, else None."""
+    from app.settings import get_settings
+
+    settings = get_settings()
+    text = str(exc)
+    if isinstance(exc, duckdb.OutOfMemoryException):
+        return (
+            f"DuckDB ran out of memory within its limit ({settings.memory_limit}): raise "
+            f"PROFORMA_MEMORY_LIMIT, or lower PROFORMA_THREADS (each thread holds its own "
+            f"buffers); spill files go to {settings.temp_directory}"
+        )
+    if (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or (
+        isinstance(exc, duckdb.IOException) and "No space left on device" in text
+    ):
+        detail = text.split("Could not write file", 1)[-1].split(":", 1)[0].strip(' "\\')
+        where = f" writing {detail}" if detail and detail != text else ""
+        return (
+            f"no space left on the device{where}: free space there, or point the output "
+            f"and PROFORMA_TEMP_DIRECTORY (DuckDB's spill files, now {settings.temp_directory}) "
+            f"at a larger disk; nothing was committed by the failed step"
+        )
+    return None
+
+
 def main() -> None:
     try:
         app()
     except UserError as exc:
         status_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
+    except (duckdb.Error, OSError) as exc:
+        line = resource_problem(exc)
+        if line is None:
+            raise
+        status_console.print(f"[bold red]error:[/] {line}", highlight=False, soft_wrap=True)
+        sys.exit(RESOURCE_EXIT)
