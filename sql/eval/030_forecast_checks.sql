@@ -45,14 +45,16 @@ flags AS (
         count(*) FILTER (WHERE isfinite(mu) AND abs(mu) > 60) AS huge_prediction_n,
         min(mu, 3) FILTER (WHERE isfinite(mu) AND abs(mu) > 60) AS huge_prediction_ex
     FROM (
+        -- Plain left joins with the (small, distinct) known keys: correlated NOT EXISTS
+        -- made DuckDB materialize every forecast row of the submission for its delim join.
         SELECT
             f.*,
-            f.firm_id IS NOT NULL AND NOT EXISTS (
-                SELECT 1 FROM panel.firms p WHERE p.firm_id = f.firm_id) AS unknown_firm,
-            f.item_id IS NOT NULL AND NOT EXISTS (
-                SELECT 1 FROM ref.items i WHERE i.item_id = f.item_id AND i.is_target)
-                AS unknown_item
+            f.firm_id IS NOT NULL AND p.firm_id IS NULL AS unknown_firm,
+            f.item_id IS NOT NULL AND i.item_id IS NULL AS unknown_item
         FROM eval.forecasts f
+        LEFT JOIN (SELECT DISTINCT firm_id FROM panel.firms) p ON p.firm_id = f.firm_id
+        LEFT JOIN (SELECT DISTINCT item_id FROM ref.items WHERE is_target) i
+          ON i.item_id = f.item_id
         WHERE f.submission_id = getvariable('submission_id')
     )
 )

@@ -15,17 +15,22 @@ split_range AS (
     FROM panel.origins o SEMI JOIN scored USING (split)
     GROUP BY o.split
 ),
+scored_q AS (
+    -- Every origin quarter of a scored split, as keys: an equality join, where a correlated
+    -- EXISTS over the ranges made DuckDB materialize every forecast row for its delim join.
+    SELECT DISTINCT q FROM split_range, range(first_q, last_q + 1) r(q)
+),
 rows AS (
     SELECT
         eval.cell_key(f.firm_id, f.origin_q, f.item_id, f.horizon) * 1024 + f.component AS k,
         f.origin_q,
         f.mu IS NOT NULL AND isfinite(f.mu) AS finite,
-        EXISTS (SELECT 1 FROM split_range s
-                WHERE f.origin_q BETWEEN s.first_q AND s.last_q) AS in_scored_split,
+        sq.q IS NOT NULL AS in_scored_split,
         o.firm_id IS NOT NULL AS eligible
     FROM eval.forecasts f
     LEFT JOIN (SELECT firm_id, origin_q FROM panel.origins SEMI JOIN scored USING (split)) o
       ON o.firm_id = f.firm_id AND o.origin_q = f.origin_q
+    LEFT JOIN scored_q sq ON sq.q = f.origin_q
     WHERE f.submission_id = getvariable('submission_id')
 )
 SELECT
