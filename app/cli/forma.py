@@ -78,6 +78,14 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
+def parse_epochs(text: str) -> tuple[int, ...]:
+    """'1,2,4' -> (1, 2, 4); '' -> ()."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise UserError(f"--keep-epochs takes positive epoch numbers like 1,2,4: {text!r}")
+    return tuple(int(p) for p in parts)
+
+
 def parse_quarter(text: str) -> int:
     """'2015Q4' -> quarter ordinal year*4 + quarter - 1."""
     m = re.fullmatch(r"(\d{4})\s*[Qq]([1-4])", text.strip())
@@ -129,6 +137,12 @@ def train_forma(
         min=1,
         help="Seeds trained at once, one process each (with --threads threads, default 1).",
     ),
+    keep_epochs: str = typer.Option(
+        "",
+        "--keep-epochs",
+        help="Comma-separated epochs after which a copy of the checkpoint is kept as "
+        "seed<N>.epoch<E>.pt (learning curves: bench/forma_curve.py --checkpoints).",
+    ),
 ) -> None:
     """Train Forma on train + validation tuple windows (each origin once), one checkpoint per seed."""
     overrides: dict = {"bf16": bf16, "compile": compile}
@@ -148,6 +162,7 @@ def train_forma(
         use_shipped=use_shipped,
         ship=ship,
         jobs=jobs,
+        keep_epochs=parse_epochs(keep_epochs),
         log=console.print,
     )
     trained = ", ".join(f"{s} loss {v:.3f}" for s, v in rep.final_losses.items())
