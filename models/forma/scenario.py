@@ -1,4 +1,4 @@
-"""Scenario analysis by conditioning (PAPER.tex "Scenario Analysis by Conditioning").
+"""Scenario analysis by conditioning (docs/forma.md, "Commands": `proforma scenario`).
 
 Pinned future tuples stay visible as inputs; every other query token of the ex-ante grid
 is forecast conditional on them in one forward pass per checkpoint. Values cross between
@@ -198,7 +198,7 @@ def identity_check(
 
 
 def r2_changes(actual: np.ndarray, baseline: np.ndarray, pred: np.ndarray) -> float:
-    """Pooled change-space R^2 with the truth-only denominator (SPEC_NOTES section 3)."""
+    """Pooled change-space R^2 with the truth-only denominator (docs/scoring.md)."""
     y = actual - baseline
     r = pred - actual
     n = len(y)
