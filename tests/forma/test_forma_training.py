@@ -90,21 +90,28 @@ def test_checkpoint_round_trip_resume_and_determinism(store, tmp_path):
     assert cka["complete"] and cka["epoch"] == 2 and cka["seed"] == 7
     assert cka["account_map"] == list(range(10)) and cka["industry_map"][49] == 48
     assert cka["identities"]["identity"] and cka["config"]["d_model"] == 16
-    # interrupted after epoch 1, then resumed: identical to the uninterrupted run
-    one = preset("small", epochs=2, **TINY)
-    first = fit(
-        store,
-        TOY_IDENTITIES,
-        one.replace(epochs=1),
-        seed=7,
-        checkpoint=tmp_path / "c1.pt",
-        progress=False,
-    )
-    assert first.epochs_run == 1
-    ck = torch.load(tmp_path / "c1.pt", weights_only=False)
-    ck["config"]["epochs"] = 2  # the same run, stopped after its first epoch
-    ck["complete"] = False
-    torch.save(ck, tmp_path / "c.pt")
+    # interrupted after epoch 1 (its checkpoint written), then resumed: identical to the
+    # uninterrupted run, the learning-rate schedule (cosine here) included
+    assert cfg.lr_schedule == "cosine"
+
+    class Stop(Exception):
+        pass
+
+    def stop(row: dict, _model: object) -> None:
+        raise Stop
+
+    with pytest.raises(Stop):
+        fit(
+            store,
+            TOY_IDENTITIES,
+            cfg,
+            seed=7,
+            checkpoint=tmp_path / "c.pt",
+            progress=False,
+            on_epoch=stop,
+        )
+    ck = torch.load(tmp_path / "c.pt", weights_only=False)
+    assert ck["epoch"] == 1 and not ck["complete"]
     resumed = fit(
         store,
         TOY_IDENTITIES,
