@@ -32,7 +32,11 @@ forma_app = typer.Typer(
     help="Forma, the tuple-set transformer: export, oracle experiment, info.", no_args_is_help=True
 )
 
-PRESET_OPT = typer.Option("small", "--preset", help="paper (942,210 parameters) or small (demo).")
+PRESET_OPT = typer.Option(
+    "small",
+    "--preset",
+    help="paper (942,210 parameters), mid or small (the demo's); docs/forma.md.",
+)
 FAMILY_OPT = typer.Option(
     "gaussian", "--family", help="gaussian (R2/CRPS track) or laplace (MAE track)."
 )

@@ -101,9 +101,9 @@ PRESETS: dict[str, FormaConfig] = {
     # 0.29 at 12,288 origins). Batch 4 with lr 5e-3 after a 50-step warm-up: in a fixed
     # CPU budget learning comes from optimizer steps; a cosine decay to 2% of it by the
     # last step, because at a constant 5e-3 the test R2 stalled at the noise of batch-4
-    # steps (0.31 after 49,152 origins; one annealed epoch from there: 0.36). 16 epochs of 6,144 origins (four
-    # passes over the demo's 24,656 train+val origins). No dropout: on a CPU attention
-    # dropout forces PyTorch's unfused attention path.
+    # steps (0.31 after 49,152 origins; one annealed epoch from there: 0.36). 16 epochs
+    # of 6,144 origins (3.7 passes over the demo's 26,407 train+val origins). No
+    # dropout: on a CPU attention dropout forces PyTorch's unfused attention path.
     "small": FormaConfig(
         name="small",
         d_model=32,
