@@ -3,6 +3,9 @@
     proforma forma export data/forma_windows --splits train,val,test   # once, after `proforma build`
     .venv/bin/python bench/forma_curve.py --windows data/forma_windows --preset small \\
         --budgets 6144,12288,24576,49152,98304 --threads 1
+    # or score the copies one `proforma train forma --keep-epochs 1,2,4,8,16` run kept:
+    .venv/bin/python bench/forma_curve.py --windows data/forma_windows --threads 1 \\
+        --checkpoints data/models/forma/small-gaussian/seed60.epoch*.pt
 
 For each budget (training origins seen, the preset's epochs stretched so every epoch
 holds at most one pass) a fresh seed-60 model is trained on the train + val windows and
@@ -33,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from models.forma.batching import WindowStore
 from models.forma.masking import Identities
 from models.forma.predict import predict
-from models.forma.presets import preset
+from models.forma.presets import FormaConfig, preset
 from models.forma.train import fit
 
 HORIZONS = (1, 4, 8, 12, 16, 20)
@@ -190,6 +193,13 @@ def main() -> None:
     ap.add_argument(
         "--eval-epochs", default="", help="epochs after which --schedule's run is scored"
     )
+    ap.add_argument(
+        "--checkpoints",
+        nargs="*",
+        type=Path,
+        default=[],
+        help="score these checkpoints (train forma --keep-epochs copies) instead of training",
+    )
     ap.add_argument("--seed", type=int, default=60)
     ap.add_argument(
         "--eval-origins",
@@ -211,7 +221,7 @@ def main() -> None:
         # a seeded sample, plus every oracle origin (the oracle footprint stays whole)
         pick = np.random.default_rng(0).choice(len(test), args.eval_origins, replace=False)
         is_oracle = [(int(f), int(q)) in oracle for f, q in zip(test.firm_id, test.origin_q)]
-        test = test.take(np.union1d(pick, np.nonzero(is_oracle)[0]))
+        test = test.take(np.union1d(pick, np.flatnonzero(np.array(is_oracle, dtype=bool))))
     cells = truth_cells(test)
     oracle_rows = np.array(
         [i for i in range(len(test)) if (int(test.firm_id[i]), int(test.origin_q[i])) in oracle]
@@ -225,12 +235,12 @@ def main() -> None:
     )
 
     def report(
-        cfg, history: list[dict], model, train_cpu: float, train_wall: float, budget: int
+        cfg, history: list[dict], model, train_cpu: float | None, train_wall: float, budget: int
     ) -> None:
         c0, t0 = time.process_time(), time.perf_counter()
         scores = evaluate(model.to(args.device), test, cells, oracle_rows)
         row = {
-            "preset": args.preset,
+            "preset": cfg.name,
             "overrides": overrides,
             "budget": budget,
             "origins_seen": int(sum(h["origins"] for h in history)),
@@ -240,7 +250,7 @@ def main() -> None:
             "steps": int(sum(h["batches"] for h in history)),
             "final_loss": round(history[-1]["loss"], 4),
             "parameters": sum(p.numel() for p in model.parameters()),
-            "train_cpu_s": round(train_cpu, 1),
+            "train_cpu_s": None if train_cpu is None else round(train_cpu, 1),
             "train_wall_s": round(train_wall, 1),
             "eval_cpu_s": round(time.process_time() - c0, 1),
             "eval_wall_s": round(time.perf_counter() - t0, 1),
@@ -253,6 +263,18 @@ def main() -> None:
             with open(args.out, "a") as f:
                 f.write(json.dumps(row) + "\n")
 
+    if args.checkpoints:
+        from models.forma.train import load_checkpoint
+
+        for path in sorted(
+            args.checkpoints, key=lambda p: torch.load(p, weights_only=False)["epoch"]
+        ):
+            model, ck = load_checkpoint(path, args.device)
+            hist = ck["history"]
+            cfg = FormaConfig.from_dict(ck["config"])
+            wall = sum(h["seconds"] for h in hist)  # the run's own clock (wall, per epoch)
+            report(cfg, hist, model, None, wall, cfg.epochs * (cfg.origins_per_epoch or 0))
+        return
     if args.schedule:
         epochs, per_epoch = (int(v) for v in args.schedule.lower().split("x"))
         cfg = preset(args.preset, **overrides).replace(epochs=epochs, origins_per_epoch=per_epoch)

@@ -32,7 +32,11 @@ forma_app = typer.Typer(
     help="Forma, the tuple-set transformer: export, oracle experiment, info.", no_args_is_help=True
 )
 
-PRESET_OPT = typer.Option("small", "--preset", help="paper (942,210 parameters) or small (demo).")
+PRESET_OPT = typer.Option(
+    "small",
+    "--preset",
+    help="paper (942,210 parameters), mid or small (the demo's); docs/forma.md.",
+)
 FAMILY_OPT = typer.Option(
     "gaussian", "--family", help="gaussian (R2/CRPS track) or laplace (MAE track)."
 )
@@ -76,6 +80,14 @@ def parse_seeds(text: str) -> list[int]:
     if not seeds or len(set(seeds)) != len(seeds):
         raise UserError(f"Seeds must be distinct and non-empty: {text!r}")
     return seeds
+
+
+def parse_epochs(text: str) -> tuple[int, ...]:
+    """'1,2,4' -> (1, 2, 4); '' -> ()."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise UserError(f"--keep-epochs takes positive epoch numbers like 1,2,4: {text!r}")
+    return tuple(int(p) for p in parts)
 
 
 def parse_quarter(text: str) -> int:
@@ -129,6 +141,12 @@ def train_forma(
         min=1,
         help="Seeds trained at once, one process each (with --threads threads, default 1).",
     ),
+    keep_epochs: str = typer.Option(
+        "",
+        "--keep-epochs",
+        help="Comma-separated epochs after which a copy of the checkpoint is kept as "
+        "seed<N>.epoch<E>.pt (learning curves: bench/forma_curve.py --checkpoints).",
+    ),
 ) -> None:
     """Train Forma on train + validation tuple windows (each origin once), one checkpoint per seed."""
     overrides: dict = {"bf16": bf16, "compile": compile}
@@ -148,6 +166,7 @@ def train_forma(
         use_shipped=use_shipped,
         ship=ship,
         jobs=jobs,
+        keep_epochs=parse_epochs(keep_epochs),
         log=console.print,
     )
     trained = ", ".join(f"{s} loss {v:.3f}" for s, v in rep.final_losses.items())

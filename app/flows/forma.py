@@ -44,6 +44,11 @@ def checkpoint_path(preset: str, family: str, seed: int) -> Path:
     return run_dir(preset, family) / f"seed{seed}.pt"
 
 
+def kept_path(preset: str, family: str, seed: int, epoch: int) -> Path:
+    """The copy of a seed's checkpoint taken after `epoch` (train(..., keep_epochs=))."""
+    return run_dir(preset, family) / f"seed{seed}.epoch{epoch}.pt"
+
+
 def shipped_path(preset: str, family: str, seed: int) -> Path:
     return SHIPPED_DIR / f"{preset}-{family}-seed{seed}.pt"
 
@@ -278,6 +283,7 @@ def train(
     use_shipped: bool = False,
     ship: bool = False,
     jobs: int = 1,
+    keep_epochs: tuple[int, ...] = (),
     log: Log = _quiet,
 ) -> TrainReport:
     """Train Forma seeds on the train + validation windows (each origin once). With
@@ -285,7 +291,10 @@ def train(
     training; with `ship`, each finished checkpoint is also written to the repository.
     `jobs` > 1 trains that many seeds at once, each in its own process with `threads`
     (default 1) PyTorch threads: on a CPU, seeds side by side use the cores better than
-    one seed's threads waiting on each other (the same weights either way)."""
+    one seed's threads waiting on each other (the same weights either way). After each
+    epoch in `keep_epochs` a copy of the checkpoint stays beside it as
+    `seed{N}.epoch{E}.pt`: one run then gives a learning curve (bench/forma_curve.py
+    --checkpoints)."""
     from models.forma.masking import Identities
     from models.forma.presets import preset as get_preset
     from models.forma.train import fit
@@ -321,6 +330,12 @@ def train(
         todo.append(s)
 
     def one_seed(s: int, progress: bool = True) -> tuple[float, int]:
+        path = checkpoint_path(preset, family, s)
+
+        def keep(row: dict, _model: object) -> None:
+            if row["epoch"] in keep_epochs:
+                shutil.copyfile(path, kept_path(preset, family, s, row["epoch"]))
+
         res = fit(
             store,
             ids,
@@ -333,6 +348,7 @@ def train(
             workers=workers,
             extra={"panel_signature": signature},
             progress=progress,
+            on_epoch=keep if keep_epochs else None,
         )
         return res.final_loss, res.parameters
 

@@ -1,4 +1,4 @@
-"""Forma: the tuple-set transformer of PAPER.tex section 4 (see docs/forma.md).
+"""Forma: the paper's tuple-set transformer (docs/forma.md).
 
 Modules: tokens (embeddings, sinusoidal encoding), batching (Arrow tuple windows ->
 padded tensors, the ex-ante future grid), masking (identity-aware grouped masking,

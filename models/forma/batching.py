@@ -254,12 +254,16 @@ def build_example(
         hid_h = np.zeros(len(hq), dtype=bool)
         hid_f = np.ones(len(gq), dtype=bool)
         if pins:
-            extra_q, extra_i, extra_x = [], [], []
+            extra_q: list[int] = []
+            extra_i: list[int] = []
+            extra_x: list[float] = []
             index = {(int(a), int(b)): k for k, (a, b) in enumerate(zip(gi, gq))}
             for (item, q), val in pins.items():
                 k = index.get((int(item), int(q)))
                 if k is None:
-                    extra_q.append(q), extra_i.append(item), extra_x.append(val)
+                    extra_q.append(q)
+                    extra_i.append(item)
+                    extra_x.append(val)
                 else:
                     hid_f[k] = False
                     gx[k] = val

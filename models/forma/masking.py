@@ -1,4 +1,4 @@
-"""Training masks (PAPER.tex "Masking procedure"; SPEC_NOTES.md section 5).
+"""Training masks (the paper's masking procedure; docs/forma.md, "Model").
 
 Per training example:
   (i)  future: with p=0.5 the whole future block is hidden; otherwise each realized

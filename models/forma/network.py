@@ -158,9 +158,8 @@ class Forma(nn.Module):
         )
         key_pad = torch.cat((torch.zeros_like(ctx_pad[:, :1]), ctx_pad), dim=1)
         layers = self.encoder.layers
-        readout_only = query_index is not None
         for k, layer in enumerate(layers):
-            if readout_only and k == len(layers) - 1:
+            if query_index is not None and k == len(layers) - 1:
                 # the last layer's context outputs are never read at inference
                 seq = _last_layer_queries(layer, seq, None, key_pad, n_keys=1 + n_ctx)
                 return (
@@ -205,6 +204,8 @@ def _last_layer_queries(
     if n_keys is not None:
         hq, qn, hn = h[:, n_keys:], hn[:, n_keys:], hn[:, :n_keys]
     else:
+        if index is None:
+            raise ValueError("_last_layer_queries needs index or n_keys")
         gidx = index.unsqueeze(-1).expand(-1, -1, h.shape[-1])
         hq, qn = h.gather(1, gidx), hn.gather(1, gidx)
     a = layer.self_attn(qn, hn, hn, key_padding_mask=key_pad, need_weights=False)[0]

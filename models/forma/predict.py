@@ -87,6 +87,8 @@ def batch_rows(
         r, c = np.nonzero(batch.slot.numpy())
         rc = (r, c)
     else:
+        if valid is None:
+            raise ValueError("batch_rows needs `valid` with `index`")
         r, k = np.nonzero(valid)
         c = index[r, k]
         rc = (r, k)

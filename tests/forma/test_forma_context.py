@@ -128,8 +128,10 @@ def test_the_anchor_starts_the_forecast_at_the_origin_value():
         assert not batch.anchor[r, : len(e.item_id)][~e.future].any()
     model = _model(query_attention="context", anchor=True)
     with torch.no_grad():  # with the mean head zeroed the forecast is the origin value
-        model.mu_head[-1].weight.zero_()
-        model.mu_head[-1].bias.zero_()
+        last = model.mu_head[-1]
+        assert isinstance(last, torch.nn.Linear)
+        last.weight.zero_()
+        last.bias.zero_()
     mu, _ = run_batch(model, batch)
     slot = batch.slot.numpy()
     np.testing.assert_allclose(mu[slot], batch.anchor.numpy()[slot], atol=1e-6)

@@ -45,9 +45,9 @@ def test_disjoint_identities_at_random_selection_mask_zero_or_at_least_two():
         for members in ids.members:
             for q in range(-11, 1):
                 counts.append(int(hidden[(rq == q) & np.isin(it, members)].sum()))
-    counts = np.array(counts)
-    assert 1 not in counts
-    assert abs((counts > 0).mean() - 0.1) < 0.02  # selection rate 0.1
+    hidden_counts = np.array(counts)
+    assert 1 not in hidden_counts
+    assert abs((hidden_counts > 0).mean() - 0.1) < 0.02  # selection rate 0.1
 
 
 def test_incomplete_instances_are_never_selected():

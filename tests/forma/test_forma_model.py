@@ -130,14 +130,14 @@ def test_unrealized_queries_never_enter_the_loss():
     torch.manual_seed(0)
     model = Forma(10, d_model=16, n_layers=1, n_heads=2, d_ff=32, dropout=0.0).eval()
     mu, lv = model(*batch.inputs())
-    before, n = masked_loss("gaussian", batch.target, mu, lv, batch.loss_mask)
+    before, tokens = masked_loss("gaussian", batch.target, mu, lv, batch.loss_mask)
     poisoned = batch.target.clone()
     unreal = torch.zeros_like(batch.pad)
     for r, e in enumerate(exs):
         unreal[r, : len(e.item_id)] = torch.from_numpy(~e.observed)
     poisoned[unreal] = 1e6
     after, n2 = masked_loss("gaussian", poisoned, mu, lv, batch.loss_mask)
-    assert n == n2 > 0 and torch.equal(before, after)
+    assert tokens == n2 > 0 and torch.equal(before, after)
 
 
 def test_beta_nll_formulas():
