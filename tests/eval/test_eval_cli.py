@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 
@@ -110,3 +111,17 @@ def test_submit_score_leaderboard_export(settings, wh, tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stdout + proc.stderr
     assert "horizon outside 1..20" in proc.stderr and "rejected, nothing written" in proc.stderr
     assert proc.stdout == ""  # the problem report and the error are status, not data
+
+    # Piped to a file, the leaderboard keeps whole model names on one line (rich would
+    # squeeze the table into 80 columns and cut them).
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    piped = subprocess.run(
+        [sys.executable, "-c", "from app.cli import main; main()", "leaderboard"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert any("Seasonal random walk" in line for line in piped.stdout.splitlines())
