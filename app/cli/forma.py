@@ -375,17 +375,7 @@ def oracle_experiment(
     view = Table(
         title=f"Oracle experiment: pin the realized {item} path ({len(seed_list)}-seed mixture)"
     )
-    for c in (
-        "group",
-        "key",
-        "cells",
-        "mae_uncond",
-        "mae_cond",
-        "d_mae",
-        "r2_uncond",
-        "r2_cond",
-        "d_r2",
-    ):
+    for c in table.column_names:  # the experiment's own columns, in its order
         view.add_column(c, justify="right")
     for r in table.to_pylist():
         view.add_row(
