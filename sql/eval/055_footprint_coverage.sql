@@ -4,13 +4,19 @@
 -- and, when it scores at least getvariable('gaps_min_share') of them, its gaps (the
 -- footprint cells it does not score) in eval.sample_gaps. A run's common sample is the
 -- footprint minus the gaps of its submissions, so it never reads their cells.
+-- One anti join: the footprint cells the submission does not score. Its predicted cells
+-- are the rest (a semi join for the count and an anti join for the gaps joined the
+-- footprint with the submission's cells twice).
+CREATE OR REPLACE TEMP TABLE sub_gaps AS
+SELECT f.cell
+FROM fp_cells f
+ANTI JOIN (SELECT cell FROM eval.cell_scores
+           WHERE submission_id = getvariable('submission_id')) c ON c.cell = f.cell;
+
 CREATE OR REPLACE TEMP TABLE sub_coverage AS
-SELECT
-    (SELECT count(*) FROM fp_cells) AS footprint_cells,
-    (SELECT count(*) FROM fp_cells f
-     SEMI JOIN (SELECT cell FROM eval.cell_scores
-                WHERE submission_id = getvariable('submission_id')) c ON c.cell = f.cell)
-        AS predicted_cells;
+SELECT footprint_cells, footprint_cells - gap_cells AS predicted_cells
+FROM (SELECT (SELECT count(*) FROM fp_cells) AS footprint_cells,
+             (SELECT count(*) FROM sub_gaps) AS gap_cells);
 
 INSERT INTO eval.footprint_coverage
 SELECT getvariable('footprint_id'), getvariable('submission_id'), getvariable('build_id'),
@@ -20,9 +26,9 @@ SELECT getvariable('footprint_id'), getvariable('submission_id'), getvariable('b
 FROM sub_coverage;
 
 INSERT INTO eval.sample_gaps
-SELECT getvariable('footprint_id'), getvariable('submission_id'), f.cell
-FROM fp_cells f
-ANTI JOIN (SELECT cell FROM eval.cell_scores
-           WHERE submission_id = getvariable('submission_id')) c ON c.cell = f.cell
+SELECT getvariable('footprint_id'), getvariable('submission_id'), g.cell
+FROM sub_gaps g
 WHERE (SELECT footprint_cells > 0 AND predicted_cells >= getvariable('gaps_min_share') * footprint_cells
        FROM sub_coverage);
+
+DROP TABLE sub_gaps;
