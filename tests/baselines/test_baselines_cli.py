@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tiny_synthetic import build_tiny_synthetic
 from typer.testing import CliRunner
 
-from app.build import run_build
 from app.cli import app as cli_app
 from app.flows.baselines import parse_which, run_baselines
 from app.imputed import build_imputed, current_imputation
-from app.sources import ingest
-from app.sources.synthetic import SyntheticConfig, SyntheticSource
 from app.views import tabular_reader
 from contracts.errors import UserError
 from models.baselines.data import from_batches
@@ -61,18 +59,7 @@ def test_impute_needs_a_built_panel(wh) -> None:
 
 
 def test_end_to_end_on_tiny_synthetic_panel(wh, settings) -> None:
-    cfg = SyntheticConfig.for_scale(
-        "demo",
-        firms=60,
-        start=1996,
-        end=2013,
-        seed=3,
-        oracle_origins=2,
-        oracle_paths=2,
-        oracle_horizon=4,
-    )
-    ingest(wh, SyntheticSource(cfg))
-    run_build(wh)
+    build_tiny_synthetic(wh, firms=60, start=1996, end=2013, seed=3)
 
     # The imputed view: same rows and columns, observed cells and targets unchanged.
     info = build_imputed(wh)

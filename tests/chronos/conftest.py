@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tiny_synthetic import build_tiny_synthetic
 
 from app.settings import Settings
 from app.warehouse import Warehouse, connect
@@ -16,10 +17,7 @@ from app.warehouse import Warehouse, connect
 def built_panel(tmp_path_factory) -> Path:
     """A warehouse file holding a built panel of 8 synthetic firms, 2006-2013 (test
     origins 2010-2013); tests work on copies of it."""
-    from app.build import run_build
     from app.flows.warehouse import prepare
-    from app.sources import ingest
-    from app.sources.synthetic import SyntheticConfig, SyntheticSource
 
     folder = tmp_path_factory.mktemp("chronos-panel")
     settings = Settings(
@@ -32,18 +30,7 @@ def built_panel(tmp_path_factory) -> Path:
     wh = connect(settings)
     try:
         prepare(wh)
-        cfg = SyntheticConfig.for_scale(
-            "demo",
-            firms=8,
-            start=2006,
-            end=2013,
-            seed=5,
-            oracle_origins=2,
-            oracle_paths=2,
-            oracle_horizon=4,
-        )
-        ingest(wh, SyntheticSource(cfg))
-        run_build(wh)
+        build_tiny_synthetic(wh, firms=8, start=2006, end=2013, seed=5)
         wh.execute("CHECKPOINT")
     finally:
         wh.close()

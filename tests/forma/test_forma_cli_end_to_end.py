@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import threading
 
+from tiny_synthetic import build_tiny_synthetic
 from typer.testing import CliRunner
 
 import models.forma.predict as forma_predict
-from app.build import run_build
 from app.cli import app as cli_app
-from app.sources import ingest
-from app.sources.synthetic import SyntheticConfig, SyntheticSource
 
 
 def test_train_then_predict_spools_forecasts_from_the_main_thread(
@@ -22,18 +20,7 @@ def test_train_then_predict_spools_forecasts_from_the_main_thread(
     monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / "models"))
     get_settings.cache_clear()
     settings = get_settings()
-    cfg = SyntheticConfig.for_scale(
-        "demo",
-        firms=12,
-        start=1996,
-        end=2012,
-        seed=3,
-        oracle_origins=2,
-        oracle_paths=2,
-        oracle_horizon=4,
-    )
-    ingest(wh, SyntheticSource(cfg))
-    run_build(wh)
+    build_tiny_synthetic(wh, firms=12, start=1996, end=2012, seed=3)
     test_origins = wh.scalar("SELECT count(*) FROM panel.origins WHERE split = 'test'")
     wh.close()
     runner = CliRunner()
@@ -108,18 +95,7 @@ def test_shipped_checkpoint_is_used_only_on_its_own_panel(
     monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / "models"))
     monkeypatch.setattr(flows, "SHIPPED_DIR", tmp_path / "shipped")
     get_settings.cache_clear()
-    cfg = SyntheticConfig.for_scale(
-        "demo",
-        firms=10,
-        start=1998,
-        end=2012,
-        seed=4,
-        oracle_origins=2,
-        oracle_paths=2,
-        oracle_horizon=4,
-    )
-    ingest(wh, SyntheticSource(cfg))
-    run_build(wh)
+    build_tiny_synthetic(wh, firms=10, start=1998, end=2012, seed=4)
     wh.close()
     runner = CliRunner()
     train = [
@@ -183,18 +159,7 @@ def test_seeds_trained_side_by_side_equal_seeds_trained_in_turn(
 
     from app.settings import get_settings
 
-    cfg = SyntheticConfig.for_scale(
-        "demo",
-        firms=10,
-        start=1998,
-        end=2012,
-        seed=4,
-        oracle_origins=2,
-        oracle_paths=2,
-        oracle_horizon=4,
-    )
-    ingest(wh, SyntheticSource(cfg))
-    run_build(wh)
+    build_tiny_synthetic(wh, firms=10, start=1998, end=2012, seed=4)
     wh.close()
     runner = CliRunner()
     weights = {}

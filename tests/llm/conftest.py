@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tiny_synthetic import build_tiny_synthetic
 
 from app.settings import Settings
 from app.warehouse import Warehouse, connect
@@ -15,10 +16,7 @@ from app.warehouse import Warehouse, connect
 @pytest.fixture(scope="session")
 def built_panel(tmp_path_factory) -> Path:
     """40 synthetic firms filing 2004-2014, built (test origins 2010-2014)."""
-    from app.build import run_build
     from app.flows.warehouse import prepare
-    from app.sources import ingest
-    from app.sources.synthetic import SyntheticConfig, SyntheticSource
 
     folder = tmp_path_factory.mktemp("llm_panel")
     settings = Settings(
@@ -30,18 +28,7 @@ def built_panel(tmp_path_factory) -> Path:
     )
     with connect(settings) as wh:
         prepare(wh)
-        cfg = SyntheticConfig.for_scale(
-            "demo",
-            firms=40,
-            start=2004,
-            end=2014,
-            seed=3,
-            oracle_origins=2,
-            oracle_paths=2,
-            oracle_horizon=4,
-        )
-        ingest(wh, SyntheticSource(cfg))
-        run_build(wh)
+        build_tiny_synthetic(wh, firms=40, start=2004, end=2014, seed=3)
         wh.execute("CHECKPOINT")
     return folder / "wh.duckdb"
 

@@ -8,16 +8,14 @@ import json
 import numpy as np
 import pyarrow as pa
 import pytest
+from tiny_synthetic import build_tiny_synthetic
 from typer.testing import CliRunner
 
 from app import scoring
-from app.build import run_build
 from app.cli import app as cli_app
 from app.flows.warehouse import prepare
 from app.reconcile import reconcile
 from app.settings import get_settings
-from app.sources import ingest
-from app.sources.synthetic import SyntheticConfig, SyntheticSource
 from app.warehouse import connect
 
 EXHIBIT_FILES = [
@@ -82,22 +80,7 @@ def built(tmp_path_factory):
     get_settings.cache_clear()
     wh = connect()
     prepare(wh)
-    ingest(
-        wh,
-        SyntheticSource(
-            SyntheticConfig.for_scale(
-                "demo",
-                firms=24,
-                start=1998,
-                end=2013,
-                seed=3,
-                oracle_origins=2,
-                oracle_paths=2,
-                oracle_horizon=4,
-            )
-        ),
-    )
-    run_build(wh)
+    build_tiny_synthetic(wh, firms=24, start=1998, end=2013, seed=3)
     cells = wh.arrow(
         "SELECT firm_id, origin_q, item_id, horizon, actual FROM panel.truth "
         "WHERE split = 'test' ORDER BY ALL"

@@ -1,0 +1,25 @@
+"""A tiny synthetic panel ingested and built, for tests that need a real warehouse (the
+tests/ folder is on sys.path through its conftest.py, so any test folder imports this)."""
+
+from __future__ import annotations
+
+from app.build import run_build
+from app.sources import ingest
+from app.sources.synthetic import SyntheticConfig, SyntheticSource
+from app.warehouse import Warehouse
+
+
+def build_tiny_synthetic(wh: Warehouse, *, firms: int, start: int, end: int, seed: int) -> None:
+    """Ingest `firms` synthetic firms over start..end (two short oracle paths) and build."""
+    cfg = SyntheticConfig.for_scale(
+        "demo",
+        firms=firms,
+        start=start,
+        end=end,
+        seed=seed,
+        oracle_origins=2,
+        oracle_paths=2,
+        oracle_horizon=4,
+    )
+    ingest(wh, SyntheticSource(cfg))
+    run_build(wh)
