@@ -20,25 +20,13 @@ import pyarrow as pa
 
 from app.warehouse import Warehouse
 from contracts.errors import UserError
-from contracts.panel import SPLITS
+from contracts.panel import SPLITS, TUPLE_WINDOW_SCHEMA
 
 N_HORIZONS = 20
 HISTORY = 12
 N_FF48 = 48
 #: Origins per SQL query: bounds the memory of one chunk (a chunk is whole quarters).
 CHUNK_ORIGINS = 20_000
-
-TUPLE_SCHEMA = pa.schema(
-    [
-        pa.field("firm_id", pa.int32()),
-        pa.field("origin_q", pa.int32()),
-        pa.field("split", pa.string()),
-        pa.field("ff48", pa.int16()),
-        pa.field("rel_q", pa.list_(pa.int8())),
-        pa.field("item_id", pa.list_(pa.int16())),
-        pa.field("x", pa.list_(pa.float32())),
-    ]
-)
 
 
 def _check(wh: Warehouse, split: str) -> None:
@@ -172,11 +160,11 @@ def tuple_windows(
                     ),
                     "x": pa.ListArray.from_arrays(offsets, rows.column("x").combine_chunks()),
                 },
-                schema=TUPLE_SCHEMA,
+                schema=TUPLE_WINDOW_SCHEMA,
             )
             yield from _rebatch(iter(table.to_batches()), batch_size)
 
-    return pa.RecordBatchReader.from_batches(TUPLE_SCHEMA, batches())
+    return pa.RecordBatchReader.from_batches(TUPLE_WINDOW_SCHEMA, batches())
 
 
 RAW_WINDOW_SCHEMA = pa.schema(

@@ -30,6 +30,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from contracts.panel import TUPLE_WINDOW_SCHEMA
 from models.forma.batching import Batch, WindowStore, bucketed_order, default_account_map
 from models.forma.masking import Identities
 from models.forma.network import Forma, count_parameters
@@ -37,23 +38,11 @@ from models.forma.predict import predict
 from models.forma.presets import FormaConfig, preset
 from models.forma.train import EpochBatches, build_model, train_step
 
-SCHEMA = pa.schema(
-    [
-        ("firm_id", pa.int32()),
-        ("origin_q", pa.int32()),
-        ("split", pa.string()),
-        ("ff48", pa.int16()),
-        ("rel_q", pa.list_(pa.int8())),
-        ("item_id", pa.list_(pa.int16())),
-        ("x", pa.list_(pa.float32())),
-    ]
-)
-
 
 def synthetic_windows(n: int, seed: int = 0, split: str = "train") -> pa.RecordBatch:
     """Origins with 20..78 items each, 5% holes in history, 15% in the future, some exits."""
     rng = np.random.default_rng(seed)
-    rows: dict[str, list] = {k: [] for k in SCHEMA.names}
+    rows: dict[str, list] = {k: [] for k in TUPLE_WINDOW_SCHEMA.names}
     for o in range(n):
         n_items = int(rng.integers(20, 79))
         items = np.sort(rng.choice(np.arange(1, 79), n_items, replace=False))
@@ -74,7 +63,7 @@ def synthetic_windows(n: int, seed: int = 0, split: str = "train") -> pa.RecordB
         rows["rel_q"].append(q.astype(np.int8))
         rows["item_id"].append(it.astype(np.int16))
         rows["x"].append(rng.normal(size=len(q)).astype(np.float32))
-    return pa.RecordBatch.from_pydict(rows, schema=SCHEMA)
+    return pa.RecordBatch.from_pydict(rows, schema=TUPLE_WINDOW_SCHEMA)
 
 
 def identities() -> Identities:

@@ -6,19 +6,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from contracts.panel import TUPLE_WINDOW_SCHEMA
 from models.forma.masking import Identities
-
-WINDOW_SCHEMA = pa.schema(
-    [
-        ("firm_id", pa.int32()),
-        ("origin_q", pa.int32()),
-        ("split", pa.string()),
-        ("ff48", pa.int16()),
-        ("rel_q", pa.list_(pa.int8())),
-        ("item_id", pa.list_(pa.int16())),
-        ("x", pa.list_(pa.float32())),
-    ]
-)
 
 # A toy statement: items 1 + 2 = 3 (identity A), 3 - 4 = 5 (identity B); item 6 ungrouped.
 TOY_IDENTITIES = Identities.from_arrays(["A", "A", "A", "B", "B", "B"], [1, 2, 3, 3, 4, 5])
@@ -36,7 +25,7 @@ def make_windows(
 ) -> pa.RecordBatch:
     """Origins with a persistent, learnable dynamic: x_{t+q} = a_item * rho^q + noise."""
     rng = np.random.default_rng(seed)
-    rows: dict[str, list] = {k: [] for k in WINDOW_SCHEMA.names}
+    rows: dict[str, list] = {k: [] for k in TUPLE_WINDOW_SCHEMA.names}
     for o in range(n_origins):
         level = rng.normal(size=len(items))
         rq, it, xv = [], [], []
@@ -60,9 +49,25 @@ def make_windows(
         rows["rel_q"].append(rq)
         rows["item_id"].append(it)
         rows["x"].append(xv)
-    return pa.RecordBatch.from_pydict(rows, schema=WINDOW_SCHEMA)
+    return pa.RecordBatch.from_pydict(rows, schema=TUPLE_WINDOW_SCHEMA)
 
 
 @pytest.fixture
 def toy_ids() -> Identities:
     return TOY_IDENTITIES
+
+
+#: A one-layer, 16-wide network: every Forma test trains in seconds.
+TINY = {
+    "d_model": 16,
+    "n_layers": 1,
+    "n_heads": 2,
+    "d_ff": 32,
+    "dropout": 0.0,
+    "n_accounts": 10,
+    "batch_size": 8,
+    "lr": 3e-3,
+    "weight_decay": 0.0,
+    "origins_per_epoch": None,
+    "warmup_steps": 0,
+}

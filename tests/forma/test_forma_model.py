@@ -6,9 +6,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import torch
-from conftest import WINDOW_SCHEMA, make_windows
+from conftest import make_windows
 
 from app.errors import UserError
+from contracts.panel import TUPLE_WINDOW_SCHEMA
 from models.forma.batching import (
     SPLIT_LAST_Q,
     WindowStore,
@@ -72,7 +73,7 @@ def _one_window(rel_q, item_id, x, origin_q=8000, split="train", ff48=7):
                 "x": x,
             }
         ],
-        schema=WINDOW_SCHEMA,
+        schema=TUPLE_WINDOW_SCHEMA,
     )
 
 
