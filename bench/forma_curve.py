@@ -32,6 +32,9 @@ import pyarrow as pa
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from forma import parse_overrides  # bench/forma.py: KEY=VALUE preset options
 
 from models.forma.batching import WindowStore
 from models.forma.masking import Identities
@@ -160,17 +163,6 @@ def budget_config(name: str, budget: int, n_origins: int, overrides: dict):
 def loadavg() -> list[str] | None:
     path = Path("/proc/loadavg")
     return path.read_text().split()[:3] if path.exists() else None
-
-
-def parse_overrides(items: list[str]) -> dict:
-    out = {}
-    for item in items:
-        key, _, raw = item.partition("=")
-        try:
-            out[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key] = raw
-    return out
 
 
 def main() -> None:

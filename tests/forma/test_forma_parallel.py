@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import torch
-from conftest import TOY_IDENTITIES, make_windows
+from conftest import TINY, TOY_IDENTITIES, make_windows
 
 import models.forma.train as forma_train
 from models.forma.batching import WindowStore
@@ -23,19 +23,6 @@ from models.forma.presets import preset
 from models.forma.train import fit, load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY = {
-    "d_model": 16,
-    "n_layers": 1,
-    "n_heads": 2,
-    "d_ff": 32,
-    "dropout": 0.0,
-    "n_accounts": 10,
-    "batch_size": 8,
-    "lr": 3e-3,
-    "weight_decay": 0.0,
-    "origins_per_epoch": None,
-    "warmup_steps": 0,
-}
 
 
 def _trained(result: forma_train.FitResult) -> torch.nn.Module:

@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import torch
+from conftest import TINY as TINY_NO_WARMUP
 from conftest import TOY_IDENTITIES, make_windows
 from scipy.stats import norm
 
@@ -24,19 +25,8 @@ from models.forma.scenario import (
 )
 from models.forma.train import fit, load_checkpoint
 
-TINY = {
-    "d_model": 16,
-    "n_layers": 1,
-    "n_heads": 2,
-    "d_ff": 32,
-    "dropout": 0.0,
-    "n_accounts": 10,
-    "batch_size": 8,
-    "lr": 3e-3,
-    "weight_decay": 0.0,
-    "origins_per_epoch": None,
-    "warmup_steps": 3,
-}  # short warm-up: the resume test then checks its step count
+#: A short warm-up: the resume test then checks its step count.
+TINY = {**TINY_NO_WARMUP, "warmup_steps": 3}
 
 
 @pytest.fixture(scope="module")
