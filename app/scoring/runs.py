@@ -161,10 +161,17 @@ def _write_run(
     if fresh:
         wh.set_params({"agg_ids": fresh})
         wh.execute(
-            "CREATE OR REPLACE TEMP TABLE agg_subs AS SELECT submission_id, is_quantile "
-            "FROM run_subs WHERE list_contains(getvariable('agg_ids'), submission_id)"
+            "CREATE OR REPLACE TEMP TABLE agg_subs AS SELECT r.submission_id, r.is_quantile, "
+            "r.is_quantile OR s.has_sigma AS has_density FROM run_subs r "
+            "JOIN eval.submissions s USING (submission_id) "
+            "WHERE list_contains(getvariable('agg_ids'), r.submission_id)"
         )
-        wh.run_step("eval/065_cell_aggregates")
+        wh.run_step("eval/064_run_aggregates")
+        kinds = {bool(d) for (d,) in wh.fetchall("SELECT DISTINCT has_density FROM agg_subs")}
+        if True in kinds:
+            wh.run_step("eval/065_cell_aggregates")
+        if False in kinds:
+            wh.run_step("eval/066_cell_aggregates_point")
         wh.run_step("eval/070_metrics", {"score_run_id": run_id})
     for sid in candidates:
         got = coverage[sid].predicted_cells

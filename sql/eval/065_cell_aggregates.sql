@@ -1,11 +1,11 @@
--- Additive sums of a score run's stored cell scores (eval.cell_scores of the submissions
--- in the temp table agg_subs, with is_quantile) on its common sample (common_cells), per
--- (submission, item, horizon, origin quarter), with the 20 PIT bin counts as columns
--- (one hash aggregate with few groups): the temp table run_agg that 070 rolls up.
--- Each density term is averaged over the cells that have it (n_nll, n_crps, n_z, n50..),
+-- run_agg rows (064) of the score run's submissions WITH a density (temp table agg_subs,
+-- has_density: a sigma column or a quantile grid), from their eval.cell_scores on the
+-- common sample (common_cells): per (submission, item, horizon, origin quarter), the point
+-- sums, each density term's sum over the cells that have it (n_nll, n_crps, n_z, n50..),
 -- the absolute track over the cells with an absolute-track residual (a quantile grid's
--- median; the residual r otherwise).
-CREATE OR REPLACE TEMP TABLE run_agg AS
+-- median; the residual r otherwise) and the 20 PIT bin counts as columns (one hash
+-- aggregate with few groups). A cell without a PIT value (no usable density) is in no bin.
+INSERT INTO run_agg
 SELECT
     c.submission_id, t.item_id, t.horizon, t.origin_q,
     count(*) AS n,
@@ -45,7 +45,9 @@ SELECT
     count(*) FILTER (WHERE pit_bin = 17) AS pit17,
     count(*) FILTER (WHERE pit_bin = 18) AS pit18,
     count(*) FILTER (WHERE pit_bin = 19) AS pit19
-FROM (SELECT *, CAST(least(floor(u * 20), 19) AS TINYINT) AS pit_bin FROM eval.cell_scores) c
-JOIN agg_subs a ON a.submission_id = c.submission_id
+-- least() skips NULLs: without the CASE a cell with no u would land in bin 19
+FROM (SELECT *, CASE WHEN u IS NOT NULL THEN CAST(least(floor(u * 20), 19) AS TINYINT) END AS pit_bin
+      FROM eval.cell_scores) c
+JOIN agg_subs a ON a.submission_id = c.submission_id AND a.has_density
 JOIN common_cells t ON t.cell = c.cell
 GROUP BY c.submission_id, t.item_id, t.horizon, t.origin_q;

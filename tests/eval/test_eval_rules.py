@@ -59,6 +59,8 @@ def test_sigma_floor_and_unusable_sigma_follow_the_rules(tmp_path_factory, rules
         pa.concat_tables([forecasts_from(cells, mus[j], sds[j], component=j) for j in range(2)]),
     )
     points = scoring.ingest_forecasts(wh, "points", forecasts_from(cells, mu))
+    # no sigma column at all: aggregated by the point-only step (066), not 065
+    bare = scoring.ingest_forecasts(wh, "bare points", forecasts_from(cells, mu).drop(["sigma"]))
     # Unusable sigmas cannot pass validation; forecasts stored before it (or by hand) can
     # hold them, and the rules say what they mean.
     bad = [5, 6, 7]
@@ -76,7 +78,7 @@ def test_sigma_floor_and_unusable_sigma_follow_the_rules(tmp_path_factory, rules
                 component,
             ],
         )
-    run = scoring.score(wh, "small", [single, mixture, points], coherence=False)
+    run = scoring.score(wh, "small", [single, mixture, points, bare], coherence=False)
     assert wh.scalar("SELECT rules FROM eval.score_runs WHERE score_run_id = ?", [run]) == rules
     g = {
         r["submission_id"]: r
@@ -114,6 +116,29 @@ def test_sigma_floor_and_unusable_sigma_follow_the_rules(tmp_path_factory, rules
     assert g[mixture]["nll"] == pytest.approx(mix_nll[dens_mixture].mean(), rel=1e-9)
     assert g[mixture]["mse"] == pytest.approx(
         np.mean((mus.mean(axis=0) - actual)[sample] ** 2), rel=1e-12
+    )
+    # The PIT histogram counts the cells with a density only (a cell without one once
+    # landed in the last bin), and point forecasts have none.
+    pit = dict(
+        wh.fetchall(
+            "SELECT submission_id, sum(n) FROM eval.pit WHERE score_run_id = ? GROUP BY 1", [run]
+        )
+    )
+    assert pit == {single: dens_single.sum(), mixture: dens_mixture.sum()}
+
+    def metric_rows(sid):
+        return wh.arrow(
+            "SELECT level, horizon, item_id, statement, n, n_density, r2, mse, mae "
+            "FROM eval.metrics WHERE score_run_id = ? AND submission_id = ? "
+            "ORDER BY level, horizon, item_id, statement",
+            [run, sid],
+        ).to_pylist()
+
+    got, want = metric_rows(bare), metric_rows(points)
+    assert [list(r.values())[:6] for r in got] == [list(r.values())[:6] for r in want]
+    # the same sums in another order (parallel aggregation): equal up to rounding
+    assert [v for r in got for v in list(r.values())[6:]] == pytest.approx(
+        [v for r in want for v in list(r.values())[6:]], rel=1e-12
     )
     wh.close()
 

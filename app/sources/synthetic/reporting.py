@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-from scipy.special import ndtr
 
 from app.sources.synthetic.calendar import (
     close_month,
@@ -69,6 +68,8 @@ def availability(tr: Traits, rng: np.random.Generator) -> tuple[np.ndarray, np.n
         0.5 * quality[:, None] + 0.7 * cf_block[:, None] + 0.51 * e,
         0.7 * quality[:, None] + 0.714 * e,
     )
+    from scipy.special import ndtr  # only the generator needs scipy (CLI start-up)
+
     uni = ndtr(latent)
     p_row = np.empty(len(RAW))
     ok = np.zeros((n, len(RAW), 3), dtype=bool)
