@@ -375,3 +375,48 @@ class _Borrowed:
 
     def __exit__(self, *exc):
         return False
+
+
+def _keys_batch(keys: list[tuple[int, int, int, int, int]]) -> pa.RecordBatch:
+    firm, origin, item, horizon, component = (list(c) for c in zip(*keys, strict=True))
+    return pa.RecordBatch.from_pydict(
+        {
+            "firm_id": pa.array(firm, pa.int32()),
+            "origin_q": pa.array(origin, pa.int32()),
+            "item_id": pa.array(item, pa.int16()),
+            "horizon": pa.array(horizon, pa.int8()),
+            "component": pa.array(component, pa.int16()),
+            "mu": pa.array([0.1] * len(keys), pa.float64()),
+        }
+    )
+
+
+def test_duplicate_check_is_exact(wh):
+    """030 finds repeated keys with 64-bit masks per (firm, origin, component, item pair)
+    and 031 counts them: every key of a dense block is distinct (no false alarm from keys
+    sharing a mask), and each repeated key counts once however often it repeats."""
+    items = sorted(r[0] for r in wh.fetchall("SELECT item_id FROM ref.items WHERE is_target"))
+    firms = sorted(r[0] for r in wh.fetchall("SELECT firm_id FROM panel.firms"))[:2]
+    dense = [
+        (f, 8040 + o, i, h, c)
+        for f in firms
+        for o in range(2)
+        for i in items
+        for h in range(1, 21)
+        for c in range(2)
+    ]
+    sid = scoring.ingest_forecasts(wh, "dense keys", [_keys_batch(dense)])
+    assert wh.scalar("SELECT rows FROM eval.submissions WHERE submission_id = ?", [sid]) == len(
+        dense
+    )
+    rng = np.random.default_rng(3)
+    for trial in range(3):
+        picks = rng.choice(len(dense), size=7, replace=False)
+        repeats = [dense[p] for p in picks] + [dense[picks[0]]] * trial  # one key thrice
+        before = _counts(wh)
+        with pytest.raises(ValidationError) as info:
+            scoring.ingest_forecasts(wh, "repeated keys", [_keys_batch(dense + repeats)])
+        assert _counts(wh) == before
+        dup = next(p for p in info.value.problems if p["problem"].startswith("duplicate"))
+        assert dup["count"] == 7
+        assert len(dup["examples"]) == 3

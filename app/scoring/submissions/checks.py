@@ -144,14 +144,15 @@ def check_and_finish(
         problems.append(
             new_problem("sigma missing on some rows of a density submission", row["sigma_null_n"])
         )
-    if row["duplicate_key_n"]:
-        examples = [decode_key(wh, k, grid) for k in row["duplicate_key_ex"] or []]
+    if row["duplicate_excess"]:
+        dup = wh.query_step("eval/031_duplicate_keys", {"submission_id": sid}).to_pylist()[0]
+        examples = [decode_key(wh, k, grid) for k in dup["duplicate_key_ex"] or []]
         what = (
             "duplicate key (firm, target, origin, horizon, quantile_level)"
             if grid is not None
             else "duplicate key (firm, target, origin, horizon, component)"
         )
-        problems.append(new_problem(what, row["duplicate_key_n"], examples))
+        problems.append(new_problem(what, dup["duplicate_key_n"], examples))
     if row["huge_prediction_n"]:
         problems.append(
             new_problem(
