@@ -236,7 +236,8 @@ def main() -> None:
     wh.execute(
         "DELETE FROM eval.forecasts; DELETE FROM eval.metrics; "
         "DELETE FROM eval.quarter_losses; DELETE FROM eval.pit; DELETE FROM eval.coverage; "
-        "DELETE FROM eval.cell_scores; DELETE FROM eval.cell_score_sets; "
+        "DELETE FROM eval.cell_density_scores; DELETE FROM eval.cell_point_scores; "
+        "DELETE FROM eval.cell_score_sets; "
         "DELETE FROM eval.footprint_coverage; DELETE FROM eval.sample_gaps"
     )
     wh.execute("CHECKPOINT")

@@ -117,10 +117,16 @@ def quantile_grid_params(levels: list[float]) -> dict[str, Any]:
     return out
 
 
+#: Submissions (eval.submissions s) whose cell scores are eval.cell_point_scores (053):
+#: one component, no sigma, not a quantile grid; all others are in
+#: eval.cell_density_scores (050-052). Routing and aggregation (064-066) both use this.
+POINT_ONLY = "(NOT s.has_sigma AND s.family <> 'quantile' AND s.n_components = 1)"
+
+
 def _submission(wh: Warehouse, sid: int) -> dict[str, Any]:
     rows = wh.arrow(
-        "SELECT submission_id, family, df, has_sigma, n_components, quantile_levels "
-        "FROM eval.submissions WHERE submission_id = ?",
+        "SELECT submission_id, family, df, has_sigma, n_components, quantile_levels, "
+        f"{POINT_ONLY} AS point_only FROM eval.submissions s WHERE submission_id = ?",
         [sid],
     ).to_pylist()
     if not rows:
@@ -132,7 +138,13 @@ def forget_cell_scores(wh: Warehouse, submission_ids: list[int]) -> None:
     """Drop what is stored per cell for these submissions (and their footprint coverage)."""
     if not submission_ids:
         return
-    for table in ("cell_scores", "cell_score_sets", "footprint_coverage", "sample_gaps"):
+    for table in (
+        "cell_density_scores",
+        "cell_point_scores",
+        "cell_score_sets",
+        "footprint_coverage",
+        "sample_gaps",
+    ):
         wh.execute(
             f"DELETE FROM eval.{table} WHERE list_contains(?, submission_id)", [submission_ids]
         )
@@ -167,6 +179,8 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
             step = "eval/052_cell_scores_quantile"
         elif sub["n_components"] > 1:
             step = "eval/051_cell_scores_mixture"
+        elif sub["point_only"]:
+            step = "eval/053_cell_scores_point"
         else:
             step = "eval/050_cell_scores_single"
         wh.run_step(step, params)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.scoring.cells import (
+    POINT_ONLY,
     Context,
     Progress,
     ensure_cell_scores,
@@ -162,15 +163,15 @@ def _write_run(
         wh.set_params({"agg_ids": fresh})
         wh.execute(
             "CREATE OR REPLACE TEMP TABLE agg_subs AS SELECT r.submission_id, r.is_quantile, "
-            "r.is_quantile OR s.has_sigma AS has_density FROM run_subs r "
+            f"{POINT_ONLY} AS point_only FROM run_subs r "
             "JOIN eval.submissions s USING (submission_id) "
             "WHERE list_contains(getvariable('agg_ids'), r.submission_id)"
         )
         wh.run_step("eval/064_run_aggregates")
-        kinds = {bool(d) for (d,) in wh.fetchall("SELECT DISTINCT has_density FROM agg_subs")}
-        if True in kinds:
-            wh.run_step("eval/065_cell_aggregates")
+        kinds = {bool(p) for (p,) in wh.fetchall("SELECT DISTINCT point_only FROM agg_subs")}
         if False in kinds:
+            wh.run_step("eval/065_cell_aggregates")
+        if True in kinds:
             wh.run_step("eval/066_cell_aggregates_point")
         wh.run_step("eval/070_metrics", {"score_run_id": run_id})
     for sid in candidates:

@@ -1,5 +1,5 @@
 -- Per-cell scores of ONE single-forecast submission (getvariable('submission_id'), its
--- family and df) into eval.cell_scores, from its eval.forecasts rows and the panel.truth
+-- family and df) into eval.cell_density_scores, from its eval.forecasts rows and the panel.truth
 -- cells with finite actual and baseline (origins getvariable('first_q')..('last_q'), the
 -- submission's range, so the truth scan skips other row groups). A cell is scored when
 -- mu is finite and, if getvariable('sigma_in_sample') (the paper's rules), every given
@@ -11,7 +11,7 @@
 -- laplace with b = sigma / sqrt 2, student_t with df; the Student-t CDF is the Python UDF
 -- eval_t_cdf, SQL has no incomplete beta function) and whether the actual lies in the
 -- central 50/80/90/95% intervals. Footprints and other submissions play no part.
-INSERT INTO eval.cell_scores BY NAME
+INSERT INTO eval.cell_density_scores BY NAME
 WITH truth AS (
     SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) AS cell, actual
     FROM panel.truth

@@ -1,5 +1,5 @@
 -- Per-cell scores of ONE mixture submission (K > 1 components; getvariable
--- ('submission_id'), its family, df and has_sigma) into eval.cell_scores, from its
+-- ('submission_id'), its family, df and has_sigma) into eval.cell_density_scores, from its
 -- eval.forecasts rows and the panel.truth cells with finite actual and baseline (origins
 -- getvariable('first_q')..('last_q')). The components form an exact equal-weight
 -- mixture: point = mean mu_k, moment-matched sigma = sqrt(mean sigma_k^2 + var mu_k)
@@ -13,7 +13,7 @@
 -- Stages compute each argument once (the CDF macros repeat their argument ~20 times).
 -- Only comp_terms is materialized (it feeds the pair join, the per-cell aggregate and
 -- the tail fix), holding numbers only.
-INSERT INTO eval.cell_scores BY NAME
+INSERT INTO eval.cell_density_scores BY NAME
 WITH truth AS (
     SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) AS cell, actual
     FROM panel.truth

@@ -1,6 +1,6 @@
 -- Per-cell scores of ONE quantile submission (getvariable('submission_id'); its grid
 -- getvariable('quantile_levels') tau_1 < ... < tau_K, component k holding the quantile
--- q_(k+1)) into eval.cell_scores, from its eval.forecasts rows and the panel.truth cells
+-- q_(k+1)) into eval.cell_density_scores, from its eval.forecasts rows and the panel.truth cells
 -- with finite actual and baseline (origins getvariable('first_q')..('last_q')). Cells with
 -- every level present and finite are scored. The forecast distribution is the
 -- piecewise-linear quantile function through (tau_k, q_k) with flat tails beyond the
@@ -13,7 +13,7 @@
 --   in50..in95: q_lo <= actual <= q_hi for the levels (1 -+ p) / 2 (components
 --          getvariable('lo50'), ('hi50'), ...; NULL when the grid lacks the pair).
 -- No NLL and no z: a quantile grid has no density.
-INSERT INTO eval.cell_scores BY NAME
+INSERT INTO eval.cell_density_scores BY NAME
 WITH truth AS (
     SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) AS cell, actual
     FROM panel.truth

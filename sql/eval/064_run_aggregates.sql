@@ -1,8 +1,8 @@
 -- The temp table run_agg of a score run: additive sums of stored cell scores per
 -- (submission, item, horizon, origin quarter) on the run's common sample, which 070 rolls
--- up. Filled by 065 (submissions with a density: sigma or a quantile grid) and 066 (point
--- forecasts only); the caller runs each step only when the run has such submissions, as
--- either one alone still hashes the whole common sample.
+-- up. Filled by 065 (submissions whose cell scores are in eval.cell_density_scores) and
+-- 066 (point-only submissions, eval.cell_point_scores); the caller runs each step only
+-- when the run has such submissions, as either one alone still hashes the common sample.
 CREATE OR REPLACE TEMP TABLE run_agg (
     submission_id INTEGER,
     item_id SMALLINT,

@@ -1,6 +1,6 @@
--- run_agg rows (064) of the score run's submissions WITH a density (temp table agg_subs,
--- has_density: a sigma column or a quantile grid), from their eval.cell_scores on the
--- common sample (common_cells): per (submission, item, horizon, origin quarter), the point
+-- run_agg rows (064) of the score run's submissions that are not point-only (temp table
+-- agg_subs, point_only false: a sigma, a quantile grid or several components), from their
+-- eval.cell_density_scores on the common sample (common_cells): per (submission, item, horizon, origin quarter), the point
 -- sums, each density term's sum over the cells that have it (n_nll, n_crps, n_z, n50..),
 -- the absolute track over the cells with an absolute-track residual (a quantile grid's
 -- median; the residual r otherwise) and the 20 PIT bin counts as columns (one hash
@@ -47,7 +47,7 @@ SELECT
     count(*) FILTER (WHERE pit_bin = 19) AS pit19
 -- least() skips NULLs: without the CASE a cell with no u would land in bin 19
 FROM (SELECT *, CASE WHEN u IS NOT NULL THEN CAST(least(floor(u * 20), 19) AS TINYINT) END AS pit_bin
-      FROM eval.cell_scores) c
-JOIN agg_subs a ON a.submission_id = c.submission_id AND a.has_density
+      FROM eval.cell_density_scores) c
+JOIN agg_subs a ON a.submission_id = c.submission_id AND NOT a.point_only
 JOIN common_cells t ON t.cell = c.cell
 GROUP BY c.submission_id, t.item_id, t.horizon, t.origin_q;

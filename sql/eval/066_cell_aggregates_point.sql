@@ -1,8 +1,8 @@
--- run_agg rows (064) of the score run's submissions WITHOUT a density (agg_subs,
--- has_density false: no sigma column, not a quantile grid): their density terms are all
--- NULL, so only the point sums are aggregated and the density counts are constants. The
--- same rows 065 would give them, at about half its cost (its thirty density aggregates run
--- over every cell).
+-- run_agg rows (064) of the score run's point-only submissions (agg_subs, point_only: one
+-- component, no sigma, not a quantile grid), from their eval.cell_point_scores on the
+-- common sample: they have no density terms, so only the point sums are aggregated and the
+-- density counts are constants. The rows 065 would give them, at about half its cost (its
+-- thirty density aggregates run over every cell).
 INSERT INTO run_agg
 SELECT
     c.submission_id, t.item_id, t.horizon, t.origin_q,
@@ -38,7 +38,7 @@ SELECT
     0::BIGINT AS pit17,
     0::BIGINT AS pit18,
     0::BIGINT AS pit19
-FROM eval.cell_scores c
-JOIN agg_subs a ON a.submission_id = c.submission_id AND NOT a.has_density
+FROM eval.cell_point_scores c
+JOIN agg_subs a ON a.submission_id = c.submission_id AND a.point_only
 JOIN common_cells t ON t.cell = c.cell
 GROUP BY c.submission_id, t.item_id, t.horizon, t.origin_q;
