@@ -14,14 +14,16 @@ are never changed, so only the filled cells are stored:
 `feature` is the column's index in the tabular view's feature order
 (app.views.feature_columns), and app.views.tabular_reader(..., imputed=True) lays these
 cells over the view. (A second copy of the 2,545-column view cost more to write than the
-imputation itself, and 3 GB.) Quarters are read in whole-quarter chunks; two quarters are
-imputed at a time (LAPACK and BLAS release the GIL), and the fills of each chunk are
-appended in one write.
+imputation itself, and 3 GB.) Quarters are read in whole-quarter chunks as dense matrices
+(app.views.feature_matrices: the view's Arrow columns and the way back to numpy took a
+third of the run); two quarters are imputed at a time (LAPACK and BLAS release the GIL),
+and the fills of each chunk are appended in one write.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import time
 from collections import deque
@@ -56,52 +58,35 @@ FILLS_SCHEMA = pa.schema(
 )
 
 
-def _quarters(reader: pa.RecordBatchReader) -> Iterator[pa.Table]:
-    """Group a stream of batches into one table per origin_q, each as soon as it is whole."""
-    pending: dict[int, list[pa.RecordBatch]] = {}
-    floor: int | None = None  # highest origin_q seen so far
-    ordered = True  # stays True while the stream never goes back to an earlier quarter
-    for batch in reader:
-        if batch.num_rows == 0:
-            continue
-        q = batch.column("origin_q").to_numpy()
-        lo = int(q.min())
-        if floor is not None and lo < floor:
-            ordered = False  # unsorted stream: hold everything until its end
-        floor = max(int(q.max()), floor if floor is not None else lo)
-        for value in np.unique(q):
-            pending.setdefault(int(value), []).append(batch.filter(pa.array(q == value)))
-        if ordered:
-            for done in sorted(k for k in pending if k < lo):
-                yield pa.Table.from_batches(pending.pop(done))
-    for k in sorted(pending):
-        yield pa.Table.from_batches(pending.pop(k))
+def _quarter_slices(origin_q: np.ndarray) -> Iterator[slice]:
+    """Row ranges of each quarter in rows sorted by origin_q."""
+    cuts = np.flatnonzero(np.diff(origin_q)) + 1
+    bounds = [0, *cuts.tolist(), origin_q.size]
+    for lo, hi in itertools.pairwise(bounds):
+        yield slice(lo, hi)
 
 
 def quarter_fills(
-    table: pa.Table, config: ImputationConfig, feature_index: dict[str, int]
+    firm_id: np.ndarray,
+    origin_q: np.ndarray,
+    X: np.ndarray,
+    config: ImputationConfig,
+    features: np.ndarray,
 ) -> pa.Table:
     """The filled cells of ONE quarter's rows (empty when the quarter is too small or has no
-    gap): firm_id, origin_q, feature (index in the view's feature order), value."""
-    present = set(table.column_names)  # pyarrow rebuilds column_names on every access
-    columns = [c for c in imputation_columns() if c in present]
-    if table.num_rows < config.min_rows:
+    gap): firm_id, origin_q, feature (index in the view's feature order), value. X holds
+    the quarter's imputation columns (NaN where missing), `features` their view indices."""
+    if X.shape[0] < config.min_rows:
         return FILLS_SCHEMA.empty_table()
-    X = np.empty((table.num_rows, len(columns)), dtype=np.float64, order="F")
-    for j, c in enumerate(columns):
-        X[:, j] = table.column(c).cast(pa.float64()).to_numpy(zero_copy_only=False)
     gaps = np.isnan(X)
     if not gaps.any():
         return FILLS_SCHEMA.empty_table()
     filled = impute_matrix(X, config)
-    rows, cols = np.nonzero(gaps)
-    order = np.lexsort((cols, rows))
-    rows, cols = rows[order], cols[order]
-    features = np.array([feature_index[c] for c in columns], dtype=np.int16)
+    rows, cols = np.nonzero(gaps)  # row-major order: by row, then column
     return pa.table(
         {
-            "firm_id": table.column("firm_id").to_numpy()[rows].astype(np.int32),
-            "origin_q": table.column("origin_q").to_numpy()[rows].astype(np.int32),
+            "firm_id": firm_id[rows].astype(np.int32),
+            "origin_q": origin_q[rows].astype(np.int32),
             "feature": features[cols],
             "value": filled[rows, cols].astype(np.float32),
         },
@@ -128,7 +113,7 @@ def build_imputed(
     workers: int = 2,
 ) -> Imputation:
     """(Re)write panel.tabular_imputed_cells from the tabular view; all or nothing."""
-    from app.views import feature_columns, item_names, tabular_reader
+    from app.views import feature_columns, feature_matrices, item_names
 
     config = config or ImputationConfig()
     tracker = tracker or Tracker()
@@ -136,7 +121,10 @@ def build_imputed(
         raise UserError("The warehouse lacks meta.imputations: run `proforma migrate` first.")
     build_id = _latest_build(wh)
     feature_index = {c: j for j, c in enumerate(feature_columns(item_names(wh)))}
-    wanted = ["firm_id", "origin_q"] + [c for c in imputation_columns() if c in feature_index]
+    # the imputation's columns, in its order, as indices into the view's feature matrix
+    features = np.array(
+        [feature_index[c] for c in imputation_columns() if c in feature_index], dtype=np.int16
+    )
     t0 = time.perf_counter()
     rows = quarters = filled = 0
     reader_wh = wh.cursor()
@@ -151,18 +139,22 @@ def build_imputed(
         with one_blas_thread(), ThreadPoolExecutor(max(1, workers)) as pool:
             for split in SPLITS:
                 advance = tracker.stage(f"impute {split}", 0)
-                reader = tabular_reader(
-                    reader_wh, split, columns=wanted[2:], chunk_origins=READ_ORIGINS
-                )
                 # a few quarters in flight; their fills are written in quarter order
                 pending: deque = deque()
                 batch = _FillBatch(wh, advance)
-                for table in _quarters(reader):
-                    rows += table.num_rows
-                    quarters += 1
-                    pending.append(pool.submit(quarter_fills, table, config, feature_index))
-                    while len(pending) > 2 * max(1, workers):
-                        batch.add(pending.popleft().result())
+                for keys, feats in feature_matrices(reader_wh, split, chunk_origins=READ_ORIGINS):
+                    firm_id = keys.column("firm_id").to_numpy()
+                    origin_q = keys.column("origin_q").to_numpy()
+                    for q in _quarter_slices(origin_q):
+                        # float64, column-major: the layout the factor model was tuned on
+                        X = np.asfortranarray(feats[q][:, features], dtype=np.float64)
+                        rows += X.shape[0]
+                        quarters += 1
+                        pending.append(
+                            pool.submit(quarter_fills, firm_id[q], origin_q[q], X, config, features)
+                        )
+                        while len(pending) > 2 * max(1, workers):
+                            batch.add(pending.popleft().result())
                 while pending:
                     batch.add(pending.popleft().result())
                 filled += batch.close()

@@ -258,6 +258,85 @@ def raw_windows(
 
 
 # -- tabular view ------------------------------------------------------------------------
+def _feature_blocks(
+    wh: Warehouse,
+    split: str,
+    chunks: list[tuple[int, int, int]],
+    items: list[str],
+    imputed: bool,
+) -> Iterator[tuple[pa.Table, np.ndarray, str, tuple[int, int]]]:
+    """Per chunk of whole origin quarters: the keys (firm_id, origin_q, ff48 in (origin_q,
+    firm_id) order), the dense float32 feature matrix in feature_columns order (NaN where
+    the view is NULL; the imputation's fills laid over the gaps when `imputed`), the SQL
+    prefix numbering the chunk's rows, and the chunk's quarter range."""
+    n_feat = len(items) * 12 + 1 + N_FF48
+    for lo, hi, _ in chunks:
+        keys = wh.arrow(
+            "SELECT firm_id::INTEGER AS firm_id, origin_q::INTEGER AS origin_q, ff48 "
+            "FROM panel.origins WHERE split = ? AND origin_q BETWEEN ? AND ? "
+            "ORDER BY origin_q, firm_id",
+            [split, lo, hi],
+        )
+        n = keys.num_rows
+        if n == 0:
+            continue
+        number = (
+            "WITH o AS (SELECT firm_id, origin_q, (row_number() OVER "
+            "(ORDER BY origin_q, firm_id) - 1)::INTEGER AS r FROM panel.origins "
+            f"WHERE split = ? AND origin_q BETWEEN {int(lo)} AND {int(hi)}) "
+        )
+        feats = np.full((n, n_feat), np.nan, dtype=np.float32)
+        f = wh.arrow(
+            number + "SELECT o.r, t.item_id, t.* EXCLUDE (firm_id, origin_q, item_id) "
+            f"FROM panel.tabular_feature_rows({int(lo)}, {int(hi)}) AS t "
+            "JOIN o USING (firm_id, origin_q)",
+            [split],
+        )
+        r = f.column("r").to_numpy()
+        item = f.column("item_id").to_numpy().astype(np.int64)
+        items_mask = item > 0
+        base = (item[items_mask] - 1) * 4
+        ybase = len(items) * 4 + (item[items_mask] - 1) * 8
+        for j in range(4):
+            vals = f.column(f"level_{j}").to_numpy(zero_copy_only=False)
+            feats[r[items_mask], base + j] = vals[items_mask]
+        for j in range(8):
+            vals = f.column(f"yoy_{j}").to_numpy(zero_copy_only=False)
+            feats[r[items_mask], ybase + j] = vals[items_mask]
+        scale = ~items_mask
+        feats[r[scale], len(items) * 12] = f.column("level_0").to_numpy(zero_copy_only=False)[scale]
+        if imputed:  # the factor imputation's fills over the view's gaps
+            fills = wh.arrow(
+                number + "SELECT o.r, c.feature, c.value FROM panel.tabular_imputed_cells AS c "
+                "JOIN o USING (firm_id, origin_q)",
+                [split],
+            )
+            feats[fills.column("r").to_numpy(), fills.column("feature").to_numpy()] = fills.column(
+                "value"
+            ).to_numpy()
+        ff = keys.column("ff48").to_numpy()
+        dummies = np.zeros((n, N_FF48), dtype=np.float32)
+        known = (ff >= 1) & (ff <= N_FF48)
+        dummies[np.nonzero(known)[0], ff[known] - 1] = 1.0
+        feats[:, len(items) * 12 + 1 :] = dummies
+        yield keys, feats, number, (int(lo), int(hi))
+
+
+def feature_matrices(
+    wh: Warehouse, split: str, *, chunk_origins: int = CHUNK_ORIGINS, imputed: bool = False
+) -> Iterator[tuple[pa.Table, np.ndarray]]:
+    """The tabular view's features of `split` as dense float32 matrices, one per chunk of
+    whole origin quarters (rows in (origin_q, firm_id) order, columns in feature_columns
+    order, NaN where the view is NULL) with their keys (firm_id, origin_q, ff48): what
+    tabular_reader turns into Arrow columns, for numpy consumers such as the imputation,
+    which would otherwise pay for that conversion and its way back."""
+    _check(wh, split)
+    items = item_names(wh)
+    chunks = origin_chunks(wh, split, chunk_origins)
+    for keys, feats, _, _ in _feature_blocks(wh, split, chunks, items, imputed):
+        yield keys, feats
+
+
 def tabular_reader(
     wh: Warehouse,
     split: str,
@@ -303,57 +382,8 @@ def tabular_reader(
     )
 
     def batches() -> Iterator[pa.RecordBatch]:
-        for lo, hi, _ in chunks:
-            keys = wh.arrow(
-                "SELECT firm_id::INTEGER AS firm_id, origin_q::INTEGER AS origin_q, ff48 "
-                "FROM panel.origins WHERE split = ? AND origin_q BETWEEN ? AND ? "
-                "ORDER BY origin_q, firm_id",
-                [split, lo, hi],
-            )
+        for keys, feats, number, (lo, hi) in _feature_blocks(wh, split, chunks, items, imputed):
             n = keys.num_rows
-            if n == 0:
-                continue
-            number = (
-                "WITH o AS (SELECT firm_id, origin_q, (row_number() OVER "
-                "(ORDER BY origin_q, firm_id) - 1)::INTEGER AS r FROM panel.origins "
-                f"WHERE split = ? AND origin_q BETWEEN {int(lo)} AND {int(hi)}) "
-            )
-            feats = np.full((n, n_feat), np.nan, dtype=np.float32)
-            f = wh.arrow(
-                number + "SELECT o.r, t.item_id, t.* EXCLUDE (firm_id, origin_q, item_id) "
-                f"FROM panel.tabular_feature_rows({int(lo)}, {int(hi)}) AS t "
-                "JOIN o USING (firm_id, origin_q)",
-                [split],
-            )
-            r = f.column("r").to_numpy()
-            item = f.column("item_id").to_numpy().astype(np.int64)
-            items_mask = item > 0
-            base = (item[items_mask] - 1) * 4
-            ybase = len(items) * 4 + (item[items_mask] - 1) * 8
-            for j in range(4):
-                vals = f.column(f"level_{j}").to_numpy(zero_copy_only=False)
-                feats[r[items_mask], base + j] = vals[items_mask]
-            for j in range(8):
-                vals = f.column(f"yoy_{j}").to_numpy(zero_copy_only=False)
-                feats[r[items_mask], ybase + j] = vals[items_mask]
-            scale = ~items_mask
-            feats[r[scale], len(items) * 12] = f.column("level_0").to_numpy(zero_copy_only=False)[
-                scale
-            ]
-            if imputed:  # the factor imputation's fills over the view's gaps
-                fills = wh.arrow(
-                    number + "SELECT o.r, c.feature, c.value FROM panel.tabular_imputed_cells AS c "
-                    "JOIN o USING (firm_id, origin_q)",
-                    [split],
-                )
-                feats[fills.column("r").to_numpy(), fills.column("feature").to_numpy()] = (
-                    fills.column("value").to_numpy()
-                )
-            ff = keys.column("ff48").to_numpy()
-            dummies = np.zeros((n, N_FF48), dtype=np.float32)
-            known = (ff >= 1) & (ff <= N_FF48)
-            dummies[np.nonzero(known)[0], ff[known] - 1] = 1.0
-            feats[:, len(items) * 12 + 1 :] = dummies
             targ = np.full((n, n_targ if wants_targets else 0), np.nan, dtype=np.float32)
             if wants_targets:
                 t = wh.arrow(

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from app.cli import app as cli_app
 from app.flows.baselines import parse_which, run_baselines
 from app.imputed import build_imputed, current_imputation
-from app.views import tabular_reader
+from app.views import feature_matrices, tabular_reader
 from contracts.errors import UserError
 from models.baselines.data import from_batches
 
@@ -70,6 +70,11 @@ def test_end_to_end_on_tiny_synthetic_panel(wh, settings) -> None:
     obs = np.isfinite(raw.X)
     assert (~obs).any() and np.array_equal(raw.X[obs], imp.X[obs])
     assert np.array_equal(raw.Y, imp.Y, equal_nan=True)
+    # The imputation reads the same features as dense matrices (small chunks: several).
+    for imputed, data in ((False, raw), (True, imp)):
+        blocks = list(feature_matrices(wh, "val", chunk_origins=64, imputed=imputed))
+        assert len(blocks) > 1
+        assert np.array_equal(np.vstack([f for _, f in blocks]), data.X, equal_nan=True)
     # Quarters with at least 11 firms have no gap left in the imputed columns (the industry
     # dummies are never missing); smaller quarters keep theirs (the local-XS rule).
     quarters, sizes = np.unique(raw.origin_q, return_counts=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from app.imputed import _quarters, quarter_fills
+from app.imputed import _quarter_slices, quarter_fills
 from app.reference import imputation_columns
 from models.baselines.data import to_table
 from models.baselines.imputation import ImputationConfig, impute_by_quarter, impute_matrix
@@ -118,25 +118,20 @@ def test_quarter_fills_are_the_imputed_gaps(panel) -> None:
         [table.column(c).cast(pa.float64()).to_numpy(zero_copy_only=False) for c in cols]
     )
     want = impute_matrix(X)
-    fills = quarter_fills(table, ImputationConfig(), index).to_pylist()
+    features = np.array([index[c] for c in cols], dtype=np.int16)
+    firm = table.column("firm_id").to_numpy()
+    origin = table.column("origin_q").to_numpy()
+    fills = quarter_fills(firm, origin, X, ImputationConfig(), features).to_pylist()
     gaps = np.argwhere(np.isnan(X))
     assert len(fills) == len(gaps) > 0
-    firm = table.column("firm_id").to_numpy()
     by_key = {(r["firm_id"], r["feature"]): r["value"] for r in fills}
     for row, col in gaps:
         assert by_key[(firm[row], index[cols[col]])] == np.float32(want[row, col])
-    assert quarter_fills(table.slice(0, 10), ImputationConfig(), index).num_rows == 0
+    small = quarter_fills(firm[:10], origin[:10], X[:10], ImputationConfig(), features)
+    assert small.num_rows == 0
 
 
-def test_quarter_grouping_sorted_and_unsorted() -> None:
-    def batch(qs):
-        return pa.record_batch(
-            {"origin_q": pa.array(qs, pa.int32()), "v": pa.array(range(len(qs)))}
-        )
-
-    sorted_stream = [batch([1, 1, 2]), batch([2, 3]), batch([3, 4])]
-    got = [(t.column("origin_q")[0].as_py(), t.num_rows) for t in _quarters(iter(sorted_stream))]
-    assert got == [(1, 2), (2, 2), (3, 2), (4, 1)]
-    unsorted = [batch([2, 3]), batch([1, 2]), batch([3])]
-    got = [(t.column("origin_q")[0].as_py(), t.num_rows) for t in _quarters(iter(unsorted))]
-    assert got == [(1, 1), (2, 2), (3, 2)]
+def test_quarter_slices_of_sorted_rows() -> None:
+    q = np.array([1, 1, 2, 2, 3, 4, 4, 4], dtype=np.int32)
+    assert [(s.start, s.stop) for s in _quarter_slices(q)] == [(0, 2), (2, 4), (4, 5), (5, 8)]
+    assert [(s.start, s.stop) for s in _quarter_slices(q[:1])] == [(0, 1)]
