@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from app.cli.common import console, status_console, summary, writer
 from contracts.errors import UserError, ValidationError
+
+if TYPE_CHECKING:
+    from app.warehouse import Warehouse
 
 
 def _report_problems(exc: ValidationError) -> None:
@@ -53,8 +56,22 @@ def submit_command(
     replace: Annotated[
         bool, typer.Option("--replace", help="Replace a submission of that name.")
     ] = False,
+    then_score: Annotated[
+        bool,
+        typer.Option(
+            "--score",
+            help="Then score it on --footprint in the same process (as `proforma score -s NAME`).",
+        ),
+    ] = False,
+    footprint: Annotated[
+        str, typer.Option("--footprint", "-f", help="Footprint for --score (name or name@version).")
+    ] = "full",
+    no_coherence: Annotated[
+        bool, typer.Option("--no-coherence", help="With --score: skip the identity checks.")
+    ] = False,
 ) -> None:
-    """Validate a submission file and store it (nothing is written when it is rejected)."""
+    """Validate a submission file and store it (nothing is written when it is rejected);
+    with --score, score it right away."""
     from app.scoring import ingest_parquet
     from app.scoring.submissions.uploads import family_sidecar
 
@@ -82,10 +99,15 @@ def submit_command(
                 f"[yellow]warning:[/] {w['problem']}: {w['count']:,} rows "
                 f"(e.g. {'; '.join(map(str, w['examples'][:2]))})"
             )
-        summary(
+        done = (
             f"submission {sid} {name!r}: {row[0]:,} rows, {row[1]} component(s), "
-            f"{len(warnings)} warning(s); score it with `proforma score`"
+            f"{len(warnings)} warning(s)"
         )
+        if not then_score:
+            summary(f"{done}; score it with `proforma score`")
+            return
+        status_console.print(done)
+        _score_and_report(wh, footprint, [str(sid)], coherence=not no_coherence, full=False)
 
 
 def score_command(
@@ -105,38 +127,50 @@ def score_command(
     ] = False,
 ) -> None:
     """Score submissions on a footprint's common sample (reference baselines included)."""
+    with writer() as wh:
+        _score_and_report(wh, footprint, submissions or None, coherence=not no_coherence, full=full)
+
+
+def _score_and_report(
+    wh: Warehouse,
+    footprint: str,
+    submissions: list[str] | None,
+    *,
+    coherence: bool,
+    full: bool,
+) -> None:
+    """One score run (reference baselines first), its coverage table and summary line."""
     from app.scoring import run_reference_baselines, run_summary, score
 
-    with writer() as wh:
-        with status_console.status("reference baselines ..."):
-            run_reference_baselines(wh)
-        with status_console.status(f"scoring on footprint {footprint} ..."):
-            run = score(
-                wh,
-                footprint,
-                submissions or None,
-                coherence=not no_coherence,
-                full=full,
-                progress=lambda text: status_console.print(f"[dim]{text}[/]", highlight=False),
-            )
-        info = run_summary(wh, run)
-        table = Table(title=f"coverage of {info['footprint_name']}@{info['footprint_version']}")
-        for col in ("id", "submission", "cells predicted", "coverage"):
-            table.add_column(col)
-        for c in info["coverage"]:
-            table.add_row(
-                str(c["submission_id"]),
-                c["name"],
-                f"{c['predicted_cells']:,}",
-                f"{c['coverage']:.1%}" if c["coverage"] is not None else "-",
-            )
-        console.print(table)
-        summary(
-            f"score run {run}: {len(info['submission_ids'])} submission(s) on "
-            f"{info['n_cells']:,} common cells of {info['footprint_cells']:,} in "
-            f"{info['footprint_name']}@{info['footprint_version']} "
-            f"({info['elapsed_s']:.1f}s, scoring SQL {info['eval_sql_version']})"
+    with status_console.status("reference baselines ..."):
+        run_reference_baselines(wh)
+    with status_console.status(f"scoring on footprint {footprint} ..."):
+        run = score(
+            wh,
+            footprint,
+            submissions,
+            coherence=coherence,
+            full=full,
+            progress=lambda text: status_console.print(f"[dim]{text}[/]", highlight=False),
         )
+    info = run_summary(wh, run)
+    table = Table(title=f"coverage of {info['footprint_name']}@{info['footprint_version']}")
+    for col in ("id", "submission", "cells predicted", "coverage"):
+        table.add_column(col)
+    for c in info["coverage"]:
+        table.add_row(
+            str(c["submission_id"]),
+            c["name"],
+            f"{c['predicted_cells']:,}",
+            f"{c['coverage']:.1%}" if c["coverage"] is not None else "-",
+        )
+    console.print(table)
+    summary(
+        f"score run {run}: {len(info['submission_ids'])} submission(s) on "
+        f"{info['n_cells']:,} common cells of {info['footprint_cells']:,} in "
+        f"{info['footprint_name']}@{info['footprint_version']} "
+        f"({info['elapsed_s']:.1f}s, scoring SQL {info['eval_sql_version']})"
+    )
 
 
 def _fmt(v: object) -> str:

@@ -33,6 +33,14 @@ def _submission(wh, path, shift=0.1, bad=False):
     return cells.num_rows
 
 
+def wh_scalar(settings, sql):
+    """One value read from the warehouse between CLI calls (each call opens it itself)."""
+    from app.warehouse import connect
+
+    with connect(settings, read_only=True) as wh:
+        return wh.scalar(sql)
+
+
 def test_submit_score_leaderboard_export(settings, wh, tmp_path):
     make_panel(wh, n_firms=6)
     n = _submission(wh, tmp_path / "good.parquet")
@@ -61,9 +69,38 @@ def test_submit_score_leaderboard_export(settings, wh, tmp_path):
     bad_fp = runner.invoke(app, ["footprint", "create", "evil", "--where", "horizon IN (SELECT 1)"])
     assert bad_fp.exit_code != 0
 
+    # submit --score: stored and scored in one process, on the footprint named
+    again = runner.invoke(
+        app,
+        [
+            "submit",
+            str(tmp_path / "good.parquet"),
+            "--name",
+            "mine again",
+            "--score",
+            "-f",
+            "short",
+        ],
+    )
+    assert again.exit_code == 0, again.output
+    assert f"{n:,} rows" in again.output and "done: score run" in again.output
+    assert "1 submission(s)" in again.output and "short@1" in again.output
+    run = wh_scalar(settings, "SELECT max(score_run_id) FROM eval.score_runs")
+    assert wh_scalar(
+        settings, f"SELECT submission_ids FROM eval.score_runs WHERE score_run_id = {run}"
+    ) == [
+        wh_scalar(settings, "SELECT submission_id FROM eval.submissions WHERE name = 'mine again'")
+    ]
+    assert (
+        runner.invoke(
+            app, ["submit", str(tmp_path / "bad.parquet"), "--name", "x", "--score"]
+        ).exit_code
+        != 0
+    )
+
     scored = runner.invoke(app, ["score"])
     assert scored.exit_code == 0, scored.output
-    assert "3 submission(s)" in scored.output and "scoring SQL" in scored.output
+    assert "4 submission(s)" in scored.output and "scoring SQL" in scored.output
     assert runner.invoke(app, ["score", "--footprint", "short", "-s", "mine"]).exit_code == 0
 
     table = runner.invoke(app, ["leaderboard", "--track", "absolute"])
@@ -74,7 +111,7 @@ def test_submit_score_leaderboard_export(settings, wh, tmp_path):
     )
     assert lb.exit_code == 0, lb.output
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
-    assert len(rows) == 3 * 20 and {"rank", "horizon", "model", "r2", "dm_vs_leader"} <= set(
+    assert len(rows) == 4 * 20 and {"rank", "horizon", "model", "r2", "dm_vs_leader"} <= set(
         rows[0]
     )
     js = tmp_path / "lb.json"
