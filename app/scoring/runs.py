@@ -46,8 +46,6 @@ _RUN_TEMP = (
     "agg_subs",
     "reuse",
     "same_sample_runs",
-    "common_cells",
-    "fp_cells",
     "run_subs",
     "sub_coverage",
 )

@@ -98,8 +98,23 @@ def prepare_run_subs(
 
 
 def common_sample(wh: Warehouse, footprint_id: int | None) -> tuple[int, str]:
-    """Temp table common_cells from fp_cells and run_subs (058); returns its size and
-    fingerprint."""
-    wh.run_step("eval/058_common_cells", {"footprint_id": footprint_id if footprint_id else -1})
+    """common_cells from fp_cells and run_subs (058); returns its size and fingerprint.
+
+    When every submission of the run has its gaps stored and none has a gap, the common
+    sample is the whole footprint: common_cells is then a view of fp_cells instead of a
+    copy of it (a copy of 10M cells cost 0.2-0.4 s of every such run)."""
+    from app.scoring.footprints.store import drop_temp
+
+    drop_temp(wh, "common_cells")
+    whole = footprint_id is not None and wh.scalar(
+        "SELECT coalesce(bool_and(gaps_stored), false) AND NOT EXISTS ("
+        "SELECT 1 FROM eval.sample_gaps g JOIN run_subs r USING (submission_id) "
+        "WHERE g.footprint_id = ?) FROM run_subs",
+        [footprint_id],
+    )
+    if whole:
+        wh.execute("CREATE TEMP VIEW common_cells AS FROM fp_cells")
+    else:
+        wh.run_step("eval/058_common_cells", {"footprint_id": footprint_id if footprint_id else -1})
     n, digest = wh.one("SELECT count(*), coalesce(bit_xor(hash(cell)), 0) FROM common_cells")
     return int(n), f"{int(n)}:{int(digest):016x}"

@@ -154,3 +154,37 @@ def test_a_partial_submission_is_intersected_cell_by_cell(wh):
     _assert_same_results(
         wh, run, scoring.score(wh, "full", [other, part], coherence=False, full=True)
     )
+
+
+def test_a_sample_without_gaps_is_the_footprint_itself(wh):
+    """With no gap among the run's submissions, common_cells is a view of the footprint's
+    cells (no copy); it holds the cells, and has the fingerprint, that 058 computes."""
+    from app.scoring.cells import ensure_cell_scores, scoring_context
+    from app.scoring.footprints.store import drop_footprint_temp, get_footprint
+    from app.scoring.sample import (
+        common_sample,
+        ensure_coverage,
+        prepare_footprint_cells,
+        prepare_run_subs,
+    )
+
+    cells = truth_cells(wh)
+    sid = scoring.ingest_forecasts(wh, "covers all", forecasts_from(cells, cells["actual"]))
+    fp = get_footprint(wh, "full")
+    ctx = scoring_context(wh)
+    ensure_cell_scores(wh, [sid], ctx)
+    prepare_footprint_cells(wh, fp)
+    coverage = ensure_coverage(wh, fp["footprint_id"], [sid], ctx)
+    prepare_run_subs(wh, [sid], {sid: coverage[sid].gaps_stored})
+    try:
+        whole = common_sample(wh, fp["footprint_id"])
+        kind = wh.scalar(
+            "SELECT table_type FROM information_schema.tables WHERE table_name = 'common_cells'"
+        )
+        assert kind == "VIEW" and whole[0] == cells.num_rows
+        wh.execute("DROP VIEW common_cells")
+        wh.run_step("eval/058_common_cells", {"footprint_id": fp["footprint_id"]})
+        n, digest = wh.one("SELECT count(*), coalesce(bit_xor(hash(cell)), 0) FROM common_cells")
+        assert whole == (n, f"{int(n)}:{int(digest):016x}")
+    finally:
+        drop_footprint_temp(wh)

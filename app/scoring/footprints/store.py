@@ -222,14 +222,20 @@ def list_footprints(wh: Warehouse) -> pa.Table:
     )
 
 
+def drop_temp(wh: Warehouse, name: str) -> None:
+    """Drop a temp table or view of this connection, whichever it is, if it exists."""
+    kind = wh.scalar(
+        "SELECT table_type FROM information_schema.tables "
+        "WHERE table_name = ? AND table_schema = 'main'",
+        [name],
+    )
+    if kind:
+        wh.execute(f"DROP {'VIEW' if kind == 'VIEW' else 'TABLE'} {name}")
+
+
 def drop_footprint_temp(wh: Warehouse) -> None:
+    # common_cells first: it may be a view of fp_cells
     for name in ("common_cells", "fp_truth", "fp_cells"):
-        kind = wh.scalar(
-            "SELECT table_type FROM information_schema.tables "
-            "WHERE table_name = ? AND table_schema = 'main'",
-            [name],
-        )
-        if kind:
-            wh.execute(f"DROP {'VIEW' if kind == 'VIEW' else 'TABLE'} {name}")
+        drop_temp(wh, name)
     for t in ("run_valid", "run_subs"):
         wh.execute(f"DROP TABLE IF EXISTS {t}")
