@@ -57,6 +57,8 @@ def run(
     wall = time.perf_counter() - t0
     code = os.waitstatus_to_exitcode(status)
     m = Measured(label, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, code)
+    # progress as each step ends (flushed: the benches run for minutes, often piped to a file)
+    print(m.line(), flush=True)
     if check and code != 0:
         tail = log.read_text()[-2000:] if log and log.exists() else ""
         raise SystemExit(f"{label} failed ({code}): {' '.join(map(str, cmd))}\n{tail}")

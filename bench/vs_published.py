@@ -12,7 +12,8 @@ child process (wall seconds, CPU seconds, peak resident memory of that process):
 - imputation: this project's `run impute` alone (the package cannot run it alone);
 - scoring one forecast file end to end: the package's `evaluate` against this project's
   `submit` then `score` of the same file (the package's fade forecast; this project's
-  reference baselines, which `score` makes once per warehouse, are built before, as set-up).
+  reference baselines, which `score` makes once per warehouse, are built before, as set-up),
+  and against `submit --score` (the same work in one process) of it under another name.
 
 Without --published-venv only this project's figures are printed. Ratios are the
 package's figure over ours (wall, CPU) and ours over the package's (memory): above 1
@@ -193,6 +194,22 @@ def main() -> None:
                 total("ours: submit + score", [submit, score]),
             )
         )
+        # the same work in one process (one start, one open of the warehouse)
+        at_once = run(
+            "ours: submit --score (one process)",
+            [
+                str(PROFORMA),
+                "submit",
+                str(forecast),
+                "--name",
+                "fade file again",
+                "--score",
+                "--no-coherence",
+            ],
+            env=env,
+            log=work / "submit_score.log",
+        )
+        rows.append(("scoring, one command", pkg_score, at_once))
 
     print(f"\nsetup: {'; '.join(m.line().strip() for m in setup)}")
     print(
