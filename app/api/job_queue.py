@@ -224,6 +224,13 @@ class JobQueue:
             message = "The job was interrupted."
         except UserError as exc:
             message = str(exc)
+        except duckdb.OutOfMemoryException:
+            log.error("jobs %s ran out of memory:\n%s", job_ids, traceback.format_exc())
+            message = (
+                "The server ran out of memory for this job (DuckDB's limit, "
+                "PROFORMA_MEMORY_LIMIT, is too low for this file); nothing was written. "
+                "Try again later or ask the operator to raise the limit."
+            )
         except Exception as exc:  # noqa: BLE001 - reported on the job, logged in full
             log.error("jobs %s failed:\n%s", job_ids, traceback.format_exc())
             message = (

@@ -195,3 +195,22 @@ def test_daily_limit_and_name_conflicts(api: Api) -> None:
     assert api.client.get("/api/v1/jobs/999", headers=api.auth()).status_code == 404
     for j in admin_jobs:
         api.wait(j["job_id"], token=api.admin_token)
+
+
+def test_a_job_that_runs_out_of_memory_says_so(api: Api, monkeypatch) -> None:
+    """DuckDB's memory limit is the server's problem, not the file's: the job fails with
+    that message (not 'unreadable file', not an internal error) and stores nothing."""
+    import duckdb
+
+    from app import scoring
+
+    def out_of_memory(*args, **kwargs):
+        raise duckdb.OutOfMemoryException("failed to allocate data of size 64.0 MiB")
+
+    monkeypatch.setattr(scoring, "ingest_parquet", out_of_memory)
+    r = api.upload(submission_bytes(api.wh, limit=50), name="too big")
+    assert r.status_code == 202
+    job = api.wait(r.json()["job_id"])
+    assert job["status"] == "failed" and job["submission_id"] is None
+    assert "ran out of memory" in job["message"] and "PROFORMA_MEMORY_LIMIT" in job["message"]
+    assert api.client.get("/api/v1/submissions").json()["rows"] == []

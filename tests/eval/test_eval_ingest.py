@@ -420,3 +420,23 @@ def test_duplicate_check_is_exact(wh):
         dup = next(p for p in info.value.problems if p["problem"].startswith("duplicate"))
         assert dup["count"] == 7
         assert len(dup["examples"]) == 3
+
+
+def test_out_of_memory_is_not_called_an_unreadable_file(wh, tmp_path, monkeypatch):
+    """A DuckDB memory error while loading propagates as itself (the CLI and the service
+    explain it as the machine's limit), with nothing written."""
+    import duckdb
+
+    path = _write(tmp_path, _good())
+    real = type(wh).run_step
+
+    def failing(self, step, *args, **kwargs):
+        if "020_submission_insert" in str(step):
+            raise duckdb.OutOfMemoryException("failed to allocate data of size 64.0 MiB")
+        return real(self, step, *args, **kwargs)
+
+    monkeypatch.setattr(type(wh), "run_step", failing)
+    before = _counts(wh)
+    with pytest.raises(duckdb.OutOfMemoryException):
+        scoring.ingest_parquet(wh, path, "oom")
+    assert _counts(wh) == before

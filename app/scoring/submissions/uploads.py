@@ -258,6 +258,8 @@ def ingest_parquet(
         except ValidationError as found:
             raise _explain(wh, name, found, quantile) from None
     except duckdb.Error as exc:
+        if isinstance(exc, duckdb.OutOfMemoryException) or "No space left on device" in str(exc):
+            raise  # the machine's limits, not the file: the callers say so (nothing written)
         raise _unreadable(name, path, str(exc).splitlines()[0][:200]) from None
     finally:
         wh.execute("DROP VIEW IF EXISTS submission_in")
