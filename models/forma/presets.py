@@ -40,6 +40,7 @@ class FormaConfig:
     # attend to the context only and nothing attends to them (network.py)
     query_attention: str = "full"
     anchor: bool = False  # future tokens see their item's origin value; mu is a change from it
+    seasonal: bool = False  # future tokens see their item's latest value of the same season
     # optimisation
     epochs: int = 12
     batch_size: int = 32

@@ -3,6 +3,11 @@
 A token's initial representation is E_acct(id) + PE(q) + E_value(x, m) with
 E_value = w_x * x when visible and e_mask when hidden (the paper's token equations). The
 industry token is E_industry(c) + PE(0) and carries no value part.
+
+Optional (`seasonal=True`, docs/forma.md "Presets"): every future token at quarter q also
+sees its item's latest visible history value of the same season (quarter of the year),
+at rel_q = ((q - 1) mod 4) - 3 (q = 1 -> -3, q = 4 -> 0, q = 5 -> -3), as
+`w_season * value`, or `e_season` when the set holds no visible value there.
 """
 
 from __future__ import annotations
@@ -11,6 +16,29 @@ import math
 
 import torch
 from torch import nn
+
+
+def seasonal_lag(
+    account: torch.Tensor, rel_q: torch.Tensor, x: torch.Tensor, hidden: torch.Tensor, n_rows: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """For every token with rel_q >= 1: the visible value of its account at
+    rel_q = ((q - 1) mod 4) - 3 in the same set, and whether there is one ([B, T] each;
+    0 / False elsewhere). Hidden tokens (masked history, padding) never count, and only
+    history (rel_q -3..0) is looked at, so pins and realized futures cannot leak in."""
+    b = account.shape[0]
+    rq = rel_q.long()
+    # one row per (set, account, quarter -3..0); everything else lands in a spare slot
+    spare = n_rows * 4
+    src = (rq <= 0) & (rq >= -3) & ~hidden
+    slot = torch.where(src, account * 4 + rq + 3, torch.full_like(account, spare))
+    value = x.new_zeros(b, spare + 1).scatter_(1, slot, torch.where(src, x, torch.zeros_like(x)))
+    seen = torch.zeros(b, spare + 1, dtype=torch.bool, device=x.device)
+    seen.scatter_(1, slot, src)
+    fut = rq >= 1
+    want = torch.where(
+        fut, account * 4 + torch.remainder(rq - 1, 4), torch.full_like(account, spare)
+    )
+    return value.gather(1, want), seen.gather(1, want) & fut
 
 
 def sinusoidal(q: torch.Tensor, d: int) -> torch.Tensor:
@@ -37,7 +65,14 @@ class TokenEmbedding(nn.Module):
     accounts and 49 industries that is 133 x 128 = 17,024 parameters.
     """
 
-    def __init__(self, n_accounts: int, n_industries: int, d: int, anchor: bool = False):
+    def __init__(
+        self,
+        n_accounts: int,
+        n_industries: int,
+        d: int,
+        anchor: bool = False,
+        seasonal: bool = False,
+    ):
         super().__init__()
         self.d = d
         self.account = nn.Embedding(n_accounts, d)
@@ -52,6 +87,9 @@ class TokenEmbedding(nn.Module):
         # anchored presets only (network.py): the direction of the item's origin value on
         # future tokens; absent otherwise, so `paper` keeps its parameter count
         self.w_anchor = nn.Parameter(torch.randn(d)) if anchor else None
+        # seasonal presets only: the same-season value of last year (module docstring)
+        self.w_season = nn.Parameter(torch.randn(d)) if seasonal else None
+        self.e_season = nn.Parameter(torch.randn(d)) if seasonal else None
 
     def forward(
         self,
@@ -67,5 +105,12 @@ class TokenEmbedding(nn.Module):
         tokens = self.account(account) + sinusoidal(rel_q, self.d) + value
         if anchor is not None and self.w_anchor is not None:
             tokens = tokens + anchor.unsqueeze(-1).to(tokens.dtype) * self.w_anchor
+        if self.w_season is not None and self.e_season is not None:
+            v, seen = seasonal_lag(account, rel_q, x, hidden, self.account.num_embeddings)
+            fut = (rel_q >= 1).unsqueeze(-1)
+            season = torch.where(
+                seen.unsqueeze(-1), v.unsqueeze(-1).to(tokens.dtype) * self.w_season, self.e_season
+            )
+            tokens = tokens + torch.where(fut, season, torch.zeros_like(season))
         ind = self.industry(industry) + sinusoidal(torch.zeros_like(industry), self.d)
         return torch.cat((ind.unsqueeze(1), tokens), dim=1)
