@@ -51,6 +51,7 @@ class Forma(nn.Module):
         query_attention: str = "full",
         anchor: bool = False,
         seasonal: bool = False,
+        year_ago: bool = False,
     ):
         super().__init__()
         if query_attention not in ("full", "context"):
@@ -64,7 +65,7 @@ class Forma(nn.Module):
         # builds its sets with the same window (a plain attribute, not a weight)
         self.lookback = lookback
         self.embed = TokenEmbedding(
-            n_accounts, n_industries, d_model, anchor=anchor, seasonal=seasonal
+            n_accounts, n_industries, d_model, anchor=anchor, seasonal=seasonal, year_ago=year_ago
         )
         layer = nn.TransformerEncoderLayer(
             d_model,

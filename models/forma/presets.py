@@ -41,6 +41,7 @@ class FormaConfig:
     query_attention: str = "full"
     anchor: bool = False  # future tokens see their item's origin value; mu is a change from it
     seasonal: bool = False  # future tokens see their item's latest value of the same season
+    year_ago: bool = False  # future tokens see their item's value at rel_q -4
     # optimisation
     epochs: int = 12
     batch_size: int = 32

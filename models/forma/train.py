@@ -70,6 +70,7 @@ def build_model(cfg: FormaConfig) -> Forma:
         query_attention=cfg.query_attention,
         anchor=cfg.anchor,
         seasonal=cfg.seasonal,
+        year_ago=cfg.year_ago,
     )
 
 

@@ -28,6 +28,17 @@ def test_seasonal_lag_reads_the_same_season_of_visible_history():
     assert not value[~seen].any()
 
 
+def test_year_ago_reads_the_origin_quarter_of_the_year_before():
+    account = torch.tensor([[1, 1, 2, 1, 1, 2, 1]])
+    rel_q = torch.tensor([[-4, 0, -4, 1, 7, 3, -3]])
+    x = torch.tensor([[0.2, 0.9, 0.4, 0.0, 0.0, 0.0, 0.7]])
+    hidden = torch.tensor([[False, False, True, True, True, True, False]])
+    value, seen = seasonal_lag(account, rel_q, x, hidden, n_rows=10, year_ago=True)
+    # every future token of item 1 sees its -4 value; item 2's -4 is hidden
+    assert seen.tolist() == [[False, False, False, True, True, False, False]]
+    np.testing.assert_allclose(value[seen].numpy(), [0.2, 0.2])
+
+
 def _examples() -> list:
     last = SPLIT_LAST_Q["test"]
     store = WindowStore.from_batches([make_windows(4, seed=5, split="test", origin_q0=last - 25)])
@@ -62,9 +73,26 @@ def test_a_query_sees_its_same_season_value_and_nothing_later():
     np.testing.assert_allclose(sigma_s[valid], sigma[slot], atol=1e-5)
 
 
-def test_the_seasonal_option_adds_two_vectors_only():
-    plain = Forma(10, 49, 16, 1, 2, 32, 0.0, query_attention="context")
-    seasonal = Forma(10, 49, 16, 1, 2, 32, 0.0, query_attention="context", seasonal=True)
-    assert sum(p.numel() for p in seasonal.parameters()) == (
-        sum(p.numel() for p in plain.parameters()) + 2 * 16
-    )
+def test_each_seasonal_option_adds_two_vectors_only():
+    def count(**kw) -> int:
+        m = Forma(10, 49, 16, 1, 2, 32, 0.0, query_attention="context", **kw)
+        return sum(p.numel() for p in m.parameters())
+
+    assert count(seasonal=True) == count() + 2 * 16
+    assert count(seasonal=True, year_ago=True) == count() + 4 * 16
+
+
+def test_year_ago_moves_every_future_token_of_its_item():
+    exs = _examples()
+    e = exs[0]
+    item = next(i for i in (1, 2, 3) if ((e.item_id == i) & (e.rel_q == -4)).any())
+    src = int(np.nonzero((e.item_id == item) & (e.rel_q == -4))[0][0])
+    fut = np.nonzero((e.item_id == item) & (e.rel_q >= 1))[0]
+    other = np.nonzero((e.item_id != item) & (e.rel_q >= 1))[0]
+    torch.manual_seed(3)
+    model = Forma(10, 49, 16, 1, 2, 32, 0.0, query_attention="context", year_ago=True).eval()
+    batch, moved = collate(exs, AMAP), collate(exs, AMAP)
+    moved.x[0, src] += 1.0
+    delta = model.embed(*moved.inputs()[:5]) - model.embed(*batch.inputs()[:5])
+    torch.testing.assert_close(delta[0, 1 + fut], model.embed.w_year.expand(len(fut), -1))
+    assert not delta[0, 1 + other].any()
