@@ -94,5 +94,7 @@ def test_year_ago_moves_every_future_token_of_its_item():
     batch, moved = collate(exs, AMAP), collate(exs, AMAP)
     moved.x[0, src] += 1.0
     delta = model.embed(*moved.inputs()[:5]) - model.embed(*batch.inputs()[:5])
-    torch.testing.assert_close(delta[0, 1 + fut], model.embed.w_year.expand(len(fut), -1))
+    w_year = model.embed.w_year
+    assert w_year is not None
+    torch.testing.assert_close(delta[0, 1 + fut], w_year.expand(len(fut), -1))
     assert not delta[0, 1 + other].any()
