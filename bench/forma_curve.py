@@ -42,7 +42,7 @@ from models.forma.predict import predict
 from models.forma.presets import FormaConfig, preset
 from models.forma.train import fit
 
-HORIZONS = (1, 4, 8, 12, 16, 20)
+HORIZONS = (1, 2, 3, 4, 8, 12, 16, 20)
 LEVELS = (0.5, 0.8, 0.9, 0.95)
 
 

@@ -16,6 +16,9 @@ Two options the CPU presets use (docs/forma.md, "Presets"); `paper` has neither:
   origin (`w_a * anchor`), and the mean head predicts the change from it
   (`mu = anchor + f_mu(u)`), so the untrained model starts at the random walk instead of
   having to learn to copy the origin value through attention.
+- `seasonal=True`: every future token also sees its item's latest history value of the
+  same season (tokens.py): its quarter minus a multiple of 4, an offset the
+  relative-quarter sinusoid (no period-4 component) leaves attention to find.
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ class Forma(nn.Module):
         lookback: int = 12,
         query_attention: str = "full",
         anchor: bool = False,
+        seasonal: bool = False,
+        year_ago: bool = False,
     ):
         super().__init__()
         if query_attention not in ("full", "context"):
@@ -59,7 +64,9 @@ class Forma(nn.Module):
         # history quarters the model was trained on (rel_q -lookback+1..0); inference
         # builds its sets with the same window (a plain attribute, not a weight)
         self.lookback = lookback
-        self.embed = TokenEmbedding(n_accounts, n_industries, d_model, anchor=anchor)
+        self.embed = TokenEmbedding(
+            n_accounts, n_industries, d_model, anchor=anchor, seasonal=seasonal, year_ago=year_ago
+        )
         layer = nn.TransformerEncoderLayer(
             d_model,
             n_heads,

@@ -69,6 +69,8 @@ def build_model(cfg: FormaConfig) -> Forma:
         cfg.lookback,
         query_attention=cfg.query_attention,
         anchor=cfg.anchor,
+        seasonal=cfg.seasonal,
+        year_ago=cfg.year_ago,
     )
 
 
