@@ -233,6 +233,17 @@ def _trained_on(path: Path) -> str | None:
     return torch.load(path, map_location="cpu", weights_only=False).get("panel_signature")
 
 
+def _same_setup(path: Path, cfg: object, seed: int) -> bool:
+    """Whether a checkpoint was trained with this configuration and seed (a preset that
+    changed since, or other overrides, make its weights another model's)."""
+    import torch
+
+    from models.forma.presets import FormaConfig
+
+    ck = torch.load(path, map_location="cpu", weights_only=False)
+    return FormaConfig.from_dict(ck["config"]) == cfg and ck.get("seed") == seed
+
+
 def install_shipped(preset: str, family: str, seed: int, signature: str, log: Log = _quiet) -> bool:
     """Copy the repository's checkpoint for (preset, family, seed) into the models folder
     when it was trained on a panel with this signature; False (nothing copied) otherwise."""
@@ -327,6 +338,17 @@ def train(
                 f"training afresh"
             )
             path.unlink()
+        elif path.exists() and not _same_setup(path, cfg, s):
+            # e.g. a models folder kept from before the preset changed: its weights belong
+            # to another model, so they are set aside (not deleted: they may be someone's
+            # long run with other options) and this one trains from the start
+            aside = path.with_name(f"{path.stem}.other-config-{int(time.time())}.pt")
+            path.rename(aside)
+            log(
+                f"{path} was trained with another configuration of preset {preset} (an "
+                f"earlier version of it, or other options): kept as {aside.name}, "
+                f"training afresh"
+            )
         todo.append(s)
 
     def one_seed(s: int, progress: bool = True) -> tuple[float, int]:

@@ -144,6 +144,18 @@ def test_shipped_checkpoint_is_used_only_on_its_own_panel(
     assert "training afresh" in res.output
     assert torch.load(local, weights_only=False)["panel_signature"] == printed_signature(res.output)
 
+    # nor weights of another configuration (a models folder from before a preset changed):
+    # it trains afresh instead of failing
+    changed = torch.load(local, weights_only=False)
+    changed["config"] = {**changed["config"], "d_model": changed["config"]["d_model"] * 2}
+    torch.save(changed, local)
+    res = runner.invoke(cli_app, [*train, "--resume"])
+    assert res.exit_code == 0, res.output
+    assert "another configuration of preset small" in res.output and "training afresh" in res.output
+    assert torch.load(local, weights_only=False)["config"] != changed["config"]
+    kept = list(local.parent.glob("seed61.other-config-*.pt"))
+    assert len(kept) == 1 and torch.load(kept[0], weights_only=False)["config"] == changed["config"]
+
 
 def printed_signature(output: str) -> str:
     """The panel signature the train command printed (`panel 0123abcd...`)."""
