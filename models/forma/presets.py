@@ -134,6 +134,8 @@ PRESETS: dict[str, FormaConfig] = {
     # The mid-size CPU model of the learning curve: `small` with width 64, two heads of
     # 32 and three layers (4.8x the parameters, 2.4x the CPU seconds per origin), a
     # smaller learning rate with a longer warm-up and a cosine decay to 10%; two passes.
+    # With the seasonal lag, as `small`: on its full schedule (seed 60) it lifted the
+    # test sample's R2 from 0.371 to 0.381 and the oracle origins' from 0.370 to 0.395.
     "mid": FormaConfig(
         name="mid",
         d_model=64,
@@ -144,6 +146,7 @@ PRESETS: dict[str, FormaConfig] = {
         n_accounts=79,
         query_attention="context",
         anchor=True,
+        seasonal=True,
         train_queries=256,
         epochs=12,
         batch_size=4,
