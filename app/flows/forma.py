@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -227,20 +228,18 @@ def _fit_in_processes(
     return results
 
 
-def _trained_on(path: Path) -> str | None:
+def _load_checkpoint_meta(path: Path) -> dict[str, Any]:
+    """A checkpoint's contents (read once per check: panel signature, config, seed)."""
     import torch
 
-    return torch.load(path, map_location="cpu", weights_only=False).get("panel_signature")
+    return torch.load(path, map_location="cpu", weights_only=False)
 
 
-def _same_setup(path: Path, cfg: object, seed: int) -> bool:
+def _same_setup(ck: dict[str, Any], cfg: object, seed: int) -> bool:
     """Whether a checkpoint was trained with this configuration and seed (a preset that
     changed since, or other overrides, make its weights another model's)."""
-    import torch
-
     from models.forma.presets import FormaConfig
 
-    ck = torch.load(path, map_location="cpu", weights_only=False)
     return FormaConfig.from_dict(ck["config"]) == cfg and ck.get("seed") == seed
 
 
@@ -331,14 +330,15 @@ def train(
             continue
         if path.exists() and not resume:
             raise UserError(f"{path} exists; pass --resume to continue it or delete it to retrain")
-        if path.exists() and _trained_on(path) not in (None, signature):
+        ck = _load_checkpoint_meta(path) if path.exists() else None
+        trained_on = ck.get("panel_signature") if ck else None
+        if ck and trained_on not in (None, signature):
             # continuing weights of another panel would mix two panels in one model
             log(
-                f"{path} was trained on panel {_trained_on(path)}, this panel is {signature}: "
-                f"training afresh"
+                f"{path} was trained on panel {trained_on}, this panel is {signature}: training afresh"
             )
             path.unlink()
-        elif path.exists() and not _same_setup(path, cfg, s):
+        elif ck and not _same_setup(ck, cfg, s):
             # e.g. a models folder kept from before the preset changed: its weights belong
             # to another model, so they are set aside (not deleted: they may be someone's
             # long run with other options) and this one trains from the start
