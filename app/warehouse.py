@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import itertools
 import re
 import sys
@@ -47,6 +48,19 @@ def _lock_message(path: Path, exc: Exception) -> str:
         f"(for example the API server or a running build) and try again, or set "
         f"PROFORMA_WAREHOUSE to another file."
     )
+
+
+def out_of_disk(exc: BaseException) -> bool:
+    """Whether an error is the machine's disk running full (Python's or DuckDB's)."""
+    return (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or (
+        isinstance(exc, duckdb.IOException) and "No space left on device" in str(exc)
+    )
+
+
+def out_of_resources(exc: BaseException) -> bool:
+    """Whether an error came from the machine's limits (DuckDB's memory limit, a full disk),
+    not from the input: callers report it as such instead of blaming the data."""
+    return isinstance(exc, duckdb.OutOfMemoryException) or out_of_disk(exc)
 
 
 def connect(

@@ -13,7 +13,6 @@ keeps its traceback.
 
 from __future__ import annotations
 
-import errno
 import sys
 
 import duckdb
@@ -118,6 +117,7 @@ RESOURCE_EXIT = 3
 def resource_problem(exc: BaseException) -> str | None:
     """The one line for an error the machine's disk or DuckDB's memory limit caused, else None."""
     from app.settings import get_settings
+    from app.warehouse import out_of_disk
 
     settings = get_settings()
     text = str(exc)
@@ -127,9 +127,7 @@ def resource_problem(exc: BaseException) -> str | None:
             f"PROFORMA_MEMORY_LIMIT, or lower PROFORMA_THREADS (each thread holds its own "
             f"buffers); spill files go to {settings.temp_directory}"
         )
-    if (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or (
-        isinstance(exc, duckdb.IOException) and "No space left on device" in text
-    ):
+    if out_of_disk(exc):
         detail = text.split("Could not write file", 1)[-1].split(":", 1)[0].strip(' "\\')
         where = f" writing {detail}" if detail and detail != text else ""
         return (

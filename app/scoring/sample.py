@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.scoring.cells import Context
-from app.scoring.footprints.store import Footprint, prepare_footprint
+from app.scoring.footprints.store import Footprint, drop_temp, prepare_footprint
 from app.warehouse import Warehouse
 
 #: A submission's gaps are stored when it predicts at least this share of a footprint;
@@ -103,8 +103,6 @@ def common_sample(wh: Warehouse, footprint_id: int | None) -> tuple[int, str]:
     When every submission of the run has its gaps stored and none has a gap, the common
     sample is the whole footprint: common_cells is then a view of fp_cells instead of a
     copy of it (a copy of 10M cells cost 0.2-0.4 s of every such run)."""
-    from app.scoring.footprints.store import drop_temp
-
     drop_temp(wh, "common_cells")
     whole = footprint_id is not None and wh.scalar(
         "SELECT coalesce(bool_and(gaps_stored), false) AND NOT EXISTS ("

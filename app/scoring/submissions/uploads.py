@@ -25,7 +25,7 @@ from app.scoring.submissions.checks import (
     new_submission,
     rejection_summary,
 )
-from app.warehouse import Warehouse
+from app.warehouse import Warehouse, out_of_resources
 from contracts.errors import UserError, ValidationError
 from contracts.forecasts import COLUMN_ALIASES as ALIASES
 from contracts.forecasts import OPTIONAL_COLUMNS as OPTIONAL
@@ -258,7 +258,7 @@ def ingest_parquet(
         except ValidationError as found:
             raise _explain(wh, name, found, quantile) from None
     except duckdb.Error as exc:
-        if isinstance(exc, duckdb.OutOfMemoryException) or "No space left on device" in str(exc):
+        if out_of_resources(exc):
             raise  # the machine's limits, not the file: the callers say so (nothing written)
         raise _unreadable(name, path, str(exc).splitlines()[0][:200]) from None
     finally:
