@@ -41,7 +41,7 @@ from app.api.job_store import (
     unfinished_jobs,
 )
 from app.settings import Settings
-from app.warehouse import Warehouse
+from app.warehouse import Warehouse, out_of_disk
 from contracts.errors import NothingToScore, UserError, ValidationError
 from contracts.provenance import utcnow
 
@@ -233,10 +233,17 @@ class JobQueue:
             )
         except Exception as exc:  # noqa: BLE001 - reported on the job, logged in full
             log.error("jobs %s failed:\n%s", job_ids, traceback.format_exc())
-            message = (
-                f"Internal error while processing the job ({type(exc).__name__}); "
-                f"the operator's log has the details."
-            )
+            if out_of_disk(exc):
+                message = (
+                    "The server's disk is full (its warehouse or temporary folder, "
+                    "PROFORMA_TEMP_DIRECTORY); nothing was written. Try again later or ask "
+                    "the operator to free space."
+                )
+            else:
+                message = (
+                    f"Internal error while processing the job ({type(exc).__name__}); "
+                    f"the operator's log has the details."
+                )
         assert self._cursor is not None
         for job_id in job_ids:
             with contextlib.suppress(Exception):

@@ -214,3 +214,24 @@ def test_a_job_that_runs_out_of_memory_says_so(api: Api, monkeypatch) -> None:
     assert job["status"] == "failed" and job["submission_id"] is None
     assert "ran out of memory" in job["message"] and "PROFORMA_MEMORY_LIMIT" in job["message"]
     assert api.client.get("/api/v1/submissions").json()["rows"] == []
+
+
+def test_a_job_that_fills_the_disk_says_so(api: Api, monkeypatch) -> None:
+    """A full disk (DuckDB spilling, or writing the warehouse) is the server's problem too:
+    the job says so instead of 'internal error', and stores nothing."""
+    import duckdb
+
+    from app import scoring
+
+    def disk_full(*args, **kwargs):
+        raise duckdb.IOException(
+            'Could not write file "/tmp/duckdb_temp_storage-0.tmp": No space left on device'
+        )
+
+    monkeypatch.setattr(scoring, "ingest_parquet", disk_full)
+    r = api.upload(submission_bytes(api.wh, limit=50), name="no room")
+    assert r.status_code == 202
+    job = api.wait(r.json()["job_id"])
+    assert job["status"] == "failed" and job["submission_id"] is None
+    assert "disk is full" in job["message"] and "Internal error" not in job["message"]
+    assert api.client.get("/api/v1/submissions").json()["rows"] == []
