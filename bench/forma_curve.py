@@ -12,7 +12,7 @@ holds at most one pass) a fresh seed-60 model is trained on the train + val wind
 scored on the test windows: change-space R2 with the truth-only denominator of
 docs/scoring.md over every realized test cell (the `full` footprint's cells when every
 model covers them), the same on the synthetic oracle's origins (the `oracle` footprint),
-R2 by horizon, and the coverage of the central 50/80/90/95% Gaussian intervals. One JSON
+R2 by horizon, and the coverage of the central 50/80/90/95% intervals of the model's family. One JSON
 line per budget goes to --out. The official numbers come from `proforma predict forma`
 and `proforma score`; this script reads the same Arrow windows without the warehouse.
 """
@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from forma import parse_overrides  # bench/forma.py: KEY=VALUE preset options
 
 from models.forma.batching import WindowStore
+from models.forma.calibration import holdout, realized_cells
 from models.forma.masking import Identities
 from models.forma.predict import predict
 from models.forma.presets import FormaConfig, preset
@@ -82,26 +83,11 @@ def write_oracle_origins(folder: Path) -> None:
 
 
 def truth_cells(store: WindowStore) -> dict[str, np.ndarray]:
-    """Every realized future cell of the windows: key (origin index, item, horizon),
-    actual x_{t+h} and baseline x_t (the item's origin value)."""
-    lens = np.diff(store.offsets)
-    owner = np.repeat(np.arange(len(store)), lens)
-    rq, it, x = store.rel_q.astype(np.int64), store.item_id.astype(np.int64), store.x
-    at0 = (rq == 0) & (it > 0)
-    base_key = owner[at0] * 1000 + it[at0]
-    order = np.argsort(base_key)
-    base_key, base_val = base_key[order], x[at0][order]
-    fut = rq >= 1
-    key0 = owner[fut] * 1000 + it[fut]
-    loc = np.minimum(np.searchsorted(base_key, key0), len(base_key) - 1)
-    ok = base_key[loc] == key0  # the grid holds only items reported at the origin
-    return {
-        "key": (key0[ok] * 100 + rq[fut][ok]),
-        "actual": x[fut][ok].astype(np.float64),
-        "baseline": base_val[loc][ok].astype(np.float64),
-        "origin": owner[fut][ok],
-        "horizon": rq[fut][ok],
-    }
+    """Every realized future cell of the windows (models.forma.calibration.realized_cells)
+    with its key (origin index, item, horizon)."""
+    cells = realized_cells(store)
+    cells["key"] = (cells["origin"] * 1000 + cells["item"]) * 100 + cells["horizon"]
+    return cells
 
 
 def r2(actual: np.ndarray, baseline: np.ndarray, mu: np.ndarray) -> float:
@@ -110,15 +96,23 @@ def r2(actual: np.ndarray, baseline: np.ndarray, mu: np.ndarray) -> float:
     return float(1 - ((mu - actual) ** 2).sum() / den) if den > 1e-15 else float("nan")
 
 
+def half_width(p: float, family: str) -> float:
+    """Half-width, in sigmas, of the central p interval of the family (Laplace: b = sigma / sqrt 2)."""
+    from scipy.special import ndtri
+
+    if family == "laplace":
+        return float(-np.log1p(-p) / np.sqrt(2.0))
+    return float(ndtri(0.5 + p / 2))
+
+
 def evaluate(
     model,
     test: WindowStore,
     cells: dict[str, np.ndarray],
     oracle_rows: np.ndarray,
+    family: str = "gaussian",
     batch_size: int = 16,
 ) -> dict:
-    from scipy.special import ndtri
-
     origin_key = test.firm_id.astype(np.int64) * 100_000 + test.origin_q
     keys, mus, sigmas = [], [], []
     for b in predict([model], test, batch_size=batch_size):
@@ -145,7 +139,7 @@ def evaluate(
         out[f"r2_h{h}"] = r2(a[sel], base[sel], m[sel])
     z = np.abs(a - m) / np.maximum(s, 1e-4)
     for p in LEVELS:
-        out[f"cov{round(p * 100)}"] = float((z <= ndtri(0.5 + p / 2)).mean())
+        out[f"cov{round(p * 100)}"] = float((z <= half_width(p, family)).mean())
     sel = np.isin(cells["origin"][hit], oracle_rows)
     if sel.any():
         out["oracle_cells"] = int(sel.sum())
@@ -230,7 +224,7 @@ def main() -> None:
         cfg, history: list[dict], model, train_cpu: float | None, train_wall: float, budget: int
     ) -> None:
         c0, t0 = time.process_time(), time.perf_counter()
-        scores = evaluate(model.to(args.device), test, cells, oracle_rows)
+        scores = evaluate(model.to(args.device), test, cells, oracle_rows, cfg.family)
         row = {
             "preset": cfg.name,
             "overrides": overrides,
@@ -283,7 +277,7 @@ def main() -> None:
                 clock["c0"], clock["t0"] = time.process_time(), time.perf_counter()
 
         fit(
-            train,
+            train.take(holdout(train, cfg.calibration_origins)[0]),
             ids,
             cfg,
             seed=args.seed,
@@ -297,7 +291,8 @@ def main() -> None:
         cfg = budget_config(args.preset, budget, len(train), overrides)
         c0, t0 = time.process_time(), time.perf_counter()
         res = fit(
-            train,
+            # the origins `proforma train forma` holds out for calibration train here neither
+            train.take(holdout(train, cfg.calibration_origins)[0]),
             ids,
             cfg,
             seed=args.seed,

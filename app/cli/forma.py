@@ -195,6 +195,12 @@ def predict_forma(
     device: str = DEVICE_OPT,
     batch_size: int = typer.Option(64, "--batch-size", help="Origins per forward pass."),
     score: bool = typer.Option(True, "--score/--no-score", help="Score the forecasts right away."),
+    calibrate: bool = typer.Option(
+        True,
+        "--calibrate/--no-calibrate",
+        help="Scale sigma per horizon so the intervals cover the validation origins held "
+        "out of training (presets with calibration_origins; docs/forma.md).",
+    ),
     threads: int = THREADS_OPT,
 ) -> None:
     """Forecast every origin of a split (all future hidden, one pass), write the seeds as
@@ -209,6 +215,7 @@ def predict_forma(
         device=device,
         batch_size=batch_size,
         score=score,
+        calibrate=calibrate,
         threads=threads,
         log=console.print,
     )

@@ -143,6 +143,22 @@ def load_store(wh: Warehouse, splits: list[str], future: bool, **filters):
     return WindowStore.from_batches(itertools.chain.from_iterable(readers))
 
 
+def hold_out_for_calibration(store, n: int) -> tuple[Any, dict[str, list[int]]]:
+    """(the training windows, the held-out origins' keys): n seeded validation origins
+    leave training so the predictions can calibrate their intervals on them
+    (models/forma/calibration.py); the keys go into every checkpoint."""
+    from models.forma.calibration import holdout
+
+    if n <= 0:
+        return store, {}
+    keep, held = holdout(store, n)
+    keys = {
+        "firm_id": store.firm_id[held].astype(int).tolist(),
+        "origin_q": store.origin_q[held].astype(int).tolist(),
+    }
+    return store.take(keep), keys
+
+
 def panel_signature(store) -> str:
     """SHA-256 (16 hex digits) of the training windows themselves: every origin's keys,
     split and tuples as the model reads them. Two panels with this signature train the
@@ -317,10 +333,12 @@ def train(
         ids = Identities.from_arrow(identities_table(wh))
     signature = panel_signature(store)
     report = TrainReport(cfg.name, family, len(store), signature, 0.0)
+    store, held_out = hold_out_for_calibration(store, cfg.calibration_origins)
     log(
         f"forma: {len(store):,} train+val origins, {len(store.rel_q):,} tuples, panel {signature}; "
         f"preset {cfg.name}, {cfg.epochs} epochs x {cfg.origins_per_epoch or len(store):,} origins, "
         f"family {family}, device {dev}"
+        + (f"; {len(held_out['firm_id']):,} val origins held out to calibrate" if held_out else "")
     )
     todo = []
     for s in seeds:
@@ -368,7 +386,7 @@ def train(
             device=dev,
             log=log,
             workers=workers,
-            extra={"panel_signature": signature},
+            extra={"panel_signature": signature, "calibration_holdout": held_out},
             progress=progress,
             on_epoch=keep if keep_epochs else None,
         )
@@ -414,6 +432,61 @@ class PredictReport:
     board: list[dict] = field(default_factory=list)
 
 
+def calibrate_intervals(
+    wh: Warehouse, models, ckpts, family: str, device: str, batch_size: int, log: Log = _quiet
+) -> dict | None:
+    """Per-horizon sigma factors from the validation origins the checkpoints held out of
+    training, or None (with a line in the log) when they held none out."""
+    from models.forma.calibration import calibrate
+
+    held = [ck.get("calibration_holdout") or {} for _, ck in ckpts]
+    if not any(held):
+        log("forma: no validation origins were held out of training; sigma as the head gives it")
+        return None
+    if any(h != held[0] for h in held[1:]):
+        raise UserError(
+            "The seeds held out different validation origins (trained with different "
+            "calibration_origins or on another panel), so no origins are unseen by all of "
+            "them: retrain them alike, or pass --no-calibrate"
+        )
+    keys = np.asarray(held[0]["firm_id"], np.int64) * 100_000 + np.asarray(
+        held[0]["origin_q"], np.int64
+    )
+    stores = []
+    for future in (True, False):
+        val = load_store(wh, ["val"], future=future)
+        have = val.firm_id.astype(np.int64) * 100_000 + val.origin_q
+        rows = np.flatnonzero(np.isin(have, keys))
+        if len(rows) != len(keys):
+            raise UserError(
+                f"{len(keys) - len(rows):,} of the {len(keys):,} held-out validation origins "
+                "are not in this panel: the checkpoints were trained on another build; "
+                "retrain, or pass --no-calibrate"
+            )
+        stores.append(val.take(rows))
+        del val
+    t0 = time.perf_counter()
+    result = calibrate(models, stores[0], stores[1], family, batch_size=batch_size, device=device)
+    scales = result["scale_by_horizon"]
+    log(
+        f"forma: intervals calibrated on {result['origins']:,} held-out validation origins "
+        f"({result['firms']} firms, {result['cells']:,} cells) in {time.perf_counter() - t0:.0f}s: "
+        f"coverage 50/80/90/95 "
+        + " / ".join(f"{c:.3f}" for c in result["coverage_before"])
+        + " -> "
+        + " / ".join(f"{c:.3f}" for c in result["coverage_after"])
+        + f"; sigma x {min(scales):.3f} to {max(scales):.3f} by horizon"
+        + (
+            f" (fitted {min(result['fitted_scale_by_horizon']):.3f} to "
+            f"{max(result['fitted_scale_by_horizon']):.3f}; factors below 1 are not applied)"
+            if result["widen_only"]
+            else ""
+        )
+    )
+    result["applied"] = True
+    return result
+
+
 def predict(
     preset: str,
     seeds: list[int],
@@ -424,13 +497,18 @@ def predict(
     device: str = "auto",
     batch_size: int = 64,
     score: bool = True,
+    calibrate: bool = True,
     threads: int = 0,
     progress: bool = True,
     log: Log = _quiet,
 ) -> PredictReport:
     """Forecast every origin of a split (all future hidden, one pass), write the seeds as
     mixture components through the common forecast path and, with `score`, score every
-    current submission on the full footprint."""
+    current submission on the full footprint. With `calibrate`, checkpoints that held
+    validation origins out of training have their sigmas scaled per horizon so the
+    mixture's central intervals cover those origins' realized cells at least nominally
+    (models/forma/calibration.py); the factors go into the submission's metadata."""
+    from models.forma.calibration import scaled
     from models.forma.predict import predict as forecast
 
     dev = resolve_device(device, threads)
@@ -444,6 +522,11 @@ def predict(
             "app.scoring is missing: scoring (issue 'scoring') is not installed"
         ) from exc
     with writer() as wh:
+        calibration = (
+            calibrate_intervals(wh, models, ckpts, family, dev, batch_size, log)
+            if calibrate
+            else None
+        )
         store = load_store(wh, [split], future=False)
         if not len(store):
             raise UserError(f"No {split} origins in the panel")
@@ -460,13 +543,17 @@ def predict(
                 str(s): ck.get("panel_signature") for s, (_, ck) in zip(seeds, ckpts)
             },
             "config": ckpts[0][1]["config"],
+            "calibration": calibration or {"applied": False},
         }
+        forecasts = forecast(models, store, batch_size=batch_size, device=dev, progress=progress)
+        if calibration:
+            forecasts = scaled(forecasts, calibration["scale_by_horizon"])
         # ingest_forecasts spools the generator in this thread: PyTorch never runs
         # inside DuckDB's scan threads.
         sub_id = scoring.ingest_forecasts(
             wh,
             name,
-            forecast(models, store, batch_size=batch_size, device=dev, progress=progress),
+            forecasts,
             family=family,
             source="model",
             metadata=metadata,
