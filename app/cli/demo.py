@@ -32,13 +32,23 @@ from contracts.errors import UserError
 DEMO_COMPETITORS = ("enet", "ffnn-linear", "ffnn-large")
 #: One seed keeps the demo near its budget on 2 cores; the paper mixes seeds 60-64.
 FORMA_SEEDS = "60"
-FORMA_SUBMISSION = "forma-small-gaussian"
 #: Figure 2's oracle experiment in the demo: a third of the paper's 768 origins keeps the
 #: report's Forma forward passes within the demo's budget.
 REPORT_ORACLE_ORIGINS = 256
-#: Forma in the demo: the repository's `small` checkpoint when it was trained on this very
-#: panel (docs/forma.md, "Shipped checkpoint"); on any other panel a short run of the same
-#: preset (8 x 768 origins, about a minute on 2 cores) instead of its 20-minute schedule.
+#: Forma in the demo: the repository's `mid` checkpoint (seed 60 of `proforma train forma
+#: --preset mid --seeds 60,61 --jobs 2`, 18 minutes on 2 cores) when it was trained on
+#: this very panel (docs/forma.md, "Shipped checkpoint"); on any other panel a short run
+#: of `small` (8 x 768 origins, about a minute on 2 cores), since `mid`'s schedule would
+#: not fit the demo's 10 minutes.
+FORMA_SHIPPED = [
+    "train",
+    "forma",
+    "--preset",
+    "mid",
+    "--seeds",
+    FORMA_SEEDS,
+    "--shipped-only",
+]
 FORMA_TRAIN = [
     "train",
     "forma",
@@ -47,7 +57,6 @@ FORMA_TRAIN = [
     "--seeds",
     FORMA_SEEDS,
     "--resume",
-    "--use-shipped",
     "--epochs",
     "8",
     "--origins-per-epoch",
@@ -55,11 +64,40 @@ FORMA_TRAIN = [
 ]
 
 
+def forma_preset() -> str:
+    """`mid` when the models folder holds the shipped `mid` checkpoint (installed by
+    FORMA_SHIPPED, which checks the panel), `small` otherwise."""
+    import torch
+
+    from app.flows.forma import checkpoint_path, shipped_path
+
+    installed = checkpoint_path("mid", "gaussian", int(FORMA_SEEDS))
+    shipped = shipped_path("mid", "gaussian", int(FORMA_SEEDS))
+    if not (installed.exists() and shipped.exists()):
+        return "small"
+    same = installed.read_bytes() == shipped.read_bytes()
+    if not same:  # trained here rather than installed: the same model if the same panel
+        signature = torch.load(shipped, map_location="cpu", weights_only=False)
+        mine = torch.load(installed, map_location="cpu", weights_only=False)
+        same = mine.get("complete") and mine.get("panel_signature") == signature.get(
+            "panel_signature"
+        )
+    return "mid" if same else "small"
+
+
+def forma_submission() -> str:
+    return f"forma-{forma_preset()}-gaussian"
+
+
 @dataclass(frozen=True)
 class Stage:
     title: str
-    args: list[str]
+    #: the command, or a function giving it when it depends on an earlier stage
+    args: list[str] | Callable[[], list[str]]
     done: Callable[[Warehouse], bool]
+
+    def command(self) -> list[str]:
+        return self.args() if callable(self.args) else self.args
 
 
 def _rows(wh: Warehouse, sql: str, params: list | None = None) -> int:
@@ -96,7 +134,7 @@ def _reconciled(wh: Warehouse, weights: str) -> bool:
     parent = _rows(
         wh,
         "SELECT max(submission_id) FROM eval.submissions WHERE name = ? AND retired_at IS NULL",
-        [FORMA_SUBMISSION],
+        [forma_submission()],
     )
     return (
         parent > 0
@@ -142,17 +180,32 @@ def stages(firms: int | None, competitors: tuple[str, ...] = DEMO_COMPETITORS) -
             lambda wh: all(_has_model(wh, f"{m} (demo)") for m in competitors),
         ),
         Stage(
-            "Forma training (small preset)", FORMA_TRAIN, lambda wh: _has_model(wh, "forma-small%")
+            "Forma: the shipped mid checkpoint, if trained on this panel",
+            FORMA_SHIPPED,
+            lambda wh: forma_preset() == "mid" or _has_model(wh, "forma-%"),
+        ),
+        Stage(
+            "Forma training (small preset, short run)",
+            FORMA_TRAIN,
+            lambda wh: forma_preset() == "mid" or _has_model(wh, "forma-small%"),
         ),
         Stage(
             "Forma forecasts",
-            ["predict", "forma", "--preset", "small", "--seeds", FORMA_SEEDS, "--no-score"],
-            lambda wh: _has_model(wh, "forma-small%"),
+            lambda: [
+                "predict",
+                "forma",
+                "--preset",
+                forma_preset(),
+                "--seeds",
+                FORMA_SEEDS,
+                "--no-score",
+            ],
+            lambda wh: _has_model(wh, f"forma-{forma_preset()}%"),
         ),
         *(
             Stage(
                 f"reconciliation ({w} weights)",
-                ["reconcile", FORMA_SUBMISSION, "--weights", w],
+                functools.partial(lambda w: ["reconcile", forma_submission(), "--weights", w], w),
                 functools.partial(_reconciled, weights=w),
             )
             for w in ("variance", "equal")
@@ -269,7 +322,8 @@ def demo_command(
     ),
 ) -> None:
     """Ingest the synthetic panel, build the benchmark, run the reference baselines, the
-    oracle, the competitors and Forma (small presets), score them, and serve the site."""
+    oracle, the competitors and Forma (the shipped `mid` checkpoint on the default panel, a
+    short `small` run otherwise), score them, and serve the site."""
     settings = get_settings()
     if fresh:
         for path in (
@@ -298,7 +352,7 @@ def demo_command(
             console.print(f"[dim]{stage.title}: already done, skipped[/]")
             continue
         started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-        _run(stage.args)
+        _run(stage.command())
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         # ru_maxrss of children is the largest child so far (KiB on Linux), not this stage's.

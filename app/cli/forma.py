@@ -129,6 +129,12 @@ def train_forma(
         help="Install the repository's checkpoint instead of training when "
         "it was trained on this very panel (same signature); train otherwise.",
     ),
+    shipped_only: bool = typer.Option(
+        False,
+        "--shipped-only",
+        help="Install the repository's checkpoint when it was trained on this very panel; "
+        "never train (the demo's first choice).",
+    ),
     ship: bool = typer.Option(
         False,
         "--ship",
@@ -164,6 +170,7 @@ def train_forma(
         workers=workers,
         overrides=overrides,
         use_shipped=use_shipped,
+        shipped_only=shipped_only,
         ship=ship,
         jobs=jobs,
         keep_epochs=parse_epochs(keep_epochs),

@@ -272,7 +272,7 @@ def install_shipped(preset: str, family: str, seed: int, signature: str, log: Lo
     if meta.get("panel_signature") != signature:
         log(
             f"shipped checkpoint {src.name} was trained on panel {meta.get('panel_signature')}, "
-            f"this panel is {signature}: training afresh"
+            f"this panel is {signature}: not used"
         )
         return False
     dest = checkpoint_path(preset, family, seed)
@@ -307,6 +307,7 @@ def train(
     workers: int = 0,
     overrides: dict | None = None,
     use_shipped: bool = False,
+    shipped_only: bool = False,
     ship: bool = False,
     jobs: int = 1,
     keep_epochs: tuple[int, ...] = (),
@@ -314,7 +315,7 @@ def train(
 ) -> TrainReport:
     """Train Forma seeds on the train + validation windows (each origin once). With
     `use_shipped`, a shipped checkpoint trained on this very panel is installed instead of
-    training; with `ship`, each finished checkpoint is also written to the repository.
+    training (`shipped_only`: installed if there is one, nothing trained otherwise); with `ship`, each finished checkpoint is also written to the repository.
     `jobs` > 1 trains that many seeds at once, each in its own process with `threads`
     (default 1) PyTorch threads: on a CPU, seeds side by side use the cores better than
     one seed's threads waiting on each other (the same weights either way). After each
@@ -343,8 +344,11 @@ def train(
     todo = []
     for s in seeds:
         path = checkpoint_path(preset, family, s)
-        if use_shipped and install_shipped(preset, family, s, signature, log):
+        if (use_shipped or shipped_only) and install_shipped(preset, family, s, signature, log):
             report.checkpoints[s], report.shipped = path, [*report.shipped, s]
+            continue
+        if shipped_only:
+            log(f"seed {s}: no shipped checkpoint for this panel; not trained (--shipped-only)")
             continue
         if path.exists() and not resume:
             raise UserError(f"{path} exists; pass --resume to continue it or delete it to retrain")

@@ -27,14 +27,15 @@ def test_stages_on_an_empty_warehouse_are_all_pending(wh) -> None:
     ]
     assert not any(stage.done(wh) for stage in plan)
     fit = next(s for s in plan if s.title.startswith("competitors"))
-    assert fit.args[fit.args.index("--which") + 1] == ",".join(DEMO_COMPETITORS)
+    args = fit.command()
+    assert args[args.index("--which") + 1] == ",".join(DEMO_COMPETITORS)
 
 
 def test_stages_take_the_chosen_competitors(wh) -> None:
     fit = next(s for s in stages(500, ALL_COMPETITORS) if s.title.startswith("competitors"))
-    assert fit.args[fit.args.index("--which") + 1] == ",".join(ALL_COMPETITORS)
-    ingest = stages(500)[0]
-    assert ingest.args[-2:] == ["--firms", "500"]
+    args = fit.command()
+    assert args[args.index("--which") + 1] == ",".join(ALL_COMPETITORS)
+    assert stages(500)[0].command()[-2:] == ["--firms", "500"]
 
 
 def test_ingest_stage_done_once_a_synthetic_ingest_is_recorded(wh) -> None:
@@ -94,3 +95,45 @@ def test_a_score_run_stays_current_until_a_submission_or_the_footprint_changes(w
     run(4, 1, "2026-01-01 15:00")
     footprint(2, 2)  # a new version of the footprint
     assert current_score_run(wh, "full") is None
+
+
+def test_forma_stages_take_the_shipped_mid_checkpoint_only_when_installed(
+    wh, monkeypatch, tmp_path
+) -> None:
+    """The demo forecasts with `mid` when the shipped checkpoint (or a complete one trained
+    on the same panel) is in the models folder, and with the short `small` run otherwise."""
+    import shutil
+
+    import torch
+
+    from app.cli.demo import forma_preset
+    from app.flows import forma as flows
+    from app.settings import get_settings
+
+    monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setattr(flows, "SHIPPED_DIR", tmp_path / "shipped")
+    get_settings.cache_clear()
+    plan = {s.title: s for s in stages(None)}
+    forecasts, short_run = plan["Forma forecasts"], plan["Forma training (small preset, short run)"]
+    reconcile = plan["reconciliation (variance weights)"]
+    assert forma_preset() == "small"
+    assert forecasts.command()[forecasts.command().index("--preset") + 1] == "small"
+
+    shipped = flows.shipped_path("mid", "gaussian", 60)
+    shipped.parent.mkdir(parents=True)
+    torch.save({"panel_signature": "a" * 16, "complete": True}, shipped)
+    assert forma_preset() == "small"  # shipped but not installed: another panel
+    assert not short_run.done(wh)
+
+    installed = flows.checkpoint_path("mid", "gaussian", 60)
+    installed.parent.mkdir(parents=True)
+    shutil.copyfile(shipped, installed)
+    assert forma_preset() == "mid"
+    assert forecasts.command()[forecasts.command().index("--preset") + 1] == "mid"
+    assert short_run.done(wh)  # no short run of small
+    assert reconcile.command()[1] == "forma-mid-gaussian"
+
+    torch.save({"panel_signature": "b" * 16, "complete": True}, installed)
+    assert forma_preset() == "small"  # a mid trained here on another panel is not it
+    torch.save({"panel_signature": "a" * 16, "complete": True}, installed)
+    assert forma_preset() == "mid"  # ... one trained on the shipped one's panel is

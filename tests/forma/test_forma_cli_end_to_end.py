@@ -126,12 +126,21 @@ def test_shipped_checkpoint_is_used_only_on_its_own_panel(
     assert "matches this panel" in res.output and "from the shipped checkpoint" in res.output
     assert local.read_bytes() == shipped.read_bytes()  # installed, not trained
 
+    local.unlink()  # --shipped-only installs it the same way
+    res = runner.invoke(cli_app, [*train, "--shipped-only"])
+    assert res.exit_code == 0, res.output
+    assert local.read_bytes() == shipped.read_bytes()
+
     local.unlink()  # another panel: the shipped weights are not used, training runs
     ck["panel_signature"] = "0" * 16
     torch.save(ck, shipped)
+    res = runner.invoke(cli_app, [*train, "--shipped-only"])  # ... but not with --shipped-only
+    assert res.exit_code == 0, res.output
+    assert "not used" in res.output and "not trained (--shipped-only)" in res.output
+    assert not local.exists()
     res = runner.invoke(cli_app, [*train, "--use-shipped"])
     assert res.exit_code == 0, res.output
-    assert "training afresh" in res.output and "trained 61" in res.output
+    assert "not used" in res.output and "trained 61" in res.output
     assert torch.load(local, weights_only=False)["saved_at"] >= trained_at
     assert local.read_bytes() != shipped.read_bytes()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from app.cli.demo import FORMA_SUBMISSION, report_is_current, stages
+from app.cli.demo import forma_submission, report_is_current, stages
 
 
 def test_demo_reconciles_forma_both_ways_after_its_forecasts(wh) -> None:
@@ -15,8 +15,8 @@ def test_demo_reconciles_forma_both_ways_after_its_forecasts(wh) -> None:
         "reconciliation (variance weights)",
         "reconciliation (equal weights)",
     ]
-    assert plan[-2].args == ["reconcile", FORMA_SUBMISSION, "--weights", "variance"]
-    assert plan[-1].args == ["reconcile", FORMA_SUBMISSION, "--weights", "equal"]
+    assert plan[-2].command() == ["reconcile", forma_submission(), "--weights", "variance"]
+    assert plan[-1].command() == ["reconcile", forma_submission(), "--weights", "equal"]
     assert not plan[-1].done(wh)  # nothing reconciled on an empty warehouse
 
 
