@@ -135,3 +135,25 @@ def test_quarter_slices_of_sorted_rows() -> None:
     q = np.array([1, 1, 2, 2, 3, 4, 4, 4], dtype=np.int32)
     assert [(s.start, s.stop) for s in _quarter_slices(q)] == [(0, 2), (2, 4), (4, 5), (5, 8)]
     assert [(s.start, s.stop) for s in _quarter_slices(q[:1])] == [(0, 1)]
+
+
+def test_iterative_eigenpairs_equal_lapacks_on_a_wide_quarter() -> None:
+    """At the tabular view's width the top eigenpairs come from ARPACK: the fills equal
+    those of LAPACK's decomposition (the parity figures were checked with LAPACK)."""
+    import scipy.linalg
+
+    from models.baselines import imputation
+
+    rng = np.random.default_rng(31)
+    X = _low_rank(400, 320, 12, 32) + rng.normal(size=320)
+    X[rng.random(X.shape) < 0.4] = np.nan
+    assert X.shape[1] >= imputation.ITERATIVE_FROM
+    sigma = np.cov(np.nan_to_num(X), rowvar=False)
+    vals, vecs = imputation.top_eigenpairs(sigma, 10)
+    ref_vals, ref_vecs = scipy.linalg.eigh(sigma)
+    assert np.allclose(np.sort(vals), ref_vals[-10:], rtol=1e-10)
+    # the same subspace (eigenvectors up to sign): equal projectors
+    top = ref_vecs[:, -10:]
+    assert np.allclose(vecs @ vecs.T, top @ top.T, atol=1e-10)
+    got, want = impute_matrix(X), _local_xs_reference(X)
+    assert np.allclose(got, want, rtol=1e-9, atol=1e-9)
