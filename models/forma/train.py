@@ -506,6 +506,9 @@ def main(argv: list[str] | None = None) -> None:
             f"{res.parameters:,} parameters -> {res.checkpoint}"
         )
     if world > 1:
+        # every rank tears down together: one closing its gloo pairs while another still
+        # uses them aborts that one ("terminate called without an active exception")
+        torch.distributed.barrier()
         torch.distributed.destroy_process_group()
 
 

@@ -168,6 +168,9 @@ train_step(net, model, opt, batch, cfg, torch.device("cpu"), world)
 out = {{k: v.flatten().tolist() for k, v in model.state_dict().items()}}
 with open(os.path.join({out!r}, f"rank{{rank}}.json"), "w") as f:
     json.dump(out, f)
+# both ranks reach the teardown together: a rank closing its gloo pairs while the other
+# still uses them aborts that one ("terminate called without an active exception")
+torch.distributed.barrier()
 torch.distributed.destroy_process_group()
 """
 
