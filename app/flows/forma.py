@@ -456,21 +456,19 @@ def calibrate_intervals(
     keys = np.asarray(held[0]["firm_id"], np.int64) * 100_000 + np.asarray(
         held[0]["origin_q"], np.int64
     )
-    stores = []
-    for future in (True, False):
-        val = load_store(wh, ["val"], future=future)
-        have = val.firm_id.astype(np.int64) * 100_000 + val.origin_q
-        rows = np.flatnonzero(np.isin(have, keys))
-        if len(rows) != len(keys):
-            raise UserError(
-                f"{len(keys) - len(rows):,} of the {len(keys):,} held-out validation origins "
-                "are not in this panel: the checkpoints were trained on another build; "
-                "retrain, or pass --no-calibrate"
-            )
-        stores.append(val.take(rows))
-        del val
+    val = load_store(wh, ["val"], future=True)
+    have = val.firm_id.astype(np.int64) * 100_000 + val.origin_q
+    rows = np.flatnonzero(np.isin(have, keys))
+    if len(rows) != len(keys):
+        raise UserError(
+            f"{len(keys) - len(rows):,} of the {len(keys):,} held-out validation origins "
+            "are not in this panel: the checkpoints were trained on another build; "
+            "retrain, or pass --no-calibrate"
+        )
+    truth = val.take(rows)
+    del val
     t0 = time.perf_counter()
-    result = calibrate(models, stores[0], stores[1], family, batch_size=batch_size, device=device)
+    result = calibrate(models, truth, family, batch_size=batch_size, device=device)
     scales = result["scale_by_horizon"]
     log(
         f"forma: intervals calibrated on {result['origins']:,} held-out validation origins "

@@ -135,6 +135,24 @@ class WindowStore:
             self.x[flat],
         )
 
+    def history(self) -> WindowStore:
+        """The same origins without their future tuples (rel_q >= 1): what the windows
+        read with `future=False` hold, so a store read once with its future serves both
+        as truth and as the input of a forecast that must not see it."""
+        keep = self.rel_q <= 0
+        owner = np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
+        counts = np.bincount(owner[keep], minlength=len(self))
+        return WindowStore(
+            self.firm_id,
+            self.origin_q,
+            self.split,
+            self.ff48,
+            np.concatenate(([0], np.cumsum(counts))).astype(np.int64),
+            self.rel_q[keep],
+            self.item_id[keep],
+            self.x[keep],
+        )
+
     def window(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         s, e = self.offsets[i], self.offsets[i + 1]
         return self.rel_q[s:e], self.item_id[s:e], self.x[s:e]

@@ -119,31 +119,27 @@ def coverage_scale(
 ) -> float:
     """The smallest factor c (to about 1e-4 relative) such that the mixture with every
     sigma multiplied by c covers at least level p of the cells for every p in `levels`.
-    Coverage rises with c (each component's PIT moves towards 1/2), so a bisection on
-    log c per level finds it; the largest of the levels' factors is returned."""
+    Coverage rises with c (each component's PIT moves towards 1/2), so "every level
+    covered" turns true once and stays true: one bisection on log c finds it."""
     y = np.asarray(y, np.float64)
     mu = np.atleast_2d(np.asarray(mu, np.float64))
     sigma = np.atleast_2d(np.asarray(sigma, np.float64))
     if y.size == 0:
         raise ValueError("no cells to calibrate on")
-    factors = []
-    for i, p in enumerate(levels):
+    nominal = np.asarray(levels, np.float64)
 
-        def covers(c: float, i: int = i, p: float = p) -> bool:
-            return central_coverage(y, mu, sigma * c, levels, family)[i] >= p
+    def covers(c: float) -> bool:
+        return bool((central_coverage(y, mu, sigma * c, levels, family) >= nominal).all())
 
-        a, b = np.log(lo), np.log(hi)
-        if covers(lo):
-            factors.append(lo)
-            continue
-        if not covers(hi):
-            factors.append(hi)
-            continue
-        for _ in range(iters):
-            m = 0.5 * (a + b)
-            a, b = (a, m) if covers(float(np.exp(m))) else (m, b)
-        factors.append(float(np.exp(b)))
-    return float(max(factors))
+    if covers(lo):
+        return lo
+    if not covers(hi):
+        return hi
+    a, b = np.log(lo), np.log(hi)
+    for _ in range(iters):
+        m = 0.5 * (a + b)
+        a, b = (a, m) if covers(float(np.exp(m))) else (m, b)
+    return float(np.exp(b))
 
 
 def horizon_scales(
@@ -197,7 +193,6 @@ def scaled(batches: Iterator[pa.RecordBatch], scale_by_horizon: Sequence[float])
 def calibrate(
     models: Sequence,
     truth: WindowStore,
-    history: WindowStore,
     family: str = "gaussian",
     *,
     batch_size: int = 64,
@@ -205,10 +200,10 @@ def calibrate(
     max_horizon: int = 20,
     widen_only: bool = True,
 ) -> dict:
-    """Forecast the held-out origins of `history` (their windows without the future) with
-    the seeds' mixture, every future token hidden, and fit the per-horizon factors on the
-    realized cells of `truth` (the same origins with their future). With `widen_only` a
-    factor below 1 is not applied (see the module's docstring)."""
+    """Forecast the held-out origins of `truth` (windows read with their future) from their
+    history alone with the seeds' mixture, every future token hidden, and fit the
+    per-horizon factors on their realized cells. With `widen_only` a factor below 1 is not
+    applied (see the module's docstring)."""
     from models.forma.predict import predict
 
     cells = realized_cells(truth)
@@ -219,7 +214,7 @@ def calibrate(
     sigma = np.full((k, len(cell_key)), np.nan)
     order = np.argsort(cell_key)
     sorted_keys = cell_key[order]
-    for b in predict(models, history, batch_size=batch_size, device=device):
+    for b in predict(models, truth.history(), batch_size=batch_size, device=device):
         okey = b.column("firm_id").to_numpy().astype(np.int64) * 100_000 + b.column(
             "origin_q"
         ).to_numpy().astype(np.int64)

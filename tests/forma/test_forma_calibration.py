@@ -121,17 +121,35 @@ def test_scaled_multiplies_sigma_by_its_horizons_factor_only() -> None:
 TINY_CALIBRATED = {"epochs": 1, "origins_per_epoch": 8, "calibration_origins": 6}
 
 
-def test_predict_calibrates_on_the_origins_training_held_out(
-    wh, settings, monkeypatch, tmp_path
-) -> None:
-    from app.flows import forma as flows
+@pytest.fixture
+def tiny_panel(wh, settings, monkeypatch, tmp_path) -> None:
+    """A built tiny synthetic panel with validation years, checkpoints kept in tmp, the
+    warehouse closed for the flows to open."""
     from app.settings import get_settings
-    from app.warehouse import connect
 
     monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / "models"))
     get_settings.cache_clear()
     build_tiny_synthetic(wh, firms=12, start=1996, end=2012, seed=3)
     wh.close()
+
+
+def test_history_is_the_windows_read_without_their_future(tiny_panel) -> None:
+    from app.flows.forma import load_store
+    from app.warehouse import connect
+
+    with connect(read_only=True) as con:
+        with_future = load_store(con, ["val"], future=True)
+        without = load_store(con, ["val"], future=False)
+    history = with_future.history()
+    assert (with_future.rel_q >= 1).any()
+    for field in ("firm_id", "origin_q", "split", "ff48", "offsets", "rel_q", "item_id", "x"):
+        assert np.array_equal(getattr(history, field), getattr(without, field)), field
+
+
+def test_predict_calibrates_on_the_origins_training_held_out(tiny_panel, monkeypatch) -> None:
+    from app.flows import forma as flows
+    from app.warehouse import connect
+
     trained_on: list[set] = []
     import models.forma.train as forma_train
 
@@ -179,16 +197,9 @@ def test_predict_calibrates_on_the_origins_training_held_out(
         assert hi == pytest.approx(lo, rel=1e-9) and dmu == 0
 
 
-def test_seeds_holding_out_different_origins_are_refused(
-    wh, settings, monkeypatch, tmp_path
-) -> None:
+def test_seeds_holding_out_different_origins_are_refused(tiny_panel) -> None:
     from app.flows import forma as flows
-    from app.settings import get_settings
 
-    monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / "models"))
-    get_settings.cache_clear()
-    build_tiny_synthetic(wh, firms=12, start=1996, end=2012, seed=3)
-    wh.close()
     flows.train("small", [60], overrides=TINY_CALIBRATED, threads=1)
     flows.train("small", [61], overrides={**TINY_CALIBRATED, "calibration_origins": 40}, threads=1)
     with pytest.raises(UserError, match="held out different validation origins"):
