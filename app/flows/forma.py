@@ -286,12 +286,14 @@ def ship_checkpoint(path: Path, dest: Path) -> Path:
     """The inference part of a finished checkpoint (no optimizer state), for the repository."""
     import torch
 
-    from models.forma.train import save_checkpoint
+    from models.forma.train import inference_weights, save_checkpoint
 
     ck = torch.load(path, map_location="cpu", weights_only=False)
     if not ck.get("complete"):
         raise UserError(f"{path} is not finished; only a complete checkpoint ships")
     ck.pop("optimizer", None)
+    ck["state_dict"] = inference_weights(ck)  # the averaged weights, when the run kept them
+    ck["ema"] = None
     save_checkpoint(dest, ck)
     return dest
 

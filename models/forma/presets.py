@@ -52,6 +52,9 @@ class FormaConfig:
     lr_schedule: str = "constant"  # or "cosine": decay to lr_min_ratio x lr by the last step
     lr_min_ratio: float = 0.1
     beta: float = 0.5
+    # exponential moving average of the weights (models/forma/averaging.py); 0 = off,
+    # the final weights are the model
+    ema_decay: float = 0.0
     family: str = "gaussian"  # or "laplace"
     # curriculum: max horizon 4, 4, 8, 12, ... capped at max_horizon
     horizon_start: int = 4
@@ -187,6 +190,8 @@ def preset(name: str, **overrides) -> FormaConfig:
             "train_queries needs query_attention='context' (with full attention "
             "every query changes every other token)"
         )
+    if not 0.0 <= cfg.ema_decay < 1.0:
+        raise UserError(f"ema_decay must lie in [0, 1), got {cfg.ema_decay}")
     if cfg.family not in ("gaussian", "laplace"):
         raise UserError(f"Unknown family {cfg.family!r}; use gaussian or laplace")
     return cfg

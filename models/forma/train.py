@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import datetime as dt
 import math
 import os
@@ -28,6 +29,7 @@ import torch
 from torch import nn
 
 from contracts.errors import UserError
+from models.forma.averaging import WeightAverage
 from models.forma.batching import (
     SPLIT_LAST_Q,
     WindowStore,
@@ -234,9 +236,28 @@ def load_checkpoint(path: Path | str, device: str | torch.device = "cpu") -> tup
         raise UserError(f"{path} is not a Forma checkpoint")
     cfg = FormaConfig.from_dict(ckpt["config"])
     model = build_model(cfg)
-    model.load_state_dict(ckpt["state_dict"])
+    model.load_state_dict(inference_weights(ckpt))
     model.to(device).eval()
     return model, ckpt
+
+
+def inference_weights(ckpt: dict) -> dict:
+    """The weights a forecast uses: the moving average when the run kept one (`ema`),
+    else the last optimizer step's (`state_dict`, which resuming always continues from)."""
+    state = ckpt["state_dict"]
+    if ckpt.get("ema"):
+        shadow = ckpt["ema"]["shadow"]
+        state = {k: shadow[k].to(v.dtype) if k in shadow else v for k, v in state.items()}
+    return state
+
+
+def _averaged(model: nn.Module, ema: WeightAverage | None) -> nn.Module:
+    """`model` itself, or a copy holding the moving average of its weights."""
+    if ema is None:
+        return model
+    out = copy.deepcopy(model)
+    out.load_state_dict(ema.weights(model))
+    return out
 
 
 def _autocast(cfg: FormaConfig, device: torch.device):
@@ -287,6 +308,7 @@ def fit(
     torch.manual_seed(seed)
     model = build_model(cfg).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    ema = WeightAverage(model, cfg.ema_decay) if cfg.ema_decay else None
     account_map = default_account_map(cfg.n_accounts)
     history: list[dict] = []
     start = 0
@@ -298,6 +320,8 @@ def fit(
         model.load_state_dict(ck["state_dict"])
         if "optimizer" in ck:  # shipped checkpoints keep only what inference needs
             opt.load_state_dict(ck["optimizer"])
+        if ema is not None and ck.get("ema"):
+            ema.load_state_dict(ck["ema"])
         start, history = int(ck["epoch"]), list(ck["history"])
     net: nn.Module = model
     if world > 1:
@@ -359,6 +383,8 @@ def fit(
                     g["lr"] = learning_rate(cfg, step, total_steps)
             step += 1
             loss_sum, n_batch = train_step(step_fn, model, opt, batch, cfg, device, world)
+            if ema is not None:
+                ema.update(model)
             # this rank's summed loss, kept on the device (no per-step host sync)
             total = total + loss_sum
             tokens = tokens + n_batch
@@ -400,6 +426,7 @@ def fit(
                     "complete": epoch + 1 == cfg.epochs,
                     "state_dict": model.state_dict(),
                     "optimizer": opt.state_dict(),
+                    "ema": ema.state_dict() if ema is not None else None,
                     "account_map": account_map.tolist(),
                     "industry_map": industry_map(cfg),
                     "identities": identities.to_dict(),
@@ -411,9 +438,11 @@ def fit(
                 },
             )
         if on_epoch is not None and rank == 0:
-            on_epoch(history[-1], model)
+            on_epoch(history[-1], _averaged(model, ema))
             model.train()
-    return FitResult(ckpt_path, seed, cfg.epochs - start, history, count_parameters(model), model)
+    return FitResult(
+        ckpt_path, seed, cfg.epochs - start, history, count_parameters(model), _averaged(model, ema)
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
