@@ -59,6 +59,110 @@ def write_forecast_file(warehouse: Path, name: str, path: Path) -> None:
     con.close()
 
 
+BEFORE_SCORING = "wh_before_scoring.duckdb"
+
+
+def scoring_rows(work: Path, env: dict[str, str], forecast: Path) -> list[tuple[str, Measured]]:
+    """This project's two ways of scoring one file: submit then score, submit --score."""
+    submit = run(
+        "ours: submit one file",
+        [str(PROFORMA), "submit", str(forecast), "--name", "fade file"],
+        env=env,
+        log=work / "submit.log",
+    )
+    score = run(
+        "ours: score it",
+        [str(PROFORMA), "score", "-s", "fade file", "--no-coherence"],
+        env=env,
+        log=work / "score.log",
+    )
+    # the same work in one process (one start, one open of the warehouse)
+    at_once = run(
+        "ours: submit --score (one process)",
+        [
+            str(PROFORMA),
+            "submit",
+            str(forecast),
+            "--name",
+            "fade file again",
+            "--score",
+            "--no-coherence",
+        ],
+        env=env,
+        log=work / "submit_score.log",
+    )
+    return [
+        ("scoring one file end to end", total("ours: submit + score", [submit, score])),
+        ("scoring, one command", at_once),
+    ]
+
+
+def print_rows(rows: list[tuple[str, Measured | None, Measured]]) -> None:
+    print(
+        f"\n{'work':<30} {'package':>30}   {'this project':>30}   ratios (package/ours; memory ours/package)"
+    )
+    for label, pkg, ours in rows:
+        p = f"{pkg.wall_s:7.1f} s {pkg.cpu_s:7.1f} CPU-s {pkg.peak_mb:6.0f} MB" if pkg else "-"
+        o = f"{ours.wall_s:7.1f} s {ours.cpu_s:7.1f} CPU-s {ours.peak_mb:6.0f} MB"
+        if pkg and pkg.returncode == 0:
+            r = (
+                f"wall {pkg.wall_s / ours.wall_s:4.2f}x, CPU {pkg.cpu_s / ours.cpu_s:4.2f}x, "
+                f"memory {ours.peak_mb / pkg.peak_mb:4.2f}x"
+            )
+        elif pkg:
+            r = f"package failed (exit {pkg.returncode}) after {pkg.wall_s:.0f} s at {pkg.peak_mb:.0f} MB"
+        else:
+            r = ""
+        print(f"{label:<30} {p:>30}   {o:>30}   {r}")
+
+
+def scoring_only(args: argparse.Namespace) -> None:
+    """The scoring rows alone, again, on what a full run left in the workdir."""
+    work = args.workdir
+    forecast = work / "fade__predictions.parquet"
+    base = work / BEFORE_SCORING
+    if not forecast.exists():
+        raise SystemExit(f"--scoring-only needs a full run's {forecast.name} in {work}")
+    if not base.exists():
+        # set-up, not measured: a panel and its reference baselines, as a full run makes them
+        made = warehouse_env(work, "wh_made", args.threads, args.memory)
+        ingest = [str(PROFORMA), "ingest", "synthetic", "--scale", args.scale]
+        if args.firms:
+            ingest += ["--firms", str(args.firms)]
+        run("ours: ingest synthetic (set-up)", ingest, env=made)
+        run("ours: build (set-up)", [str(PROFORMA), "build"], env=made)
+        run(
+            "ours: reference baselines (set-up)",
+            [str(PROFORMA), "baselines", "reference"],
+            env=made,
+        )
+        shutil.move(made["PROFORMA_WAREHOUSE"], base)
+    env = warehouse_env(work, "wh_scoring", args.threads, args.memory)
+    shutil.copy(base, env["PROFORMA_WAREHOUSE"])
+    print(
+        f"workdir {work}; threads {args.threads}; DuckDB memory_limit {args.memory or 'default'}; "
+        f"load at start {load()}"
+    )
+    # set-up, not scoring: migrations and the reference baselines of this scoring SQL (both
+    # made once when the code is newer than the warehouse)
+    run(
+        "ours: reference baselines (set-up)",
+        [str(PROFORMA), "baselines", "reference"],
+        env=env,
+        log=work / "baselines.log",
+    )
+    cli = published_cli(args.published_venv) if args.published_venv else None
+    pkg_score = None
+    if cli and (work / "pkg").exists():
+        pkg_score = run(
+            "package: evaluate one file",
+            [str(cli), "evaluate", str(forecast), "--processed", str(work / "pkg")],
+            log=work / "pkg_eval.log",
+        )
+    print_rows([(label, pkg_score, ours) for label, ours in scoring_rows(work, env, forecast)])
+    print(f"load at the end {load()}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -76,8 +180,18 @@ def main() -> None:
         action="store_true",
         help="Do not run the package's build (it is killed for memory at full scale).",
     )
+    ap.add_argument(
+        "--scoring-only",
+        action="store_true",
+        help="Only the scoring rows, on the package output and forecast file an earlier full "
+        "run left in --workdir, and its warehouse as it was before scoring (copied; made "
+        "when missing).",
+    )
     args = ap.parse_args()
     work = args.workdir
+    if args.scoring_only:
+        scoring_only(args)
+        return
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
@@ -175,59 +289,12 @@ def main() -> None:
                     log=work / "baselines.log",
                 )
             )
-        submit = run(
-            "ours: submit one file",
-            [str(PROFORMA), "submit", str(forecast), "--name", "fade file"],
-            env=env,
-            log=work / "submit.log",
-        )
-        score = run(
-            "ours: score it",
-            [str(PROFORMA), "score", "-s", "fade file", "--no-coherence"],
-            env=env,
-            log=work / "score.log",
-        )
-        rows.append(
-            (
-                "scoring one file end to end",
-                pkg_score,
-                total("ours: submit + score", [submit, score]),
-            )
-        )
-        # the same work in one process (one start, one open of the warehouse)
-        at_once = run(
-            "ours: submit --score (one process)",
-            [
-                str(PROFORMA),
-                "submit",
-                str(forecast),
-                "--name",
-                "fade file again",
-                "--score",
-                "--no-coherence",
-            ],
-            env=env,
-            log=work / "submit_score.log",
-        )
-        rows.append(("scoring, one command", pkg_score, at_once))
+        # the warehouse before any scoring, for --scoring-only
+        shutil.copy(env["PROFORMA_WAREHOUSE"], work / BEFORE_SCORING)
+        rows += [(label, pkg_score, ours) for label, ours in scoring_rows(work, env, forecast)]
 
     print(f"\nsetup: {'; '.join(m.line().strip() for m in setup)}")
-    print(
-        f"\n{'work':<30} {'package':>30}   {'this project':>30}   ratios (package/ours; memory ours/package)"
-    )
-    for label, pkg, ours in rows:
-        p = f"{pkg.wall_s:7.1f} s {pkg.cpu_s:7.1f} CPU-s {pkg.peak_mb:6.0f} MB" if pkg else "-"
-        o = f"{ours.wall_s:7.1f} s {ours.cpu_s:7.1f} CPU-s {ours.peak_mb:6.0f} MB"
-        if pkg and pkg.returncode == 0:
-            r = (
-                f"wall {pkg.wall_s / ours.wall_s:4.2f}x, CPU {pkg.cpu_s / ours.cpu_s:4.2f}x, "
-                f"memory {ours.peak_mb / pkg.peak_mb:4.2f}x"
-            )
-        elif pkg:
-            r = f"package failed (exit {pkg.returncode}) after {pkg.wall_s:.0f} s at {pkg.peak_mb:.0f} MB"
-        else:
-            r = ""
-        print(f"{label:<30} {p:>30}   {o:>30}   {r}")
+    print_rows(rows)
     print(f"\nparts: {build.line().strip()}; {export.line().strip()}")
     print(f"load at the end {load()}")
 
