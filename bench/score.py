@@ -234,7 +234,7 @@ def main() -> None:
     )
     wh = connect(settings)
     wh.execute(
-        "DELETE FROM eval.forecasts; DELETE FROM eval.metrics; "
+        "DELETE FROM eval.forecast_rows; DELETE FROM eval.forecast_points; DELETE FROM eval.metrics; "
         "DELETE FROM eval.quarter_losses; DELETE FROM eval.pit; DELETE FROM eval.coverage; "
         "DELETE FROM eval.cell_density_scores; DELETE FROM eval.cell_point_scores; "
         "DELETE FROM eval.cell_score_sets; "

@@ -1,10 +1,10 @@
--- eval.forecasts rows of submission getvariable('submission_id') from the temp view
+-- eval.forecast_rows of submission getvariable('submission_id') from the temp view
 -- `submission_in` (the parquet file, renamed columns) in ONE streaming pass: gvkey ->
 -- panel.firms.firm_id, item name -> ref.items.item_id, origin as a quarter ordinal. A
 -- key that is unknown, null or invalid (non-integer horizon, horizon outside 1..20,
 -- unparseable origin, out-of-range component) is stored as NULL, so the checks of 030
 -- see it and the caller rolls back and reports the file's problems with 010.
-INSERT INTO eval.forecasts
+INSERT INTO eval.forecast_rows
 SELECT
     getvariable('submission_id') AS submission_id,
     f.firm_id,

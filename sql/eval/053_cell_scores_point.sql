@@ -17,7 +17,14 @@ SELECT
     t.cell,
     CASE WHEN getvariable('float32_residuals') THEN CAST(f.mu - t.actual AS FLOAT)::DOUBLE
          ELSE f.mu - t.actual END AS r
-FROM eval.forecasts f
-JOIN truth t ON t.cell = eval.cell_key(f.firm_id, f.origin_q, f.item_id, f.horizon)
-WHERE f.submission_id = getvariable('submission_id')
-  AND isfinite(f.mu);
+FROM (
+    -- its packed cell keys from whichever table holds it (uploads and reference baselines:
+    -- eval.forecast_points; a model's point forecasts: eval.forecast_rows)
+    SELECT k >> 10 AS cell, mu FROM eval.forecast_points
+    WHERE submission_id = getvariable('submission_id')
+    UNION ALL
+    SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) AS cell, mu FROM eval.forecast_rows
+    WHERE submission_id = getvariable('submission_id')
+) f
+JOIN truth t ON t.cell = f.cell
+WHERE isfinite(f.mu);

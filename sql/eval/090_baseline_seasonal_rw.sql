@@ -1,11 +1,11 @@
 -- Seasonal random walk under the `paper` rules (092 is the `published` one), for
--- submission getvariable('submission_id') into eval.forecasts: for every truth cell of
--- split getvariable('split'),
--- p(h) = x_{t - ((4 - h) mod 4)}, the item's value at that calendar lag
--- (panel.values) standardized with the ORIGIN's deflator z_t (panel.origins),
--- parameters (panel.origin_params) and k (panel.item_k), clipped at +-6. When the
--- lagged quarter was not reported the forecast falls back to x_t (the baseline).
-INSERT INTO eval.forecasts
+-- submission getvariable('submission_id') into eval.forecast_points (packed keys): for
+-- every truth cell of split getvariable('split'), p(h) = x_{t - ((4 - h) mod 4)}, the
+-- item's value at that calendar lag (panel.values) standardized with the ORIGIN's
+-- deflator z_t (panel.origins), parameters (panel.origin_params) and k (panel.item_k),
+-- clipped at +-6. When the lagged quarter was not reported the forecast falls back to
+-- x_t (the baseline).
+INSERT INTO eval.forecast_points
 WITH cells AS (
     SELECT firm_id, origin_q, item_id, horizon, baseline,
            (4 - horizon % 4) % 4 AS lag
@@ -14,14 +14,12 @@ WITH cells AS (
 )
 SELECT
     getvariable('submission_id'),
-    c.firm_id, c.origin_q, c.item_id, c.horizon,
-    0 AS component,
+    eval.forecast_key(c.firm_id, c.origin_q, c.item_id, c.horizon, 0),
     CASE
         WHEN c.lag = 0 OR v.v IS NULL THEN c.baseline
         ELSE greatest(-6.0, least(6.0,
             (asinh(k.k * v.v / o.z) - op.mu) / op.sigma))
-    END AS mu,
-    NULL AS sigma
+    END AS mu
 FROM cells c
 JOIN panel.origins o ON o.firm_id = c.firm_id AND o.origin_q = c.origin_q
 JOIN panel.origin_params op ON op.item_id = c.item_id AND op.q = c.origin_q

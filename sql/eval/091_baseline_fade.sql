@@ -1,12 +1,12 @@
 -- Fade / AR(1) forecasts for submission getvariable('submission_id') into
--- eval.forecasts: per (item, horizon) OLS x_{t+h} = a + rho x_t on the finite truth
--- cells of the train and val splits (panel.truth actual on baseline), applied to every
--- truth cell of split getvariable('split'). Where OLS is not possible the rule sets
+-- eval.forecast_points (packed keys): per (item, horizon) OLS x_{t+h} = a + rho x_t on
+-- the finite truth cells of the train and val splits (panel.truth actual on baseline),
+-- applied to every truth cell of split getvariable('split'). Where OLS is not possible the rule sets
 -- differ: `paper` (fewer than 100 cells, or no variance in x_t) predicts x_t plus the
 -- mean change (x_t without any cell); `published` (the released package) predicts the
 -- mean of x_{t+h} with fewer than 100 cells or sum (x_t - mean)^2 <= 1e-12, and x_t
 -- without any cell.
-INSERT INTO eval.forecasts
+INSERT INTO eval.forecast_points
 WITH fit AS (
     SELECT item_id, horizon,
            count(*) AS n,
@@ -21,8 +21,7 @@ WITH fit AS (
 )
 SELECT
     getvariable('submission_id'),
-    t.firm_id, t.origin_q, t.item_id, t.horizon,
-    0 AS component,
+    eval.forecast_key(t.firm_id, t.origin_q, t.item_id, t.horizon, 0),
     CASE
         WHEN getvariable('published') THEN
             CASE WHEN f.n IS NULL THEN t.baseline
@@ -30,8 +29,7 @@ SELECT
                  ELSE f.a + f.rho * t.baseline END
         WHEN f.n >= 100 AND isfinite(f.rho) AND isfinite(f.a) THEN f.a + f.rho * t.baseline
         ELSE t.baseline + coalesce(f.mean_change, 0)
-    END AS mu,
-    NULL AS sigma
+    END AS mu
 FROM panel.truth t
 LEFT JOIN fit f ON f.item_id = t.item_id AND f.horizon = t.horizon
 WHERE t.split = getvariable('split');

@@ -1,13 +1,13 @@
 -- Seasonal random walk under the `published` rules, for submission
--- getvariable('submission_id') into eval.forecasts: for every truth cell of split
--- getvariable('split'), p(h) = level_{(4 - h mod 4) mod 4} of the origin's row in the
+-- getvariable('submission_id') into eval.forecast_points (packed keys): for every truth
+-- cell of split getvariable('split'), p(h) = level_{(4 - h mod 4) mod 4} of the origin's row in the
 -- factor-imputed tabular view, as the published package predicts from its (imputed)
 -- tabular file: level_0 is the baseline x_t; a lagged level is the value reported at
 -- t - lag standardized with the origin's z and parameters (panel.values, clipped at +-6),
 -- or where the firm did not report it the imputation's fill (panel.tabular_imputed_cells,
 -- feature index (item_id - 1) * 4 + lag); where the imputation left a gap (a quarter with
 -- too few firms) there is no forecast.
-INSERT INTO eval.forecasts
+INSERT INTO eval.forecast_points
 WITH cells AS (
     SELECT firm_id, origin_q, item_id, horizon, baseline, (4 - horizon % 4) % 4 AS lag
     FROM panel.truth
@@ -15,13 +15,11 @@ WITH cells AS (
 )
 SELECT
     getvariable('submission_id'),
-    c.firm_id, c.origin_q, c.item_id, c.horizon,
-    0 AS component,
+    eval.forecast_key(c.firm_id, c.origin_q, c.item_id, c.horizon, 0),
     CASE WHEN c.lag = 0 THEN c.baseline
          WHEN v.v IS NOT NULL THEN panel.pf_standardize(v.v, k.k, o.z, op.mu, op.sigma)
          ELSE fill.value
-    END AS mu,
-    NULL AS sigma
+    END AS mu
 FROM cells AS c
 JOIN panel.origins AS o ON o.firm_id = c.firm_id AND o.origin_q = c.origin_q
 JOIN panel.origin_params AS op ON op.item_id = c.item_id AND op.q = c.origin_q

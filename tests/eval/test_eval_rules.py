@@ -66,7 +66,7 @@ def test_sigma_floor_and_unusable_sigma_follow_the_rules(tmp_path_factory, rules
     bad = [5, 6, 7]
     for pos, sid, component in [(5, single, 0), (6, single, 0), (7, mixture, 1)]:
         wh.execute(
-            "UPDATE eval.forecasts SET sigma = ? WHERE submission_id = ? AND firm_id = ? "
+            "UPDATE eval.forecast_rows SET sigma = ? WHERE submission_id = ? AND firm_id = ? "
             "AND origin_q = ? AND item_id = ? AND horizon = ? AND component = ?",
             [
                 0.0 if pos != 6 else float("nan"),

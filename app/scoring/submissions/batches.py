@@ -110,7 +110,7 @@ def _conform(
 
 
 def _forecast_rows(view: str, space: str, quantile: bool = False) -> str:
-    """SELECT of eval.forecasts rows from the registered view; dollars are standardized
+    """SELECT of eval.forecast_rows from the registered view; dollars are standardized
     with the origin's parameters (a forecast for a non-origin gets a NULL mu: left out).
     The standardization is monotone, so a quantile grid stays a quantile grid; a quantile
     row's component is its level's place in the grid."""
@@ -220,7 +220,7 @@ def ingest_forecasts(
             sid = new_submission(wh, name, source, family, df, has_sigma, "pending", metadata)
             try:
                 wh.execute(
-                    f"INSERT INTO eval.forecasts {_forecast_rows(view, space, quantile)}", [sid]
+                    f"INSERT INTO eval.forecast_rows {_forecast_rows(view, space, quantile)}", [sid]
                 )
             except (duckdb.Error, ValidationError):
                 if errors:

@@ -65,7 +65,8 @@ def claim_name(wh: Warehouse, name: str, replace: bool) -> None:
     for (sid,) in old:
         # The old forecasts (and their stored cell scores) go; its row and past scores
         # stay for the record.
-        wh.execute("DELETE FROM eval.forecasts WHERE submission_id = ?", [sid])
+        wh.execute("DELETE FROM eval.forecast_rows WHERE submission_id = ?", [sid])
+        wh.execute("DELETE FROM eval.forecast_points WHERE submission_id = ?", [sid])
         forget_cell_scores(wh, [sid])
         wh.execute(
             "UPDATE eval.submissions SET retired_at = ? WHERE submission_id = ?", [utcnow(), sid]
@@ -121,10 +122,14 @@ def check_and_finish(
     name: str,
     file_warnings: list[dict] | None,
     grid: list[float] | None = None,
+    *,
+    points: bool = False,
 ) -> int:
     """Run the integer-level checks on the inserted rows; raise (caller rolls back) or
-    finish. `grid`: a quantile submission's levels (its checks run too)."""
-    row = wh.query_step("eval/030_forecast_checks", {"submission_id": sid}).to_pylist()[0]
+    finish. `grid`: a quantile submission's levels (its checks run too). `points`: the
+    rows are in eval.forecast_points (033 checks them), not eval.forecast_rows (030)."""
+    step = "eval/033_point_forecast_checks" if points else "eval/030_forecast_checks"
+    row = wh.query_step(step, {"submission_id": sid}).to_pylist()[0]
     problems: list[dict] = []
     if row["n_rows"] == 0:
         problems.append(new_problem("no rows: the submission is empty", 0))

@@ -39,6 +39,7 @@ _FILE_PROBLEMS = [
     ("unknown_firm", "unknown firm (gvkey not in panel.firms)", True),
     ("unknown_item", "unknown target item (not one of the 78 items)", True),
     ("bad_origin", "origin is not a date, timestamp or quarter like 2015Q1", True),
+    ("origin_out_of_range", "origin_q outside 0..16383 (a year before 0 or after 4095)", True),
     ("non_integer_horizon", "horizon is not an integer", True),
     ("horizon_out_of_range", "horizon outside 1..20", True),
     ("bad_component", "component null or outside 0..1023", True),
@@ -243,6 +244,13 @@ def ingest_parquet(
         raise ValidationError(rejection_summary(name, problems), problems)
     checksum = file_sha256(path)
     has_sigma = any(f.name.lower() == "sigma" for f in schema)
+    # A point file (no sigma, no component, not a quantile grid) is stored narrow, with a
+    # packed key (021 into eval.forecast_points, checked by 033).
+    points = not (
+        quantile
+        or has_sigma
+        or any(ALIASES.get(f.name.lower(), f.name.lower()) == "component" for f in schema)
+    )
     try:
         wh.execute(view_sql)
         wh.set_params({"has_sigma": has_sigma, "is_quantile": quantile})
@@ -253,8 +261,9 @@ def ingest_parquet(
             with wh.transaction():
                 claim_name(wh, name, replace)
                 sid = new_submission(wh, name, source, family, df, has_sigma, checksum, metadata)
-                wh.run_step("eval/020_submission_insert", {"submission_id": sid})
-                check_and_finish(wh, sid, name, None, grid)
+                insert = "021_submission_insert_points" if points else "020_submission_insert"
+                wh.run_step(f"eval/{insert}", {"submission_id": sid})
+                check_and_finish(wh, sid, name, None, grid, points=points)
         except ValidationError as found:
             raise _explain(wh, name, found, quantile) from None
     except duckdb.Error as exc:

@@ -1,0 +1,208 @@
+"""Point files stored narrow (eval.forecast_points, V0095): the same rows, checks, problems
+and scores as when the same forecasts are stored in the eight-column eval.forecast_rows
+(the path every upload took before, and a file with a component column still takes)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from scoring_fixtures import module_warehouse
+
+from app import scoring
+from app.migrations import MIGRATIONS_DIR, migrate
+from app.settings import Settings
+from app.warehouse import connect
+from contracts.errors import ValidationError
+
+
+@pytest.fixture(scope="module")
+def wh(tmp_path_factory):
+    w = module_warehouse(tmp_path_factory, "points")
+    yield w
+    w.close()
+
+
+def _file(wh, path: Path, *, component: bool = False, mutate=None) -> Path:
+    """The test truth's cells as a submission file (gvkey, item name, quarter-end date),
+    predictions with noise, a few NaN, and some cells left out."""
+    rng = np.random.default_rng(7)
+    cells = wh.arrow(
+        "SELECT f.gvkey AS firm, i.item AS target, qend(t.origin_q) AS origin, "
+        "CAST(t.horizon AS BIGINT) AS horizon, t.actual FROM panel.truth t "
+        "JOIN panel.firms f USING (firm_id) JOIN ref.items i USING (item_id) "
+        "WHERE t.split = 'test' ORDER BY t.firm_id, t.origin_q, t.item_id, t.horizon"
+    )
+    n = cells.num_rows
+    keep = rng.random(n) > 0.1
+    actual = np.nan_to_num(cells["actual"].to_numpy(zero_copy_only=False), nan=0.0)
+    pred = actual + rng.normal(0, 0.4, n)
+    pred[rng.random(n) < 0.02] = np.nan
+    cols = {
+        c: cells[c].filter(pa.array(keep)).combine_chunks()
+        for c in ("firm", "target", "origin", "horizon")
+    }
+    cols["prediction"] = pa.array(pred[keep])
+    if component:
+        cols["component"] = pa.array(np.zeros(int(keep.sum()), np.int64))
+    if mutate:
+        mutate(cols)
+    pq.write_table(pa.table(cols), path, row_group_size=500)
+    return path
+
+
+def _stored(wh, sid: int) -> list[tuple]:
+    return wh.fetchall(
+        "SELECT firm_id, origin_q, item_id, horizon, component, CAST(mu AS VARCHAR), sigma "
+        "FROM eval.forecasts "
+        "WHERE submission_id = ? ORDER BY ALL",
+        [sid],
+    )
+
+
+def test_a_point_file_is_stored_narrow_and_scores_as_when_stored_wide(wh, tmp_path):
+    narrow = scoring.ingest_parquet(wh, _file(wh, tmp_path / "narrow.parquet"), "narrow")
+    wide = scoring.ingest_parquet(wh, _file(wh, tmp_path / "wide.parquet", component=True), "wide")
+    where = "SELECT count(*) FROM eval.{} WHERE submission_id = ?"
+    assert wh.scalar(where.format("forecast_points"), [narrow]) > 1000
+    assert wh.scalar(where.format("forecast_rows"), [narrow]) == 0
+    assert wh.scalar(where.format("forecast_points"), [wide]) == 0
+    # the same rows through eval.forecasts, the same record (warnings with their examples)
+    assert _stored(wh, narrow) == _stored(wh, wide)
+    record = (
+        "SELECT rows, cells, n_components, has_sigma, family, warnings "
+        "FROM eval.submissions WHERE submission_id = ?"
+    )
+    assert wh.fetchall(record, [narrow]) == wh.fetchall(record, [wide])
+    assert "NaN" in wh.scalar(
+        "SELECT warnings FROM eval.submissions WHERE submission_id = ?", [narrow]
+    )
+
+    # each scored alone (as `submit --score` does), then together: the same numbers
+    runs = [scoring.score(wh, "full", [sid], coherence=False) for sid in (narrow, wide)]
+    metrics = (
+        "SELECT * EXCLUDE (score_run_id, submission_id) FROM eval.metrics "
+        "WHERE score_run_id = ? ORDER BY ALL"
+    )
+    got, want = (wh.fetchall(metrics, [run]) for run in runs)
+    assert len(got) == len(want) > 0
+    for a, b in zip(got, want, strict=True):
+        # equal up to the order of summation (DuckDB's parallel sums; 1e-15 relative)
+        for x, y in zip(a, b, strict=True):
+            if isinstance(y, float):
+                assert x == pytest.approx(y, rel=1e-12, abs=1e-12, nan_ok=True)
+            else:
+                assert x == y
+    # the cells and their residuals exactly
+    cells = "SELECT cell, r FROM eval.cell_scores WHERE submission_id = ? ORDER BY cell"
+    assert wh.fetchall(cells, [narrow]) == wh.fetchall(cells, [wide])
+    both = scoring.score(wh, "full", [narrow, wide], coherence=False)
+    pooled = wh.fetchall(
+        "SELECT submission_id, r2, mse, mae, n FROM eval.metrics WHERE score_run_id = ? "
+        "AND level = 'global' ORDER BY submission_id",
+        [both],
+    )
+    assert len(pooled) == 2
+    assert pooled[0][1:] == pytest.approx(pooled[1][1:], rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "fragments"),
+    [
+        (
+            lambda c: c.update(firm=pa.array(["999999"] + c["firm"].to_pylist()[1:])),
+            ["unknown firm"],
+        ),
+        (
+            lambda c: c.update(horizon=pa.array([21] + c["horizon"].to_pylist()[1:])),
+            ["horizon outside 1..20"],
+        ),
+        (
+            lambda c: c.update(target=pa.array(["nope"] + c["target"].to_pylist()[1:])),
+            ["unknown target item"],
+        ),
+        (
+            lambda c: c.update(
+                origin=pa.array(
+                    [c["origin"][0].as_py().replace(year=4200)] + c["origin"].to_pylist()[1:]
+                )
+            ),
+            ["origin_q outside 0..16383"],
+        ),
+        (
+            lambda c: c.update(prediction=pa.array([75.0] + c["prediction"].to_pylist()[1:])),
+            ["|prediction| > 60"],
+        ),
+        # a repeated cell, far apart (another row group): named by firm, item, origin
+        (
+            lambda c: [c.update({k: pa.chunked_array([v, v[3:5]])}) for k, v in c.items()],
+            ["duplicate key (firm, target, origin, horizon, component) (2 rows)", "firm="],
+        ),
+    ],
+)
+def test_bad_point_files_get_the_same_problems_as_wide_ones(wh, tmp_path, mutate, fragments):
+    def problems(component: bool) -> list[dict]:
+        path = _file(wh, tmp_path / f"bad{component}.parquet", component=component, mutate=mutate)
+        before = wh.fetchall(
+            "SELECT (SELECT count(*) FROM eval.submissions), (SELECT count(*) FROM eval.forecasts)"
+        )
+        with pytest.raises(ValidationError) as info:
+            scoring.ingest_parquet(wh, path, "bad")
+        after = wh.fetchall(
+            "SELECT (SELECT count(*) FROM eval.submissions), (SELECT count(*) FROM eval.forecasts)"
+        )
+        assert after == before, "a rejected submission wrote something"
+        return info.value.problems
+
+    narrow = problems(False)
+    text = " | ".join(f"{p['problem']} ({p['count']} rows) {p['examples']}" for p in narrow)
+    for fragment in fragments:
+        assert fragment in text, text
+    # the wide file's examples show its component column; the problems are the same
+    wide = problems(True)
+    assert [(p["problem"], p["count"], p["severity"]) for p in narrow] == [
+        (p["problem"], p["count"], p["severity"]) for p in wide
+    ]
+
+
+def test_forecasts_stored_before_v0095_stay_readable_and_writable(tmp_path):
+    """The migration renames the table that held every forecast and puts a view in its
+    place: rows stored before read the same, and both tables take new rows."""
+    before = tmp_path / "before"
+    before.mkdir()
+    for m in sorted(MIGRATIONS_DIR.glob("V*.sql")):
+        if m.name < "V0095":
+            shutil.copy(m, before / m.name)
+    settings = Settings(
+        warehouse=tmp_path / "wh.duckdb",
+        temp_directory=tmp_path / "tmp",
+        memory_limit="1GB",
+        threads=1,
+        cache_dir=tmp_path / "cache",
+    )
+    wh = connect(settings)
+    try:
+        migrate(wh, before)
+        old = [(1, 7, 8040, 5, 3, 0, 0.25, None), (1, 7, 8040, 5, 4, 1, -0.5, 0.3)]
+        wh.execute("INSERT INTO eval.forecasts VALUES (?, ?, ?, ?, ?, ?, ?, ?)", old[0])
+        wh.execute("INSERT INTO eval.forecasts VALUES (?, ?, ?, ?, ?, ?, ?, ?)", old[1])
+        assert next(m.version for m in migrate(wh)) == 95
+        assert wh.fetchall("SELECT * FROM eval.forecasts ORDER BY ALL") == old
+        wh.execute(
+            "INSERT INTO eval.forecast_points "
+            "SELECT 2, eval.forecast_key(7, 8040, 5, 3, 0), 0.75 "
+            "UNION ALL SELECT 2, eval.forecast_key(7, 99999, 5, 3, 0), 1.0"
+        )
+        assert wh.fetchall("SELECT * FROM eval.forecasts WHERE submission_id = 2 ORDER BY ALL") == [
+            (2, 7, 8040, 5, 3, 0, 0.75, None),
+            (2, None, None, None, None, None, 1.0, None),  # an unpackable key is a NULL key
+        ]
+        assert wh.scalar("SELECT eval.forecast_key(7, 8040, 5, 3, 0) // 1024") == wh.scalar(
+            "SELECT eval.cell_key(7, 8040, 5, 3)"
+        )
+    finally:
+        wh.close()
