@@ -18,8 +18,6 @@ flagged AS (
         (firm IS NOT NULL AND length(firm) <= 64 AND firm_code IS NULL) AS unknown_firm,
         (target IS NOT NULL AND length(target) <= 64 AND item_code IS NULL) AS unknown_item,
         (NOT origin_is_null AND origin_q IS NULL) AS bad_origin,
-        -- a date before year 0 or after 4095: no quarter the integer keys can hold
-        (origin_q IS NOT NULL AND NOT (origin_q BETWEEN 0 AND 16383)) AS origin_out_of_range,
         (horizon_num IS NOT NULL AND NOT (isfinite(horizon_num) AND horizon_num = floor(horizon_num)))
             AS non_integer_horizon,
         (isfinite(horizon_num) AND horizon_num = floor(horizon_num)
@@ -47,8 +45,6 @@ SELECT
     min(row_nr, 3) FILTER (WHERE unknown_item) AS unknown_item_ex,
     count(*) FILTER (WHERE bad_origin) AS bad_origin_n,
     min(row_nr, 3) FILTER (WHERE bad_origin) AS bad_origin_ex,
-    count(*) FILTER (WHERE origin_out_of_range) AS origin_out_of_range_n,
-    min(row_nr, 3) FILTER (WHERE origin_out_of_range) AS origin_out_of_range_ex,
     count(*) FILTER (WHERE non_integer_horizon) AS non_integer_horizon_n,
     min(row_nr, 3) FILTER (WHERE non_integer_horizon) AS non_integer_horizon_ex,
     count(*) FILTER (WHERE horizon_out_of_range) AS horizon_out_of_range_n,

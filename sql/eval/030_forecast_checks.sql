@@ -1,9 +1,8 @@
 -- Problems of the integer-keyed rows of submission getvariable('submission_id') in
--- eval.forecast_rows (model batches land here directly; uploads after 010; point uploads
--- are in eval.forecast_points, checked by 033): null keys, unknown firm ids and items,
--- horizons outside 1..20, bad sigma or component, whether any (cell, component) key
--- occurs twice (duplicate_excess: the rows beyond the first of their key; 031 counts and
--- names the keys when it is not 0), and the warnings.
+-- eval.forecasts (model batches land here directly; uploads after 010): null keys,
+-- unknown firm ids and items, horizons outside 1..20, bad sigma or component, whether
+-- any (cell, component) key occurs twice (duplicate_excess: the rows beyond the first of
+-- their key; 031 counts and names the keys when it is not 0), and the warnings.
 WITH dup AS (
     -- Exact, without hashing every key: rows are grouped by (firm, origin, component, item
     -- pair) and each sets the bit (item % 2) * 32 + horizon of a 64-bit mask; a group has
@@ -14,7 +13,7 @@ WITH dup AS (
     FROM (
         SELECT count(*) AS n,
                bit_or(CAST(1 AS BIGINT) << CAST((item_id % 2) * 32 + horizon AS BIGINT)) AS bits
-        FROM eval.forecast_rows
+        FROM eval.forecasts
         WHERE submission_id = getvariable('submission_id')
           AND firm_id IS NOT NULL AND origin_q BETWEEN 0 AND 16383 AND item_id BETWEEN 0 AND 127
           AND horizon BETWEEN 1 AND 20 AND component BETWEEN 0 AND 1023
@@ -24,7 +23,7 @@ WITH dup AS (
 ),
 components AS (
     SELECT count(*) AS n_components
-    FROM (SELECT DISTINCT component FROM eval.forecast_rows
+    FROM (SELECT DISTINCT component FROM eval.forecasts
           WHERE submission_id = getvariable('submission_id'))
 ),
 flags AS (
@@ -58,7 +57,7 @@ flags AS (
             f.*,
             f.firm_id IS NOT NULL AND p.firm_id IS NULL AS unknown_firm,
             f.item_id IS NOT NULL AND i.item_id IS NULL AS unknown_item
-        FROM eval.forecast_rows f
+        FROM eval.forecasts f
         LEFT JOIN (SELECT DISTINCT firm_id FROM panel.firms) p ON p.firm_id = f.firm_id
         LEFT JOIN (SELECT DISTINCT item_id FROM ref.items WHERE is_target) i
           ON i.item_id = f.item_id

@@ -1,11 +1,11 @@
--- Usable cells of submission getvariable('submission_id') (in eval.forecast_points or
--- eval.forecast_rows), run after 030 or 033 found no blocking problem: rows with a finite
--- prediction, those among them whose origin quarter lies in a scored split (test, and the
--- split of any footprint, from panel.origins), and those whose (firm, origin) is one of
--- that split's eligible origins (panel.origins): only these can ever be scored. Also the
--- finite rows' origin range, up to 3 packed keys (eval.cell_key * 1024 + component) of
--- non-finite predictions and of finite ones for no eligible origin, and each scored
--- split's origin range.
+-- Usable cells of submission getvariable('submission_id') in eval.forecasts (its table,
+-- eval.forecast_points or eval.forecast_rows), run after 030 or 033 found no blocking
+-- problem: rows with a finite prediction, those among them whose
+-- origin quarter lies in a scored split (test, and the split of any footprint, from
+-- panel.origins), and those whose (firm, origin) is one of that split's eligible origins
+-- (panel.origins): only these can ever be scored. Also the finite rows' origin range, up
+-- to 3 packed keys (eval.cell_key * 1024 + component) of non-finite predictions and of
+-- finite ones for no eligible origin, and each scored split's origin range.
 WITH scored AS (
     SELECT 'test' AS split
     UNION
@@ -22,26 +22,28 @@ scored_q AS (
     SELECT DISTINCT q FROM split_range, range(first_q, last_q + 1) r(q)
 ),
 forecast AS (
-    -- Each row's packed key (eval.forecast_key: the checks of 030/033 passed, so every key
-    -- is packable), from whichever table holds the submission.
-    SELECT k, mu FROM eval.forecast_points WHERE submission_id = getvariable('submission_id')
+    -- from whichever table holds the submission, each branch read alone (through the
+    -- eval.forecasts view, its constant component and sigma cost a projection of every row)
+    SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) * 1024 AS k, firm_id, origin_q, mu
+    FROM eval.forecast_points
+    WHERE submission_id = getvariable('submission_id')
     UNION ALL
-    SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) * 1024 + component, mu
-    FROM eval.forecast_rows WHERE submission_id = getvariable('submission_id')
+    SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) * 1024 + component AS k,
+           firm_id, origin_q, mu
+    FROM eval.forecast_rows
+    WHERE submission_id = getvariable('submission_id')
 ),
 rows AS (
     SELECT
         f.k,
-        (f.k >> 22) & 16383 AS origin_q,
+        f.origin_q,
         f.mu IS NOT NULL AND isfinite(f.mu) AS finite,
         sq.q IS NOT NULL AS in_scored_split,
-        o.firm_origin IS NOT NULL AS eligible
+        o.firm_id IS NOT NULL AS eligible
     FROM forecast f
-    -- (firm, origin) packed as in the key: k >> 22 = firm_id * 16384 + origin_q
-    LEFT JOIN (SELECT CAST(firm_id AS BIGINT) * 16384 + origin_q AS firm_origin
-               FROM panel.origins SEMI JOIN scored USING (split)) o
-      ON o.firm_origin = f.k >> 22
-    LEFT JOIN scored_q sq ON sq.q = (f.k >> 22) & 16383
+    LEFT JOIN (SELECT firm_id, origin_q FROM panel.origins SEMI JOIN scored USING (split)) o
+      ON o.firm_id = f.firm_id AND o.origin_q = f.origin_q
+    LEFT JOIN scored_q sq ON sq.q = f.origin_q
 )
 SELECT
     count(*) FILTER (WHERE finite) AS finite_n,

@@ -18,12 +18,14 @@ SELECT
     CASE WHEN getvariable('float32_residuals') THEN CAST(f.mu - t.actual AS FLOAT)::DOUBLE
          ELSE f.mu - t.actual END AS r
 FROM (
-    -- its packed cell keys from whichever table holds it (uploads and reference baselines:
-    -- eval.forecast_points; a model's point forecasts: eval.forecast_rows)
-    SELECT k >> 10 AS cell, mu FROM eval.forecast_points
+    -- from whichever table holds it (uploads and reference baselines: eval.forecast_points;
+    -- a model's point forecasts: eval.forecast_rows), each branch read alone
+    SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) AS cell, mu
+    FROM eval.forecast_points
     WHERE submission_id = getvariable('submission_id')
     UNION ALL
-    SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) AS cell, mu FROM eval.forecast_rows
+    SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) AS cell, mu
+    FROM eval.forecast_rows
     WHERE submission_id = getvariable('submission_id')
 ) f
 JOIN truth t ON t.cell = f.cell

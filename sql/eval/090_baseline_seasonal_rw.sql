@@ -1,5 +1,5 @@
 -- Seasonal random walk under the `paper` rules (092 is the `published` one), for
--- submission getvariable('submission_id') into eval.forecast_points (packed keys): for
+-- submission getvariable('submission_id') into eval.forecast_points (component 0, no sigma): for
 -- every truth cell of split getvariable('split'), p(h) = x_{t - ((4 - h) mod 4)}, the
 -- item's value at that calendar lag (panel.values) standardized with the ORIGIN's
 -- deflator z_t (panel.origins), parameters (panel.origin_params) and k (panel.item_k),
@@ -14,7 +14,7 @@ WITH cells AS (
 )
 SELECT
     getvariable('submission_id'),
-    eval.forecast_key(c.firm_id, c.origin_q, c.item_id, c.horizon, 0),
+    c.firm_id, c.origin_q, c.item_id, c.horizon,
     CASE
         WHEN c.lag = 0 OR v.v IS NULL THEN c.baseline
         ELSE greatest(-6.0, least(6.0,

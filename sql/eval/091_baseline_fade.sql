@@ -1,5 +1,5 @@
 -- Fade / AR(1) forecasts for submission getvariable('submission_id') into
--- eval.forecast_points (packed keys): per (item, horizon) OLS x_{t+h} = a + rho x_t on
+-- eval.forecast_points (component 0, no sigma): per (item, horizon) OLS x_{t+h} = a + rho x_t on
 -- the finite truth cells of the train and val splits (panel.truth actual on baseline),
 -- applied to every truth cell of split getvariable('split'). Where OLS is not possible the rule sets
 -- differ: `paper` (fewer than 100 cells, or no variance in x_t) predicts x_t plus the
@@ -21,7 +21,7 @@ WITH fit AS (
 )
 SELECT
     getvariable('submission_id'),
-    eval.forecast_key(t.firm_id, t.origin_q, t.item_id, t.horizon, 0),
+    t.firm_id, t.origin_q, t.item_id, t.horizon,
     CASE
         WHEN getvariable('published') THEN
             CASE WHEN f.n IS NULL THEN t.baseline

@@ -1,5 +1,5 @@
 -- Seasonal random walk under the `published` rules, for submission
--- getvariable('submission_id') into eval.forecast_points (packed keys): for every truth
+-- getvariable('submission_id') into eval.forecast_points (component 0, no sigma): for every truth
 -- cell of split getvariable('split'), p(h) = level_{(4 - h mod 4) mod 4} of the origin's row in the
 -- factor-imputed tabular view, as the published package predicts from its (imputed)
 -- tabular file: level_0 is the baseline x_t; a lagged level is the value reported at
@@ -15,7 +15,7 @@ WITH cells AS (
 )
 SELECT
     getvariable('submission_id'),
-    eval.forecast_key(c.firm_id, c.origin_q, c.item_id, c.horizon, 0),
+    c.firm_id, c.origin_q, c.item_id, c.horizon,
     CASE WHEN c.lag = 0 THEN c.baseline
          WHEN v.v IS NOT NULL THEN panel.pf_standardize(v.v, k.k, o.z, op.mu, op.sigma)
          ELSE fill.value

@@ -1,6 +1,7 @@
-"""Point files stored narrow (eval.forecast_points, V0095): the same rows, checks, problems
-and scores as when the same forecasts are stored in the eight-column eval.forecast_rows
-(the path every upload took before, and a file with a component column still takes)."""
+"""Point files stored narrow (eval.forecast_points, V0095: no component and sigma columns):
+the same rows, checks, problems and scores as when the same forecasts are stored in the
+eight-column eval.forecast_rows (the path every upload took before, and a file with a
+component column still takes)."""
 
 from __future__ import annotations
 
@@ -192,17 +193,47 @@ def test_forecasts_stored_before_v0095_stay_readable_and_writable(tmp_path):
         wh.execute("INSERT INTO eval.forecasts VALUES (?, ?, ?, ?, ?, ?, ?, ?)", old[1])
         assert next(m.version for m in migrate(wh)) == 95
         assert wh.fetchall("SELECT * FROM eval.forecasts ORDER BY ALL") == old
-        wh.execute(
-            "INSERT INTO eval.forecast_points "
-            "SELECT 2, eval.forecast_key(7, 8040, 5, 3, 0), 0.75 "
-            "UNION ALL SELECT 2, eval.forecast_key(7, 99999, 5, 3, 0), 1.0"
-        )
-        assert wh.fetchall("SELECT * FROM eval.forecasts WHERE submission_id = 2 ORDER BY ALL") == [
+        wh.execute("INSERT INTO eval.forecast_points VALUES (2, 7, 8040, 5, 3, 0.75)")
+        wh.execute("INSERT INTO eval.forecast_rows VALUES (3, 7, 8040, 5, 3, 2, 0.5, 0.1)")
+        assert wh.fetchall("SELECT * FROM eval.forecasts WHERE submission_id > 1 ORDER BY ALL") == [
             (2, 7, 8040, 5, 3, 0, 0.75, None),
-            (2, None, None, None, None, None, 1.0, None),  # an unpackable key is a NULL key
+            (3, 7, 8040, 5, 3, 2, 0.5, 0.1),
         ]
-        assert wh.scalar("SELECT eval.forecast_key(7, 8040, 5, 3, 0) // 1024") == wh.scalar(
-            "SELECT eval.cell_key(7, 8040, 5, 3)"
-        )
     finally:
         wh.close()
+
+
+def test_033_gives_the_row_030_gives_on_the_same_point_rows(wh, tmp_path):
+    """033 (point rows only) against 030 (any rows, read through eval.forecasts) on good
+    rows and on rows with every problem a point row can have."""
+    sid = scoring.ingest_parquet(wh, _file(wh, tmp_path / "good.parquet"), "good points")
+    bad = 900001
+    wh.execute(
+        "INSERT INTO eval.forecast_points SELECT ?, firm_id, origin_q, item_id, horizon, mu "
+        "FROM eval.forecast_points WHERE submission_id = ?",
+        [bad, sid],
+    )
+    wh.execute(
+        "INSERT INTO eval.forecast_points VALUES "
+        "(?, NULL, 8040, 5, 3, 0.1), (?, 1, NULL, 5, 3, 0.1), (?, 1, 8040, NULL, 3, 0.1), "
+        "(?, 1, 8040, 5, NULL, 0.1), (?, 1, 20000, 5, 3, 0.1), (?, 1, -4, 5, 3, 0.1), "
+        "(?, 2, 8041, 5, 3, 75.0), (?, 2, 8041, 5, 4, -80.0), (?, 2, 8041, 6, 4, 'NaN'), "
+        "(?, 2, 8041, 6, 5, NULL)",
+        [bad] * 10,
+    )
+    # repeated cells: three rows of submission sid again, one of them twice
+    wh.execute(
+        "INSERT INTO eval.forecast_points SELECT ?, firm_id, origin_q, item_id, horizon, mu "
+        "FROM (SELECT * FROM eval.forecast_points WHERE submission_id = ? ORDER BY ALL LIMIT 3) "
+        "CROSS JOIN range(2) r(n) WHERE n = 0 OR origin_q % 2 = 0",
+        [bad, sid],
+    )
+    for s in (sid, bad):
+        old = wh.query_step("eval/030_forecast_checks", {"submission_id": s}).to_pylist()
+        new = wh.query_step("eval/033_point_forecast_checks", {"submission_id": s}).to_pylist()
+        diff = {k: (new[0][k], v) for k, v in old[0].items() if new[0][k] != v}
+        assert new == old, diff
+    row = old[0]
+    assert row["null_key_n"] == 4 and row["bad_origin_n"] == 2 and row["huge_prediction_n"] == 2
+    assert row["duplicate_excess"] >= 3 and row["non_finite_prediction_n"] > 2
+    wh.execute("DELETE FROM eval.forecast_points WHERE submission_id = ?", [bad])

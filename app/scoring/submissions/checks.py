@@ -127,7 +127,8 @@ def check_and_finish(
 ) -> int:
     """Run the integer-level checks on the inserted rows; raise (caller rolls back) or
     finish. `grid`: a quantile submission's levels (its checks run too). `points`: the
-    rows are in eval.forecast_points (033 checks them), not eval.forecast_rows (030)."""
+    rows are in eval.forecast_points (021), where 033 does 030's work at a third of the
+    cost."""
     step = "eval/033_point_forecast_checks" if points else "eval/030_forecast_checks"
     row = wh.query_step(step, {"submission_id": sid}).to_pylist()[0]
     problems: list[dict] = []

@@ -39,7 +39,6 @@ _FILE_PROBLEMS = [
     ("unknown_firm", "unknown firm (gvkey not in panel.firms)", True),
     ("unknown_item", "unknown target item (not one of the 78 items)", True),
     ("bad_origin", "origin is not a date, timestamp or quarter like 2015Q1", True),
-    ("origin_out_of_range", "origin_q outside 0..16383 (a year before 0 or after 4095)", True),
     ("non_integer_horizon", "horizon is not an integer", True),
     ("horizon_out_of_range", "horizon outside 1..20", True),
     ("bad_component", "component null or outside 0..1023", True),
@@ -244,8 +243,8 @@ def ingest_parquet(
         raise ValidationError(rejection_summary(name, problems), problems)
     checksum = file_sha256(path)
     has_sigma = any(f.name.lower() == "sigma" for f in schema)
-    # A point file (no sigma, no component, not a quantile grid) is stored narrow, with a
-    # packed key (021 into eval.forecast_points, checked by 033).
+    # A point file (no sigma, no component, not a quantile grid) is stored without those
+    # two columns (021 into eval.forecast_points; eval.forecasts shows it as before).
     points = not (
         quantile
         or has_sigma
