@@ -51,6 +51,7 @@ def test_a_run_with_an_average_forecasts_with_it_and_resumes_exactly(store, tmp_
     averaged = _flat(model.state_dict())
     assert ck["ema"]["updates"] == sum(h["batches"] for h in full.history)
     assert not torch.equal(raw, averaged)  # the forecast does not use the last step's weights
+    assert full.model is not None
     assert torch.equal(averaged, _flat(full.model.state_dict()))
 
     class Stop(Exception):
