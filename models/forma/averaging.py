@@ -49,7 +49,10 @@ class WeightAverage:
 
     def weights(self, model: nn.Module) -> dict:
         """`model`'s state dict with the averaged tensors in place of its own."""
-        return {
-            k: self.shadow[k].to(v.dtype) if k in self.shadow else v
-            for k, v in model.state_dict().items()
-        }
+        return with_shadow(model.state_dict(), self.shadow)
+
+
+def with_shadow(state: dict, shadow: dict) -> dict:
+    """`state` with each tensor that `shadow` averages replaced by the average, in the
+    state's dtype (a live model's state dict, or a checkpoint's and its `ema` entry)."""
+    return {k: shadow[k].to(v.dtype) if k in shadow else v for k, v in state.items()}

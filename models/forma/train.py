@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from contracts.errors import UserError
-from models.forma.averaging import WeightAverage
+from models.forma.averaging import WeightAverage, with_shadow
 from models.forma.batching import (
     SPLIT_LAST_Q,
     WindowStore,
@@ -244,11 +244,9 @@ def load_checkpoint(path: Path | str, device: str | torch.device = "cpu") -> tup
 def inference_weights(ckpt: dict) -> dict:
     """The weights a forecast uses: the moving average when the run kept one (`ema`),
     else the last optimizer step's (`state_dict`, which resuming always continues from)."""
-    state = ckpt["state_dict"]
     if ckpt.get("ema"):
-        shadow = ckpt["ema"]["shadow"]
-        state = {k: shadow[k].to(v.dtype) if k in shadow else v for k, v in state.items()}
-    return state
+        return with_shadow(ckpt["state_dict"], ckpt["ema"]["shadow"])
+    return ckpt["state_dict"]
 
 
 def _averaged(model: nn.Module, ema: WeightAverage | None) -> nn.Module:
