@@ -71,3 +71,26 @@ TINY = {
     "origins_per_epoch": None,
     "warmup_steps": 0,
 }
+
+
+def interrupt_then_resume(store, cfg, seed: int, path):
+    """Train `cfg` until its first epoch's checkpoint is written at `path`, stop there (as a
+    killed run would), then resume it to the end. Returns (the checkpoint as the
+    interruption left it, the resumed run's FitResult)."""
+    import torch
+
+    from models.forma.train import fit
+
+    class Stop(Exception):
+        pass
+
+    def stop(row: dict, _model: object) -> None:
+        raise Stop
+
+    with pytest.raises(Stop):
+        fit(store, TOY_IDENTITIES, cfg, seed=seed, checkpoint=path, progress=False, on_epoch=stop)
+    left = torch.load(path, weights_only=False)
+    resumed = fit(
+        store, TOY_IDENTITIES, cfg, seed=seed, checkpoint=path, resume=True, progress=False
+    )
+    return left, resumed

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import TINY, TOY_IDENTITIES, make_windows
+from conftest import TINY, TOY_IDENTITIES, interrupt_then_resume, make_windows
 from torch import nn
 
 from app.errors import UserError
@@ -54,31 +54,8 @@ def test_a_run_with_an_average_forecasts_with_it_and_resumes_exactly(store, tmp_
     assert full.model is not None
     assert torch.equal(averaged, _flat(full.model.state_dict()))
 
-    class Stop(Exception):
-        pass
-
-    def stop(row: dict, _model: object) -> None:
-        raise Stop
-
-    with pytest.raises(Stop):
-        fit(
-            store,
-            TOY_IDENTITIES,
-            cfg,
-            seed=7,
-            checkpoint=tmp_path / "b.pt",
-            progress=False,
-            on_epoch=stop,
-        )
-    fit(
-        store,
-        TOY_IDENTITIES,
-        cfg,
-        seed=7,
-        checkpoint=tmp_path / "b.pt",
-        resume=True,
-        progress=False,
-    )
+    left, _ = interrupt_then_resume(store, cfg, 7, tmp_path / "b.pt")
+    assert left["epoch"] == 1 and left["ema"]["updates"] == full.history[0]["batches"]
     resumed, ck_b = load_checkpoint(tmp_path / "b.pt")
     assert torch.equal(_flat(resumed.state_dict()), averaged)
     assert torch.equal(_flat(ck_b["state_dict"]), raw)

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 import torch
 from conftest import TINY as TINY_NO_WARMUP
-from conftest import TOY_IDENTITIES, make_windows
+from conftest import TOY_IDENTITIES, interrupt_then_resume, make_windows
 from scipy.stats import norm
 
 from app.errors import UserError
@@ -84,33 +84,8 @@ def test_checkpoint_round_trip_resume_and_determinism(store, tmp_path):
     # uninterrupted run, the learning-rate schedule (cosine here) included
     assert cfg.lr_schedule == "cosine"
 
-    class Stop(Exception):
-        pass
-
-    def stop(row: dict, _model: object) -> None:
-        raise Stop
-
-    with pytest.raises(Stop):
-        fit(
-            store,
-            TOY_IDENTITIES,
-            cfg,
-            seed=7,
-            checkpoint=tmp_path / "c.pt",
-            progress=False,
-            on_epoch=stop,
-        )
-    ck = torch.load(tmp_path / "c.pt", weights_only=False)
+    ck, resumed = interrupt_then_resume(store, cfg, 7, tmp_path / "c.pt")
     assert ck["epoch"] == 1 and not ck["complete"]
-    resumed = fit(
-        store,
-        TOY_IDENTITIES,
-        cfg,
-        seed=7,
-        checkpoint=tmp_path / "c.pt",
-        resume=True,
-        progress=False,
-    )
     assert resumed.epochs_run == 1
     mc, _ = load_checkpoint(tmp_path / "c.pt")
     assert torch.equal(_params(ma), _params(mc))
