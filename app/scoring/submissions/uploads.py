@@ -70,9 +70,8 @@ def _is_str(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
 
 
-def _schema_view(path: Path, schema: pa.Schema, quantile: bool) -> tuple[str, list[dict]]:
-    """SQL of the temp view `submission_in` over the file, or the schema's problems. A
-    quantile file's component is its level's place in getvariable('quantile_grid')."""
+def _columns(schema: pa.Schema) -> dict[str, str]:
+    """The file's column for each canonical name (lower case, aliases resolved)."""
     by_lower: dict[str, str] = {}
     for field in schema:
         low = field.name.lower()
@@ -80,6 +79,13 @@ def _schema_view(path: Path, schema: pa.Schema, quantile: bool) -> tuple[str, li
         # The canonical name wins over an alias when both exist.
         if canonical not in by_lower or low == canonical:
             by_lower[canonical] = field.name
+    return by_lower
+
+
+def _schema_view(path: Path, schema: pa.Schema, quantile: bool) -> tuple[str, list[dict]]:
+    """SQL of the temp view `submission_in` over the file, or the schema's problems. A
+    quantile file's component is its level's place in getvariable('quantile_grid')."""
+    by_lower = _columns(schema)
     problems = []
     missing = [
         c
@@ -242,14 +248,11 @@ def ingest_parquet(
     if problems:
         raise ValidationError(rejection_summary(name, problems), problems)
     checksum = file_sha256(path)
-    has_sigma = any(f.name.lower() == "sigma" for f in schema)
+    columns = _columns(schema)
+    has_sigma = "sigma" in columns
     # A point file (no sigma, no component, not a quantile grid) is stored without those
     # two columns (021 into eval.forecast_points; eval.forecasts shows it as before).
-    points = not (
-        quantile
-        or has_sigma
-        or any(ALIASES.get(f.name.lower(), f.name.lower()) == "component" for f in schema)
-    )
+    points = not (quantile or has_sigma or "component" in columns)
     try:
         wh.execute(view_sql)
         wh.set_params({"has_sigma": has_sigma, "is_quantile": quantile})
@@ -261,6 +264,7 @@ def ingest_parquet(
                 claim_name(wh, name, replace)
                 sid = new_submission(wh, name, source, family, df, has_sigma, checksum, metadata)
                 insert = "021_submission_insert_points" if points else "020_submission_insert"
+                wh.run_step("eval/019_submission_keyed")
                 wh.run_step(f"eval/{insert}", {"submission_id": sid})
                 check_and_finish(wh, sid, name, None, grid, points=points)
         except ValidationError as found:
@@ -270,6 +274,7 @@ def ingest_parquet(
             raise  # the machine's limits, not the file: the callers say so (nothing written)
         raise _unreadable(name, path, str(exc).splitlines()[0][:200]) from None
     finally:
+        wh.execute("DROP VIEW IF EXISTS submission_keyed")
         wh.execute("DROP VIEW IF EXISTS submission_in")
     return sid
 
