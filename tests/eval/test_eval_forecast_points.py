@@ -16,7 +16,6 @@ from scoring_fixtures import module_warehouse
 
 from app import scoring
 from app.migrations import MIGRATIONS_DIR, migrate
-from app.settings import Settings
 from app.warehouse import connect
 from contracts.errors import ValidationError
 
@@ -170,7 +169,7 @@ def test_bad_point_files_get_the_same_problems_as_wide_ones(wh, tmp_path, mutate
     ]
 
 
-def test_forecasts_stored_before_v0095_stay_readable_and_writable(tmp_path):
+def test_forecasts_stored_before_v0095_stay_readable_and_writable(tmp_path, settings):
     """The migration renames the table that held every forecast and puts a view in its
     place: rows stored before read the same, and both tables take new rows."""
     before = tmp_path / "before"
@@ -178,13 +177,6 @@ def test_forecasts_stored_before_v0095_stay_readable_and_writable(tmp_path):
     for m in sorted(MIGRATIONS_DIR.glob("V*.sql")):
         if m.name < "V0095":
             shutil.copy(m, before / m.name)
-    settings = Settings(
-        warehouse=tmp_path / "wh.duckdb",
-        temp_directory=tmp_path / "tmp",
-        memory_limit="1GB",
-        threads=1,
-        cache_dir=tmp_path / "cache",
-    )
     wh = connect(settings)
     try:
         migrate(wh, before)
