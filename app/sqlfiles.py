@@ -8,6 +8,8 @@ stays plain SQL that sqlglot and DuckDB parse as-is. Identifiers that must vary
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,8 +45,71 @@ def normalize_sql(text: str) -> str:
 
 
 def checksum(text: str) -> str:
-    """sha256 of the normalized SQL (first 16 hex digits are plenty to tell versions apart)."""
-    return hashlib.sha256(normalize_sql(text).encode()).hexdigest()
+    """sha256 of the normalized SQL (first 16 hex digits are plenty to tell versions apart).
+
+    Normalizing parses the text with sqlglot: every process that opens a warehouse checks
+    the migrations' checksums (0.2 s for ~100 files), and every build and score run
+    checksums its steps. So checksums are also kept on disk, under the sha256 of the raw
+    text and the sqlglot version that normalizes it (`{cache_dir}/sql_checksums.json`):
+    each content is parsed once, not once per process.
+    """
+    key = hashlib.sha256(f"sqlglot {sqlglot.__version__}\0{text}".encode()).hexdigest()
+    cache = _checksum_cache()
+    value = cache.get(key)
+    if value is None:
+        value = hashlib.sha256(normalize_sql(text).encode()).hexdigest()
+        cache.put(key, value)
+    return value
+
+
+class _ChecksumCache:
+    """Raw-text digest -> normalized checksum, in memory and in one JSON file.
+
+    A file that cannot be read or written only costs a parse: the cache is never the
+    source of a checksum, only a memo of one. Writes replace the file atomically; two
+    processes writing at once can lose an entry, which the next process parses again.
+    """
+
+    #: Entries kept on disk (the newest): a few hundred SQL files, several versions each.
+    KEPT = 4096
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            known = json.loads(path.read_text())
+        except (OSError, ValueError):
+            known = {}
+        self.known: dict[str, str] = {
+            k: v for k, v in known.items() if isinstance(v, str)
+        } if isinstance(known, dict) else {}
+
+    def get(self, key: str) -> str | None:
+        return self.known.get(key)
+
+    def put(self, key: str, value: str) -> None:
+        self.known[key] = value
+        if len(self.known) > self.KEPT:
+            self.known = dict(list(self.known.items())[-self.KEPT :])
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(self.known))
+            tmp.replace(self.path)
+        except OSError:
+            pass
+
+
+_CACHES: dict[Path, _ChecksumCache] = {}
+
+
+def _checksum_cache() -> _ChecksumCache:
+    # Per cache folder: the settings (and so the folder) can change within a process.
+    from app.settings import get_settings
+
+    path = get_settings().cache_dir / "sql_checksums.json"
+    if path not in _CACHES:
+        _CACHES[path] = _ChecksumCache(path)
+    return _CACHES[path]
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 from typing import Any
 
 import pyarrow as pa
@@ -23,43 +22,11 @@ def eval_sql_version() -> str:
     return _eval_version(stamp)
 
 
-#: Versions kept in the cache file (one per content of sql/eval seen lately).
-_KEPT_VERSIONS = 16
-
-
 @functools.lru_cache(maxsize=8)
 def _eval_version(stamp: tuple) -> str:
-    # Parsing every step with sqlglot costs each scoring process 0.1-0.4 s, so the version
-    # is also kept on disk under the sha256 of the steps' bytes and of the sqlglot version
-    # that normalizes them: parsed once per content, not once per process.
-    import sqlglot
-
-    from app.settings import get_settings
-
-    h = hashlib.sha256(f"sqlglot {sqlglot.__version__}\n".encode())
-    for p in sorted((SQL_DIR / "eval").glob("*.sql")):
-        h.update(p.name.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
-    key = h.hexdigest()
-    cache = get_settings().cache_dir / "eval_sql_version.json"
-    try:
-        known = json.loads(cache.read_text())
-        if not isinstance(known, dict):
-            known = {}
-    except (OSError, ValueError):
-        known = {}
-    if isinstance(known.get(key), str):
-        return str(known[key])
-    version = folder_checksum("eval")[:16]
-    known = {k: v for k, v in list(known.items())[-(_KEPT_VERSIONS - 1) :] if k != key}
-    known[key] = version
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(known))
-        tmp.replace(cache)  # atomic: a reader sees the old file or the new one
-    except OSError:
-        pass  # no cache: the next process parses again
-    return version
+    # The files' checksums are memoized on disk (app.sqlfiles.checksum), so a new process
+    # reads 29 small files instead of parsing them.
+    return folder_checksum("eval")[:16]
 
 
 def current_build(wh: Warehouse) -> dict[str, Any] | None:

@@ -1,4 +1,5 @@
-"""The scoring-SQL version: kept on disk per content of sql/eval, never stale."""
+"""SQL checksums are memoized on disk per raw text; the scoring-SQL version and the
+migrations' checks read them without parsing, and are never stale."""
 
 from __future__ import annotations
 
@@ -7,47 +8,92 @@ import shutil
 
 import pytest
 
+from app import sqlfiles
+from app.migrations import migrate, status
 from app.scoring import provenance
 from app.settings import get_settings
-from app.sqlfiles import folder_checksum
+from app.sqlfiles import checksum, folder_checksum, normalize_sql
 
 
 @pytest.fixture
-def eval_dir(settings, tmp_path, monkeypatch):
-    """A copy of sql/ whose eval steps the test may edit, and a fresh cache (settings:
-    the cache folder under tmp_path)."""
+def fresh_memo(settings, monkeypatch):
+    """An empty checksum memo (settings: the cache folder under tmp_path), as in a new
+    process; a `forget()` to drop the in-memory copy, as the next process would."""
+    monkeypatch.setattr(sqlfiles, "_CACHES", {})
+    provenance._eval_version.cache_clear()
+    yield lambda: (sqlfiles._CACHES.clear(), provenance._eval_version.cache_clear())
+    provenance._eval_version.cache_clear()
+
+
+@pytest.fixture
+def eval_dir(fresh_memo, tmp_path, monkeypatch):
+    """A copy of sql/eval that the test may edit."""
     sql = tmp_path / "sql"
     shutil.copytree(provenance.SQL_DIR / "eval", sql / "eval")
     monkeypatch.setattr(provenance, "SQL_DIR", sql)
-    monkeypatch.setattr("app.sqlfiles.SQL_DIR", sql)
-    provenance._eval_version.cache_clear()
-    yield sql / "eval"
-    provenance._eval_version.cache_clear()
+    monkeypatch.setattr(sqlfiles, "SQL_DIR", sql)
+    return sql / "eval"
 
 
-def test_the_cached_version_is_the_parsed_one_and_follows_every_edit(eval_dir):
+def memo_file():
+    return get_settings().cache_dir / "sql_checksums.json"
+
+
+def test_a_checksum_is_parsed_once_then_read_from_disk(fresh_memo, monkeypatch):
+    text = "select a  FROM t -- a comment\n;"
+    parsed = checksum(text)
+    assert parsed == sqlfiles.hashlib.sha256(normalize_sql(text).encode()).hexdigest()
+    assert list(json.loads(memo_file().read_text()).values()) == [parsed]
+    fresh_memo()  # a new process
+    monkeypatch.setattr(sqlfiles, "normalize_sql", lambda t: pytest.fail("parsed again"))
+    assert checksum(text) == parsed
+    # a new text (even one that normalizes the same) is a new key: parsed, never guessed
+    with pytest.raises(pytest.fail.Exception, match="parsed again"):
+        checksum("SELECT a FROM t;")
+
+
+def test_a_memo_that_cannot_be_read_or_written_costs_only_a_parse(fresh_memo):
+    text = "SELECT 1 AS one"
+    expected = sqlfiles.hashlib.sha256(normalize_sql(text).encode()).hexdigest()
+    memo_file().parent.mkdir(parents=True, exist_ok=True)
+    memo_file().write_text("not json")
+    assert checksum(text) == expected
+    fresh_memo()
+    memo_file().write_text(json.dumps({"k": 1, "other": ["x"]}))  # wrong shapes
+    assert checksum(text) == expected
+    fresh_memo()
+    memo_file().unlink()
+    memo_file().mkdir()  # a folder where the file should be: nothing written, no error
+    assert checksum(text) == expected
+
+
+def test_the_memo_keeps_the_newest_entries(fresh_memo, monkeypatch):
+    monkeypatch.setattr(sqlfiles._ChecksumCache, "KEPT", 3)
+    values = [checksum(f"SELECT {i}") for i in range(5)]
+    assert list(json.loads(memo_file().read_text()).values()) == values[-3:]
+
+
+def test_the_eval_version_follows_every_edit(eval_dir):
     parsed = folder_checksum("eval")[:16]
     assert provenance.eval_sql_version() == parsed
-    cache = get_settings().cache_dir / "eval_sql_version.json"
-    assert list(json.loads(cache.read_text()).values()) == [parsed]
-    # a new process (no memory cache) reads it from disk, without parsing
-    provenance._eval_version.cache_clear()
-    real = provenance.folder_checksum
-    try:
-        provenance.folder_checksum = lambda folder: pytest.fail("parsed again")
-        assert provenance.eval_sql_version() == parsed
-    finally:
-        provenance.folder_checksum = real
-    # after any edit, the version is the one parsed from the edited files
     step = eval_dir / "070_metrics.sql"
     step.write_text(step.read_text().replace("\n", "\n\n", 1))  # layout only
-    provenance._eval_version.cache_clear()
-    assert provenance.eval_sql_version() == folder_checksum("eval")[:16] == parsed
+    assert provenance.eval_sql_version() == parsed
     step.write_text(step.read_text() + "\nSELECT 1;\n")
-    provenance._eval_version.cache_clear()
     edited = provenance.eval_sql_version()
     assert edited == folder_checksum("eval")[:16] != parsed
-    # a cache file that cannot be read is ignored
-    cache.write_text("not json")
-    provenance._eval_version.cache_clear()
-    assert provenance.eval_sql_version() == edited
+
+
+def test_a_new_process_versions_eval_sql_without_parsing(eval_dir, fresh_memo, monkeypatch):
+    parsed = provenance.eval_sql_version()
+    fresh_memo()
+    monkeypatch.setattr(sqlfiles, "normalize_sql", lambda t: pytest.fail("parsed again"))
+    assert provenance.eval_sql_version() == parsed
+
+
+def test_opening_a_migrated_warehouse_parses_no_migration(wh, fresh_memo, monkeypatch):
+    assert migrate(wh) == []  # the memo is filled (the fixture migrated before it was reset)
+    fresh_memo()
+    monkeypatch.setattr(sqlfiles, "normalize_sql", lambda t: pytest.fail("parsed again"))
+    assert migrate(wh) == []
+    assert {s.status for s in status(wh)} == {"applied"}
