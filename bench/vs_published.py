@@ -143,14 +143,17 @@ def scoring_only(args: argparse.Namespace) -> None:
         f"workdir {work}; threads {args.threads}; DuckDB memory_limit {args.memory or 'default'}; "
         f"load at start {load()}"
     )
-    # set-up, not scoring: migrations and the reference baselines of this scoring SQL (both
-    # made once when the code is newer than the warehouse)
+    # set-up, not scoring: migrations, the reference baselines of this scoring SQL (both
+    # made once when the code is newer than the warehouse) and the standard footprints
     run(
         "ours: reference baselines (set-up)",
         [str(PROFORMA), "baselines", "reference"],
         env=env,
         log=work / "baselines.log",
     )
+    # the standard footprints, which `build` makes since session 8 (a workdir's warehouse
+    # from before has none, and the first score would make them)
+    run("ours: standard footprints (set-up)", [str(PROFORMA), "footprint", "list"], env=env)
     cli = published_cli(args.published_venv) if args.published_venv else None
     pkg_score = None
     if cli and (work / "pkg").exists():

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from app.build import BuildParams, explain, run_build
 from app.cli.common import console, status_console, summary, writer
+from app.scoring.footprints.standard import ensure_standard_footprints
 from app.sqlfiles import sql_file
 from contracts.errors import UserError
 from contracts.panel import RULE_SETS
@@ -73,6 +74,11 @@ def build_command(
                 progress.update(task, completed=i)
 
         result = run_build(wh, reg_stats, BuildParams(rules=rules), on_step=on_step)
+        # The footprints every warehouse has are made from the panel, once: here, so that
+        # the first `score` of an upload pays only for the upload (and `footprint list`
+        # shows them as soon as there is a panel).
+        progress.update(task, description="standard footprints")
+        made = ensure_standard_footprints(wh)
     table = Table(title=f"build {result.build_id}")
     for col in ("step", "seconds", "rows"):
         table.add_column(col)
@@ -80,6 +86,8 @@ def build_command(
         counts = ", ".join(f"{t}={r['total']:,}" for t, r in s.rows.items()) or "-"
         table.add_row(s.name, f"{s.elapsed_s:.1f}", counts)
     console.print(table)
+    if made:
+        status_console.print(f"standard footprints made: {', '.join(made)}")
     summary(result.line())
 
 

@@ -81,6 +81,10 @@ def test_build_cli_progress_audit_and_errors(settings, wh):
     result = runner.invoke(app, ["build"], terminal_width=200)
     assert result.exit_code == 0, result.output
     assert "160_tabular_view" in result.output and "done: build" in result.output
+    # the footprints every warehouse has come with the panel, not with the first score
+    assert "standard footprints made: full, geert, llm" in result.output
+    result = runner.invoke(app, ["footprint", "list"], terminal_width=200)
+    assert result.exit_code == 0 and "3 footprint version(s)" in result.output, result.output
     result = runner.invoke(app, ["audit", "identities"], terminal_width=200)
     assert result.exit_code == 0, result.output
     assert "BS13" in result.output and "1 of 8 complete identity instances" in result.output
