@@ -79,9 +79,11 @@ class _ChecksumCache:
             known = json.loads(path.read_text())
         except (OSError, ValueError):
             known = {}
-        self.known: dict[str, str] = {
-            k: v for k, v in known.items() if isinstance(v, str)
-        } if isinstance(known, dict) else {}
+        self.known: dict[str, str] = (
+            {k: v for k, v in known.items() if isinstance(v, str)}
+            if isinstance(known, dict)
+            else {}
+        )
 
     def get(self, key: str) -> str | None:
         return self.known.get(key)
