@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def checksum(text: str) -> str:
     """sha256 of the normalized SQL (first 16 hex digits are plenty to tell versions apart).
 
     Normalizing parses the text with sqlglot: every process that opens a warehouse checks
-    the migrations' checksums (0.2 s for ~100 files), and every build and score run
+    the migrations' checksums (0.2 s of parsing), and every build and score run
     checksums its steps. So checksums are also kept on disk, under the sha256 of the raw
     text and the sqlglot version that normalizes it (`{cache_dir}/sql_checksums.json`):
     each content is parsed once, not once per process.
@@ -75,6 +76,7 @@ class _ChecksumCache:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.lock = threading.Lock()
         try:
             known = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -89,16 +91,17 @@ class _ChecksumCache:
         return self.known.get(key)
 
     def put(self, key: str, value: str) -> None:
-        self.known[key] = value
-        if len(self.known) > self.KEPT:
-            self.known = dict(list(self.known.items())[-self.KEPT :])
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.lock:  # the service checksums from several threads
+            self.known[key] = value
+            if len(self.known) > self.KEPT:
+                self.known = dict(list(self.known.items())[-self.KEPT :])
             tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(self.known))
-            tmp.replace(self.path)
-        except OSError:
-            pass
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                tmp.write_text(json.dumps(self.known))
+                tmp.replace(self.path)
+            except OSError:
+                tmp.unlink(missing_ok=True)  # the memo stays as it was; nothing else is lost
 
 
 _CACHES: dict[Path, _ChecksumCache] = {}

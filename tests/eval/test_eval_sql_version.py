@@ -65,6 +65,7 @@ def test_a_memo_that_cannot_be_read_or_written_costs_only_a_parse(fresh_memo):
     memo_file().unlink()
     memo_file().mkdir()  # a folder where the file should be: nothing written, no error
     assert checksum(text) == expected
+    assert [p.name for p in memo_file().parent.iterdir()] == [memo_file().name]  # no debris
 
 
 def test_the_memo_keeps_the_newest_entries(fresh_memo, monkeypatch):
