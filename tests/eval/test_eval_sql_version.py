@@ -21,7 +21,12 @@ def fresh_memo(settings, monkeypatch):
     process; a `forget()` to drop the in-memory copy, as the next process would."""
     monkeypatch.setattr(sqlfiles, "_CACHES", {})
     provenance._eval_version.cache_clear()
-    yield lambda: (sqlfiles._CACHES.clear(), provenance._eval_version.cache_clear())
+
+    def forget() -> None:
+        sqlfiles._CACHES.clear()
+        provenance._eval_version.cache_clear()
+
+    yield forget
     provenance._eval_version.cache_clear()
 
 
