@@ -236,4 +236,10 @@ def test_progress_bars_in_a_log_redraw_rarely(capsys):
         bar.update(1)
         bar.set_postfix(loss=f"{i}", refresh=False)
     bar.close()
-    assert capsys.readouterr().err.count("steps:") <= 3
+    err = capsys.readouterr().err
+    assert err.count("steps:") <= 3
+    # one whole line per update: no carriage returns, no padding, the last one complete
+    lines = err.splitlines()
+    assert "\r" not in err and lines and all(line.startswith("steps:") for line in lines)
+    assert all(line == line.rstrip() for line in lines) and "500/500" in lines[-1]
+    assert len(set(lines)) == len(lines)  # the closing redraw is not a second last line
