@@ -54,31 +54,29 @@ def build_command(
         raise UserError(f"Unknown rule set {rules!r}: use one of {', '.join(RULE_SETS)}")
     space = "estimated from this panel" if reg_stats == "estimate" else f"pinned from {reg_stats}"
     status_console.print(f"rule set: {rules}; standardization statistics: {space}")
-    with (
-        writer() as wh,
-        Progress(
+    with writer() as wh:
+        with Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             TextColumn("{task.completed}/{task.total}"),
             TimeElapsedColumn(),
             console=status_console,
             transient=False,
-        ) as progress,
-    ):
-        task = progress.add_task("build", total=None)
+        ) as progress:
+            task = progress.add_task("build", total=None)
 
-        def on_step(i: int, n: int, step, phase: str) -> None:
-            if phase == "start":
-                progress.update(task, total=n, description=f"{step.name}")
-            else:
-                progress.update(task, completed=i)
+            def on_step(i: int, n: int, step, phase: str) -> None:
+                if phase == "start":
+                    progress.update(task, total=n, description=f"{step.name}")
+                else:
+                    progress.update(task, completed=i)
 
-        result = run_build(wh, reg_stats, BuildParams(rules=rules), on_step=on_step)
+            result = run_build(wh, reg_stats, BuildParams(rules=rules), on_step=on_step)
         # The footprints every warehouse has are made from the panel, once: here, so that
         # the first `score` of an upload pays only for the upload (and `footprint list`
         # shows them as soon as there is a panel).
-        progress.update(task, description="standard footprints")
-        made = ensure_standard_footprints(wh)
+        with status_console.status("making the standard footprints"):
+            made = ensure_standard_footprints(wh)
     table = Table(title=f"build {result.build_id}")
     for col in ("step", "seconds", "rows"):
         table.add_column(col)
