@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import TINY, TOY_IDENTITIES, interrupt_then_resume, make_windows
 from torch import nn
 
 from app.errors import UserError
@@ -13,6 +12,7 @@ from models.forma.averaging import WeightAverage
 from models.forma.batching import WindowStore
 from models.forma.presets import preset
 from models.forma.train import fit, load_checkpoint
+from tests.forma.conftest import TINY, TOY_IDENTITIES, interrupt_then_resume, make_windows
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import make_windows
 from tiny_synthetic import build_tiny_synthetic
 
 from contracts.errors import UserError
@@ -21,6 +20,7 @@ from models.forma.calibration import (
     realized_cells,
     scaled,
 )
+from tests.forma.conftest import make_windows
 
 
 def _store() -> WindowStore:

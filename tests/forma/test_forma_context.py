@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import TOY_IDENTITIES, make_windows
 
 from app.errors import UserError
 from models.forma.batching import SPLIT_LAST_Q, WindowStore, build_example, collate
@@ -14,6 +13,7 @@ from models.forma.network import Forma
 from models.forma.predict import run_batch, run_slots, slot_index
 from models.forma.presets import preset
 from models.forma.tokens import sinusoidal
+from tests.forma.conftest import TOY_IDENTITIES, make_windows
 
 AMAP = np.arange(10)
 

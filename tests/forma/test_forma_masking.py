@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-from conftest import TOY_IDENTITIES
 
 from models.forma.masking import Identities, complete_instances, mask_future, mask_history
+from tests.forma.conftest import TOY_IDENTITIES
 
 
 def _window(items=(1, 2, 3, 4, 5, 6), drop=()):

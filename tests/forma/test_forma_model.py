@@ -6,7 +6,6 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import torch
-from conftest import make_windows
 
 from app.errors import UserError
 from contracts.panel import TUPLE_WINDOW_SCHEMA
@@ -24,6 +23,7 @@ from models.forma.network import Forma, count_parameters
 from models.forma.presets import curriculum, preset
 from models.forma.tokens import sinusoidal
 from models.forma.train import build_model
+from tests.forma.conftest import make_windows
 
 
 def test_paper_preset_has_exactly_942210_parameters():

@@ -15,12 +15,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import torch
-from conftest import TINY, TOY_IDENTITIES, make_windows
 
 import models.forma.train as forma_train
 from models.forma.batching import WindowStore
 from models.forma.presets import preset
 from models.forma.train import fit, load_checkpoint
+from tests.forma.conftest import TINY, TOY_IDENTITIES, make_windows
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -149,7 +149,7 @@ DDP_STEP = """
 import json, os, sys
 import numpy as np, torch
 sys.path[:0] = [{root!r}, {tests!r}]
-from conftest import make_windows
+from tests.forma.conftest import make_windows
 from models.forma.batching import WindowStore, build_example, collate
 from models.forma.presets import preset
 from models.forma.train import build_model, train_step

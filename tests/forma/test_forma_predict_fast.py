@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import torch
-from conftest import make_windows
 
 from models.forma.batching import SPLIT_LAST_Q, WindowStore, build_example, collate
 from models.forma.network import Forma
 from models.forma.predict import predict, run_batch, run_slots, slot_index
+from tests.forma.conftest import make_windows
 
 
 def _test_store() -> WindowStore:

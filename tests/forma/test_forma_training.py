@@ -6,8 +6,6 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import torch
-from conftest import TINY as TINY_NO_WARMUP
-from conftest import TOY_IDENTITIES, interrupt_then_resume, make_windows
 from scipy.stats import norm
 
 from app.errors import UserError
@@ -24,6 +22,8 @@ from models.forma.scenario import (
     to_dollars,
 )
 from models.forma.train import fit, load_checkpoint
+from tests.forma.conftest import TINY as TINY_NO_WARMUP
+from tests.forma.conftest import TOY_IDENTITIES, interrupt_then_resume, make_windows
 
 #: A short warm-up: the resume test then checks its step count.
 TINY = {**TINY_NO_WARMUP, "warmup_steps": 3}
