@@ -41,5 +41,7 @@ def progress_bar(iterable: Any = None, **kwargs: Any):
 
     if not sys.stderr.isatty():
         kwargs.setdefault("mininterval", LOG_INTERVAL_S)
+        # tqdm's monitor thread otherwise redraws a bar every 10 s (its maxinterval)
+        kwargs.setdefault("maxinterval", LOG_INTERVAL_S)
         kwargs.setdefault("file", LogLines(sys.stderr))
     return tqdm(iterable, **kwargs)

@@ -232,6 +232,7 @@ def test_progress_bars_in_a_log_redraw_rarely(capsys):
 
     bar = progress_bar(total=500, desc="steps")  # pytest's stderr is not a terminal
     assert bar.mininterval == LOG_INTERVAL_S
+    assert bar.maxinterval == LOG_INTERVAL_S  # nor does tqdm's monitor redraw it sooner
     for i in range(500):
         bar.update(1)
         bar.set_postfix(loss=f"{i}", refresh=False)
