@@ -28,6 +28,9 @@ import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from published_tools import copied_warehouse
 
 
 def main() -> None:
@@ -41,15 +44,8 @@ def main() -> None:
     args = ap.parse_args()
 
     shutil.rmtree(args.workdir, ignore_errors=True)
-    args.workdir.mkdir(parents=True)
-    warehouse = args.workdir / "wh.duckdb"
-    shutil.copy(args.warehouse, warehouse)
     os.environ.update(
-        PROFORMA_WAREHOUSE=str(warehouse),
-        PROFORMA_THREADS=str(args.threads),
-        PROFORMA_MEMORY_LIMIT=args.memory,
-        PROFORMA_TEMP_DIRECTORY=str(args.workdir / "tmp"),
-        PROFORMA_CACHE_DIR=str(args.workdir / "cache"),
+        copied_warehouse(args.warehouse, args.workdir, "wh", args.threads, args.memory)
     )
     from app.cli.common import writer
     from app.scoring.submissions.uploads import _schema_view

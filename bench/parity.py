@@ -27,7 +27,15 @@ from pathlib import Path
 import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from published_tools import PROFORMA, RELEASE_TAG, load, published_cli, run, warehouse_env
+from published_tools import (
+    PROFORMA,
+    RELEASE_TAG,
+    copied_warehouse,
+    load,
+    published_cli,
+    run,
+    warehouse_env,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from contracts.panel import SPLITS
@@ -66,8 +74,9 @@ def main() -> None:
         )
     )
     raw = raw_dir / "compustat_with_permno.parquet"
-    paper_env = warehouse_env(work, "paper", args.threads, args.memory)
-    shutil.copy(env["PROFORMA_WAREHOUSE"], paper_env["PROFORMA_WAREHOUSE"])
+    paper_env = copied_warehouse(
+        Path(env["PROFORMA_WAREHOUSE"]), work, "paper", args.threads, args.memory
+    )
     timings.append(
         run(
             "ours: build (published rules, estimated)",
@@ -180,8 +189,8 @@ def side_by_side(work: Path, raw: Path, args) -> list:
         )
     ]
     stats = pkg / f"regularization_stats__{RELEASE_TAG}.parquet"
-    env = warehouse_env(work, "pinned", args.threads, args.memory)
-    shutil.copy(work / "paper.duckdb", env["PROFORMA_WAREHOUSE"])  # a raw-only copy would do too
+    # a raw-only copy would do too
+    env = copied_warehouse(work / "paper.duckdb", work, "pinned", args.threads, args.memory)
     out.append(
         run(
             "ours: build (published, package statistics pinned)",

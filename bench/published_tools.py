@@ -9,6 +9,7 @@ wall seconds, CPU seconds (user + system) and the child's peak resident memory.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -86,6 +87,16 @@ def warehouse_env(
         env["PROFORMA_THREADS"] = str(threads)
     if memory:
         env["PROFORMA_MEMORY_LIMIT"] = memory
+    return env
+
+
+def copied_warehouse(
+    source: Path, workdir: Path, name: str, threads: int | None, memory: str | None
+) -> dict[str, str]:
+    """warehouse_env for a copy of `source` under workdir (the original is never written)."""
+    env = warehouse_env(workdir, name, threads, memory)
+    workdir.mkdir(parents=True, exist_ok=True)
+    shutil.copy(source, env["PROFORMA_WAREHOUSE"])
     return env
 
 

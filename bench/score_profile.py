@@ -30,6 +30,9 @@ import pyarrow as pa
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from published_tools import copied_warehouse
 
 from app.sqlfiles import SqlFile, sql_file
 from app.warehouse import Warehouse
@@ -96,13 +99,8 @@ def main() -> None:
 
     shutil.rmtree(args.workdir, ignore_errors=True)
     (args.workdir / "profiles").mkdir(parents=True)
-    warehouse = args.workdir / "wh.duckdb"
-    shutil.copy(args.warehouse, warehouse)
     os.environ.update(
-        PROFORMA_WAREHOUSE=str(warehouse),
-        PROFORMA_THREADS=str(args.threads),
-        PROFORMA_MEMORY_LIMIT=args.memory,
-        PROFORMA_TEMP_DIRECTORY=str(args.workdir / "tmp"),
+        copied_warehouse(args.warehouse, args.workdir, "wh", args.threads, args.memory)
     )
     from app.cli.common import writer
     from app.scoring import ingest_parquet, score

@@ -29,7 +29,15 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from published_tools import PROFORMA, Measured, load, published_cli, run, warehouse_env
+from published_tools import (
+    PROFORMA,
+    Measured,
+    copied_warehouse,
+    load,
+    published_cli,
+    run,
+    warehouse_env,
+)
 
 
 def total(label: str, parts: list[Measured]) -> Measured:
@@ -137,8 +145,7 @@ def scoring_only(args: argparse.Namespace) -> None:
             env=made,
         )
         shutil.move(made["PROFORMA_WAREHOUSE"], base)
-    env = warehouse_env(work, "wh_scoring", args.threads, args.memory)
-    shutil.copy(base, env["PROFORMA_WAREHOUSE"])
+    env = copied_warehouse(base, work, "wh_scoring", args.threads, args.memory)
     print(
         f"workdir {work}; threads {args.threads}; DuckDB memory_limit {args.memory or 'default'}; "
         f"load at start {load()}"
