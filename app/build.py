@@ -91,6 +91,11 @@ class BuildResult:
     steps: list[StepResult] = field(default_factory=list)
     row_counts: dict[str, Any] = field(default_factory=dict)
     rules: str = "published"
+    fallbacks: dict[str, list[str]] = field(default_factory=dict)
+
+    def warning(self) -> str | None:
+        """One line naming the items whose k a fallback rule decided (None if none did)."""
+        return fallback_warning(self.rules, self.fallbacks)
 
     def line(self) -> str:
         origins = self.row_counts.get("panel.origins", {})
@@ -100,6 +105,42 @@ class BuildResult:
             f"{origins.get('total', 0):,} origins, {cells.get('total', 0):,} truth cells, "
             f"rules {self.rules}, statistics: {self.reg_stats}"
         )
+
+
+# The k rules other than the training-window search (sql/build/080_k_grid_search.sql,
+# panel.item_k.k_rule), as the build's warning describes them.
+K_FALLBACK_RULES = {
+    "whole_panel": "k searched on the whole panel, which looks ahead "
+    "(no training-period observation; the package's fall-back)",
+    "whole_panel_no_kurtosis": "k = 1 (no training-period observation and no defined "
+    "kurtosis on the whole panel)",
+    "no_kurtosis": "k = 1 (a training pool without spread or under 4 values: no defined kurtosis)",
+    "no_pool": "no statistics, so no values (no lagged-ratio pool at all; the package "
+    "skips the item)",
+    "statement_median": "the median k of its statement (no training-period observation)",
+}
+
+
+def fallback_warning(rules: str, fallbacks: dict[str, list[str]]) -> str | None:
+    """The build's one warning line about the k fallback rules applied (docs/contracts.md)."""
+    parts = [
+        f"{K_FALLBACK_RULES.get(rule, rule)}: {', '.join(items)}"
+        for rule, items in fallbacks.items()
+        if items
+    ]
+    if not parts:
+        return None
+    return f"warning: rules {rules} applied fallback rules to items' k: " + "; ".join(parts)
+
+
+def k_fallbacks(wh: Warehouse) -> dict[str, list[str]]:
+    """rule -> items whose k a rule other than the training-window search decided."""
+    rows = wh.fetchall(
+        "SELECT k.k_rule, list(i.item ORDER BY k.item_id) FROM panel.item_k AS k "
+        "JOIN ref.items AS i USING (item_id) WHERE k.k_rule NOT IN ('window', 'pinned', 'unreported') "
+        "GROUP BY k.k_rule ORDER BY k.k_rule"
+    )
+    return {str(rule): list(items) for rule, items in rows}
 
 
 def plan() -> list[SqlFile]:
@@ -356,11 +397,13 @@ def run_build(
                 if on_step:
                     on_step(i, len(steps), step, "done")
             counts = {t: r for s in results for t, r in s.rows.items() if t.startswith("panel.")}
+            fallbacks = k_fallbacks(wh)
+            recorded["k_fallbacks"] = fallbacks
             elapsed = time.perf_counter() - t0
             wh.execute(
                 "UPDATE meta.builds SET status = 'succeeded', row_counts = ?, finished_at = ?, "
-                "elapsed_s = ? WHERE build_id = ?",
-                [json.dumps(counts), utcnow(), elapsed, build_id],
+                "elapsed_s = ?, parameters = ? WHERE build_id = ?",
+                [json.dumps(counts), utcnow(), elapsed, json.dumps(recorded), build_id],
             )
     except BaseException as exc:
         wh.execute(
@@ -381,4 +424,5 @@ def run_build(
         results,
         counts,
         params.rules,
+        fallbacks,
     )

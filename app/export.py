@@ -1,5 +1,6 @@
 """`proforma export --layout proforma20q DIR`: the panel as the published package writes it
-(and `--layout compustat DIR`: the raw panel as its download writes it).
+(and `--layout compustat DIR`: the raw panel as its download writes it, financial-sector
+rows dropped).
 
 The files and names its own tools read (`proforma20q evaluate --processed DIR`,
 `baselines`, `read_id_maps`), with `{tag}` = pf_full__r13_node_optionD_indfe_val8 unless
@@ -21,8 +22,11 @@ another is given:
 - firm_id_map__{tag}.csv, account_id_map__{tag}.csv, industry_id_map__{tag}.csv.
 
 `--layout compustat` writes compustat_with_permno.parquet from raw.* alone (no build
-needed; sql/export/010_compustat_raw_panel.sql): the input `proforma20q build --raw`
-takes, so the package can be run beside this project on the same panel.
+needed; sql/export/010_compustat_raw_panel.sql): the package download's file, with its
+filters (financial-sector rows dropped, CRSP link-window trim) and its added columns
+(`sich`, `naicsh`, `permno`, `permco`, `jdate`, `year`), the input `proforma20q build
+--raw` takes unchanged, so the package can be run beside this project on the same panel.
+What raw.* cannot hold is left out or NULL (the SQL file's comment lists it).
 """
 
 from __future__ import annotations
@@ -83,11 +87,15 @@ def release_columns(items: Sequence[str]) -> list[str]:
 
 
 def export_raw_panel(wh: Warehouse, path: Path) -> int:
-    """raw.* as the published package's download file (compustat_with_permno.parquet)."""
+    """raw.* as the published package's download file (compustat_with_permno.parquet):
+    financial-sector rows dropped, link-window trimmed, with permno, permco, jdate, year."""
+    from app.build import BuildParams
     from app.sqlfiles import sql_file
 
     if not wh.scalar("SELECT count(*) FROM raw.fundq"):
         raise UserError("raw.fundq is empty: ingest a source first (`proforma ingest ...`).")
+    params = BuildParams()
+    wh.set_params({"fin_sic_lo": params.fin_sic_lo, "fin_sic_hi": params.fin_sic_hi})
     return _copy(wh, sql_file("export/010_compustat_raw_panel").text.strip().rstrip(";"), path)
 
 

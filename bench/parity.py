@@ -1,19 +1,32 @@
-"""Parity with the published proforma20q package, side by side on the same synthetic panel.
+"""Parity with the published proforma20q package, side by side on generated panels.
 
-    .venv/bin/python bench/parity.py [--scale demo|full] [--firms N] \
-        [--published-venv /tmp/pfvenv] [--workdir /tmp/parity]
+    .venv/bin/python bench/parity.py --published-venv /tmp/pfvenv [--workdir /tmp/parity] \
+        [--panel SPEC ...] [--pin] [--rule-counts] [--keep]
 
-Always: generates the synthetic panel, writes it in the package's raw layout
-(`proforma export DIR --layout compustat`), builds it under both rule sets (statistics
-estimated) and prints what each documented rule difference changes (docs/contracts.md,
-"Rule sets"). With --published-venv (a virtualenv holding the published package): the
-package builds that raw file; this project builds it with the package's own statistics
-pinned (`--rules published --reg-stats FILE`) and exports it in the package's layout;
-the script compares every tabular split cell by cell (rows, cells non-null on one side
-only, max |diff|), the tuple files' rows and the estimated statistics; then the package
-writes its naive and fade forecasts and scores them, this project scores the same files
-(`proforma submit`, `proforma score`), and every metric and n is compared; finally this
-project's own reference baselines are compared with the package's forecasts cell by cell.
+A panel SPEC is `NAME` or `NAME:key=value,...` with keys seed, firms, start, end, no_train
+(items no firm reports before 2002, joined by '+'), single (share of firms filing a single
+quarter), fyr (fiscal-year change rate per firm-quarter) and oracle (oracle origins,
+default 0: the oracle's streams are separate, so raw.fundq does not depend on it);
+`demo` alone is the demo panel (seed 20, 1,000 firms). Several --panel run one after the
+other in one call (default: demo).
+
+Per panel: generates it (`proforma ingest synthetic ...`), writes it in the package's raw
+layout (`proforma export DIR --layout compustat`), builds it with this project's default
+(`proforma build`: rules `published`, statistics estimated; --pin: the package's
+statistics pinned instead) and the package's (`proforma20q build --reg-stats estimate`),
+exports ours in the package's layout and compares every tabular split cell by cell
+(rows, cells non-null on one side only, max |diff|), the tuple files (rows on one side
+only, max |diff|), the id maps (bytes) and the statistics (rows on one side only, max
+|diff| of mu and sigma, max relative diff of k); then the package writes its naive and
+fade forecasts and evaluates them, this project scores the same files (`proforma
+submit`, `proforma score -s`) and every metric (R2, MAE, MSE) and n is compared at every
+level (global, horizon, item, item x horizon); finally this project's reference
+baselines (`proforma baselines reference`) are compared with the package's forecasts
+cell by cell (relative to the package's float32 values). One summary line per panel at
+the end, PASS when: 0 one-sided cells and rows, max |diff| <= 1e-6 on every tabular,
+tuple and statistics value, metrics within 1e-7 relative, references within float32
+(2^-23 relative). --rule-counts also builds under `paper` and prints what each documented
+rule difference changes (docs/contracts.md, "Rule sets").
 """
 
 from __future__ import annotations
@@ -22,6 +35,8 @@ import argparse
 import csv
 import shutil
 import sys
+import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -40,31 +55,164 @@ from published_tools import (
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from contracts.panel import SPLITS
 
+#: Thresholds of a PASS (issue 28): values, relative metrics, float32 of the package's files.
+VALUE_TOL = 1e-6
+METRIC_TOL = 1e-7
+FLOAT32_REL = 2.0**-23
+SPEC_KEYS = {
+    "seed": ("--seed", int),
+    "firms": ("--firms", int),
+    "start": ("--start", int),
+    "end": ("--end", int),
+    "single": ("--single-quarter-share", float),
+    "fyr": ("--fyr-change-rate", float),
+    "oracle": ("--oracle-origins", int),
+}
+
+
+@dataclass
+class Panel:
+    name: str
+    options: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, spec: str) -> Panel:
+        name, _, rest = spec.partition(":")
+        if not name or "/" in name:
+            raise SystemExit(f"bad panel spec {spec!r}: NAME or NAME:key=value,...")
+        options: dict[str, str] = {}
+        for part in filter(None, rest.split(",")):
+            key, eq, value = part.partition("=")
+            if not eq or (key not in SPEC_KEYS and key != "no_train"):
+                raise SystemExit(
+                    f"bad panel option {part!r}: use key=value with key in "
+                    f"{', '.join([*SPEC_KEYS, 'no_train'])}"
+                )
+            if key in SPEC_KEYS:
+                SPEC_KEYS[key][1](value)  # a bad number fails here, before anything runs
+            options[key] = value
+        return cls(name, options)
+
+    def ingest_args(self) -> list[str]:
+        args = ["ingest", "synthetic", "--scale", "demo"]
+        opts = {"oracle": "0", **self.options}
+        for key, value in opts.items():
+            if key == "no_train":
+                for item in filter(None, value.split("+")):
+                    args += ["--no-train-item", item]
+            else:
+                args += [SPEC_KEYS[key][0], value]
+        return args
+
+    def describe(self) -> str:
+        opts = {"seed": "20", "firms": "1000", **self.options}
+        return ", ".join(f"{k} {v}" for k, v in opts.items() if k != "oracle")
+
+
+@dataclass
+class Figures:
+    """What one panel's comparison found (None: not measured)."""
+
+    tabular_rows_one_side: int = 0
+    tabular_one_side: int = 0
+    tabular_diff: float = 0.0
+    tuple_one_side: int = 0
+    tuple_diff: float = 0.0
+    id_maps_same: bool = True
+    stats_one_side: int = 0
+    stats_diff: float = 0.0
+    k_rel_diff: float = 0.0
+    n_equal: bool = True
+    metric_rel: dict[str, float] = field(default_factory=dict)
+    reference_rel: float = 0.0
+    reference_one_side: int = 0
+    fallbacks: str = ""
+    errors: list[str] = field(default_factory=list)
+
+    def passed(self) -> bool:
+        return (
+            not self.errors
+            and self.tabular_rows_one_side == 0
+            and self.tabular_one_side == 0
+            and self.tabular_diff <= VALUE_TOL
+            and self.tuple_one_side == 0
+            and self.tuple_diff <= VALUE_TOL
+            and self.id_maps_same
+            and self.stats_one_side == 0
+            and self.stats_diff <= VALUE_TOL
+            and self.k_rel_diff <= VALUE_TOL
+            and self.n_equal
+            and all(v <= METRIC_TOL for v in self.metric_rel.values())
+            and bool(self.metric_rel)
+            and self.reference_rel <= FLOAT32_REL
+            and self.reference_one_side == 0
+        )
+
+    def line(self, panel: Panel) -> str:
+        levels = ("global", "horizon", "item", "item x horizon")
+        metrics = " / ".join(f"{self.metric_rel.get(lv, float('nan')):.1e}" for lv in levels)
+        return (
+            f"{panel.name} ({panel.describe()}): {'PASS' if self.passed() else 'FAIL'}; "
+            f"tabular rows/cells one-sided {self.tabular_rows_one_side}/{self.tabular_one_side}, "
+            f"max |diff| {self.tabular_diff:.1e}; tuples one-sided {self.tuple_one_side}, "
+            f"max |diff| {self.tuple_diff:.1e}; id maps identical {self.id_maps_same}; "
+            f"statistics one-sided {self.stats_one_side}, max |diff| {self.stats_diff:.1e}, "
+            f"k rel {self.k_rel_diff:.1e}; metrics n equal {self.n_equal}, max rel "
+            f"(global / horizon / item / item x horizon) {metrics}; reference baselines "
+            f"one-sided {self.reference_one_side}, max rel {self.reference_rel:.1e}; "
+            f"k fallbacks: {self.fallbacks or 'none'}"
+            + (f"; comparisons that failed: {', '.join(self.errors)}" if self.errors else "")
+        )
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--scale", default="demo", choices=["demo", "full"])
-    ap.add_argument(
-        "--firms", type=int, default=None, help="Number of synthetic firms (default: the scale's)."
-    )
-    ap.add_argument("--published-venv", type=Path, default=None)
+    ap.add_argument("--panel", action="append", default=None, help="A panel SPEC (repeat).")
+    ap.add_argument("--published-venv", type=Path, required=True)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/proforma-parity"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--memory", default=None, help="DuckDB memory_limit for this project.")
+    ap.add_argument("--pin", action="store_true", help="Pin the package's statistics in our build.")
+    ap.add_argument(
+        "--rule-counts", action="store_true", help="Also build under `paper` and count rules."
+    )
+    ap.add_argument(
+        "--keep", action="store_true", help="Keep each panel's workdir (default: removed)."
+    )
     args = ap.parse_args()
-    work = args.workdir
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
-    print(f"workdir {work}; load {load()}")
+    panels = [Panel.parse(s) for s in (args.panel or ["demo"])]
+    if len({p.name for p in panels}) != len(panels):
+        raise SystemExit("panel names must differ")
+    cli = published_cli(args.published_venv)
+    summary: list[str] = []
+    for panel in panels:
+        work = args.workdir / panel.name
+        if work.exists():
+            shutil.rmtree(work)
+        work.mkdir(parents=True)
+        print(f"\n=== panel {panel.name} ({panel.describe()}); workdir {work}; load {load()}")
+        figures = one_panel(panel, work, cli, args)
+        summary.append(figures.line(panel))
+        print("\n" + summary[-1], flush=True)
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print("\nsummary (one line per panel):")
+    for line in summary:
+        print("  " + line)
 
+
+def one_panel(panel: Panel, work: Path, cli: Path, args) -> Figures:
     env = warehouse_env(work, "published", args.threads, args.memory)
-    ingest = [str(PROFORMA), "ingest", "synthetic", "--scale", args.scale]
-    if args.firms:
-        ingest += ["--firms", str(args.firms)]
-    timings = [run("ours: ingest synthetic", ingest, env=env, log=work / "ingest.log")]
+    timings = [
+        run(
+            "ours: ingest synthetic",
+            [str(PROFORMA), *panel.ingest_args()],
+            env=env,
+            log=work / "ingest.log",
+        )
+    ]
     raw_dir = work / "raw"
     timings.append(
         run(
@@ -74,32 +222,50 @@ def main() -> None:
         )
     )
     raw = raw_dir / "compustat_with_permno.parquet"
-    paper_env = copied_warehouse(
-        Path(env["PROFORMA_WAREHOUSE"]), work, "paper", args.threads, args.memory
-    )
+    pkg = work / "pkg"
     timings.append(
         run(
-            "ours: build (published rules, estimated)",
-            [str(PROFORMA), "build"],
+            "package: build (estimate, imputation on)",
+            [str(cli), "build", "--raw", str(raw), "--out", str(pkg), "--reg-stats", "estimate"]
+            + ["--no-verify"],
+            log=work / "pkg_build.log",
+        )
+    )
+    stats = pkg / f"regularization_stats__{RELEASE_TAG}.parquet"
+    if args.rule_counts:
+        paper_env = copied_warehouse(
+            Path(env["PROFORMA_WAREHOUSE"]), work, "paper", args.threads, args.memory
+        )
+    build = [str(PROFORMA), "build"] + (["--reg-stats", str(stats)] if args.pin else [])
+    timings.append(
+        run(
+            "ours: build " + ("(package statistics pinned)" if args.pin else "(default)"),
+            build,
             env=env,
             log=work / "build_published.log",
         )
     )
-    timings.append(
-        run(
-            "ours: build (paper rules, estimated)",
-            [str(PROFORMA), "build", "--rules", "paper"],
-            env=paper_env,
-            log=work / "build_paper.log",
+    warning = [
+        ln for ln in (work / "build_published.log").read_text().splitlines() if "warning" in ln
+    ]
+    for ln in warning:
+        print("  build said: " + ln.strip())
+    if args.rule_counts:
+        timings.append(
+            run(
+                "ours: build (paper rules, estimated)",
+                [str(PROFORMA), "build", "--rules", "paper"],
+                env=paper_env,
+                log=work / "build_paper.log",
+            )
         )
-    )
-    rule_counts(Path(env["PROFORMA_WAREHOUSE"]), Path(paper_env["PROFORMA_WAREHOUSE"]))
-
-    if args.published_venv:
-        timings += side_by_side(work, raw, args)
+        rule_counts(Path(env["PROFORMA_WAREHOUSE"]), Path(paper_env["PROFORMA_WAREHOUSE"]))
+    figures = Figures()
+    timings += side_by_side(work, pkg, cli, env, figures)
     print("\ntimings (each a child process; load " + load() + "):")
     for m in timings:
         print("  " + m.line())
+    return figures
 
 
 # -- rule-set differences -------------------------------------------------------------------
@@ -141,12 +307,14 @@ def rule_counts(published: Path, paper: Path) -> None:
         f"  items whose k differs (2001Q4 in or out of the window; default k): {len(k)}"
         + (f" e.g. {', '.join(f'{i} {a:.4g}/{b:.4g}' for i, a, b in k[:4])}" if k else "")
     )
-    nok = con.execute("""SELECT i.item FROM pub.panel.item_k k JOIN pub.ref.items i USING (item_id)
-                         WHERE k.n_pool = 0 ORDER BY 1""").fetchall()
-    print(
-        f"  items with no training-period observation (statement-median k): {len(nok)} "
-        f"{[r[0] for r in nok]}"
-    )
+    for label, wh in (("published", "pub"), ("paper", "pap")):
+        rules = con.execute(f"""SELECT k.k_rule, list(i.item ORDER BY i.item_id)
+                                FROM {wh}.panel.item_k k JOIN {wh}.ref.items i USING (item_id)
+                                WHERE k.k_rule <> 'window' GROUP BY 1 ORDER BY 1""").fetchall()
+        print(
+            f"  k fallback rules ({label}): "
+            + ("; ".join(f"{r}: {', '.join(items)}" for r, items in rules) or "none")
+        )
     params = one("""SELECT (SELECT count(*) FROM pub.panel.origin_params),
                            (SELECT count(*) FROM pap.panel.origin_params)""")
     print(
@@ -168,62 +336,32 @@ def rule_counts(published: Path, paper: Path) -> None:
 
 
 # -- side by side with the package ----------------------------------------------------------
-def side_by_side(work: Path, raw: Path, args) -> list:
-    cli = published_cli(args.published_venv)
-    pkg, ours = work / "pkg", work / "ours_export"
+def side_by_side(work: Path, pkg: Path, cli: Path, env: dict[str, str], figures: Figures) -> list:
+    ours = work / "ours_export"
     out = [
-        run(
-            "package: build (estimate, imputation on)",
-            [
-                str(cli),
-                "build",
-                "--raw",
-                str(raw),
-                "--out",
-                str(pkg),
-                "--reg-stats",
-                "estimate",
-                "--no-verify",
-            ],
-            log=work / "pkg_build.log",
-        )
-    ]
-    stats = pkg / f"regularization_stats__{RELEASE_TAG}.parquet"
-    # a raw-only copy would do too
-    env = copied_warehouse(work / "paper.duckdb", work, "pinned", args.threads, args.memory)
-    out.append(
-        run(
-            "ours: build (published, package statistics pinned)",
-            [str(PROFORMA), "build", "--rules", "published", "--reg-stats", str(stats)],
-            env=env,
-            log=work / "build_pinned.log",
-        )
-    )
-    out.append(
         run(
             "ours: export proforma20q layout (imputation)",
             [str(PROFORMA), "export", str(ours), "--layout", "proforma20q"],
             env=env,
             log=work / "export.log",
         )
+    ]
+    wh = Path(env["PROFORMA_WAREHOUSE"])
+    _checked(figures, compare_exports, pkg, ours, figures)
+    _checked(
+        figures,
+        compare_statistics,
+        pkg / f"regularization_stats__{RELEASE_TAG}.parquet",
+        wh,
+        figures,
     )
-    compare_exports(pkg, ours)
-    compare_statistics(stats, work / "published.duckdb")
 
     fc = work / "pkg_forecasts"
     out.append(
         run(
             "package: baselines naive,fade",
-            [
-                str(cli),
-                "baselines",
-                "--which",
-                "naive,fade",
-                "--processed",
-                str(pkg),
-                "--out",
-                str(fc),
-            ],
+            [str(cli), "baselines", "--which", "naive,fade", "--processed", str(pkg)]
+            + ["--out", str(fc)],
             log=work / "pkg_baselines.log",
         )
     )
@@ -231,18 +369,8 @@ def side_by_side(work: Path, raw: Path, args) -> list:
     out.append(
         run(
             "package: evaluate naive, fade",
-            [
-                str(cli),
-                "evaluate",
-                "--processed",
-                str(pkg),
-                "--against",
-                "baselines",
-                "--baseline-dir",
-                str(fc),
-                "--out",
-                str(evaluation),
-            ],
+            [str(cli), "evaluate", "--processed", str(pkg), "--against", "baselines"]
+            + ["--baseline-dir", str(fc), "--out", str(evaluation)],
             log=work / "pkg_eval.log",
         )
     )
@@ -250,13 +378,8 @@ def side_by_side(work: Path, raw: Path, args) -> list:
         out.append(
             run(
                 f"ours: submit the package's {name} file",
-                [
-                    str(PROFORMA),
-                    "submit",
-                    str(fc / f"{name}__predictions.parquet"),
-                    "--name",
-                    f"package {name}",
-                ],
+                [str(PROFORMA), "submit", str(fc / f"{name}__predictions.parquet")]
+                + ["--name", f"package {name}"],
                 env=env,
                 log=work / f"submit_{name}.log",
             )
@@ -277,20 +400,42 @@ def side_by_side(work: Path, raw: Path, args) -> list:
             log=work / "reference.log",
         )
     )
-    compare_scores(Path(env["PROFORMA_WAREHOUSE"]), evaluation)
-    compare_reference(Path(env["PROFORMA_WAREHOUSE"]), fc)
+    _checked(figures, compare_scores, wh, evaluation, figures)
+    _checked(figures, compare_reference, wh, fc, figures)
+    con = duckdb.connect(str(wh), read_only=True)
+    fallbacks = con.execute(
+        """SELECT CAST(json_extract(parameters, '$.k_fallbacks') AS VARCHAR) FROM meta.builds
+           WHERE status = 'succeeded' ORDER BY build_id DESC LIMIT 1"""
+    ).fetchall()[0][0]
+    con.close()
+    figures.fallbacks = (fallbacks or "").replace('"', "")
+    if figures.fallbacks == "{}":
+        figures.fallbacks = ""
     return out
 
 
-def compare_exports(pkg: Path, ours: Path) -> None:
+def _checked(figures: Figures, fn, *args) -> None:
+    """Run one comparison; a failure is printed and fails the panel, the rest still runs."""
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001 - a bench reports every failure and goes on
+        traceback.print_exc()
+        figures.errors.append(fn.__name__)
+
+
+def _cols(con, path: Path) -> list[str]:
+    return [d[0] for d in con.execute(f"DESCRIBE SELECT * FROM '{path}'").fetchall()]
+
+
+def compare_exports(pkg: Path, ours: Path, figures: Figures) -> None:
     con = duckdb.connect()
-    print("\ntabular files, this project's export vs the package's build (statistics pinned):")
+    print("\ntabular files, this project's export vs the package's build:")
     for split in SPLITS:
         p = pkg / f"tabular_{split}__{RELEASE_TAG}.parquet"
         o = ours / f"tabular_{split}__{RELEASE_TAG}.parquet"
-        cols = [d[0] for d in con.execute(f"DESCRIBE SELECT * FROM '{p}'").fetchall()]
+        cols = _cols(con, p)
         values = [c for c in cols if c not in ("firm_id", "quarter")]
-        same_cols = cols == [d[0] for d in con.execute(f"DESCRIBE SELECT * FROM '{o}'").fetchall()]
+        same_cols = cols == _cols(con, o)
         n = con.execute(f"""SELECT (SELECT count(*) FROM '{p}'), (SELECT count(*) FROM '{o}'),
             (SELECT count(*) FROM '{p}' a ANTI JOIN '{o}' b USING (firm_id, quarter)),
             (SELECT count(*) FROM '{o}' a ANTI JOIN '{p}' b USING (firm_id, quarter))""").fetchall()[
@@ -310,6 +455,9 @@ def compare_exports(pkg: Path, ours: Path) -> None:
                 FROM '{p}' a JOIN '{o}' b USING (firm_id, quarter))""").fetchall()[0]
             one_side += int(r[0] or 0)
             worst = max(worst, float(r[1] or 0))
+        figures.tabular_rows_one_side += n[2] + n[3] + (0 if same_cols else 1)
+        figures.tabular_one_side += one_side
+        figures.tabular_diff = max(figures.tabular_diff, worst)
         print(
             f"  tabular_{split}: rows package {n[0]:,} / ours {n[1]:,} (only package {n[2]}, only ours "
             f"{n[3]}); same columns in the same order: {same_cols}; cells non-null on one side "
@@ -317,47 +465,68 @@ def compare_exports(pkg: Path, ours: Path) -> None:
         )
     for split in SPLITS:
         p, o = (d / f"tuple_{split}__{RELEASE_TAG}.parquet" for d in (pkg, ours))
-        n = con.execute(f"""SELECT (SELECT count(*) FROM '{p}'), (SELECT count(*) FROM '{o}'),
-            (SELECT count(*) FROM (SELECT firm_id, account_id, quarter, value FROM '{p}'
-                                   EXCEPT SELECT firm_id, account_id, quarter, value FROM '{o}'))""").fetchall()[
-            0
-        ]
+        n = con.execute(f"""
+            WITH a AS (SELECT firm_id, account_id, quarter, value, industry_id FROM '{p}'),
+                 b AS (SELECT firm_id, account_id, quarter, value, industry_id FROM '{o}')
+            SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM b),
+                   count(*) FILTER (WHERE b.firm_id IS NULL OR a.firm_id IS NULL
+                                    OR a.industry_id <> b.industry_id),
+                   max(abs(a.value - b.value))
+            FROM a FULL JOIN b USING (firm_id, account_id, quarter)""").fetchall()[0]
+        figures.tuple_one_side += n[2]
+        figures.tuple_diff = max(figures.tuple_diff, float(n[3] or 0))
         print(
-            f"  tuple_{split}: rows package {n[0]:,} / ours {n[1]:,}; package rows not in ours {n[2]:,}"
+            f"  tuple_{split}: rows package {n[0]:,} / ours {n[1]:,}; on one side only (or "
+            f"another industry) {n[2]:,}; max |value diff| {float(n[3] or 0):.3g}"
         )
     for m in ("firm_id_map", "account_id_map", "industry_id_map"):
         same = (pkg / f"{m}__{RELEASE_TAG}.csv").read_bytes() == (
             ours / f"{m}__{RELEASE_TAG}.csv"
         ).read_bytes()
+        figures.id_maps_same &= same
         print(f"  {m}: byte-identical {same}")
 
 
-def compare_statistics(stats: Path, published_wh: Path) -> None:
+def compare_statistics(stats: Path, wh: Path, figures: Figures) -> None:
     con = duckdb.connect()
-    con.execute(f"ATTACH '{published_wh}' AS w (READ_ONLY)")
-    con.execute(f"""CREATE TEMP VIEW pk AS SELECT i.item_id, i.item, (year(quarter) * 4 + quarter(quarter) - 1)::INTEGER AS q,
-                    mu, sigma, k FROM '{stats}' JOIN w.ref.items i ON i.item = feature""")
+    con.execute(f"ATTACH '{wh}' AS w (READ_ONLY)")
+    con.execute(f"""CREATE TEMP VIEW pk AS SELECT i.item_id, i.item,
+                    (year(quarter) * 4 + quarter(quarter) - 1)::INTEGER AS q, mu, sigma, k
+                    FROM '{stats}' JOIN w.ref.items i ON i.item = feature""")
     r = con.execute("""SELECT (SELECT count(*) FROM pk), (SELECT count(*) FROM w.panel.origin_params),
         (SELECT count(*) FROM pk ANTI JOIN w.panel.origin_params USING (item_id, q)),
         (SELECT count(*) FROM w.panel.origin_params ANTI JOIN pk USING (item_id, q))""").fetchall()[
         0
     ]
-    k = con.execute("""SELECT i.item FROM w.panel.item_k k JOIN w.ref.items i USING (item_id)
+    k = con.execute("""SELECT i.item, k.k, p.k, k.k_rule FROM w.panel.item_k k
+                       JOIN w.ref.items i USING (item_id)
                        JOIN (SELECT DISTINCT item_id, k FROM pk) p USING (item_id)
-                       WHERE abs(k.k - p.k) > 1e-9 * p.k ORDER BY 1""").fetchall()
-    same = ", ".join(repr(x[0]) for x in k)
-    d = con.execute(f"""SELECT max(abs(o.mu - pk.mu)), max(abs(o.sigma - pk.sigma) / pk.sigma)
-        FROM pk JOIN w.panel.origin_params o USING (item_id, q)
-        WHERE pk.item NOT IN ({same or "''"})""").fetchall()[0]
+                       ORDER BY abs(k.k - p.k) / p.k DESC""").fetchall()
+    d = con.execute("""SELECT max(abs(o.mu - pk.mu)), max(abs(o.sigma - pk.sigma))
+        FROM pk JOIN w.panel.origin_params o USING (item_id, q)""").fetchall()[0]
+    k_rel = max((abs(a - b) / b for _, a, b, _ in k), default=0.0)
+    figures.stats_one_side = r[2] + r[3]
+    figures.stats_diff = max(float(d[0] or 0), float(d[1] or 0))
+    figures.k_rel_diff = k_rel
+    differ = [f"{i} {a:.4g}/{b:.4g} ({rule})" for i, a, b, rule in k if abs(a - b) > 1e-9 * b]
     print(
-        f"\nestimated statistics, ours (published) vs the package's: rows {r[1]:,} / {r[0]:,}, only "
-        f"package {r[2]}, only ours {r[3]}; k differs for {len(k)} item(s) {[x[0] for x in k]} "
-        f"(no training-period observation: ours takes the statement's median k); elsewhere max "
-        f"|mu diff| {d[0]:.2e}, max relative sigma diff {d[1]:.2e}"
+        f"\nestimated statistics, ours vs the package's: rows {r[1]:,} / {r[0]:,}, only package "
+        f"{r[2]}, only ours {r[3]}; max |mu diff| {float(d[0] or 0):.2e}, max |sigma diff| "
+        f"{float(d[1] or 0):.2e}; k: max relative diff {k_rel:.2e}"
+        + (f", differs for {differ}" if differ else "")
     )
 
 
-def compare_scores(wh_path: Path, evaluation: Path) -> None:
+#: the package's CSV level -> (this project's eval.metrics level, its key columns)
+LEVELS = {
+    "global": ("global", "global"),
+    "by_horizon": ("horizon", "horizon"),
+    "by_target": ("item", "item"),
+    "by_target_horizon": ("item_horizon", "item x horizon"),
+}
+
+
+def compare_scores(wh_path: Path, evaluation: Path, figures: Figures) -> None:
     con = duckdb.connect(str(wh_path), read_only=True)
     subs = dict(
         con.execute(
@@ -370,22 +539,27 @@ def compare_scores(wh_path: Path, evaluation: Path) -> None:
     for model in ("naive", "fade"):
         sid = subs[f"package {model}"]
         worst: dict[str, float] = {}
+        compared = 0
         for metric in ("r2", "mae", "mse"):
-            for level, key in (("global", None), ("by_horizon", "horizon"), ("by_target", "item")):
+            for level, (sql_level, label) in LEVELS.items():
                 ref = _package_csv(evaluation / f"{metric}__{level}.csv", model)
-                sql_level = {"global": "global", "by_horizon": "horizon", "by_target": "item"}[
-                    level
-                ]
                 for h, iid, v in con.execute(
                     f"SELECT horizon, item_id, {metric} FROM eval.metrics WHERE score_run_id = ? "
                     f"AND submission_id = ? AND level = ?",
                     [run_id, sid, sql_level],
                 ).fetchall():
-                    k = metric if key is None else (str(h) if key == "horizon" else items[iid])
-                    if k not in ref:
+                    key = {
+                        "global": metric,
+                        "horizon": str(h),
+                        "item": items.get(iid),
+                        "item_horizon": f"{items.get(iid)}|{h}",
+                    }[sql_level]
+                    if key not in ref or v is None:
                         continue  # the package's CSV leaves NaN metrics out
-                    rel = abs(v - ref[k]) / max(abs(ref[k]), 1e-300)
-                    worst[f"{metric} {level}"] = max(worst.get(f"{metric} {level}", 0.0), rel)
+                    rel = abs(v - ref[key]) / max(abs(ref[key]), 1e-300)
+                    compared += 1
+                    worst[f"{metric} {label}"] = max(worst.get(f"{metric} {label}", 0.0), rel)
+                    figures.metric_rel[label] = max(figures.metric_rel.get(label, 0.0), rel)
         n = con.execute(
             "SELECT n FROM eval.metrics WHERE score_run_id = ? AND submission_id = ? "
             "AND level = 'global'",
@@ -395,20 +569,27 @@ def compare_scores(wh_path: Path, evaluation: Path) -> None:
             pkg_n = next(
                 int(float(r["n_complete"])) for r in csv.DictReader(fh) if r["model"] == model
             )
+        figures.n_equal &= n == pkg_n
         print(
-            f"  {model}: n ours {n:,} / package {pkg_n:,}; max relative difference "
-            + ", ".join(f"{k} {v:.1e}" for k, v in sorted(worst.items()))
+            f"  {model}: n ours {n:,} / package {pkg_n:,}; {compared:,} metric values compared; "
+            "max relative difference " + ", ".join(f"{k} {v:.1e}" for k, v in sorted(worst.items()))
         )
 
 
 def _package_csv(path: Path, model: str) -> dict[str, float]:
+    """metric value by key: the metric name (global), horizon, item, or 'item|horizon'."""
+    if not path.exists():
+        return {}
     with open(path) as fh:
         rows = list(csv.reader(fh))
     col = rows[0].index(model)
-    return {r[0]: float(r[col]) for r in rows[1:] if r[col] != ""}
+    keys = 2 if path.stem.endswith("by_target_horizon") else 1
+    return {
+        "|".join(r[:keys]) if keys == 2 else r[0]: float(r[col]) for r in rows[1:] if r[col] != ""
+    }
 
 
-def compare_reference(wh_path: Path, fc: Path) -> None:
+def compare_reference(wh_path: Path, fc: Path, figures: Figures) -> None:
     con = duckdb.connect(str(wh_path), read_only=True)
     subs = dict(
         con.execute(
@@ -426,18 +607,22 @@ def compare_reference(wh_path: Path, fc: Path) -> None:
                                horizon::TINYINT AS horizon, prediction::DOUBLE AS p
                         FROM '{fc / f"{pkg}__predictions.parquet"}' x JOIN panel.firms f ON f.gvkey = x.firm
                         JOIN ref.items i ON i.item = x.target)
-            SELECT count(*), max(abs(e.mu - pk.p)), count(*) FILTER (WHERE isfinite(e.mu) <> isfinite(pk.p))
+            SELECT count(*), max(abs(e.mu - pk.p)),
+                   max(abs(e.mu - pk.p) / greatest(abs(pk.p), 1e-30)),
+                   count(*) FILTER (WHERE isfinite(e.mu) IS DISTINCT FROM isfinite(pk.p))
             FROM panel.truth t
-            JOIN eval.forecasts e ON e.submission_id = ? AND e.firm_id = t.firm_id AND e.origin_q = t.origin_q
+            LEFT JOIN eval.forecasts e ON e.submission_id = ? AND e.firm_id = t.firm_id AND e.origin_q = t.origin_q
                  AND e.item_id = t.item_id AND e.horizon = t.horizon
             LEFT JOIN pk ON pk.firm_id = t.firm_id AND pk.origin_q = t.origin_q AND pk.item_id = t.item_id
                  AND pk.horizon = t.horizon
             WHERE t.split = 'test'""",
             [subs[ours_name]],
         ).fetchall()[0]
+        figures.reference_rel = max(figures.reference_rel, float(r[2] or 0))
+        figures.reference_one_side += int(r[3])
         print(
-            f"  {ours_name} vs {pkg}: {r[0]:,} cells, max |diff| {r[1]:.2e} (the package writes float32), "
-            f"finite on one side only {r[2]}"
+            f"  {ours_name} vs {pkg}: {r[0]:,} cells, max |diff| {float(r[1] or 0):.2e}, max relative "
+            f"{float(r[2] or 0):.2e} (the package writes float32), finite on one side only {r[3]}"
         )
 
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PROFORMA = Path(sys.executable).parent / "proforma"
+#: this project's CLI: beside the interpreter (the virtualenv's), or PROFORMA_CLI
+PROFORMA = Path(os.environ.get("PROFORMA_CLI") or Path(sys.executable).parent / "proforma")
 RELEASE_TAG = "pf_full__r13_node_optionD_indfe_val8"
 
 

@@ -86,6 +86,9 @@ def build_command(
     console.print(table)
     if made:
         status_console.print(f"standard footprints made: {', '.join(made)}")
+    warning = result.warning()
+    if warning:
+        console.print(warning, style="yellow", highlight=False, soft_wrap=True, markup=False)
     summary(result.line())
 
 

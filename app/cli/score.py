@@ -126,7 +126,9 @@ def score_command(
         typer.Option("--full", help="Recompute every stored cell score and result (same numbers)."),
     ] = False,
 ) -> None:
-    """Score submissions on a footprint's common sample (reference baselines included)."""
+    """Score submissions on a footprint's common sample. Without -s: every submission, the
+    reference baselines of the build included (made first if missing, said in one line);
+    with -s: only those named (`proforma baselines reference` makes the references)."""
     with writer() as wh:
         _score_and_report(wh, footprint, submissions or None, coherence=not no_coherence, full=full)
 
@@ -139,11 +141,32 @@ def _score_and_report(
     coherence: bool,
     full: bool,
 ) -> None:
-    """One score run (reference baselines first), its coverage table and summary line."""
-    from app.scoring import run_reference_baselines, run_summary, score
+    """One score run, its coverage table and summary line. Scoring every submission makes
+    the build's missing reference baselines first (one line says so); scoring named ones
+    leaves them alone and says so in one line when they are missing."""
+    from app.scoring import (
+        missing_reference_baselines,
+        run_reference_baselines,
+        run_summary,
+        score,
+    )
 
-    with status_console.status("reference baselines ..."):
-        run_reference_baselines(wh)
+    missing = missing_reference_baselines(wh) if wh.table_exists("panel.truth") else []
+    if missing and submissions is None:
+        with status_console.status("reference baselines ..."):
+            run_reference_baselines(wh)
+        status_console.print(
+            f"made the reference baselines of this build ({', '.join(missing)}) "
+            "and scored them with the rest",
+            highlight=False,
+        )
+    elif missing:
+        status_console.print(
+            f"reference baselines not made for this build ({', '.join(missing)}): "
+            "`proforma baselines reference` makes them; this run scores only the named "
+            "submissions",
+            highlight=False,
+        )
     with status_console.status(f"scoring on footprint {footprint} ..."):
         run = score(
             wh,

@@ -26,6 +26,18 @@ def ingest_synthetic(
         None, help="Test origins with oracle paths (default 200 demo, 2,000 full)."
     ),
     oracle_paths: int = typer.Option(64, help="Simulated future paths per oracle origin."),
+    no_train_item: list[str] = typer.Option(  # noqa: B008
+        [],
+        "--no-train-item",
+        help="An item no firm reports before 2002 (repeatable): a modern item without "
+        "training data.",
+    ),
+    single_quarter_share: float = typer.Option(
+        0.0, help="Share of firms that file a single quarter."
+    ),
+    fyr_change_rate: float = typer.Option(
+        None, help="Probability of a fiscal-year change per firm-quarter (default 0.0015)."
+    ),
 ) -> None:
     """Generate the synthetic panel (raw.fundq with YTD cash flows, company_industry,
     ccm_link) and the oracle paths, replacing the raw tables in one transaction."""
@@ -37,6 +49,9 @@ def ingest_synthetic(
         seed=seed,
         oracle_origins=oracle_origins,
         oracle_paths=oracle_paths,
+        no_train_items=tuple(no_train_item) or None,
+        single_quarter_share=single_quarter_share or None,
+        fyr_change_rate=fyr_change_rate,
     )
     with Progress(
         TextColumn("[bold]synthetic"),

@@ -8,6 +8,7 @@ modules below never import this package's names themselves (no import circles):
 - score(wh, footprint="full", submissions=None) -> score_run_id
 - leaderboard(wh, footprint="full", track="squared", by=None) -> pyarrow.Table
 - run_reference_baselines(wh) -> list of submission ids
+- missing_reference_baselines(wh) -> names not yet made for the current build
 
 Where each job lives: submissions/ (checks, uploads, batches, registry), footprints/
 (store, create, standard, llm, mask_import), cells.py (per-cell scores), sample.py
@@ -16,7 +17,7 @@ coherence.py (identity checks), leaderboard.py (ranking and exports), baselines.
 SQL reference baselines).
 """
 
-from app.scoring.baselines import run_reference_baselines
+from app.scoring.baselines import missing_reference_baselines, run_reference_baselines
 from app.scoring.coherence import coherence_table, compute_coherence
 from app.scoring.footprints.create import create_footprint
 from app.scoring.footprints.standard import ensure_standard_footprints
@@ -39,6 +40,7 @@ __all__ = [
     "ingest_parquet",
     "leaderboard",
     "list_footprints",
+    "missing_reference_baselines",
     "newey_west_variance",
     "run_reference_baselines",
     "run_summary",

@@ -30,25 +30,35 @@ _NEEDS = (
 )
 
 
+def _current_reference(wh: Warehouse, name: str) -> int | None:
+    """The reference baseline `name` made for the current build and scoring SQL, if any."""
+    row = wh.fetchone(
+        "SELECT submission_id FROM eval.submissions WHERE name = ? AND retired_at IS NULL "
+        "AND source = 'reference' AND build_id IS NOT DISTINCT FROM ? "
+        "AND json_extract_string(metadata, '$.eval_sql_version') = ?",
+        [name, current_build_id(wh), eval_sql_version()],
+    )
+    return int(row[0]) if row else None
+
+
+def missing_reference_baselines(wh: Warehouse) -> list[str]:
+    """Names of the reference baselines not yet made for the current build."""
+    return [name for name in REFERENCE_BASELINES if _current_reference(wh, name) is None]
+
+
 def run_reference_baselines(
     wh: Warehouse, *, split: str = "test", force: bool = False
 ) -> list[int]:
     """Submission ids of the reference baselines for the current build (made if missing)."""
     wh.require_panel(*_NEEDS)
-    build_id = current_build_id(wh)
     version = eval_sql_version()
     rules = current_rules(wh)
     ids = []
     for name, steps in REFERENCE_BASELINES.items():
         step = steps[rules]
-        row = wh.fetchone(
-            "SELECT submission_id FROM eval.submissions WHERE name = ? AND retired_at IS NULL "
-            "AND source = 'reference' AND build_id IS NOT DISTINCT FROM ? "
-            "AND json_extract_string(metadata, '$.eval_sql_version') = ?",
-            [name, build_id, version],
-        )
-        if row and not force:
-            ids.append(int(row[0]))
+        row = _current_reference(wh, name)
+        if row is not None and not force:
+            ids.append(row)
             continue
         if step.endswith("_published"):
             _ensure_imputed(wh)

@@ -22,9 +22,15 @@
 -- < train_end_q under `published` (the released package compares quarter-end instants
 -- with midnight of 2001-12-31, which leaves 2001Q4 out); a pool whose kurtosis is never
 -- defined gets the smallest k under `paper` and k = 1 under `published` (the package's
--- default). An item with no training-period observation at all takes the median k of
--- the items of its statement that have one (k = 1 if none): neither the degenerate
--- smallest k nor the package's fall-back to the whole pool, which looks ahead.
+-- default). An item (or the scale) with no training-period observation at all:
+-- `published` searches its whole pool, every quarter of the panel (the package's
+-- fall-back, which looks ahead); `paper` takes the median k of the items of its
+-- statement that have one (k = 1 if none). An item without any pool (no firm reports it
+-- at positions n and n-4 with deflators): `published` k = 1 and no statistics at all
+-- (the package skips it), `paper` the statement median. panel.item_k.k_rule records
+-- which rule decided each k (window, whole_panel, no_kurtosis, whole_panel_no_kurtosis,
+-- statement_median, no_pool, unreported: no value at all, pinned); app/build.py warns
+-- about every rule but window, unreported and pinned.
 -- With reg_stats pinned, k comes from the pinned statistics instead (stage.reg_stats_pinned).
 CREATE OR REPLACE TABLE stage.lag_pool AS
 WITH series AS (
@@ -44,15 +50,28 @@ FROM (
 )
 WHERE r IS NOT NULL;
 
-CREATE OR REPLACE TEMP TABLE k_pool AS
-WITH window_end AS (
-    SELECT getvariable('train_end_q') - CASE WHEN getvariable('published') THEN 1 ELSE 0 END AS q
-)
-SELECT item_id, r FROM stage.lag_pool
-WHERE q <= (SELECT q FROM window_end) AND NOT getvariable('reg_stats_pinned')
+CREATE OR REPLACE TEMP TABLE k_window_end AS
+SELECT getvariable('train_end_q') - CASE WHEN getvariable('published') THEN 1 ELSE 0 END AS q;
+
+-- Every pool over all quarters; `trained` marks the items with a training-period value.
+CREATE OR REPLACE TEMP TABLE k_all AS
+SELECT item_id, q, r FROM stage.lag_pool WHERE NOT getvariable('reg_stats_pinned')
 UNION ALL
-SELECT 0::SMALLINT AS item_id, z AS r FROM stage.fq
-WHERE q <= (SELECT q FROM window_end) AND z IS NOT NULL AND NOT getvariable('reg_stats_pinned');
+SELECT 0::SMALLINT AS item_id, q, z AS r FROM stage.fq
+WHERE z IS NOT NULL AND NOT getvariable('reg_stats_pinned');
+
+CREATE OR REPLACE TEMP TABLE k_reported AS
+SELECT DISTINCT item_id FROM panel.values WHERE NOT getvariable('reg_stats_pinned');
+
+CREATE OR REPLACE TEMP TABLE k_trained AS
+SELECT DISTINCT item_id FROM k_all WHERE q <= (SELECT q FROM k_window_end);
+
+-- The pool searched: the training window; `published`: the whole pool of an item
+-- without a training-period value.
+CREATE OR REPLACE TEMP TABLE k_pool AS
+SELECT item_id, r FROM k_all
+WHERE q <= (SELECT q FROM k_window_end)
+   OR (getvariable('published') AND item_id NOT IN (SELECT item_id FROM k_trained));
 
 -- numpy.logspace(log10(lo), log10(hi), n): start + j * step, the last point exactly hi.
 CREATE OR REPLACE TEMP TABLE k_grid AS
@@ -171,11 +190,12 @@ chosen AS (
     GROUP BY e.item_id
 ),
 searched AS (
-    -- items with a training pool: the grid point chosen, or the rule set's default
+    -- items with a pool searched: the grid point chosen, or the rule set's default
     SELECT it.item_id, it.statement,
            coalesce(g.k, CASE WHEN getvariable('published') THEN 1.0
                               ELSE (SELECT k FROM k_grid WHERE j = 0) END) AS k,
-           c.n_pool, c.objective, c.n_exact
+           c.n_pool, c.objective, c.n_exact,
+           it.item_id IN (SELECT item_id FROM k_trained) AS trained
     FROM ref.items AS it
     LEFT JOIN chosen AS c USING (item_id)
     LEFT JOIN k_grid AS g USING (j)
@@ -184,24 +204,34 @@ searched AS (
 statement_k AS (
     SELECT statement, median(k) AS k
     FROM searched
-    WHERE objective IS NOT NULL AND item_id > 0
+    WHERE objective IS NOT NULL AND item_id > 0 AND trained
     GROUP BY statement
 )
 SELECT it.item_id,
-       coalesce(s.k, sk.k, 1.0) AS k,
+       CASE WHEN s.item_id IS NOT NULL THEN s.k
+            WHEN getvariable('published') THEN 1.0
+            ELSE coalesce(sk.k, 1.0) END AS k,
        coalesce(s.n_pool, 0)::BIGINT AS n_pool,
        s.objective,
-       coalesce(s.n_exact, 0)::INTEGER AS n_exact
+       coalesce(s.n_exact, 0)::INTEGER AS n_exact,
+       CASE WHEN s.item_id IS NULL AND it.item_id NOT IN (SELECT item_id FROM k_reported)
+                THEN 'unreported'
+            WHEN s.item_id IS NULL AND getvariable('published') THEN 'no_pool'
+            WHEN s.item_id IS NULL THEN 'statement_median'
+            WHEN s.trained AND s.objective IS NOT NULL THEN 'window'
+            WHEN s.trained THEN 'no_kurtosis'
+            WHEN s.objective IS NOT NULL THEN 'whole_panel'
+            ELSE 'whole_panel_no_kurtosis' END AS k_rule
 FROM ref.items AS it
 LEFT JOIN searched AS s USING (item_id)
 LEFT JOIN statement_k AS sk ON sk.statement = it.statement
 WHERE NOT getvariable('reg_stats_pinned')
 UNION ALL
-SELECT item_id, any_value(k), NULL, NULL, NULL
+SELECT item_id, any_value(k), NULL, NULL, NULL, 'pinned'
 FROM stage.reg_stats_pinned
 WHERE getvariable('reg_stats_pinned')
 GROUP BY item_id
 ORDER BY item_id;
 
-DROP TABLE k_pool; DROP TABLE k_bins; DROP TABLE k_center; DROP TABLE k_binned; DROP TABLE k_candidates; DROP TABLE k_exact;
+DROP TABLE k_window_end; DROP TABLE k_all; DROP TABLE k_reported; DROP TABLE k_trained; DROP TABLE k_pool; DROP TABLE k_bins; DROP TABLE k_center; DROP TABLE k_binned; DROP TABLE k_candidates; DROP TABLE k_exact;
 DROP TABLE k_grid; DROP MACRO pf_excess_kurtosis;

@@ -61,15 +61,16 @@ def test_k_matches_brute_force_on_heavy_tails(wh):
     k = run_k(wh)
     assert k[0][0] == pytest.approx(brute_force_k(z), rel=1e-12)
     assert k[0][1] == 400
-    # An item without any training observation takes the median k of the items of its
-    # statement that have one; none has here, so k = 1 (under both rule sets).
+    # An item without any pool: `published` k = 1 (the package skips it: no statistics);
+    # `paper` the median k of the items of its statement that have one (none here: 1).
     assert k[1][0] == pytest.approx(1.0) and k[1][1] == 0
     assert run_k(wh, rules="paper")[1][0] == pytest.approx(1.0)
 
 
-def test_k_without_training_data_takes_its_statements_median(wh):
-    """No look-ahead and no degenerate k: an item reported only after the training window
-    gets the median k of the items of its statement estimated on training data."""
+def test_k_without_training_data(wh):
+    """An item reported only after the training window: `paper` (no look-ahead, no
+    degenerate k) gives it the median k of the items of its statement estimated on
+    training data; `published` searches its whole pool, as the package does."""
     ids = dict(wh.fetchall("SELECT item, item_id FROM ref.items"))
     wh.execute("CREATE OR REPLACE TABLE stage.lag_pool (item_id SMALLINT, q INTEGER, r DOUBLE)")
     rng = np.random.default_rng(11)
@@ -84,22 +85,28 @@ def test_k_without_training_data_takes_its_statements_median(wh):
             [(ids[item], 7900 + i % 40, float(v)) for i, v in enumerate(r)],
         )
     late = ids["stkcoq"]  # an income-statement item seen only from 2010 on
+    late_pool = np.exp(rng.standard_normal(50))
     wh.con.executemany(
-        "INSERT INTO stage.lag_pool VALUES (?, ?, ?)",
-        [(late, 8040, float(v)) for v in rng.standard_normal(50)],
+        "INSERT INTO stage.lag_pool VALUES (?, ?, ?)", [(late, 8040, float(v)) for v in late_pool]
     )
     load_scale_pool(wh, np.exp(rng.standard_normal(100)), first_q=7900)
     wh.execute("CREATE OR REPLACE TABLE stage.lag_pool AS SELECT * FROM stage.lag_pool")
-    got = _k_from_pool(wh)
+    got = _k_from_pool(wh, rules="paper")
     want = float(np.median([brute_force_k(r) for r in pools.values()]))
     assert got[ids["stkcoq"]] == pytest.approx(want, rel=1e-9)
     assert got[ids["revtq"]] == pytest.approx(brute_force_k(pools["revtq"]), rel=1e-12)
+    got = _k_from_pool(wh)
+    assert got[ids["stkcoq"]] == pytest.approx(brute_force_k(late_pool), rel=1e-12)
+    assert got[ids["stkcoq"]] != pytest.approx(want, rel=1e-3)
+    rules = dict(wh.fetchall("SELECT item_id, k_rule FROM panel.item_k"))
+    assert rules[ids["stkcoq"]] == "whole_panel" and rules[ids["revtq"]] == "window"
+    assert rules[ids["drcq"]] == "unreported"  # no value at all (not warned about)
 
 
 def _k_from_pool(wh, **overrides) -> dict[int, float]:
     """Run only the k search of 080 on an existing stage.lag_pool (skipping its rebuild)."""
     text = sql_file("build/080_k_grid_search").text
-    text = text[text.index("CREATE OR REPLACE TEMP TABLE k_pool AS") :]
+    text = text[text.index("CREATE OR REPLACE TEMP TABLE k_window_end AS") :]
     wh.execute(
         "CREATE OR REPLACE TABLE stage.reg_stats_pinned "
         "(q INTEGER, item_id SMALLINT, mu DOUBLE, sigma DOUBLE, k DOUBLE)"

@@ -425,7 +425,9 @@ def test_export_raw_panel_in_the_download_layout(built, tmp_path):
     t = pq.read_table(tmp_path / "compustat_with_permno.parquet")
     names = t.column_names
     assert names[:4] == ["gvkey", "datadate", "fyearq", "fqtr"] and "fyr" not in names
-    assert {"revtq", "oancfy", "sich", "naicsh", "permno"} <= set(names) and "oancfq" not in names
+    assert {"revtq", "oancfy", "sich", "naicsh", "permno", "permco", "jdate", "year"} <= set(
+        names
+    ) and "oancfq" not in names
     assert set(t.column("sich").to_pylist()) == {2834.0}
     assert t.column("permno").null_count == 43  # no link table: every firm kept whole
 

@@ -19,7 +19,7 @@ def q(year: int, quarter: int) -> int:
     return year * 4 + quarter - 1
 
 
-def test_link_window_trim_and_financial_exclusion(wh):
+def _links_and_industries(wh) -> None:
     rows = []
     for gv in ("000001", "000002", "000003", "000004"):
         for yr, qt in [(1999, 4), (2000, 1), (2000, 2), (2000, 3), (2000, 4), (2001, 1)]:
@@ -44,6 +44,10 @@ def test_link_window_trim_and_financial_exclusion(wh):
     wh.execute("""INSERT INTO raw.company_industry VALUES
         ('000004', DATE '1990-01-01', 6500, NULL), ('000004', DATE '2000-07-01', 3500, NULL),
         ('000001', DATE '1990-01-01', 2000, NULL), ('000003', DATE '1990-01-01', 2000, NULL)""")
+
+
+def test_link_window_trim_and_financial_exclusion(wh):
+    _links_and_industries(wh)
     run_steps(wh, "050")
     assert sorted(items(wh, "000001")) == [q(2000, 1), q(2000, 2), q(2000, 3), q(2000, 4)]
     assert len(items(wh, "000002")) == 6
@@ -503,3 +507,23 @@ def test_dedup_and_ytd_with_missing_fiscal_fields(wh):
     # published: 2000Q2 is the row without fyearq (fqtr 2, no fiscal year to difference
     # within: missing); 2000Q3's year-to-date 15 passes through.
     assert got["published"] == [(1.0, 4.0), (3.0, None), (4.0, 15.0)]
+
+
+def test_compustat_export_is_the_downloads_file(wh, tmp_path):
+    """`export --layout compustat`: the package download's filters (link windows, the
+    financial sector dropped, a missing SIC kept) and its added columns."""
+    import pyarrow.parquet as pq
+
+    from app.export import export
+
+    _links_and_industries(wh)
+    export(wh, tmp_path, "compustat")
+    t = pq.read_table(tmp_path / "compustat_with_permno.parquet").to_pylist()
+    kept = sorted((r["gvkey"], r["datadate"]) for r in t)
+    run_steps(wh, "050")
+    built = sorted(wh.fetchall("SELECT gvkey, datadate FROM stage.fundq_nonfin"))
+    assert kept == built and len(kept) == 4 + 6 + 4 + 3
+    assert not any(r["sich"] is not None and 6000 <= r["sich"] <= 6999 for r in t)
+    one = next(r for r in t if r["gvkey"] == "000001" and r["datadate"] == qdate(2000, 2))
+    assert one["permno"] == 1.0 and one["permco"] is None and "fyr" not in one
+    assert one["jdate"].date() == qdate(2000, 2) and one["year"] == 2000

@@ -30,6 +30,15 @@ class SyntheticConfig:
     oracle_origins: int = SCALE_ORACLE_ORIGINS["demo"]
     oracle_paths: int = 64
     oracle_horizon: int = 20
+    # Variations for edge-rule checks (bench/parity.py); at their defaults the panel and
+    # its recorded parameters are those of the generator without them.
+    #: items no firm reports before VAL_START_YEAR (modern items without training data)
+    no_train_items: tuple[str, ...] = ()
+    #: share of firms that file a single quarter
+    single_quarter_share: float = 0.0
+    #: per firm-quarter probability of a fiscal-year change (two rows in one quarter);
+    #: None: the generator's own (reporting.P_FYR_CHANGE)
+    fyr_change_rate: float | None = None
 
     @classmethod
     def for_scale(cls, scale: str = "demo", **overrides: Any) -> SyntheticConfig:
@@ -56,6 +65,21 @@ class SyntheticConfig:
             raise UserError("Oracle origins must be >= 0 and paths >= 1")
         if not 1 <= self.oracle_horizon <= 20:
             raise UserError("Oracle horizon must be within 1..20")
+        if not 0.0 <= self.single_quarter_share <= 1.0:
+            raise UserError(
+                f"--single-quarter-share must be within 0..1 (got {self.single_quarter_share})"
+            )
+        if self.fyr_change_rate is not None and not 0.0 <= self.fyr_change_rate <= 0.5:
+            raise UserError(f"--fyr-change-rate must be within 0..0.5 (got {self.fyr_change_rate})")
+        from app.sources.synthetic.items import raw_items
+
+        known = {it.item for it in raw_items()}
+        unknown = [i for i in self.no_train_items if i not in known]
+        if unknown:
+            raise UserError(
+                f"--no-train-item: not a reported item: {', '.join(unknown)} "
+                "(computed items follow their inputs)"
+            )
 
     @property
     def q_start(self) -> int:
@@ -71,4 +95,19 @@ class SyntheticConfig:
         return self.q_end - self.q_start + 1
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The config; the edge-rule variations only where they differ from their defaults
+        (so the default panel records the parameters it always did)."""
+        out = asdict(self)
+        for name, default in VARIATION_DEFAULTS.items():
+            if out[name] == default:
+                del out[name]
+            elif isinstance(out[name], tuple):
+                out[name] = list(out[name])
+        return out
+
+
+VARIATION_DEFAULTS: dict[str, Any] = {
+    "no_train_items": (),
+    "single_quarter_share": 0.0,
+    "fyr_change_rate": None,
+}

@@ -413,6 +413,10 @@ def draw_firms(cfg: SyntheticConfig, rng: np.random.Generator) -> Traits:
     life = 1 + rng.geometric(1.0 / np.maximum(mean_life, 4.0))
     tr["entry_q"] = entry
     tr["exit_q"] = np.minimum(entry + life - 1, q1)
+    if cfg.single_quarter_share > 0:
+        # its own stream, so every other draw (and the default panel) stays as it is
+        once = np.random.default_rng([cfg.seed, 29]).random(n) < cfg.single_quarter_share
+        tr["exit_q"] = np.where(once, entry, tr["exit_q"])
     tr["fyr"] = rng.choice(FYR_CHOICES, size=n, p=FYR_WEIGHTS / FYR_WEIGHTS.sum())
     # Missing SIC (no co_industry record at all) and CCM links.
     tr["sic_missing"] = rng.random(n) < 0.05

@@ -106,6 +106,8 @@ class Reporter:
         self.rng = rng
         self.n = tr["sic"].size
         self.ok, self.p_row = availability(tr, rng)
+        for item in cfg.no_train_items:  # no draw: the random streams stay as they are
+            self.ok[:, RAW_NAMES.index(item), 0] = False
         self.fyr = tr["fyr"].astype(np.int64).copy()
         self.ytd = np.zeros((self.n, len(CF)))
         self.fy = np.full(self.n, -1, dtype=np.int64)  # fiscal year label of the accumulators
@@ -132,7 +134,8 @@ class Reporter:
         alive = (tr["entry_q"] <= q) & (q <= tr["exit_q"])
         # A fiscal-year change: the old-calendar filing and the new fiscal Q1 land in one
         # calendar quarter; the build keeps the higher (fyearq, fqtr), the new one.
-        change = alive & (q >= tr["entry_q"] + 4) & (rng.random(self.n) < P_FYR_CHANGE)
+        rate = P_FYR_CHANGE if self.cfg.fyr_change_rate is None else self.cfg.fyr_change_rate
+        change = alive & (q >= tr["entry_q"] + 4) & (rng.random(self.n) < rate)
         dup_rows = self._fyr_changes(
             q, np.flatnonzero(change), values, month, fyearq, fqtr, old_fyr
         )

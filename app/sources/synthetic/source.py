@@ -65,4 +65,7 @@ class _Lazy:
         self.make = make
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
-        yield from self.make().to_batches()
+        table = self.make()
+        batches = table.to_batches()
+        # an empty table has no batches; its writer still needs one (no oracle origins)
+        yield from batches or [pa.RecordBatch.from_pylist([], schema=table.schema)]
