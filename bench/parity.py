@@ -1,10 +1,11 @@
 """Parity with the published proforma20q package, side by side on generated panels.
 
     .venv/bin/python bench/parity.py --published-venv /tmp/pfvenv [--workdir /tmp/parity] \
-        [--panel SPEC ...] [--pin] [--rule-counts] [--keep]
+        [--panel SPEC ...] [--pin] [--rule-counts] [--tuple-only] [--keep]
 
 A panel SPEC is `NAME` or `NAME:key=value,...` with keys seed, firms, start, end, no_train
-(items no firm reports before 2002, joined by '+'), single (share of firms filing a single
+(items no firm reports before 2002, joined by '+'), test_only (items no firm reports
+before 2010, joined by '+'), single (share of firms filing a single
 quarter), fyr (fiscal-year change rate per firm-quarter) and oracle (oracle origins,
 default 0: the oracle's streams are separate, so raw.fundq does not depend on it);
 `demo` alone is the demo panel (seed 20, 1,000 firms). Several --panel run one after the
@@ -26,7 +27,9 @@ cell by cell (relative to the package's float32 values). One summary line per pa
 the end, PASS when: 0 one-sided cells and rows, max |diff| <= 1e-6 on every tabular,
 tuple and statistics value, metrics within 1e-7 relative, references within float32
 (2^-23 relative). --rule-counts also builds under `paper` and prints what each documented
-rule difference changes (docs/contracts.md, "Rule sets").
+rule difference changes (docs/contracts.md, "Rule sets"). --tuple-only compares only what
+needs no tabular view (statistics, tuple files, id maps; the package builds with --which
+tuple and skips its factor imputation, the costly part on a large panel).
 """
 
 from __future__ import annotations
@@ -68,6 +71,8 @@ SPEC_KEYS = {
     "fyr": ("--fyr-change-rate", float),
     "oracle": ("--oracle-origins", int),
 }
+#: keys whose value lists items joined by '+'
+LIST_KEYS = {"no_train": "--no-train-item", "test_only": "--test-only-item"}
 
 
 @dataclass
@@ -83,10 +88,10 @@ class Panel:
         options: dict[str, str] = {}
         for part in filter(None, rest.split(",")):
             key, eq, value = part.partition("=")
-            if not eq or (key not in SPEC_KEYS and key != "no_train"):
+            if not eq or (key not in SPEC_KEYS and key not in LIST_KEYS):
                 raise SystemExit(
                     f"bad panel option {part!r}: use key=value with key in "
-                    f"{', '.join([*SPEC_KEYS, 'no_train'])}"
+                    f"{', '.join([*SPEC_KEYS, *LIST_KEYS])}"
                 )
             if key in SPEC_KEYS:
                 SPEC_KEYS[key][1](value)  # a bad number fails here, before anything runs
@@ -97,9 +102,9 @@ class Panel:
         args = ["ingest", "synthetic", "--scale", "demo"]
         opts = {"oracle": "0", **self.options}
         for key, value in opts.items():
-            if key == "no_train":
+            if key in LIST_KEYS:
                 for item in filter(None, value.split("+")):
-                    args += ["--no-train-item", item]
+                    args += [LIST_KEYS[key], item]
             else:
                 args += [SPEC_KEYS[key][0], value]
         return args
@@ -128,8 +133,19 @@ class Figures:
     reference_one_side: int = 0
     fallbacks: str = ""
     errors: list[str] = field(default_factory=list)
+    tuple_only: bool = False
 
     def passed(self) -> bool:
+        if self.tuple_only:
+            return (
+                not self.errors
+                and self.tuple_one_side == 0
+                and self.tuple_diff <= VALUE_TOL
+                and self.id_maps_same
+                and self.stats_one_side == 0
+                and self.stats_diff <= VALUE_TOL
+                and self.k_rel_diff <= VALUE_TOL
+            )
         return (
             not self.errors
             and self.tabular_rows_one_side == 0
@@ -149,6 +165,15 @@ class Figures:
         )
 
     def line(self, panel: Panel) -> str:
+        if self.tuple_only:
+            return (
+                f"{panel.name} ({panel.describe()}; tuple files, id maps and statistics only): "
+                f"{'PASS' if self.passed() else 'FAIL'}; tuples one-sided {self.tuple_one_side}, "
+                f"max |diff| {self.tuple_diff:.1e}; id maps identical {self.id_maps_same}; "
+                f"statistics one-sided {self.stats_one_side}, max |diff| {self.stats_diff:.1e}, "
+                f"k rel {self.k_rel_diff:.1e}; k fallbacks: {self.fallbacks or 'none'}"
+                + (f"; comparisons that failed: {', '.join(self.errors)}" if self.errors else "")
+            )
         levels = ("global", "horizon", "item", "item x horizon")
         metrics = " / ".join(f"{self.metric_rel.get(lv, float('nan')):.1e}" for lv in levels)
         return (
@@ -180,6 +205,13 @@ def main() -> None:
     )
     ap.add_argument(
         "--keep", action="store_true", help="Keep each panel's workdir (default: removed)."
+    )
+    ap.add_argument(
+        "--tuple-only",
+        action="store_true",
+        help="Compare only what needs no tabular view (statistics, tuple files, id maps): the "
+        "package builds with --which tuple, without its factor imputation (for large panels "
+        "on a busy machine).",
     )
     args = ap.parse_args()
     panels = [Panel.parse(s) for s in (args.panel or ["demo"])]
@@ -225,9 +257,11 @@ def one_panel(panel: Panel, work: Path, cli: Path, args) -> Figures:
     pkg = work / "pkg"
     timings.append(
         run(
-            "package: build (estimate, imputation on)",
+            "package: build (estimate, "
+            + ("tuple view only)" if args.tuple_only else "imputation on)"),
             [str(cli), "build", "--raw", str(raw), "--out", str(pkg), "--reg-stats", "estimate"]
-            + ["--no-verify"],
+            + ["--no-verify"]
+            + (["--which", "tuple"] if args.tuple_only else []),
             log=work / "pkg_build.log",
         )
     )
@@ -260,8 +294,11 @@ def one_panel(panel: Panel, work: Path, cli: Path, args) -> Figures:
             )
         )
         rule_counts(Path(env["PROFORMA_WAREHOUSE"]), Path(paper_env["PROFORMA_WAREHOUSE"]))
-    figures = Figures()
-    timings += side_by_side(work, pkg, cli, env, figures)
+    figures = Figures(tuple_only=args.tuple_only)
+    if args.tuple_only:
+        timings += tuple_side_by_side(work, pkg, env, figures)
+    else:
+        timings += side_by_side(work, pkg, cli, env, figures)
     print("\ntimings (each a child process; load " + load() + "):")
     for m in timings:
         print("  " + m.line())
@@ -402,16 +439,53 @@ def side_by_side(work: Path, pkg: Path, cli: Path, env: dict[str, str], figures:
     )
     _checked(figures, compare_scores, wh, evaluation, figures)
     _checked(figures, compare_reference, wh, fc, figures)
+    figures.fallbacks = _fallbacks(wh)
+    return out
+
+
+def tuple_side_by_side(work: Path, pkg: Path, env: dict[str, str], figures: Figures) -> list:
+    """Statistics, tuple files and id maps only (the package built with --which tuple)."""
+    ours = work / "ours_export"
+    code = (
+        "import sys; from pathlib import Path; from app.settings import Settings; "
+        "from app.warehouse import connect; "
+        "from app.export import RELEASE_TAG, export_id_maps, export_tuples; "
+        "out = Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True); "
+        "wh = connect(Settings()); "
+        "export_id_maps(wh, out, RELEASE_TAG); "
+        "[export_tuples(wh, s, out / f'tuple_{s}__{RELEASE_TAG}.parquet') "
+        "for s in ('train', 'val', 'test')]"
+    )
+    out = [
+        run(
+            "ours: export tuple files and id maps",
+            [sys.executable, "-c", code, str(ours)],
+            env=env,
+            log=work / "export.log",
+        )
+    ]
+    wh = Path(env["PROFORMA_WAREHOUSE"])
+    _checked(figures, compare_exports, pkg, ours, figures, False)
+    _checked(
+        figures,
+        compare_statistics,
+        pkg / f"regularization_stats__{RELEASE_TAG}.parquet",
+        wh,
+        figures,
+    )
+    figures.fallbacks = _fallbacks(wh)
+    return out
+
+
+def _fallbacks(wh: Path) -> str:
     con = duckdb.connect(str(wh), read_only=True)
     fallbacks = con.execute(
         """SELECT CAST(json_extract(parameters, '$.k_fallbacks') AS VARCHAR) FROM meta.builds
            WHERE status = 'succeeded' ORDER BY build_id DESC LIMIT 1"""
     ).fetchall()[0][0]
     con.close()
-    figures.fallbacks = (fallbacks or "").replace('"', "")
-    if figures.fallbacks == "{}":
-        figures.fallbacks = ""
-    return out
+    text = (fallbacks or "").replace('"', "")
+    return "" if text == "{}" else text
 
 
 def _checked(figures: Figures, fn, *args) -> None:
@@ -427,10 +501,10 @@ def _cols(con, path: Path) -> list[str]:
     return [d[0] for d in con.execute(f"DESCRIBE SELECT * FROM '{path}'").fetchall()]
 
 
-def compare_exports(pkg: Path, ours: Path, figures: Figures) -> None:
+def compare_exports(pkg: Path, ours: Path, figures: Figures, tabular: bool = True) -> None:
     con = duckdb.connect()
-    print("\ntabular files, this project's export vs the package's build:")
-    for split in SPLITS:
+    print("\nfiles, this project's export vs the package's build:")
+    for split in SPLITS if tabular else ():
         p = pkg / f"tabular_{split}__{RELEASE_TAG}.parquet"
         o = ours / f"tabular_{split}__{RELEASE_TAG}.parquet"
         cols = _cols(con, p)

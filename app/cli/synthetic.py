@@ -32,6 +32,11 @@ def ingest_synthetic(
         help="An item no firm reports before 2002 (repeatable): a modern item without "
         "training data.",
     ),
+    test_only_item: list[str] = typer.Option(  # noqa: B008
+        [],
+        "--test-only-item",
+        help="An item no firm reports before 2010 (repeatable): it appears only in test.",
+    ),
     single_quarter_share: float = typer.Option(
         0.0, help="Share of firms that file a single quarter."
     ),
@@ -50,6 +55,7 @@ def ingest_synthetic(
         oracle_origins=oracle_origins,
         oracle_paths=oracle_paths,
         no_train_items=tuple(no_train_item) or None,
+        test_only_items=tuple(test_only_item) or None,
         single_quarter_share=single_quarter_share or None,
         fyr_change_rate=fyr_change_rate,
     )

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from app.cli import app
 from app.sqlfiles import checksum, normalize_sql, steps_in
+from app.warehouse import connect
 from contracts.errors import UserError
 from tests.build.conftest import insert_fundq, qdate
 
@@ -91,6 +92,39 @@ def test_build_cli_progress_audit_and_errors(settings, wh):
     assert "000021" in result.output and "2000Q3" in result.output
     result = runner.invoke(app, ["build", "--reg-stats", "/nonexistent/stats.parquet"])
     assert user_error(result, "No statistics file")
+
+
+def test_build_warns_about_fallbacks_and_score_s_leaves_references_alone(settings, wh):
+    # One firm, 2000Q1..2001Q4: each item's training pool (its 5th.. quarters through
+    # 2001Q3) holds 3 ratios, too few for a kurtosis: the package's k = 1, said in one line.
+    rows = []
+    for c in range(8):
+        yr, qt = 2000 + c // 4, c % 4 + 1
+        rows.append(
+            {
+                "gvkey": "000021",
+                "datadate": qdate(yr, qt),
+                "fyearq": yr,
+                "fqtr": qt,
+                "fyr": 12,
+                "atq": 100.0 + c,
+                "ltq": 60.0,
+                "seqq": 40.0 + c,
+            }
+        )
+    insert_fundq(wh, rows)
+    wh.close()
+    result = runner.invoke(app, ["build"], terminal_width=80)
+    assert result.exit_code == 0, result.output
+    warning = [ln for ln in result.output.splitlines() if ln.startswith("warning:")]
+    assert len(warning) == 1 and "k = 1" in warning[0], result.output
+    assert "atq" in warning[0] and "seqq" in warning[0]
+    # scoring named submissions makes no reference baseline, and says so in one line
+    result = runner.invoke(app, ["score", "-s", "nope"], terminal_width=200)
+    assert result.exit_code != 0
+    assert "reference baselines not made for this build" in result.output, result.output
+    with connect(settings, read_only=True) as w:
+        assert w.scalar("SELECT count(*) FROM eval.submissions WHERE source = 'reference'") == 0
 
 
 def test_export_requires_a_built_panel(settings, wh, tmp_path):

@@ -34,6 +34,8 @@ class SyntheticConfig:
     # its recorded parameters are those of the generator without them.
     #: items no firm reports before VAL_START_YEAR (modern items without training data)
     no_train_items: tuple[str, ...] = ()
+    #: items no firm reports before TEST_START_YEAR (items that appear only in test)
+    test_only_items: tuple[str, ...] = ()
     #: share of firms that file a single quarter
     single_quarter_share: float = 0.0
     #: per firm-quarter probability of a fiscal-year change (two rows in one quarter);
@@ -74,12 +76,16 @@ class SyntheticConfig:
         from app.sources.synthetic.items import raw_items
 
         known = {it.item for it in raw_items()}
-        unknown = [i for i in self.no_train_items if i not in known]
-        if unknown:
-            raise UserError(
-                f"--no-train-item: not a reported item: {', '.join(unknown)} "
-                "(computed items follow their inputs)"
-            )
+        for flag, names in (
+            ("--no-train-item", self.no_train_items),
+            ("--test-only-item", self.test_only_items),
+        ):
+            unknown = [i for i in names if i not in known]
+            if unknown:
+                raise UserError(
+                    f"{flag}: not a reported item: {', '.join(unknown)} "
+                    "(computed items follow their inputs)"
+                )
 
     @property
     def q_start(self) -> int:
@@ -108,6 +114,7 @@ class SyntheticConfig:
 
 VARIATION_DEFAULTS: dict[str, Any] = {
     "no_train_items": (),
+    "test_only_items": (),
     "single_quarter_share": 0.0,
     "fyr_change_rate": None,
 }

@@ -106,8 +106,11 @@ class Reporter:
         self.rng = rng
         self.n = tr["sic"].size
         self.ok, self.p_row = availability(tr, rng)
-        for item in cfg.no_train_items:  # no draw: the random streams stay as they are
+        # no draw: the random streams stay as they are
+        for item in cfg.no_train_items:
             self.ok[:, RAW_NAMES.index(item), 0] = False
+        for item in cfg.test_only_items:
+            self.ok[:, RAW_NAMES.index(item), :2] = False
         self.fyr = tr["fyr"].astype(np.int64).copy()
         self.ytd = np.zeros((self.n, len(CF)))
         self.fy = np.full(self.n, -1, dtype=np.int64)  # fiscal year label of the accumulators
