@@ -36,8 +36,8 @@ browser:
 
 # mypy checks the packages named in pyproject.toml ([tool.mypy] files).
 lint: setup
-	$(VENV)/bin/ruff check app models contracts tests bench
-	$(VENV)/bin/ruff format --check app models contracts tests bench
+	$(VENV)/bin/ruff check proforma/__init__.py app models contracts tests bench tools
+	$(VENV)/bin/ruff format --check proforma/__init__.py app models contracts tests bench tools
 	$(VENV)/bin/mypy
 
 serve: setup
