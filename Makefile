@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-10)
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test lint bench clean serve browser
+.PHONY: setup demo test lint bench clean serve browser wheel
 
 setup: $(STAMP)
 
@@ -43,5 +43,10 @@ lint: setup
 serve: setup
 	$(VENV)/bin/proforma serve
 
+# The one distribution (package `proforma`, data included) into dist/; the Dockerfile
+# builds the same wheel from its build context.
+wheel: setup
+	$(PY) -m pip wheel -q --no-deps --no-build-isolation --wheel-dir dist .
+
 clean:
-	rm -rf $(VENV) data .pytest_cache
+	rm -rf $(VENV) data dist build .pytest_cache

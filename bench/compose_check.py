@@ -10,7 +10,9 @@
    TORCH_FIND_LINKS arguments; the CPU torch wheel comes from --wheels, default pip's
    find-links folder, served over loopback HTTP for the build);
 3. `docker compose up -d` (or docker-compose 1.29), waits until /api/v1/health answers
-   (the demo runs inside first), takes a headless-Chromium screenshot of the page;
+   (the demo runs inside first), takes a headless-Chromium screenshot of the page, and
+   runs `proforma leaderboard` in the container beside the server (it reads the board
+   through the running server);
 4. stops the service, creates an admin with `proforma users add` (the server is the
    warehouse's only writer), starts it again, uploads one submission through the API on
    cells the public SQL console lists, freezes a footprint on it and waits until that
@@ -380,6 +382,11 @@ def main() -> int:
         cpu = container_cpu_s(compose.container())
         screenshot(url + "/", args.screenshot)
         log(f"screenshot: {args.screenshot}")
+        board = compose(
+            "exec", "-T", "proforma", "proforma", "leaderboard", "-f", "full", capture=True
+        )
+        board_rows = sum(1 for line in board.splitlines() if line.startswith("│"))
+        log(board)
         compose("stop", "proforma")
         out = compose(
             "run",
@@ -407,6 +414,7 @@ def main() -> int:
                 {
                     "times_s": {k: round(v, 1) for k, v in times.items()},
                     "container_cpu_s_at_first_health": cpu and round(cpu, 1),
+                    "leaderboard_rows_beside_the_server": board_rows,
                     "upload": result,
                 },
                 indent=1,
