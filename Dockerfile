@@ -30,14 +30,16 @@ RUN set -e; \
         ca-certificates && rm -rf /var/lib/apt/lists/*; \
     fi
 
-# Stage 1: the wheel, from the whole build context.
+# Stage 1: the wheel, from the whole build context, and its dependency list (a file whose
+# content, not pyproject.toml's, keys the cache of the dependency layer below).
 FROM python AS wheel
 WORKDIR /src
 COPY . .
 RUN python3 -m venv /tmp/build \
     && /tmp/build/bin/pip install -q --upgrade pip \
     && /tmp/build/bin/pip wheel -q --no-deps --wheel-dir /wheels . \
-    && ls /wheels/proforma-*.whl
+    && ls /wheels/proforma-*.whl \
+    && python3 -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /wheels/requirements.txt
 
 # Stage 2: the service, the wheel installed into /opt/proforma (outside any checkout).
 FROM python
@@ -51,19 +53,17 @@ ENV PATH="/opt/proforma/bin:${PATH}" \
     PROFORMA_MODELS_DIR=/data/models \
     PROFORMA_REPORT_DIR=/data/report \
     PROFORMA_TEMP_DIRECTORY=/duckdb-tmp
-# Dependencies first, read from pyproject.toml (cached while only sources change): the CPU
-# torch, then the rest.
-COPY pyproject.toml /tmp/pyproject.toml
+# Dependencies first (cached while only the sources change): the CPU torch, then the
+# dependency list of pyproject.toml, as the wheel stage wrote it.
 RUN python3 -m venv /opt/proforma \
     && /opt/proforma/bin/pip install -q --upgrade pip \
     && if [ -n "$TORCH_FIND_LINKS" ]; then \
          /opt/proforma/bin/pip install -q torch==2.13.0 --find-links "$TORCH_FIND_LINKS"; \
        elif [ -n "$TORCH_INDEX_URL" ]; then \
          /opt/proforma/bin/pip install -q torch==2.13.0 --index-url "$TORCH_INDEX_URL"; \
-       fi \
-    && /opt/proforma/bin/python -c "import tomllib; print('\n'.join(tomllib.load(open('/tmp/pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
-    && /opt/proforma/bin/pip install -q -r /tmp/requirements.txt \
-    && rm /tmp/pyproject.toml /tmp/requirements.txt
+       fi
+COPY --from=wheel /wheels/requirements.txt /tmp/requirements.txt
+RUN /opt/proforma/bin/pip install -q -r /tmp/requirements.txt && rm /tmp/requirements.txt
 COPY --from=wheel /wheels /tmp/wheels
 RUN /opt/proforma/bin/pip install -q /tmp/wheels/proforma-*.whl \
     && rm -rf /tmp/wheels \
