@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-10)
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test lint bench clean serve browser
+.PHONY: setup demo test lint bench clean serve browser wheel
 
 setup: $(STAMP)
 
@@ -36,12 +36,17 @@ browser:
 
 # mypy checks the packages named in pyproject.toml ([tool.mypy] files).
 lint: setup
-	$(VENV)/bin/ruff check app models contracts tests bench
-	$(VENV)/bin/ruff format --check app models contracts tests bench
+	$(VENV)/bin/ruff check proforma/__init__.py app models contracts tests bench tools
+	$(VENV)/bin/ruff format --check proforma/__init__.py app models contracts tests bench tools
 	$(VENV)/bin/mypy
 
 serve: setup
 	$(VENV)/bin/proforma serve
 
+# The one distribution (package `proforma`, data included) into dist/; the Dockerfile
+# builds the same wheel from its build context.
+wheel: setup
+	$(PY) -m pip wheel -q --no-deps --no-build-isolation --wheel-dir dist .
+
 clean:
-	rm -rf $(VENV) data .pytest_cache
+	rm -rf $(VENV) data dist build .pytest_cache

@@ -10,5 +10,8 @@ competitor list.
 
 from pathlib import Path
 
-#: Repository root: migrations/, sql/ and reference/ live beside the packages.
-ROOT = Path(__file__).resolve().parent.parent
+#: The package root: the folder holding app/, models/, contracts/ and the data the project
+#: reads at run time (sql/, migrations/, reference/, models/forma/checkpoints/). Installed,
+#: it is site-packages/proforma; in the repository, proforma/ (whose links lead to the
+#: top-level folders). Not resolved: resolving the links would leave the package.
+ROOT = Path(__file__).absolute().parent.parent

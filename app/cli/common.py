@@ -1,16 +1,28 @@
-"""Shared pieces of the CLI: the two consoles, opening the warehouse for writing."""
+"""Shared pieces of the CLI: the two consoles, opening the warehouse for writing, and the
+running server's record that lets read commands answer while it holds the warehouse."""
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
+import json
 import os
+import re
 import sys
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
 from app.flows.warehouse import prepare
+from app.settings import Settings, get_settings
 from app.warehouse import Warehouse, connect
+from contracts.errors import UserError, WarehouseLocked
 
 
 def _data_width() -> int | None:
@@ -42,3 +54,98 @@ def writer() -> Iterator[Warehouse]:
 def summary(text: str) -> None:
     """The one line every job ends with (on stderr)."""
     status_console.print(f"[bold green]done:[/] {text}", highlight=False, soft_wrap=True)
+
+
+# -- the running server ---------------------------------------------------------------------
+# `proforma serve` holds the warehouse open for writing (DuckDB admits one writing process
+# and no reader beside it). It leaves a record beside the warehouse (its pid and URL), so
+# that the read commands (leaderboard, footprint list, db status) can ask it instead, and
+# say so, and `proforma report` can say precisely why it cannot run.
+
+
+def server_record_path(settings: Settings) -> Path:
+    """`<warehouse>.server.json`, beside the warehouse the server holds."""
+    return settings.warehouse.with_name(settings.warehouse.name + ".server.json")
+
+
+@contextlib.contextmanager
+def server_record(host: str, port: int) -> Iterator[Path]:
+    """While serving: the record of this process (pid, URL, start time); removed after."""
+    path = server_record_path(get_settings())
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    record = {
+        "pid": os.getpid(),
+        "url": f"http://{shown}:{port}",
+        "warehouse": str(get_settings().warehouse),
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record))
+    try:
+        yield path
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(path.read_text()).get("pid") == os.getpid():
+                path.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass(frozen=True)
+class RunningServer:
+    """The `proforma serve` process holding the warehouse, as its record describes it."""
+
+    pid: int
+    url: str
+    warehouse: Path
+
+    def get(self, path: str, **params: Any) -> Any:
+        """GET `path` (JSON) from the server; a failure is a UserError with its message."""
+        query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
+        url = f"{self.url}{path}" + (f"?{query}" if query else "")
+        try:
+            with urllib.request.urlopen(url, timeout=60) as answer:
+                return json.loads(answer.read())
+        except urllib.error.HTTPError as exc:
+            try:
+                detail = json.loads(exc.read()).get("detail")
+            except ValueError:
+                detail = None
+            raise UserError(
+                f"The server at {self.url} answered {exc.code}: {detail or exc.reason}"
+            ) from None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise UserError(
+                f"The warehouse {self.warehouse} is held by `proforma serve` (pid {self.pid}), "
+                f"but its URL {self.url} does not answer ({exc})."
+            ) from None
+
+    def note(self) -> str:
+        return (
+            f"read from the running server {self.url} (pid {self.pid}), which holds the "
+            f"warehouse {self.warehouse} for writing"
+        )
+
+
+def running_server(locked: WarehouseLocked) -> RunningServer:
+    """The server holding the warehouse, from its record; else `locked` again, with what
+    is known of the holder (a build, a training run, a server without a record)."""
+    settings = get_settings()
+    path = server_record_path(settings)
+    holder = re.search(r"process (\d+)", str(locked))
+    try:
+        record = json.loads(path.read_text())
+        pid, url = int(record["pid"]), str(record["url"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise locked from None
+    if not _alive(pid) or (holder is not None and int(holder.group(1)) != pid):
+        raise locked from None
+    return RunningServer(pid, url, settings.warehouse)

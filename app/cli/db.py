@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from app.cli.common import console, status_console, summary
+from app.cli.common import RunningServer, console, running_server, status_console, summary
 from app.flows.warehouse import prepare
-from app.migrations import status
+from app.migrations import discover, status
 from app.settings import get_settings
 from app.warehouse import connect
+from contracts.errors import WarehouseLocked
 
 
 def migrate_command() -> None:
@@ -23,7 +24,12 @@ def migrate_command() -> None:
 def db_status() -> None:
     """Show migrations (applied, pending, edited, missing) and row counts of the main tables."""
     settings = get_settings()
-    with connect(read_only=settings.warehouse.exists()) as wh:
+    try:
+        wh = connect(read_only=settings.warehouse.exists())
+    except WarehouseLocked as locked:
+        _served_status(running_server(locked))
+        return
+    with wh:
         table = Table(title=f"migrations in {wh.path}")
         for col in ("version", "name", "status", "applied at"):
             table.add_column(col)
@@ -46,3 +52,46 @@ def db_status() -> None:
         console.print(counts)
         pending = sum(s.status == "pending" for s in states)
         summary(f"{len(states)} migration(s), {pending} pending")
+
+
+def _served_status(server: RunningServer) -> None:
+    """While `proforma serve` holds the warehouse: its schema version (from the server's
+    health) against the migrations this install ships, and the row counts of the public
+    snapshot it republishes (the warehouse's own tables cannot be read beside it)."""
+    import duckdb
+
+    health = server.get("/api/v1/health")
+    version = int(health.get("schema_version") or 0)
+    table = Table(title=f"migrations in {server.warehouse} (as the server reports them)")
+    for col in ("version", "name", "status"):
+        table.add_column(col)
+    shipped = discover()
+    for m in shipped:
+        done = m.version <= version
+        table.add_row(
+            f"V{m.version:04d}", m.name, "[green]applied[/]" if done else "[yellow]pending[/]"
+        )
+    console.print(table)
+    snapshot = get_settings().public_snapshot
+    counts = Table(title=f"tables of the public snapshot {snapshot}")
+    counts.add_column("table")
+    counts.add_column("rows", justify="right")
+    published = (health.get("snapshot") or {}).get("published_at")
+    try:
+        with duckdb.connect(str(snapshot), read_only=True) as con:
+            names = con.execute(
+                "SELECT table_schema, table_name FROM information_schema.tables "
+                "WHERE table_type = 'BASE TABLE' ORDER BY 1, 2"
+            ).fetchall()
+            for schema, name in names:
+                (n,) = con.execute(f'SELECT count(*) FROM "{schema}"."{name}"').fetchone() or (0,)
+                counts.add_row(f"{schema}.{name}", f"{n:,}")
+        console.print(counts)
+    except duckdb.Error as exc:
+        status_console.print(f"[yellow]public snapshot {snapshot} not readable: {exc}[/]")
+    status_console.print(server.note(), highlight=False, soft_wrap=True)
+    pending = sum(m.version > version for m in shipped)
+    summary(
+        f"{len(shipped)} migration(s), {pending} pending (schema V{version:04d} per the server; "
+        f"snapshot published {published or 'never'})"
+    )

@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from app.cli.common import status_console, summary, writer
+from app.cli.common import running_server, status_console, summary, writer
 from app.settings import get_settings
-from contracts.errors import UserError
+from contracts.errors import UserError, WarehouseLocked
 
 
 def reconcile_command(
@@ -79,7 +79,20 @@ def report_command(
         import torch
 
         torch.set_num_threads(threads)
-    with connect(read_only=True) as wh:
+    try:
+        wh = connect(read_only=True)
+    except WarehouseLocked as locked:
+        server = running_server(locked)
+        served = get_settings().report_dir / "index.html"
+        raise UserError(
+            f"`proforma report` reads every score of the warehouse {server.warehouse} (the "
+            f"public snapshot holds only aggregates over enough cells, not the exhibits' "
+            f"inputs), and `proforma serve` (pid {server.pid}) holds it for writing. The last "
+            f"report is at {server.url}/report/"
+            + (f" ({served})" if served.is_file() else "")
+            + "; stop the server to write a new one."
+        ) from None
+    with wh:
         result = write_report(
             wh,
             folder,

@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import json
 import math
+import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
+import pyarrow as pa
 import typer
 from rich.table import Table
 
-from app.cli.common import console, status_console, summary, writer
-from contracts.errors import UserError, ValidationError
+from app.cli.common import (
+    RunningServer,
+    console,
+    running_server,
+    status_console,
+    summary,
+    writer,
+)
+from contracts.errors import UserError, ValidationError, WarehouseLocked
 
 if TYPE_CHECKING:
     from app.warehouse import Warehouse
@@ -229,8 +238,13 @@ def leaderboard_command(
 
     if fmt not in ("table", "csv", "json"):
         raise UserError(f"Unknown format {fmt!r}: use table, csv or json")
-    with writer() as wh:
-        table = leaderboard(wh, footprint, track, by, against=against)
+    try:
+        with writer() as wh:
+            table = leaderboard(wh, footprint, track, by, against=against)
+    except WarehouseLocked as locked:
+        server = running_server(locked)
+        table = _served_leaderboard(server, footprint, track, by, against)
+        status_console.print(server.note(), highlight=False, soft_wrap=True)
     meta = provenance(table)
     if fmt == "table":
         t = Table(
@@ -250,6 +264,41 @@ def leaderboard_command(
         f"{table.num_rows} row(s) from score run {meta.get('score_run_id')} "
         f"(build {meta.get('build_id')}, scoring SQL {meta.get('eval_sql_version')})"
     )
+
+
+def _served_leaderboard(
+    server: RunningServer, footprint: str, track: str, by: str | None, against: str | None
+) -> pa.Table:
+    """The same leaderboard (app.scoring.leaderboard, run by the server) from its API."""
+    if "@" in footprint:
+        raise UserError(
+            f"The server's API serves a footprint's latest version only ({footprint!r}); "
+            "stop the server to read an older version."
+        )
+    answer = server.get(
+        f"/api/v1/leaderboards/{urllib.parse.quote(footprint)}",
+        track=track,
+        by=by or "global",
+        against=against,
+    )
+    columns = answer["columns"]
+    table = pa.Table.from_pylist(
+        [{c: row.get(c) for c in columns} for row in answer["rows"]],
+        schema=None if answer["rows"] else pa.schema([(c, pa.string()) for c in columns]),
+    )
+    run = answer.get("score_run") or {}
+    meta = {
+        k: run.get(k)
+        for k in (
+            "score_run_id",
+            "footprint_name",
+            "footprint_version",
+            "n_cells",
+            "build_id",
+            "eval_sql_version",
+        )
+    }
+    return table.replace_schema_metadata({"provenance": json.dumps(meta)})
 
 
 def footprint_create(
@@ -333,10 +382,15 @@ def footprint_list() -> None:
     """List footprints and their versions."""
     from app.scoring import ensure_standard_footprints, list_footprints
 
-    with writer() as wh:
-        if wh.table_exists("panel.truth"):
-            ensure_standard_footprints(wh)
-        rows = list_footprints(wh).to_pylist()
+    try:
+        with writer() as wh:
+            if wh.table_exists("panel.truth"):
+                ensure_standard_footprints(wh)
+            rows = list_footprints(wh).to_pylist()
+    except WarehouseLocked as locked:
+        server = running_server(locked)
+        rows = server.get("/api/v1/footprints")["rows"]
+        status_console.print(server.note(), highlight=False, soft_wrap=True)
     t = Table(title="footprints")
     for c in ("name", "version", "kind", "cells", "predicate", "description"):
         t.add_column(c, overflow="fold")
@@ -346,8 +400,8 @@ def footprint_list() -> None:
             str(r["version"]),
             r["kind"],
             _fmt(r["n_cells"]),
-            r["predicate"][:60],
-            r["description"] or "",
+            (r["predicate"] or "")[:60],
+            r.get("description") or "",
         )
     console.print(t)
     summary(f"{len(rows)} footprint version(s)")

@@ -7,7 +7,7 @@ import logging
 import typer
 from rich.table import Table
 
-from app.cli.common import console, status_console, summary, writer
+from app.cli.common import console, server_record, status_console, summary, writer
 from contracts.errors import UserError
 
 
@@ -29,7 +29,9 @@ def run_server(host: str = "127.0.0.1", port: int = 8000, log_level: str = "info
         f"[link]http://{shown}:{port}[/link]  (API: http://{shown}:{port}/api/docs)",
         highlight=False,
     )
-    uvicorn.run(create_app(settings), host=host, port=port, workers=1, log_level=log_level)
+    # the record lets `proforma leaderboard` and the other reads ask this server meanwhile
+    with server_record(host, port):
+        uvicorn.run(create_app(settings), host=host, port=port, workers=1, log_level=log_level)
 
 
 def serve(

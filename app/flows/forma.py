@@ -26,10 +26,12 @@ import pyarrow as pa
 from app.errors import UserError
 from app.settings import get_settings
 from app.warehouse import Warehouse, connect
+from contracts import ROOT
 
 Log = Callable[[str], None]
-#: Checkpoints that ship with the repository, trained by the command in docs/forma.md.
-SHIPPED_DIR = Path(__file__).resolve().parents[2] / "models" / "forma" / "checkpoints"
+#: Checkpoints that ship with the package (package data), trained by the command in
+#: docs/forma.md.
+SHIPPED_DIR = ROOT / "models" / "forma" / "checkpoints"
 
 
 def _quiet(_: str) -> None:

@@ -155,7 +155,12 @@ def _density_panel(runs: list[Run], subs: dict[int, Submission], order: list[int
         groups.append((footprint_label(run), len(metrics), run.footprint))
         for key, label, nominal in metrics:
             columns.append(label)
-            vals = [run.metric(s, key) if s in run.submission_ids else None for s in dens]
+            vals = [
+                None
+                if s not in run.submission_ids or (key == "nll" and subs[s].point_mass_cells)
+                else run.metric(s, key)
+                for s in dens
+            ]
             if nominal is None:
                 best = best_in_column(vals, higher=False)
             else:
@@ -175,13 +180,26 @@ def _density_panel(runs: list[Run], subs: dict[int, Submission], order: list[int
                             "value": v,
                         }
                     )
+    notes = ["Bold: the best NLL and CRPS, and the coverage nearest its nominal level."]
+    for sid in dens:
+        sub = subs[sid]
+        if sub.point_mass_cells:
+            notes.append(
+                f"{sub.name}: no NLL. Its sigma is the spread of its simulated paths, and on "
+                f"{sub.point_mass_cells:,} of its {sub.density_cells:,} cells "
+                f"({sub.point_mass_cells / max(sub.density_cells, 1):.1%}) every path agrees "
+                "(an item the simulation holds constant), so its density there is a point "
+                "mass with sigma at the 1e-4 floor; the few realized values off that point "
+                "make the mean Gaussian NLL a matter of the floor, not of the forecast. CRPS "
+                "and coverage are finite for a point mass and are shown."
+            )
     return TablePart(
         "Panel C: density track (proper scores and central-interval coverage)",
         columns,
         rows,
         data,
         groups=groups,
-        notes=["Bold: the best NLL and CRPS, and the coverage nearest its nominal level."],
+        notes=notes,
     )
 
 

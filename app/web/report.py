@@ -1,6 +1,10 @@
-"""The latest `proforma report` at /report: its index page and files, straight from the
+"""The latest `proforma report` at /report/: its index page and files, straight from the
 report folder (PROFORMA_REPORT_DIR). The report holds aggregates only (scores, counts,
-hyperparameters), never firm-level values."""
+hyperparameters), never firm-level values.
+
+The index links its figures and files relatively (`figure1_r2_by_horizon.png`), so it reads
+the same opened from disk: served, it must be the folder's URL /report/ (with the slash)
+for those links to resolve to /report/<name>; /report redirects there."""
 
 from __future__ import annotations
 
@@ -23,17 +27,18 @@ _NO_REPORT = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 <p><a href="/">Back to the leaderboard</a></p></main></body></html>"""
 
 
-@router.get("/report", response_class=HTMLResponse)
+@router.get("/report")
+def report_folder() -> RedirectResponse:
+    """The folder's URL, so the index's relative links resolve under /report/."""
+    return RedirectResponse("/report/", status_code=308)
+
+
+@router.get("/report/", response_class=HTMLResponse)
 def report_index(settings: SettingsDep) -> Response:
     index = settings.report_dir / "index.html"
     if not index.is_file():
         return HTMLResponse(_NO_REPORT, status_code=404)
     return FileResponse(index, headers={"Cache-Control": "no-cache"})
-
-
-@router.get("/report/")
-def report_slash() -> RedirectResponse:
-    return RedirectResponse("/report")
 
 
 @router.get("/report/{name}")

@@ -19,6 +19,7 @@ def api_settings(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyP
     """Service settings in tmp with small limits (256 KiB uploads, 4 a day, 2 s queries)."""
     monkeypatch.setenv("PROFORMA_UPLOAD_DIR", str(tmp_path / "uploads"))
     monkeypatch.setenv("PROFORMA_PUBLIC_SNAPSHOT", str(tmp_path / "public.duckdb"))
+    monkeypatch.setenv("PROFORMA_REPORT_DIR", str(tmp_path / "report"))
     monkeypatch.setenv("PROFORMA_UPLOAD_MAX_BYTES", str(256 * 1024))
     monkeypatch.setenv("PROFORMA_UPLOADS_PER_DAY", "4")
     monkeypatch.setenv("PROFORMA_QUERY_TIMEOUT_S", "2")

@@ -96,6 +96,8 @@ def browser(tmp_path: Path) -> Iterator[object]:
     options.binary_location = str(CHROMIUM)
     for flag in FLAGS + [f"--user-data-dir={tmp_path / 'chrome-profile'}"]:
         options.add_argument(flag)
+    # the console, where a failed request of the page is logged
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
     driver.set_page_load_timeout(60)
     try:
@@ -208,3 +210,104 @@ def test_leaderboard_switch_upload_new_row(server, browser, tmp_path: Path) -> N
     assert browser.find_elements(By.CSS_SELECTOR, "table.by-item tbody tr")
     browser.save_screenshot(str(shots / "submission.png"))
     assert (shots / "leaderboard.png").stat().st_size > 10_000
+
+
+#: Every request of the page: the document, its scripts, stylesheets and images, with the
+#: HTTP status (0 for a request that never got an answer, or one from file://).
+_REQUESTS = """
+return performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource'))
+  .map(e => [e.name, e.initiatorType, e.responseStatus]);
+"""
+_IMAGES = (
+    "return [...document.images].map(i => [i.currentSrc || i.src, i.complete, i.naturalWidth]);"
+)
+
+
+def _check_page(driver, url: str) -> dict[str, int]:
+    """Load `url`; every image drawn (a natural width), no request failed, nothing about a
+    failed resource on the console. Returns what it loaded: kind -> count."""
+    driver.get_log("browser")  # drop what earlier pages logged
+    driver.get(url)
+    WebDriverWait(driver, 60).until(
+        lambda d: d.execute_script("return document.readyState") == "complete"
+    )
+    images = driver.execute_script(_IMAGES)
+    broken = [src for src, complete, width in images if not (complete and width > 0)]
+    assert not broken, f"{url}: images not drawn: {broken}"
+    requests = driver.execute_script(_REQUESTS)
+    served = url.startswith("http")
+    failed = [(name, status) for name, _, status in requests if served and not 200 <= status < 400]
+    assert not failed, f"{url}: failed requests: {failed}"
+    errors = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert not [e for e in errors if "Failed to load resource" in e], f"{url}: {errors}"
+    kinds: dict[str, int] = {}
+    for _, kind, _ in requests:
+        kinds[kind] = kinds.get(kind, 0) + 1
+    kinds["img"] = len(images)
+    return kinds
+
+
+def test_every_page_loads_its_images_scripts_and_styles(server, browser, tmp_path: Path) -> None:
+    """/, /report (served and opened as a file), /submissions/N, /upload and /query: each
+    image has a natural width and no request of the page fails; at 1,400 px the
+    leaderboard table fits the page (no sideways scrolling)."""
+    from app.report import write_report
+
+    base, token, app = server
+    wh = app.state.wh.cursor()
+    upload = submission_bytes(wh, seed=3, noise=0.3)
+    wh.close()
+    r = httpx.post(
+        f"{base}/api/v1/submissions",
+        headers={"Authorization": f"Bearer {token}"},
+        data={
+            "name": "a model with a rather long descriptive name (seed 3)",
+            "training_cutoff": "2009Q4",
+            "leakage_statement": "none",
+        },
+        files={"file": ("a.parquet", upload)},
+        timeout=30,
+    )
+    assert r.status_code == 202, r.text
+    job_url = f"{base}{r.json()['status_url']}"
+    for _ in range(600):
+        job = httpx.get(job_url, headers={"Authorization": f"Bearer {token}"}).json()
+        if job["status"] in ("done", "failed"):
+            break
+        time.sleep(0.1)
+    assert job["status"] == "done", job
+    folder = app.state.settings.report_dir
+    wh = app.state.wh.cursor()
+    try:
+        result = write_report(wh, folder, figure2=False, log=lambda _: None)
+    finally:
+        wh.close()
+    pngs = sorted(p.name for p in folder.glob("*.png"))
+    assert pngs, result
+
+    browser.set_window_size(1400, 1000)
+    home = _check_page(browser, f"{base}/")
+    assert home["script"] >= 2 and home["link"] >= 1  # app.js, charts.js, style.css
+    for track in ("squared", "absolute", "density"):
+        _check_page(browser, f"{base}/?track={track}")
+        columns = len(browser.find_elements(By.CSS_SELECTOR, "#leaderboard thead th"))
+        overflow = browser.execute_script(
+            "const s = document.querySelector('#leaderboard').closest('.scroll');"
+            "return [s.scrollWidth, s.clientWidth];"
+        )
+        assert overflow[0] <= overflow[1], (
+            f"the {track} leaderboard ({columns} columns) scrolls sideways at 1,400 px: {overflow}"
+        )
+
+    report = _check_page(browser, f"{base}/report")
+    assert browser.current_url == f"{base}/report/"
+    assert report["img"] == len(browser.find_elements(By.CSS_SELECTOR, "img")) >= 1
+    drawn = {Path(src).name for src, _, _ in browser.execute_script(_IMAGES)}
+    assert drawn <= set(pngs)
+    as_file = _check_page(browser, (folder / "index.html").as_uri())
+    assert as_file["img"] == report["img"]
+
+    sid = job["submission_id"]
+    for path in (f"/submissions/{sid}", "/upload", "/query"):
+        kinds = _check_page(browser, f"{base}{path}")
+        assert kinds.get("link", 0) >= 1, (path, kinds)  # the stylesheet

@@ -12,6 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("contracts", "app", "models")
+#: The one top-level package they are installed under (proforma/ links to the folders).
+DISTRIBUTION = "proforma"
 
 #: Edges from models into app that the forma work, still in flight in its own branch,
 #: keeps until it switches to contracts.errors. Each entry must still exist (the test
@@ -31,6 +33,11 @@ def modules() -> dict[str, Path]:
     return found
 
 
+def local(name: str) -> str:
+    """The repository's name of an installed module: proforma.app.x -> app.x."""
+    return "" if name == DISTRIBUTION else name.removeprefix(f"{DISTRIBUTION}.")
+
+
 def imported(name: str, path: Path, known: dict[str, Path]) -> Iterator[str]:
     """The project modules `name` imports anywhere in its file (functions and
     TYPE_CHECKING blocks included: a lazy import is still a dependency). `from pkg import
@@ -38,13 +45,14 @@ def imported(name: str, path: Path, known: dict[str, Path]) -> Iterator[str]:
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
+            targets = [local(alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
+            base = local(node.module or "")
             if node.level:
                 base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
+            prefix = f"{base}." if base else ""
             targets = [
-                f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names
+                f"{prefix}{a.name}" if f"{prefix}{a.name}" in known else base for a in node.names
             ]
         else:
             continue

@@ -30,9 +30,8 @@ import typer.main
 from typer.core import TyperGroup
 
 from app.cli import app
-from contracts import ROOT
 
-README = ROOT / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 #: README commands not run here, and why.
 NOT_RUN = {

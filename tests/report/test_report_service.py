@@ -88,13 +88,17 @@ def test_against_names_the_dm_reference_in_api_page_and_python(served):
 
 
 def test_report_is_served_from_the_report_folder(served):
-    missing = served.get("/report")
+    missing = served.get("/report/")
     assert missing.status_code == 404 and "proforma report" in missing.text
+    # the folder's URL, so the index's relative links (figure1.png) resolve under /report/
+    moved = served.get("/report", follow_redirects=False)
+    assert moved.status_code == 308 and moved.headers["location"] == "/report/"
     folder = get_settings().report_dir
     folder.mkdir(parents=True)
     (folder / "index.html").write_text("<html>exhibits</html>")
     (folder / "table1_headline.csv").write_text("model,r2\n")
-    assert served.get("/report").text == "<html>exhibits</html>"
+    assert served.get("/report/").text == "<html>exhibits</html>"
+    assert served.get("/report").url.path == "/report/"
     assert served.get("/report/table1_headline.csv").text == "model,r2\n"
     for name in ("nope.csv", "..%2Fwarehouse.duckdb", "warehouse.duckdb", ".env"):
         r = served.get(f"/report/{name}")
