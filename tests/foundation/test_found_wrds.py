@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 import app.sources.wrds as wrds_source
 from app.sources import ingest
-from app.sources.wrds import FUNDQ_KEYS, WrdsSource, fundq_columns
+from app.sources.wrds import FUNDQ_KEYS, Server, WrdsSource, fundq_columns
 from app.warehouse import Warehouse
 from contracts.errors import UserError
 
@@ -25,6 +25,28 @@ def _group(pattern: str, text: str) -> str:
     m = re.search(pattern, text)
     assert m is not None, f"{pattern!r} not in {text!r}"
     return m.group(1)
+
+
+def like_client(frame: pd.DataFrame) -> pd.DataFrame:
+    """The column types wrds 3.5's raw_sql hands back (dtype_backend numpy_nullable, as
+    tests/foundation/test_found_wrds_postgres.py sees them from a real server): numbers
+    as Float64, text, dates and all-empty columns as string."""
+    out = {}
+    for c in frame.columns:
+        col = frame[c]
+        if col.isna().all() or not pd.api.types.is_numeric_dtype(col):
+            values = [
+                None
+                if pd.isna(v)
+                else str(v)[:10]
+                if c.endswith("dt") or c == "datadate"
+                else str(v)
+                for v in col
+            ]
+            out[c] = pd.array(values, dtype="string")
+        else:
+            out[c] = pd.array(col.astype("float64"), dtype="Float64")
+    return pd.DataFrame(out)
 
 
 class FakeWrds:
@@ -56,8 +78,7 @@ class FakeWrds:
                     )
                     row["txbcofy"] = None  # a column with no value this year (object dtype)
                     rows.append(row)
-            frame = pd.DataFrame(rows, columns=columns)
-            return frame.astype({"gvkey": "string"})
+            return like_client(pd.DataFrame(rows, columns=columns))
         if "comp.co_industry" in sql:
             return pd.DataFrame(
                 {
@@ -66,7 +87,7 @@ class FakeWrds:
                     "sich": [5080.0, 6020.0, None],
                     "naicsh": [423.0, None, None],
                 }
-            )[columns]
+            )[columns].pipe(like_client)
         if "crsp.ccmxpf_lnkhist" in sql:
             return pd.DataFrame(
                 {
@@ -77,7 +98,7 @@ class FakeWrds:
                     "linkdt": [pd.Timestamp("1990-01-01")],
                     "linkenddt": [pd.NaT],
                 }
-            )[columns]
+            )[columns].pipe(like_client)
         raise AssertionError(f"unexpected query {sql}")
 
     def close(self) -> None:
@@ -89,9 +110,11 @@ class Factory:
         self.fakes = list(fakes)
         self.error = error
         self.calls: list[str] = []
+        self.servers: list[Server] = []
 
-    def __call__(self, user: str) -> FakeWrds:
+    def __call__(self, user: str, server: Server) -> FakeWrds:
         self.calls.append(user)
+        self.servers.append(server)
         if self.error is not None:
             raise self.error
         return self.fakes.pop(0)
@@ -131,7 +154,7 @@ def test_interrupted_pull_resumes_from_cached_chunks(tmp_path: Path) -> None:
         src.pull()
     assert first.closed
     folder = src.chunks()[0].folder
-    assert sorted(p.name for p in folder.iterdir()) == ["2000.parquet", "2001.parquet"]
+    assert sorted(p.name for p in folder.glob("*.parquet")) == ["2000.parquet", "2001.parquet"]
 
     second = FakeWrds()
     factory = Factory(second)
@@ -223,7 +246,7 @@ def test_cli_wrds_failed_login_is_one_attempt(settings, monkeypatch: pytest.Monk
 
     calls: list[str] = []
 
-    def refuse(user: str) -> None:
+    def refuse(user: str, server: Server) -> None:
         calls.append(user)
         raise RuntimeError("Duo push was not approved")
 
@@ -303,7 +326,16 @@ def test_default_login_uses_the_single_attempt_path(
         with pytest.raises(UserError, match="failed after 0 of 3"):  # the spy answers no SQL
             src.pull()
     assert spy.events == [
-        ("init", {"wrds_username": "jdoe", "autoconnect": False}),
+        (
+            "init",
+            {
+                "wrds_username": "jdoe",
+                "wrds_hostname": "wrds-pgdata.wharton.upenn.edu",
+                "wrds_port": 9737,
+                "wrds_dbname": "wrds",
+                "autoconnect": False,
+            },
+        ),
         ("single", True),
     ]
 
