@@ -360,3 +360,188 @@ def test_no_second_login_after_a_failed_query_in_the_same_run(tmp_path: Path) ->
     with pytest.raises(UserError, match="already logged in to WRDS once"):
         src.pull()
     assert factory.calls == ["jdoe"]
+
+
+@pytest.mark.parametrize("name", ["jdoe", "2jdoe", "j.doe-x", "j_doe", "JDoe"])
+def test_wrds_user_names_are_accepted(tmp_path: Path, name: str) -> None:
+    factory = Factory(FakeWrds())
+    src = WrdsSource(name, 2001, 2001, cache_dir=tmp_path, connection_factory=factory)
+    src.progress = False
+    src.pull()
+    assert factory.calls == [name]
+
+
+@pytest.mark.parametrize(
+    "name", ["", "j doe", "j:doe", "j@doe", "j/doe", "-jdoe", "j%20", "a" * 64]
+)
+def test_names_that_would_change_the_address_are_refused(name: str) -> None:
+    factory = Factory(FakeWrds())
+    with pytest.raises(UserError, match="Not a WRDS user name"):
+        WrdsSource(name, connection_factory=factory)
+    assert factory.calls == []
+
+
+def test_server_from_flags_settings_and_defaults(
+    settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.settings import get_settings
+
+    assert Server.from_settings(get_settings()) == Server(
+        "wrds-pgdata.wharton.upenn.edu", 9737, "wrds"
+    )
+    monkeypatch.setenv("PROFORMA_WRDS_HOST", "pg.example.org")
+    monkeypatch.setenv("PROFORMA_WRDS_PORT", "5432")
+    get_settings.cache_clear()
+    assert Server.from_settings(get_settings()) == Server("pg.example.org", 5432, "wrds")
+    assert Server.from_settings(get_settings(), host="h", database="d") == Server("h", 5432, "d")
+    factory = Factory(FakeWrds())
+    src = WrdsSource("jdoe", 2001, 2001, cache_dir=tmp_path, connection_factory=factory)
+    src.progress = False
+    src.pull()
+    assert factory.servers == [Server("pg.example.org", 5432, "wrds")]
+    # another server, another cache: chunks never mix with WRDS's
+    wrds = WrdsSource("jdoe", 2001, 2001, cache_dir=tmp_path, server=Server())
+    assert wrds.chunks()[0].folder != src.chunks()[0].folder
+    for bad in (Server("a b"), Server(port=0), Server(database="x;y")):
+        with pytest.raises(UserError, match="Not a"):
+            WrdsSource("jdoe", server=bad, connection_factory=factory)
+
+
+def test_pghost_is_named_not_followed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PGHOST", raising=False)
+    assert Server().pghost_note() is None
+    monkeypatch.setenv("PGHOST", "wrds-pgdata.wharton.upenn.edu")
+    assert Server().pghost_note() is None
+    monkeypatch.setenv("PGHOST", "localhost")
+    note = Server().pghost_note()
+    assert note is not None and "PGHOST=localhost is set but not used" in note
+
+
+def test_queries_order_every_column(tmp_path: Path) -> None:
+    src = source(tmp_path, Factory())
+    fundq, industry, links = src.chunks()[0], src.chunks()[-2], src.chunks()[-1]
+    assert fundq.sql.endswith(f"ORDER BY {', '.join(fundq_columns())}")
+    assert industry.sql.endswith("ORDER BY gvkey, datadate, sich, naicsh")
+    assert links.sql.endswith("ORDER BY gvkey, linkdt, linkenddt, lpermno, linktype, linkprim")
+
+
+def test_pull_dates_refresh_and_stale_industry(tmp_path: Path) -> None:
+    import json
+
+    src = source(tmp_path, Factory(FakeWrds()))
+    src.pull()
+    chunks = src.chunks()
+    day = chunks[0].pulled_at()[:10]
+    assert day == dt.datetime.now(dt.UTC).date().isoformat()
+    meta = json.loads(chunks[0].meta_path.read_text())
+    assert meta["rows"] == 12 and "ORDER BY" in meta["sql"]
+
+    def backdate(chunk, stamp: str) -> None:
+        m = json.loads(chunk.meta_path.read_text())
+        m["pulled_at"] = stamp
+        chunk.meta_path.write_text(json.dumps(m))
+
+    for c in chunks:
+        backdate(c, "2026-01-05T10:00:00+00:00")
+    backdate(chunks[2], "2026-02-01T10:00:00+00:00")  # one later fundq year
+    backdate(chunks[3], "2026-02-01T10:00:00+00:00")
+    again = source(tmp_path, Factory())
+    # industry and links are older than the newest fundq year: pulled again
+    assert [(c.table, c.label) for c in again.missing()] == [
+        ("co_industry", "all"),
+        ("ccm_link", "all"),
+    ]
+    for c in chunks[4:]:
+        backdate(c, "2026-02-01T10:00:00+00:00")
+    again = source(tmp_path, Factory())
+    assert again.missing() == []
+    assert again.cached_lines() == [
+        "reusing fundq 2000-2001 pulled 2026-01-05",
+        "reusing fundq 2002-2003 pulled 2026-02-01",
+        "reusing co_industry pulled 2026-02-01",
+        "reusing ccm_link pulled 2026-02-01",
+    ]
+    # a missing fundq year brings industry and links along
+    chunks[1].path.unlink()
+    assert [(c.table, c.label) for c in source(tmp_path, Factory()).missing()] == [
+        ("fundq", "2001"),
+        ("co_industry", "all"),
+        ("ccm_link", "all"),
+    ]
+    # --refresh: every chunk once, then nothing
+    fake = FakeWrds()
+    refresh = WrdsSource(
+        "jdoe",
+        2000,
+        2003,
+        cache_dir=tmp_path / "cache",
+        connection_factory=Factory(fake),
+        progress=False,
+        refresh=True,
+    )
+    assert len(refresh.missing()) == 6
+    assert refresh.pull() == 6 and refresh.missing() == []
+    assert refresh.chunks()[0].pulled_at()[:10] == day
+
+
+def test_cached_chunks_are_byte_identical_across_pulls(tmp_path: Path) -> None:
+    import hashlib
+
+    a = source(tmp_path / "a", Factory(FakeWrds()))
+    b = source(tmp_path / "b", Factory(FakeWrds()))
+    a.pull()
+    b.pull()
+    for x, y in zip(a.chunks(), b.chunks(), strict=True):
+        assert (
+            hashlib.sha256(x.path.read_bytes()).digest()
+            == hashlib.sha256(y.path.read_bytes()).digest()
+        )
+
+
+class OverlapWrds(FakeWrds):
+    """Two overlapping links for 001004 and two industry records on one date for 001045."""
+
+    def raw_sql(self, sql: str) -> pd.DataFrame:
+        frame = super().raw_sql(sql)
+        if "crsp.ccmxpf_lnkhist" in sql:
+            extra = pd.DataFrame(
+                {
+                    "gvkey": ["001004"],
+                    "lpermno": [54595.0],
+                    "linktype": ["LU"],
+                    "linkprim": ["C"],
+                    "linkdt": [pd.Timestamp("2001-01-01")],
+                    "linkenddt": [pd.Timestamp("2001-12-31")],
+                }
+            ).pipe(like_client)
+            return pd.concat([frame, extra], ignore_index=True)
+        if "comp.co_industry" in sql:
+            extra = pd.DataFrame(
+                {
+                    "gvkey": ["001045"],
+                    "datadate": ["1999-12-31"],
+                    "sich": [3711.0],
+                    "naicsh": [336111.0],
+                }
+            ).pipe(like_client)
+            return pd.concat([extra, frame], ignore_index=True)
+        return frame
+
+
+def test_overlaps_and_duplicate_industry_records(wh: Warehouse, tmp_path: Path) -> None:
+    from tests.build.conftest import run_steps
+
+    src = source(tmp_path, Factory(OverlapWrds()))
+    ingest(wh, src)
+    assert src.resolved["overlap_records"] == 4 and src.resolved["overlap_windows"] == 8
+    assert src.resolved["industry_dup_keys"] == 1 and src.resolved["industry_dup_records"] == 2
+    assert src.resolved["tied_keys"] == 0
+    # 3711 (with a SIC and a NAICS) over 6020 (no NAICS) on the same date
+    assert wh.fetchall("SELECT sich FROM raw.company_industry WHERE gvkey = '001045'") == [(3711,)]
+    for rules, copies in (("published", 4), ("paper", 0)):
+        run_steps(wh, "030", rules=rules)
+        assert (
+            wh.scalar("SELECT count(*) - count(DISTINCT raw_row) FROM stage.fundq_linked") == copies
+        )
+        # one row per firm-quarter after the de-duplication either way
+        assert wh.scalar("SELECT count(*) FROM stage.fundq_dedup WHERE gvkey = '001004'") == 16
