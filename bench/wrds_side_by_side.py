@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import shutil
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -313,5 +313,6 @@ def compare_industry(venv: Path, raw: Path, wh_path: Path, work: Path) -> None:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("PYTHONHASHSEED", "0")
+    # a timeout's SIGTERM still stops the server (the finally in main)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     main()

@@ -91,7 +91,13 @@ class WrdsServer:
         self.log = self.root / "server.log"
         self._owner: pwd.struct_passwd | None = None
         if os.geteuid() == 0:  # PostgreSQL refuses root: run it as `postgres`
-            self._owner = pwd.getpwnam("postgres")
+            try:
+                self._owner = pwd.getpwnam("postgres")
+            except KeyError:
+                raise RuntimeError(
+                    "running as root, but there is no `postgres` system user to run "
+                    "PostgreSQL as (Debian's postgresql package creates it)"
+                ) from None
 
     def _run(self, *args: str) -> None:
         kw: dict[str, Any] = {}
