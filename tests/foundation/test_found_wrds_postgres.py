@@ -256,10 +256,11 @@ def test_a_killed_pull_resumes(settings, server: WrdsServer, pgpass, tmp_path: P
             cur.execute("LOCK TABLE comp.co_industry IN ACCESS EXCLUSIVE MODE")
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            assert wait_for(lambda: len(list(settings.cache_dir.rglob("*.parquet"))) == 4)
-            os.kill(proc.pid, signal.SIGKILL)
+            four = wait_for(lambda: len(list(settings.cache_dir.rglob("*.parquet"))) == 4, 180)
         finally:
+            os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=60)
+        assert four, "the pull did not write the four fundq chunks"
     finally:
         lock.rollback()
         lock.close()
