@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-10)
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test lint bench clean serve browser wheel
+.PHONY: setup demo test lint bench clean serve browser wheel postgres
 
 setup: $(STAMP)
 
@@ -23,8 +23,8 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(VENV)/bin/proforma demo
 
-test: setup browser
-	PROFORMA_REQUIRE_BROWSER=1 $(PY) -m pytest -q $(PYTEST_ARGS)
+test: setup browser postgres
+	PROFORMA_REQUIRE_BROWSER=1 PROFORMA_REQUIRE_POSTGRES=1 $(PY) -m pytest -q $(PYTEST_ARGS)
 
 # Debian's headless Chromium and its driver for the browser test (tests/api); CI runs
 # as root on a fresh Debian machine.
@@ -33,6 +33,15 @@ browser:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium chromium-driver; }
+
+# Debian's PostgreSQL server (and openssl) for the WRDS source's end-to-end tests
+# (tests/foundation/test_found_wrds_postgres.py starts a throwaway cluster; nothing is
+# left running and no system cluster is used).
+postgres:
+	@ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && command -v openssl >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends postgresql openssl; }
 
 # mypy checks the packages named in pyproject.toml ([tool.mypy] files).
 lint: setup

@@ -17,6 +17,11 @@ class Settings(BaseSettings):
 
     # Where sources cache downloads (WRDS yearly chunks) so interrupted pulls resume.
     cache_dir: Path = Path("data/cache")
+    # The WRDS PostgreSQL server `proforma ingest wrds` connects to (the wrds client's
+    # own defaults; SSL is always required). PGHOST is not read: set these instead.
+    wrds_host: str = "wrds-pgdata.wharton.upenn.edu"
+    wrds_port: int = 9737
+    wrds_database: str = "wrds"
 
     # The LLM panel's prices table (docs/llm.md); None: reference/llm_prices.csv.
     llm_prices: Path | None = None

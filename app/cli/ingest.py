@@ -30,31 +30,72 @@ def ingest_wrds(
             "--cache-dir", help="Where yearly chunks are cached (default: PROFORMA_CACHE_DIR)."
         ),
     ] = None,
+    host: Annotated[
+        str | None,
+        typer.Option(
+            "--host",
+            help="Server (default: PROFORMA_WRDS_HOST, else wrds-pgdata.wharton.upenn.edu; "
+            "PGHOST is not read).",
+        ),
+    ] = None,
+    port: Annotated[
+        int | None,
+        typer.Option("--port", help="Port (default: PROFORMA_WRDS_PORT, else 9737)."),
+    ] = None,
+    database: Annotated[
+        str | None,
+        typer.Option("--database", help="Database (default: PROFORMA_WRDS_DATABASE, else wrds)."),
+    ] = None,
+    refresh: Annotated[
+        bool,
+        typer.Option("--refresh", help="Pull every chunk again, cached or not (one login)."),
+    ] = False,
 ) -> None:
     """Pull comp.fundq, comp.co_industry and crsp.ccmxpf_lnkhist from WRDS into raw.*.
 
     Makes AT MOST ONE login attempt and never retries: WRDS deactivates accounts
     after repeated failed two-factor attempts. If the login fails, fix the cause
     (~/.pgpass, Duo approval) and run the command once more by hand, never in a loop.
-    Chunks (one per year) are cached on disk, so an interrupted pull resumes.
+    Chunks (one per year) are cached on disk, so an interrupted pull resumes. The
+    connection always requires SSL.
     """
-    from app.sources.wrds import WrdsSource
+    from app.settings import get_settings
+    from app.sources.wrds import Server, WrdsSource
 
+    server = Server.from_settings(get_settings(), host=host, port=port, database=database)
     source = WrdsSource(
-        user, start_year=start, end_year=end, cache_dir=cache_dir, console=status_console
+        user,
+        start_year=start,
+        end_year=end,
+        cache_dir=cache_dir,
+        console=status_console,
+        server=server,
+        refresh=refresh,
     )
     # Fail fast if another process holds the warehouse, before a long pull and a Duo push.
     with writer():
         pass
     todo = source.missing()
     total = len(source.chunks())
+    for line in source.cached_lines():
+        status_console.print(line, highlight=False, soft_wrap=True)
+    if todo:
+        note = source.server.pghost_note()
+        if note:
+            status_console.print(f"note: {note}", highlight=False, soft_wrap=True)
     status_console.print(
-        f"WRDS pull {start}-{end}: {total - len(todo)} of {total} chunks cached, "
+        f"WRDS pull {start}-{end} from {source.server.line()} as {user}: "
+        f"{total - len(todo)} of {total} chunks cached, "
         f"{len(todo)} to fetch" + (" (one login)" if todo else " (no login needed)"),
         highlight=False,
+        soft_wrap=True,
     )
     source.pull()  # outside the warehouse: it is not held open during the download
-    run_ingest(source)
+    with writer() as wh:
+        result = ingest(wh, source)
+    for line in source.resolved_lines():
+        status_console.print(f"resolved: {line}", highlight=False, soft_wrap=True)
+    summary(result.line())
 
 
 def ingest_parquet(

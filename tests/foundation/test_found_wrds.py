@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 import app.sources.wrds as wrds_source
 from app.sources import ingest
-from app.sources.wrds import FUNDQ_KEYS, WrdsSource, fundq_columns
+from app.sources.wrds import FUNDQ_KEYS, Server, WrdsSource, fundq_columns
 from app.warehouse import Warehouse
 from contracts.errors import UserError
 
@@ -25,6 +25,28 @@ def _group(pattern: str, text: str) -> str:
     m = re.search(pattern, text)
     assert m is not None, f"{pattern!r} not in {text!r}"
     return m.group(1)
+
+
+def like_client(frame: pd.DataFrame) -> pd.DataFrame:
+    """The column types wrds 3.5's raw_sql hands back (dtype_backend numpy_nullable, as
+    tests/foundation/test_found_wrds_postgres.py sees them from a real server): numbers
+    as Float64, text, dates and all-empty columns as string."""
+    out = {}
+    for c in frame.columns:
+        col = frame[c]
+        if col.isna().all() or not pd.api.types.is_numeric_dtype(col):
+            values = [
+                None
+                if pd.isna(v)
+                else str(v)[:10]
+                if c.endswith("dt") or c == "datadate"
+                else str(v)
+                for v in col
+            ]
+            out[c] = pd.array(values, dtype="string")
+        else:
+            out[c] = pd.array(col.astype("float64"), dtype="Float64")
+    return pd.DataFrame(out)
 
 
 class FakeWrds:
@@ -56,8 +78,7 @@ class FakeWrds:
                     )
                     row["txbcofy"] = None  # a column with no value this year (object dtype)
                     rows.append(row)
-            frame = pd.DataFrame(rows, columns=columns)
-            return frame.astype({"gvkey": "string"})
+            return like_client(pd.DataFrame(rows, columns=columns))
         if "comp.co_industry" in sql:
             return pd.DataFrame(
                 {
@@ -66,7 +87,7 @@ class FakeWrds:
                     "sich": [5080.0, 6020.0, None],
                     "naicsh": [423.0, None, None],
                 }
-            )[columns]
+            )[columns].pipe(like_client)
         if "crsp.ccmxpf_lnkhist" in sql:
             return pd.DataFrame(
                 {
@@ -77,7 +98,7 @@ class FakeWrds:
                     "linkdt": [pd.Timestamp("1990-01-01")],
                     "linkenddt": [pd.NaT],
                 }
-            )[columns]
+            )[columns].pipe(like_client)
         raise AssertionError(f"unexpected query {sql}")
 
     def close(self) -> None:
@@ -89,9 +110,11 @@ class Factory:
         self.fakes = list(fakes)
         self.error = error
         self.calls: list[str] = []
+        self.servers: list[Server] = []
 
-    def __call__(self, user: str) -> FakeWrds:
+    def __call__(self, user: str, server: Server) -> FakeWrds:
         self.calls.append(user)
+        self.servers.append(server)
         if self.error is not None:
             raise self.error
         return self.fakes.pop(0)
@@ -131,7 +154,7 @@ def test_interrupted_pull_resumes_from_cached_chunks(tmp_path: Path) -> None:
         src.pull()
     assert first.closed
     folder = src.chunks()[0].folder
-    assert sorted(p.name for p in folder.iterdir()) == ["2000.parquet", "2001.parquet"]
+    assert sorted(p.name for p in folder.glob("*.parquet")) == ["2000.parquet", "2001.parquet"]
 
     second = FakeWrds()
     factory = Factory(second)
@@ -223,7 +246,7 @@ def test_cli_wrds_failed_login_is_one_attempt(settings, monkeypatch: pytest.Monk
 
     calls: list[str] = []
 
-    def refuse(user: str) -> None:
+    def refuse(user: str, server: Server) -> None:
         calls.append(user)
         raise RuntimeError("Duo push was not approved")
 
@@ -303,7 +326,16 @@ def test_default_login_uses_the_single_attempt_path(
         with pytest.raises(UserError, match="failed after 0 of 3"):  # the spy answers no SQL
             src.pull()
     assert spy.events == [
-        ("init", {"wrds_username": "jdoe", "autoconnect": False}),
+        (
+            "init",
+            {
+                "wrds_username": "jdoe",
+                "wrds_hostname": "wrds-pgdata.wharton.upenn.edu",
+                "wrds_port": 9737,
+                "wrds_dbname": "wrds",
+                "autoconnect": False,
+            },
+        ),
         ("single", True),
     ]
 
@@ -328,3 +360,188 @@ def test_no_second_login_after_a_failed_query_in_the_same_run(tmp_path: Path) ->
     with pytest.raises(UserError, match="already logged in to WRDS once"):
         src.pull()
     assert factory.calls == ["jdoe"]
+
+
+@pytest.mark.parametrize("name", ["jdoe", "2jdoe", "j.doe-x", "j_doe", "JDoe"])
+def test_wrds_user_names_are_accepted(tmp_path: Path, name: str) -> None:
+    factory = Factory(FakeWrds())
+    src = WrdsSource(name, 2001, 2001, cache_dir=tmp_path, connection_factory=factory)
+    src.progress = False
+    src.pull()
+    assert factory.calls == [name]
+
+
+@pytest.mark.parametrize(
+    "name", ["", "j doe", "j:doe", "j@doe", "j/doe", "-jdoe", "j%20", "a" * 64]
+)
+def test_names_that_would_change_the_address_are_refused(name: str) -> None:
+    factory = Factory(FakeWrds())
+    with pytest.raises(UserError, match="Not a WRDS user name"):
+        WrdsSource(name, connection_factory=factory)
+    assert factory.calls == []
+
+
+def test_server_from_flags_settings_and_defaults(
+    settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.settings import get_settings
+
+    assert Server.from_settings(get_settings()) == Server(
+        "wrds-pgdata.wharton.upenn.edu", 9737, "wrds"
+    )
+    monkeypatch.setenv("PROFORMA_WRDS_HOST", "pg.example.org")
+    monkeypatch.setenv("PROFORMA_WRDS_PORT", "5432")
+    get_settings.cache_clear()
+    assert Server.from_settings(get_settings()) == Server("pg.example.org", 5432, "wrds")
+    assert Server.from_settings(get_settings(), host="h", database="d") == Server("h", 5432, "d")
+    factory = Factory(FakeWrds())
+    src = WrdsSource("jdoe", 2001, 2001, cache_dir=tmp_path, connection_factory=factory)
+    src.progress = False
+    src.pull()
+    assert factory.servers == [Server("pg.example.org", 5432, "wrds")]
+    # another server, another cache: chunks never mix with WRDS's
+    wrds = WrdsSource("jdoe", 2001, 2001, cache_dir=tmp_path, server=Server())
+    assert wrds.chunks()[0].folder != src.chunks()[0].folder
+    for bad in (Server("a b"), Server(port=0), Server(database="x;y")):
+        with pytest.raises(UserError, match="Not a"):
+            WrdsSource("jdoe", server=bad, connection_factory=factory)
+
+
+def test_pghost_is_named_not_followed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PGHOST", raising=False)
+    assert Server().pghost_note() is None
+    monkeypatch.setenv("PGHOST", "wrds-pgdata.wharton.upenn.edu")
+    assert Server().pghost_note() is None
+    monkeypatch.setenv("PGHOST", "localhost")
+    note = Server().pghost_note()
+    assert note is not None and "PGHOST=localhost is set but not used" in note
+
+
+def test_queries_order_every_column(tmp_path: Path) -> None:
+    src = source(tmp_path, Factory())
+    fundq, industry, links = src.chunks()[0], src.chunks()[-2], src.chunks()[-1]
+    assert fundq.sql.endswith(f"ORDER BY {', '.join(fundq_columns())}")
+    assert industry.sql.endswith("ORDER BY gvkey, datadate, sich, naicsh")
+    assert links.sql.endswith("ORDER BY gvkey, linkdt, linkenddt, lpermno, linktype, linkprim")
+
+
+def test_pull_dates_refresh_and_stale_industry(tmp_path: Path) -> None:
+    import json
+
+    src = source(tmp_path, Factory(FakeWrds()))
+    src.pull()
+    chunks = src.chunks()
+    day = chunks[0].pulled_at()[:10]
+    assert day == dt.datetime.now(dt.UTC).date().isoformat()
+    meta = json.loads(chunks[0].meta_path.read_text())
+    assert meta["rows"] == 12 and "ORDER BY" in meta["sql"]
+
+    def backdate(chunk, stamp: str) -> None:
+        m = json.loads(chunk.meta_path.read_text())
+        m["pulled_at"] = stamp
+        chunk.meta_path.write_text(json.dumps(m))
+
+    for c in chunks:
+        backdate(c, "2026-01-05T10:00:00+00:00")
+    backdate(chunks[2], "2026-02-01T10:00:00+00:00")  # one later fundq year
+    backdate(chunks[3], "2026-02-01T10:00:00+00:00")
+    again = source(tmp_path, Factory())
+    # industry and links are older than the newest fundq year: pulled again
+    assert [(c.table, c.label) for c in again.missing()] == [
+        ("co_industry", "all"),
+        ("ccm_link", "all"),
+    ]
+    for c in chunks[4:]:
+        backdate(c, "2026-02-01T10:00:00+00:00")
+    again = source(tmp_path, Factory())
+    assert again.missing() == []
+    assert again.cached_lines() == [
+        "reusing fundq 2000-2001 pulled 2026-01-05",
+        "reusing fundq 2002-2003 pulled 2026-02-01",
+        "reusing co_industry pulled 2026-02-01",
+        "reusing ccm_link pulled 2026-02-01",
+    ]
+    # a missing fundq year brings industry and links along
+    chunks[1].path.unlink()
+    assert [(c.table, c.label) for c in source(tmp_path, Factory()).missing()] == [
+        ("fundq", "2001"),
+        ("co_industry", "all"),
+        ("ccm_link", "all"),
+    ]
+    # --refresh: every chunk once, then nothing
+    fake = FakeWrds()
+    refresh = WrdsSource(
+        "jdoe",
+        2000,
+        2003,
+        cache_dir=tmp_path / "cache",
+        connection_factory=Factory(fake),
+        progress=False,
+        refresh=True,
+    )
+    assert len(refresh.missing()) == 6
+    assert refresh.pull() == 6 and refresh.missing() == []
+    assert refresh.chunks()[0].pulled_at()[:10] == day
+
+
+def test_cached_chunks_are_byte_identical_across_pulls(tmp_path: Path) -> None:
+    import hashlib
+
+    a = source(tmp_path / "a", Factory(FakeWrds()))
+    b = source(tmp_path / "b", Factory(FakeWrds()))
+    a.pull()
+    b.pull()
+    for x, y in zip(a.chunks(), b.chunks(), strict=True):
+        assert (
+            hashlib.sha256(x.path.read_bytes()).digest()
+            == hashlib.sha256(y.path.read_bytes()).digest()
+        )
+
+
+class OverlapWrds(FakeWrds):
+    """Two overlapping links for 001004 and two industry records on one date for 001045."""
+
+    def raw_sql(self, sql: str) -> pd.DataFrame:
+        frame = super().raw_sql(sql)
+        if "crsp.ccmxpf_lnkhist" in sql:
+            extra = pd.DataFrame(
+                {
+                    "gvkey": ["001004"],
+                    "lpermno": [54595.0],
+                    "linktype": ["LU"],
+                    "linkprim": ["C"],
+                    "linkdt": [pd.Timestamp("2001-01-01")],
+                    "linkenddt": [pd.Timestamp("2001-12-31")],
+                }
+            ).pipe(like_client)
+            return pd.concat([frame, extra], ignore_index=True)
+        if "comp.co_industry" in sql:
+            extra = pd.DataFrame(
+                {
+                    "gvkey": ["001045"],
+                    "datadate": ["1999-12-31"],
+                    "sich": [3711.0],
+                    "naicsh": [336111.0],
+                }
+            ).pipe(like_client)
+            return pd.concat([extra, frame], ignore_index=True)
+        return frame
+
+
+def test_overlaps_and_duplicate_industry_records(wh: Warehouse, tmp_path: Path) -> None:
+    from tests.build.conftest import run_steps
+
+    src = source(tmp_path, Factory(OverlapWrds()))
+    ingest(wh, src)
+    assert src.resolved["overlap_records"] == 4 and src.resolved["overlap_windows"] == 8
+    assert src.resolved["industry_dup_keys"] == 1 and src.resolved["industry_dup_records"] == 2
+    assert src.resolved["tied_keys"] == 0
+    # 3711 (with a SIC and a NAICS) over 6020 (no NAICS) on the same date
+    assert wh.fetchall("SELECT sich FROM raw.company_industry WHERE gvkey = '001045'") == [(3711,)]
+    for rules, copies in (("published", 4), ("paper", 0)):
+        run_steps(wh, "030", rules=rules)
+        assert (
+            wh.scalar("SELECT count(*) - count(DISTINCT raw_row) FROM stage.fundq_linked") == copies
+        )
+        # one row per firm-quarter after the de-duplication either way
+        assert wh.scalar("SELECT count(*) FROM stage.fundq_dedup WHERE gvkey = '001004'") == 16
