@@ -20,6 +20,7 @@ from app.scoring.cells import (
     Context,
     Progress,
     ensure_cell_scores,
+    failed_submissions,
     forget_stale_cell_scores,
     register_functions,
     scoring_context,
@@ -69,8 +70,10 @@ def score(
     min_coverage: float = MIN_COVERAGE,
     full: bool = False,
     progress: Progress | None = None,
+    exclude: Sequence[int] = (),
 ) -> int:
-    """Score submissions (default: all current ones) on a footprint; returns score_run_id.
+    """Score submissions (default: all current ones but `exclude`) on a footprint; returns
+    score_run_id.
 
     The common sample is the footprint's finite truth cells that every submission
     predicts finitely. With no explicit list, only submissions covering at least
@@ -81,6 +84,11 @@ def score(
     submissions that have none in the current scoring context, and results are copied
     for submissions already scored on the same common sample; `full=True` recomputes
     everything from the forecasts (the same numbers, up to the order of summation).
+
+    A submission whose cell scores fail (a value the scoring SQL cannot hold) is left
+    out and recorded in eval.submission_failures for this scoring context
+    (app.scoring.cells.failed_submissions); the others are scored all the same, and runs
+    of the same context leave it out without trying again.
     """
     wh.require_panel("panel.truth", "panel.firms")
     if baselines and submissions is None:
@@ -89,12 +97,21 @@ def score(
         run_reference_baselines(wh)
     ensure_standard_footprints(wh)
     fp = get_footprint(wh, footprint)
-    candidates = resolve_submissions(wh, submissions)
+    candidates = [s for s in resolve_submissions(wh, submissions) if s not in set(exclude)]
     started, t0 = utcnow(), time.perf_counter()
     ctx = scoring_context(wh)
     register_functions(wh)
     forget_stale_cell_scores(wh, ctx)
+    failed = failed_submissions(wh, ctx, candidates)
+    candidates = [s for s in candidates if s not in failed]
     ensure_cell_scores(wh, candidates, ctx, recompute=full, progress=progress)
+    failed.update(failed_submissions(wh, ctx, candidates))
+    candidates = [s for s in candidates if s not in failed]
+    if not candidates:
+        raise NothingToScore(
+            "No submission left to score: "
+            + ("; ".join(f"submission {s} failed ({why})" for s, why in failed.items()) or "none")
+        )
     try:
         n_fp = prepare_footprint_cells(wh, fp)
         coverage = ensure_coverage(wh, fp["footprint_id"], candidates, ctx)
