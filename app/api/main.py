@@ -118,7 +118,7 @@ def create_app(
     @app.exception_handler(UserError)
     async def user_error(request: Request, exc: UserError) -> JSONResponse:
         status = _status_for(exc)
-        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else getattr(exc, "headers", None)
         return JSONResponse(
             _error_body(str(exc), getattr(exc, "problems", None)),
             status_code=status,
