@@ -45,6 +45,8 @@ class Settings(BaseSettings):
     query_queue_s: float = 2.0
     # Aggregates over fewer cells than this stay out of the public snapshot.
     public_min_cells: int = 30
+    # The snapshot keeps each footprint's latest runs only (older ones stay in the warehouse).
+    public_history_runs: int = 3
 
 
 @lru_cache(maxsize=1)

@@ -40,6 +40,7 @@ from app.api.job_store import (
     set_job,
     unfinished_jobs,
 )
+from app.scoring.runs import MIN_COVERAGE
 from app.settings import Settings
 from app.warehouse import Warehouse, out_of_disk
 from contracts.errors import NothingToScore, UserError, ValidationError
@@ -64,6 +65,17 @@ class Scorer:
         from app import scoring
 
         return scoring.score(wh, footprint=footprint, exclude=exclude or ())
+
+    def shares(self, wh: Warehouse, footprint: str, submission_ids: list[int]) -> dict[int, float]:
+        """{submission_id: share of the footprint's cells it predicts}."""
+        from app.scoring.runs import footprint_shares
+
+        return footprint_shares(wh, footprint, submission_ids)
+
+    def has_run(self, wh: Warehouse, footprint: str) -> bool:
+        return bool(
+            wh.scalar("SELECT count(*) FROM eval.score_runs WHERE footprint_name = ?", [footprint])
+        )
 
     def failures(self, wh: Warehouse, submission_ids: list[int]) -> dict[int, str]:
         """{submission_id: error} of these submissions whose scoring failed (this context)."""
@@ -190,6 +202,11 @@ class JobQueue:
             self._queue.put(job_id)
         return job_id
 
+    def request_publish(self) -> None:
+        """Republish the public snapshot in the worker (first, when called before start):
+        the server answers meanwhile, with the previous snapshot."""
+        self._queue.put(("publish",))
+
     def request_score(self, footprint: str) -> None:
         """Score every current submission on `footprint` in the worker (after queued jobs)."""
         self._queue.put(("score", footprint))
@@ -211,7 +228,10 @@ class JobQueue:
             if item is _STOP:
                 break
             self.current = item
-            if isinstance(item, tuple):
+            if isinstance(item, tuple) and item[0] == "publish":
+                if self.after_scoring is not None:
+                    self.after_scoring(cur)  # (its failures are recorded for /health)
+            elif isinstance(item, tuple):
                 if ready:  # finish validated jobs first: the footprint run includes them
                     self._guarded(ready, self._score_jobs, cur, ready)
                     ready = []
@@ -336,6 +356,17 @@ class JobQueue:
         blamed: dict[int, str] = {}  # submission -> why its footprint run failed
         new = [int(j["submission_id"]) for j in jobs]
         for footprint in self.scorer.footprints(wh):
+            # Only footprints a new submission enters are rescored: the others' boards
+            # would not change (a footprint never scored yet is scored for its board).
+            if self.scorer.has_run(wh, footprint):
+                shares = self.scorer.shares(wh, footprint, new)
+                if not any(v >= MIN_COVERAGE for v in shares.values()):
+                    skipped[footprint] = {
+                        sid: f"predicts {share:.1%} of its cells; a submission enters "
+                        f"a footprint's leaderboard from {MIN_COVERAGE:.0%}"
+                        for sid, share in shares.items()
+                    }
+                    continue
             try:
                 runs[footprint] = int(self.scorer.score(wh, footprint))
             except NothingToScore as exc:

@@ -145,6 +145,29 @@ def score(
     return run_id
 
 
+def footprint_shares(wh: Warehouse, footprint: str, submission_ids: list[int]) -> dict[int, float]:
+    """The share of the footprint's scoreable cells each submission predicts (its cell
+    scores and coverage are computed and stored as a run would, so the run that may
+    follow reuses them); a submission whose scoring failed is left out. A caller that
+    scores only footprints a new submission enters (share >= MIN_COVERAGE) rescoring
+    nothing else."""
+    wh.require_panel("panel.truth", "panel.firms")
+    ensure_standard_footprints(wh)
+    fp = get_footprint(wh, footprint)
+    ctx = scoring_context(wh)
+    register_functions(wh)
+    ensure_cell_scores(wh, submission_ids, ctx)
+    failed = failed_submissions(wh, ctx, submission_ids)
+    ids = [s for s in submission_ids if s not in failed]
+    try:
+        n_fp = prepare_footprint_cells(wh, fp)
+        coverage = ensure_coverage(wh, fp["footprint_id"], ids, ctx) if ids else {}
+    finally:
+        wh.execute("DROP TABLE IF EXISTS fp_cells")
+        drop_footprint_temp(wh)
+    return {s: (c.predicted_cells / n_fp if n_fp else 0.0) for s, c in coverage.items()}
+
+
 def _write_run(
     wh: Warehouse,
     fp: Footprint,
