@@ -124,7 +124,18 @@ def _coarse_leaderboard(wh: Warehouse, table: pa.Table, by: str) -> pa.Table:
     rows = table.to_pylist()
     if not any(r.get("source") == "upload" for r in rows):
         return table
-    key = disclosure.secret(wh)
+    key = disclosure.Dither(wh)
+    key.prefetch(
+        [
+            x
+            for r in rows
+            if r.get("source") == "upload"
+            for x in disclosure.metric_labels(
+                int(r["submission_id"]),
+                _label(by, r.get("horizon"), r.get("item"), r.get("statement")),
+            )
+        ]
+    )
     out = []
     for r in rows:
         if r.get("source") == "upload":
@@ -150,7 +161,7 @@ def _uploads_coarse(wh: Warehouse, rows: list[tuple[Any, ...]], fix: Any) -> lis
     submission; last: whether it is an upload, dropped)."""
     if not any(r[-1] for r in rows):
         return [r[:-1] for r in rows]
-    key = disclosure.secret(wh)
+    key = disclosure.Dither(wh)
     return [fix(r[:-1], key) if r[-1] else r[:-1] for r in rows]
 
 
@@ -168,7 +179,7 @@ def horizon_series(wh: Warehouse, score_run_id: int, metric: str) -> list[tuple[
         [score_run_id],
     )
 
-    def fix(r: tuple[Any, ...], key: bytes) -> tuple[Any, ...]:
+    def fix(r: tuple[Any, ...], key: disclosure.Dither) -> tuple[Any, ...]:
         sid, name, h, value, n, mse, r2 = r
         row = disclosure.coarsen_metrics(
             {"n": n, "mse": mse, "r2": r2, metric: value},
@@ -195,7 +206,7 @@ def density_coverage(wh: Warehouse, score_run_id: int) -> list[tuple[Any, ...]]:
     )
     names = ("cov50", "cov80", "cov90", "cov95")
 
-    def fix(r: tuple[Any, ...], key: bytes) -> tuple[Any, ...]:
+    def fix(r: tuple[Any, ...], key: disclosure.Dither) -> tuple[Any, ...]:
         row = disclosure.coarsen_metrics(
             {"n": r[6], **dict(zip(names, r[2:6], strict=True))},
             key,
@@ -219,7 +230,7 @@ def pit_histograms(wh: Warehouse, score_run_id: int) -> list[tuple[Any, ...]]:
         [score_run_id],
     )
 
-    def fix(r: tuple[Any, ...], key: bytes) -> tuple[Any, ...]:
+    def fix(r: tuple[Any, ...], key: disclosure.Dither) -> tuple[Any, ...]:
         sid, name, shares, bins, total = r
         q = disclosure.SHARE_QUANTUM / float(total) if total else None
         return (
@@ -304,8 +315,8 @@ def submission_scores(wh: Warehouse, submission_id: int) -> list[dict[str, Any]]
                 [submission_id],
             )
         )
-        key = disclosure.secret(wh) if upload else b""
-        if upload and pit:
+        key = disclosure.Dither(wh) if upload else None
+        if key is not None and pit:
             # as sql/public/040: shares coarsened to 8 / n
             total = wh.scalar(
                 "SELECT sum(n) FROM eval.pit WHERE score_run_id = ? AND submission_id = ?",
@@ -323,7 +334,7 @@ def submission_scores(wh: Warehouse, submission_id: int) -> list[dict[str, Any]]
         by_level: dict[str, list[dict[str, Any]]] = {}
         for m in metrics:
             own = m.pop("own_statement")
-            if upload:
+            if key is not None:
                 label = _label(m["level"], m["horizon"], m["item"], own)
                 m = disclosure.coarsen_metrics(m, key, submission_id, label)
             by_level.setdefault(m.pop("level"), []).append(m)

@@ -8,8 +8,10 @@
 -- each footprint (the current board and a few before it); every run stays in the
 -- warehouse (GET /api/v1/leaderboards/{footprint}?run=ID), so the snapshot does not grow
 -- with every upload.
+-- The older runs of the history keep their global and per-horizon metrics (the finer
+-- levels, most of the rows, are the current board's only).
 CREATE OR REPLACE TEMP TABLE public_runs AS
-SELECT score_run_id
+SELECT score_run_id, k = 1 AS is_current
 FROM (SELECT score_run_id,
              row_number() OVER (PARTITION BY footprint_name ORDER BY score_run_id DESC) AS k
       FROM eval.score_runs)
@@ -36,10 +38,11 @@ WITH m AS (
            m.submission_id || '/' || m.level || '/' || coalesce(CAST(m.horizon AS VARCHAR), '')
            || '/' || coalesce(i.item, '') || '/' || coalesce(m.statement, '') || '/' AS label
     FROM eval.metrics m
+    JOIN public_runs r USING (score_run_id)
     JOIN eval.submissions s USING (submission_id)
     LEFT JOIN ref.items i ON i.item_id = m.item_id
     WHERE m.n >= getvariable('public_min_cells')
-      AND m.score_run_id IN (SELECT score_run_id FROM public_runs)
+      AND (r.is_current OR m.level IN ('global', 'horizon'))
 )
 SELECT score_run_id, submission_id, model, level, horizon, item, item_statement AS statement, n,
        CASE WHEN is_upload THEN pf_coarsen(r2, CASE WHEN mse > 0

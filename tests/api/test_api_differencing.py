@@ -113,6 +113,12 @@ def test_differencing_within_the_daily_limit_recovers_no_truth(api: Api) -> None
         )
 
     assert probe(exact) < 1e-6  # the attack works on exact numbers
+    for sid in pairs[0]:  # the API and the snapshot publish the same coarse numbers
+        a, b, c = api_scores(sid), leaderboard(sid), snapshot(sid)
+        assert a.keys() == b.keys() == c.keys()
+        for h in a:
+            assert abs(a[h][1] - b[h][1]) < 1e-9 and abs(a[h][1] - c[h][1]) < 1e-9, h
+            assert a[h][1] != exact(sid)[h][1]
     for read in (api_scores, leaderboard, snapshot):
         assert probe(read) >= TOLERANCE, read.__name__
     # The quarter losses (one group per horizon and origin quarter) are not public.
