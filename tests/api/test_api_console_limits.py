@@ -9,6 +9,7 @@ import threading
 import time
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from service_helpers import Api, submission_bytes
 
@@ -61,7 +62,9 @@ def test_one_query_at_a_time_per_client(strict: Settings, monkeypatch: pytest.Mo
         thread.start()
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:  # until the slow query holds its place
-            gate = getattr(client.app.state, "console_gate", None)
+            app = client.app
+            assert isinstance(app, FastAPI)
+            gate = getattr(app.state, "console_gate", None)
             if gate is not None and any(c.active for c in gate.clients.values()):
                 break
             time.sleep(0.01)
