@@ -41,8 +41,17 @@ class Settings(BaseSettings):
     query_max_rows: int = 10_000
     query_timeout_s: float = 5.0
     query_memory_limit: str = "512MB"
+    # The console's bounds (app/api/console_gate.py): per client a rate and a concurrency;
+    # overall a concurrency (None: CPUs - 1) and how long a query may wait for a place.
+    query_rate_per_min: float = 30.0
+    query_burst: int = 10
+    query_per_client: int = 1
+    query_concurrency: int | None = None
+    query_queue_s: float = 2.0
     # Aggregates over fewer cells than this stay out of the public snapshot.
     public_min_cells: int = 30
+    # The snapshot keeps each footprint's latest runs only (older ones stay in the warehouse).
+    public_history_runs: int = 3
 
 
 @lru_cache(maxsize=1)

@@ -14,6 +14,7 @@ import re
 import secrets
 from dataclasses import dataclass
 
+from app.api.job_store import uploads_since
 from app.warehouse import Warehouse
 from contracts.errors import UserError
 from contracts.provenance import utcnow
@@ -151,12 +152,8 @@ def authenticate(wh: Warehouse, token: str | None) -> User:
 
 def uploads_today(wh: Warehouse, user: User) -> int:
     """Uploads by `user` since the start of the current UTC day."""
-    start = utcnow().replace(hour=0, minute=0, second=0, microsecond=0)
-    return int(
-        wh.scalar(
-            "SELECT count(*) FROM service.jobs WHERE user_id = ? AND created_at >= ?",
-            [user.user_id, start],
-        )
+    return uploads_since(
+        wh, user.user_id, utcnow().replace(hour=0, minute=0, second=0, microsecond=0)
     )
 
 

@@ -40,6 +40,7 @@ from app.api.job_store import (
     set_job,
     unfinished_jobs,
 )
+from app.scoring.runs import MIN_COVERAGE
 from app.settings import Settings
 from app.warehouse import Warehouse, out_of_disk
 from contracts.errors import NothingToScore, UserError, ValidationError
@@ -63,12 +64,30 @@ class Scorer:
     def score(self, wh: Warehouse, footprint: str, exclude: list[int] | None = None) -> int:
         from app import scoring
 
-        if not exclude:
-            return scoring.score(wh, footprint=footprint)
-        from app.scoring.submissions.registry import active_submissions
+        return scoring.score(wh, footprint=footprint, exclude=exclude or ())
 
-        keep = [s for s in active_submissions(wh) if s not in exclude]
-        return scoring.score(wh, footprint=footprint, submissions=keep)
+    def shares(self, wh: Warehouse, footprint: str, submission_ids: list[int]) -> dict[int, float]:
+        """{submission_id: share of the footprint's cells it predicts}."""
+        from app.scoring.runs import footprint_shares
+
+        return footprint_shares(wh, footprint, submission_ids)
+
+    def has_run(self, wh: Warehouse, footprint: str) -> bool:
+        return bool(
+            wh.scalar("SELECT count(*) FROM eval.score_runs WHERE footprint_name = ?", [footprint])
+        )
+
+    def failures(self, wh: Warehouse, submission_ids: list[int]) -> dict[int, str]:
+        """{submission_id: error} of these submissions whose scoring failed (this context)."""
+        from app.scoring.cells import failed_submissions, scoring_context
+
+        return failed_submissions(wh, scoring_context(wh), submission_ids)
+
+    def retire(self, wh: Warehouse, submission_id: int) -> None:
+        """Take a failed upload's submission out of service (no active submission stays)."""
+        from app.scoring.submissions.registry import retire_submission
+
+        retire_submission(wh, submission_id)
 
     def footprints(self, wh: Warehouse) -> list[str]:
         """Names of the footprints every new submission is scored on (the paper's three
@@ -149,22 +168,20 @@ class JobQueue:
         resumed = []
         for job_id, status, attempts, path in unfinished_jobs(self.wh):
             if attempts >= MAX_ATTEMPTS:
-                finish_job(
+                self._fail(
                     self.wh,
                     job_id,
-                    "failed",
-                    message=(
+                    (
                         f"The server stopped {attempts} times while this job was {status}; "
                         f"it is not retried again. Upload the file once more."
                     ),
                 )
                 continue
             if status != "scoring" and not Path(path).exists():
-                finish_job(
+                self._fail(
                     self.wh,
                     job_id,
-                    "failed",
-                    message="The uploaded file was lost before validation; upload it again.",
+                    "The uploaded file was lost before validation; upload it again.",
                 )
                 continue
             resumed.append(job_id)
@@ -177,11 +194,18 @@ class JobQueue:
         return self._queue.qsize() + (1 if self.current is not None else 0)
 
     # -- submitting ------------------------------------------------------------------
-    def submit(self, wh: Warehouse, job: NewJob) -> int:
-        """Record a queued job (committed before this returns) and hand it to the worker."""
-        job_id = insert_job(wh, job)
-        self._queue.put(job_id)
+    def submit(self, wh: Warehouse, job: NewJob, *, daily_limit: int | None = None) -> int | None:
+        """Record a queued job (committed before this returns) and hand it to the worker;
+        None (nothing recorded) when the user has made `daily_limit` jobs today."""
+        job_id = insert_job(wh, job, daily_limit=daily_limit)
+        if job_id is not None:
+            self._queue.put(job_id)
         return job_id
+
+    def request_publish(self) -> None:
+        """Republish the public snapshot in the worker (first, when called before start):
+        the server answers meanwhile, with the previous snapshot."""
+        self._queue.put(("publish",))
 
     def request_score(self, footprint: str) -> None:
         """Score every current submission on `footprint` in the worker (after queued jobs)."""
@@ -204,7 +228,10 @@ class JobQueue:
             if item is _STOP:
                 break
             self.current = item
-            if isinstance(item, tuple):
+            if isinstance(item, tuple) and item[0] == "publish":
+                if self.after_scoring is not None:
+                    self.after_scoring(cur)  # (its failures are recorded for /health)
+            elif isinstance(item, tuple):
                 if ready:  # finish validated jobs first: the footprint run includes them
                     self._guarded(ready, self._score_jobs, cur, ready)
                     ready = []
@@ -247,8 +274,17 @@ class JobQueue:
         assert self._cursor is not None
         for job_id in job_ids:
             with contextlib.suppress(Exception):
-                finish_job(self._cursor, job_id, "failed", message=message)
+                self._fail(self._cursor, job_id, message)
+        with contextlib.suppress(Exception):
+            record_pass(self._cursor, [{"jobs": job_ids, "error": message}])
         return None
+
+    def _fail(self, wh: Warehouse, job_id: int, message: str, **values: Any) -> None:
+        """Fail a job; a submission it already ingested is retired (never left active)."""
+        job = get_job(wh, job_id)
+        if job is not None and job["submission_id"] is not None:
+            self.scorer.retire(wh, int(job["submission_id"]))
+        finish_job(wh, job_id, "failed", message=message, **values)
 
     def _score_footprint(self, wh: Warehouse, footprint: str) -> None:
         try:
@@ -256,10 +292,13 @@ class JobQueue:
             if self.after_scoring is not None:
                 self.after_scoring(wh)
             log.info("footprint %s scored: run %s", footprint, run)
+            record_pass(wh, [])
         except UserError as exc:
             log.warning("footprint %s not scored: %s", footprint, exc)
-        except Exception:  # noqa: BLE001 - the worker must survive
+        except Exception as exc:  # noqa: BLE001 - the worker must survive
             log.error("footprint %s not scored:\n%s", footprint, traceback.format_exc())
+            with contextlib.suppress(Exception):
+                record_pass(wh, [{"footprint": footprint, "error": _describe(exc)}])
 
     def _validate(self, wh: Warehouse, job_id: int) -> bool:
         """Ingest the job's file (once); True when the job waits for scoring."""
@@ -312,18 +351,66 @@ class JobQueue:
         if not jobs:
             return
         runs: dict[str, int] = {}
-        skipped: dict[str, str] = {}
+        skipped: dict[str, Any] = {}
+        failures: list[dict[str, Any]] = []
+        blamed: dict[int, str] = {}  # submission -> why its footprint run failed
+        new = [int(j["submission_id"]) for j in jobs]
         for footprint in self.scorer.footprints(wh):
+            # Only footprints a new submission enters are rescored: the others' boards
+            # would not change (a footprint never scored yet is scored for its board).
+            if self.scorer.has_run(wh, footprint):
+                shares = self.scorer.shares(wh, footprint, new)
+                if not any(v >= MIN_COVERAGE for v in shares.values()):
+                    skipped[footprint] = {
+                        sid: f"predicts {share:.1%} of its cells; a submission enters "
+                        f"a footprint's leaderboard from {MIN_COVERAGE:.0%}"
+                        for sid, share in shares.items()
+                    }
+                    continue
             try:
                 runs[footprint] = int(self.scorer.score(wh, footprint))
             except NothingToScore as exc:
                 skipped[footprint] = str(exc)
                 with contextlib.suppress(UserError):
-                    self.scorer.score(wh, footprint, exclude=[j["submission_id"] for j in jobs])
+                    self.scorer.score(wh, footprint, exclude=new)
+            except UserError:
+                raise
+            except duckdb.InterruptException:
+                raise
+            except Exception as exc:
+                if out_of_disk(exc) or isinstance(exc, duckdb.OutOfMemoryException):
+                    raise
+                log.error("footprint %s failed:\n%s", footprint, traceback.format_exc())
+                failures.append({"footprint": footprint, "error": _describe(exc)})
+                # The board keeps its other submissions: score it without the new ones;
+                # when that works, the new ones caused the failure.
+                try:
+                    runs[footprint] = int(self.scorer.score(wh, footprint, exclude=new))
+                except Exception:  # noqa: BLE001 - logged; the footprint stays as it was
+                    log.error("footprint %s failed again:\n%s", footprint, traceback.format_exc())
+                    skipped[footprint] = "this footprint could not be scored (operator's log)"
+                else:
+                    for sid in new:
+                        blamed.setdefault(sid, f"scoring on {footprint} failed ({_describe(exc)})")
             else:
                 skipped.update(_left_out(wh, runs[footprint], footprint, jobs))
             for job in jobs:
                 set_job(wh, job["job_id"], score_runs=runs)
+        failed = {**blamed, **self.scorer.failures(wh, new)}
+        failures += [{"submission_id": sid, "error": why} for sid, why in failed.items()]
+        for job in jobs:
+            sid = int(job["submission_id"])
+            if sid in failed:
+                self._fail(
+                    wh,
+                    job["job_id"],
+                    f"The submission could not be scored: {failed[sid]}. Nothing of it is "
+                    f"kept; check its values (docs/scoring.md, 'Submission format') and "
+                    f"upload it again.",
+                    score_runs=runs,
+                )
+        jobs = [j for j in jobs if int(j["submission_id"]) not in failed]
+        record_pass(wh, failures)
         if self.after_scoring is not None:
             self.after_scoring(wh)
         for job in jobs:
@@ -347,6 +434,35 @@ class JobQueue:
                 report=report,
                 message=f"Scored on {scored}.{note}",
             )
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+
+
+def record_pass(wh: Warehouse, failures: list[dict[str, Any]]) -> None:
+    """Record the outcome of a scoring pass for /api/v1/health (failures: what failed)."""
+    wh.execute(
+        "INSERT INTO service.scoring_passes (finished_at, ok, failures) VALUES (?, ?, ?)",
+        [utcnow(), not failures, json.dumps(failures, default=str)],
+    )
+
+
+def scoring_health(wh: Warehouse) -> dict[str, Any]:
+    """The scoring part of /api/v1/health: `ok`, `failing` (the worker's last scoring pass
+    had a failure: a submission it had to leave out, or a footprint it could not score)
+    or `idle` (no pass yet)."""
+    row = wh.fetchone(
+        "SELECT finished_at, ok, failures, (SELECT count(*) FROM service.scoring_passes "
+        "WHERE NOT ok) FROM service.scoring_passes ORDER BY pass_id DESC LIMIT 1"
+    )
+    if row is None:
+        return {"status": "idle"}
+    out: dict[str, Any] = {"status": "ok" if row[1] else "failing", "last_pass_at": row[0]}
+    if not row[1]:
+        failures = json.loads(row[2]) if isinstance(row[2], str) else row[2]
+        out["last_failure"] = {"failed_at": row[0], "failures": failures}
+    return out
 
 
 def _left_out(wh: Warehouse, run_id: int, footprint: str, jobs: list[dict[str, Any]]) -> dict:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,27 +77,53 @@ def list_jobs(
     return [_decode(r) for r in rows]
 
 
-def insert_job(wh: Warehouse, job: NewJob) -> int:
-    """Record a queued job (committed when this returns); returns its id."""
-    job_id = wh.scalar(
-        """
-        INSERT INTO service.jobs (user_id, model_name, family, df, metadata, upload_path,
-            upload_bytes, upload_sha256, status, created_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)
-        RETURNING job_id
-        """,
-        [
-            job.user_id,
-            job.model_name,
-            job.family,
-            job.df,
-            json.dumps(job.metadata),
-            str(job.upload_path),
-            job.upload_bytes,
-            job.upload_sha256,
-            utcnow(),
-        ],
+#: Counting a user's jobs of the day and inserting the next one happen under this lock:
+#: the server is the warehouse's one writer (docs/architecture.md), so no other process
+#: inserts jobs, and two uploads of one user that finish streaming at the same moment
+#: cannot both see the last free place (DuckDB's optimistic transactions would let two
+#: inserts of different rows both commit).
+_ADMIT = threading.Lock()
+
+
+def uploads_since(wh: Warehouse, user_id: int, start: Any) -> int:
+    """Jobs (uploads) of a user created at or after `start`."""
+    return int(
+        wh.scalar(
+            "SELECT count(*) FROM service.jobs WHERE user_id = ? AND created_at >= ?",
+            [user_id, start],
+        )
     )
+
+
+def insert_job(wh: Warehouse, job: NewJob, *, daily_limit: int | None = None) -> int | None:
+    """Record a queued job (committed when this returns); returns its id, or None when
+    `daily_limit` is given and the user has already made that many jobs today (UTC):
+    the count and the insert are one atomic step."""
+    with _ADMIT:
+        now = utcnow()
+        if daily_limit is not None:
+            start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+            if uploads_since(wh, job.user_id, start) >= daily_limit:
+                return None
+        job_id = wh.scalar(
+            """
+            INSERT INTO service.jobs (user_id, model_name, family, df, metadata, upload_path,
+                upload_bytes, upload_sha256, status, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)
+            RETURNING job_id
+            """,
+            [
+                job.user_id,
+                job.model_name,
+                job.family,
+                job.df,
+                json.dumps(job.metadata),
+                str(job.upload_path),
+                job.upload_bytes,
+                job.upload_sha256,
+                now,
+            ],
+        )
     return int(job_id)
 
 

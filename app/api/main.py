@@ -1,8 +1,9 @@
 """The FastAPI application: `create_app(settings)`.
 
 The process that runs it is the warehouse's one writer (docs/architecture.md): the lifespan
-opens the warehouse read-write, applies migrations, publishes the public snapshot and
-starts the job queue (which takes up unfinished jobs). Requests get a cursor each. Every
+opens the warehouse read-write, applies migrations and starts the job queue (which
+publishes the public snapshot first, without holding up the start, then takes up
+unfinished jobs). Requests get a cursor each. Every
 error a client can cause comes back as JSON `{"detail": "...", "problems": [...]}`
 with a specific 4xx status; the OpenAPI schema is at /api/v1/openapi.json and a
 readable, CDN-free reference at /api/docs.
@@ -87,13 +88,15 @@ def create_app(
         try:
             prepare(wh)
             app.state.wh = wh
-            _publish_safely(wh, settings)
             queue = JobQueue(
                 wh, settings, scorer=scorer, after_scoring=lambda w: _publish_safely(w, settings)
             )
             app.state.jobs = queue
-            if start_jobs:
+            if start_jobs:  # the worker publishes first; the server answers meanwhile
+                queue.request_publish()
                 queue.start()
+            else:
+                _publish_safely(wh, settings)
             yield
         finally:
             if getattr(app.state, "jobs", None) is not None:
@@ -118,7 +121,7 @@ def create_app(
     @app.exception_handler(UserError)
     async def user_error(request: Request, exc: UserError) -> JSONResponse:
         status = _status_for(exc)
-        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else getattr(exc, "headers", None)
         return JSONResponse(
             _error_body(str(exc), getattr(exc, "problems", None)),
             status_code=status,

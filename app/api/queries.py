@@ -8,6 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from app.api import disclosure
 from app.scoring.leaderboard import HAS_DENSITY
 from app.sqlfiles import query_text
 from app.warehouse import Warehouse
@@ -72,37 +73,105 @@ TRACK_INFO: list[dict[str, str]] = [
 ]
 
 
-def latest_run(wh: Warehouse, footprint: str) -> dict[str, Any] | None:
-    """The newest score run of a footprint with its provenance (build and eval versions)."""
+def latest_run(
+    wh: Warehouse, footprint: str, score_run_id: int | None = None
+) -> dict[str, Any] | None:
+    """The newest score run of a footprint (or its run `score_run_id`) with its provenance
+    (build and eval versions)."""
     table = wh.arrow(
         """
         SELECT score_run_id, footprint_name, footprint_version, submission_ids, footprint_cells,
                n_cells, build_id, json_extract_string(build, '$.sql_checksum') AS build_sql_version,
                eval_sql_version, started_at, finished_at, elapsed_s
         FROM eval.score_runs WHERE footprint_name = ?
+          AND (CAST(? AS INTEGER) IS NULL OR score_run_id = ?)
         ORDER BY score_run_id DESC LIMIT 1
         """,
-        [footprint],
+        [footprint, score_run_id, score_run_id],
     )
     return table.to_pylist()[0] if table.num_rows else None
 
 
 def leaderboard_table(
-    wh: Warehouse, footprint: str, track: str, by: str, against: str | None = None
+    wh: Warehouse,
+    footprint: str,
+    track: str,
+    by: str,
+    against: str | None = None,
+    *,
+    score_run_id: int | None = None,
 ) -> pa.Table:
-    """app.scoring's leaderboard, `by` = global for the overall ranking."""
+    """app.scoring's leaderboard, `by` = global for the overall ranking (of the latest run,
+    or of run `score_run_id`)."""
     from app import scoring
 
-    return scoring.leaderboard(
-        wh, footprint, track, None if by == "global" else by, against=against or None
+    table = scoring.leaderboard(
+        wh,
+        footprint,
+        track,
+        None if by == "global" else by,
+        against=against or None,
+        score_run_id=score_run_id,
     )
+    return _coarse_leaderboard(wh, table, by)
+
+
+def _coarse_leaderboard(wh: Warehouse, table: pa.Table, by: str) -> pa.Table:
+    """The leaderboard as the public sees it: an upload's numbers coarsened as in the
+    public snapshot (app.api.disclosure)."""
+    if table.num_rows == 0 or "source" not in table.column_names:
+        return table
+    rows = table.to_pylist()
+    if not any(r.get("source") == "upload" for r in rows):
+        return table
+    key = disclosure.Dither(wh)
+    key.prefetch(
+        [
+            x
+            for r in rows
+            if r.get("source") == "upload"
+            for x in disclosure.metric_labels(
+                int(r["submission_id"]),
+                _label(by, r.get("horizon"), r.get("item"), r.get("statement")),
+            )
+        ]
+    )
+    out = []
+    for r in rows:
+        if r.get("source") == "upload":
+            label = _label(by, r.get("horizon"), r.get("item"), r.get("statement"))
+            r = disclosure.coarsen_metrics(r, key, int(r["submission_id"]), label)
+            for col in ("dm_vs_leader", "dm_vs_reference"):
+                if r.get(col) is not None:
+                    r[col] = round(float(r[col]), 1)
+            if r.get("p_value") is not None:
+                r["p_value"] = round(float(r["p_value"]), 2)
+        out.append(r)
+    return pa.Table.from_pylist(out, schema=table.schema)
+
+
+def _label(level: str, horizon: Any, item: Any, statement: Any) -> str:
+    """The group of a metrics row as sql/public/040 names it (level/horizon/item/statement)."""
+    parts = ["" if v is None else str(v) for v in (horizon, item, statement)]
+    return "/".join([level, *parts])
+
+
+def _uploads_coarse(wh: Warehouse, rows: list[tuple[Any, ...]], fix: Any) -> list[tuple[Any, ...]]:
+    """`rows` with `fix(row, key)` applied to rows of uploads (first column: the
+    submission; last: whether it is an upload, dropped)."""
+    if not any(r[-1] for r in rows):
+        return [r[:-1] for r in rows]
+    key = disclosure.Dither(wh)
+    return [fix(r[:-1], key) if r[-1] else r[:-1] for r in rows]
 
 
 def horizon_series(wh: Warehouse, score_run_id: int, metric: str) -> list[tuple[Any, ...]]:
-    """(submission_id, name, horizon, value) of a run's metric by horizon (the page's chart)."""
-    return wh.fetchall(
+    """(submission_id, name, horizon, value) of a run's metric by horizon (the page's chart;
+    an upload's values coarsened as everywhere in public, app.api.disclosure)."""
+    rows = wh.fetchall(
         f"""
-        SELECT m.submission_id, s.name, m.horizon, m.{metric}
+        SELECT m.submission_id, s.name, m.horizon, m.{metric}, m.n, m.mse, m.r2,
+               s.source = 'upload'
         FROM eval.metrics m JOIN eval.submissions s USING (submission_id)
         WHERE m.score_run_id = ? AND m.level = 'horizon'
         ORDER BY s.name, m.horizon
@@ -110,30 +179,72 @@ def horizon_series(wh: Warehouse, score_run_id: int, metric: str) -> list[tuple[
         [score_run_id],
     )
 
+    def fix(r: tuple[Any, ...], key: disclosure.Dither) -> tuple[Any, ...]:
+        sid, name, h, value, n, mse, r2 = r
+        row = disclosure.coarsen_metrics(
+            {"n": n, "mse": mse, "r2": r2, metric: value},
+            key,
+            sid,
+            _label("horizon", h, None, None),
+        )
+        return (sid, name, h, row[metric])
+
+    return [r[:4] for r in _uploads_coarse(wh, rows, fix)]
+
 
 def density_coverage(wh: Warehouse, score_run_id: int) -> list[tuple[Any, ...]]:
     """(submission_id, name, cov50, cov80, cov90, cov95) of a run's density forecasts."""
-    return wh.fetchall(
+    rows = wh.fetchall(
         f"""
-        SELECT m.submission_id, s.name, m.cov50, m.cov80, m.cov90, m.cov95
+        SELECT m.submission_id, s.name, m.cov50, m.cov80, m.cov90, m.cov95, m.n,
+               s.source = 'upload'
         FROM eval.metrics m JOIN eval.submissions s USING (submission_id)
         WHERE m.score_run_id = ? AND m.level = 'global' AND {HAS_DENSITY}
         ORDER BY s.name
         """,
         [score_run_id],
     )
+    names = ("cov50", "cov80", "cov90", "cov95")
+
+    def fix(r: tuple[Any, ...], key: disclosure.Dither) -> tuple[Any, ...]:
+        row = disclosure.coarsen_metrics(
+            {"n": r[6], **dict(zip(names, r[2:6], strict=True))},
+            key,
+            r[0],
+            _label("global", None, None, None),
+        )
+        return (r[0], r[1], *(row[c] for c in names), r[6])
+
+    return [r[:6] for r in _uploads_coarse(wh, rows, fix)]
 
 
 def pit_histograms(wh: Warehouse, score_run_id: int) -> list[tuple[Any, ...]]:
     """(submission_id, name, bin shares) of a run's density forecasts."""
-    return wh.fetchall(
+    rows = wh.fetchall(
         f"""
-        SELECT p.submission_id, s.name, list(p.share ORDER BY p.bin)
+        SELECT p.submission_id, s.name, list(p.share ORDER BY p.bin), list(p.bin ORDER BY p.bin),
+               sum(p.n), s.source = 'upload'
         FROM eval.pit p JOIN eval.submissions s USING (submission_id)
         WHERE p.score_run_id = ? AND {HAS_DENSITY} GROUP BY ALL ORDER BY s.name
         """,
         [score_run_id],
     )
+
+    def fix(r: tuple[Any, ...], key: disclosure.Dither) -> tuple[Any, ...]:
+        sid, name, shares, bins, total = r
+        q = disclosure.SHARE_QUANTUM / float(total) if total else None
+        return (
+            sid,
+            name,
+            [
+                disclosure.coarsen(v, q, key, f"{sid}/pit/{b}/share")
+                for v, b in zip(shares, bins, strict=True)
+            ],
+            bins,
+            total,
+        )
+
+    return [r[:3] for r in _uploads_coarse(wh, rows, fix)]
 
 
 # -- submissions -----------------------------------------------------------------------------
@@ -179,6 +290,7 @@ def submission_scores(wh: Warehouse, submission_id: int) -> list[dict[str, Any]]
         metrics = wh.arrow(
             """
             SELECT m.level, m.horizon, i.item, coalesce(m.statement, i.statement) AS statement,
+                   m.statement AS own_statement,
                    m.n, m.r2, m.mse, m.mae, m.nll, m.crps, m.z2, m.cov50, m.cov80, m.cov90, m.cov95
             FROM eval.metrics m LEFT JOIN ref.items i USING (item_id)
             WHERE m.score_run_id = ? AND m.submission_id = ? AND m.level IN ('global', 'horizon', 'item', 'statement')
@@ -191,15 +303,40 @@ def submission_scores(wh: Warehouse, submission_id: int) -> list[dict[str, Any]]
             "WHERE score_run_id = ? AND submission_id = ?",
             [run, submission_id],
         )
-        pit = [
-            r[0]
-            for r in wh.fetchall(
-                "SELECT share FROM eval.pit WHERE score_run_id = ? AND submission_id = ? ORDER BY bin",
+        bins = wh.fetchall(
+            "SELECT bin, share FROM eval.pit WHERE score_run_id = ? AND submission_id = ? "
+            "ORDER BY bin",
+            [run, submission_id],
+        )
+        pit = [r[1] for r in bins]
+        upload = bool(
+            wh.scalar(
+                "SELECT source = 'upload' FROM eval.submissions WHERE submission_id = ?",
+                [submission_id],
+            )
+        )
+        key = disclosure.Dither(wh) if upload else None
+        if key is not None and pit:
+            # as sql/public/040: shares coarsened to 8 / n
+            total = wh.scalar(
+                "SELECT sum(n) FROM eval.pit WHERE score_run_id = ? AND submission_id = ?",
                 [run, submission_id],
             )
-        ]
+            pit = [
+                disclosure.coarsen(
+                    v,
+                    disclosure.SHARE_QUANTUM / float(total) if total else None,
+                    key,
+                    f"{submission_id}/pit/{b}/share",
+                )
+                for b, v in bins
+            ]
         by_level: dict[str, list[dict[str, Any]]] = {}
         for m in metrics:
+            own = m.pop("own_statement")
+            if key is not None:
+                label = _label(m["level"], m["horizon"], m["item"], own)
+                m = disclosure.coarsen_metrics(m, key, submission_id, label)
             by_level.setdefault(m.pop("level"), []).append(m)
         out.append(
             {

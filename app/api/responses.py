@@ -32,6 +32,19 @@ class SnapshotState(_Open):
     last_failure: SnapshotFailure | None = Field(None, description="Only while failing")
 
 
+class ScoringFailure(_Open):
+    failed_at: dt.datetime
+    failures: list[dict[str, Any]] = Field(
+        description="What failed: {submission_id or footprint, error}"
+    )
+
+
+class ScoringState(_Open):
+    status: str = Field(description="ok, failing (the last scoring pass had a failure) or idle")
+    last_pass_at: dt.datetime | None = None
+    last_failure: ScoringFailure | None = Field(None, description="Only while failing")
+
+
 class Limits(_Open):
     upload_max_bytes: int
     uploads_per_day: int
@@ -40,11 +53,14 @@ class Limits(_Open):
 
 
 class Health(_Open):
-    status: str = Field(description="ok, or degraded while publishing the snapshot fails")
+    status: str = Field(
+        description="ok, or degraded while publishing the snapshot or scoring fails"
+    )
     version: str
     schema_version: int | None
     jobs_pending: int
     snapshot: SnapshotState
+    scoring: ScoringState
     limits: Limits
 
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
+from app.api.disclosure import register as register_disclosure
 from app.settings import Settings
 from app.sqlfiles import SqlFile, query_text, steps_in
 from app.warehouse import Warehouse
@@ -245,10 +246,18 @@ def _write_public(
                 "CREATE OR REPLACE TEMP VIEW submission_records AS "
                 + query_text("service/submission_records")
             )
+        register_disclosure(wh)  # pf_coarsen, pf_two_digits: an upload's coarse numbers
         for step in steps if steps is not None else steps_in("public"):
-            wh.run_step(step, {"public_min_cells": int(settings.public_min_cells)})
+            wh.run_step(
+                step,
+                {
+                    "public_min_cells": int(settings.public_min_cells),
+                    "public_history_runs": int(settings.public_history_runs),
+                },
+            )
         return check_public(wh)
     finally:
+        wh.execute("DROP TABLE IF EXISTS public_runs")
         wh.execute("DETACH pub")
 
 

@@ -14,6 +14,8 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticError
 
 from app.api.errors import BadUpload
+from app.scoring.submissions.checks import DF_MAX
+from app.scoring.submissions.uploads import column_report
 from contracts.forecasts import FAMILIES, SUBMISSION_COLUMNS, accepted_names
 from contracts.quarters import check_quarter_or_date
 
@@ -113,6 +115,8 @@ class SubmissionMeta(BaseModel):
     def _df(self) -> SubmissionMeta:
         if self.family == "student_t" and (self.df is None or self.df <= 1):
             raise ValueError("family student_t needs df > 1")
+        if self.df is not None and not self.df <= DF_MAX:
+            raise ValueError(f"df must be at most {DF_MAX:g} (beyond, use family gaussian)")
         if self.family != "student_t" and self.df is not None:
             raise ValueError("df applies only to family student_t")
         return self
@@ -143,7 +147,8 @@ def parse_meta(fields: dict[str, str]) -> SubmissionMeta:
 
 
 def check_parquet(path: Path) -> dict[str, Any]:
-    """Cheap checks before queueing: parquet magic, readable footer, rows, key columns."""
+    """Cheap checks before queueing: parquet magic, readable footer, rows, key columns,
+    column names (duplicate or ambiguous ones refused; unknown ones are `warnings`)."""
     with open(path, "rb") as f:
         head = f.read(4)
         f.seek(-4, 2)
@@ -160,7 +165,13 @@ def check_parquet(path: Path) -> dict[str, Any]:
         raise BadUpload(f"The parquet file is damaged: {str(exc)[:200]}") from None
     if meta.num_rows == 0:
         raise BadUpload("The parquet file has no rows.")
-    names = set(schema.names)
+    found, warnings = column_report(schema.names)
+    if found:
+        raise BadUpload(
+            f"The file's columns are ambiguous: {found[0]}.",
+            [{"column": "", "problem": text} for text in found],
+        )
+    names = {n.lower() for n in schema.names}
     problems = [
         {"column": key, "problem": f"missing (accepted names: {', '.join(aliases)})"}
         for key, aliases in REQUIRED_COLUMNS.items()
@@ -169,4 +180,4 @@ def check_parquet(path: Path) -> dict[str, Any]:
     if problems:
         missing = ", ".join(p["column"] for p in problems)
         raise BadUpload(f"The file lacks required column(s): {missing}.", problems)
-    return {"rows": meta.num_rows, "columns": schema.names}
+    return {"rows": meta.num_rows, "columns": schema.names, "warnings": warnings}

@@ -24,7 +24,7 @@ from duckdb.func import PythonUDFType
 from duckdb.sqltypes import DOUBLE
 
 from app.scoring.provenance import current_build, eval_sql_version
-from app.warehouse import Warehouse
+from app.warehouse import Warehouse, out_of_resources
 from contracts.errors import UserError
 from contracts.panel import RULE_SETS, UNRECORDED_RULES
 from contracts.provenance import utcnow
@@ -224,13 +224,51 @@ def ensure_cell_scores(
     todo = [s for s in submission_ids if recompute or s not in current]
     for n, sid in enumerate(todo, 1):
         t0 = time.perf_counter()
-        cells = compute_cell_scores(wh, sid, ctx)
+        try:
+            cells = compute_cell_scores(wh, sid, ctx)
+        except duckdb.Error as exc:
+            # One submission's failure never blocks the others: it is recorded for this
+            # context (runs leave it out) and the rest are scored. The machine's limits
+            # and interrupts are not the submission's fault: they stop the run.
+            if isinstance(exc, duckdb.InterruptException) or out_of_resources(exc):
+                raise
+            record_failure(wh, sid, ctx, f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+            if progress:
+                progress(f"cell scores {n}/{len(todo)}: submission {sid} FAILED ({exc})")
+            continue
         if progress:
             progress(
                 f"cell scores {n}/{len(todo)}: submission {sid}, {cells:,} cells, "
                 f"{time.perf_counter() - t0:.1f}s"
             )
     return todo
+
+
+def record_failure(wh: Warehouse, sid: int, ctx: Context, error: str) -> None:
+    """Record that submission `sid` could not be scored in context `ctx` (its own
+    transaction): score runs of this context leave it out (a new build, sql/eval
+    version or rule set tries it again)."""
+    with wh.transaction():
+        forget_cell_scores(wh, [sid])
+        wh.execute(
+            "INSERT INTO eval.submission_failures VALUES (?, ?, ?, ?, ?, ?)",
+            [sid, ctx.build_id, ctx.eval_sql_version, ctx.rules, utcnow(), error[:1000]],
+        )
+
+
+def failed_submissions(wh: Warehouse, ctx: Context, submission_ids: list[int]) -> dict[int, str]:
+    """{submission_id: error} of these submissions whose scoring failed in context `ctx`."""
+    if not submission_ids or not wh.table_exists("eval.submission_failures"):
+        return {}
+    return {
+        int(sid): str(error)
+        for sid, error in wh.fetchall(
+            "SELECT submission_id, arg_max(error, failed_at) FROM eval.submission_failures "
+            "WHERE build_id IS NOT DISTINCT FROM ? AND eval_sql_version = ? AND rules = ? "
+            "AND list_contains(?, submission_id) GROUP BY submission_id",
+            [ctx.build_id, ctx.eval_sql_version, ctx.rules, submission_ids],
+        )
+    }
 
 
 def forget_stale_cell_scores(wh: Warehouse, ctx: Context) -> int:

@@ -8,6 +8,7 @@ turns its counts into problems that name cells, and holds the grid's rules.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable
 from typing import Any
@@ -45,9 +46,24 @@ def component_sql(level: str) -> str:
     return f"CAST(list_position(getvariable('quantile_grid'), {level}) - 1 AS SMALLINT)"
 
 
+#: Levels of one grid closer than this are one level written twice (0.5 and 0.5 + 1e-12
+#: would make a degenerate grid: two "quantiles" of the same probability, and the median
+#: and interval lookups match levels to 1e-9).
+MIN_LEVEL_GAP = 1e-6
+
+
 def grid_problems(grid: list[float]) -> list[str]:
     if len(grid) > MAX_LEVELS:
         return [f"{len(grid):,} distinct quantile levels: at most {MAX_LEVELS:,} are allowed"]
+    close = [(a, b) for a, b in itertools.pairwise(grid) if b - a < MIN_LEVEL_GAP]
+    if close:
+        pairs = ", ".join(f"{a!r} and {b!r}" for a, b in close[:3])
+        return [
+            (
+                f"degenerate quantile grid: levels {pairs} differ by less than "
+                f"{MIN_LEVEL_GAP:g}; write each level once, with the same value in every cell"
+            )
+        ]
     return []
 
 

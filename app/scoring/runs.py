@@ -20,6 +20,7 @@ from app.scoring.cells import (
     Context,
     Progress,
     ensure_cell_scores,
+    failed_submissions,
     forget_stale_cell_scores,
     register_functions,
     scoring_context,
@@ -69,8 +70,10 @@ def score(
     min_coverage: float = MIN_COVERAGE,
     full: bool = False,
     progress: Progress | None = None,
+    exclude: Sequence[int] = (),
 ) -> int:
-    """Score submissions (default: all current ones) on a footprint; returns score_run_id.
+    """Score submissions (default: all current ones but `exclude`) on a footprint; returns
+    score_run_id.
 
     The common sample is the footprint's finite truth cells that every submission
     predicts finitely. With no explicit list, only submissions covering at least
@@ -81,6 +84,11 @@ def score(
     submissions that have none in the current scoring context, and results are copied
     for submissions already scored on the same common sample; `full=True` recomputes
     everything from the forecasts (the same numbers, up to the order of summation).
+
+    A submission whose cell scores fail (a value the scoring SQL cannot hold) is left
+    out and recorded in eval.submission_failures for this scoring context
+    (app.scoring.cells.failed_submissions); the others are scored all the same, and runs
+    of the same context leave it out without trying again.
     """
     wh.require_panel("panel.truth", "panel.firms")
     if baselines and submissions is None:
@@ -89,12 +97,21 @@ def score(
         run_reference_baselines(wh)
     ensure_standard_footprints(wh)
     fp = get_footprint(wh, footprint)
-    candidates = resolve_submissions(wh, submissions)
+    candidates = [s for s in resolve_submissions(wh, submissions) if s not in set(exclude)]
     started, t0 = utcnow(), time.perf_counter()
     ctx = scoring_context(wh)
     register_functions(wh)
     forget_stale_cell_scores(wh, ctx)
+    failed = failed_submissions(wh, ctx, candidates)
+    candidates = [s for s in candidates if s not in failed]
     ensure_cell_scores(wh, candidates, ctx, recompute=full, progress=progress)
+    failed.update(failed_submissions(wh, ctx, candidates))
+    candidates = [s for s in candidates if s not in failed]
+    if not candidates:
+        raise NothingToScore(
+            "No submission left to score: "
+            + ("; ".join(f"submission {s} failed ({why})" for s, why in failed.items()) or "none")
+        )
     try:
         n_fp = prepare_footprint_cells(wh, fp)
         coverage = ensure_coverage(wh, fp["footprint_id"], candidates, ctx)
@@ -126,6 +143,29 @@ def score(
 
         ensure_coherence(wh, ids)
     return run_id
+
+
+def footprint_shares(wh: Warehouse, footprint: str, submission_ids: list[int]) -> dict[int, float]:
+    """The share of the footprint's scoreable cells each submission predicts (its cell
+    scores and coverage are computed and stored as a run would, so the run that may
+    follow reuses them); a submission whose scoring failed is left out. A caller that
+    scores only footprints a new submission enters (share >= MIN_COVERAGE) rescoring
+    nothing else."""
+    wh.require_panel("panel.truth", "panel.firms")
+    ensure_standard_footprints(wh)
+    fp = get_footprint(wh, footprint)
+    ctx = scoring_context(wh)
+    register_functions(wh)
+    ensure_cell_scores(wh, submission_ids, ctx)
+    failed = failed_submissions(wh, ctx, submission_ids)
+    ids = [s for s in submission_ids if s not in failed]
+    try:
+        n_fp = prepare_footprint_cells(wh, fp)
+        coverage = ensure_coverage(wh, fp["footprint_id"], ids, ctx) if ids else {}
+    finally:
+        wh.execute("DROP TABLE IF EXISTS fp_cells")
+        drop_footprint_temp(wh)
+    return {s: (c.predicted_cells / n_fp if n_fp else 0.0) for s, c in coverage.items()}
 
 
 def _write_run(

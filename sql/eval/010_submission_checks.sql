@@ -27,8 +27,10 @@ flagged AS (
         (getvariable('is_quantile')
             AND (quantile_level IS NULL OR NOT (quantile_level > 0 AND quantile_level < 1)))
             AS bad_level,
+        -- sigma is scored in 32-bit floats (published rules): the normal float range
+        -- (app.scoring.submissions.checks.SIGMA_MIN, SIGMA_MAX)
         (getvariable('has_sigma') AND isfinite(prediction)
-            AND NOT (sigma IS NOT NULL AND isfinite(sigma) AND sigma > 0)) AS bad_sigma,
+            AND NOT coalesce(sigma BETWEEN 1.1754943508222875e-38 AND 3.4028234663852886e38, false)) AS bad_sigma,
         (prediction IS NULL OR NOT isfinite(prediction)) AS non_finite_prediction,
         (isfinite(prediction) AND abs(prediction) > 60) AS huge_prediction
     FROM src

@@ -1,6 +1,7 @@
 -- Problems of the integer-keyed rows of submission getvariable('submission_id') in
 -- eval.forecasts (model batches land here directly; uploads after 010): null keys,
--- unknown firm ids and items, horizons outside 1..20, bad sigma or component, whether
+-- unknown firm ids and items, horizons outside 1..20, bad sigma (not finite, or outside
+-- the normal range of a 32-bit float) or component, whether
 -- any (cell, component) key occurs twice (duplicate_excess: the rows beyond the first of
 -- their key; 031 counts and names the keys when it is not 0), and the warnings.
 WITH dup AS (
@@ -41,10 +42,11 @@ flags AS (
         min(horizon, 3) FILTER (WHERE NOT (horizon BETWEEN 1 AND 20)) AS horizon_out_of_range_ex,
         count(*) FILTER (WHERE component IS NULL OR NOT (component BETWEEN 0 AND 1023))
             AS bad_component_n,
+        -- (the normal range of the 32-bit floats sigma is scored in; 010 holds the same)
         count(*) FILTER (WHERE isfinite(mu) AND sigma IS NOT NULL
-                                AND NOT (isfinite(sigma) AND sigma > 0)) AS bad_sigma_n,
+                                AND NOT (sigma BETWEEN 1.1754943508222875e-38 AND 3.4028234663852886e38)) AS bad_sigma_n,
         min(sigma, 3) FILTER (WHERE isfinite(mu) AND sigma IS NOT NULL
-                                   AND NOT (isfinite(sigma) AND sigma > 0)) AS bad_sigma_ex,
+                                   AND NOT (sigma BETWEEN 1.1754943508222875e-38 AND 3.4028234663852886e38)) AS bad_sigma_ex,
         count(*) FILTER (WHERE isfinite(mu) AND sigma IS NULL) AS sigma_null_n,
         count(*) FILTER (WHERE sigma IS NOT NULL) AS sigma_present_n,
         count(*) FILTER (WHERE mu IS NULL OR NOT isfinite(mu)) AS non_finite_prediction_n,

@@ -2,7 +2,8 @@
 -- build, timestamps and the metadata a submitter declared (description, code link,
 -- training cutoff, leakage statement, uploader). The raw metadata JSON stays private.
 -- The API lists these rows; sql/public/020_submissions.sql publishes them without the
--- row count and the retirement time.
+-- row count and the retirement time. A submission whose upload job failed (it could not
+-- be scored, and was retired with its forecasts) is not a record: it is left out.
 SELECT
     submission_id,
     name,
@@ -22,4 +23,7 @@ SELECT
     json_extract_string(metadata, '$.training_cutoff')    AS training_cutoff,
     json_extract_string(metadata, '$.leakage_statement')  AS leakage_statement,
     json_extract_string(metadata, '$.uploaded_by')        AS uploaded_by
-FROM eval.submissions
+FROM eval.submissions s
+WHERE NOT EXISTS (
+    SELECT 1 FROM service.jobs j WHERE j.submission_id = s.submission_id AND j.status = 'failed'
+)

@@ -25,6 +25,10 @@ def api_settings(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("PROFORMA_QUERY_TIMEOUT_S", "2")
     monkeypatch.setenv("PROFORMA_QUERY_MAX_ROWS", "500")
     monkeypatch.setenv("PROFORMA_PUBLIC_MIN_CELLS", "5")
+    # The hostile-SQL corpus runs hundreds of queries from one client in seconds; the
+    # console's own bounds are tested with their defaults (test_api_console_limits.py).
+    monkeypatch.setenv("PROFORMA_QUERY_RATE_PER_MIN", "1000000")
+    monkeypatch.setenv("PROFORMA_QUERY_BURST", "1000000")
     get_settings.cache_clear()
     return get_settings()
 

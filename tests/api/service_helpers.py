@@ -50,6 +50,12 @@ class Api:
         _, self.admin_token = add_user(wh, "admin", admin=True)
         _, self.token = add_user(wh, "alice")
         wh.close()
+        # The server starts before its first publication (the worker's first task).
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if client.get("/api/v1/health").json()["snapshot"]["status"] != "missing":
+                break
+            time.sleep(0.05)
 
     @property
     def wh(self) -> Warehouse:

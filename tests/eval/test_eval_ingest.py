@@ -12,6 +12,7 @@ import pytest
 from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
 
 from app import scoring
+from app.scoring.submissions.checks import BAD_SIGMA
 from contracts.errors import UserError, ValidationError
 
 
@@ -136,6 +137,8 @@ def test_bad_values_are_all_reported_with_examples(wh, tmp_path):
     cols["sigma"] = [0.5] * 40
     cols["sigma"][7] = 0.0
     cols["sigma"][8] = -1.0
+    cols["sigma"][9] = 1e39  # finite and > 0, but no 32-bit float holds it
+    cols["sigma"][10] = 1e-40  # a 32-bit float makes it 0
     problems = _rejected(
         wh,
         _write(tmp_path, cols),
@@ -144,12 +147,12 @@ def test_bad_values_are_all_reported_with_examples(wh, tmp_path):
         "unknown target item",
         "unknown firm",
         "null key",
-        "sigma missing, not finite or not > 0",
+        "sigma missing, not finite, or outside [1.2e-38, 3.4e38]",
     )
     by = {p["problem"]: p for p in problems}
     assert by["horizon outside 1..20 "[:-1]]["count"] == 2
     assert by["horizon is not an integer"]["examples"][0].startswith("row 2:")
-    assert by["sigma missing, not finite or not > 0"]["count"] == 2
+    assert by[BAD_SIGMA]["count"] == 4
     assert "no_such_item" in by["unknown target item (not one of the 78 items)"]["examples"][0]
 
 
@@ -225,7 +228,8 @@ def test_model_batches_are_checked_on_integer_keys(wh):
         ({"firm_id": pa.array([999] * 30, pa.int32())}, "unknown firm_id"),
         ({"horizon": pa.array([21] * 30, pa.int8())}, "horizon outside"),
         ({"item_id": pa.array([500] * 30, pa.int16())}, "unknown item_id"),
-        ({"sigma": pa.array([-1.0] * 30)}, "sigma not finite"),
+        ({"sigma": pa.array([-1.0] * 30)}, "sigma missing, not finite"),
+        ({"sigma": pa.array([0.5] * 29 + [1e39])}, "outside [1.2e-38, 3.4e38]"),
         ({"mu": pa.array(["a"] * 30)}, "wrong type or value in column mu"),
     ]:
         with pytest.raises(ValidationError) as info:

@@ -9,6 +9,7 @@ from fastapi import APIRouter
 from app import __version__
 from app.api import queries
 from app.api.deps import JobsDep, SettingsDep, WarehouseDep
+from app.api.job_queue import scoring_health
 from app.api.responses import Health
 from app.api.snapshot import snapshot_health
 
@@ -22,16 +23,21 @@ router = APIRouter(tags=["health"])
     response_model_exclude_unset=True,
 )
 def health(wh: WarehouseDep, jobs: JobsDep, settings: SettingsDep) -> dict[str, Any]:
-    """`ok` when the warehouse answers and the last publication of the public snapshot
-    succeeded; `degraded` while publishing fails (`snapshot.last_failure` says why; pages
-    and the SQL console serve the previous snapshot). Also the schema version and queue."""
+    """`ok` when the warehouse answers, the last publication of the public snapshot
+    succeeded and the worker's last scoring pass had no failure; `degraded` while
+    publishing fails (`snapshot.last_failure` says why; pages and the SQL console serve
+    the previous snapshot) or scoring fails (`scoring.last_failure`: the submissions left
+    out, the footprints not scored). Also the schema version and queue."""
     snapshot = snapshot_health(wh)
+    scoring = scoring_health(wh)
+    failing = snapshot["status"] == "failing" or scoring["status"] == "failing"
     return {
-        "status": "degraded" if snapshot["status"] == "failing" else "ok",
+        "status": "degraded" if failing else "ok",
         "version": __version__,
         "schema_version": queries.schema_version(wh),
         "jobs_pending": jobs.pending(),
         "snapshot": snapshot,
+        "scoring": scoring,
         "limits": {
             "upload_max_bytes": settings.upload_max_bytes,
             "uploads_per_day": settings.uploads_per_day,

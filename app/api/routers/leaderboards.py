@@ -69,13 +69,25 @@ def leaderboard(
             "footprint (default: the leader). Stars mark the reference better."
         ),
     ] = None,
+    run_id: Annotated[
+        int | None,
+        Query(
+            alias="run",
+            description="An older score run of this footprint, by id (default: the latest); "
+            "every run stays in the warehouse, the public snapshot holds the latest few",
+        ),
+    ] = None,
 ) -> Response:
     if footprint not in queries.footprint_names(wh):
         raise NotFound(f"No footprint {footprint!r}; GET /api/v1/footprints lists them.")
-    run = queries.latest_run(wh, footprint)
+    run = queries.latest_run(wh, footprint, run_id)
     if run is None:
+        if run_id is not None:
+            raise NotFound(f"No score run {run_id} of footprint {footprint!r}.")
         raise NotFound(f"Footprint {footprint!r} has not been scored yet.")
-    table = queries.leaderboard_table(wh, footprint, track.value, by.value, against)
+    table = queries.leaderboard_table(
+        wh, footprint, track.value, by.value, against, score_run_id=run["score_run_id"]
+    )
     return table_response(
         table,
         format,

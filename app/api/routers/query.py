@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import pyarrow as pa
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
+from app.api.console_gate import ConsoleGate
 from app.api.deps import SettingsDep
 from app.api.formats import Format, FormatQuery, clean, csv_bytes
 from app.api.responses import PublicTables
@@ -24,12 +25,13 @@ class QueryBody(BaseModel):
     format: Format = Format.json
 
 
-def _run(sql: str, settings: Settings) -> QueryResult:
+def _run(sql: str, settings: Settings, waited_s: float = 0.0) -> QueryResult:
     return run_query(
         sql,
         settings.public_snapshot,
         max_rows=settings.query_max_rows,
-        timeout_s=settings.query_timeout_s,
+        timeout_s=max(0.1, settings.query_timeout_s - waited_s),
+        timeout_label=settings.query_timeout_s,
         memory_limit=settings.query_memory_limit,
     )
 
@@ -59,20 +61,39 @@ def _respond(result: QueryResult, fmt: Format) -> Response | dict[str, Any]:
     )
 
 
+def _gate(request: Request, settings: Settings) -> ConsoleGate:
+    gate = getattr(request.app.state, "console_gate", None)
+    if gate is None:
+        gate = request.app.state.console_gate = ConsoleGate.from_settings(settings)
+    return gate
+
+
+def _client_key(request: Request) -> str:
+    """The client a console query counts against: its address as the server sees it."""
+    return request.client.host if request.client else "unknown"
+
+
+async def _bounded(request: Request, sql: str, settings: Settings) -> QueryResult:
+    async with _gate(request, settings).admit(_client_key(request)) as waited:
+        return await run_in_threadpool(_run, sql, settings, waited)
+
+
 @router.post("", summary="Run one SELECT on the public snapshot")
-async def query_post(body: QueryBody, settings: SettingsDep) -> Any:
+async def query_post(request: Request, body: QueryBody, settings: SettingsDep) -> Any:
     """Guarded by a sqlglot allow-list, then by DuckDB (read-only, no external access),
-    with a row limit (`truncated` tells) and a time limit (408)."""
-    return _respond(await run_in_threadpool(_run, body.sql, settings), body.format)
+    with a row limit (`truncated` tells) and a time limit (408); bounded per client (rate
+    and concurrency) and overall (429 with Retry-After)."""
+    return _respond(await _bounded(request, body.sql, settings), body.format)
 
 
 @router.get("", summary="Run one SELECT on the public snapshot (query string)")
 async def query_get(
+    request: Request,
     settings: SettingsDep,
     sql: Annotated[str, Query(description="One SELECT over the public tables")],
     format: FormatQuery = Format.json,
 ) -> Any:
-    return _respond(await run_in_threadpool(_run, sql, settings), format)
+    return _respond(await _bounded(request, sql, settings), format)
 
 
 @router.get("/tables", summary="The public tables and their columns", response_model=PublicTables)

@@ -3,6 +3,7 @@ scores by footprint, horizon and item."""
 
 from __future__ import annotations
 
+import functools
 import secrets
 from pathlib import Path
 from typing import Any
@@ -43,11 +44,13 @@ async def upload(
     """Streams the file to disk (size-capped), checks the form and the parquet footer,
     then queues the job. Follow `status_url` for validating -> scoring -> done/failed."""
     limit = auth.daily_limit(user, settings.uploads_per_day)
-    used = await run_in_threadpool(auth.uploads_today, wh, user)
-    if used >= limit:
-        raise RateLimited(
-            f"User {user.name!r} has used today's {limit} upload(s); the limit resets at 00:00 UTC."
-        )
+    used_up = RateLimited(
+        f"User {user.name!r} has used today's {limit} upload(s); the limit resets at 00:00 UTC."
+    )
+    # Checked before the body streams (no upload past the limit costs a transfer) and
+    # again, atomically with the insert of the job, once it has (concurrent uploads).
+    if await run_in_threadpool(auth.uploads_today, wh, user) >= limit:
+        raise used_up
     received = await receive_upload(request, Path(settings.upload_dir), settings.upload_max_bytes)
     try:
         meta = parse_meta(received.fields)
@@ -65,7 +68,7 @@ async def upload(
             "sha256": received.sha256,
         }
         job_id = await run_in_threadpool(
-            jobs.submit,
+            functools.partial(jobs.submit, daily_limit=limit),
             wh,
             NewJob(
                 user.user_id,
@@ -78,6 +81,8 @@ async def upload(
                 received.sha256,
             ),
         )
+        if job_id is None:
+            raise used_up
     except BaseException:
         received.path.unlink(missing_ok=True)
         raise
@@ -89,6 +94,7 @@ async def upload(
         "bytes": received.size,
         "rows": info["rows"],
         "sha256": received.sha256,
+        "warnings": info["warnings"],
     }
 
 

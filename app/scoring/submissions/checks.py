@@ -23,6 +23,15 @@ MAX_EXAMPLES = 3
 #: The largest |prediction| accepted (sql/eval/010 and 030 hold the same number): ten times
 #: the clamp of the standardized space (|x| <= 6), far beyond any standardized forecast.
 MAX_ABS_PREDICTION = 60
+#: sigma must lie in the normal range of the 32-bit floats the published rules score it
+#: in (sql/eval/050 casts it to FLOAT; 010 and 030 hold the same numbers): a larger one
+#: cannot be cast, a smaller one becomes 0 and every score of its cell infinite.
+SIGMA_MIN = 1.1754943508222875e-38
+SIGMA_MAX = 3.4028234663852886e38
+BAD_SIGMA = "sigma missing, not finite, or outside [1.2e-38, 3.4e38] (the 32-bit float range)"
+#: The largest Student-t df accepted: beyond it the t is the Gaussian to 1e-6, and
+#: log-gamma of a far larger df loses every digit of the density (or overflows).
+DF_MAX = 1e6
 HUGE_PREDICTION = (
     f"|prediction| > {MAX_ABS_PREDICTION}: predictions are standardized levels, clipped to "
     f"|x| <= 6; values this large are almost surely raw reported units (dollars). "
@@ -45,8 +54,8 @@ def check_family(family: str, df: float | None) -> None:
     if family not in FAMILIES:
         raise UserError(f"Unknown family {family!r}: use one of {', '.join(FAMILIES)}")
     if family == "student_t":
-        if df is None or not df > 0:
-            raise UserError("family student_t needs --df NU > 0")
+        if df is None or not 0 < df <= DF_MAX:
+            raise UserError(f"family student_t needs --df NU with 0 < NU <= {DF_MAX:g}")
     elif df is not None:
         raise UserError(f"--df applies to family student_t only, not {family}")
 
@@ -124,11 +133,12 @@ def check_and_finish(
     grid: list[float] | None = None,
     *,
     points: bool = False,
+    notes: list[dict] | None = None,
 ) -> int:
     """Run the integer-level checks on the inserted rows; raise (caller rolls back) or
     finish. `grid`: a quantile submission's levels (its checks run too). `points`: the
     rows are in eval.forecast_points (021), where 033 does 030's work at a third of the
-    cost."""
+    cost. `notes`: warnings found before (a file's unknown columns), kept with the rest."""
     step = "eval/033_point_forecast_checks" if points else "eval/030_forecast_checks"
     row = wh.query_step(step, {"submission_id": sid}).to_pylist()[0]
     problems: list[dict] = []
@@ -141,7 +151,7 @@ def check_and_finish(
         ("bad_origin", "origin_q outside 0..16383", "bad_origin_ex"),
         ("horizon_out_of_range", "horizon outside 1..20", "horizon_out_of_range_ex"),
         ("bad_component", "component null or outside 0..1023", None),
-        ("bad_sigma", "sigma not finite or not > 0", "bad_sigma_ex"),
+        ("bad_sigma", BAD_SIGMA, "bad_sigma_ex"),
     ]
     for key, text, ex in checks:
         if row[f"{key}_n"] and not (grid is not None and key == "bad_component"):
@@ -169,9 +179,9 @@ def check_and_finish(
         )
     grid_warnings: list[dict] = []
     if grid is not None:
-        errors, notes = quantiles.check_rows(wh, sid, grid)
+        errors, grid_notes = quantiles.check_rows(wh, sid, grid)
         problems += [new_problem(text, n, ex) for text, n, ex in errors]
-        grid_warnings = [new_problem(text, n, ex, blocking=False) for text, n, ex in notes]
+        grid_warnings = [new_problem(text, n, ex, blocking=False) for text, n, ex in grid_notes]
     if problems:
         raise ValidationError(rejection_summary(name, problems), problems)
     usable = wh.query_step("eval/035_forecast_usable", {"submission_id": sid}).to_pylist()[0]
@@ -188,7 +198,7 @@ def check_and_finish(
                 blocking=False,
             )
         )
-    warnings += grid_warnings
+    warnings += grid_warnings + list(notes or [])
     n_components = len(grid) if grid is not None else int(row["n_components"])
     wh.execute(
         "UPDATE eval.submissions SET rows = ?, cells = ?, n_components = ?, "

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from app.scoring.cells import forget_cell_scores
 from app.warehouse import Warehouse
 from contracts.errors import UserError
+from contracts.provenance import utcnow
 
 #: A submission's firm ids and standardized values belong to the panel it was ingested
 #: against. Builds with the same SQL, parameters, regularization statistics and raw
@@ -95,3 +97,17 @@ def resolve_submissions(wh: Warehouse, submissions: Sequence[int | str] | None) 
     if not out:
         raise UserError("No submissions to score")
     return out
+
+
+def retire_submission(wh: Warehouse, submission_id: int) -> None:
+    """Take a submission out of service (a failed upload): retired, its forecasts and
+    stored cell scores deleted, its record and past score runs kept (one transaction)."""
+    with wh.transaction():
+        wh.execute("DELETE FROM eval.forecast_rows WHERE submission_id = ?", [submission_id])
+        wh.execute("DELETE FROM eval.forecast_points WHERE submission_id = ?", [submission_id])
+        forget_cell_scores(wh, [submission_id])
+        wh.execute(
+            "UPDATE eval.submissions SET retired_at = ? WHERE submission_id = ? "
+            "AND retired_at IS NULL",
+            [utcnow(), submission_id],
+        )

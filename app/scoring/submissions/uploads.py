@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from app.scoring import quantiles
 from app.scoring.submissions.checks import (
+    BAD_SIGMA,
     HUGE_PREDICTION,
     check_and_finish,
     check_family,
@@ -43,7 +44,7 @@ _FILE_PROBLEMS = [
     ("horizon_out_of_range", "horizon outside 1..20", True),
     ("bad_component", "component null or outside 0..1023", True),
     ("bad_level", "quantile_level missing or outside (0, 1)", True),
-    ("bad_sigma", "sigma missing, not finite or not > 0", True),
+    ("bad_sigma", BAD_SIGMA, True),
     ("non_finite_prediction", "prediction is null, NaN or infinite (cell left out)", False),
     ("huge_prediction", HUGE_PREDICTION, True),
 ]
@@ -70,21 +71,65 @@ def _is_str(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
 
 
+#: Every column a submission file may have (canonical names; aliases in ALIASES).
+KNOWN_COLUMNS = (*REQUIRED, *OPTIONAL, quantiles.LEVEL_COLUMN)
+
+
 def _columns(schema: pa.Schema) -> dict[str, str]:
-    """The file's column for each canonical name (lower case, aliases resolved)."""
+    """The file's column for each canonical name (lower case, aliases resolved). Files
+    where two columns mean the same are refused first (column_report)."""
     by_lower: dict[str, str] = {}
     for field in schema:
         low = field.name.lower()
-        canonical = ALIASES.get(low, low)
-        # The canonical name wins over an alias when both exist.
-        if canonical not in by_lower or low == canonical:
-            by_lower[canonical] = field.name
+        by_lower.setdefault(ALIASES.get(low, low), field.name)
     return by_lower
+
+
+def column_report(names: list[str]) -> tuple[list[str], list[str]]:
+    """(problems, warnings) of a file's column names: a name that occurs twice, two
+    columns that mean the same (names equal but for case, or a name beside its alias:
+    `firm` and `firm_id`) are problems (which one counts would be a silent choice); a
+    column the format does not know is a warning naming it, with the known column it
+    most resembles (`sigme` -> sigma: without it a density file is a point forecast)."""
+    import difflib
+    from collections import Counter
+
+    problems = [
+        f"duplicate column name {name!r} ({n} columns): every column name must be unique"
+        for name, n in Counter(names).items()
+        if n > 1
+    ]
+    meaning: dict[str, list[str]] = {}
+    for name in dict.fromkeys(names):
+        low = name.lower()
+        meaning.setdefault(ALIASES.get(low, low), []).append(name)
+    problems += [
+        f"ambiguous columns {' and '.join(repr(n) for n in same)}: they all mean {canonical}; "
+        f"keep one"
+        for canonical, same in meaning.items()
+        if len(same) > 1 and canonical in KNOWN_COLUMNS
+    ]
+    accepted = [*KNOWN_COLUMNS, *ALIASES]
+    warnings = []
+    for canonical, same in meaning.items():
+        if canonical in KNOWN_COLUMNS:
+            continue
+        close = difflib.get_close_matches(canonical, accepted, n=1, cutoff=0.6)
+        hint = (
+            f" (did you mean {ALIASES.get(close[0], close[0])!r}?)"
+            if close and ALIASES.get(close[0], close[0]) not in meaning
+            else ""
+        )
+        warnings.append(f"unknown column {same[0]!r} ignored{hint}")
+    return problems, warnings
 
 
 def _schema_view(path: Path, schema: pa.Schema, quantile: bool) -> tuple[str, list[dict]]:
     """SQL of the temp view `submission_in` over the file, or the schema's problems. A
     quantile file's component is its level's place in getvariable('quantile_grid')."""
+    found, _ = column_report(schema.names)
+    if found:
+        return "", [new_problem(text, 0) for text in found]
     by_lower = _columns(schema)
     problems = []
     missing = [
@@ -140,7 +185,17 @@ def _schema_view(path: Path, schema: pa.Schema, quantile: bool) -> tuple[str, li
     if pa.types.is_date(origin_t):
         origin_expr = f"qord({q['origin']})"
     elif pa.types.is_timestamp(origin_t) and origin_t.tz:
-        origin_expr = f"qord(CAST(timezone('UTC', {q['origin']}) AS DATE))"
+        local = _local_time(q["origin"], origin_t.tz)
+        if local is None:
+            problems.append(
+                new_problem(
+                    f"origin's time zone {origin_t.tz!r} is unknown: use a zone name such as "
+                    f"'America/New_York', an offset such as '+05:00', or plain dates",
+                    0,
+                )
+            )
+            return "", problems
+        origin_expr = f"qord(CAST({local} AS DATE))"
     elif pa.types.is_timestamp(origin_t):
         origin_expr = f"qord(CAST({q['origin']} AS DATE))"
     else:
@@ -168,6 +223,27 @@ def _schema_view(path: Path, schema: pa.Schema, quantile: bool) -> tuple[str, li
         FROM read_parquet({literal}, file_row_number = true)
     """
     return sql, problems
+
+
+def _local_time(column: str, tz: str) -> str | None:
+    """SQL of a time-zone-aware origin as the local time of its own zone (an instant
+    belongs to the quarter of its local date: 2010-12-31 23:00 in New York is 2010Q4,
+    as the same text is), or None for a zone DuckDB does not know."""
+    import re
+
+    import duckdb as _duckdb
+
+    offset = re.fullmatch(r"([+-])(\d{2}):?(\d{2})", tz.strip())
+    if offset:
+        minutes = (int(offset[2]) * 60 + int(offset[3])) * (1 if offset[1] == "+" else -1)
+        return f"(timezone('UTC', {column}) + INTERVAL ({minutes}) MINUTE)"
+    with _duckdb.connect() as con:
+        row = con.execute(
+            "SELECT count(*) FROM pg_timezone_names() WHERE name = ?", [tz]
+        ).fetchone()
+    if not row or not row[0]:
+        return None
+    return f"timezone('{tz.replace(chr(39), chr(39) * 2)}', {column})"
 
 
 def _examples(wh: Warehouse, row_nrs: set[int], quantile: bool) -> dict[int, str]:
@@ -248,6 +324,7 @@ def ingest_parquet(
     if problems:
         raise ValidationError(rejection_summary(name, problems), problems)
     checksum = file_sha256(path)
+    notes = [new_problem(text, 0, blocking=False) for text in column_report(schema.names)[1]]
     columns = _columns(schema)
     has_sigma = "sigma" in columns
     # A point file (no sigma, no component, not a quantile grid) is stored without those
@@ -266,7 +343,7 @@ def ingest_parquet(
                 insert = "021_submission_insert_points" if points else "020_submission_insert"
                 wh.run_step("eval/019_submission_keyed")
                 wh.run_step(f"eval/{insert}", {"submission_id": sid})
-                check_and_finish(wh, sid, name, None, grid, points=points)
+                check_and_finish(wh, sid, name, None, grid, points=points, notes=notes)
         except ValidationError as found:
             raise _explain(wh, name, found, quantile) from None
     except duckdb.Error as exc:

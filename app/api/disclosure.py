@@ -1,0 +1,167 @@
+"""What the public may learn of an upload's scores: coarsened so that differencing two
+uploads cannot read a truth value back (docs/service.md, "The truth: threat model").
+
+An upload's exact aggregate over n cells is a known function of its own forecasts and the
+truth; two uploads that differ in one cell of a group give that cell's truth from the
+difference of the group's two aggregates. So every truth-derived number of an upload
+(source 'upload'; the in-house models' and reference baselines' numbers stay exact: no
+client chooses their forecasts) leaves the warehouse rounded to a quantum
+
+    q = K * A / n
+
+where A bounds how fast the difference of one cell's terms in two uploads moves with
+the truth value (MSE: 2 |mu_1 - mu_2| <= 240, predictions being |x| <= 60; MAE and CRPS:
+2), n is the group's cell count and K = 4, with a subtractive dither: the published
+value is q * (floor(x / q + u + 1/2) - u), u in [-1/2, 1/2) a keyed hash (DuckDB's
+64-bit hash of a secret of the warehouse and the submission, group and metric; its
+output is never shown), so its error is
+uniform on [-q/2, q/2] and independent between submissions (a second upload cannot
+locate the rounding boundary), and the same in every run (re-scoring gives no fresh
+draw to average). One differencing pair then misses the truth value by an error of
+standard deviation K / sqrt(6) ~ 1.6 standardized units, and 19 pairs (the default daily
+limit, 20 uploads) still by about 0.4. Shares (interval coverage, PIT) move by 1/n per
+cell: quantum 8 / n. NLL and z^2 move without bound as sigma shrinks: an upload's are
+published for the whole footprint only (global level), to 2 significant digits.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from typing import Any
+
+from app.warehouse import Warehouse
+
+K = 4.0
+#: |d(term_1 - term_2)/dy| bound per metric (one cell, two uploads).
+AMPLIFICATION = {"mse": 240.0, "mae": 2.0, "crps": 2.0}
+SHARES = ("cov50", "cov80", "cov90", "cov95", "share")
+SHARE_QUANTUM = 8.0
+UNBOUNDED = ("nll", "z2")
+
+
+def secret(wh: Warehouse) -> bytes:
+    """The warehouse's dither key (created on first use; never leaves the warehouse)."""
+    value = wh.scalar("SELECT secret FROM service.disclosure_key LIMIT 1")
+    if value is None:
+        wh.execute("INSERT INTO service.disclosure_key VALUES (?)", [secrets.token_hex(32)])
+        value = wh.scalar("SELECT secret FROM service.disclosure_key LIMIT 1")
+    return bytes.fromhex(str(value))
+
+
+_TWO52 = 2**52
+#: SQL of a label's dither u in [-1/2, 1/2): DuckDB's 64-bit hash of the warehouse's key
+#: and the label (keyed, never shown; md5 cost the publication 13 s at 2M values).
+DITHER_SQL = (
+    f"(CAST(hash(getvariable('disclosure_key') || {{label}}) % {_TWO52} AS DOUBLE) "
+    f"/ {float(_TWO52)!r} - 0.5)"
+)
+
+
+class Dither:
+    """Labels' dithers, computed by DuckDB (the same function as sql/public's macro)."""
+
+    def __init__(self, wh: Warehouse):
+        self.wh = wh
+        self.cache: dict[str, float] = {}
+        wh.set_params({"disclosure_key": secret(wh).hex()})
+
+    def prefetch(self, labels: list[str]) -> None:
+        todo = sorted({x for x in labels if x not in self.cache})
+        if todo:
+            rows = self.wh.fetchall(
+                f"SELECT l, {DITHER_SQL.format(label='l')} FROM unnest(?::VARCHAR[]) AS t(l)",
+                [todo],
+            )
+            self.cache.update({str(a): float(b) for a, b in rows})
+
+    def u(self, label: str) -> float:
+        if label not in self.cache:
+            self.prefetch([label])
+        return self.cache[label]
+
+
+def coarsen(value: Any, quantum: float | None, dither: Dither, label: str) -> Any:
+    """`value` rounded to `quantum` with the keyed subtractive dither of `label`."""
+    if value is None or quantum is None or not quantum > 0:
+        return value
+    x = float(value)
+    if not math.isfinite(x):
+        return value
+    u = dither.u(label)
+    return quantum * (math.floor(x / quantum + u + 0.5) - u)
+
+
+def two_digits(value: Any) -> Any:
+    if value is None or value == 0 or not math.isfinite(float(value)):
+        return value
+    x = float(value)
+    return round(x, 1 - math.floor(math.log10(abs(x))))
+
+
+def quantum(metric: str, n: Any, row: dict[str, Any] | None = None) -> float | None:
+    """The quantum of `metric` over n cells (r2 from its MSE's quantum and the truth's
+    spread, mse / (1 - r2))."""
+    if not n:
+        return None
+    if metric in AMPLIFICATION:
+        return K * AMPLIFICATION[metric] / float(n)
+    if metric in SHARES:
+        return SHARE_QUANTUM / float(n)
+    if metric == "r2" and row is not None:
+        mse, r2 = row.get("mse"), row.get("r2")
+        if mse is None or r2 is None or not mse > 0:
+            return None
+        return K * AMPLIFICATION["mse"] / float(n) * (1.0 - float(r2)) / float(mse)
+    return None
+
+
+COARSENED = ("r2", "mse", "mae", "crps", "cov50", "cov80", "cov90", "cov95")
+
+
+def metric_labels(submission_id: int, group: str) -> list[str]:
+    return [f"{submission_id}/{group}/{m}" for m in COARSENED]
+
+
+def coarsen_metrics(
+    row: dict[str, Any], dither: Dither, submission_id: int, group: str
+) -> dict[str, Any]:
+    """One metrics row of an upload as published (`group`: its level and group key)."""
+    out = dict(row)
+    n = row.get("n")
+    for metric in COARSENED:
+        if metric in row:
+            out[metric] = coarsen(
+                row[metric], quantum(metric, n, row), dither, f"{submission_id}/{group}/{metric}"
+            )
+    for metric in UNBOUNDED:
+        if metric in row:
+            out[metric] = two_digits(row[metric]) if group.startswith("global") else None
+    return out
+
+
+def upload_ids(wh: Warehouse) -> set[int]:
+    return {
+        int(r[0])
+        for r in wh.fetchall("SELECT submission_id FROM eval.submissions WHERE source = 'upload'")
+    }
+
+
+def register(wh: Warehouse) -> None:
+    """SQL macros for sql/public on this connection, with this warehouse's key:
+    pf_coarsen(value, quantum, label) and pf_two_digits(value), computing what coarsen and
+    two_digits compute, set-based."""
+    wh.set_params({"disclosure_key": secret(wh).hex()})
+    wh.execute(
+        f"CREATE OR REPLACE TEMP MACRO pf_dither(label) AS {DITHER_SQL.format(label='label')}"
+    )
+    wh.execute(
+        "CREATE OR REPLACE TEMP MACRO pf_coarsen(x, q, label) AS "
+        "CASE WHEN x IS NULL OR q IS NULL OR NOT q > 0 OR NOT isfinite(x) THEN x "
+        "ELSE q * (floor(x / q + pf_dither(label) + 0.5) - pf_dither(label)) END"
+    )
+    wh.execute(
+        "CREATE OR REPLACE TEMP MACRO pf_two_digits(x) AS "
+        "CASE WHEN x IS NULL OR x = 0 OR NOT isfinite(x) THEN x "
+        "ELSE round(x, 1 - CAST(floor(log10(abs(x))) AS INTEGER)) END"
+    )

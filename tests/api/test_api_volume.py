@@ -1,0 +1,66 @@
+"""Publishing stays flat as uploads accrue (issue 34, item 3): an upload rescores only the
+footprints it enters, the snapshot holds each footprint's latest runs only (older ones
+stay in the warehouse, readable by id), and the server answers before its first
+publication. (Timings: bench/upload_volume.py.)"""
+
+from __future__ import annotations
+
+import io
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from fastapi.testclient import TestClient
+from service_helpers import Api, submission_bytes
+
+from app.api.main import create_app
+from app.settings import Settings, get_settings
+
+
+@pytest.fixture
+def short_history(panel: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    monkeypatch.setenv("PROFORMA_PUBLIC_HISTORY_RUNS", "1")
+    get_settings.cache_clear()
+    return get_settings()
+
+
+def _runs(api: Api) -> dict[str, int]:
+    return dict(api.wh.fetchall("SELECT footprint_name, count(*) FROM eval.score_runs GROUP BY 1"))
+
+
+def test_only_entered_footprints_are_rescored_and_history_is_bounded(
+    short_history: Settings,
+) -> None:
+    with TestClient(create_app(short_history)) as client:
+        api = Api(client)
+        first = api.wait(api.upload(submission_bytes(api.wh), name="everything").json()["job_id"])
+        assert first["status"] == "done"
+        second = api.wait(
+            api.upload(submission_bytes(api.wh, seed=1), name="again").json()["job_id"]
+        )
+        assert second["status"] == "done"
+        before = _runs(api)
+        table = pq.read_table(io.BytesIO(submission_bytes(api.wh, seed=2)))
+        only_atq = table.filter(pc.equal(table["target"], "atq"))
+        buf = io.BytesIO()
+        pq.write_table(only_atq, buf)
+        job = api.wait(api.upload(buf.getvalue(), name="atq-only").json()["job_id"])
+        assert job["status"] == "done" and "Not on" in job["message"]
+        after = _runs(api)
+        skipped = set(job["report"]["footprints_skipped"])
+        assert {"full", "geert"} <= skipped
+        for footprint in skipped:  # no run where the board would not change
+            assert after[footprint] == before[footprint], footprint
+        # The snapshot holds the latest run of each footprint; older runs are read by id.
+        body = client.post(
+            "/api/v1/query",
+            json={"sql": "SELECT footprint_name, count(*) AS n FROM score_runs GROUP BY 1"},
+        ).json()
+        assert {r[1] for r in body["rows"]} == {1}
+        old = api.wh.scalar(
+            "SELECT min(score_run_id) FROM eval.score_runs WHERE footprint_name = 'full'"
+        )
+        r = client.get(f"/api/v1/leaderboards/full?run={old}")
+        assert r.status_code == 200 and r.json()["score_run"]["score_run_id"] == old
+        assert "everything" in {row["model"] for row in r.json()["rows"]}
+        assert client.get("/api/v1/leaderboards/full?run=999999").status_code == 404
