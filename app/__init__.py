@@ -1,6 +1,6 @@
 """ProForma-20Q benchmark service: warehouse, build, scoring, API."""
 
-from contracts import ROOT
+from proforma.contracts import ROOT
 
 __version__ = "0.1.0"
 

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.sqlfiles import SqlFile, folder_checksum, steps_in
-from app.warehouse import Warehouse
-from contracts.errors import UserError
-from contracts.panel import DEFAULT_RULES, RULE_SETS, UNRECORDED_RULES
-from contracts.provenance import file_sha256, utcnow
+from proforma.app.sqlfiles import SqlFile, folder_checksum, steps_in
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
+from proforma.contracts.panel import DEFAULT_RULES, RULE_SETS, UNRECORDED_RULES
+from proforma.contracts.provenance import file_sha256, utcnow
 
 BUILD_FOLDER = "build"
 _CREATES = re.compile(

@@ -1,7 +1,7 @@
-"""The error types, re-exported from contracts.errors (their one definition) so that code
-importing them from here keeps working; new code imports contracts.errors."""
+"""The error types, re-exported from proforma.contracts.errors (their one definition) so that code
+importing them from here keeps working; new code imports proforma.contracts.errors."""
 
-from contracts.errors import (
+from proforma.contracts.errors import (
     MigrationError,
     NothingToScore,
     UserError,

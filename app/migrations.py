@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.sqlfiles import checksum
-from app.warehouse import Warehouse
-from contracts import ROOT
-from contracts.errors import MigrationError
+from proforma.app.sqlfiles import checksum
+from proforma.app.warehouse import Warehouse
+from proforma.contracts import ROOT
+from proforma.contracts.errors import MigrationError
 
 MIGRATIONS_DIR = ROOT / "migrations"
 _FILE = re.compile(r"^V(\d{4})__([a-z0-9_]+)\.sql$")

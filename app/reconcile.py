@@ -7,7 +7,7 @@ value), sql/reconcile/020 brings the reconciled values back to the standardized 
 exactly as the truth is standardized. The projection itself is numpy (app/projection.py),
 one origin quarter at a time. Each finished quarter is committed with its changed cells
 (eval.reconcile_quarters, eval.reconcile_cells), so an interrupted job resumes where it
-stopped; the derived submission goes through app.scoring.ingest_forecasts like every
+stopped; the derived submission goes through proforma.app.scoring.ingest_forecasts like every
 forecaster's, with its parent and method in the metadata.
 """
 
@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from app.projection import WEIGHTS, IdentitySet, reconcile_statements
-from app.sqlfiles import sql_file
-from app.warehouse import Warehouse
-from contracts.errors import UserError
+from proforma.app.projection import WEIGHTS, IdentitySet, reconcile_statements
+from proforma.app.sqlfiles import sql_file
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
 
 _NEEDS = ("panel.origins", "panel.origin_params", "panel.item_k")
 
@@ -145,8 +145,8 @@ def reconcile(
 ) -> Reconciled:
     """Project every statement of `submission` onto its enforceable identities and store
     the result as a derived submission; resumes an interrupted job of the same name."""
-    from app import scoring
-    from models.progress import progress_bar
+    from proforma.app import scoring
+    from proforma.models.progress import progress_bar
 
     if weights not in WEIGHTS:
         raise UserError(f"Unknown weights {weights!r}: use {' or '.join(WEIGHTS)}")
@@ -259,7 +259,7 @@ def reconcile(
 def _store(
     wh: Warehouse, rid: int, parent: dict[str, Any], weights: str, name: str, scoring: Any
 ) -> int:
-    """The derived submission through the common forecast path (app.scoring)."""
+    """The derived submission through the common forecast path (proforma.app.scoring)."""
     metadata = {
         "parent_id": parent["submission_id"],
         "parent_name": parent["name"],

@@ -11,9 +11,9 @@ import csv
 import functools
 from pathlib import Path
 
-from app.warehouse import Warehouse
-from contracts import ROOT
-from contracts.provenance import file_sha256
+from proforma.app.warehouse import Warehouse
+from proforma.contracts import ROOT
+from proforma.contracts.provenance import file_sha256
 
 REFERENCE_DIR = ROOT / "reference"
 SCALE_ITEM_ID = 0

@@ -3,7 +3,7 @@ Forma's checkpoints that exist, a conditional statement forecast in dollars, and
 oracle experiment (the paper's "Scenario Analysis by Conditioning"; docs/report.md).
 
 The model side is models/forma/scenario.py; this module opens nothing itself: callers
-hand it the warehouse, and it hands the model Arrow windows (app.views.tuple_windows)
+hand it the warehouse, and it hands the model Arrow windows (proforma.app.views.tuple_windows)
 and the origin's standardization parameters as arrays. Dollars shown are expected
 dollars by the closed form (models/dollars.py); interval bounds are the mixture's
 quantiles carried through the monotone map.
@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from app.settings import get_settings
-from app.warehouse import Warehouse
-from contracts.errors import UserError
+from proforma.app.settings import get_settings
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
 
 _SEED_FILE = re.compile(r"^seed(\d+)\.pt$")
 
@@ -46,7 +46,7 @@ def load_forma(
     """(models, seeds, checkpoint dicts) of the chosen seeds, or of every finished
     checkpoint of the preset when `seeds` is None (the demo trains one seed, the paper
     five: a scenario uses whichever exist)."""
-    from models.forma.train import load_checkpoint
+    from proforma.models.forma.train import load_checkpoint
 
     folder = checkpoint_dir(preset, family)
     have = available_seeds(preset, family)
@@ -87,8 +87,8 @@ def load_forma(
 
 def window_store(wh: Warehouse, split: str, future: bool, **filters: Any):
     """The tuple windows of a split (optionally one firm / origin quarter) for Forma."""
-    from app import views
-    from models.forma.batching import WindowStore
+    from proforma.app import views
+    from proforma.models.forma.batching import WindowStore
 
     wh.require_panel("panel.origins")
     # 1,000 origins per SQL chunk keeps the demo's test windows under 1 GB while loading
@@ -121,7 +121,7 @@ class Scenario:
 
 
 def origin_parameters(wh: Warehouse, origin_q: int, z: float):
-    from models.forma.scenario import OriginParams
+    from proforma.models.forma.scenario import OriginParams
 
     k = dict(wh.fetchall("SELECT item_id, k FROM panel.item_k"))
     par = wh.fetchall("SELECT item_id, mu, sigma FROM panel.origin_params WHERE q = ?", [origin_q])
@@ -145,7 +145,7 @@ def conditional_statement(
 ) -> Scenario:
     """Pin future values (item, horizons or None for all, 'usd'|'std', value) and forecast
     the rest of the statement of `firm` at `origin_q`."""
-    from models.forma.scenario import conditional_forecast, identity_check, to_dollars
+    from proforma.models.forma.scenario import conditional_forecast, identity_check, to_dollars
 
     gvkey = firm.strip().zfill(6)
     row = wh.fetchone(
@@ -263,7 +263,7 @@ def oracle_experiment(
     other cells with the unconditional forecast: (summary by overall / horizon /
     statement, breakdown by statement x horizon: cells, MAE and R2 both ways and their
     changes; origins used)."""
-    from models.forma.scenario import oracle_breakdown, oracle_cells, oracle_summary
+    from proforma.models.forma.scenario import oracle_breakdown, oracle_cells, oracle_summary
 
     item_id = wh.scalar("SELECT item_id FROM ref.items WHERE item = ? AND item_id > 0", [item])
     if item_id is None:

@@ -18,8 +18,8 @@ from pathlib import Path
 import sqlglot
 import sqlglot.errors
 
-from contracts import ROOT
-from contracts.errors import UserError
+from proforma.contracts import ROOT
+from proforma.contracts.errors import UserError
 
 SQL_DIR = ROOT / "sql"
 _IDENT_SLOT = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -109,7 +109,7 @@ _CACHES: dict[Path, _ChecksumCache] = {}
 
 def _checksum_cache() -> _ChecksumCache:
     # Per cache folder: the settings (and so the folder) can change within a process.
-    from app.settings import get_settings
+    from proforma.app.settings import get_settings
 
     path = get_settings().cache_dir / "sql_checksums.json"
     if path not in _CACHES:

@@ -18,9 +18,9 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
-from app.warehouse import Warehouse
-from contracts.errors import UserError
-from contracts.panel import SPLITS, TUPLE_WINDOW_SCHEMA
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
+from proforma.contracts.panel import SPLITS, TUPLE_WINDOW_SCHEMA
 
 N_HORIZONS = 20
 HISTORY = 12

@@ -25,9 +25,9 @@ from typing import Any, Self, TypeAlias
 import duckdb
 import pyarrow as pa
 
-from app.settings import Settings, get_settings
-from app.sqlfiles import SqlFile, sql_file
-from contracts.errors import UserError, WarehouseLocked
+from proforma.app.settings import Settings, get_settings
+from proforma.app.sqlfiles import SqlFile, sql_file
+from proforma.contracts.errors import UserError, WarehouseLocked
 
 _LOCK_PID = re.compile(r"PID (\d+)")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")

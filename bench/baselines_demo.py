@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from models.baselines import chained_gbm, elastic_net, ffnn, random_forest
-from models.baselines.data import N_HORIZONS, TabularData, feature_columns, item_names
-from models.baselines.fanout import FanOut
-from models.baselines.imputation import impute_by_quarter
-from models.baselines.presets import preset
+from proforma.models.baselines import chained_gbm, elastic_net, ffnn, random_forest
+from proforma.models.baselines.data import N_HORIZONS, TabularData, feature_columns, item_names
+from proforma.models.baselines.fanout import FanOut
+from proforma.models.baselines.imputation import impute_by_quarter
+from proforma.models.baselines.presets import preset
 
 YEARS = {"train": (1971, 2001), "val": (2002, 2009), "test": (2010, 2024)}
 

@@ -110,11 +110,11 @@ def main() -> None:
     import subprocess
     import sys
 
-    from app.build import run_build
-    from app.flows.warehouse import prepare
-    from app.reference import raw_item_columns
-    from app.settings import get_settings
-    from app.warehouse import connect
+    from proforma.app.build import run_build
+    from proforma.app.flows.warehouse import prepare
+    from proforma.app.reference import raw_item_columns
+    from proforma.app.settings import get_settings
+    from proforma.app.warehouse import connect
 
     get_settings.cache_clear()
     source = args.source
@@ -131,7 +131,7 @@ def main() -> None:
                 [
                     sys.executable,
                     "-c",
-                    "from app.cli import main; main()",
+                    "from proforma.app.cli import main; main()",
                     "ingest",
                     "synthetic",
                     "--scale",

@@ -31,11 +31,16 @@ import numpy as np
 # otherwise shadow the chronos-forecasting package (`import chronos`).
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from models.chronos import HISTORY
-from models.chronos.context import OriginContext, contexts_from_batch, origin_context
-from models.chronos.forecast import forecast_origins, level_indices, long_form, quantile_cells
-from models.chronos.loading import describe, load_pipeline
-from models.chronos.tiny import FULL_SIZE, TINY, save_checkpoint
+from proforma.models.chronos import HISTORY
+from proforma.models.chronos.context import OriginContext, contexts_from_batch, origin_context
+from proforma.models.chronos.forecast import (
+    forecast_origins,
+    level_indices,
+    long_form,
+    quantile_cells,
+)
+from proforma.models.chronos.loading import describe, load_pipeline
+from proforma.models.chronos.tiny import FULL_SIZE, TINY, save_checkpoint
 
 SIZES = {"tiny": TINY, "full": FULL_SIZE}
 
@@ -59,8 +64,8 @@ def synthetic_contexts(n: int, seed: int = 0) -> list[OriginContext]:
 
 
 def warehouse_contexts(path: str, n: int) -> list[OriginContext]:
-    from app.views import raw_windows
-    from app.warehouse import connect
+    from proforma.app.views import raw_windows
+    from proforma.app.warehouse import connect
 
     out: list[OriginContext] = []
     with connect(path=path, read_only=True) as wh:

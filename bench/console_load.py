@@ -82,7 +82,7 @@ def main() -> None:
             "PROFORMA_QUERY_RATE_PER_MIN": "1000000",
             "PROFORMA_QUERY_BURST": "1000000",
         }
-    proforma = [sys.executable, "-c", "from app.cli import main; main()"]
+    proforma = [sys.executable, "-c", "from proforma.app.cli import main; main()"]
     t0 = time.perf_counter()
     _run([*proforma, "ingest", "synthetic", "--firms", str(args.firms)], env)
     _run([*proforma, "build"], env)

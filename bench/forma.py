@@ -30,13 +30,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from contracts.panel import TUPLE_WINDOW_SCHEMA
-from models.forma.batching import Batch, WindowStore, bucketed_order, default_account_map
-from models.forma.masking import Identities
-from models.forma.network import Forma, count_parameters
-from models.forma.predict import predict
-from models.forma.presets import FormaConfig, preset
-from models.forma.train import EpochBatches, build_model, train_step
+from proforma.contracts.panel import TUPLE_WINDOW_SCHEMA
+from proforma.models.forma.batching import Batch, WindowStore, bucketed_order, default_account_map
+from proforma.models.forma.masking import Identities
+from proforma.models.forma.network import Forma, count_parameters
+from proforma.models.forma.predict import predict
+from proforma.models.forma.presets import FormaConfig, preset
+from proforma.models.forma.train import EpochBatches, build_model, train_step
 
 
 def synthetic_windows(n: int, seed: int = 0, split: str = "train") -> pa.RecordBatch:
@@ -241,7 +241,7 @@ def bench_training(
 def bench_inference(
     cfg: FormaConfig, model, store: WindowStore, args, device: torch.device, peak: float
 ) -> dict:
-    from models.forma.batching import build_example, collate, sequential_order
+    from proforma.models.forma.batching import build_example, collate, sequential_order
 
     n_inf = min(len(store), args.infer_origins)
     sub = store.take(np.arange(n_inf))

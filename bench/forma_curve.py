@@ -36,12 +36,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from forma import parse_overrides  # bench/forma.py: KEY=VALUE preset options
 
-from models.forma.batching import WindowStore
-from models.forma.calibration import holdout, realized_cells
-from models.forma.masking import Identities
-from models.forma.predict import predict
-from models.forma.presets import FormaConfig, preset
-from models.forma.train import fit
+from proforma.models.forma.batching import WindowStore
+from proforma.models.forma.calibration import holdout, realized_cells
+from proforma.models.forma.masking import Identities
+from proforma.models.forma.predict import predict
+from proforma.models.forma.presets import FormaConfig, preset
+from proforma.models.forma.train import fit
 
 HORIZONS = (1, 2, 3, 4, 8, 12, 16, 20)
 LEVELS = (0.5, 0.8, 0.9, 0.95)
@@ -68,7 +68,7 @@ def load(folder: Path) -> tuple[WindowStore, WindowStore, Identities, set[tuple[
 
 def write_oracle_origins(folder: Path) -> None:
     """The synthetic oracle's test origins as (firm_id, origin_q), read once from the warehouse."""
-    from app.warehouse import connect
+    from proforma.app.warehouse import connect
 
     with connect(read_only=True) as wh:
         t = wh.arrow(
@@ -83,7 +83,7 @@ def write_oracle_origins(folder: Path) -> None:
 
 
 def truth_cells(store: WindowStore) -> dict[str, np.ndarray]:
-    """Every realized future cell of the windows (models.forma.calibration.realized_cells)
+    """Every realized future cell of the windows (proforma.models.forma.calibration.realized_cells)
     with its key (origin index, item, horizon)."""
     cells = realized_cells(store)
     cells["key"] = (cells["origin"] * 1000 + cells["item"]) * 100 + cells["horizon"]
@@ -250,7 +250,7 @@ def main() -> None:
                 f.write(json.dumps(row) + "\n")
 
     if args.checkpoints:
-        from models.forma.train import load_checkpoint
+        from proforma.models.forma.train import load_checkpoint
 
         for path in sorted(
             args.checkpoints, key=lambda p: torch.load(p, weights_only=False)["epoch"]

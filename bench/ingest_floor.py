@@ -4,7 +4,7 @@
         [--workdir /tmp/ingest-floor] [--threads 2] [--repeats 3]
 
 On a copy of the warehouse, with the upload's own view over the file (`submission_in`,
-app.scoring.submissions.uploads) and its key coding (sql/eval/019), each repeat times:
+proforma.app.scoring.submissions.uploads) and its key coding (sql/eval/019), each repeat times:
 
 - read + code: one pass over the file with every key coded, summed, nothing kept;
 - temp table: the same rows as 021 stores them, into a temp table (kept in memory);
@@ -47,8 +47,8 @@ def main() -> None:
     os.environ.update(
         copied_warehouse(args.warehouse, args.workdir, "wh", args.threads, args.memory)
     )
-    from app.cli.common import writer
-    from app.scoring.submissions.uploads import _schema_view
+    from proforma.app.cli.common import writer
+    from proforma.app.scoring.submissions.uploads import _schema_view
 
     schema = pq.ParquetFile(args.file).schema_arrow
     view_sql, problems = _schema_view(args.file, schema, quantile=False)

@@ -34,14 +34,14 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["PROFORMA_THREADS"] = str(args.threads)
 
-    from app.flows.llm import origin_histories, run_origins
-    from app.flows.warehouse import prepare
-    from app.scoring.footprints.llm import create_llm_footprint, sample_counts
-    from app.warehouse import connect
-    from models.llm.cache import ResponseCache
-    from models.llm.fake import FakeProvider
-    from models.llm.prices import load_prices
-    from models.llm.runner import LlmForecaster, forecast_table
+    from proforma.app.flows.llm import origin_histories, run_origins
+    from proforma.app.flows.warehouse import prepare
+    from proforma.app.scoring.footprints.llm import create_llm_footprint, sample_counts
+    from proforma.app.warehouse import connect
+    from proforma.models.llm.cache import ResponseCache
+    from proforma.models.llm.fake import FakeProvider
+    from proforma.models.llm.prices import load_prices
+    from proforma.models.llm.runner import LlmForecaster, forecast_table
 
     with connect() as wh:
         prepare(wh)

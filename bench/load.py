@@ -57,8 +57,8 @@ def _submission_files(env: dict[str, str], n: int) -> list[bytes]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from app.settings import Settings
-    from app.warehouse import connect
+    from proforma.app.settings import Settings
+    from proforma.app.warehouse import connect
 
     settings = Settings(
         warehouse=Path(env["PROFORMA_WAREHOUSE"]),
@@ -119,7 +119,7 @@ def main() -> None:
         "PROFORMA_PUBLIC_SNAPSHOT": str(args.dir / "public.duckdb"),
         "PROFORMA_UPLOADS_PER_DAY": str(args.uploads + 1),
     }
-    proforma = [sys.executable, "-c", "from app.cli import main; main()"]
+    proforma = [sys.executable, "-c", "from proforma.app.cli import main; main()"]
     t0 = time.perf_counter()
     _run([*proforma, "ingest", "synthetic", "--firms", str(args.firms)], env)
     _run([*proforma, "build"], env)

@@ -56,7 +56,7 @@ from published_tools import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from contracts.panel import SPLITS
+from proforma.contracts.panel import SPLITS
 
 #: Thresholds of a PASS (issue 28): values, relative metrics, float32 of the package's files.
 VALUE_TOL = 1e-6
@@ -447,9 +447,9 @@ def tuple_side_by_side(work: Path, pkg: Path, env: dict[str, str], figures: Figu
     """Statistics, tuple files and id maps only (the package built with --which tuple)."""
     ours = work / "ours_export"
     code = (
-        "import sys; from pathlib import Path; from app.settings import Settings; "
-        "from app.warehouse import connect; "
-        "from app.export import RELEASE_TAG, export_id_maps, export_tuples; "
+        "import sys; from pathlib import Path; from proforma.app.settings import Settings; "
+        "from proforma.app.warehouse import connect; "
+        "from proforma.app.export import RELEASE_TAG, export_id_maps, export_tuples; "
         "out = Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True); "
         "wh = connect(Settings()); "
         "export_id_maps(wh, out, RELEASE_TAG); "

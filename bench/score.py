@@ -77,9 +77,9 @@ def _grid(levels: int) -> list[float]:
 
 def generate(folder: Path, rows: int, memory: str, threads: int, levels: int = 0) -> None:
     """Child process: migrated warehouse with a synthetic panel, and the submission file."""
-    from app.flows.warehouse import prepare
-    from app.settings import Settings
-    from app.warehouse import connect
+    from proforma.app.flows.warehouse import prepare
+    from proforma.app.settings import Settings
+    from proforma.app.warehouse import connect
 
     settings = Settings(
         warehouse=folder / "wh.duckdb",
@@ -172,7 +172,7 @@ def generate(folder: Path, rows: int, memory: str, threads: int, levels: int = 0
         "started_at, finished_at) VALUES ('succeeded', 'bench', '{}', 'synthetic bench', "
         "now()::TIMESTAMP, now()::TIMESTAMP)"
     )
-    from app.scoring import ensure_standard_footprints
+    from proforma.app.scoring import ensure_standard_footprints
 
     ensure_standard_footprints(wh)
     wh.close()
@@ -221,9 +221,9 @@ def main() -> None:
             f"{time.perf_counter() - t:.1f}s"
         )
 
-    from app import scoring
-    from app.settings import Settings
-    from app.warehouse import connect
+    from proforma.app import scoring
+    from proforma.app.settings import Settings
+    from proforma.app.warehouse import connect
 
     settings = Settings(
         warehouse=folder / "wh.duckdb",

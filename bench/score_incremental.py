@@ -9,7 +9,7 @@ it (this computes the stored cell scores of the submissions already there: the o
 cost of a warehouse scored before incremental scoring). Then N uploads are made, each a
 parquet file like a user's (the fade / AR(1) baseline's forecasts for every test cell
 plus seeded noise, with sigma; --point for no sigma), ingested with ingest_parquet and
-scored on every footprint, as app.api.job_queue does after an upload. For each upload it
+scored on every footprint, as proforma.app.api.job_queue does after an upload. For each upload it
 prints the ingest and scoring time (wall and CPU seconds of this process), the peak
 resident memory while scoring (sampled every 50 ms), the warehouse size, and at the end
 the reported uploads side by side with the ratio of the last to the first. Load average
@@ -43,7 +43,7 @@ def _gib(n: float) -> str:
 
 def _template(wh, folder: Path) -> Path:
     """The fade baseline's forecasts as an upload's columns (gvkey, item, quarter label)."""
-    from contracts.errors import UserError
+    from proforma.contracts.errors import UserError
 
     fade = wh.scalar(
         "SELECT max(submission_id) FROM eval.submissions WHERE source = 'reference' "
@@ -91,11 +91,11 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="Keep the working copy afterwards.")
     args = ap.parse_args()
 
-    from app.api.job_queue import Scorer
-    from app.flows.warehouse import prepare
-    from app.scoring import ingest_parquet, score
-    from app.settings import Settings
-    from app.warehouse import connect
+    from proforma.app.api.job_queue import Scorer
+    from proforma.app.flows.warehouse import prepare
+    from proforma.app.scoring import ingest_parquet, score
+    from proforma.app.settings import Settings
+    from proforma.app.warehouse import connect
 
     args.work.mkdir(parents=True, exist_ok=True)
     copy = args.work / "warehouse.duckdb"

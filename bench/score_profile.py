@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from published_tools import copied_warehouse
 
-from app.sqlfiles import SqlFile, sql_file
-from app.warehouse import Warehouse
+from proforma.app.sqlfiles import SqlFile, sql_file
+from proforma.app.warehouse import Warehouse
 
 
 def operators(node: dict, out: dict[str, float]) -> None:
@@ -102,8 +102,8 @@ def main() -> None:
     os.environ.update(
         copied_warehouse(args.warehouse, args.workdir, "wh", args.threads, args.memory)
     )
-    from app.cli.common import writer
-    from app.scoring import ingest_parquet, score
+    from proforma.app.cli.common import writer
+    from proforma.app.scoring import ingest_parquet, score
 
     profiler = StepProfiler(args.workdir / "profiles")
 

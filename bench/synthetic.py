@@ -6,7 +6,7 @@
 Each scale runs in its own process (clean peak RSS). "generate" consumes every table
 the source produces (raw.fundq batches, company_industry, ccm_link, oracle paths)
 without a database; "ingest" writes them into a fresh DuckDB warehouse file through
-app.sources.ingest (one transaction), as `proforma ingest synthetic` does.
+proforma.app.sources.ingest (one transaction), as `proforma ingest synthetic` does.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def _peak_mib() -> float:
 def run_one(scale: str, mode: str) -> dict:
     import pyarrow as pa
 
-    from app.sources.synthetic import SyntheticConfig, SyntheticSource
+    from proforma.app.sources.synthetic import SyntheticConfig, SyntheticSource
 
     cfg = SyntheticConfig.for_scale(scale)
     source = SyntheticSource(cfg)
@@ -53,10 +53,10 @@ def run_one(scale: str, mode: str) -> dict:
         seconds = time.perf_counter() - t0
         extra = {"history_seconds": round(t_hist, 2)}
     else:
-        from app.flows.warehouse import prepare
-        from app.settings import Settings
-        from app.sources import ingest
-        from app.warehouse import connect
+        from proforma.app.flows.warehouse import prepare
+        from proforma.app.settings import Settings
+        from proforma.app.sources import ingest
+        from proforma.app.warehouse import connect
 
         with tempfile.TemporaryDirectory() as tmp:
             settings = Settings(

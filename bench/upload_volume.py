@@ -36,8 +36,8 @@ from load import HOST, _free_port, _run  # bench/load.py's helpers
 def _files_base(env: dict[str, str]):
     import pyarrow as pa
 
-    from app.settings import Settings
-    from app.warehouse import connect
+    from proforma.app.settings import Settings
+    from proforma.app.warehouse import connect
 
     settings = Settings(
         warehouse=Path(env["PROFORMA_WAREHOUSE"]),
@@ -103,7 +103,7 @@ def main() -> None:
         "PROFORMA_UPLOADS_PER_DAY": str(args.uploads + 1),
         "PROFORMA_PUBLIC_MIN_CELLS": "1",
     }
-    proforma = [sys.executable, "-c", "from app.cli import main; main()"]
+    proforma = [sys.executable, "-c", "from proforma.app.cli import main; main()"]
     t0 = time.perf_counter()
     _run([*proforma, "ingest", "synthetic", "--firms", str(args.firms)], env)
     _run([*proforma, "build"], env)

@@ -44,7 +44,7 @@ from parity import compare_exports
 from published_tools import PROFORMA, RELEASE_TAG, load, published_cli, run, warehouse_env
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from app.sources.wrds import fundq_columns
+from proforma.app.sources.wrds import fundq_columns
 from tests.foundation.wrds_server import (
     FUNDQ_SERVER_COLUMNS,
     WrdsServer,

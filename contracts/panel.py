@@ -18,7 +18,7 @@ RULE_SETS = ("published", "paper")
 DEFAULT_RULES = RULE_SETS[0]
 UNRECORDED_RULES = "paper"
 
-#: One record per origin of the tuple view (app.views.tuple_windows, read by Forma): the
+#: One record per origin of the tuple view (proforma.app.views.tuple_windows, read by Forma): the
 #: firm's reported tuples (quarter relative to the origin, item, standardized value).
 TUPLE_WINDOW_SCHEMA = pa.schema(
     [

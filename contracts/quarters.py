@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from contracts.errors import UserError
+from proforma.contracts.errors import UserError
 
 _QUARTER = re.compile(r"(\d{4})\s*[Qq]([1-4])")
 _QUARTER_OR_DATE = re.compile(r"^(\d{4})(?:Q([1-4])|-(\d{2})-(\d{2}))$")

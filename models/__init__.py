@@ -3,6 +3,6 @@ and returns forecasts as Arrow batches in the contract's schema (docs/contracts.
 Models never open the database themselves, and import nothing from `app`: what they share
 with it lives in `contracts`."""
 
-from contracts.forecasts import FORECAST_SCHEMA
+from proforma.contracts.forecasts import FORECAST_SCHEMA
 
 __all__ = ["FORECAST_SCHEMA"]

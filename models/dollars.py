@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from contracts.forecasts import DENSITY_FAMILIES
+from proforma.contracts.forecasts import DENSITY_FAMILIES
 
 
 def plug_in_dollars(

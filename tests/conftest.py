@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from app.flows.warehouse import prepare
-from app.settings import Settings, get_settings
-from app.warehouse import Warehouse, connect
+from proforma.app.flows.warehouse import prepare
+from proforma.app.settings import Settings, get_settings
+from proforma.app.warehouse import Warehouse, connect
 
 
 @pytest.fixture

@@ -14,10 +14,10 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from app.api.job_store import uploads_since
-from app.warehouse import Warehouse
-from contracts.errors import UserError
-from contracts.provenance import utcnow
+from proforma.app.api.job_store import uploads_since
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
+from proforma.contracts.provenance import utcnow
 
 _TOKEN = re.compile(r"^pf_([0-9a-f]{12})\.([A-Za-z0-9_-]{20,200})$")
 _USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")

@@ -30,8 +30,8 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from app.api.errors import RateLimited
-from app.settings import Settings
+from proforma.app.api.errors import RateLimited
+from proforma.app.settings import Settings
 
 
 class ConsoleBusy(RateLimited):

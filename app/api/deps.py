@@ -9,11 +9,11 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from app.api.auth import User, authenticate
-from app.api.errors import Forbidden
-from app.api.job_queue import JobQueue
-from app.settings import Settings
-from app.warehouse import Warehouse
+from proforma.app.api.auth import User, authenticate
+from proforma.app.api.errors import Forbidden
+from proforma.app.api.job_queue import JobQueue
+from proforma.app.settings import Settings
+from proforma.app.warehouse import Warehouse
 
 _bearer = HTTPBearer(
     auto_error=False,
@@ -50,7 +50,7 @@ def get_current_user(wh: WarehouseDep, credentials: Credentials, request: Reques
         # A header that is not 'Bearer ...' (HTTPBearer drops it silently).
         token = request.headers["authorization"]
         if not token.lower().startswith("bearer "):
-            from app.api.auth import AuthError
+            from proforma.app.api.auth import AuthError
 
             raise AuthError("Send the token as 'Authorization: Bearer pf_...'.")
     return authenticate(wh, token)

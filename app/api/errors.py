@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contracts.errors import UserError
+from proforma.contracts.errors import UserError
 
 
 class ApiError(UserError):

@@ -1,6 +1,6 @@
 """The upload job queue: validation and scoring in a background thread, persisted.
 
-Every upload becomes a `service.jobs` row (status `queued`, app.api.job_store) before
+Every upload becomes a `service.jobs` row (status `queued`, proforma.app.api.job_store) before
 the HTTP response goes out; one worker thread takes jobs in order on its own warehouse cursor
 (docs/architecture.md, "One writer") and moves them through `validating` (the scoring
 layer's `ingest_parquet`, one transaction) and `scoring` to `done` or `failed`, keeping
@@ -31,7 +31,7 @@ from typing import Any
 
 import duckdb
 
-from app.api.job_store import (
+from proforma.app.api.job_store import (
     UNFINISHED,
     NewJob,
     finish_job,
@@ -40,11 +40,11 @@ from app.api.job_store import (
     set_job,
     unfinished_jobs,
 )
-from app.scoring.runs import MIN_COVERAGE
-from app.settings import Settings
-from app.warehouse import Warehouse, out_of_disk
-from contracts.errors import NothingToScore, UserError, ValidationError
-from contracts.provenance import utcnow
+from proforma.app.scoring.runs import MIN_COVERAGE
+from proforma.app.settings import Settings
+from proforma.app.warehouse import Warehouse, out_of_disk
+from proforma.contracts.errors import NothingToScore, UserError, ValidationError
+from proforma.contracts.provenance import utcnow
 
 log = logging.getLogger("proforma.jobs")
 
@@ -54,21 +54,21 @@ _STOP = object()
 
 
 class Scorer:
-    """The scoring layer as the queue uses it (app.scoring; replaceable in tests)."""
+    """The scoring layer as the queue uses it (proforma.app.scoring; replaceable in tests)."""
 
     def ingest_parquet(self, wh: Warehouse, path: Path, name: str, **kw: Any) -> int:
-        from app import scoring
+        from proforma.app import scoring
 
         return scoring.ingest_parquet(wh, path, name, **kw)
 
     def score(self, wh: Warehouse, footprint: str, exclude: list[int] | None = None) -> int:
-        from app import scoring
+        from proforma.app import scoring
 
         return scoring.score(wh, footprint=footprint, exclude=exclude or ())
 
     def shares(self, wh: Warehouse, footprint: str, submission_ids: list[int]) -> dict[int, float]:
         """{submission_id: share of the footprint's cells it predicts}."""
-        from app.scoring.runs import footprint_shares
+        from proforma.app.scoring.runs import footprint_shares
 
         return footprint_shares(wh, footprint, submission_ids)
 
@@ -79,20 +79,20 @@ class Scorer:
 
     def failures(self, wh: Warehouse, submission_ids: list[int]) -> dict[int, str]:
         """{submission_id: error} of these submissions whose scoring failed (this context)."""
-        from app.scoring.cells import failed_submissions, scoring_context
+        from proforma.app.scoring.cells import failed_submissions, scoring_context
 
         return failed_submissions(wh, scoring_context(wh), submission_ids)
 
     def retire(self, wh: Warehouse, submission_id: int) -> None:
         """Take a failed upload's submission out of service (no active submission stays)."""
-        from app.scoring.submissions.registry import retire_submission
+        from proforma.app.scoring.submissions.registry import retire_submission
 
         retire_submission(wh, submission_id)
 
     def footprints(self, wh: Warehouse) -> list[str]:
         """Names of the footprints every new submission is scored on (the paper's three
         are created on first use)."""
-        from app import scoring
+        from proforma.app import scoring
 
         scoring.ensure_standard_footprints(wh)
         return [
@@ -344,7 +344,7 @@ class JobQueue:
         """One scoring pass per footprint for all waiting jobs, then publish and finish.
 
         A submission enters a footprint's run only when it covers enough of it
-        (app.scoring.runs.MIN_COVERAGE); otherwise it is noted on its job, like a dash
+        (proforma.app.scoring.runs.MIN_COVERAGE); otherwise it is noted on its job, like a dash
         in the paper's tables: the submission is simply not on that leaderboard.
         """
         jobs = [j for j in (get_job(wh, i) for i in job_ids) if j and j["status"] == "scoring"]

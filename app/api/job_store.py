@@ -1,6 +1,6 @@
 """The upload jobs' store: `service.jobs` rows (status queued, validating, scoring, done,
 failed; the validation report; the submission and score runs). The worker that moves
-jobs through these states is app.api.job_queue; routes read jobs from here."""
+jobs through these states is proforma.app.api.job_queue; routes read jobs from here."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.warehouse import Warehouse
-from contracts.provenance import utcnow
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.provenance import utcnow
 
 UNFINISHED = ("queued", "validating", "scoring")
 

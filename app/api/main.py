@@ -22,17 +22,25 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app import __version__
-from app.api.job_queue import JobQueue, Scorer
-from app.api.routers import footprints, health, jobs, leaderboards, query, submissions, users
-from app.api.snapshot import publish, record_failure
-from app.flows.warehouse import prepare
-from app.settings import Settings, get_settings
-from app.warehouse import connect
-from app.web import STATIC_DIR
-from app.web import pages as web_pages
-from app.web import report as web_report
-from contracts.errors import UserError, ValidationError, WarehouseLocked
+from proforma.app import __version__
+from proforma.app.api.job_queue import JobQueue, Scorer
+from proforma.app.api.routers import (
+    footprints,
+    health,
+    jobs,
+    leaderboards,
+    query,
+    submissions,
+    users,
+)
+from proforma.app.api.snapshot import publish, record_failure
+from proforma.app.flows.warehouse import prepare
+from proforma.app.settings import Settings, get_settings
+from proforma.app.warehouse import connect
+from proforma.app.web import STATIC_DIR
+from proforma.app.web import pages as web_pages
+from proforma.app.web import report as web_report
+from proforma.contracts.errors import UserError, ValidationError, WarehouseLocked
 
 log = logging.getLogger("proforma.api")
 API_PREFIX = "/api/v1"

@@ -8,11 +8,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from app.api import disclosure
-from app.scoring.leaderboard import HAS_DENSITY
-from app.sqlfiles import query_text
-from app.warehouse import Warehouse
-from contracts.tracks import TRACKS
+from proforma.app.api import disclosure
+from proforma.app.scoring.leaderboard import HAS_DENSITY
+from proforma.app.sqlfiles import query_text
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.tracks import TRACKS
 
 # -- health ---------------------------------------------------------------------------------
 
@@ -101,9 +101,9 @@ def leaderboard_table(
     *,
     score_run_id: int | None = None,
 ) -> pa.Table:
-    """app.scoring's leaderboard, `by` = global for the overall ranking (of the latest run,
+    """proforma.app.scoring's leaderboard, `by` = global for the overall ranking (of the latest run,
     or of run `score_run_id`)."""
-    from app import scoring
+    from proforma.app import scoring
 
     table = scoring.leaderboard(
         wh,
@@ -118,7 +118,7 @@ def leaderboard_table(
 
 def _coarse_leaderboard(wh: Warehouse, table: pa.Table, by: str) -> pa.Table:
     """The leaderboard as the public sees it: an upload's numbers coarsened as in the
-    public snapshot (app.api.disclosure)."""
+    public snapshot (proforma.app.api.disclosure)."""
     if table.num_rows == 0 or "source" not in table.column_names:
         return table
     rows = table.to_pylist()
@@ -167,7 +167,7 @@ def _uploads_coarse(wh: Warehouse, rows: list[tuple[Any, ...]], fix: Any) -> lis
 
 def horizon_series(wh: Warehouse, score_run_id: int, metric: str) -> list[tuple[Any, ...]]:
     """(submission_id, name, horizon, value) of a run's metric by horizon (the page's chart;
-    an upload's values coarsened as everywhere in public, app.api.disclosure)."""
+    an upload's values coarsened as everywhere in public, proforma.app.api.disclosure)."""
     rows = wh.fetchall(
         f"""
         SELECT m.submission_id, s.name, m.horizon, m.{metric}, m.n, m.mse, m.r2,
@@ -260,7 +260,7 @@ def submission_table(wh: Warehouse) -> pa.Table:
 def submission_record(wh: Warehouse, submission_id: int) -> dict[str, Any] | None:
     """The public record, with `stale`: why new score runs leave the submission out when
     it was made against an earlier panel (None when it is current)."""
-    from app.scoring.submissions.registry import stale_submissions
+    from proforma.app.scoring.submissions.registry import stale_submissions
 
     table = wh.arrow(
         f"SELECT * FROM ({query_text('service/submission_records')}) AS s "

@@ -41,12 +41,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
-from app.api.disclosure import register as register_disclosure
-from app.settings import Settings
-from app.sqlfiles import SqlFile, query_text, steps_in
-from app.warehouse import Warehouse
-from contracts.errors import UserError
-from contracts.provenance import utcnow
+from proforma.app.api.disclosure import register as register_disclosure
+from proforma.app.settings import Settings
+from proforma.app.sqlfiles import SqlFile, query_text, steps_in
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
+from proforma.contracts.provenance import utcnow
 
 log = logging.getLogger("proforma.snapshot")
 

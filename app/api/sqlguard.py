@@ -31,9 +31,9 @@ from sqlglot import exp
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import traverse_scope
 
-from app.api.errors import ApiError
-from app.api.snapshot import reading
-from app.warehouse import one_row
+from proforma.app.api.errors import ApiError
+from proforma.app.api.snapshot import reading
+from proforma.app.warehouse import one_row
 
 MAX_SQL_CHARS = 20_000
 

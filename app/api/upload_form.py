@@ -1,6 +1,6 @@
 """The upload form of POST /api/v1/submissions: its metadata fields (validated with
 pydantic, one clear 422 per bad field) and the cheap checks of the parquet file that run
-before a job is queued (the full validation runs in the job: app.scoring)."""
+before a job is queued (the full validation runs in the job: proforma.app.scoring)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticError
 
-from app.api.errors import BadUpload
-from app.scoring.submissions.checks import DF_MAX
-from app.scoring.submissions.uploads import column_report
-from contracts.forecasts import FAMILIES, SUBMISSION_COLUMNS, accepted_names
-from contracts.quarters import check_quarter_or_date
+from proforma.app.api.errors import BadUpload
+from proforma.app.scoring.submissions.checks import DF_MAX
+from proforma.app.scoring.submissions.uploads import column_report
+from proforma.contracts.forecasts import FAMILIES, SUBMISSION_COLUMNS, accepted_names
+from proforma.contracts.quarters import check_quarter_or_date
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.:+()\-]{0,79}$")
 # Key columns of a submission file and their accepted aliases (docs/scoring.md).

@@ -21,7 +21,7 @@ from python_multipart import MultipartParser
 from python_multipart.multipart import parse_options_header
 from starlette.requests import Request
 
-from app.api.errors import BadUpload, TooLarge, UnsupportedMedia
+from proforma.app.api.errors import BadUpload, TooLarge, UnsupportedMedia
 
 MAX_FIELD_BYTES = 64 * 1024
 MAX_FIELDS = 32

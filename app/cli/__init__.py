@@ -1,11 +1,11 @@
 """`proforma ...`: the command line, declared in one place (below). Every command is a
 thin function in a module of this package that parses its options, calls a flow (app/,
 app/flows/) and prints; `proforma --help` lists them in the order of
-app.cli.help.WORKFLOW (add a new command there too).
+proforma.app.cli.help.WORKFLOW (add a new command there too).
 
 Output: data (tables, csv, json, tokens) goes to stdout, everything else (progress,
 notes, warnings, the closing `done:` line, errors) to stderr, so `--format json > f`
-writes a file that parses. Errors a user can cause (contracts.errors.UserError) print
+writes a file that parses. Errors a user can cause (proforma.contracts.errors.UserError) print
 as one red line and exit 2; a machine that runs out of disk or of DuckDB's memory limit
 also gets one line saying which setting to change (exit 3); anything else is a bug and
 keeps its traceback.
@@ -18,7 +18,7 @@ import sys
 import duckdb
 import typer
 
-from app.cli import (
+from proforma.app.cli import (
     baselines,
     build,
     chronos,
@@ -33,9 +33,9 @@ from app.cli import (
     serve,
     synthetic,
 )
-from app.cli.common import status_console
-from app.cli.help import WorkflowGroup
-from contracts.errors import UserError
+from proforma.app.cli.common import status_console
+from proforma.app.cli.help import WorkflowGroup
+from proforma.contracts.errors import UserError
 
 app = typer.Typer(
     name="proforma",
@@ -116,8 +116,8 @@ RESOURCE_EXIT = 3
 
 def resource_problem(exc: BaseException) -> str | None:
     """The one line for an error the machine's disk or DuckDB's memory limit caused, else None."""
-    from app.settings import get_settings
-    from app.warehouse import out_of_disk
+    from proforma.app.settings import get_settings
+    from proforma.app.warehouse import out_of_disk
 
     settings = get_settings()
     text = str(exc)

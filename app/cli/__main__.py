@@ -1,5 +1,5 @@
-"""`python -m app.cli` runs the `proforma` command line."""
+"""`python -m proforma.app.cli` runs the `proforma` command line."""
 
-from app.cli import main
+from proforma.app.cli import main
 
 main()

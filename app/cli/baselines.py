@@ -8,12 +8,12 @@ from collections.abc import Callable
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from app.cli.common import status_console, summary, writer
-from app.flows.baselines import parse_which, run_baselines
-from contracts.competitors import COMPETITORS
-from contracts.errors import UserError
-from models.baselines.fanout import ENGINES, Tracker
-from models.baselines.presets import DEMO_CHANGES, PRESETS
+from proforma.app.cli.common import status_console, summary, writer
+from proforma.app.flows.baselines import parse_which, run_baselines
+from proforma.contracts.competitors import COMPETITORS
+from proforma.contracts.errors import UserError
+from proforma.models.baselines.fanout import ENGINES, Tracker
+from proforma.models.baselines.presets import DEMO_CHANGES, PRESETS
 
 
 class RichTracker(Tracker):
@@ -91,7 +91,7 @@ def baselines_command(
 
 def impute_command() -> None:
     """(Re)compute the tabular imputation: local-XS 10-factor fills of the view per quarter."""
-    from app.imputed import build_imputed
+    from proforma.app.imputed import build_imputed
 
     with writer() as wh, _progress() as progress:
         r = build_imputed(wh, tracker=RichTracker(progress))

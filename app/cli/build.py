@@ -9,12 +9,12 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from app.build import BuildParams, explain, run_build
-from app.cli.common import console, status_console, summary, writer
-from app.scoring.footprints.standard import ensure_standard_footprints
-from app.sqlfiles import sql_file
-from contracts.errors import UserError
-from contracts.panel import RULE_SETS
+from proforma.app.build import BuildParams, explain, run_build
+from proforma.app.cli.common import console, status_console, summary, writer
+from proforma.app.scoring.footprints.standard import ensure_standard_footprints
+from proforma.app.sqlfiles import sql_file
+from proforma.contracts.errors import UserError
+from proforma.contracts.panel import RULE_SETS
 
 
 def build_command(

@@ -1,15 +1,15 @@
 """`proforma run chronos`: Chronos-2 zero-shot quantile forecasts of the test split.
 
-Parses and prints only; the run itself is app.flows.chronos.run_chronos.
+Parses and prints only; the run itself is proforma.app.flows.chronos.run_chronos.
 """
 
 from __future__ import annotations
 
 import typer
 
-from app.cli.common import summary, writer
-from models.chronos import QUANTILE_LEVELS
-from models.chronos.loading import DEVICES, DTYPES, PUBLIC_CHECKPOINT
+from proforma.app.cli.common import summary, writer
+from proforma.models.chronos import QUANTILE_LEVELS
+from proforma.models.chronos.loading import DEVICES, DTYPES, PUBLIC_CHECKPOINT
 
 
 def chronos_command(
@@ -54,7 +54,7 @@ def chronos_command(
     ),
 ) -> None:
     """Chronos-2 zero-shot: 21 quantiles per test cell, one quantile submission, scored (resumable)."""
-    from app.flows.chronos import ChronosOptions, run_chronos
+    from proforma.app.flows.chronos import ChronosOptions, run_chronos
 
     if threads:
         import torch

@@ -19,10 +19,10 @@ from typing import Any
 
 from rich.console import Console
 
-from app.flows.warehouse import prepare
-from app.settings import Settings, get_settings
-from app.warehouse import Warehouse, connect
-from contracts.errors import UserError, WarehouseLocked
+from proforma.app.flows.warehouse import prepare
+from proforma.app.settings import Settings, get_settings
+from proforma.app.warehouse import Warehouse, connect
+from proforma.contracts.errors import UserError, WarehouseLocked
 
 
 def _data_width() -> int | None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from app.cli.common import RunningServer, console, running_server, status_console, summary
-from app.flows.warehouse import prepare
-from app.migrations import discover, status
-from app.settings import get_settings
-from app.warehouse import connect
-from contracts.errors import WarehouseLocked
+from proforma.app.cli.common import RunningServer, console, running_server, status_console, summary
+from proforma.app.flows.warehouse import prepare
+from proforma.app.migrations import discover, status
+from proforma.app.settings import get_settings
+from proforma.app.warehouse import connect
+from proforma.contracts.errors import WarehouseLocked
 
 
 def migrate_command() -> None:

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 import typer
 
-from app.cli.common import console, summary
-from app.settings import get_settings
-from app.warehouse import Warehouse, connect
-from contracts.competitors import COMPETITORS
-from contracts.errors import UserError
+from proforma.app.cli.common import console, summary
+from proforma.app.settings import get_settings
+from proforma.app.warehouse import Warehouse, connect
+from proforma.contracts.competitors import COMPETITORS
+from proforma.contracts.errors import UserError
 
 #: The competitors the demo fits by default (demo preset: docs/baselines.md lists what it
 #: shrinks). On 2 cores the random forest and each chained-GBM arm take 8-9 minutes even
@@ -69,7 +69,7 @@ def forma_preset() -> str:
     FORMA_SHIPPED, which checks the panel), `small` otherwise."""
     import torch
 
-    from app.flows.forma import checkpoint_path, shipped_path
+    from proforma.app.flows.forma import checkpoint_path, shipped_path
 
     installed = checkpoint_path("mid", "gaussian", int(FORMA_SEEDS))
     shipped = shipped_path("mid", "gaussian", int(FORMA_SEEDS))
@@ -227,7 +227,7 @@ def report_is_current(runs: dict[str, int]) -> bool:
 
 def _run(args: list[str]) -> None:
     """One `proforma` command in a child process, its output passed straight through."""
-    cmd = [sys.executable, "-m", "app.cli", *args]
+    cmd = [sys.executable, "-m", "proforma.app.cli", *args]
     console.print(f"[bold cyan]$ proforma {' '.join(args)}[/]", highlight=False)
     rc = subprocess.call(cmd)
     if rc != 0:
@@ -241,7 +241,7 @@ def current_score_run(wh: Warehouse, footprint: str) -> int | None:
     """The footprint's latest score run when nothing it depends on changed since: made on
     the footprint's latest version, the current build and scoring SQL, and after every
     submission was added or retired. A second `make demo` then serves at once."""
-    from app.scoring.provenance import current_build_id, eval_sql_version
+    from proforma.app.scoring.provenance import current_build_id, eval_sql_version
 
     if not wh.table_exists("eval.score_runs"):
         return None
@@ -264,7 +264,7 @@ def current_score_run(wh: Warehouse, footprint: str) -> int | None:
 def score_footprints(wh: Warehouse) -> dict[str, int]:
     """Score every submission on the paper's footprints plus the oracle's origins (a
     footprint whose latest run is still current is not scored again)."""
-    from app import scoring
+    from proforma.app import scoring
 
     runs: dict[str, int] = {}
 
@@ -362,7 +362,7 @@ def demo_command(
             highlight=False,
         )
     with connect() as wh:
-        from app import scoring
+        from proforma.app import scoring
 
         runs = score_footprints(wh)
         board = scoring.leaderboard(wh, "full").to_pylist()
@@ -382,6 +382,6 @@ def demo_command(
         + f"; report in {get_settings().report_dir} (/report when served)"
     )
     if serve:
-        from app.cli.serve import run_server
+        from proforma.app.cli.serve import run_server
 
         run_server(host=host, port=port)

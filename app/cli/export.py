@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from app.cli.common import status_console, summary, writer
+from proforma.app.cli.common import status_console, summary, writer
 
 
 def export_command(
@@ -45,7 +45,7 @@ def export_command(
     if layout is None:
         _export_table(target, run, fmt, out)
         return
-    from app.export import export
+    from proforma.app.export import export
 
     out_dir = Path(target)
     with writer() as wh:
@@ -62,8 +62,8 @@ def export_command(
 
 def _export_table(table: str, run: int | None, fmt: str, out: Path | None) -> None:
     """An eval result table as CSV or JSON (stdout or --out)."""
-    from app.scoring import export_table, table_to_text
-    from app.scoring.leaderboard import write_text
+    from proforma.app.scoring import export_table, table_to_text
+    from proforma.app.scoring.leaderboard import write_text
 
     with writer() as wh:
         result = export_table(wh, table, score_run_id=run)

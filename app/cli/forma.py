@@ -15,10 +15,10 @@ import pyarrow as pa
 import typer
 from rich.table import Table
 
-from app.cli.common import console, summary
-from app.errors import UserError
-from app.flows import forma as flows
-from app.flows.forma import (
+from proforma.app.cli.common import console, summary
+from proforma.app.errors import UserError
+from proforma.app.flows import forma as flows
+from proforma.app.flows.forma import (
     identities_table,
     load_models,
     load_store,
@@ -26,7 +26,7 @@ from app.flows.forma import (
     resolve_device,
     tuple_reader,
 )
-from app.flows.forma import require_panel as _require_panel
+from proforma.app.flows.forma import require_panel as _require_panel
 
 forma_app = typer.Typer(
     help="Forma, the tuple-set transformer: export, oracle experiment, info.", no_args_is_help=True
@@ -305,7 +305,7 @@ def scenario_command(
     dollars with intervals and the identity check."""
     import pyarrow.parquet as pq
 
-    from app.scenario import conditional_statement, load_forma, scenario_view
+    from proforma.app.scenario import conditional_statement, load_forma, scenario_view
 
     if level not in (50, 80, 90, 95):
         raise UserError("--level must be 50, 80, 90 or 95")
@@ -358,7 +358,7 @@ def oracle_experiment(
     change-space R2 of the other cells vs. the unconditional forecast, by horizon and statement."""
     import pyarrow.parquet as pq
 
-    from models.forma.scenario import oracle_cells, oracle_summary
+    from proforma.models.forma.scenario import oracle_cells, oracle_summary
 
     seed_list = parse_seeds(seeds)
     dev = resolve_device(device)
@@ -418,7 +418,7 @@ def export_windows(
     folder: Annotated[Path, typer.Argument(help="Folder for the Arrow IPC files.")],
     splits: str = typer.Option("train,val", "--splits", help="Splits to export."),
 ) -> None:
-    """Write tuple windows and identities as Arrow IPC files for `torchrun -m models.forma.train`."""
+    """Write tuple windows and identities as Arrow IPC files for `torchrun -m proforma.models.forma.train`."""
     folder.mkdir(parents=True, exist_ok=True)
     rows = 0
     with read_only() as wh:
@@ -440,7 +440,7 @@ def export_windows(
             w.write_table(ids)
     summary(
         f"exported {rows:,} origin windows to {folder}; train with: torchrun --nproc_per_node=N "
-        f"-m models.forma.train --windows {folder}/windows_*.arrow --identities "
+        f"-m proforma.models.forma.train --windows {folder}/windows_*.arrow --identities "
         f"{folder}/identities.arrow --out seed60.pt"
     )
 
@@ -448,9 +448,9 @@ def export_windows(
 @forma_app.command("info")
 def info(preset: str = PRESET_OPT) -> None:
     """Show a preset's configuration and trainable parameter count."""
-    from models.forma.network import count_parameters
-    from models.forma.presets import preset as get_preset
-    from models.forma.train import build_model
+    from proforma.models.forma.network import count_parameters
+    from proforma.models.forma.presets import preset as get_preset
+    from proforma.models.forma.train import build_model
 
     cfg = get_preset(preset)
     n = count_parameters(build_model(cfg))

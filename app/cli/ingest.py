@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from app.cli.common import status_console, summary, writer
-from app.sources import ingest
-from app.sources.base import Source
+from proforma.app.cli.common import status_console, summary, writer
+from proforma.app.sources import ingest
+from proforma.app.sources.base import Source
 
 
 def run_ingest(source: Source) -> None:
@@ -59,8 +59,8 @@ def ingest_wrds(
     Chunks (one per year) are cached on disk, so an interrupted pull resumes. The
     connection always requires SSL.
     """
-    from app.settings import get_settings
-    from app.sources.wrds import Server, WrdsSource
+    from proforma.app.settings import get_settings
+    from proforma.app.sources.wrds import Server, WrdsSource
 
     server = Server.from_settings(get_settings(), host=host, port=port, database=database)
     source = WrdsSource(
@@ -125,7 +125,7 @@ def ingest_parquet(
     ] = None,
 ) -> None:
     """Load a raw panel parquet file into raw.* after validating it (nothing is written on error)."""
-    from app.sources.parquet import ParquetSource
+    from proforma.app.sources.parquet import ParquetSource
 
     source = ParquetSource(path, industry=industry, links=links)
     try:

@@ -1,5 +1,5 @@
 """`proforma run llm`, `proforma llm prompt` and `proforma llm sample`: the LLM panel
-(docs/llm.md). Parsing and printing only; the flow is app.flows.llm."""
+(docs/llm.md). Parsing and printing only; the flow is proforma.app.flows.llm."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from app.cli.common import console, summary, writer
-from contracts.errors import UserError
-from contracts.quarters import parse_quarter
+from proforma.app.cli.common import console, summary, writer
+from proforma.contracts.errors import UserError
+from proforma.contracts.quarters import parse_quarter
 
 
 def _money(value: float | None) -> str:
@@ -55,8 +55,8 @@ def run_llm_command(
 
     Answers are cached, so a rerun never pays twice and an interrupted run resumes.
     """
-    from app.flows.llm import run_llm
-    from models.llm.providers import make_provider
+    from proforma.app.flows.llm import run_llm
+    from proforma.models.llm.providers import make_provider
 
     llm = make_provider(
         provider, model, effort=effort, temperature=temperature, max_tokens=max_tokens
@@ -125,8 +125,8 @@ def prompt_command(
     system: bool = typer.Option(False, "--system", help="Print the arm's system prompt instead."),
 ) -> None:
     """Print the exact prompt an LLM gets for an origin of the llm sample."""
-    from app.flows.llm import origin_histories, run_origins
-    from models.llm.prompts import system_prompt, user_message
+    from proforma.app.flows.llm import origin_histories, run_origins
+    from proforma.models.llm.prompts import system_prompt, user_message
 
     if system:
         console.print(system_prompt(arm), markup=False, highlight=False, soft_wrap=True)
@@ -165,8 +165,8 @@ def sample_command(
     seed: int = typer.Option(None, "--seed", help="Sampler seed (default 20240101)."),
 ) -> None:
     """Show the llm footprint's origin sample (origins, firms, origins per year)."""
-    from app.scoring import ensure_standard_footprints, get_footprint
-    from app.scoring.footprints.llm import (
+    from proforma.app.scoring import ensure_standard_footprints, get_footprint
+    from proforma.app.scoring.footprints.llm import (
         LLM_ORIGINS,
         LLM_SEED,
         create_llm_footprint,

@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from app.cli.common import running_server, status_console, summary, writer
-from app.settings import get_settings
-from contracts.errors import UserError, WarehouseLocked
+from proforma.app.cli.common import running_server, status_console, summary, writer
+from proforma.app.settings import get_settings
+from proforma.contracts.errors import UserError, WarehouseLocked
 
 
 def reconcile_command(
@@ -27,7 +27,7 @@ def reconcile_command(
 ) -> None:
     """Project every forecast statement onto the accounting identities it can satisfy, in
     dollars, and store the result as a derived submission (resumes an interrupted run)."""
-    from app.reconcile import reconcile
+    from proforma.app.reconcile import reconcile
 
     with writer() as wh:
         res = reconcile(wh, submission, weights, name=name or None)
@@ -69,8 +69,8 @@ def report_command(
 ) -> None:
     """Write every paper exhibit the warehouse can support: the headline table, Figures 1
     and 2, Table 2 (reconciliation), Tables A1-A4 and calibration, with an index page."""
-    from app.report import write_report
-    from app.warehouse import connect
+    from proforma.app.report import write_report
+    from proforma.app.warehouse import connect
 
     folder = out or get_settings().report_dir
     if folder.exists() and not folder.is_dir():

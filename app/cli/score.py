@@ -12,7 +12,7 @@ import pyarrow as pa
 import typer
 from rich.table import Table
 
-from app.cli.common import (
+from proforma.app.cli.common import (
     RunningServer,
     console,
     running_server,
@@ -20,10 +20,10 @@ from app.cli.common import (
     summary,
     writer,
 )
-from contracts.errors import UserError, ValidationError, WarehouseLocked
+from proforma.contracts.errors import UserError, ValidationError, WarehouseLocked
 
 if TYPE_CHECKING:
-    from app.warehouse import Warehouse
+    from proforma.app.warehouse import Warehouse
 
 
 def _report_problems(exc: ValidationError) -> None:
@@ -81,8 +81,8 @@ def submit_command(
 ) -> None:
     """Validate a submission file and store it (nothing is written when it is rejected);
     with --score, score it right away."""
-    from app.scoring import ingest_parquet
-    from app.scoring.submissions.uploads import family_sidecar
+    from proforma.app.scoring import ingest_parquet
+    from proforma.app.scoring.submissions.uploads import family_sidecar
 
     if family is None:
         declared = family_sidecar(file)
@@ -153,7 +153,7 @@ def _score_and_report(
     """One score run, its coverage table and summary line. Scoring every submission makes
     the build's missing reference baselines first (one line says so); scoring named ones
     leaves them alone and says so in one line when they are missing."""
-    from app.scoring import (
+    from proforma.app.scoring import (
         missing_reference_baselines,
         run_reference_baselines,
         run_summary,
@@ -233,8 +233,8 @@ def leaderboard_command(
     ] = None,
 ) -> None:
     """Print the leaderboard of a footprint's latest score run (or export it)."""
-    from app.scoring import leaderboard, table_to_text
-    from app.scoring.leaderboard import provenance, write_text
+    from proforma.app.scoring import leaderboard, table_to_text
+    from proforma.app.scoring.leaderboard import provenance, write_text
 
     if fmt not in ("table", "csv", "json"):
         raise UserError(f"Unknown format {fmt!r}: use table, csv or json")
@@ -269,7 +269,7 @@ def leaderboard_command(
 def _served_leaderboard(
     server: RunningServer, footprint: str, track: str, by: str | None, against: str | None
 ) -> pa.Table:
-    """The same leaderboard (app.scoring.leaderboard, run by the server) from its API."""
+    """The same leaderboard (proforma.app.scoring.leaderboard, run by the server) from its API."""
     if "@" in footprint:
         raise UserError(
             f"The server's API serves a footprint's latest version only ({footprint!r}); "
@@ -323,8 +323,8 @@ def footprint_create(
     description: Annotated[str | None, typer.Option("--description")] = None,
 ) -> None:
     """Create a footprint: a predicate, an origin sample, or a frozen common sample."""
-    from app.scoring import create_footprint, get_footprint
-    from app.scoring.submissions.registry import resolve_submissions
+    from proforma.app.scoring import create_footprint, get_footprint
+    from proforma.app.scoring.submissions.registry import resolve_submissions
 
     with writer() as wh:
         ids = resolve_submissions(wh, from_submissions) if from_submissions else None
@@ -366,7 +366,7 @@ def footprint_import(
     description: Annotated[str | None, typer.Option("--description")] = None,
 ) -> None:
     """Import a published sample mask as a frozen footprint (e.g. the paper's Full sample)."""
-    from app.scoring.footprints.mask_import import import_footprint
+    from proforma.app.scoring.footprints.mask_import import import_footprint
 
     with writer() as wh, status_console.status(f"importing {mask.name} ..."):
         info = import_footprint(wh, name, mask, grid_rows=grid_rows, description=description)
@@ -380,7 +380,7 @@ def footprint_import(
 
 def footprint_list() -> None:
     """List footprints and their versions."""
-    from app.scoring import ensure_standard_footprints, list_footprints
+    from proforma.app.scoring import ensure_standard_footprints, list_footprints
 
     try:
         with writer() as wh:
@@ -411,7 +411,7 @@ def baselines_reference(
     force: Annotated[bool, typer.Option("--force", help="Recompute even if current.")] = False,
 ) -> None:
     """Make the seasonal random walk and fade / AR(1) forecasts (SQL) for the current build."""
-    from app.scoring import run_reference_baselines
+    from proforma.app.scoring import run_reference_baselines
 
     with writer() as wh:
         with status_console.status("reference baselines ..."):

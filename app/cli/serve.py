@@ -7,8 +7,8 @@ import logging
 import typer
 from rich.table import Table
 
-from app.cli.common import console, server_record, status_console, summary, writer
-from contracts.errors import UserError
+from proforma.app.cli.common import console, server_record, status_console, summary, writer
+from proforma.contracts.errors import UserError
 
 
 def run_server(host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
@@ -16,8 +16,8 @@ def run_server(host: str = "127.0.0.1", port: int = 8000, log_level: str = "info
     only writer). `proforma demo` calls this after preparing the demo warehouse."""
     import uvicorn
 
-    from app.api.main import create_app
-    from app.settings import get_settings
+    from proforma.app.api.main import create_app
+    from proforma.app.settings import get_settings
 
     with writer() as wh:  # migrations and reference data, then release the file
         version = wh.scalar("SELECT max(version) FROM schema_migrations")
@@ -55,7 +55,7 @@ def users_add(
     ),
 ) -> None:
     """Create a user and print its API token ONCE (only a salted digest is stored)."""
-    from app.api.auth import add_user
+    from proforma.app.api.auth import add_user
 
     with writer() as wh:
         user, token = add_user(wh, name, admin=admin, daily_limit=daily_limit)
@@ -66,7 +66,7 @@ def users_add(
 
 def users_token(name: str = typer.Argument(..., help="An existing user.")) -> None:
     """Issue another token for a user and print it once."""
-    from app.api.auth import get_user, new_token
+    from proforma.app.api.auth import get_user, new_token
 
     with writer() as wh:
         user = get_user(wh, name)
@@ -79,7 +79,7 @@ def users_token(name: str = typer.Argument(..., help="An existing user.")) -> No
 
 def users_revoke(name: str = typer.Argument(..., help="An existing user.")) -> None:
     """Revoke all of a user's tokens."""
-    from app.api.auth import revoke_tokens
+    from proforma.app.api.auth import revoke_tokens
 
     with writer() as wh:
         n = revoke_tokens(wh, name)
@@ -88,7 +88,7 @@ def users_revoke(name: str = typer.Argument(..., help="An existing user.")) -> N
 
 def users_list() -> None:
     """List users, roles, limits and active token counts."""
-    from app.api.auth import list_users
+    from proforma.app.api.auth import list_users
 
     with writer() as wh:
         users = list_users(wh)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from app.cli.common import console, status_console, summary, writer
-from app.flows.oracle import submit_oracle
-from app.sources import ingest
-from app.sources.synthetic import SyntheticConfig, SyntheticSource
-from app.sources.synthetic.validation import check_sql, render, validation_report
+from proforma.app.cli.common import console, status_console, summary, writer
+from proforma.app.flows.oracle import submit_oracle
+from proforma.app.sources import ingest
+from proforma.app.sources.synthetic import SyntheticConfig, SyntheticSource
+from proforma.app.sources.synthetic.validation import check_sql, render, validation_report
 
 
 def ingest_synthetic(

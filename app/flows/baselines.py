@@ -2,7 +2,7 @@
 
 It makes sure the factor-imputed tabular view is current (app/imputed.py), hands each
 model numpy arrays built from the view's Arrow batches, writes the returned forecasts
-through `app.scoring.ingest_forecasts` and scores them. Models never open the database.
+through `proforma.app.scoring.ingest_forecasts` and scores them. Models never open the database.
 Finished fits are kept under settings.models_dir/baselines, so an interrupted run
 resumes where it stopped.
 """
@@ -13,15 +13,15 @@ import json
 import time
 from typing import Any, NotRequired, TypedDict
 
-from app.settings import get_settings
-from app.warehouse import Warehouse
-from contracts.competitors import COMPETITORS, family_of
-from contracts.errors import UserError
-from contracts.panel import SPLITS
-from contracts.provenance import utcnow
-from models.baselines.data import TabularData, from_batches
-from models.baselines.fanout import FanOut, Tracker
-from models.baselines.presets import preset
+from proforma.app.settings import get_settings
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.competitors import COMPETITORS, family_of
+from proforma.contracts.errors import UserError
+from proforma.contracts.panel import SPLITS
+from proforma.contracts.provenance import utcnow
+from proforma.models.baselines.data import TabularData, from_batches
+from proforma.models.baselines.fanout import FanOut, Tracker
+from proforma.models.baselines.presets import preset
 
 
 def parse_which(which: str) -> list[str]:
@@ -36,7 +36,7 @@ def parse_which(which: str) -> list[str]:
 
 def load_splits(wh: Warehouse, batch_size: int = 8192) -> dict[str, TabularData]:
     """The imputed tabular view's three splits as numpy arrays."""
-    from app.views import tabular_reader
+    from proforma.app.views import tabular_reader
 
     data = {s: from_batches(tabular_reader(wh, s, batch_size, imputed=True)) for s in SPLITS}
     for s, d in data.items():
@@ -64,7 +64,7 @@ def fit_model(
     """
     train, val, test = data["train"], data["val"], data["test"]
     if model == "enet":
-        from models.baselines import elastic_net
+        from proforma.models.baselines import elastic_net
 
         return elastic_net.fit_predict(
             train,
@@ -78,7 +78,7 @@ def fit_model(
             horizons=horizons,
         )
     if model == "rf":
-        from models.baselines import random_forest
+        from proforma.models.baselines import random_forest
 
         return random_forest.fit_predict(
             train,
@@ -92,12 +92,12 @@ def fit_model(
             horizons=horizons,
         )
     if model.startswith("ffnn-"):
-        from models.baselines import ffnn
+        from proforma.models.baselines import ffnn
 
         return ffnn.fit_predict(
             train, val, test, root, model.removeprefix("ffnn-"), spec["ffnn"], tracker=tracker
         )
-    from models.baselines import chained_gbm
+    from proforma.models.baselines import chained_gbm
 
     return chained_gbm.fit_predict(
         train,
@@ -138,7 +138,7 @@ def run_baselines(
     horizons: tuple[int, ...] | None = None,
 ) -> list[CompetitorRun]:
     """Fit the chosen competitors, ingest their forecasts and score them; one record per model."""
-    from app.imputed import build_imputed, current_imputation
+    from proforma.app.imputed import build_imputed, current_imputation
 
     tracker = tracker or Tracker()
     spec = preset(preset_name)
@@ -204,7 +204,7 @@ def run_baselines(
 
 
 def _ingest(wh: Warehouse, model: str, preset_name: str, forecast: Any, metadata: dict) -> int:
-    from app import scoring
+    from proforma.app import scoring
 
     name = model if preset_name == "paper" else f"{model} ({preset_name})"
     return scoring.ingest_forecasts(
@@ -224,8 +224,8 @@ def score_suite(wh: Warehouse) -> dict[str, int]:
     footprint's run but not the `full` one (a common sample with it would shrink the
     full footprint to its items). The reference baselines are made first if missing.
     """
-    from app.scoring import run_reference_baselines, score
-    from app.scoring.submissions.registry import active_submissions
+    from proforma.app.scoring import run_reference_baselines, score
+    from proforma.app.scoring.submissions.registry import active_submissions
 
     run_reference_baselines(wh)
     ids = active_submissions(wh)

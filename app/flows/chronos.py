@@ -2,12 +2,12 @@
 
 1. The origin plan: every test origin, or an origin-sample footprint's (e.g. `llm`), from
    sql/models/chronos_origins.sql, in (origin_q, firm_id) order, cut into chunks.
-2. Per chunk not yet in the cache: the origins' raw windows (app.views.raw_windows),
-   their contexts and Chronos-2 quantiles (models.chronos), the realized cells kept
+2. Per chunk not yet in the cache: the origins' raw windows (proforma.app.views.raw_windows),
+   their contexts and Chronos-2 quantiles (proforma.models.chronos), the realized cells kept
    (sql/models/chronos_realized_cells.sql), spooled to
    settings.cache_dir/chronos/<run key>/ so an interrupted run continues where it stopped.
 3. ONE quantile submission from the spooled chunks through the common forecast path
-   (`app.scoring.ingest_forecasts(..., family="quantile", space="dollars")`: the
+   (`proforma.app.scoring.ingest_forecasts(..., family="quantile", space="dollars")`: the
    warehouse maps every quantile with the origin-frozen transform, exactly like the
    truth), then scored. docs/baselines.md, "Chronos-2".
 """
@@ -23,17 +23,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from app.settings import get_settings
-from app.warehouse import Warehouse
-from contracts.errors import UserError
-from models.chronos import HISTORY, HORIZONS, QUANTILE_LEVELS
-from models.chronos import forecast as chronos_forecast
-from models.chronos.cache import ChunkCache, run_key
-from models.chronos.context import OriginContext, contexts_from_batch
-from models.chronos.loading import PUBLIC_CHECKPOINT
+from proforma.app.settings import get_settings
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
+from proforma.models.chronos import HISTORY, HORIZONS, QUANTILE_LEVELS
+from proforma.models.chronos import forecast as chronos_forecast
+from proforma.models.chronos.cache import ChunkCache, run_key
+from proforma.models.chronos.context import OriginContext, contexts_from_batch
+from proforma.models.chronos.loading import PUBLIC_CHECKPOINT
 
 if TYPE_CHECKING:
-    from app.scoring.footprints.store import Footprint
+    from proforma.app.scoring.footprints.store import Footprint
 
 #: Bump when the arm computes different numbers for the same model, panel and plan, so
 #: the cache of an older version is not resumed.
@@ -60,7 +60,7 @@ def origin_plan(wh: Warehouse, footprint: str | None) -> tuple[pa.Table, Footpri
     wh.require_panel("panel.truth_cells")
     fp: Footprint | None = None
     if footprint:
-        from app.scoring import ensure_standard_footprints, get_footprint
+        from proforma.app.scoring import ensure_standard_footprints, get_footprint
 
         ensure_standard_footprints(wh)
         fp = get_footprint(wh, footprint)
@@ -83,7 +83,7 @@ def origin_plan(wh: Warehouse, footprint: str | None) -> tuple[pa.Table, Footpri
 
 def panel_signature(wh: Warehouse) -> dict[str, Any]:
     """What makes the panel: the same fields that decide whether a submission is stale."""
-    from app.scoring.provenance import current_build
+    from proforma.app.scoring.provenance import current_build
 
     build = current_build(wh) or {}
     keys = ("sql_checksum", "parameters", "reg_stats", "reg_stats_checksum", "raw_ingest_id")
@@ -120,8 +120,8 @@ def _forecast_chunks(
     show_progress: bool,
 ) -> dict[str, Any]:
     """Forecast every chunk of the plan that the cache lacks; returns timing figures."""
-    from app.views import raw_windows
-    from models.progress import progress_bar
+    from proforma.app.views import raw_windows
+    from proforma.models.progress import progress_bar
 
     size = options.chunk_origins
     n_chunks = -(-plan.num_rows // size)
@@ -198,7 +198,7 @@ def run_chronos(
     wh: Warehouse, options: ChronosOptions, *, show_progress: bool = True
 ) -> dict[str, Any]:
     """Forecast, spool, ingest one quantile submission and score it; a summary dict."""
-    from models.chronos.loading import describe, load_pipeline, model_signature
+    from proforma.models.chronos.loading import describe, load_pipeline, model_signature
 
     if options.batch_size < 1 or options.chunk_origins < 1:
         raise UserError("--batch-size and --chunk-origins must be at least 1")
@@ -248,7 +248,7 @@ def run_chronos(
         "packages": _versions(),
         "device": options.device,
     }
-    from app import scoring
+    from proforma.app import scoring
 
     submission_id = scoring.ingest_forecasts(
         wh,
@@ -272,7 +272,7 @@ def run_chronos(
         "elapsed_s": time.perf_counter() - t0,
     }
     if options.score:
-        from app.flows.baselines import score_suite
+        from proforma.app.flows.baselines import score_suite
 
         runs = score_suite(wh)
         if fp:

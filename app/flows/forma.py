@@ -3,8 +3,8 @@ checkpoint of the default synthetic panel (docs/forma.md, "Shipped checkpoint").
 
 The CLI (app/cli/forma.py) parses arguments and prints; everything here takes plain
 values, reports progress through `log`, and returns a summary. Models never open the
-database: this layer reads `app.views.tuple_windows` as Arrow and writes forecasts
-through `app.scoring.ingest_forecasts`.
+database: this layer reads `proforma.app.views.tuple_windows` as Arrow and writes forecasts
+through `proforma.app.scoring.ingest_forecasts`.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from app.errors import UserError
-from app.settings import get_settings
-from app.warehouse import Warehouse, connect
-from contracts import ROOT
+from proforma.app.errors import UserError
+from proforma.app.settings import get_settings
+from proforma.app.warehouse import Warehouse, connect
+from proforma.contracts import ROOT
 
 Log = Callable[[str], None]
 #: Checkpoints that ship with the package (package data), trained by the command in
@@ -76,8 +76,8 @@ def read_only() -> Warehouse:
 @contextlib.contextmanager
 def writer() -> Iterator[Warehouse]:
     """The warehouse opened for writing, migrated and with current reference data."""
-    from app.migrations import migrate
-    from app.reference import load_reference
+    from proforma.app.migrations import migrate
+    from proforma.app.reference import load_reference
 
     wh = connect()
     try:
@@ -95,10 +95,10 @@ def require_panel(wh: Warehouse) -> None:
 
 def _views():
     try:
-        from app import views
+        from proforma.app import views
     except ImportError as exc:
         raise UserError(
-            "app.views is missing: the panel build (issue 'build') is not installed"
+            "proforma.app.views is missing: the panel build (issue 'build') is not installed"
         ) from exc
     return views
 
@@ -106,7 +106,7 @@ def _views():
 def tuple_reader(
     wh: Warehouse, split: str, batch_size: int = 2048, future: bool = True, **filters
 ) -> pa.RecordBatchReader:
-    """app.views.tuple_windows, passing firm/origin filters when the view supports them."""
+    """proforma.app.views.tuple_windows, passing firm/origin filters when the view supports them."""
     fn = _views().tuple_windows
     accepted = inspect.signature(fn).parameters
     kwargs = {k: v for k, v in filters.items() if k in accepted}
@@ -135,7 +135,7 @@ def identities_table(wh: Warehouse) -> pa.Table:
 
 
 def load_store(wh: Warehouse, splits: list[str], future: bool, **filters):
-    from models.forma.batching import WindowStore
+    from proforma.models.forma.batching import WindowStore
 
     require_panel(wh)
     # 1,000 origins per SQL chunk: the sorted long rows of 5,000 (the view's default) held
@@ -149,7 +149,7 @@ def hold_out_for_calibration(store, n: int) -> tuple[Any, dict[str, list[int]]]:
     """(the training windows, the held-out origins' keys): n seeded validation origins
     leave training so the predictions can calibrate their intervals on them
     (models/forma/calibration.py); the keys go into every checkpoint."""
-    from models.forma.calibration import holdout
+    from proforma.models.forma.calibration import holdout
 
     if n <= 0:
         return store, {}
@@ -173,7 +173,7 @@ def panel_signature(store) -> str:
 
 
 def load_models(preset: str, family: str, seeds: list[int], device: str):
-    from models.forma.train import load_checkpoint
+    from proforma.models.forma.train import load_checkpoint
 
     models, ckpts = [], []
     for s in seeds:
@@ -256,7 +256,7 @@ def _load_checkpoint_meta(path: Path) -> dict[str, Any]:
 def _same_setup(ck: dict[str, Any], cfg: object, seed: int) -> bool:
     """Whether a checkpoint was trained with this configuration and seed (a preset that
     changed since, or other overrides, make its weights another model's)."""
-    from models.forma.presets import FormaConfig
+    from proforma.models.forma.presets import FormaConfig
 
     return FormaConfig.from_dict(ck["config"]) == cfg and ck.get("seed") == seed
 
@@ -288,7 +288,7 @@ def ship_checkpoint(path: Path, dest: Path) -> Path:
     """The inference part of a finished checkpoint (no optimizer state), for the repository."""
     import torch
 
-    from models.forma.train import inference_weights, save_checkpoint
+    from proforma.models.forma.train import inference_weights, save_checkpoint
 
     ck = torch.load(path, map_location="cpu", weights_only=False)
     if not ck.get("complete"):
@@ -326,9 +326,9 @@ def train(
     epoch in `keep_epochs` a copy of the checkpoint stays beside it as
     `seed{N}.epoch{E}.pt`: one run then gives a learning curve (bench/forma_curve.py
     --checkpoints)."""
-    from models.forma.masking import Identities
-    from models.forma.presets import preset as get_preset
-    from models.forma.train import fit
+    from proforma.models.forma.masking import Identities
+    from proforma.models.forma.presets import preset as get_preset
+    from proforma.models.forma.train import fit
 
     cfg = get_preset(preset, family=family, **(overrides or {}))
     dev = resolve_device(device, threads)
@@ -445,7 +445,7 @@ def calibrate_intervals(
 ) -> dict | None:
     """Per-horizon sigma factors from the validation origins the checkpoints held out of
     training, or None (with a line in the log) when they held none out."""
-    from models.forma.calibration import calibrate
+    from proforma.models.forma.calibration import calibrate
 
     held = [ck.get("calibration_holdout") or {} for _, ck in ckpts]
     if not any(held):
@@ -514,18 +514,18 @@ def predict(
     validation origins out of training have their sigmas scaled per horizon so the
     mixture's central intervals cover those origins' realized cells at least nominally
     (models/forma/calibration.py); the factors go into the submission's metadata."""
-    from models.forma.calibration import scaled
-    from models.forma.predict import predict as forecast
+    from proforma.models.forma.calibration import scaled
+    from proforma.models.forma.predict import predict as forecast
 
     dev = resolve_device(device, threads)
     models, ckpts = load_models(preset, family, seeds, dev)
     name = name or f"forma-{preset}-{family}"
     t0 = time.perf_counter()
     try:
-        from app import scoring
+        from proforma.app import scoring
     except ImportError as exc:
         raise UserError(
-            "app.scoring is missing: scoring (issue 'scoring') is not installed"
+            "proforma.app.scoring is missing: scoring (issue 'scoring') is not installed"
         ) from exc
     with writer() as wh:
         calibration = (

@@ -1,7 +1,7 @@
 """`proforma run llm`: the LLM panel's flow, below the CLI so the service can call it.
 
 Reads the `llm` footprint's origins (sql/llm/010) and their reported histories
-(app.views.raw_windows), has models.llm forecast them, writes one submission per
+(proforma.app.views.raw_windows), has proforma.models.llm forecast them, writes one submission per
 (model, arm, draw) through `ingest_forecasts(..., space="dollars")` (the warehouse
 standardizes them exactly like the truth), records every call in llm.calls, summarizes
 the decoding noise of repeated draws (sql/llm/020) into llm.noise, and scores the main
@@ -19,16 +19,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from app.scoring.footprints.llm import LLM_FOOTPRINT, LLM_SEED
-from app.scoring.footprints.store import Footprint, footprint_definition
-from app.warehouse import Warehouse
-from contracts.errors import UserError
-from contracts.provenance import utcnow
-from models.llm.cache import ResponseCache
-from models.llm.calls import Provider
-from models.llm.prices import PriceTable, load_prices
-from models.llm.prompts import ARMS, OriginHistory, system_prompt
-from models.llm.runner import CallRecord, LlmForecaster, OriginForecast, forecast_table
+from proforma.app.scoring.footprints.llm import LLM_FOOTPRINT, LLM_SEED
+from proforma.app.scoring.footprints.store import Footprint, footprint_definition
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
+from proforma.contracts.provenance import utcnow
+from proforma.models.llm.cache import ResponseCache
+from proforma.models.llm.calls import Provider
+from proforma.models.llm.prices import PriceTable, load_prices
+from proforma.models.llm.prompts import ARMS, OriginHistory, system_prompt
+from proforma.models.llm.runner import CallRecord, LlmForecaster, OriginForecast, forecast_table
 
 #: The paper's decoding-noise subset: 200 origins of the main sample.
 NOISE_ORIGINS = 200
@@ -81,7 +81,7 @@ def run_origins(
     wh: Warehouse, *, limit: int | None = None, noise_origins: int = NOISE_ORIGINS
 ) -> tuple[pa.Table, Footprint]:
     """(origins of the run in sampler order, the footprint record); makes `llm` if missing."""
-    from app.scoring import ensure_standard_footprints, get_footprint
+    from proforma.app.scoring import ensure_standard_footprints, get_footprint
 
     wh.require_panel("panel.truth")
     ensure_standard_footprints(wh)
@@ -105,8 +105,8 @@ def run_origins(
 
 
 def origin_histories(wh: Warehouse, origins: pa.Table) -> list[OriginHistory]:
-    """Each origin's reported 12-quarter history (app.views.raw_windows), in `origins` order."""
-    from app.views import raw_windows
+    """Each origin's reported 12-quarter history (proforma.app.views.raw_windows), in `origins` order."""
+    from proforma.app.views import raw_windows
 
     names = dict(wh.fetchall("SELECT item_id, item FROM ref.items"))
     industry = {
@@ -131,7 +131,7 @@ def _ingest(
     item_ids: dict[str, int],
     metadata: dict[str, Any],
 ) -> tuple[int, int]:
-    from app import scoring
+    from proforma.app import scoring
 
     table = forecast_table(results, item_ids)
     if table.num_rows == 0:
@@ -216,7 +216,7 @@ def run_llm(
     origins; draw 1 is the main run there) and their cross-draw summary. `progress(label,
     total)` returns a per-origin callback (e.g. a progress bar's advance).
     """
-    from app.settings import get_settings
+    from proforma.app.settings import get_settings
 
     if arm not in ARMS:
         raise UserError(f"Unknown prompt arm {arm!r}: use one of {', '.join(ARMS)}")
@@ -300,8 +300,8 @@ def score_llm_footprint(wh: Warehouse) -> int:
     """Score every current submission on `llm` except repeated LLM draws (they would
     restrict the common sample to the noise subset) and the chained GBMs (25 items only,
     as on the full footprint)."""
-    from app.scoring import run_reference_baselines, score
-    from app.scoring.submissions.registry import active_submissions
+    from proforma.app.scoring import run_reference_baselines, score
+    from proforma.app.scoring.submissions.registry import active_submissions
 
     run_reference_baselines(wh)
     meta = dict(

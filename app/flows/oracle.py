@@ -10,9 +10,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from app import scoring
-from app.warehouse import Warehouse
-from contracts.errors import UserError
+from proforma.app import scoring
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
 
 
 def check_oracle_source(wh: Warehouse) -> dict[str, Any]:

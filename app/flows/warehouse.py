@@ -3,9 +3,9 @@ the service's start-up both call this)."""
 
 from __future__ import annotations
 
-from app.migrations import migrate
-from app.reference import load_reference
-from app.warehouse import Warehouse
+from proforma.app.migrations import migrate
+from proforma.app.reference import load_reference
+from proforma.app.warehouse import Warehouse
 
 
 def prepare(wh: Warehouse) -> list[str]:

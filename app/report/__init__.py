@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.report import appendix, data, figures, tables
-from app.report.appendix import Unavailable
-from app.report.index import write_index
-from app.report.render import TablePart, write_csv, write_latex, write_markdown
-from app.warehouse import Warehouse
-from contracts.errors import UserError
-from contracts.provenance import utcnow
+from proforma.app.report import appendix, data, figures, tables
+from proforma.app.report.appendix import Unavailable
+from proforma.app.report.index import write_index
+from proforma.app.report.render import TablePart, write_csv, write_latex, write_markdown
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
+from proforma.contracts.provenance import utcnow
 
 MANIFEST = "manifest.json"
 
@@ -242,7 +242,7 @@ def _figure2(
     origins: int,
     log: Callable[[str], None],
 ) -> Exhibit:
-    from app.scenario import load_forma, oracle_experiment
+    from proforma.app.scenario import load_forma, oracle_experiment
 
     if forma is None:
         raise Unavailable("no Forma submission")

@@ -10,9 +10,9 @@ from typing import Any
 
 import duckdb
 
-from app.report.data import Submission
-from app.report.render import Cell, TablePart, fmt
-from app.warehouse import Warehouse
+from proforma.app.report.data import Submission
+from proforma.app.report.render import Cell, TablePart, fmt
+from proforma.app.warehouse import Warehouse
 
 WATERFALL_NOTE = (
     "Rows 1-6 apply one build step each in the build's order; the split rows "
@@ -198,7 +198,7 @@ def _value(config: dict[str, Any], keys: tuple[str, ...] | None) -> str:
 
 
 def hyperparameters(forma: Submission) -> TablePart:
-    from models.forma.presets import PRESETS
+    from proforma.models.forma.presets import PRESETS
 
     config = forma.metadata.get("config")
     if not isinstance(config, dict):

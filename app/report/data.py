@@ -9,9 +9,9 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from app.scoring.leaderboard import dm_stars
-from app.warehouse import Warehouse
-from contracts.errors import UserError
+from proforma.app.scoring.leaderboard import dm_stars
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
 
 #: Footprints in the paper's column order; any other scored footprint follows by name.
 FOOTPRINT_ORDER = ("full", "geert", "llm")
@@ -279,7 +279,7 @@ def comparator(
 
 def dm_mark(stat: float | None, p: float | None) -> str:
     """The paper's table marks for a comparator against the reference (the leaderboard's
-    convention, app.scoring.leaderboard.dm_stars): * / ** / *** the reference better at
+    convention, proforma.app.scoring.leaderboard.dm_stars): * / ** / *** the reference better at
     10 / 5 / 1%, a dagger the comparator better at 1%. `stat` > 0 favours the comparator."""
     if stat is None:
         return ""

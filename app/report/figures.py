@@ -15,9 +15,9 @@ matplotlib.use("Agg")  # before pyplot: files only, also on machines without a d
 import matplotlib.pyplot as plt
 import pyarrow as pa
 
-from app.report.data import Run, Submission, figure_marker
-from app.report.render import save_figure
-from app.report.tables import footprint_label
+from proforma.app.report.data import Run, Submission, figure_marker
+from proforma.app.report.render import save_figure
+from proforma.app.report.tables import footprint_label
 
 HORIZONS = list(range(1, 21))
 

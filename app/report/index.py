@@ -8,7 +8,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from app.report.render import html_table
+from proforma.app.report.render import html_table
 
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}

@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from app.report.data import Run, Submission, dm_mark, forma_reference
-from app.report.render import Cell, TablePart, best_in_column, fmt
+from proforma.app.report.data import Run, Submission, dm_mark, forma_reference
+from proforma.app.report.render import Cell, TablePart, best_in_column, fmt
 
 FOOTPRINT_LABELS = {
     "full": "Full sample",

@@ -17,16 +17,16 @@ coherence.py (identity checks), leaderboard.py (ranking and exports), baselines.
 SQL reference baselines).
 """
 
-from app.scoring.baselines import missing_reference_baselines, run_reference_baselines
-from app.scoring.coherence import coherence_table, compute_coherence
-from app.scoring.footprints.create import create_footprint
-from app.scoring.footprints.standard import ensure_standard_footprints
-from app.scoring.footprints.store import get_footprint, list_footprints, validate_predicate
-from app.scoring.leaderboard import export_table, leaderboard, table_to_text
-from app.scoring.runs import run_summary, score
-from app.scoring.significance import diebold_mariano, newey_west_variance
-from app.scoring.submissions.batches import ingest_forecasts
-from app.scoring.submissions.uploads import ingest_parquet
+from proforma.app.scoring.baselines import missing_reference_baselines, run_reference_baselines
+from proforma.app.scoring.coherence import coherence_table, compute_coherence
+from proforma.app.scoring.footprints.create import create_footprint
+from proforma.app.scoring.footprints.standard import ensure_standard_footprints
+from proforma.app.scoring.footprints.store import get_footprint, list_footprints, validate_predicate
+from proforma.app.scoring.leaderboard import export_table, leaderboard, table_to_text
+from proforma.app.scoring.runs import run_summary, score
+from proforma.app.scoring.significance import diebold_mariano, newey_west_variance
+from proforma.app.scoring.submissions.batches import ingest_forecasts
+from proforma.app.scoring.submissions.uploads import ingest_parquet
 
 __all__ = [
     "coherence_table",

@@ -8,10 +8,10 @@ and scored like any other.
 
 from __future__ import annotations
 
-from app.build import current_rules
-from app.scoring.provenance import current_build_id, eval_sql_version
-from app.scoring.submissions.checks import check_and_finish, claim_name, new_submission
-from app.warehouse import Warehouse
+from proforma.app.build import current_rules
+from proforma.app.scoring.provenance import current_build_id, eval_sql_version
+from proforma.app.scoring.submissions.checks import check_and_finish, claim_name, new_submission
+from proforma.app.warehouse import Warehouse
 
 REFERENCE_BASELINES = {
     "Seasonal random walk": {
@@ -84,7 +84,7 @@ def run_reference_baselines(
 
 def _ensure_imputed(wh: Warehouse) -> None:
     """The published seasonal random walk reads the imputed tabular view of this build."""
-    from app.imputed import build_imputed, current_imputation
+    from proforma.app.imputed import build_imputed, current_imputation
 
     if current_imputation(wh) is None:
         build_imputed(wh)

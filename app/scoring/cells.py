@@ -23,11 +23,11 @@ import pyarrow as pa
 from duckdb.func import PythonUDFType
 from duckdb.sqltypes import DOUBLE
 
-from app.scoring.provenance import current_build, eval_sql_version
-from app.warehouse import Warehouse, out_of_resources
-from contracts.errors import UserError
-from contracts.panel import RULE_SETS, UNRECORDED_RULES
-from contracts.provenance import utcnow
+from proforma.app.scoring.provenance import current_build, eval_sql_version
+from proforma.app.warehouse import Warehouse, out_of_resources
+from proforma.contracts.errors import UserError
+from proforma.contracts.panel import RULE_SETS, UNRECORDED_RULES
+from proforma.contracts.provenance import utcnow
 
 #: Sigma floor of the density terms per rule set (None: sigma as given); the rule sets
 #: differ in two scoring rules (docs/scoring.md, "Rule sets").

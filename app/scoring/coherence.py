@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.scoring.provenance import eval_sql_version
-from app.warehouse import Warehouse
+from proforma.app.scoring.provenance import eval_sql_version
+from proforma.app.warehouse import Warehouse
 
 _NEEDS = ("panel.origins", "panel.origin_params", "panel.item_k")
 

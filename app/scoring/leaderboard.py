@@ -11,9 +11,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from app.warehouse import Warehouse
-from contracts.errors import UserError
-from contracts.tracks import TRACK_NAMES, TRACKS
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
+from proforma.contracts.tracks import TRACK_NAMES, TRACKS
 
 #: SQL over eval.submissions s: the submission has a forecast distribution (a sigma, or a
 #: quantile grid: CRPS and coverage, no NLL).

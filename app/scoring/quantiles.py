@@ -16,8 +16,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from app.warehouse import Warehouse
-from contracts.forecasts import LEVEL_COLUMN, QUANTILE_FAMILY, QUANTILE_SCHEMA
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.forecasts import LEVEL_COLUMN, QUANTILE_FAMILY, QUANTILE_SCHEMA
 
 __all__ = ["FAMILY", "LEVEL_COLUMN", "MAX_LEVELS", "QUANTILE_SCHEMA"]
 

@@ -1,8 +1,8 @@
 """Score runs: common sample, metrics, PIT, Diebold-Mariano, coverage, provenance.
 
 All data semantics are the sql/eval steps; this module orders them. A run reads stored
-per-cell scores (app.scoring.cells, computed once per submission and scoring context),
-makes the common sample from each submission's stored gaps (app.scoring.sample), copies
+per-cell scores (proforma.app.scoring.cells, computed once per submission and scoring context),
+makes the common sample from each submission's stored gaps (proforma.app.scoring.sample), copies
 the results of submissions already scored on the same sample (068) and aggregates only
 the others (065, 070). The run's results are written in one transaction with their
 provenance (build, rule set, scoring-SQL version, submission checksums, sample
@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from app.scoring.cells import (
+from proforma.app.scoring.cells import (
     POINT_ONLY,
     Context,
     Progress,
@@ -25,21 +25,21 @@ from app.scoring.cells import (
     register_functions,
     scoring_context,
 )
-from app.scoring.footprints.standard import ensure_standard_footprints
-from app.scoring.footprints.store import Footprint, drop_footprint_temp, get_footprint
-from app.scoring.provenance import current_build, to_json
-from app.scoring.sample import (
+from proforma.app.scoring.footprints.standard import ensure_standard_footprints
+from proforma.app.scoring.footprints.store import Footprint, drop_footprint_temp, get_footprint
+from proforma.app.scoring.provenance import current_build, to_json
+from proforma.app.scoring.sample import (
     Coverage,
     common_sample,
     ensure_coverage,
     prepare_footprint_cells,
     prepare_run_subs,
 )
-from app.scoring.significance import run_dm_tests
-from app.scoring.submissions.registry import resolve_submissions
-from app.warehouse import Warehouse
-from contracts.errors import NothingToScore, UserError
-from contracts.provenance import utcnow
+from proforma.app.scoring.significance import run_dm_tests
+from proforma.app.scoring.submissions.registry import resolve_submissions
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import NothingToScore, UserError
+from proforma.contracts.provenance import utcnow
 
 _RUN_TEMP = (
     "run_agg",
@@ -87,12 +87,12 @@ def score(
 
     A submission whose cell scores fail (a value the scoring SQL cannot hold) is left
     out and recorded in eval.submission_failures for this scoring context
-    (app.scoring.cells.failed_submissions); the others are scored all the same, and runs
+    (proforma.app.scoring.cells.failed_submissions); the others are scored all the same, and runs
     of the same context leave it out without trying again.
     """
     wh.require_panel("panel.truth", "panel.firms")
     if baselines and submissions is None:
-        from app.scoring.baselines import run_reference_baselines
+        from proforma.app.scoring.baselines import run_reference_baselines
 
         run_reference_baselines(wh)
     ensure_standard_footprints(wh)
@@ -139,7 +139,7 @@ def score(
             f"{time.perf_counter() - t0:.1f}s"
         )
     if coherence:
-        from app.scoring.coherence import ensure_coherence
+        from proforma.app.scoring.coherence import ensure_coherence
 
         ensure_coherence(wh, ids)
     return run_id

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.scoring.cells import Context
-from app.scoring.footprints.store import Footprint, drop_temp, prepare_footprint
-from app.warehouse import Warehouse
+from proforma.app.scoring.cells import Context
+from proforma.app.scoring.footprints.store import Footprint, drop_temp, prepare_footprint
+from proforma.app.warehouse import Warehouse
 
 #: A submission's gaps are stored when it predicts at least this share of a footprint;
 #: a run intersects the cells of the others directly (e.g. a 25-item model on Full).

@@ -18,9 +18,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from app.warehouse import ArrowInput, Warehouse
-from contracts.errors import UserError
-from contracts.provenance import utcnow
+from proforma.app.warehouse import ArrowInput, Warehouse
+from proforma.contracts.errors import UserError
+from proforma.contracts.provenance import utcnow
 
 RAW_TABLES = ("fundq", "company_industry", "ccm_link")
 

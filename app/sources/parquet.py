@@ -27,13 +27,13 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from app.reference import raw_item_columns_from_file
-from app.settings import Settings, get_settings
-from app.sources.base import RawTables, Source
-from app.sqlfiles import sql_file
-from app.warehouse import one_row
-from contracts.errors import UserError, ValidationError
-from contracts.raw import FUNDQ_ROW_KEY, LINKPRIMS, LINKTYPES
+from proforma.app.reference import raw_item_columns_from_file
+from proforma.app.settings import Settings, get_settings
+from proforma.app.sources.base import RawTables, Source
+from proforma.app.sqlfiles import sql_file
+from proforma.app.warehouse import one_row
+from proforma.contracts.errors import UserError, ValidationError
+from proforma.contracts.raw import FUNDQ_ROW_KEY, LINKPRIMS, LINKTYPES
 
 _INT = re.compile(r"^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|UHUGEINT)$")
 _FLOAT = re.compile(r"^(FLOAT|DOUBLE|REAL|DECIMAL\(\d+,\s*\d+\))$")

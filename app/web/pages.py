@@ -1,6 +1,6 @@
 """The HTML pages: leaderboard, submission, upload form, SQL console, API reference.
 
-Pages render on the server from the same functions the JSON API uses (app.scoring's
+Pages render on the server from the same functions the JSON API uses (proforma.app.scoring's
 leaderboard, the eval.* aggregate tables, the public snapshot's schema); charts are drawn
 in the browser by app/web/static/charts.js from JSON embedded in the page.
 """
@@ -14,12 +14,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from app import __version__
-from app.api import queries
-from app.api.deps import SettingsDep, WarehouseDep
-from app.api.errors import NotFound
-from app.api.formats import clean
-from app.api.queries import (
+from proforma.app import __version__
+from proforma.app.api import queries
+from proforma.app.api.deps import SettingsDep, WarehouseDep
+from proforma.app.api.errors import NotFound
+from proforma.app.api.formats import clean
+from proforma.app.api.queries import (
     TRACK_INFO,
     footprint_names,
     latest_run,
@@ -27,10 +27,10 @@ from app.api.queries import (
     submission_record,
     submission_scores,
 )
-from app.api.sqlguard import snapshot_schema
-from app.api.uploads import human_bytes
-from app.warehouse import Warehouse
-from app.web import TEMPLATES_DIR
+from proforma.app.api.sqlguard import snapshot_schema
+from proforma.app.api.uploads import human_bytes
+from proforma.app.warehouse import Warehouse
+from proforma.app.web import TEMPLATES_DIR
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(TEMPLATES_DIR))

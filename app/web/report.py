@@ -13,8 +13,8 @@ import re
 from fastapi import APIRouter
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
-from app.api.deps import SettingsDep
-from app.api.errors import NotFound
+from proforma.app.api.deps import SettingsDep
+from proforma.app.api.errors import NotFound
 
 router = APIRouter(include_in_schema=False)
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from models.baselines.data import TabularData, forecast_batches, item_id
+from proforma.models.baselines.data import TabularData, forecast_batches, item_id
 
 
 @dataclass

@@ -35,12 +35,12 @@ from typing import Any
 
 import numpy as np
 
-from models.baselines.base import Forecast
-from models.baselines.data import N_HORIZONS, TabularData, item_names
-from models.baselines.fanout import FanOut, Tracker
-from models.baselines.grid import data_fingerprint as _fingerprint
-from models.baselines.presets import GBM_PAPER
-from models.baselines.registry import Registry
+from proforma.models.baselines.base import Forecast
+from proforma.models.baselines.data import N_HORIZONS, TabularData, item_names
+from proforma.models.baselines.fanout import FanOut, Tracker
+from proforma.models.baselines.grid import data_fingerprint as _fingerprint
+from proforma.models.baselines.presets import GBM_PAPER
+from proforma.models.baselines.registry import Registry
 
 #: The paper's chain, verbatim ("(+x)" items included; those outside the 78 drop out).
 CHAIN_SPEC: tuple[tuple[str, ...], ...] = (

@@ -1,7 +1,7 @@
 """The tabular view as numpy arrays: what every tabular competitor fits on.
 
 Models never open the warehouse. The orchestration layer hands them the Arrow record
-batches of `app.views.tabular_reader` (docs/contracts.md); this module turns those
+batches of `proforma.app.views.tabular_reader` (docs/contracts.md); this module turns those
 batches into one float32 feature matrix (NaN = missing) and one target cube
 `Y[row, item, horizon-1]`, and turns predictions back into the forecast Arrow schema.
 """
@@ -18,8 +18,8 @@ from functools import lru_cache
 import numpy as np
 import pyarrow as pa
 
-from contracts import ROOT
-from contracts.forecasts import FORECAST_SCHEMA
+from proforma.contracts import ROOT
+from proforma.contracts.forecasts import FORECAST_SCHEMA
 
 KEY_COLUMNS = ("firm_id", "origin_q", "split")
 N_HORIZONS = 20

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from models.baselines.base import Forecast
-from models.baselines.data import TabularData
-from models.baselines.fanout import FanOut, Tracker
-from models.baselines.grid import select_refit_forecast
-from models.baselines.presets import ENET_PAPER
+from proforma.models.baselines.base import Forecast
+from proforma.models.baselines.data import TabularData
+from proforma.models.baselines.fanout import FanOut, Tracker
+from proforma.models.baselines.grid import select_refit_forecast
+from proforma.models.baselines.presets import ENET_PAPER
 
 
 def _cuml_available() -> bool:

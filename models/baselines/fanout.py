@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from contracts.errors import UserError
+from proforma.contracts.errors import UserError
 
 ENGINES = ("joblib", "dask", "serial")
 

@@ -21,12 +21,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from models.baselines.base import Forecast
-from models.baselines.data import N_HORIZONS, TabularData
-from models.baselines.fanout import Tracker
-from models.baselines.grid import data_fingerprint as _fingerprint
-from models.baselines.presets import FFNN_PAPER
-from models.baselines.registry import Registry
+from proforma.models.baselines.base import Forecast
+from proforma.models.baselines.data import N_HORIZONS, TabularData
+from proforma.models.baselines.fanout import Tracker
+from proforma.models.baselines.grid import data_fingerprint as _fingerprint
+from proforma.models.baselines.presets import FFNN_PAPER
+from proforma.models.baselines.registry import Registry
 
 VARIANTS = ("linear", "large")
 BETA = 0.5

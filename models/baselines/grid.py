@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from models.baselines.data import N_HORIZONS, TabularData
-from models.baselines.fanout import FanOut, Tracker
-from models.baselines.registry import Registry
+from proforma.models.baselines.data import N_HORIZONS, TabularData
+from proforma.models.baselines.fanout import FanOut, Tracker
+from proforma.models.baselines.registry import Registry
 
 Builder = Callable[[dict[str, Any]], Any]
 
@@ -284,7 +284,7 @@ def select_refit_forecast(
 ) -> Any:
     """The per-(item, horizon) protocol shared by the elastic net and the random forest:
     select on validation, refit on train+val, forecast the test split."""
-    from models.baselines.base import Forecast
+    from proforma.models.baselines.base import Forecast
 
     cfg = PairwiseConfig(grid=grid, items=items, max_rows=spec.get("max_rows"))
     if horizons:

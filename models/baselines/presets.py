@@ -97,6 +97,6 @@ def preset(name: str) -> dict[str, dict[str, Any]]:
         return {"enet": ENET_PAPER, "rf": RF_PAPER, "ffnn": FFNN_PAPER, "gbm": GBM_PAPER}
     if name == "demo":
         return {"enet": ENET_DEMO, "rf": RF_DEMO, "ffnn": FFNN_DEMO, "gbm": GBM_DEMO}
-    from contracts.errors import UserError
+    from proforma.contracts.errors import UserError
 
     raise UserError(f"Unknown preset {name!r}; choose one of {', '.join(PRESETS)}")

@@ -12,12 +12,12 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from models.baselines.base import Forecast
-from models.baselines.data import TabularData
-from models.baselines.elastic_net import _cuml_available
-from models.baselines.fanout import FanOut, Tracker
-from models.baselines.grid import select_refit_forecast
-from models.baselines.presets import RF_PAPER
+from proforma.models.baselines.base import Forecast
+from proforma.models.baselines.data import TabularData
+from proforma.models.baselines.elastic_net import _cuml_available
+from proforma.models.baselines.fanout import FanOut, Tracker
+from proforma.models.baselines.grid import select_refit_forecast
+from proforma.models.baselines.presets import RF_PAPER
 
 
 def build(params: dict[str, Any]) -> Any:

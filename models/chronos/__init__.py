@@ -3,7 +3,7 @@
 Per origin the firm's raw reported values on a contiguous quarter grid (up to 12 quarters
 through the origin, gaps missing) go to the `chronos-forecasting` package's Chronos-2
 pipeline as ONE multivariate group; it returns 21 quantiles per item and horizon 1..20.
-The arm reads `app.views.raw_windows` batches and returns Arrow batches in
+The arm reads `proforma.app.views.raw_windows` batches and returns Arrow batches in
 QUANTILE_SCHEMA; it never opens the warehouse (docs/baselines.md, "Chronos-2").
 """
 
@@ -54,7 +54,7 @@ QUANTILE_SCHEMA = pa.schema(
 
 #: The arm's compact form of the same forecast: one row per cell with its 21 quantiles in
 #: level order, float32 as the model computes them (a sixth of the long form's bytes in
-#: the run's cache). `models.chronos.forecast.long_form` turns it into QUANTILE_SCHEMA.
+#: the run's cache). `proforma.models.chronos.forecast.long_form` turns it into QUANTILE_SCHEMA.
 CELL_SCHEMA = pa.schema(
     [
         pa.field("firm_id", pa.int32(), nullable=False),

@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from models.chronos import CELL_SCHEMA, QUANTILE_SCHEMA
+from proforma.models.chronos import CELL_SCHEMA, QUANTILE_SCHEMA
 
 
 def run_key(parts: dict[str, Any]) -> str:
@@ -71,7 +71,7 @@ class ChunkCache:
 
     def reader(self) -> pa.RecordBatchReader:
         """Every finished chunk's cells in chunk order, as long-form QUANTILE_SCHEMA batches."""
-        from models.chronos.forecast import long_form
+        from proforma.models.chronos.forecast import long_form
 
         def batches() -> Iterator[pa.RecordBatch]:
             for index in sorted(self.done()):

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import ArrayLike
 
-from models.chronos import HISTORY
+from proforma.models.chronos import HISTORY
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from contracts.errors import UserError
+from proforma.contracts.errors import UserError
 
 DTYPES = ("float32", "bfloat16")
 DEVICES = ("cpu", "cuda")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from models.chronos import QUANTILE_LEVELS
+from proforma.models.chronos import QUANTILE_LEVELS
 
 TINY = {"d_model": 16, "d_kv": 4, "d_ff": 32, "num_layers": 2, "num_heads": 2}
 FULL_SIZE = {"d_model": 768, "d_kv": 64, "d_ff": 3072, "num_layers": 12, "num_heads": 12}

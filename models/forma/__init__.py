@@ -7,6 +7,6 @@ train (curriculum, checkpoints, DDP), predict (forecasts and mixtures), scenario
 (conditioning on pinned future values), presets (`paper`, `small`).
 """
 
-from models.forma.presets import PRESETS, FormaConfig, preset
+from proforma.models.forma.presets import PRESETS, FormaConfig, preset
 
 __all__ = ["PRESETS", "FormaConfig", "preset"]

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from models.forma.batching import WindowStore
+from proforma.models.forma.batching import WindowStore
 
 LEVELS = (0.5, 0.8, 0.9, 0.95)
 #: the seed of the held-out sample: fixed, so every model seed holds out the same origins
@@ -204,7 +204,7 @@ def calibrate(
     history alone with the seeds' mixture, every future token hidden, and fit the
     per-horizon factors on their realized cells. With `widen_only` a factor below 1 is not
     applied (see the module's docstring)."""
-    from models.forma.predict import predict
+    from proforma.models.forma.predict import predict
 
     cells = realized_cells(truth)
     origin_key = truth.firm_id.astype(np.int64) * 100_000 + truth.origin_q

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from models.forma.network import LOGVAR_MAX, LOGVAR_MIN
+from proforma.models.forma.network import LOGVAR_MAX, LOGVAR_MIN
 
 
 def gaussian_beta_nll(

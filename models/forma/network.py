@@ -26,7 +26,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from models.forma.tokens import TokenEmbedding, sinusoidal
+from proforma.models.forma.tokens import TokenEmbedding, sinusoidal
 
 LOGVAR_MIN, LOGVAR_MAX = -10.0, 10.0
 

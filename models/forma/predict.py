@@ -14,15 +14,15 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from models import FORECAST_SCHEMA
-from models.forma.batching import (
+from proforma.models import FORECAST_SCHEMA
+from proforma.models.forma.batching import (
     Batch,
     WindowStore,
     build_example,
     collate,
     sequential_order,
 )
-from models.forma.network import Forma
+from proforma.models.forma.network import Forma
 
 
 def _autocast(device: torch.device, bf16: bool):
@@ -120,7 +120,7 @@ def predict(
     progress: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Forecast batches for every origin of `store`; model k is component k."""
-    from models.progress import progress_bar
+    from proforma.models.progress import progress_bar
 
     if account_map is None:
         account_map = np.arange(models[0].embed.account.num_embeddings, dtype=np.int64)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from contracts.errors import UserError
+from proforma.contracts.errors import UserError
 
 
 @dataclass(frozen=True)

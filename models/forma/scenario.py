@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from models.forma.batching import WindowStore, build_example, collate
-from models.forma.network import Forma
-from models.forma.predict import mixture_moments, mixture_quantile, run_batch
+from proforma.models.forma.batching import WindowStore, build_example, collate
+from proforma.models.forma.network import Forma
+from proforma.models.forma.predict import mixture_moments, mixture_quantile, run_batch
 
 LEVELS = (0.5, 0.8, 0.9, 0.95)
 CLIP = 6.0
@@ -123,7 +123,7 @@ def to_dollars(table: pa.Table, params: OriginParams, family: str = "gaussian") 
     dollars of the standardized point, z sinh(x sigma + mu) / k, which the coherence
     measure uses) and `*_usd` for the interval bounds (quantiles map through the
     monotone transform)."""
-    from models.dollars import expected_dollars
+    from proforma.models.dollars import expected_dollars
 
     items = table.column("item_id").to_numpy()
     cols = ["point"] + [c for c in table.column_names if c.startswith(("lo_", "hi_"))]
@@ -224,7 +224,7 @@ def oracle_cells(
 ) -> dict[str, np.ndarray]:
     """Per non-pinned realized cell of origins with a realized `pin_item` path: item, horizon,
     actual, baseline (x_t), unconditional and conditional mixture point forecasts."""
-    from models.progress import progress_bar
+    from proforma.models.progress import progress_bar
 
     if account_map is None:
         account_map = np.arange(models[0].embed.account.num_embeddings, dtype=np.int64)

@@ -6,7 +6,7 @@ derived from (seed, epoch) at the start of every epoch, so a run resumed from a
 checkpoint continues exactly as the uninterrupted run would, and two runs with the same
 seed, data and thread count give the same weights. Final-epoch weights are the model.
 
-Several GPUs: `torchrun --nproc_per_node=N -m models.forma.train --windows w.arrow
+Several GPUs: `torchrun --nproc_per_node=N -m proforma.models.forma.train --windows w.arrow
 --identities ids.arrow --out seed60.pt` (files from `proforma forma export`); each rank
 takes every N-th batch of the same seeded epoch plan and DDP averages the gradients.
 """
@@ -28,19 +28,19 @@ import numpy as np
 import torch
 from torch import nn
 
-from contracts.errors import UserError
-from models.forma.averaging import WeightAverage, with_shadow
-from models.forma.batching import (
+from proforma.contracts.errors import UserError
+from proforma.models.forma.averaging import WeightAverage, with_shadow
+from proforma.models.forma.batching import (
     SPLIT_LAST_Q,
     WindowStore,
     bucketed_order,
     default_account_map,
     iter_batches,
 )
-from models.forma.losses import masked_loss
-from models.forma.masking import Identities
-from models.forma.network import Forma, count_parameters
-from models.forma.presets import FormaConfig, curriculum, preset
+from proforma.models.forma.losses import masked_loss
+from proforma.models.forma.masking import Identities
+from proforma.models.forma.network import Forma, count_parameters
+from proforma.models.forma.presets import FormaConfig, curriculum, preset
 
 CHECKPOINT_FORMAT = "forma-checkpoint-v1"
 
@@ -290,7 +290,7 @@ def fit(
     Python thread building sets); the batches and their masks are the same either way.
     `extra` entries are stored in the checkpoint beside the weights (e.g. the panel's
     signature). `on_epoch(history_row, model)` runs after every epoch (learning curves)."""
-    from models.progress import progress_bar
+    from proforma.models.progress import progress_bar
 
     if len(store) == 0:
         raise UserError("No training origins: the tuple windows are empty. Run `proforma build`.")

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from models.llm.calls import Completion, Request
+from proforma.models.llm.calls import Completion, Request
 
 _HEADER = re.compile(r"^Account,(Q-?\d+(?:,Q-?\d+)*)$")
 _HORIZONS = re.compile(r"^Forecast horizons: Q1 through Q(\d+)\.$")

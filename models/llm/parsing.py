@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.llm.items import DERIVED, PRIMITIVES
+from proforma.models.llm.items import DERIVED, PRIMITIVES
 
 _Q_LINE = re.compile(r"^Q\s*(-?\d+)\s*:\s*(.*)$")
 _FIELD = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")

@@ -12,9 +12,9 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from contracts import ROOT
-from contracts.errors import UserError
-from models.llm.calls import Completion
+from proforma.contracts import ROOT
+from proforma.contracts.errors import UserError
+from proforma.models.llm.calls import Completion
 
 DEFAULT_PRICES = ROOT / "reference" / "llm_prices.csv"
 _COLUMNS = (

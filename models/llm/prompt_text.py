@@ -5,7 +5,7 @@ transliterated to ASCII (for example "Delta" for the Greek capital delta); these
 those ASCII texts, character for character. Both arms share the opening paragraph and
 everything from the industry prior on; they differ in one block. The tokens
 {lookback_qs}, {lookback_first} and {max_horizon} are substituted by
-models.llm.prompts.system_prompt (12, 11 and 20 in the protocol).
+proforma.models.llm.prompts.system_prompt (12, 11 and 20 in the protocol).
 """
 
 OPENING = """\

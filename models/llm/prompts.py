@@ -13,8 +13,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from models.llm import prompt_text
-from models.llm.items import PRIMITIVES, STATEMENT_BLOCKS
+from proforma.models.llm import prompt_text
+from proforma.models.llm.items import PRIMITIVES, STATEMENT_BLOCKS
 
 LOOKBACK_QS = 12
 LOOKBACK_FIRST = LOOKBACK_QS - 1

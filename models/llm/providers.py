@@ -2,7 +2,7 @@
 and an offline deterministic `fake`.
 
 A provider turns a Request (system and user text, the draw and attempt numbers) into a
-Completion (text, token counts, stop reason): models.llm.calls. Keys come from the
+Completion (text, token counts, stop reason): proforma.models.llm.calls. Keys come from the
 environment (ANTHROPIC_API_KEY, OPENAI_API_KEY) and never enter a record. `settings()` is what is
 recorded per call and hashed into the cache key (reasoning settings, temperature, max
 tokens). The SDKs' own retries are off: `call_with_retries` retries transient failures
@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from contracts.errors import UserError
-from models.llm.calls import Completion, Provider, ProviderError, Request
+from proforma.contracts.errors import UserError
+from proforma.models.llm.calls import Completion, Provider, ProviderError, Request
 
 #: The paper's request settings: 64k output tokens of headroom for heavy reasoning.
 MAX_TOKENS = 64_000
@@ -232,7 +232,7 @@ def make_provider(
 ) -> Provider:
     """The provider `name` for `model` (the fake provider needs no model)."""
     if name == "fake":
-        from models.llm.fake import FakeProvider
+        from proforma.models.llm.fake import FakeProvider
 
         return FakeProvider(model or FakeProvider.default_model)
     if name not in PROVIDERS:

@@ -19,16 +19,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from contracts.errors import UserError
-from contracts.forecasts import FORECAST_SCHEMA
-from contracts.provenance import utcnow
-from models.llm.cache import ResponseCache, request_key
-from models.llm.calls import Completion, Provider, ProviderError, Request
-from models.llm.items import rebuild_statements
-from models.llm.parsing import ParsedAnswer, better_of, parse_answer
-from models.llm.prices import PriceTable
-from models.llm.prompts import MAX_HORIZON, OriginHistory, system_prompt, user_message
-from models.llm.providers import call_with_retries
+from proforma.contracts.errors import UserError
+from proforma.contracts.forecasts import FORECAST_SCHEMA
+from proforma.contracts.provenance import utcnow
+from proforma.models.llm.cache import ResponseCache, request_key
+from proforma.models.llm.calls import Completion, Provider, ProviderError, Request
+from proforma.models.llm.items import rebuild_statements
+from proforma.models.llm.parsing import ParsedAnswer, better_of, parse_answer
+from proforma.models.llm.prices import PriceTable
+from proforma.models.llm.prompts import MAX_HORIZON, OriginHistory, system_prompt, user_message
+from proforma.models.llm.providers import call_with_retries
 
 #: An unusable answer is asked for once more, never more.
 ATTEMPTS = 2

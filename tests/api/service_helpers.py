@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app.api.auth import add_user
-from app.flows.warehouse import prepare
-from app.settings import Settings
-from app.warehouse import Warehouse, connect
+from proforma.app.api.auth import add_user
+from proforma.app.flows.warehouse import prepare
+from proforma.app.settings import Settings
+from proforma.app.warehouse import Warehouse, connect
 
 _FIXTURES = Path(__file__).resolve().parents[1] / "eval" / "scoring_fixtures.py"
 

@@ -8,10 +8,10 @@ import pytest
 from service_helpers import Api
 from typer.testing import CliRunner
 
-from app.api.auth import AuthError, add_user, authenticate, revoke_tokens
-from app.cli import app as cli
-from app.warehouse import Warehouse
-from contracts.errors import UserError
+from proforma.app.api.auth import AuthError, add_user, authenticate, revoke_tokens
+from proforma.app.cli import app as cli
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
 
 
 def test_tokens_are_stored_hashed(wh: Warehouse) -> None:

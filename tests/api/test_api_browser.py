@@ -20,9 +20,9 @@ import pytest
 import uvicorn
 from service_helpers import submission_bytes
 
-from app.api.auth import add_user
-from app.api.main import create_app
-from app.settings import Settings
+from proforma.app.api.auth import add_user
+from proforma.app.api.main import create_app
+from proforma.app.settings import Settings
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -251,7 +251,7 @@ def test_every_page_loads_its_images_scripts_and_styles(server, browser, tmp_pat
     """/, /report (served and opened as a file), /submissions/N, /upload and /query: each
     image has a natural width and no request of the page fails; at 1,400 px the
     leaderboard table fits the page (no sideways scrolling)."""
-    from app.report import write_report
+    from proforma.app.report import write_report
 
     base, token, app = server
     wh = app.state.wh.cursor()

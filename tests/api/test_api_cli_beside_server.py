@@ -20,10 +20,10 @@ import pytest
 import uvicorn
 from service_helpers import submission_bytes
 
-from app.api.auth import add_user
-from app.api.main import create_app
-from app.cli.common import server_record, server_record_path
-from app.settings import Settings
+from proforma.app.api.auth import add_user
+from proforma.app.api.main import create_app
+from proforma.app.cli.common import server_record, server_record_path
+from proforma.app.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,7 +37,7 @@ def _free_port() -> int:
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     """`proforma ARGS` in another process (the server's lock is per process)."""
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args],
+        [sys.executable, "-m", "proforma.app.cli", *args],
         cwd=REPO,
         env={**os.environ, "COLUMNS": "250"},
         capture_output=True,
@@ -122,7 +122,7 @@ def test_reads_answer_beside_the_server(serving) -> None:
 
 def test_a_holder_without_a_record_keeps_the_lock_message(panel: Settings) -> None:
     """A build or a training run holds the warehouse: no server to ask, the lock says who."""
-    from app.warehouse import connect
+    from proforma.app.warehouse import connect
 
     wh = connect(panel)
     try:

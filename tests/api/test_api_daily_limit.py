@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from service_helpers import Api, submission_bytes
 
-from app.api.auth import add_user
-from app.api.routers import submissions
+from proforma.app.api.auth import add_user
+from proforma.app.api.routers import submissions
 
 
 def test_concurrent_uploads_cannot_pass_the_daily_limit(

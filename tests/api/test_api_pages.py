@@ -6,7 +6,7 @@ import re
 
 from service_helpers import Api, submission_bytes
 
-from app.web import STATIC_DIR, TEMPLATES_DIR
+from proforma.app.web import STATIC_DIR, TEMPLATES_DIR
 
 
 def test_no_external_assets() -> None:

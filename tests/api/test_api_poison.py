@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 from fastapi.testclient import TestClient
 from service_helpers import Api, submission_bytes
 
-from app.api.job_queue import Scorer
-from app.api.main import create_app
-from app.settings import Settings
-from app.warehouse import Warehouse
+from proforma.app.api.job_queue import Scorer
+from proforma.app.api.main import create_app
+from proforma.app.settings import Settings
+from proforma.app.warehouse import Warehouse
 
 
 def _published_rules(wh: Warehouse) -> None:
@@ -132,7 +132,7 @@ def test_a_stored_poison_row_does_not_stop_later_uploads(panel: Settings) -> Non
 
 
 def _token(api: Api, name: str) -> str:
-    from app.api.auth import add_user
+    from proforma.app.api.auth import add_user
 
     wh = api.wh
     _, token = add_user(wh, name)

@@ -17,12 +17,12 @@ import pytest
 from fastapi.testclient import TestClient
 from service_helpers import submission_bytes
 
-from app import scoring
-from app.api.auth import add_user
-from app.api.job_queue import MAX_ATTEMPTS
-from app.api.main import create_app
-from app.settings import Settings
-from app.warehouse import connect
+from proforma.app import scoring
+from proforma.app.api.auth import add_user
+from proforma.app.api.job_queue import MAX_ATTEMPTS
+from proforma.app.api.main import create_app
+from proforma.app.settings import Settings
+from proforma.app.warehouse import connect
 
 
 def _job(
@@ -126,7 +126,7 @@ def _serve(port: int, log: Path) -> subprocess.Popen:
         [
             sys.executable,
             "-c",
-            "from app.cli import main; main()",
+            "from proforma.app.cli import main; main()",
             "serve",
             "--port",
             str(port),

@@ -171,7 +171,7 @@ def test_row_level_problems_fail_the_job_with_a_report(api: Api) -> None:
 
 
 def test_daily_limit_and_name_conflicts(api: Api) -> None:
-    from app.api.auth import add_user
+    from proforma.app.api.auth import add_user
 
     data = submission_bytes(api.wh, limit=300)
     _, limited = add_user(api.wh, "limited", daily_limit=1)
@@ -202,7 +202,7 @@ def test_a_job_that_runs_out_of_memory_says_so(api: Api, monkeypatch) -> None:
     that message (not 'unreadable file', not an internal error) and stores nothing."""
     import duckdb
 
-    from app import scoring
+    from proforma.app import scoring
 
     def out_of_memory(*args, **kwargs):
         raise duckdb.OutOfMemoryException("failed to allocate data of size 64.0 MiB")
@@ -221,7 +221,7 @@ def test_a_job_that_fills_the_disk_says_so(api: Api, monkeypatch) -> None:
     the job says so instead of 'internal error', and stores nothing."""
     import duckdb
 
-    from app import scoring
+    from proforma.app import scoring
 
     def disk_full(*args, **kwargs):
         raise duckdb.IOException(

@@ -1,5 +1,5 @@
 """The CLI starts without the heavy libraries only some commands need: every `proforma`
-call (a submit, a score, a help page) pays for what `app.cli` imports at start-up, and
+call (a submit, a score, a help page) pays for what `proforma.app.cli` imports at start-up, and
 scipy alone cost 0.4 s of the 0.8 s a start took. Modules that need scipy, torch or the
 web stack import them where they are used."""
 
@@ -9,13 +9,13 @@ import json
 import subprocess
 import sys
 
-#: Imported only by the commands that use them, never by `import app.cli`.
+#: Imported only by the commands that use them, never by `import proforma.app.cli`.
 LAZY = ("scipy", "torch", "lightgbm", "sklearn", "fastapi", "uvicorn", "matplotlib", "jinja2")
 
 
 def test_cli_start_up_imports_no_heavy_library():
     code = (
-        "import json, sys; import app.cli; "
+        "import json, sys; import proforma.app.cli; "
         f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({LAZY!r}))))"
     )
     out = subprocess.run(

@@ -16,7 +16,7 @@ PACKAGES = ("contracts", "app", "models")
 DISTRIBUTION = "proforma"
 
 #: Edges from models into app that the forma work, still in flight in its own branch,
-#: keeps until it switches to contracts.errors. Each entry must still exist (the test
+#: keeps until it switches to proforma.contracts.errors. Each entry must still exist (the test
 #: below fails once it is gone, so the list only shrinks).
 PENDING_MODELS_TO_APP: set[tuple[str, str]] = set()
 

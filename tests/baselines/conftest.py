@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.baselines.data import N_HORIZONS, TabularData, feature_columns, item_names
+from proforma.models.baselines.data import N_HORIZONS, TabularData, feature_columns, item_names
 
 
 def make_panel(

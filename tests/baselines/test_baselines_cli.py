@@ -7,12 +7,12 @@ import pytest
 from tiny_synthetic import build_tiny_synthetic
 from typer.testing import CliRunner
 
-from app.cli import app as cli_app
-from app.flows.baselines import parse_which, run_baselines
-from app.imputed import build_imputed, current_imputation
-from app.views import feature_matrices, tabular_reader
-from contracts.errors import UserError
-from models.baselines.data import from_batches
+from proforma.app.cli import app as cli_app
+from proforma.app.flows.baselines import parse_which, run_baselines
+from proforma.app.imputed import build_imputed, current_imputation
+from proforma.app.views import feature_matrices, tabular_reader
+from proforma.contracts.errors import UserError
+from proforma.models.baselines.data import from_batches
 
 
 def test_parse_which_rejects_unknown_models() -> None:
@@ -34,7 +34,7 @@ def test_cli_errors_are_one_line(settings) -> None:
 def test_threads_option_reaches_pytorch_for_the_ffnns(settings, monkeypatch) -> None:
     import torch
 
-    import app.cli.baselines as cli_baselines
+    import proforma.app.cli.baselines as cli_baselines
 
     calls: list[int] = []
     monkeypatch.setattr(torch, "set_num_threads", calls.append)

@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from contracts.errors import UserError
-from models.baselines import elastic_net
-from models.baselines.fanout import FanOut, fan_out
+from proforma.contracts.errors import UserError
+from proforma.models.baselines import elastic_net
+from proforma.models.baselines.fanout import FanOut, fan_out
 
 
 def square_plus(task: int, *, offset: np.ndarray) -> float:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from models.baselines import ffnn
-from models.baselines.ffnn import FFNN, beta_nll, n_parameters
+from proforma.models.baselines import ffnn
+from proforma.models.baselines.ffnn import FFNN, beta_nll, n_parameters
 
 
 def test_parameter_counts_match_the_paper() -> None:

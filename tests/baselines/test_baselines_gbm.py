@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from models.baselines import chained_gbm
-from models.baselines.chained_gbm import chain_items, chain_steps, design
-from models.baselines.registry import Registry
+from proforma.models.baselines import chained_gbm
+from proforma.models.baselines.chained_gbm import chain_items, chain_steps, design
+from proforma.models.baselines.registry import Registry
 
 CHAIN = ("revtq", "cogsq", "rectq", "invtq")
 SPEC = {

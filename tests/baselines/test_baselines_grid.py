@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from models.baselines import elastic_net, random_forest
-from models.baselines.fanout import FanOut
-from models.baselines.grid import PairwiseConfig, run_pairwise, select_per_horizon
-from models.baselines.registry import Registry
+from proforma.models.baselines import elastic_net, random_forest
+from proforma.models.baselines.fanout import FanOut
+from proforma.models.baselines.grid import PairwiseConfig, run_pairwise, select_per_horizon
+from proforma.models.baselines.registry import Registry
 
 
 class ConstantModel:

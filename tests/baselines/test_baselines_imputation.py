@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from app.imputed import _quarter_slices, quarter_fills
-from app.reference import imputation_columns
-from models.baselines.data import to_table
-from models.baselines.imputation import ImputationConfig, impute_by_quarter, impute_matrix
+from proforma.app.imputed import _quarter_slices, quarter_fills
+from proforma.app.reference import imputation_columns
+from proforma.models.baselines.data import to_table
+from proforma.models.baselines.imputation import ImputationConfig, impute_by_quarter, impute_matrix
 
 
 def _low_rank(n: int, p: int, k: int, seed: int) -> np.ndarray:
@@ -112,7 +112,7 @@ def test_quarter_fills_are_the_imputed_gaps(panel) -> None:
     """One quarter's fills: exactly its gaps among the imputation columns (release order,
     scale_level_0, no industry dummies), each the local-XS value, indexed by the feature's
     position in the view; a quarter of fewer than 11 rows gives none."""
-    from app.views import feature_columns
+    from proforma.app.views import feature_columns
 
     train = panel["train"]
     q = np.unique(train.origin_q)[0]
@@ -148,7 +148,7 @@ def test_iterative_eigenpairs_equal_lapacks_on_a_wide_quarter() -> None:
     those of LAPACK's decomposition (the parity figures were checked with LAPACK)."""
     import scipy.linalg
 
-    from models.baselines import imputation
+    from proforma.models.baselines import imputation
 
     rng = np.random.default_rng(31)
     X = _low_rank(400, 320, 12, 32) + rng.normal(size=320)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.baselines import chained_gbm, elastic_net, random_forest
-from models.baselines.imputation import impute_matrix
+from proforma.models.baselines import chained_gbm, elastic_net, random_forest
+from proforma.models.baselines.imputation import impute_matrix
 
 
 @pytest.fixture

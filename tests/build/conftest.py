@@ -6,9 +6,9 @@ import datetime as dt
 
 import pytest
 
-from app.build import BuildParams, _ensure_pinned_table
-from app.sqlfiles import steps_in
-from app.warehouse import Warehouse
+from proforma.app.build import BuildParams, _ensure_pinned_table
+from proforma.app.sqlfiles import steps_in
+from proforma.app.warehouse import Warehouse
 
 
 def qdate(year: int, quarter: int) -> dt.date:

@@ -8,10 +8,10 @@ import re
 import sqlglot
 from typer.testing import CliRunner
 
-from app.cli import app
-from app.sqlfiles import checksum, normalize_sql, steps_in
-from app.warehouse import connect
-from contracts.errors import UserError
+from proforma.app.cli import app
+from proforma.app.sqlfiles import checksum, normalize_sql, steps_in
+from proforma.app.warehouse import connect
+from proforma.contracts.errors import UserError
 from tests.build.conftest import insert_fundq, qdate
 
 runner = CliRunner()

@@ -24,8 +24,8 @@ import math
 import numpy as np
 import pytest
 
-from app.build import BuildParams, fallback_warning, run_build
-from app.views import tabular_reader
+from proforma.app.build import BuildParams, fallback_warning, run_build
+from proforma.app.views import tabular_reader
 from tests.build.conftest import insert_fundq, qdate
 from tests.build.test_build_k_stats import brute_force_k
 
@@ -140,9 +140,9 @@ def lag_pool(values, q_max: int | None = None) -> np.ndarray:
 
 
 def _build(tmp_path, rules: str):
-    from app.flows.warehouse import prepare
-    from app.settings import Settings
-    from app.warehouse import connect
+    from proforma.app.flows.warehouse import prepare
+    from proforma.app.settings import Settings
+    from proforma.app.warehouse import connect
 
     wh = connect(
         Settings(

@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from app.build import run_build
-from app.views import raw_windows, tabular_reader, tuple_windows
-from contracts.errors import UserError
+from proforma.app.build import run_build
+from proforma.app.views import raw_windows, tabular_reader, tuple_windows
+from proforma.contracts.errors import UserError
 from tests.build.conftest import insert_fundq, qdate
 
 Z = 100.001
@@ -34,10 +34,10 @@ def x_of(u: float) -> float:
 
 def make_built(tmp_path, rules: str = "published"):
     """One firm, 2000Q1..2010Q4 with a 2004Q3 gap, pinned statistics mu 0, sigma 1, k 1."""
-    from app.build import BuildParams
-    from app.flows.warehouse import prepare
-    from app.settings import Settings
-    from app.warehouse import connect
+    from proforma.app.build import BuildParams
+    from proforma.app.flows.warehouse import prepare
+    from proforma.app.settings import Settings
+    from proforma.app.warehouse import connect
 
     wh = connect(
         Settings(
@@ -315,7 +315,7 @@ def test_paper_rule_set_on_the_same_panel(tmp_path):
 
 
 def test_build_record(built):
-    from app.sqlfiles import folder_checksum, steps_in
+    from proforma.app.sqlfiles import folder_checksum, steps_in
 
     wh, result, _ = built
     b = wh.fetchone(
@@ -351,8 +351,8 @@ def test_build_record(built):
 def test_export_layout(built, tmp_path):
     """The published package's file layout: names, column order and types, tuple ids and
     id maps; the exported statistics pin the same truth back."""
-    from app.export import RELEASE_TAG, export, release_columns
-    from app.reference import release_item_order
+    from proforma.app.export import RELEASE_TAG, export, release_columns
+    from proforma.app.reference import release_item_order
 
     wh, _, _ = built
     out = tmp_path / "export"
@@ -417,7 +417,7 @@ def test_export_layout(built, tmp_path):
 def test_export_raw_panel_in_the_download_layout(built, tmp_path):
     """--layout compustat: raw.fundq with the row's sich/naicsh and permno, the published
     download's columns (items by Compustat name, YTD sources as *y)."""
-    from app.export import export
+    from proforma.app.export import export
 
     wh, _, _ = built
     written = export(wh, tmp_path, "compustat")

@@ -9,8 +9,8 @@ import math
 
 import pytest
 
-from app.build import BuildParams, run_build
-from app.views import tabular_reader, tuple_windows
+from proforma.app.build import BuildParams, run_build
+from proforma.app.views import tabular_reader, tuple_windows
 from tests.build.conftest import insert_fundq, qdate
 
 Z = 100.001
@@ -22,9 +22,9 @@ def u(q: int) -> float:
 
 
 def _panel(tmp_path, rules: str):
-    from app.flows.warehouse import prepare
-    from app.settings import Settings
-    from app.warehouse import connect
+    from proforma.app.flows.warehouse import prepare
+    from proforma.app.settings import Settings
+    from proforma.app.warehouse import connect
 
     wh = connect(
         Settings(

@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 from tiny_synthetic import build_tiny_synthetic
 
-from app.settings import Settings
-from app.warehouse import Warehouse, connect
+from proforma.app.settings import Settings
+from proforma.app.warehouse import Warehouse, connect
 
 
 @pytest.fixture(scope="session")
 def built_panel(tmp_path_factory) -> Path:
     """A warehouse file holding a built panel of 8 synthetic firms, 2006-2013 (test
     origins 2010-2013); tests work on copies of it."""
-    from app.flows.warehouse import prepare
+    from proforma.app.flows.warehouse import prepare
 
     folder = tmp_path_factory.mktemp("chronos-panel")
     settings = Settings(
@@ -40,7 +40,7 @@ def built_panel(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
     """A Chronos-2 checkpoint folder (2 layers, width 16, random weights)."""
-    from models.chronos.tiny import save_checkpoint
+    from proforma.models.chronos.tiny import save_checkpoint
 
     return save_checkpoint(tmp_path_factory.mktemp("chronos-2-tiny") / "model")
 

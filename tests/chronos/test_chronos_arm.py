@@ -9,15 +9,15 @@ import numpy as np
 import pyarrow.compute as pc
 import pytest
 
-from app import scoring
-from app.flows.chronos import ChronosOptions, origin_plan, run_chronos
-from app.settings import get_settings
-from app.views import raw_windows
-from contracts.errors import UserError
-from models.chronos import CELL_SCHEMA, HORIZONS, QUANTILE_LEVELS, QUANTILE_SCHEMA
-from models.chronos import forecast as chronos_forecast
-from models.chronos.context import contexts_from_batch
-from models.chronos.loading import load_pipeline
+from proforma.app import scoring
+from proforma.app.flows.chronos import ChronosOptions, origin_plan, run_chronos
+from proforma.app.settings import get_settings
+from proforma.app.views import raw_windows
+from proforma.contracts.errors import UserError
+from proforma.models.chronos import CELL_SCHEMA, HORIZONS, QUANTILE_LEVELS, QUANTILE_SCHEMA
+from proforma.models.chronos import forecast as chronos_forecast
+from proforma.models.chronos.context import contexts_from_batch
+from proforma.models.chronos.loading import load_pipeline
 
 N_Q = len(QUANTILE_LEVELS)
 

@@ -11,11 +11,11 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from app import scoring
-from app.cli import app
-from app.flows.chronos import ChronosOptions, run_chronos
-from app.warehouse import connect
-from contracts.errors import UserError
+from proforma.app import scoring
+from proforma.app.cli import app
+from proforma.app.flows.chronos import ChronosOptions, run_chronos
+from proforma.app.warehouse import connect
+from proforma.contracts.errors import UserError
 
 
 def _nothing_written(settings) -> None:
@@ -39,7 +39,7 @@ def test_unreachable_weights_stop_with_one_line_saying_how_to_get_them(
         [
             sys.executable,
             "-c",
-            "from app.cli import main; main()",
+            "from proforma.app.cli import main; main()",
             "run",
             "chronos",
             "--model",
@@ -111,7 +111,7 @@ def test_run_chronos_is_listed_with_its_options() -> None:
 def test_quantile_submission_is_ingested_and_scored_on_all_three_tracks(
     panel_wh, tiny_model
 ) -> None:
-    """End to end through app.scoring: needs quantile submissions (family 'quantile') in
+    """End to end through proforma.app.scoring: needs quantile submissions (family 'quantile') in
     the scoring code; fails until that work is merged."""
     result = run_chronos(panel_wh, ChronosOptions(model=str(tiny_model)), show_progress=False)
     sid = result["submission_id"]

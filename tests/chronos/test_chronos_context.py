@@ -6,9 +6,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from models.chronos import CELL_SCHEMA, HORIZONS, QUANTILE_LEVELS, QUANTILE_SCHEMA
-from models.chronos.context import contexts_from_batch, origin_context
-from models.chronos.forecast import level_indices, long_form, quantile_cells
+from proforma.models.chronos import CELL_SCHEMA, HORIZONS, QUANTILE_LEVELS, QUANTILE_SCHEMA
+from proforma.models.chronos.context import contexts_from_batch, origin_context
+from proforma.models.chronos.forecast import level_indices, long_form, quantile_cells
 
 RAW_SCHEMA = pa.schema(
     [

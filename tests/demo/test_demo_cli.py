@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from app.cli import app
-from app.cli.demo import DEMO_COMPETITORS, stages
-from contracts.competitors import COMPETITORS as ALL_COMPETITORS
-from contracts.errors import UserError
+from proforma.app.cli import app
+from proforma.app.cli.demo import DEMO_COMPETITORS, stages
+from proforma.contracts.competitors import COMPETITORS as ALL_COMPETITORS
+from proforma.contracts.errors import UserError
 
 
 def test_unknown_competitor_is_one_clear_error(settings) -> None:
@@ -49,8 +49,8 @@ def test_ingest_stage_done_once_a_synthetic_ingest_is_recorded(wh) -> None:
 
 
 def test_a_score_run_stays_current_until_a_submission_or_the_footprint_changes(wh) -> None:
-    from app.cli.demo import current_score_run
-    from app.scoring.provenance import eval_sql_version
+    from proforma.app.cli.demo import current_score_run
+    from proforma.app.scoring.provenance import eval_sql_version
 
     def submission(sid: int, at: str) -> None:
         wh.execute(
@@ -106,9 +106,9 @@ def test_forma_stages_take_the_shipped_mid_checkpoint_only_when_installed(
 
     import torch
 
-    from app.cli.demo import forma_preset
-    from app.flows import forma as flows
-    from app.settings import get_settings
+    from proforma.app.cli.demo import forma_preset
+    from proforma.app.flows import forma as flows
+    from proforma.app.settings import get_settings
 
     monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / "models"))
     monkeypatch.setattr(flows, "SHIPPED_DIR", tmp_path / "shipped")

@@ -29,7 +29,7 @@ import pytest
 import typer.main
 from typer.core import TyperGroup
 
-from app.cli import app
+from proforma.app.cli import app
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -130,7 +130,7 @@ def _serve(args: list[str], env: dict[str, str]) -> Ran:
     port = _free_port()
     args = [*args, "--port", str(port)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", *args],
+        [sys.executable, "-m", "proforma.app.cli", *args],
         env=env,
         text=True,
         stdout=subprocess.PIPE,
@@ -193,7 +193,7 @@ def readme_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Ran]:
             results[command] = _serve(args, env)
             continue
         proc = subprocess.run(
-            [sys.executable, "-m", "app.cli", *args],
+            [sys.executable, "-m", "proforma.app.cli", *args],
             env=env,
             text=True,
             capture_output=True,
@@ -267,7 +267,7 @@ def test_readme_prose_commands_parse(command: str) -> None:
     args = _words(command)
     if args == ["--help"]:
         result = subprocess.run(
-            [sys.executable, "-m", "app.cli", "--help"],
+            [sys.executable, "-m", "proforma.app.cli", "--help"],
             text=True,
             capture_output=True,
             timeout=120,

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from app.warehouse import Warehouse
+from proforma.app.warehouse import Warehouse
 
 ITEMS = ["atq", "ltq", "mibtq", "seqq", "revtq", "cogsq", "gpq", "niq"]
 TRAIN_Q = list(range(7996, 8008))  # 1999Q1..2001Q4
@@ -146,9 +146,9 @@ def forecasts_from(cells: pa.Table, mu, sigma=None, component: int = 0) -> pa.Ta
 
 def module_warehouse(tmp_path_factory, name: str):
     """A migrated warehouse with the tiny panel, for one test module (built once)."""
-    from app.flows.warehouse import prepare
-    from app.settings import Settings
-    from app.warehouse import connect
+    from proforma.app.flows.warehouse import prepare
+    from proforma.app.settings import Settings
+    from proforma.app.warehouse import connect
 
     folder = tmp_path_factory.mktemp(name)
     settings = Settings(
@@ -167,9 +167,9 @@ def module_warehouse(tmp_path_factory, name: str):
 def cell_scores(wh: Warehouse, footprint: str, submission_ids: list[int]) -> pa.Table:
     """Stored per-cell scores (sql/eval/050-052) of the submissions on a footprint's common
     sample (040, 055, 058), with the cell's keys and change y, for exact checks."""
-    from app.scoring.cells import ensure_cell_scores, scoring_context
-    from app.scoring.footprints.store import get_footprint
-    from app.scoring.sample import common_sample, prepare_footprint_cells, prepare_run_subs
+    from proforma.app.scoring.cells import ensure_cell_scores, scoring_context
+    from proforma.app.scoring.footprints.store import get_footprint
+    from proforma.app.scoring.sample import common_sample, prepare_footprint_cells, prepare_run_subs
 
     ensure_cell_scores(wh, submission_ids, scoring_context(wh))
     prepare_footprint_cells(wh, get_footprint(wh, footprint))

@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 from scoring_fixtures import module_warehouse
 
-from app import scoring
-from app.scoring.submissions.uploads import column_report
-from contracts.errors import ValidationError
+from proforma.app import scoring
+from proforma.app.scoring.submissions.uploads import column_report
+from proforma.contracts.errors import ValidationError
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
 
-from app import scoring
-from app.scoring.coherence import compute_coherence
+from proforma.app import scoring
+from proforma.app.scoring.coherence import compute_coherence
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from scoring_fixtures import make_panel
 from typer.testing import CliRunner
 
-from app.cli import app
+from proforma.app.cli import app
 
 
 def _submission(wh, path, shift=0.1, bad=False):
@@ -35,7 +35,7 @@ def _submission(wh, path, shift=0.1, bad=False):
 
 def wh_scalar(settings, sql):
     """One value read from the warehouse between CLI calls (each call opens it itself)."""
-    from app.warehouse import connect
+    from proforma.app.warehouse import connect
 
     with connect(settings, read_only=True) as wh:
         return wh.scalar(sql)
@@ -134,7 +134,7 @@ def test_submit_score_leaderboard_export(settings, wh, tmp_path):
         [
             sys.executable,
             "-c",
-            "from app.cli import main; main()",
+            "from proforma.app.cli import main; main()",
             "submit",
             str(tmp_path / "bad.parquet"),
             "--name",
@@ -153,7 +153,7 @@ def test_submit_score_leaderboard_export(settings, wh, tmp_path):
     # squeeze the table into 80 columns and cut them).
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     piped = subprocess.run(
-        [sys.executable, "-c", "from app.cli import main; main()", "leaderboard"],
+        [sys.executable, "-c", "from proforma.app.cli import main; main()", "leaderboard"],
         capture_output=True,
         text=True,
         timeout=120,

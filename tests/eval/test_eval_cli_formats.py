@@ -13,7 +13,7 @@ import pytest
 from scoring_fixtures import make_panel
 from typer.testing import CliRunner
 
-from app.cli import app
+from proforma.app.cli import app
 
 
 @pytest.fixture
@@ -67,7 +67,7 @@ def test_a_real_process_redirected_to_a_file_gets_valid_json(scored, tmp_path) -
         [
             sys.executable,
             "-c",
-            "from app.cli import main; main()",
+            "from proforma.app.cli import main; main()",
             "leaderboard",
             "--format",
             "json",
@@ -84,7 +84,7 @@ def test_a_real_process_redirected_to_a_file_gets_valid_json(scored, tmp_path) -
         [
             sys.executable,
             "-c",
-            "from app.cli import main; main()",
+            "from proforma.app.cli import main; main()",
             "leaderboard",
             "--footprint",
             "nowhere",

@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 from scoring_fixtures import module_warehouse
 
-from app.scoring.footprints.mask_import import import_footprint
-from contracts.errors import UserError
+from proforma.app.scoring.footprints.mask_import import import_footprint
+from proforma.contracts.errors import UserError
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,10 @@ import pyarrow.compute as pc
 import pytest
 from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
 
-from app import scoring
-from app.scoring.footprints.standard import GEERT_ITEMS
-from app.scoring.footprints.store import validate_predicate
-from contracts.errors import UserError
+from proforma.app import scoring
+from proforma.app.scoring.footprints.standard import GEERT_ITEMS
+from proforma.app.scoring.footprints.store import validate_predicate
+from proforma.contracts.errors import UserError
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +134,7 @@ def renumbered_wh(tmp_path_factory):
 
 def _fp_keys(wh, name: str) -> set[tuple]:
     """The footprint's scoreable cells as (gvkey, origin_q, item_id, horizon)."""
-    from app.scoring.footprints.store import drop_footprint_temp, prepare_footprint
+    from proforma.app.scoring.footprints.store import drop_footprint_temp, prepare_footprint
 
     prepare_footprint(wh, scoring.get_footprint(wh, name))
     keys = set(
@@ -188,7 +188,7 @@ def stale_wh(tmp_path_factory):
 
 
 def test_submissions_of_another_panel_are_not_scored(stale_wh):
-    from app.scoring.submissions.registry import active_submissions, stale_submissions
+    from proforma.app.scoring.submissions.registry import active_submissions, stale_submissions
 
     wh = stale_wh
 

@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 from scoring_fixtures import module_warehouse
 
-from app import scoring
-from app.migrations import MIGRATIONS_DIR, migrate
-from app.warehouse import connect
-from contracts.errors import ValidationError
+from proforma.app import scoring
+from proforma.app.migrations import MIGRATIONS_DIR, migrate
+from proforma.app.warehouse import connect
+from proforma.contracts.errors import ValidationError
 
 
 @pytest.fixture(scope="module")

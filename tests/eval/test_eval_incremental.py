@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
 
-from app import scoring
+from proforma.app import scoring
 
 RESULTS = {
     "metrics": (
@@ -159,9 +159,9 @@ def test_a_partial_submission_is_intersected_cell_by_cell(wh):
 def test_a_sample_without_gaps_is_the_footprint_itself(wh):
     """With no gap among the run's submissions, common_cells is a view of the footprint's
     cells (no copy); it holds the cells, and has the fingerprint, that 058 computes."""
-    from app.scoring.cells import ensure_cell_scores, scoring_context
-    from app.scoring.footprints.store import drop_footprint_temp, get_footprint
-    from app.scoring.sample import (
+    from proforma.app.scoring.cells import ensure_cell_scores, scoring_context
+    from proforma.app.scoring.footprints.store import drop_footprint_temp, get_footprint
+    from proforma.app.scoring.sample import (
         common_sample,
         ensure_coverage,
         prepare_footprint_cells,

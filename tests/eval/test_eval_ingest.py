@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
 
-from app import scoring
-from app.scoring.submissions.checks import BAD_SIGMA
-from contracts.errors import UserError, ValidationError
+from proforma.app import scoring
+from proforma.app.scoring.submissions.checks import BAD_SIGMA
+from proforma.contracts.errors import UserError, ValidationError
 
 
 @pytest.fixture(scope="module")
@@ -263,7 +263,7 @@ def test_lazy_model_batches_run_in_the_callers_thread_and_a_late_error_writes_no
     sid = scoring.ingest_forecasts(wh, "lazy good", lazy(bad_last=False))
     assert wh.scalar("SELECT rows FROM eval.submissions WHERE submission_id = ?", [sid]) == 90
     assert ran_in == {threading.main_thread().name}
-    from app.settings import get_settings
+    from proforma.app.settings import get_settings
 
     assert not list(get_settings().temp_directory.glob("forecasts-*.arrows"))
 
@@ -326,8 +326,8 @@ def test_published_package_files_as_written(wh, tmp_path, monkeypatch):
     its family in a {stem}.nll.json sidecar (read by `proforma submit` without --family)."""
     from typer.testing import CliRunner
 
-    from app.cli import app as cli_app
-    from app.scoring.submissions.uploads import family_sidecar
+    from proforma.app.cli import app as cli_app
+    from proforma.app.scoring.submissions.uploads import family_sidecar
 
     cols = _good(40)
     table = pa.table(
@@ -354,7 +354,7 @@ def test_published_package_files_as_written(wh, tmp_path, monkeypatch):
     )
     assert [r[0] for r in got] == [8040, 8041]
     # the CLI reads the sidecar itself
-    monkeypatch.setattr("app.cli.score.writer", lambda: _Borrowed(wh))
+    monkeypatch.setattr("proforma.app.cli.score.writer", lambda: _Borrowed(wh))
     res = CliRunner().invoke(cli_app, ["submit", str(path), "--name", "package file via cli"])
     assert res.exit_code == 0, res.output
     assert wh.fetchone(

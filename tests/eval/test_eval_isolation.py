@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
 
-from app import scoring
-from app.scoring.cells import failed_submissions, scoring_context
+from proforma.app import scoring
+from proforma.app.scoring.cells import failed_submissions, scoring_context
 
 SMALL = "horizon IN (1, 7) AND item IN ('atq', 'niq')"
 

@@ -8,7 +8,7 @@ import pytest
 from scipy import integrate, special, stats
 from scoring_fixtures import cell_scores, forecasts_from, module_warehouse, truth_cells
 
-from app import scoring
+from proforma.app import scoring
 
 SMALL = "horizon IN (1, 7) AND item IN ('atq', 'niq')"
 

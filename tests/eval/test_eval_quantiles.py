@@ -12,8 +12,8 @@ import pytest
 from scipy import integrate
 from scoring_fixtures import module_warehouse
 
-from app import scoring
-from contracts.errors import UserError, ValidationError
+from proforma.app import scoring
+from proforma.contracts.errors import UserError, ValidationError
 
 SMALL = "horizon IN (1, 7) AND item IN ('atq', 'niq')"
 GRID = [0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95]

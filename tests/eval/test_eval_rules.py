@@ -10,9 +10,9 @@ import pytest
 from scipy import special, stats
 from scoring_fixtures import forecasts_from, module_warehouse
 
-from app import scoring
-from app.scoring.cells import build_rules
-from contracts.errors import UserError
+from proforma.app import scoring
+from proforma.app.scoring.cells import build_rules
+from proforma.contracts.errors import UserError
 
 SMALL = "horizon IN (1, 7) AND item IN ('atq', 'niq')"
 

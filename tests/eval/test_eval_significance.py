@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
 
-from app import scoring
-from app.scoring.significance import diebold_mariano, newey_west_variance
+from proforma.app import scoring
+from proforma.app.scoring.significance import diebold_mariano, newey_west_variance
 
 
 @pytest.fixture(scope="module")

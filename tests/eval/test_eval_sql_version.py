@@ -8,11 +8,11 @@ import shutil
 
 import pytest
 
-from app import sqlfiles
-from app.migrations import migrate, status
-from app.scoring import provenance
-from app.settings import get_settings
-from app.sqlfiles import checksum, folder_checksum, normalize_sql
+from proforma.app import sqlfiles
+from proforma.app.migrations import migrate, status
+from proforma.app.scoring import provenance
+from proforma.app.settings import get_settings
+from proforma.app.sqlfiles import checksum, folder_checksum, normalize_sql
 
 
 @pytest.fixture

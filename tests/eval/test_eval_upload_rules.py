@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
 
-from app import scoring
-from contracts.errors import ValidationError
+from proforma.app import scoring
+from proforma.contracts.errors import ValidationError
 
 
 @pytest.fixture(scope="module")

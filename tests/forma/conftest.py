@@ -6,8 +6,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from contracts.panel import TUPLE_WINDOW_SCHEMA
-from models.forma.masking import Identities
+from proforma.contracts.panel import TUPLE_WINDOW_SCHEMA
+from proforma.models.forma.masking import Identities
 
 # A toy statement: items 1 + 2 = 3 (identity A), 3 - 4 = 5 (identity B); item 6 ungrouped.
 TOY_IDENTITIES = Identities.from_arrays(["A", "A", "A", "B", "B", "B"], [1, 2, 3, 3, 4, 5])
@@ -79,7 +79,7 @@ def interrupt_then_resume(store, cfg, seed: int, path):
     interruption left it, the resumed run's FitResult)."""
     import torch
 
-    from models.forma.train import fit
+    from proforma.models.forma.train import fit
 
     class Stop(Exception):
         pass

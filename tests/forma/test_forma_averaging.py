@@ -6,12 +6,12 @@ import pytest
 import torch
 from torch import nn
 
-from app.errors import UserError
-from app.flows.forma import ship_checkpoint
-from models.forma.averaging import WeightAverage
-from models.forma.batching import WindowStore
-from models.forma.presets import preset
-from models.forma.train import fit, load_checkpoint
+from proforma.app.errors import UserError
+from proforma.app.flows.forma import ship_checkpoint
+from proforma.models.forma.averaging import WeightAverage
+from proforma.models.forma.batching import WindowStore
+from proforma.models.forma.presets import preset
+from proforma.models.forma.train import fit, load_checkpoint
 from tests.forma.conftest import TINY, TOY_IDENTITIES, interrupt_then_resume, make_windows
 
 

@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 from tiny_synthetic import build_tiny_synthetic
 
-from contracts.errors import UserError
-from models.forma.batching import WindowStore
-from models.forma.calibration import (
+from proforma.contracts.errors import UserError
+from proforma.models.forma.batching import WindowStore
+from proforma.models.forma.calibration import (
     LEVELS,
     central_coverage,
     coverage_scale,
@@ -97,7 +97,7 @@ def test_horizons_are_scaled_apart_and_thin_horizons_take_the_pooled_factor() ->
 
 
 def test_scaled_multiplies_sigma_by_its_horizons_factor_only() -> None:
-    from models import FORECAST_SCHEMA
+    from proforma.models import FORECAST_SCHEMA
 
     batch = pa.RecordBatch.from_pydict(
         {
@@ -125,7 +125,7 @@ TINY_CALIBRATED = {"epochs": 1, "origins_per_epoch": 8, "calibration_origins": 6
 def tiny_panel(wh, settings, monkeypatch, tmp_path) -> None:
     """A built tiny synthetic panel with validation years, checkpoints kept in tmp, the
     warehouse closed for the flows to open."""
-    from app.settings import get_settings
+    from proforma.app.settings import get_settings
 
     monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / "models"))
     get_settings.cache_clear()
@@ -134,8 +134,8 @@ def tiny_panel(wh, settings, monkeypatch, tmp_path) -> None:
 
 
 def test_history_is_the_windows_read_without_their_future(tiny_panel) -> None:
-    from app.flows.forma import load_store
-    from app.warehouse import connect
+    from proforma.app.flows.forma import load_store
+    from proforma.app.warehouse import connect
 
     with connect(read_only=True) as con:
         with_future = load_store(con, ["val"], future=True)
@@ -147,11 +147,11 @@ def test_history_is_the_windows_read_without_their_future(tiny_panel) -> None:
 
 
 def test_predict_calibrates_on_the_origins_training_held_out(tiny_panel, monkeypatch) -> None:
-    from app.flows import forma as flows
-    from app.warehouse import connect
+    from proforma.app.flows import forma as flows
+    from proforma.app.warehouse import connect
 
     trained_on: list[set] = []
-    import models.forma.train as forma_train
+    import proforma.models.forma.train as forma_train
 
     real_fit = forma_train.fit
 
@@ -159,7 +159,7 @@ def test_predict_calibrates_on_the_origins_training_held_out(tiny_panel, monkeyp
         trained_on.append(set(zip(store.firm_id.tolist(), store.origin_q.tolist())))
         return real_fit(store, *args, **kwargs)
 
-    monkeypatch.setattr("models.forma.train.fit", spy)
+    monkeypatch.setattr("proforma.models.forma.train.fit", spy)
     flows.train("small", [60], overrides=TINY_CALIBRATED, threads=1)
     import torch
 
@@ -198,7 +198,7 @@ def test_predict_calibrates_on_the_origins_training_held_out(tiny_panel, monkeyp
 
 
 def test_seeds_holding_out_different_origins_are_refused(tiny_panel) -> None:
-    from app.flows import forma as flows
+    from proforma.app.flows import forma as flows
 
     flows.train("small", [60], overrides=TINY_CALIBRATED, threads=1)
     flows.train("small", [61], overrides={**TINY_CALIBRATED, "calibration_origins": 40}, threads=1)

@@ -6,7 +6,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from app.cli.forma import (
+from proforma.app.cli.forma import (
     parse_epochs,
     parse_pins,
     parse_quarter,
@@ -14,7 +14,7 @@ from app.cli.forma import (
     register,
     shared_group,
 )
-from app.errors import UserError
+from proforma.app.errors import UserError
 
 
 def test_parse_seeds_quarters_and_pins():

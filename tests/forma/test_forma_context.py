@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-from app.errors import UserError
-from models.forma.batching import SPLIT_LAST_Q, WindowStore, build_example, collate
-from models.forma.network import Forma
-from models.forma.predict import run_batch, run_slots, slot_index
-from models.forma.presets import preset
-from models.forma.tokens import sinusoidal
+from proforma.app.errors import UserError
+from proforma.models.forma.batching import SPLIT_LAST_Q, WindowStore, build_example, collate
+from proforma.models.forma.network import Forma
+from proforma.models.forma.predict import run_batch, run_slots, slot_index
+from proforma.models.forma.presets import preset
+from proforma.models.forma.tokens import sinusoidal
 from tests.forma.conftest import TOY_IDENTITIES, make_windows
 
 AMAP = np.arange(10)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.forma.masking import Identities, complete_instances, mask_future, mask_history
+from proforma.models.forma.masking import Identities, complete_instances, mask_future, mask_history
 from tests.forma.conftest import TOY_IDENTITIES
 
 

@@ -7,9 +7,9 @@ import pyarrow as pa
 import pytest
 import torch
 
-from app.errors import UserError
-from contracts.panel import TUPLE_WINDOW_SCHEMA
-from models.forma.batching import (
+from proforma.app.errors import UserError
+from proforma.contracts.panel import TUPLE_WINDOW_SCHEMA
+from proforma.models.forma.batching import (
     SPLIT_LAST_Q,
     WindowStore,
     bucketed_order,
@@ -18,11 +18,11 @@ from models.forma.batching import (
     default_account_map,
     iter_batches,
 )
-from models.forma.losses import gaussian_beta_nll, laplace_beta_nll, masked_loss
-from models.forma.network import Forma, count_parameters
-from models.forma.presets import curriculum, preset
-from models.forma.tokens import sinusoidal
-from models.forma.train import build_model
+from proforma.models.forma.losses import gaussian_beta_nll, laplace_beta_nll, masked_loss
+from proforma.models.forma.network import Forma, count_parameters
+from proforma.models.forma.presets import curriculum, preset
+from proforma.models.forma.tokens import sinusoidal
+from proforma.models.forma.train import build_model
 from tests.forma.conftest import make_windows
 
 

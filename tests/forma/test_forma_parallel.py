@@ -16,10 +16,10 @@ import pyarrow as pa
 import pytest
 import torch
 
-import models.forma.train as forma_train
-from models.forma.batching import WindowStore
-from models.forma.presets import preset
-from models.forma.train import fit, load_checkpoint
+import proforma.models.forma.train as forma_train
+from proforma.models.forma.batching import WindowStore
+from proforma.models.forma.presets import preset
+from proforma.models.forma.train import fit, load_checkpoint
 from tests.forma.conftest import TINY, TOY_IDENTITIES, make_windows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +51,7 @@ def test_torchrun_two_ranks_train_disjoint_shards_and_end_identical(tmp_path):
         "--nproc_per_node",
         "2",
         "-m",
-        "models.forma.train",
+        "proforma.models.forma.train",
         "--windows",
         str(tmp_path / "windows.arrow"),
         "--identities",
@@ -150,9 +150,9 @@ import json, os, sys
 import numpy as np, torch
 sys.path[:0] = [{root!r}, {tests!r}]
 from tests.forma.conftest import make_windows
-from models.forma.batching import WindowStore, build_example, collate
-from models.forma.presets import preset
-from models.forma.train import build_model, train_step
+from proforma.models.forma.batching import WindowStore, build_example, collate
+from proforma.models.forma.presets import preset
+from proforma.models.forma.train import build_model, train_step
 
 torch.distributed.init_process_group("gloo")
 rank, world = torch.distributed.get_rank(), torch.distributed.get_world_size()
@@ -176,8 +176,8 @@ torch.distributed.destroy_process_group()
 
 
 def test_ddp_loss_weights_every_token_of_the_global_batch_equally(tmp_path):
-    from models.forma.batching import build_example, collate
-    from models.forma.train import build_model, train_step
+    from proforma.models.forma.batching import build_example, collate
+    from proforma.models.forma.train import build_model, train_step
 
     # rank 0 holds one short set (horizon 1), rank 1 three long ones: per-rank means
     # would give rank 0's few tokens the weight of rank 1's many

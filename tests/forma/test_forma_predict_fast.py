@@ -7,9 +7,9 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from models.forma.batching import SPLIT_LAST_Q, WindowStore, build_example, collate
-from models.forma.network import Forma
-from models.forma.predict import predict, run_batch, run_slots, slot_index
+from proforma.models.forma.batching import SPLIT_LAST_Q, WindowStore, build_example, collate
+from proforma.models.forma.network import Forma
+from proforma.models.forma.predict import predict, run_batch, run_slots, slot_index
 from tests.forma.conftest import make_windows
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from models.forma.batching import SPLIT_LAST_Q, WindowStore, build_example, collate
-from models.forma.network import Forma
-from models.forma.predict import run_batch, run_slots, slot_index
-from models.forma.tokens import seasonal_lag
+from proforma.models.forma.batching import SPLIT_LAST_Q, WindowStore, build_example, collate
+from proforma.models.forma.network import Forma
+from proforma.models.forma.predict import run_batch, run_slots, slot_index
+from proforma.models.forma.tokens import seasonal_lag
 from tests.forma.conftest import make_windows
 
 AMAP = np.arange(10)

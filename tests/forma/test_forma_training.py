@@ -8,11 +8,16 @@ import pytest
 import torch
 from scipy.stats import norm
 
-from app.errors import UserError
-from models.forma.batching import SPLIT_LAST_Q, WindowStore
-from models.forma.predict import FORECAST_SCHEMA, mixture_moments, mixture_quantile, predict
-from models.forma.presets import preset
-from models.forma.scenario import (
+from proforma.app.errors import UserError
+from proforma.models.forma.batching import SPLIT_LAST_Q, WindowStore
+from proforma.models.forma.predict import (
+    FORECAST_SCHEMA,
+    mixture_moments,
+    mixture_quantile,
+    predict,
+)
+from proforma.models.forma.presets import preset
+from proforma.models.forma.scenario import (
     OriginParams,
     conditional_forecast,
     identity_check,
@@ -21,7 +26,7 @@ from models.forma.scenario import (
     r2_changes,
     to_dollars,
 )
-from models.forma.train import fit, load_checkpoint
+from proforma.models.forma.train import fit, load_checkpoint
 from tests.forma.conftest import TINY as TINY_NO_WARMUP
 from tests.forma.conftest import TOY_IDENTITIES, interrupt_then_resume, make_windows
 
@@ -59,7 +64,7 @@ def test_warmup_scales_the_learning_rate_by_optimizer_step(store, tmp_path):
 def test_cpu_presets_anneal_the_learning_rate(name):
     # At a constant 5e-3 with batch 4 the small preset's test R2 stalled at the noise of
     # its steps (docs/forma.md, "Learning curve"); the CPU presets decay to near zero.
-    from models.forma.train import learning_rate, planned_steps
+    from proforma.models.forma.train import learning_rate, planned_steps
 
     cfg = preset(name)
     total = planned_steps(cfg, 26_407)
@@ -228,7 +233,7 @@ def test_oracle_cells_pin_the_realized_path(store, tmp_path):
 
 
 def test_progress_bars_in_a_log_redraw_rarely(capsys):
-    from models.progress import LOG_INTERVAL_S, progress_bar
+    from proforma.models.progress import LOG_INTERVAL_S, progress_bar
 
     bar = progress_bar(total=500, desc="steps")  # pytest's stderr is not a terminal
     assert bar.mininterval == LOG_INTERVAL_S

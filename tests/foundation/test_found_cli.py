@@ -10,14 +10,14 @@ import pytest
 from foundation_data import n_rows, write_panel
 from typer.testing import CliRunner
 
-from app.cli import app
-from app.settings import Settings
-from app.warehouse import connect
+from proforma.app.cli import app
+from proforma.app.settings import Settings
+from proforma.app.warehouse import connect
 
 
 def proforma(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", "from app.cli import main; main()", *args],
+        [sys.executable, "-c", "from proforma.app.cli import main; main()", *args],
         check=False,
         capture_output=True,
         text=True,

@@ -1,5 +1,5 @@
 """`proforma --help` and every command's --help: readable at 80 columns, nothing cut
-short, commands listed in the order a user runs them (app.cli.help.WORKFLOW)."""
+short, commands listed in the order a user runs them (proforma.app.cli.help.WORKFLOW)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import typer.main
 from typer.core import TyperGroup
 from typer.testing import CliRunner
 
-from app.cli import app
-from app.cli.help import WORKFLOW, first_paragraph
+from proforma.app.cli import app
+from proforma.app.cli.help import WORKFLOW, first_paragraph
 
 
 def _squeeze(text: str) -> str:
@@ -38,7 +38,7 @@ def _commands(group, path=()):
 def test_every_command_has_a_place_in_the_workflow() -> None:
     declared = {name for _, names in WORKFLOW for name in names}
     registered = set(_root().commands)
-    assert registered - declared == set(), "add new commands to app.cli.help.WORKFLOW"
+    assert registered - declared == set(), "add new commands to proforma.app.cli.help.WORKFLOW"
 
 
 def test_the_command_list_follows_the_workflow_with_whole_first_paragraphs() -> None:

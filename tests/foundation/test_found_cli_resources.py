@@ -8,7 +8,7 @@ import errno
 import duckdb
 import pytest
 
-from app import cli
+from proforma.app import cli
 
 DISK_FULL = duckdb.IOException(
     'IO Error: Async write failed for range [offset=1, size=2]: {"exception_type":"IO",'

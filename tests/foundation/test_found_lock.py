@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.settings import Settings
-from app.warehouse import connect
-from contracts.errors import WarehouseLocked
+from proforma.app.settings import Settings
+from proforma.app.warehouse import connect
+from proforma.contracts.errors import WarehouseLocked
 
 _HOLDER = (
     "import sys, duckdb\n"
@@ -58,7 +58,7 @@ def test_cli_prints_one_line_and_exits_2(
 
         args = ["ingest", "parquet", str(write_panel(tmp_path / "p.parquet"))]
     out = subprocess.run(
-        [sys.executable, "-c", "from app.cli import main; main()", *args],
+        [sys.executable, "-c", "from proforma.app.cli import main; main()", *args],
         check=False,
         capture_output=True,
         text=True,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from app.migrations import MIGRATIONS_DIR, discover, migrate, status
-from app.settings import Settings
-from app.warehouse import Warehouse, connect
-from contracts.errors import MigrationError
+from proforma.app.migrations import MIGRATIONS_DIR, discover, migrate, status
+from proforma.app.settings import Settings
+from proforma.app.warehouse import Warehouse, connect
+from proforma.contracts.errors import MigrationError
 
 
 @pytest.fixture

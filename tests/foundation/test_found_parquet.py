@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 from foundation_data import FIRMS, ITEMS, n_rows, panel_columns, write_panel
 
-from app.sources import ingest
-from app.sources.parquet import ParquetSource
-from app.warehouse import Warehouse
-from contracts.errors import UserError, ValidationError
+from proforma.app.sources import ingest
+from proforma.app.sources.parquet import ParquetSource
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError, ValidationError
 
 N = n_rows()
 

@@ -11,11 +11,11 @@ import pandas as pd  # only to play the wrds client, which answers with DataFram
 import pytest
 from typer.testing import CliRunner
 
-import app.sources.wrds as wrds_source
-from app.sources import ingest
-from app.sources.wrds import FUNDQ_KEYS, Server, WrdsSource, fundq_columns
-from app.warehouse import Warehouse
-from contracts.errors import UserError
+import proforma.app.sources.wrds as wrds_source
+from proforma.app.sources import ingest
+from proforma.app.sources.wrds import FUNDQ_KEYS, Server, WrdsSource, fundq_columns
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
 
 FIRMS = ("001004", "001045", "012345")
 
@@ -242,7 +242,7 @@ def test_bad_arguments_cost_no_login(tmp_path: Path) -> None:
 
 
 def test_cli_wrds_failed_login_is_one_attempt(settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.cli import app
+    from proforma.app.cli import app
 
     calls: list[str] = []
 
@@ -262,7 +262,7 @@ def test_cli_wrds_failed_login_is_one_attempt(settings, monkeypatch: pytest.Monk
 
 
 def test_cli_wrds_pulls_and_ingests(settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.cli import app
+    from proforma.app.cli import app
 
     factory = Factory(FakeWrds())
     monkeypatch.setattr(wrds_source, "_login", factory)
@@ -384,7 +384,7 @@ def test_names_that_would_change_the_address_are_refused(name: str) -> None:
 def test_server_from_flags_settings_and_defaults(
     settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from app.settings import get_settings
+    from proforma.app.settings import get_settings
 
     assert Server.from_settings(get_settings()) == Server(
         "wrds-pgdata.wharton.upenn.edu", 9737, "wrds"

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from app.cli import app
-from app.sources.wrds import fundq_columns
-from app.warehouse import Warehouse, connect
+from proforma.app.cli import app
+from proforma.app.sources.wrds import fundq_columns
+from proforma.app.warehouse import Warehouse, connect
 from tests.build.conftest import run_steps
 from tests.foundation.wrds_server import (
     WrdsServer,

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from tiny_synthetic import build_tiny_synthetic
 
-from app.settings import Settings
-from app.warehouse import Warehouse, connect
+from proforma.app.settings import Settings
+from proforma.app.warehouse import Warehouse, connect
 
 
 @pytest.fixture(scope="session")
 def built_panel(tmp_path_factory) -> Path:
     """40 synthetic firms filing 2004-2014, built (test origins 2010-2014)."""
-    from app.flows.warehouse import prepare
+    from proforma.app.flows.warehouse import prepare
 
     folder = tmp_path_factory.mktemp("llm_panel")
     settings = Settings(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from models.llm.calls import Completion, ProviderError, Request
+from proforma.models.llm.calls import Completion, ProviderError, Request
 
 
 @dataclass

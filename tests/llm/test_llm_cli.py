@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from app.cli import main
-from app.warehouse import connect
+from proforma.app.cli import main
+from proforma.app.warehouse import connect
 
 
 def proforma(monkeypatch, capsys, *args: str) -> tuple[int | str | None, str]:

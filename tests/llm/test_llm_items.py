@@ -8,8 +8,8 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from contracts import ROOT
-from models.llm.items import (
+from proforma.contracts import ROOT
+from proforma.models.llm.items import (
     DERIVED,
     HIDDEN_DERIVED,
     PRIMITIVES,

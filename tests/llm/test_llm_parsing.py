@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.llm.parsing import better_of, parse_answer
+from proforma.models.llm.parsing import better_of, parse_answer
 
 ITEMS = ["revtq", "cogsq", "cheq"]
 

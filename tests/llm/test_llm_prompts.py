@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from models.llm.items import DERIVED, HIDDEN_DERIVED, PRIMITIVES, SHOWN_DERIVED
-from models.llm.prompts import OriginHistory, format_value, system_prompt, user_message
+from proforma.models.llm.items import DERIVED, HIDDEN_DERIVED, PRIMITIVES, SHOWN_DERIVED
+from proforma.models.llm.prompts import OriginHistory, format_value, system_prompt, user_message
 
 GOLDEN_USER_MESSAGE = """\
 Forecast horizons: Q1 through Q20.

@@ -10,9 +10,9 @@ import httpx2
 import openai
 import pytest
 
-from contracts.errors import UserError
-from models.llm.calls import ProviderError, Request
-from models.llm.providers import (
+from proforma.contracts.errors import UserError
+from proforma.models.llm.calls import ProviderError, Request
+from proforma.models.llm.providers import (
     AnthropicProvider,
     OpenAIProvider,
     call_with_retries,

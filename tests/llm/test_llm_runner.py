@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from llm_helpers import RecordedProvider
 
-from contracts.errors import UserError
-from models.llm.cache import ResponseCache, request_key
-from models.llm.calls import ProviderError
-from models.llm.items import DERIVED
-from models.llm.prices import load_prices
-from models.llm.prompts import OriginHistory
-from models.llm.providers import call_with_retries
-from models.llm.runner import DOLLAR_SCHEMA, LlmForecaster, forecast_table
+from proforma.contracts.errors import UserError
+from proforma.models.llm.cache import ResponseCache, request_key
+from proforma.models.llm.calls import ProviderError
+from proforma.models.llm.items import DERIVED
+from proforma.models.llm.prices import load_prices
+from proforma.models.llm.prompts import OriginHistory
+from proforma.models.llm.providers import call_with_retries
+from proforma.models.llm.runner import DOLLAR_SCHEMA, LlmForecaster, forecast_table
 
 ITEMS = {"revtq": {0: 100.0, -1: 90.0}, "cogsq": {0: 60.0}, "cheq": {-4: 10.0}}
 

@@ -3,15 +3,15 @@ firm, seeded, calendar-balanced, frozen by gvkey as the `llm` footprint."""
 
 from __future__ import annotations
 
-from app import scoring
-from app.scoring.footprints.llm import (
+from proforma.app import scoring
+from proforma.app.scoring.footprints.llm import (
     LLM_ORIGINS,
     MAX_BLOCK,
     MIN_BLOCK,
     create_llm_footprint,
     sample_counts,
 )
-from app.scoring.footprints.store import footprint_definition
+from proforma.app.scoring.footprints.store import footprint_definition
 
 
 def sample(wh, fid):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from app.scenario import checkpoint_dir
-from models.forma.presets import preset
-from models.forma.train import CHECKPOINT_FORMAT, build_model
+from proforma.app.scenario import checkpoint_dir
+from proforma.models.forma.presets import preset
+from proforma.models.forma.train import CHECKPOINT_FORMAT, build_model
 
 
 def save_checkpoint(seed: int, complete: bool = True, **config) -> None:

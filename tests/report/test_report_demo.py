@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from app.cli.demo import forma_submission, report_is_current, stages
+from proforma.app.cli.demo import forma_submission, report_is_current, stages
 
 
 def test_demo_reconciles_forma_both_ways_after_its_forecasts(wh) -> None:
@@ -23,7 +23,7 @@ def test_demo_reconciles_forma_both_ways_after_its_forecasts(wh) -> None:
 def test_the_report_is_rewritten_only_when_the_score_runs_changed(
     settings, tmp_path, monkeypatch
 ) -> None:
-    from app.settings import get_settings
+    from proforma.app.settings import get_settings
 
     monkeypatch.setenv("PROFORMA_REPORT_DIR", str(tmp_path / "report"))
     get_settings.cache_clear()

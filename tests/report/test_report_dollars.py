@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.dollars import expected_dollars, plug_in_dollars
+from proforma.models.dollars import expected_dollars, plug_in_dollars
 
 # (location, sd, k, z, mu_t, sigma_t): an ordinary item, a wide one, a negative one
 CASES = [

@@ -11,12 +11,12 @@ import pytest
 from tiny_synthetic import build_tiny_synthetic
 from typer.testing import CliRunner
 
-from app import scoring
-from app.cli import app as cli_app
-from app.flows.warehouse import prepare
-from app.reconcile import reconcile
-from app.settings import get_settings
-from app.warehouse import connect
+from proforma.app import scoring
+from proforma.app.cli import app as cli_app
+from proforma.app.flows.warehouse import prepare
+from proforma.app.reconcile import reconcile
+from proforma.app.settings import get_settings
+from proforma.app.warehouse import connect
 
 EXHIBIT_FILES = [
     "table1_headline.csv",
@@ -64,7 +64,7 @@ def built(tmp_path_factory):
 
     from report_helpers import save_checkpoint
 
-    from app.scenario import checkpoint_dir
+    from proforma.app.scenario import checkpoint_dir
 
     folder = tmp_path_factory.mktemp("report")
     env = {
@@ -88,7 +88,7 @@ def built(tmp_path_factory):
     a = cells["actual"].to_numpy().astype(float)
     rng = np.random.default_rng(0)
     save_checkpoint(60)
-    from models.forma.presets import preset
+    from proforma.models.forma.presets import preset
 
     meta = {
         "model": "forma",
@@ -184,7 +184,7 @@ def test_report_leaves_out_what_it_cannot_make_and_says_why(built, tmp_path):
 
 
 def test_reconcile_command_refuses_variance_weights_without_sigma(built):
-    from contracts.errors import UserError
+    from proforma.contracts.errors import UserError
 
     with connect(read_only=True) as wh:
         before = wh.fetchall("SELECT count(*) FROM eval.submissions")

@@ -5,9 +5,9 @@ for it, says why with the count of such cells, and keeps its CRPS and coverage."
 
 from __future__ import annotations
 
-from app.report import data, tables
-from app.report.data import ORACLE_SIGMA_FLOOR, Run, Submission
-from app.warehouse import Warehouse, connect
+from proforma.app.report import data, tables
+from proforma.app.report.data import ORACLE_SIGMA_FLOOR, Run, Submission
+from proforma.app.warehouse import Warehouse, connect
 
 
 def _subs() -> dict[int, Submission]:

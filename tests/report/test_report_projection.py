@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.projection import (
+from proforma.app.projection import (
     IdentitySet,
     enforceable,
     project,

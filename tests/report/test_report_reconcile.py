@@ -1,4 +1,4 @@
-"""`app.reconcile` on the tiny panel: derived submissions, exact identities, resuming."""
+"""`proforma.app.reconcile` on the tiny panel: derived submissions, exact identities, resuming."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
 
-import app.reconcile as rec
-from app import scoring
-from contracts.errors import UserError
+import proforma.app.reconcile as rec
+from proforma.app import scoring
+from proforma.contracts.errors import UserError
 
 # dollar statements of the tiny panel's identities, from a submission's stored forecasts
 VIOLATIONS = """

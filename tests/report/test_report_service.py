@@ -7,14 +7,14 @@ import pytest
 from fastapi.testclient import TestClient
 from scoring_fixtures import forecasts_from, make_panel, truth_cells
 
-from app import scoring
-from app.api.main import create_app
-from app.flows.warehouse import prepare
-from app.report.data import dm_mark, figure_marker
-from app.scoring.leaderboard import dm_stars
-from app.settings import get_settings
-from app.warehouse import connect
-from contracts.errors import UserError
+from proforma.app import scoring
+from proforma.app.api.main import create_app
+from proforma.app.flows.warehouse import prepare
+from proforma.app.report.data import dm_mark, figure_marker
+from proforma.app.scoring.leaderboard import dm_stars
+from proforma.app.settings import get_settings
+from proforma.app.warehouse import connect
+from proforma.contracts.errors import UserError
 
 
 def test_star_convention():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from app.sources.synthetic import Simulation, SyntheticConfig
+from proforma.app.sources.synthetic import Simulation, SyntheticConfig
 
 
 def tiny_config(**overrides) -> SyntheticConfig:

@@ -7,8 +7,8 @@ import itertools
 
 import numpy as np
 
-from app.reference import REFERENCE_DIR
-from app.sources.synthetic.items import derived_values, items
+from proforma.app.reference import REFERENCE_DIR
+from proforma.app.sources.synthetic.items import derived_values, items
 
 
 def _identities() -> dict[str, list[tuple[str, int]]]:

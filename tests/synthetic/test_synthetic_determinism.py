@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 from synthetic_helpers import tiny_config
 
-from app.sources.synthetic import SyntheticSource
+from proforma.app.sources.synthetic import SyntheticSource
 
 
 def _tables(seed: int) -> dict[str, pa.Table]:

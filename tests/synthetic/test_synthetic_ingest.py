@@ -1,4 +1,4 @@
-"""Ingest through app.sources.ingest and the CLI; the validation report on the result."""
+"""Ingest through proforma.app.sources.ingest and the CLI; the validation report on the result."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import json
 from synthetic_helpers import tiny_config
 from typer.testing import CliRunner
 
-from app.cli import app
-from app.sources import ingest
-from app.sources.synthetic import SyntheticSource
-from app.sources.synthetic.validation import validation_report
-from contracts.errors import UserError
+from proforma.app.cli import app
+from proforma.app.sources import ingest
+from proforma.app.sources.synthetic import SyntheticSource
+from proforma.app.sources.synthetic.validation import validation_report
+from proforma.contracts.errors import UserError
 
 
 def test_ingest_writes_raw_tables_oracle_and_provenance(wh):
@@ -85,14 +85,14 @@ def test_cli_ingest_validate_and_bad_input(settings):
     assert report.exit_code == 0, report.output
     assert "0 identity violation(s)" in report.output and "Joint availability" in report.output
     bad = runner.invoke(app, ["ingest", "synthetic", "--start", "2020", "--end", "2010"])
-    # UserError: one line, exit 2 through app.cli.main (the runner calls the typer app)
+    # UserError: one line, exit 2 through proforma.app.cli.main (the runner calls the typer app)
     assert isinstance(bad.exception, UserError) and "--start" in str(bad.exception)
     bad_scale = runner.invoke(app, ["ingest", "synthetic", "--scale", "huge"])
     assert isinstance(bad_scale.exception, UserError) and "Unknown scale" in str(
         bad_scale.exception
     )
     # the failed runs wrote nothing: still the 25-firm panel
-    from app.warehouse import connect
+    from proforma.app.warehouse import connect
 
     with connect() as wh:
         assert wh.scalar("SELECT count(DISTINCT gvkey) FROM raw.fundq") <= 25

@@ -6,11 +6,11 @@ import numpy as np
 import pyarrow as pa
 from synthetic_helpers import tiny_config
 
-from app.sources.synthetic import Simulation
-from app.sources.synthetic import economics as econ
-from app.sources.synthetic.items import derived_values, items
-from app.sources.synthetic.oracle import origins_table, path_batches
-from app.sources.synthetic.reporting import in_link_window
+from proforma.app.sources.synthetic import Simulation
+from proforma.app.sources.synthetic import economics as econ
+from proforma.app.sources.synthetic.items import derived_values, items
+from proforma.app.sources.synthetic.oracle import origins_table, path_batches
+from proforma.app.sources.synthetic.reporting import in_link_window
 
 
 def test_origins_are_eligible_test_firm_quarters():

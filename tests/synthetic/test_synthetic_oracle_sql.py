@@ -9,9 +9,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import app.scoring
-from app.flows.oracle import oracle_forecasts, submit_oracle
-from contracts.errors import UserError
+import proforma.app.scoring  # noqa: F401
+from proforma import app
+from proforma.app.flows.oracle import oracle_forecasts, submit_oracle
+from proforma.contracts.errors import UserError
 
 
 def _panel(wh):

@@ -6,8 +6,8 @@ import numpy as np
 import pyarrow.compute as pc
 from synthetic_helpers import Recorded, tiny_config
 
-from app.sources.synthetic import reporting
-from app.sources.synthetic.reporting import draw_links, in_link_window
+from proforma.app.sources.synthetic import reporting
+from proforma.app.sources.synthetic.reporting import draw_links, in_link_window
 
 
 def test_fiscal_year_changes_make_two_rows_and_the_kept_one_is_true(monkeypatch):
@@ -74,8 +74,8 @@ def test_modern_items_and_structural_absence(recorded):
 
 def test_links_and_industries():
     cfg = tiny_config(firms=400)
-    from app.sources.synthetic import Simulation
-    from app.sources.synthetic.reporting import ccm_link_table, company_industry_table
+    from proforma.app.sources.synthetic import Simulation
+    from proforma.app.sources.synthetic.reporting import ccm_link_table, company_industry_table
 
     sim = Simulation(cfg)
     tr = sim.traits
@@ -100,7 +100,7 @@ def test_links_and_industries():
 
 def test_draw_links_deterministic():
     cfg = tiny_config(firms=50)
-    from app.sources.synthetic import Simulation
+    from proforma.app.sources.synthetic import Simulation
 
     a, b = Simulation(cfg), Simulation(cfg)
     for k in a.links:

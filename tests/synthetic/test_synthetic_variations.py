@@ -8,8 +8,8 @@ import pyarrow.compute as pc
 import pytest
 from synthetic_helpers import tiny_config
 
-from app.sources.synthetic import Simulation, SyntheticSource
-from contracts.errors import UserError
+from proforma.app.sources.synthetic import Simulation, SyntheticSource
+from proforma.contracts.errors import UserError
 
 
 def _fundq(**overrides):

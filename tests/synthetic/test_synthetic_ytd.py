@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 
-from app.sources.synthetic.reporting import CF
+from proforma.app.sources.synthetic.reporting import CF
 
 
 def test_ytd_differences_reproduce_quarterly_flows(recorded):

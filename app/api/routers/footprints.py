@@ -9,11 +9,11 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from app.api import queries
-from app.api.deps import AdminUser, JobsDep, WarehouseDep
-from app.api.errors import NotFound
-from app.api.formats import TABLE_RESPONSE, Format, FormatQuery, clean, table_response
-from app.api.responses import FootprintDetail, FootprintTable
+from proforma.app.api import queries
+from proforma.app.api.deps import AdminUser, JobsDep, WarehouseDep
+from proforma.app.api.errors import NotFound
+from proforma.app.api.formats import TABLE_RESPONSE, Format, FormatQuery, clean, table_response
+from proforma.app.api.responses import FootprintDetail, FootprintTable
 
 router = APIRouter(prefix="/footprints", tags=["footprints"])
 
@@ -59,7 +59,7 @@ def create_footprint(
     body: NewFootprint, _: AdminUser, wh: WarehouseDep, jobs: JobsDep
 ) -> dict[str, Any]:
     """Creates the footprint now; scoring every current submission on it is queued."""
-    from app import scoring
+    from proforma.app import scoring
 
     kwargs: dict[str, Any] = {
         "predicate": body.predicate,

@@ -6,12 +6,12 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from app import __version__
-from app.api import queries
-from app.api.deps import JobsDep, SettingsDep, WarehouseDep
-from app.api.job_queue import scoring_health
-from app.api.responses import Health
-from app.api.snapshot import snapshot_health
+from proforma.app import __version__
+from proforma.app.api import queries
+from proforma.app.api.deps import JobsDep, SettingsDep, WarehouseDep
+from proforma.app.api.job_queue import scoring_health
+from proforma.app.api.responses import Health
+from proforma.app.api.snapshot import snapshot_health
 
 router = APIRouter(tags=["health"])
 

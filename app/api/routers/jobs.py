@@ -6,11 +6,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from app.api.deps import CurrentUser, WarehouseDep
-from app.api.errors import Forbidden, NotFound
-from app.api.formats import clean
-from app.api.job_store import get_job, list_jobs
-from app.api.responses import Job
+from proforma.app.api.deps import CurrentUser, WarehouseDep
+from proforma.app.api.errors import Forbidden, NotFound
+from proforma.app.api.formats import clean
+from proforma.app.api.job_store import get_job, list_jobs
+from proforma.app.api.responses import Job
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 

@@ -1,5 +1,5 @@
 """Leaderboards by footprint and track, broken down by horizon, item or statement, with
-Diebold-Mariano marks; JSON or CSV. The ranking itself is app.scoring.leaderboard."""
+Diebold-Mariano marks; JSON or CSV. The ranking itself is proforma.app.scoring.leaderboard."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
-from app.api import queries
-from app.api.deps import WarehouseDep
-from app.api.errors import NotFound
-from app.api.formats import TABLE_RESPONSE, Format, FormatQuery, clean, table_response
-from app.api.responses import LeaderboardIndex, LeaderboardTable
-from contracts.tracks import Track
+from proforma.app.api import queries
+from proforma.app.api.deps import WarehouseDep
+from proforma.app.api.errors import NotFound
+from proforma.app.api.formats import TABLE_RESPONSE, Format, FormatQuery, clean, table_response
+from proforma.app.api.responses import LeaderboardIndex, LeaderboardTable
+from proforma.contracts.tracks import Track
 
 router = APIRouter(prefix="/leaderboards", tags=["leaderboards"])
 

@@ -10,12 +10,12 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from app.api.console_gate import ConsoleGate
-from app.api.deps import SettingsDep
-from app.api.formats import Format, FormatQuery, clean, csv_bytes
-from app.api.responses import PublicTables
-from app.api.sqlguard import QueryResult, SnapshotMissing, run_query, snapshot_schema
-from app.settings import Settings
+from proforma.app.api.console_gate import ConsoleGate
+from proforma.app.api.deps import SettingsDep
+from proforma.app.api.formats import Format, FormatQuery, clean, csv_bytes
+from proforma.app.api.responses import PublicTables
+from proforma.app.api.sqlguard import QueryResult, SnapshotMissing, run_query, snapshot_schema
+from proforma.app.settings import Settings
 
 router = APIRouter(prefix="/query", tags=["query"])
 

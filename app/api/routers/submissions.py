@@ -12,15 +12,15 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from app.api import auth, queries
-from app.api.deps import CurrentUser, JobsDep, SettingsDep, WarehouseDep
-from app.api.errors import Conflict, NotFound, RateLimited
-from app.api.formats import TABLE_RESPONSE, Format, FormatQuery, clean, table_response
-from app.api.job_store import NewJob
-from app.api.responses import SubmissionDetail, SubmissionTable
-from app.api.upload_form import UPLOAD_SCHEMA, check_parquet, parse_meta
-from app.api.uploads import receive_upload
-from app.warehouse import Warehouse
+from proforma.app.api import auth, queries
+from proforma.app.api.deps import CurrentUser, JobsDep, SettingsDep, WarehouseDep
+from proforma.app.api.errors import Conflict, NotFound, RateLimited
+from proforma.app.api.formats import TABLE_RESPONSE, Format, FormatQuery, clean, table_response
+from proforma.app.api.job_store import NewJob
+from proforma.app.api.responses import SubmissionDetail, SubmissionTable
+from proforma.app.api.upload_form import UPLOAD_SCHEMA, check_parquet, parse_meta
+from proforma.app.api.uploads import receive_upload
+from proforma.app.warehouse import Warehouse
 
 router = APIRouter(prefix="/submissions", tags=["submissions"])
 

@@ -7,10 +7,10 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from app.api import auth
-from app.api.deps import AdminUser, CurrentUser, SettingsDep, WarehouseDep
-from app.api.errors import Conflict, NotFound
-from app.api.responses import Me
+from proforma.app.api import auth
+from proforma.app.api.deps import AdminUser, CurrentUser, SettingsDep, WarehouseDep
+from proforma.app.api.errors import Conflict, NotFound
+from proforma.app.api.responses import Me
 
 router = APIRouter(prefix="/users", tags=["users"])
 

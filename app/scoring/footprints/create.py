@@ -3,8 +3,8 @@ origin sample, or the frozen common sample of chosen submissions."""
 
 from __future__ import annotations
 
-from app.scoring.cells import ensure_cell_scores, scoring_context
-from app.scoring.footprints.store import (
+from proforma.app.scoring.cells import ensure_cell_scores, scoring_context
+from proforma.app.scoring.footprints.store import (
     SAMPLE_SEED,
     drop_footprint_temp,
     get_footprint_by_id,
@@ -12,10 +12,10 @@ from app.scoring.footprints.store import (
     set_cell_count,
     validate_predicate,
 )
-from app.scoring.sample import common_sample, prepare_footprint_cells, prepare_run_subs
-from app.warehouse import Warehouse
-from contracts.errors import UserError
-from contracts.panel import SPLITS
+from proforma.app.scoring.sample import common_sample, prepare_footprint_cells, prepare_run_subs
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
+from proforma.contracts.panel import SPLITS
 
 
 def create_footprint(

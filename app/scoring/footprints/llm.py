@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import TypedDict
 
-from app.scoring.footprints.store import (
+from proforma.app.scoring.footprints.store import (
     SAMPLE_SEED,
     Footprint,
     drop_footprint_temp,
@@ -18,9 +18,9 @@ from app.scoring.footprints.store import (
     insert_footprint,
     set_cell_count,
 )
-from app.sqlfiles import sql_file
-from app.warehouse import Warehouse
-from contracts.errors import UserError
+from proforma.app.sqlfiles import sql_file
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
 
 LLM_FOOTPRINT = "llm"
 #: The paper's sample size and this project's pinned seed.

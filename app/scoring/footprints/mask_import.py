@@ -29,11 +29,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from app.build import current_rules
-from app.scoring.footprints.store import get_footprint_by_id, insert_footprint, set_cell_count
-from app.warehouse import Warehouse
-from contracts.errors import UserError
-from contracts.forecasts import COLUMN_ALIASES as ALIASES
+from proforma.app.build import current_rules
+from proforma.app.scoring.footprints.store import (
+    get_footprint_by_id,
+    insert_footprint,
+    set_cell_count,
+)
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
+from proforma.contracts.forecasts import COLUMN_ALIASES as ALIASES
 
 N_HORIZONS = 20
 

@@ -17,10 +17,10 @@ import sqlglot
 import sqlglot.errors
 from sqlglot import exp
 
-from app.scoring.provenance import current_build_id, to_json
-from app.warehouse import Warehouse
-from contracts.errors import UserError
-from contracts.provenance import utcnow
+from proforma.app.scoring.provenance import current_build_id, to_json
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
+from proforma.contracts.provenance import utcnow
 
 
 class Footprint(TypedDict):

@@ -2,7 +2,7 @@
 
 The batches are cast to the contract's schema as they stream past (hashed on the way),
 spooled to disk when they are a lazy generator, standardized in SQL when they are in
-dollars, and stored through the same checks as uploads (app.scoring.submissions.checks).
+dollars, and stored through the same checks as uploads (proforma.app.scoring.submissions.checks).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from app.scoring import quantiles
-from app.scoring.provenance import BatchHasher
-from app.scoring.submissions.checks import (
+from proforma.app.scoring import quantiles
+from proforma.app.scoring.provenance import BatchHasher
+from proforma.app.scoring.submissions.checks import (
     check_and_finish,
     check_family,
     claim_name,
@@ -27,10 +27,10 @@ from app.scoring.submissions.checks import (
     new_submission,
     rejection_summary,
 )
-from app.warehouse import Warehouse
-from contracts.errors import UserError, ValidationError
-from contracts.forecasts import FORECAST_SCHEMA as MODEL_FORECAST_SCHEMA
-from contracts.forecasts import SPACES
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError, ValidationError
+from proforma.contracts.forecasts import FORECAST_SCHEMA as MODEL_FORECAST_SCHEMA
+from proforma.contracts.forecasts import SPACES
 
 # The models' contract schema, every field nullable here so that bad batches reach the
 # checks (and their report) instead of failing on construction.
@@ -138,7 +138,7 @@ def _spooled(reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatchReader]:
     its scan threads would run the model (each with its own thread pool and allocator:
     5 GB and --threads ignored for Forma on the demo) and hold the write transaction open
     for the whole run."""
-    from app.settings import get_settings
+    from proforma.app.settings import get_settings
 
     folder = get_settings().temp_directory
     folder.mkdir(parents=True, exist_ok=True)

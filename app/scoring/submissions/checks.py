@@ -1,5 +1,5 @@
 """The checks and the report every submission goes through, whether a file upload
-(app.scoring.submissions.uploads), a model's batches (.batches) or a reference baseline.
+(proforma.app.scoring.submissions.uploads), a model's batches (.batches) or a reference baseline.
 
 A submission row is claimed and its rows inserted inside the caller's transaction; the
 integer-level checks (sql/eval/030_forecast_checks.sql, 032 for quantile grids, 035 for
@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.scoring import quantiles
-from app.scoring.cells import forget_cell_scores
-from app.scoring.provenance import current_build_id, to_json
-from app.warehouse import Warehouse
-from contracts.errors import UserError, ValidationError
-from contracts.forecasts import FAMILIES
-from contracts.provenance import utcnow
+from proforma.app.scoring import quantiles
+from proforma.app.scoring.cells import forget_cell_scores
+from proforma.app.scoring.provenance import current_build_id, to_json
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError, ValidationError
+from proforma.contracts.forecasts import FAMILIES
+from proforma.contracts.provenance import utcnow
 
 MAX_EXAMPLES = 3
 #: The largest |prediction| accepted (sql/eval/010 and 030 hold the same number): ten times

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.scoring.cells import forget_cell_scores
-from app.warehouse import Warehouse
-from contracts.errors import UserError
-from contracts.provenance import utcnow
+from proforma.app.scoring.cells import forget_cell_scores
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
+from proforma.contracts.provenance import utcnow
 
 #: A submission's firm ids and standardized values belong to the panel it was ingested
 #: against. Builds with the same SQL, parameters, regularization statistics and raw

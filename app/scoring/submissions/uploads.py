@@ -1,7 +1,7 @@
 """Submissions from a parquet file (uploads, `proforma submit`).
 
 Validation is SQL (sql/eval/010_submission_checks.sql on the file while DuckDB streams
-it, then the integer-level checks of app.scoring.submissions.checks on the stored rows),
+it, then the integer-level checks of proforma.app.scoring.submissions.checks on the stored rows),
 so nothing is ever loaded into Python. A rejected file writes nothing: the insert and the
 checks run in one transaction that is rolled back on any blocking problem, and the
 ValidationError carries every problem with its count and example rows.
@@ -15,8 +15,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from app.scoring import quantiles
-from app.scoring.submissions.checks import (
+from proforma.app.scoring import quantiles
+from proforma.app.scoring.submissions.checks import (
     BAD_SIGMA,
     HUGE_PREDICTION,
     check_and_finish,
@@ -26,12 +26,12 @@ from app.scoring.submissions.checks import (
     new_submission,
     rejection_summary,
 )
-from app.warehouse import Warehouse, out_of_resources
-from contracts.errors import UserError, ValidationError
-from contracts.forecasts import COLUMN_ALIASES as ALIASES
-from contracts.forecasts import OPTIONAL_COLUMNS as OPTIONAL
-from contracts.forecasts import SUBMISSION_COLUMNS as REQUIRED
-from contracts.provenance import file_sha256
+from proforma.app.warehouse import Warehouse, out_of_resources
+from proforma.contracts.errors import UserError, ValidationError
+from proforma.contracts.forecasts import COLUMN_ALIASES as ALIASES
+from proforma.contracts.forecasts import OPTIONAL_COLUMNS as OPTIONAL
+from proforma.contracts.forecasts import SUBMISSION_COLUMNS as REQUIRED
+from proforma.contracts.provenance import file_sha256
 
 # (problem key, message, blocking?) in report order.
 _FILE_PROBLEMS = [

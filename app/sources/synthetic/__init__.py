@@ -2,15 +2,15 @@
 
 Public API:
 - `SyntheticConfig.for_scale(scale, firms=..., start=..., end=..., seed=...)`
-- `SyntheticSource(cfg)`: a Source; `app.sources.ingest(wh, SyntheticSource(cfg))`
+- `SyntheticSource(cfg)`: a Source; `proforma.app.sources.ingest(wh, SyntheticSource(cfg))`
   writes raw.fundq, raw.company_industry, raw.ccm_link and the oracle tables.
 - `Simulation(cfg)`: the generator itself (`history()` yields raw.fundq batches).
 - `validation_report(wh)`: the validation report over raw.* (sql/synthetic).
 """
 
-from app.sources.synthetic.config import SCALE_FIRMS, SyntheticConfig
-from app.sources.synthetic.simulation import Simulation
-from app.sources.synthetic.source import SyntheticSource
+from proforma.app.sources.synthetic.config import SCALE_FIRMS, SyntheticConfig
+from proforma.app.sources.synthetic.simulation import Simulation
+from proforma.app.sources.synthetic.source import SyntheticSource
 
 __all__ = [
     "SCALE_FIRMS",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from contracts.errors import UserError
+from proforma.contracts.errors import UserError
 
 #: Firms generated per scale. The demo keeps the whole demo pipeline fast on 2 cores
 #: (about 45k raw firm-quarters); full is near the real panel (about 33k firms and
@@ -73,7 +73,7 @@ class SyntheticConfig:
             )
         if self.fyr_change_rate is not None and not 0.0 <= self.fyr_change_rate <= 0.5:
             raise UserError(f"--fyr-change-rate must be within 0..0.5 (got {self.fyr_change_rate})")
-        from app.sources.synthetic.items import raw_items
+        from proforma.app.sources.synthetic.items import raw_items
 
         known = {it.item for it in raw_items()}
         for flag, names in (

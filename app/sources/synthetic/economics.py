@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.sources.synthetic.firms import Traits
+from proforma.app.sources.synthetic.firms import Traits
 
 State = dict[str, np.ndarray]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.sources.synthetic.config import SyntheticConfig
+from proforma.app.sources.synthetic.config import SyntheticConfig
 
 Traits = dict[str, np.ndarray]
 

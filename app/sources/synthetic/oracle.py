@@ -1,11 +1,11 @@
 """The oracle: futures simulated from the true latent state at sampled test origins.
 
-Origins come from app.sources.synthetic.origins. `path_batches` simulates M paths of H
+Origins come from proforma.app.sources.synthetic.origins. `path_batches` simulates M paths of H
 quarters per origin with the same `step` as the history (fresh shocks, fresh macro futures), one vectorized lane per (origin, path),
 and yields raw.oracle_paths rows in dollars (quarterly flows, one float32 column per item
 of the 78). Horizon 0
 holds the origin's own true values (path 0 only). Standardizing and scoring the paths is
-the warehouse's side: app.flows.oracle.
+the warehouse's side: proforma.app.flows.oracle.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from app.sources.synthetic import economics as econ
-from app.sources.synthetic.firms import take
-from app.sources.synthetic.items import derived_values, items
+from proforma.app.sources.synthetic import economics as econ
+from proforma.app.sources.synthetic.firms import take
+from proforma.app.sources.synthetic.items import derived_values, items
 
 if TYPE_CHECKING:
-    from app.sources.synthetic.simulation import Simulation
+    from proforma.app.sources.synthetic.simulation import Simulation
 
 PATHS_SCHEMA = pa.schema(
     [

@@ -1,15 +1,15 @@
 """The oracle's origins: test firm-quarters that the build will keep (non-financial,
 inside a CCM link window, at least four quarters of history, one future quarter left).
-The simulation draws them up front; the oracle (app.sources.synthetic.oracle) simulates
+The simulation draws them up front; the oracle (proforma.app.sources.synthetic.oracle) simulates
 futures from them."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from app.sources.synthetic.config import TEST_START_YEAR, SyntheticConfig
-from app.sources.synthetic.firms import Traits
-from app.sources.synthetic.reporting import in_link_window
+from proforma.app.sources.synthetic.config import TEST_START_YEAR, SyntheticConfig
+from proforma.app.sources.synthetic.firms import Traits
+from proforma.app.sources.synthetic.reporting import in_link_window
 
 
 def sample_origins(

@@ -12,17 +12,17 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from app.sources.synthetic.calendar import (
+from proforma.app.sources.synthetic.calendar import (
     close_month,
     labels,
     month_end_days,
     quarter_end_days,
     quarter_start_days,
 )
-from app.sources.synthetic.config import TEST_START_YEAR, VAL_START_YEAR, SyntheticConfig
-from app.sources.synthetic.firms import Traits
-from app.sources.synthetic.items import raw_items
-from contracts.raw import FUNDQ_KEYS, fundq_schema
+from proforma.app.sources.synthetic.config import TEST_START_YEAR, VAL_START_YEAR, SyntheticConfig
+from proforma.app.sources.synthetic.firms import Traits
+from proforma.app.sources.synthetic.items import raw_items
+from proforma.contracts.raw import FUNDQ_KEYS, fundq_schema
 
 RAW = raw_items()
 RAW_NAMES = [it.item for it in RAW]

@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from app.sources.synthetic import economics as econ
-from app.sources.synthetic.config import SyntheticConfig
-from app.sources.synthetic.firms import draw_firms, gvkeys, take
-from app.sources.synthetic.origins import sample_origins
-from app.sources.synthetic.reporting import Reporter, draw_links
+from proforma.app.sources.synthetic import economics as econ
+from proforma.app.sources.synthetic.config import SyntheticConfig
+from proforma.app.sources.synthetic.firms import draw_firms, gvkeys, take
+from proforma.app.sources.synthetic.origins import sample_origins
+from proforma.app.sources.synthetic.reporting import Reporter, draw_links
 
 #: quarters simulated, unreported, before a firm's first filing
 BURN_IN = 4

@@ -9,11 +9,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from app.sources.base import RawTables, Source
-from app.sources.synthetic.config import SyntheticConfig
-from app.sources.synthetic.oracle import PATHS_SCHEMA, origins_table, path_batches
-from app.sources.synthetic.reporting import FUNDQ_SCHEMA, ccm_link_table, company_industry_table
-from app.sources.synthetic.simulation import Simulation
+from proforma.app.sources.base import RawTables, Source
+from proforma.app.sources.synthetic.config import SyntheticConfig
+from proforma.app.sources.synthetic.oracle import PATHS_SCHEMA, origins_table, path_batches
+from proforma.app.sources.synthetic.reporting import (
+    FUNDQ_SCHEMA,
+    ccm_link_table,
+    company_industry_table,
+)
+from proforma.app.sources.synthetic.simulation import Simulation
 
 VINTAGE = "synthetic-v1"
 

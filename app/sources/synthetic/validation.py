@@ -13,10 +13,10 @@ import pyarrow as pa
 from rich.console import Console
 from rich.table import Table
 
-from app.sqlfiles import sql_file
-from app.warehouse import Warehouse
-from contracts.errors import UserError
-from contracts.panel import SPLITS
+from proforma.app.sqlfiles import sql_file
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
+from proforma.contracts.panel import SPLITS
 
 #: The paper's Table "Joint availability" (real Compustat), full sample and test.
 PAPER_JOINT = {
