@@ -25,10 +25,8 @@ console request, i.e. whether the time limit holds.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -39,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from load import HOST, _free_port, _run  # bench/load.py's helpers
+from load import PROFORMA, _run, scratch_env, start_server, stop_server  # bench/load.py's helpers
 
 HEAVY_SQL = "SELECT count(*) AS n FROM metrics a, metrics b, metrics c"
 
@@ -66,50 +64,22 @@ def main() -> None:
 
     shutil.rmtree(args.dir, ignore_errors=True)
     args.dir.mkdir(parents=True)
-    env = {
-        **os.environ,
-        "PROFORMA_WAREHOUSE": str(args.dir / "warehouse.duckdb"),
-        "PROFORMA_TEMP_DIRECTORY": str(args.dir / "tmp"),
-        "PROFORMA_CACHE_DIR": str(args.dir / "cache"),
-        "PROFORMA_MODELS_DIR": str(args.dir / "models"),
-        "PROFORMA_UPLOAD_DIR": str(args.dir / "uploads"),
-        "PROFORMA_PUBLIC_SNAPSHOT": str(args.dir / "public.duckdb"),
-        "PROFORMA_PUBLIC_MIN_CELLS": "1",
-    }
+    env = scratch_env(args.dir, PUBLIC_MIN_CELLS="1")
     if args.distinct_clients:
         env |= {
             "PROFORMA_QUERY_PER_CLIENT": "1000",
             "PROFORMA_QUERY_RATE_PER_MIN": "1000000",
             "PROFORMA_QUERY_BURST": "1000000",
         }
-    proforma = [sys.executable, "-c", "from proforma.app.cli import main; main()"]
+    proforma = PROFORMA
     t0 = time.perf_counter()
     _run([*proforma, "ingest", "synthetic", "--firms", str(args.firms)], env)
     _run([*proforma, "build"], env)
     _run([*proforma, "score"], env)
     print(f"setup: {args.firms} firms built and scored in {time.perf_counter() - t0:.0f} s")
 
-    port = _free_port()
-    base = f"http://{HOST}:{port}"
-    log = open(args.dir / "server.log", "wb")  # noqa: SIM115 - closed at the end
-    server = subprocess.Popen(
-        [*proforma, "serve", "--host", HOST, "--port", str(port), "--log-level", "warning"],
-        env=env,
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    server, log, base = start_server(args.dir, env)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{base}/api/v1/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        else:
-            raise SystemExit("the server did not start; see " + str(args.dir / "server.log"))
         rows = httpx.get(f"{base}/api/v1/leaderboards/full", timeout=30).json()["rows"]
         n_metrics = httpx.post(
             f"{base}/api/v1/query", json={"sql": "SELECT count(*) AS n FROM metrics"}, timeout=30
@@ -186,12 +156,7 @@ def main() -> None:
         ratio = _pct(results["loaded"], 0.99) / _pct(results["idle"], 0.99)
         print(f"leaderboard p99 loaded/idle: {ratio:.2f}x")
     finally:
-        server.send_signal(15)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+        stop_server(server, log)
 
 
 if __name__ == "__main__":

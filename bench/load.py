@@ -31,11 +31,13 @@ import threading
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 HOST = "127.0.0.1"  # loopback only, by construction
+PROFORMA = [sys.executable, "-c", "from proforma.app.cli import main; main()"]
 
 
 def _run(cmd: list[str], env: dict[str, str]) -> str:
@@ -49,6 +51,58 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind((HOST, 0))
         return s.getsockname()[1]
+
+
+def scratch_env(folder: Path, **extra: str) -> dict[str, str]:
+    """The environment of a `proforma` whose warehouse, caches, uploads and snapshot all
+    live in `folder` (PROFORMA_* overrides in `extra`)."""
+    names = {
+        "WAREHOUSE": "warehouse.duckdb",
+        "TEMP_DIRECTORY": "tmp",
+        "CACHE_DIR": "cache",
+        "MODELS_DIR": "models",
+        "UPLOAD_DIR": "uploads",
+        "PUBLIC_SNAPSHOT": "public.duckdb",
+    }
+    env = {**os.environ, **{f"PROFORMA_{k}": str(folder / v) for k, v in names.items()}}
+    return env | {f"PROFORMA_{k}": v for k, v in extra.items()}
+
+
+def start_server(folder: Path, env: dict[str, str]) -> tuple[subprocess.Popen, IO[bytes], str]:
+    """`proforma serve` on a free loopback port, logging to folder/server.log, once its
+    health answers: (process, log, base URL)."""
+    import httpx
+
+    port = _free_port()
+    base = f"http://{HOST}:{port}"
+    log = open(folder / "server.log", "wb")  # noqa: SIM115 - closed by stop_server
+    server = subprocess.Popen(
+        [*PROFORMA, "serve", "--host", HOST, "--port", str(port), "--log-level", "warning"],
+        env=env,
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/api/v1/health", timeout=2).status_code == 200:
+                return server, log, base
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    stop_server(server, log)
+    raise SystemExit(f"the server did not start; see {folder / 'server.log'}")
+
+
+def stop_server(server: subprocess.Popen, log: IO[bytes]) -> None:
+    """SIGTERM to the server's process group, SIGKILL after 60 s."""
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(60)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+    log.close()
 
 
 def _submission_files(env: dict[str, str], n: int) -> list[bytes]:
@@ -109,17 +163,16 @@ def main() -> None:
 
     shutil.rmtree(args.dir, ignore_errors=True)
     args.dir.mkdir(parents=True)
-    env = {
-        **os.environ,
-        "PROFORMA_WAREHOUSE": str(args.dir / "warehouse.duckdb"),
-        "PROFORMA_TEMP_DIRECTORY": str(args.dir / "tmp"),
-        "PROFORMA_CACHE_DIR": str(args.dir / "cache"),
-        "PROFORMA_MODELS_DIR": str(args.dir / "models"),
-        "PROFORMA_UPLOAD_DIR": str(args.dir / "uploads"),
-        "PROFORMA_PUBLIC_SNAPSHOT": str(args.dir / "public.duckdb"),
-        "PROFORMA_UPLOADS_PER_DAY": str(args.uploads + 1),
-    }
-    proforma = [sys.executable, "-c", "from proforma.app.cli import main; main()"]
+    # The readers share one address: the console's per-client limits (bench/console_load.py
+    # measures those) are lifted so that this measures uploads beside reads.
+    env = scratch_env(
+        args.dir,
+        UPLOADS_PER_DAY=str(args.uploads + 1),
+        QUERY_PER_CLIENT="1000",
+        QUERY_RATE_PER_MIN="1000000",
+        QUERY_BURST="1000000",
+    )
+    proforma = PROFORMA
     t0 = time.perf_counter()
     _run([*proforma, "ingest", "synthetic", "--firms", str(args.firms)], env)
     _run([*proforma, "build"], env)
@@ -135,31 +188,12 @@ def main() -> None:
         f"in {time.perf_counter() - t0:.0f} s"
     )
 
-    port = _free_port()
-    base = f"http://{HOST}:{port}"
-    log = open(args.dir / "server.log", "wb")  # noqa: SIM115 - closed at the end
-    server = subprocess.Popen(
-        [*proforma, "serve", "--host", HOST, "--port", str(port), "--log-level", "warning"],
-        env=env,
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    server, log, base = start_server(args.dir, env)
     lat: dict[str, list[float]] = defaultdict(list)
     errors: list[str] = []
     lock = threading.Lock()
     accepted: dict[str, int] = {}
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{base}/api/v1/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        else:
-            raise SystemExit("the server did not start; see " + str(args.dir / "server.log"))
         auth = {"Authorization": f"Bearer {token}"}
         stop = threading.Event()
         end_by = time.monotonic() + args.max_seconds
@@ -256,16 +290,11 @@ def main() -> None:
                 for r in c.get(f"{base}/api/v1/leaderboards/full", timeout=30).json()["rows"]
             }
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-        log.close()
+        stop_server(server, log)
 
     print(
         f"\nload: {args.uploaders} uploaders x {args.uploads} uploads, {args.readers} readers, "
-        f"{wall:.1f} s on {HOST}:{port}"
+        f"{wall:.1f} s on {base}"
     )
     print(f"{'request':<18}{'n':>6}{'p50 ms':>10}{'p99 ms':>10}{'max ms':>10}")
     for kind in sorted(lat):

@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from load import HOST, _free_port, _run  # bench/load.py's helpers
+from load import PROFORMA, _run, scratch_env, start_server, stop_server  # bench/load.py's helpers
 
 
 def _files_base(env: dict[str, str]):
@@ -92,18 +90,8 @@ def main() -> None:
 
     shutil.rmtree(args.dir, ignore_errors=True)
     args.dir.mkdir(parents=True)
-    env = {
-        **os.environ,
-        "PROFORMA_WAREHOUSE": str(args.dir / "warehouse.duckdb"),
-        "PROFORMA_TEMP_DIRECTORY": str(args.dir / "tmp"),
-        "PROFORMA_CACHE_DIR": str(args.dir / "cache"),
-        "PROFORMA_MODELS_DIR": str(args.dir / "models"),
-        "PROFORMA_UPLOAD_DIR": str(args.dir / "uploads"),
-        "PROFORMA_PUBLIC_SNAPSHOT": str(args.dir / "public.duckdb"),
-        "PROFORMA_UPLOADS_PER_DAY": str(args.uploads + 1),
-        "PROFORMA_PUBLIC_MIN_CELLS": "1",
-    }
-    proforma = [sys.executable, "-c", "from proforma.app.cli import main; main()"]
+    env = scratch_env(args.dir, UPLOADS_PER_DAY=str(args.uploads + 1), PUBLIC_MIN_CELLS="1")
+    proforma = PROFORMA
     t0 = time.perf_counter()
     _run([*proforma, "ingest", "synthetic", "--firms", str(args.firms)], env)
     _run([*proforma, "build"], env)
@@ -119,18 +107,8 @@ def main() -> None:
         f"{time.perf_counter() - t0:.0f} s",
         flush=True,
     )
-    port = _free_port()
-    base = f"http://{HOST}:{port}"
-    log = open(args.dir / "server.log", "wb")  # noqa: SIM115 - closed at the end
-    server = subprocess.Popen(
-        [*proforma, "serve", "--host", HOST, "--port", str(port), "--log-level", "warning"],
-        env=env,
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
     started = time.monotonic()
+    server, log, base = start_server(args.dir, env)
     times: list[float] = []
     try:
         with httpx.Client(timeout=300) as c:
@@ -186,12 +164,7 @@ def main() -> None:
                 f"{len(times)}) {last:.2f} s: {last / first:.2f}x"
             )
     finally:
-        server.send_signal(15)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+        stop_server(server, log)
 
 
 if __name__ == "__main__":
