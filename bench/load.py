@@ -105,12 +105,9 @@ def stop_server(server: subprocess.Popen, log: IO[bytes]) -> None:
     log.close()
 
 
-def _submission_files(env: dict[str, str], n: int) -> list[bytes]:
-    """n submission files from the built panel's test cells (baseline + shrunk change + noise)."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+def test_cells(env: dict[str, str]):
+    """The built panel's test truth cells in the submission file's keys, with baseline and
+    actual (read-only, while no server holds the warehouse)."""
     from proforma.app.settings import Settings
     from proforma.app.warehouse import connect
 
@@ -119,12 +116,21 @@ def _submission_files(env: dict[str, str], n: int) -> list[bytes]:
         temp_directory=Path(env["PROFORMA_TEMP_DIRECTORY"]),
     )
     with connect(settings, read_only=True) as wh:
-        cells = wh.arrow(
+        return wh.arrow(
             "SELECT f.gvkey AS firm, i.item AS target, qlabel(t.origin_q) AS origin, "
             "CAST(t.horizon AS INTEGER) AS horizon, t.baseline, t.actual "
-            "FROM panel.truth t JOIN panel.firms f USING (firm_id) JOIN ref.items i USING (item_id) "
-            "WHERE t.split = 'test'"
+            "FROM panel.truth t JOIN panel.firms f USING (firm_id) "
+            "JOIN ref.items i USING (item_id) WHERE t.split = 'test'"
         )
+
+
+def _submission_files(env: dict[str, str], n: int) -> list[bytes]:
+    """n submission files from the built panel's test cells (baseline + shrunk change + noise)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cells = test_cells(env)
     base = cells["baseline"].to_numpy()
     change = cells["actual"].to_numpy() - base
     files = []

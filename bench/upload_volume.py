@@ -28,26 +28,20 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from load import PROFORMA, _run, scratch_env, start_server, stop_server  # bench/load.py's helpers
+from load import (  # bench/load.py's helpers
+    PROFORMA,
+    _run,
+    scratch_env,
+    start_server,
+    stop_server,
+    test_cells,
+)
 
 
 def _files_base(env: dict[str, str]):
     import pyarrow as pa
 
-    from proforma.app.settings import Settings
-    from proforma.app.warehouse import connect
-
-    settings = Settings(
-        warehouse=Path(env["PROFORMA_WAREHOUSE"]),
-        temp_directory=Path(env["PROFORMA_TEMP_DIRECTORY"]),
-    )
-    with connect(settings, read_only=True) as wh:
-        cells = wh.arrow(
-            "SELECT f.gvkey AS firm, i.item AS target, qlabel(t.origin_q) AS origin, "
-            "CAST(t.horizon AS INTEGER) AS horizon, t.baseline, t.actual "
-            "FROM panel.truth t JOIN panel.firms f USING (firm_id) "
-            "JOIN ref.items i USING (item_id) WHERE t.split = 'test'"
-        )
+    cells = test_cells(env)
     return cells, pa
 
 
