@@ -29,15 +29,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from proforma.app.build import current_rules
 from proforma.app.scoring.footprints.store import (
     get_footprint_by_id,
     insert_footprint,
     set_cell_count,
 )
+from proforma.app.store.rules import current_rules
 from proforma.app.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.forecasts import COLUMN_ALIASES as ALIASES
+from proforma.contracts.panel import RuleSet
 
 N_HORIZONS = 20
 
@@ -252,7 +253,7 @@ def _load_bitmap(wh: Warehouse, path: Path, grid_rows: Path | None) -> dict[str,
 def _grid_rows(wh: Warehouse, mask: Path, grid_rows: Path | None) -> pa.Table:
     """(row_idx, gvkey, origin_q) of the bitmap's rows, in its order."""
     if grid_rows is None:
-        if current_rules(wh) != "published":
+        if current_rules(wh) is not RuleSet.published:
             raise UserError(
                 f"{mask.name} is a positional bitmap over the published package's test grid, "
                 "which only a `published` build has: rebuild with --rules published, or pass the "
