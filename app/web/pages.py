@@ -22,8 +22,8 @@ from proforma.app.api.formats import clean
 from proforma.app.api.queries import (
     TRACK_INFO,
     footprint_names,
-    latest_run,
     leaderboard_table,
+    score_run,
     submission_record,
     submission_scores,
 )
@@ -153,12 +153,14 @@ def leaderboard_page(
         "run": None,
         "against": against or "",
     }
-    run = latest_run(wh, footprint) if footprint else None
+    run = score_run(wh, footprint) if footprint else None
     if run and footprint:
         scored = queries.submission_names(wh, run["submission_ids"])
         if against not in scored:
             against = None  # a model not on this footprint: back to the leader
-        table = leaderboard_table(wh, footprint, track, "global", against)
+        table = leaderboard_table(
+            wh, footprint, track, "global", against, score_run_id=run["score_run_id"]
+        )
         types = {
             f.name: ("string" if str(f.type) in ("string", "large_string") else "number")
             for f in table.schema
