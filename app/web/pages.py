@@ -16,9 +16,8 @@ from fastapi.templating import Jinja2Templates
 
 from proforma.app import __version__
 from proforma.app.api import queries
-from proforma.app.api.deps import SettingsDep, WarehouseDep
 from proforma.app.api.errors import NotFound
-from proforma.app.api.formats import clean
+from proforma.app.api.formats import clean, human_bytes
 from proforma.app.api.queries import (
     TRACK_INFO,
     footprint_names,
@@ -28,7 +27,7 @@ from proforma.app.api.queries import (
     submission_scores,
 )
 from proforma.app.api.sqlguard import snapshot_schema
-from proforma.app.api.uploads import human_bytes
+from proforma.app.read.deps import SettingsDep, WarehouseDep
 from proforma.app.warehouse import Warehouse
 from proforma.app.web import TEMPLATES_DIR
 
