@@ -16,7 +16,7 @@ def _newer_run_lands(api: Api, monkeypatch: pytest.MonkeyPatch, target: Any) -> 
     """After each lookup of a score run, another (empty) run of the footprint lands."""
     real = queries.score_run
 
-    def lookup(wh, footprint, score_run_id=None):  # type: ignore[no-untyped-def]
+    def lookup(wh: Any, footprint: str, score_run_id: int | None = None) -> Any:
         record = real(wh, footprint, score_run_id)
         api.wh.execute(
             "INSERT INTO eval.score_runs (score_run_id, footprint_id, footprint_name, "

@@ -6,6 +6,7 @@ footprints."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -67,12 +68,13 @@ def test_the_suite_names_each_competitor_once() -> None:
 def test_register_rejects_an_incomplete_spec(toy: suite.ModelSpec) -> None:
     with pytest.raises(ValueError, match="already"):
         suite.register(toy)
-    for bad in (
+    bads: list[dict[str, Any]] = [
         {"presets": {"paper": {}}},
         {"data": "raw"},
         {"footprints": ("everything",)},
         {"footprints": ()},
-    ):
+    ]
+    for bad in bads:
         with pytest.raises(ValueError):
             suite.register(suite.ModelSpec(**{**toy.__dict__, "name": "other", **bad}))
     assert "other" not in suite.SUITE
@@ -89,10 +91,12 @@ def test_a_toy_model_enters_through_its_spec(toy: suite.ModelSpec, wh, settings)
     from proforma.app.warehouse import connect
 
     with connect(settings) as w:
-        sid, name, family, metadata = w.fetchone(
+        row = w.fetchone(
             "SELECT submission_id, name, family, metadata FROM eval.submissions "
             "WHERE source = 'model'"
         )
+        assert row is not None
+        sid, name, family, metadata = row
         assert (name, family) == ("train-mean (demo)", "gaussian")
         # it read the plain tabular view: no imputation was made for it
         assert w.scalar("SELECT count(*) FROM meta.imputations") == 0
