@@ -25,7 +25,7 @@ from typing import Any
 from proforma.app.sqlfiles import SqlFile, folder_checksum, steps_in
 from proforma.app.warehouse import Warehouse
 from proforma.contracts.errors import UserError
-from proforma.contracts.panel import DEFAULT_RULES, RULE_SETS, UNRECORDED_RULES
+from proforma.contracts.panel import DEFAULT_RULES, RuleSet
 from proforma.contracts.provenance import file_sha256, utcnow
 
 BUILD_FOLDER = "build"
@@ -39,7 +39,7 @@ PINNED_TABLE = "stage.reg_stats_pinned"
 class BuildParams:
     """The build's parameters (docs/build.md); recorded with every build."""
 
-    rules: str = DEFAULT_RULES
+    rules: RuleSet = DEFAULT_RULES
     fin_sic_lo: int = 6000
     fin_sic_hi: int = 6999
     z_eps: float = 1e-3
@@ -63,13 +63,16 @@ class BuildParams:
         """Last quarter of the k estimation window and of train targets (2001Q4 = 8007)."""
         return self.train_last_year * 4 + 3
 
+    def __post_init__(self) -> None:
+        # A name from the command line or a test ("paper") becomes the RuleSet here.
+        object.__setattr__(self, "rules", RuleSet.parse(self.rules))
+
     def variables(self, pinned: bool) -> dict[str, Any]:
-        if self.rules not in RULE_SETS:
-            raise UserError(f"Unknown rule set {self.rules!r}: use one of {', '.join(RULE_SETS)}")
         out = dataclasses.asdict(self)
+        out["rules"] = self.rules.value
         out["train_end_q"] = self.train_end_q
         out["reg_stats_pinned"] = pinned
-        out["published"] = self.rules == "published"
+        out["published"] = self.rules is RuleSet.published
         return out
 
 
@@ -90,7 +93,7 @@ class BuildResult:
     elapsed_s: float
     steps: list[StepResult] = field(default_factory=list)
     row_counts: dict[str, Any] = field(default_factory=dict)
-    rules: str = "published"
+    rules: RuleSet = DEFAULT_RULES
     fallbacks: dict[str, list[str]] = field(default_factory=dict)
 
     def warning(self) -> str | None:
@@ -198,14 +201,6 @@ def count_rows(wh: Warehouse, table: str) -> dict[str, int]:
             if n:
                 out[str(split)] = int(n)
     return out
-
-
-def current_rules(wh: Warehouse) -> str:
-    """The rule set of the built panel (panel.rule_set); a panel built before rule sets
-    existed followed the paper's text."""
-    if not wh.table_exists("panel.rule_set"):
-        return UNRECORDED_RULES
-    return str(wh.scalar("SELECT rules FROM panel.rule_set"))
 
 
 # -- pinned statistics --------------------------------------------------------------------

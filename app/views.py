@@ -13,6 +13,7 @@ streaming.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 
 import numpy as np
@@ -210,9 +211,9 @@ def raw_windows(
         sample_join = f" JOIN {view} AS s USING (firm_id, origin_q)"
 
     def batches() -> Iterator[pa.RecordBatch]:
-        if origins is not None:
-            wh.con.register(view, origins.select(["firm_id", "origin_q"]))
-        try:
+        with contextlib.ExitStack() as stack:
+            if origins is not None:
+                stack.enter_context(wh.registered(view, origins.select(["firm_id", "origin_q"])))
             for lo, hi, _ in chunks:
                 rows = wh.arrow(
                     f"""SELECT r.firm_id::INTEGER AS firm_id, r.origin_q::INTEGER AS origin_q,
@@ -250,9 +251,6 @@ def raw_windows(
                     schema=RAW_WINDOW_SCHEMA,
                 )
                 yield from _rebatch(iter(table.to_batches()), batch_size)
-        finally:
-            if origins is not None:
-                wh.con.unregister(view)
 
     return pa.RecordBatchReader.from_batches(RAW_WINDOW_SCHEMA, batches())
 

@@ -193,9 +193,7 @@ class Warehouse:
         if not _NAME.match(table):
             raise UserError(f"Not a table name: {table!r}")
         source = _as_reader(data)
-        view = f"__arrow_in_{next(_view_counter)}"
-        self.con.register(view, source)
-        try:
+        with self.registered(f"__arrow_in_{next(_view_counter)}", source) as view:
             if mode == "append":
                 before = self._count(table)
                 self.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {view}")
@@ -207,8 +205,17 @@ class Warehouse:
             else:
                 raise ValueError(f"unknown mode {mode!r}")
             return self._count(table)
+
+    @contextlib.contextmanager
+    def registered(self, name: str, data: Any) -> Iterator[str]:
+        """Arrow data (a table, batch or batch reader) visible to SQL as the view `name`
+        inside the block, and gone after it whatever happens (the one register /
+        unregister pair of the project)."""
+        self.con.register(name, data)
+        try:
+            yield name
         finally:
-            self.con.unregister(view)
+            self.con.unregister(name)
 
     def _count(self, table: str) -> int:
         return int(self.scalar(f"SELECT count(*) FROM {table}"))

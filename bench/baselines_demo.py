@@ -18,11 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from proforma.models.baselines import chained_gbm, elastic_net, ffnn, random_forest
+from proforma.models.baselines import suite
 from proforma.models.baselines.data import N_HORIZONS, TabularData, feature_columns, item_names
-from proforma.models.baselines.fanout import FanOut
+from proforma.models.baselines.fanout import FanOut, Tracker
 from proforma.models.baselines.imputation import impute_by_quarter
-from proforma.models.baselines.presets import preset
 
 YEARS = {"train": (1971, 2001), "val": (2002, 2009), "test": (2010, 2024)}
 
@@ -64,12 +63,12 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=50_000)
     ap.add_argument("--preset", default="demo")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--which", default="enet,rf,ffnn-linear,ffnn-large,gbm-l1,gbm-l2")
+    ap.add_argument("--which", default=",".join(suite.names()))
     ap.add_argument("--impute", action="store_true")
     args = ap.parse_args()
     data = synthetic(args.rows)
     print({k: v.n for k, v in data.items()})
-    spec = preset(args.preset)
+    configs = suite.preset(args.preset)
     fan = FanOut("joblib", args.jobs)
     if args.impute:
         d = data["train"]
@@ -85,20 +84,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         for model in args.which.split(","):
             t0 = time.perf_counter()
-            if model == "enet":
-                fc = elastic_net.fit_predict(
-                    tr, va, te, Path(root), spec["enet"], fan=fan, backend="sklearn"
-                )
-            elif model == "rf":
-                fc = random_forest.fit_predict(
-                    tr, va, te, Path(root), spec["rf"], fan=fan, backend="sklearn"
-                )
-            elif model.startswith("ffnn-"):
-                fc = ffnn.fit_predict(tr, va, te, Path(root), model[5:], spec["ffnn"])
-            else:
-                fc = chained_gbm.fit_predict(
-                    tr, va, te, Path(root), model[4:], spec["gbm"], fan=fan
-                )
+            request = suite.FitRequest(tr, va, te, configs[model], Path(root), fan, Tracker())
+            fc = suite.get(model).fit(request)
             fit_s = time.perf_counter() - t0
             mu = fc.components[0][0]
             ok = np.isfinite(te.Y) & np.isfinite(mu)

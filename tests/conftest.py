@@ -4,12 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from proforma.app.flows.warehouse import prepare
 from proforma.app.settings import Settings, get_settings
 from proforma.app.warehouse import Warehouse, connect
+
+
+def temp_settings(folder: Path, warehouse: str = "wh.duckdb", **overrides: Any) -> Settings:
+    """Settings with every path inside `folder` and a test's small resources (1 GB, 2
+    threads); the one place tests build a Settings of their own (session-scoped panels
+    made once, warehouses beside the `settings` fixture's). `overrides` sets any field."""
+    fields: dict[str, Any] = {
+        "warehouse": folder / warehouse,
+        "temp_directory": folder / "tmp",
+        "cache_dir": folder / "cache",
+        "memory_limit": "1GB",
+        "threads": 2,
+    }
+    return Settings(**{**fields, **overrides})
 
 
 @pytest.fixture

@@ -1,9 +1,9 @@
-"""FastAPI dependencies as `Annotated` aliases: settings, a per-request warehouse cursor,
-the job queue, and the caller (token holder, admin)."""
+"""FastAPI dependencies as `Annotated` aliases: the job queue and the caller (token
+holder, admin); settings and the per-request warehouse cursor come from the read layer
+(app/read/deps.py) and are re-exported for the routes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -12,8 +12,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from proforma.app.api.auth import User, authenticate
 from proforma.app.api.errors import Forbidden
 from proforma.app.api.job_queue import JobQueue
-from proforma.app.settings import Settings
-from proforma.app.warehouse import Warehouse
+from proforma.app.read.deps import SettingsDep, WarehouseDep
+
+__all__ = ["AdminUser", "CurrentUser", "JobsDep", "SettingsDep", "WarehouseDep"]
 
 _bearer = HTTPBearer(
     auto_error=False,
@@ -21,25 +22,10 @@ _bearer = HTTPBearer(
 )
 
 
-def get_settings_dep(request: Request) -> Settings:
-    return request.app.state.settings
-
-
-def get_warehouse(request: Request) -> Iterator[Warehouse]:
-    """A cursor of the server's warehouse connection for this request (its own transactions)."""
-    cursor = request.app.state.wh.cursor()
-    try:
-        yield cursor
-    finally:
-        cursor.close()
-
-
 def get_jobs(request: Request) -> JobQueue:
     return request.app.state.jobs
 
 
-SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
-WarehouseDep = Annotated[Warehouse, Depends(get_warehouse)]
 JobsDep = Annotated[JobQueue, Depends(get_jobs)]
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 

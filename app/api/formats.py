@@ -79,3 +79,11 @@ def table_response(
     return JSONResponse(
         clean({**(extra or {}), "columns": table.column_names, "rows": records(table)})
     )
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"

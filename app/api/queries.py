@@ -73,11 +73,13 @@ TRACK_INFO: list[dict[str, str]] = [
 ]
 
 
-def latest_run(
+def score_run(
     wh: Warehouse, footprint: str, score_run_id: int | None = None
 ) -> dict[str, Any] | None:
-    """The newest score run of a footprint (or its run `score_run_id`) with its provenance
-    (build and eval versions)."""
+    """The record of one score run of a footprint, with its provenance (build and eval
+    versions): run `score_run_id`, or the newest. A leaderboard is built from the
+    record's `score_run_id`, so that it and its description are of the same run even
+    when another run lands in between."""
     table = wh.arrow(
         """
         SELECT score_run_id, footprint_name, footprint_version, submission_ids, footprint_cells,
@@ -99,10 +101,10 @@ def leaderboard_table(
     by: str,
     against: str | None = None,
     *,
-    score_run_id: int | None = None,
+    score_run_id: int,
 ) -> pa.Table:
-    """proforma.app.scoring's leaderboard, `by` = global for the overall ranking (of the latest run,
-    or of run `score_run_id`)."""
+    """proforma.app.scoring's leaderboard of run `score_run_id` (from `score_run`), `by` =
+    global for the overall ranking."""
     from proforma.app import scoring
 
     table = scoring.leaderboard(

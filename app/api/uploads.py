@@ -22,18 +22,11 @@ from python_multipart.multipart import parse_options_header
 from starlette.requests import Request
 
 from proforma.app.api.errors import BadUpload, TooLarge, UnsupportedMedia
+from proforma.app.api.formats import human_bytes
 
 MAX_FIELD_BYTES = 64 * 1024
 MAX_FIELDS = 32
 FILE_FIELD = "file"
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
 
 
 @dataclass

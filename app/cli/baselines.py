@@ -10,10 +10,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from proforma.app.cli.common import status_console, summary, writer
 from proforma.app.flows.baselines import parse_which, run_baselines
-from proforma.contracts.competitors import COMPETITORS
 from proforma.contracts.errors import UserError
+from proforma.models.baselines import suite
 from proforma.models.baselines.fanout import ENGINES, Tracker
-from proforma.models.baselines.presets import DEMO_CHANGES, PRESETS
+from proforma.models.baselines.presets import PRESETS
 
 
 class RichTracker(Tracker):
@@ -32,7 +32,7 @@ class RichTracker(Tracker):
 
 def baselines_command(
     which: str = typer.Option(
-        ",".join(COMPETITORS), "--which", help=f"Comma-separated: {','.join(COMPETITORS)}."
+        ",".join(suite.names()), "--which", help=f"Comma-separated: {','.join(suite.names())}."
     ),
     preset_name: str = typer.Option(
         "paper",
@@ -59,15 +59,16 @@ def baselines_command(
 ) -> None:
     """Fit the tabular competitors, write their forecasts and score them (resumable)."""
     models = parse_which(which)
-    if threads and any(m.startswith("ffnn") for m in models):
+    if threads and any(suite.get(m).torch for m in models):
         import torch
 
         torch.set_num_threads(threads)
     if preset_name not in PRESETS:
         raise UserError(f"Unknown preset {preset_name!r}; choose one of {', '.join(PRESETS)}")
     if preset_name == "demo":
-        for k, v in DEMO_CHANGES.items():
-            status_console.print(f"[dim]demo preset, {k}: {v}[/]", highlight=False)
+        notes = {suite.get(m).demo_note: m for m in reversed(models)}
+        for note, m in reversed(notes.items()):
+            status_console.print(f"[dim]demo preset, {m}: {note}[/]", highlight=False)
     with writer() as wh, _progress() as progress:
         results = run_baselines(
             wh,

@@ -13,8 +13,7 @@ from proforma.app.build import BuildParams, explain, run_build
 from proforma.app.cli.common import console, status_console, summary, writer
 from proforma.app.scoring.footprints.standard import ensure_standard_footprints
 from proforma.app.sqlfiles import sql_file
-from proforma.contracts.errors import UserError
-from proforma.contracts.panel import RULE_SETS
+from proforma.contracts.panel import DEFAULT_RULES, RuleSet
 
 
 def build_command(
@@ -25,7 +24,7 @@ def build_command(
         "statistics parquet (quarter, feature, mu, sigma, k) to pin.",
     ),
     rules: str = typer.Option(
-        "published",
+        DEFAULT_RULES.value,
         "--rules",
         help="Rule set: 'published' (the published package's panel and scores) or "
         "'paper' (the paper's literal text where the two differ; docs/contracts.md).",
@@ -50,10 +49,9 @@ def build_command(
             + ("estimated from this panel" if reg_stats == "estimate" else f"pinned {reg_stats}")
         )
         return
-    if rules not in RULE_SETS:
-        raise UserError(f"Unknown rule set {rules!r}: use one of {', '.join(RULE_SETS)}")
+    rule_set = RuleSet.parse(rules)
     space = "estimated from this panel" if reg_stats == "estimate" else f"pinned from {reg_stats}"
-    status_console.print(f"rule set: {rules}; standardization statistics: {space}")
+    status_console.print(f"rule set: {rule_set}; standardization statistics: {space}")
     with writer() as wh:
         with Progress(
             TextColumn("[bold]{task.description}"),
@@ -71,7 +69,7 @@ def build_command(
                 else:
                     progress.update(task, completed=i)
 
-            result = run_build(wh, reg_stats, BuildParams(rules=rules), on_step=on_step)
+            result = run_build(wh, reg_stats, BuildParams(rules=rule_set), on_step=on_step)
         # The footprints every warehouse has are made from the panel, once: here, so that
         # the first `score` of an upload pays only for the upload (and `footprint list`
         # shows them as soon as there is a panel).

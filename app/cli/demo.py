@@ -22,14 +22,14 @@ import typer
 from proforma.app.cli.common import console, summary
 from proforma.app.settings import get_settings
 from proforma.app.warehouse import Warehouse, connect
-from proforma.contracts.competitors import COMPETITORS
 from proforma.contracts.errors import UserError
+from proforma.models.baselines import suite
 
 #: The competitors the demo fits by default (demo preset: docs/baselines.md lists what it
 #: shrinks). On 2 cores the random forest and each chained-GBM arm take 8-9 minutes even
 #: at the demo preset, which would break the demo's 10-minute budget; `--competitors all`
 #: or `proforma run baselines --preset demo` adds them.
-DEMO_COMPETITORS = ("enet", "ffnn-linear", "ffnn-large")
+DEMO_COMPETITORS = suite.demo_names()
 #: One seed keeps the demo near its budget on 2 cores; the paper mixes seeds 60-64.
 FORMA_SEEDS = "60"
 #: Figure 2's oracle experiment in the demo: a third of the paper's 768 origins keeps the
@@ -318,7 +318,7 @@ def demo_command(
     competitors: str = typer.Option(
         ",".join(DEMO_COMPETITORS),
         "--competitors",
-        help=f"Comma-separated competitors to fit, or 'all' ({','.join(COMPETITORS)}).",
+        help=f"Comma-separated competitors to fit, or 'all' ({','.join(suite.names())}).",
     ),
 ) -> None:
     """Ingest the synthetic panel, build the benchmark, run the reference baselines, the
@@ -333,15 +333,15 @@ def demo_command(
             path.unlink(missing_ok=True)
         shutil.rmtree(settings.models_dir, ignore_errors=True)
     chosen = (
-        COMPETITORS
+        suite.names()
         if competitors == "all"
         else tuple(c.strip() for c in competitors.split(",") if c.strip())
     )
-    unknown = sorted(set(chosen) - set(COMPETITORS))
+    unknown = sorted(set(chosen) - set(suite.names()))
     if unknown:
         raise UserError(
             f"Unknown competitor(s) {', '.join(unknown)}; choose from "
-            f"{', '.join(COMPETITORS)} or 'all'"
+            f"{', '.join(suite.names())} or 'all'"
         )
     t0 = time.perf_counter()
     _run(["migrate"])

@@ -27,6 +27,7 @@ from proforma.app.flows.forma import (
     tuple_reader,
 )
 from proforma.app.flows.forma import require_panel as _require_panel
+from proforma.contracts.quarters import parse_quarter, quarter_label
 
 forma_app = typer.Typer(
     help="Forma, the tuple-set transformer: export, oracle experiment, info.", no_args_is_help=True
@@ -52,16 +53,6 @@ THREADS_OPT = typer.Option(
 
 
 # -- helpers -------------------------------------------------------------------------
-def shared_group(app: typer.Typer, name: str, help: str) -> typer.Typer:
-    """The sub-command group `name`, created once and shared by every module using it."""
-    for info in app.registered_groups:
-        if info.name == name and info.typer_instance is not None:
-            return info.typer_instance
-    group = typer.Typer(help=help, no_args_is_help=True)
-    app.add_typer(group, name=name)
-    return group
-
-
 def parse_seeds(text: str) -> list[int]:
     """'60-64' -> [60..64]; '60,62' -> [60, 62]."""
     seeds: list[int] = []
@@ -88,18 +79,6 @@ def parse_epochs(text: str) -> tuple[int, ...]:
     if not all(p.isdigit() and int(p) > 0 for p in parts):
         raise UserError(f"--keep-epochs takes positive epoch numbers like 1,2,4: {text!r}")
     return tuple(int(p) for p in parts)
-
-
-def parse_quarter(text: str) -> int:
-    """'2015Q4' -> quarter ordinal year*4 + quarter - 1."""
-    m = re.fullmatch(r"(\d{4})\s*[Qq]([1-4])", text.strip())
-    if not m:
-        raise UserError(f"Not a quarter: {text!r} (use e.g. 2015Q4)")
-    return int(m.group(1)) * 4 + int(m.group(2)) - 1
-
-
-def qlabel(q: int) -> str:
-    return f"{q // 4}Q{q % 4 + 1}"
 
 
 # -- train ---------------------------------------------------------------------------
@@ -334,7 +313,7 @@ def scenario_command(
     )
     pinned = result.table.column("pinned").to_numpy(zero_copy_only=False)
     summary(
-        f"scenario {result.firm} {qlabel(oq)} (Forma {preset}/{family}, seeds "
+        f"scenario {result.firm} {quarter_label(oq)} (Forma {preset}/{family}, seeds "
         f"{','.join(map(str, used))}): {result.pins} pinned cell(s), "
         f"{int((~pinned).sum())} forecast; {med}" + (f"; written to {out}" if out else "")
     )
@@ -457,12 +436,3 @@ def info(preset: str = PRESET_OPT) -> None:
     for k, v in cfg.to_dict().items():
         console.print(f"{k:>22}: {v}")
     summary(f"preset {preset}: {n:,} trainable parameters")
-
-
-def register(app: typer.Typer) -> None:
-    train_group = shared_group(app, "train", "Train a forecaster on the panel.")
-    train_group.command("forma")(train_forma)
-    predict_group = shared_group(app, "predict", "Forecast with a trained model and score it.")
-    predict_group.command("forma")(predict_forma)
-    app.command("scenario")(scenario_command)
-    app.add_typer(forma_app, name="forma")

@@ -2,9 +2,8 @@
 each with its whole first paragraph, in plain text that fits 80 columns.
 
 The order is the declared list WORKFLOW. A command registered but not listed there still
-shows, under "Other commands" at the end (tests/foundation/test_found_cli_output.py
-fails until it is placed); a listed name that is not registered is skipped, so the list
-may name commands a branch has not merged yet.
+shows, under "Other commands" at the end (tests/foundation/test_found_cli_help.py fails
+until it is placed); a listed name that is not registered is skipped.
 """
 
 from __future__ import annotations

@@ -150,15 +150,12 @@ def _forecast_chunks(
             int(quarters[index * size]),
             int(quarters[min((index + 1) * size, plan.num_rows) - 1]),
         )
-        wh.con.register("__chronos_forecasts", table)
-        try:
+        with wh.registered("__chronos_forecasts", table) as view:
             kept = wh.query_step(
                 "models/chronos_realized_cells",
                 {"lo_q": lo, "hi_q": hi},
-                identifiers={"forecasts": "__chronos_forecasts"},
+                identifiers={"forecasts": view},
             )
-        finally:
-            wh.con.unregister("__chronos_forecasts")
         cache.write(index, kept, stats.as_dict())
         n = int((chunk_of == index).sum())
         figures["computed_origins"] += n

@@ -298,17 +298,18 @@ def noise_summary(
 
 def score_llm_footprint(wh: Warehouse) -> int:
     """Score every current submission on `llm` except repeated LLM draws (they would
-    restrict the common sample to the noise subset) and the chained GBMs (25 items only,
-    as on the full footprint)."""
+    restrict the common sample to the noise subset) and the competitors whose spec leaves
+    `llm` out (the chained GBMs: 25 items only, as on the full footprint)."""
+    from proforma.app.flows.baselines import joins
     from proforma.app.scoring import run_reference_baselines, score
     from proforma.app.scoring.submissions.registry import active_submissions
 
     run_reference_baselines(wh)
-    meta = dict(
+    repeated = dict(
         wh.fetchall(
             "SELECT submission_id, coalesce(TRY_CAST(json_extract_string(metadata, '$.llm_draw') "
-            "AS INTEGER), 1) > 1 OR starts_with(name, 'gbm-') FROM eval.submissions"
+            "AS INTEGER), 1) > 1 FROM eval.submissions"
         )
     )
-    ids = [i for i in active_submissions(wh) if not meta.get(i)]
-    return score(wh, LLM_FOOTPRINT, ids, baselines=False)
+    ids = [i for i in active_submissions(wh) if not repeated.get(i)]
+    return score(wh, LLM_FOOTPRINT, joins(wh, LLM_FOOTPRINT, ids), baselines=False)

@@ -8,17 +8,21 @@ and scored like any other.
 
 from __future__ import annotations
 
-from proforma.app.build import current_rules
 from proforma.app.scoring.provenance import current_build_id, eval_sql_version
 from proforma.app.scoring.submissions.checks import check_and_finish, claim_name, new_submission
+from proforma.app.store.rules import current_rules
 from proforma.app.warehouse import Warehouse
+from proforma.contracts.panel import RuleSet
 
 REFERENCE_BASELINES = {
     "Seasonal random walk": {
-        "paper": "eval/090_baseline_seasonal_rw",
-        "published": "eval/092_baseline_seasonal_rw_published",
+        RuleSet.paper: "eval/090_baseline_seasonal_rw",
+        RuleSet.published: "eval/092_baseline_seasonal_rw_published",
     },
-    "Fade / AR(1)": {"paper": "eval/091_baseline_fade", "published": "eval/091_baseline_fade"},
+    "Fade / AR(1)": {
+        RuleSet.paper: "eval/091_baseline_fade",
+        RuleSet.published: "eval/091_baseline_fade",
+    },
 }
 _NEEDS = (
     "panel.truth",
@@ -72,10 +76,11 @@ def run_reference_baselines(
                 None,
                 False,
                 f"sql:{version}",
-                {"eval_sql_version": version, "sql": step, "split": split, "rules": rules},
+                {"eval_sql_version": version, "sql": step, "split": split, "rules": rules.value},
             )
             wh.run_step(
-                step, {"submission_id": sid, "split": split, "published": rules == "published"}
+                step,
+                {"submission_id": sid, "split": split, "published": rules is RuleSet.published},
             )
             check_and_finish(wh, sid, name, [], points=True)
         ids.append(sid)

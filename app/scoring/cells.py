@@ -10,7 +10,6 @@ the build's rule set. Score runs read them; a new context computes them again.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable
@@ -24,14 +23,15 @@ from duckdb.func import PythonUDFType
 from duckdb.sqltypes import DOUBLE
 
 from proforma.app.scoring.provenance import current_build, eval_sql_version
+from proforma.app.store.rules import build_rules
 from proforma.app.warehouse import Warehouse, out_of_resources
 from proforma.contracts.errors import UserError
-from proforma.contracts.panel import RULE_SETS, UNRECORDED_RULES
+from proforma.contracts.panel import RuleSet
 from proforma.contracts.provenance import utcnow
 
 #: Sigma floor of the density terms per rule set (None: sigma as given); the rule sets
 #: differ in two scoring rules (docs/scoring.md, "Rule sets").
-SIGMA_FLOOR = {"paper": 1e-4, "published": None}
+SIGMA_FLOOR = {RuleSet.paper: 1e-4, RuleSet.published: None}
 #: Central interval probabilities whose coverage is reported.
 COVERAGE_LEVELS = (0.50, 0.80, 0.90, 0.95)
 
@@ -45,25 +45,7 @@ class Context:
 
     build_id: int | None
     eval_sql_version: str
-    rules: str
-
-
-def build_rules(build: dict[str, Any] | None) -> str:
-    """The rule set a build was made with ("paper" for builds that do not record one)."""
-    params = (build or {}).get("parameters")
-    if isinstance(params, str):
-        try:
-            params = json.loads(params)
-        except ValueError:
-            params = None
-    rules = params.get("rules") if isinstance(params, dict) else None
-    if rules is None:
-        return UNRECORDED_RULES
-    if rules not in RULE_SETS:
-        raise UserError(
-            f"The build records an unknown rule set {rules!r}; scoring knows {', '.join(RULE_SETS)}"
-        )
-    return str(rules)
+    rules: RuleSet
 
 
 def scoring_context(wh: Warehouse) -> Context:
@@ -171,8 +153,8 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
             "first_q": int(first_q),
             "last_q": int(last_q),
             "sigma_floor": SIGMA_FLOOR[ctx.rules],
-            "sigma_in_sample": ctx.rules == "paper",
-            "float32_residuals": ctx.rules == "published",
+            "sigma_in_sample": ctx.rules is RuleSet.paper,
+            "float32_residuals": ctx.rules is RuleSet.published,
         }
         if sub["family"] == "quantile":
             params.update(quantile_grid_params(list(sub["quantile_levels"] or [])))

@@ -16,19 +16,18 @@ from fastapi.templating import Jinja2Templates
 
 from proforma.app import __version__
 from proforma.app.api import queries
-from proforma.app.api.deps import SettingsDep, WarehouseDep
 from proforma.app.api.errors import NotFound
-from proforma.app.api.formats import clean
+from proforma.app.api.formats import clean, human_bytes
 from proforma.app.api.queries import (
     TRACK_INFO,
     footprint_names,
-    latest_run,
     leaderboard_table,
+    score_run,
     submission_record,
     submission_scores,
 )
 from proforma.app.api.sqlguard import snapshot_schema
-from proforma.app.api.uploads import human_bytes
+from proforma.app.read.deps import SettingsDep, WarehouseDep
 from proforma.app.warehouse import Warehouse
 from proforma.app.web import TEMPLATES_DIR
 
@@ -153,12 +152,14 @@ def leaderboard_page(
         "run": None,
         "against": against or "",
     }
-    run = latest_run(wh, footprint) if footprint else None
+    run = score_run(wh, footprint) if footprint else None
     if run and footprint:
         scored = queries.submission_names(wh, run["submission_ids"])
         if against not in scored:
             against = None  # a model not on this footprint: back to the leader
-        table = leaderboard_table(wh, footprint, track, "global", against)
+        table = leaderboard_table(
+            wh, footprint, track, "global", against, score_run_id=run["score_run_id"]
+        )
         types = {
             f.name: ("string" if str(f.type) in ("string", "large_string") else "number")
             for f in table.schema

@@ -13,8 +13,8 @@ import re
 from fastapi import APIRouter
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
-from proforma.app.api.deps import SettingsDep
 from proforma.app.api.errors import NotFound
+from proforma.app.read.deps import SettingsDep
 
 router = APIRouter(include_in_schema=False)
 

@@ -14,17 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from proforma.models.baselines.base import Forecast
-from proforma.models.baselines.data import TabularData
-from proforma.models.baselines.fanout import FanOut, Tracker
-from proforma.models.baselines.grid import select_refit_forecast
+from proforma.models.baselines.grid import GridModel
 from proforma.models.baselines.presets import ENET_PAPER
-
-
-def _cuml_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("cuml") is not None
 
 
 def build(params: dict[str, Any]) -> Any:
@@ -85,34 +76,6 @@ def grid_points(spec: dict[str, Any], backend: str = "sklearn") -> list[dict[str
     ]
 
 
-def fit_predict(
-    train: TabularData,
-    val: TabularData,
-    test: TabularData,
-    registry_root: Any,
-    spec: dict[str, Any] | None = None,
-    *,
-    items: tuple[str, ...] | None = None,
-    horizons: tuple[int, ...] | None = None,
-    fan: FanOut | None = None,
-    tracker: Tracker | None = None,
-    backend: str | None = None,
-) -> Forecast:
-    """Select on validation, refit on train+val, forecast the test split."""
-    spec = spec or ENET_PAPER
-    backend = backend or ("cuml" if _cuml_available() else "sklearn")
-    return select_refit_forecast(
-        "enet",
-        build,
-        grid_points(spec, backend),
-        spec,
-        train,
-        val,
-        test,
-        registry_root,
-        items=items,
-        horizons=horizons,
-        fan=fan,
-        tracker=tracker,
-        keep_state=keep_state,
-    )
+#: The shared per-(item, horizon) protocol (grid.py) with the elastic net's grid.
+ENET = GridModel("enet", build, grid_points, ENET_PAPER, keep_state)
+fit_predict = ENET.fit_predict

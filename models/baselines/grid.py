@@ -28,6 +28,7 @@ from proforma.models.baselines.fanout import FanOut, Tracker
 from proforma.models.baselines.registry import Registry
 
 Builder = Callable[[dict[str, Any]], Any]
+GridPoints = Callable[[dict[str, Any], str], list[dict[str, Any]]]
 
 
 @dataclass
@@ -294,3 +295,56 @@ def select_refit_forecast(
         model, build, cfg, train, val, test, registry, fan, tracker, keep_state
     )
     return Forecast(test, [(mu, None)], {"selection": selection, "run": str(registry.dir)})
+
+
+def cuml_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("cuml") is not None
+
+
+@dataclass
+class GridModel:
+    """A per-(item, horizon) model under this protocol: its name (the registry folder),
+    the builder of one grid point's estimator, the grid a spec spans, the paper's spec
+    (used when none is given) and what of a fitted estimator is kept on disk."""
+
+    name: str
+    build: Builder
+    grid_points: GridPoints
+    paper: dict[str, Any]
+    keep_state: Callable[[Any], Any] | None = None
+
+    def fit_predict(
+        self,
+        train: TabularData,
+        val: TabularData,
+        test: TabularData,
+        registry_root: Any,
+        spec: dict[str, Any] | None = None,
+        *,
+        items: tuple[str, ...] | None = None,
+        horizons: tuple[int, ...] | None = None,
+        fan: FanOut | None = None,
+        tracker: Tracker | None = None,
+        backend: str | None = None,
+    ) -> Any:
+        """Select on validation, refit on train+val, forecast the test split (cuML when
+        installed, else scikit-learn)."""
+        spec = spec or self.paper
+        backend = backend or ("cuml" if cuml_available() else "sklearn")
+        return select_refit_forecast(
+            self.name,
+            self.build,
+            self.grid_points(spec, backend),
+            spec,
+            train,
+            val,
+            test,
+            registry_root,
+            items=items,
+            horizons=horizons,
+            fan=fan,
+            tracker=tracker,
+            keep_state=self.keep_state,
+        )

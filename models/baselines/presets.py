@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+#: Every competitor's spec (suite.py) has one configuration per preset name.
 PRESETS = ("paper", "demo")
 
 ENET_PAPER: dict[str, Any] = {
@@ -90,13 +91,3 @@ DEMO_CHANGES: dict[str, str] = {
     "horizon from 5,000 training rows (shared_bins); each fit and each early-stopping set on "
     "at most 1,500 rows",
 }
-
-
-def preset(name: str) -> dict[str, dict[str, Any]]:
-    if name == "paper":
-        return {"enet": ENET_PAPER, "rf": RF_PAPER, "ffnn": FFNN_PAPER, "gbm": GBM_PAPER}
-    if name == "demo":
-        return {"enet": ENET_DEMO, "rf": RF_DEMO, "ffnn": FFNN_DEMO, "gbm": GBM_DEMO}
-    from proforma.contracts.errors import UserError
-
-    raise UserError(f"Unknown preset {name!r}; choose one of {', '.join(PRESETS)}")

@@ -12,11 +12,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from proforma.models.baselines.base import Forecast
-from proforma.models.baselines.data import TabularData
-from proforma.models.baselines.elastic_net import _cuml_available
-from proforma.models.baselines.fanout import FanOut, Tracker
-from proforma.models.baselines.grid import select_refit_forecast
+from proforma.models.baselines.grid import GridModel
 from proforma.models.baselines.presets import RF_PAPER
 
 
@@ -66,33 +62,7 @@ def grid_points(spec: dict[str, Any], backend: str = "sklearn") -> list[dict[str
     ]
 
 
-def fit_predict(
-    train: TabularData,
-    val: TabularData,
-    test: TabularData,
-    registry_root: Any,
-    spec: dict[str, Any] | None = None,
-    *,
-    items: tuple[str, ...] | None = None,
-    horizons: tuple[int, ...] | None = None,
-    fan: FanOut | None = None,
-    tracker: Tracker | None = None,
-    backend: str | None = None,
-) -> Forecast:
-    """Select on validation, refit on train+val, forecast the test split."""
-    spec = spec or RF_PAPER
-    backend = backend or ("cuml" if _cuml_available() else "sklearn")
-    return select_refit_forecast(
-        "rf",
-        build,
-        grid_points(spec, backend),
-        spec,
-        train,
-        val,
-        test,
-        registry_root,
-        items=items,
-        horizons=horizons,
-        fan=fan,
-        tracker=tracker,
-    )
+#: The shared per-(item, horizon) protocol (grid.py) with the forest's grid; forests are
+#: not kept on disk.
+RF = GridModel("rf", build, grid_points, RF_PAPER)
+fit_predict = RF.fit_predict

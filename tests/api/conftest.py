@@ -12,6 +12,7 @@ from service_helpers import Api, make_panel_warehouse
 
 from proforma.app.api.main import create_app
 from proforma.app.settings import Settings, get_settings
+from tests.conftest import temp_settings
 
 
 @pytest.fixture
@@ -37,12 +38,7 @@ def api_settings(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyP
 def panel_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A migrated warehouse with the tiny panel, made once and copied for each test."""
     folder = tmp_path_factory.mktemp("panel-template")
-    template = Settings(
-        warehouse=folder / "warehouse.duckdb",
-        temp_directory=folder / "tmp",
-        memory_limit="1GB",
-        threads=2,
-    )
+    template = temp_settings(folder, "warehouse.duckdb")
     make_panel_warehouse(template)
     return template.warehouse
 

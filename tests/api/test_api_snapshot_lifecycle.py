@@ -21,6 +21,7 @@ from proforma.app.flows.warehouse import prepare
 from proforma.app.settings import Settings
 from proforma.app.sqlfiles import SqlFile
 from proforma.app.warehouse import Warehouse, connect
+from tests.conftest import temp_settings
 
 # A one-row snapshot: the lifecycle does not depend on what the public steps select.
 TINY = [SqlFile(Path("tiny_public.sql"), "CREATE TABLE pub.scores AS SELECT 1 AS n;")]
@@ -41,12 +42,8 @@ def fast_dir(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.fixture
 def pub(fast_dir: Path) -> Iterator[tuple[Warehouse, Settings]]:
-    settings = Settings(
-        warehouse=fast_dir / "warehouse.duckdb",
-        public_snapshot=fast_dir / "site" / "public.duckdb",
-        temp_directory=fast_dir / "tmp",
-        threads=1,
-        memory_limit="1GB",
+    settings = temp_settings(
+        fast_dir, "warehouse.duckdb", public_snapshot=fast_dir / "site" / "public.duckdb", threads=1
     )
     wh = connect(settings)
     prepare(wh)

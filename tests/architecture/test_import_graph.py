@@ -1,10 +1,13 @@
-"""The import graph of the packages (parsed with ast, nothing imported): no module takes
-part in an import circle, `contracts` imports nothing of the project, and `models`
-imports nothing from `app` (docs/architecture.md, "Layers")."""
+"""The import graph of the packages (parsed with ast, nothing imported) against the layer
+table of docs/architecture.md ("Layers"): every module lives in a room of a layer, every
+import points down the table (or stays inside its room), no module takes part in an
+import circle, the API and the pages never import each other, `contracts` imports
+nothing of the project and `models` nothing from `app`."""
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,10 +18,23 @@ PACKAGES = ("contracts", "app", "models")
 #: The one top-level package they are installed under (proforma/ links to the folders).
 DISTRIBUTION = "proforma"
 
-#: Edges from models into app that the forma work, still in flight in its own branch,
-#: keeps until it switches to proforma.contracts.errors. Each entry must still exist (the test
-#: below fails once it is gone, so the list only shrinks).
-PENDING_MODELS_TO_APP: set[tuple[str, str]] = set()
+#: docs/architecture.md's layer table, top first: (layer, its rooms). A room is a package
+#: (or, for `app`, the package's own __init__: the version).
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("entry points", ("app.cli", "app.server")),
+    ("interfaces", ("app.api", "app.web")),
+    ("read", ("app.read",)),
+    ("flows", ("app.flows", "app.report")),
+    ("scoring", ("app.scoring",)),
+    ("sources and readers", ("app.sources", "app.readers")),
+    ("warehouse", ("app.store", "app")),
+    ("models", ("models",)),
+    ("contracts", ("contracts",)),
+)
+#: Imports between two rooms of one layer that the table allows (a flow that runs
+#: another flow's step, the command line starting the server); any other sideways import
+#: fails, the API and the pages importing each other above all.
+SIDEWAYS: set[tuple[str, str]] = {("app.cli", "app.server"), ("app.report", "app.flows")}
 
 
 def modules() -> dict[str, Path]:
@@ -126,15 +142,91 @@ def test_contracts_import_nothing_of_the_project() -> None:
 
 
 def test_models_import_nothing_from_app() -> None:
-    edges = {
+    edges = sorted(
         (a, b)
         for a, targets in graph().items()
         for b in targets
         if a.startswith("models") and b.split(".")[0] == "app"
+    )
+    assert edges == []
+
+
+def room_of(module: str) -> str | None:
+    """The room a module lives in (the longest room name that is the module or a package
+    above it); None for a module of no room (`app`'s own __init__ is the room `app`)."""
+    rooms = [r for _, rs in LAYERS for r in rs]
+    if module == "app":
+        return "app"
+    found = [r for r in rooms if r != "app" and (module == r or module.startswith(f"{r}."))]
+    return max(found, key=len) if found else None
+
+
+def layer_of(room: str) -> int:
+    return next(i for i, (_, rooms) in enumerate(LAYERS) if room in rooms)
+
+
+def wrong_arrows(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Imports that point up the table, or sideways between rooms without leave."""
+    bad = []
+    for a, targets in edges.items():
+        ra = room_of(a)
+        for b in targets:
+            rb = room_of(b)
+            if ra is None or rb is None or ra == rb:
+                continue
+            la, lb = layer_of(ra), layer_of(rb)
+            if la > lb or (la == lb and (ra, rb) not in SIDEWAYS):
+                bad.append((a, b))
+    return sorted(bad)
+
+
+def test_every_module_lives_in_a_room_of_a_layer() -> None:
+    assert sorted(m for m in modules() if room_of(m) is None) == []
+
+
+def test_every_arrow_points_down_the_layer_table() -> None:
+    assert wrong_arrows(graph()) == []
+
+
+def test_api_and_pages_share_the_read_layer_and_not_each_other() -> None:
+    edges = graph()
+    crossing = sorted(
+        (a, b)
+        for a, targets in edges.items()
+        for b in targets
+        if {room_of(a), room_of(b)} == {"app.api", "app.web"}
+    )
+    assert crossing == []
+    assert any(room_of(b) == "app.read" for a in edges if room_of(a) == "app.web" for b in edges[a])
+
+
+def test_the_table_is_the_documented_one() -> None:
+    """docs/architecture.md's table lists the same layers and rooms, in the same order."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line]
+    documented = [
+        (cells[0], tuple(re.findall(r"`app/([a-z]+)/`|`(models|contracts)/`", cells[1])))
+        for cells in ([c.strip() for c in row.strip("|").split("|")] for row in rows[1:])
+    ]
+    names = [layer for layer, _ in documented]
+    assert names == [layer for layer, _ in LAYERS]
+    for (layer, found), (_, rooms) in zip(documented, LAYERS, strict=True):
+        listed = {f"app.{a}" if a else b for a, b in found}
+        assert listed == {r for r in rooms if r != "app"}, layer
+
+
+def test_wrong_arrows_finds_upward_and_sideways_imports() -> None:
+    edges = {
+        "app.scoring.cells": {"app.store.warehouse", "app.flows.build"},
+        "app.web.pages": {"app.read.queries", "app.api.deps"},
+        "app.cli.serve": {"app.server.main"},
+        "app.store.warehouse": {"contracts.errors"},
     }
-    assert sorted(edges - PENDING_MODELS_TO_APP) == []
-    # An exemption whose import is gone must leave the list.
-    assert sorted(PENDING_MODELS_TO_APP - edges) == []
+    assert wrong_arrows(edges) == [
+        ("app.scoring.cells", "app.flows.build"),
+        ("app.web.pages", "app.api.deps"),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -98,7 +98,7 @@ def test_resume_skips_finished_fits(panel, tmp_path, monkeypatch) -> None:
     def boom(params):
         raise AssertionError("a finished fit was refit")
 
-    monkeypatch.setattr(elastic_net, "build", boom)
+    monkeypatch.setattr(elastic_net.ENET, "build", boom)
     again = elastic_net.fit_predict(train, val, test, tmp_path, spec, **kw)
     assert np.array_equal(first.components[0][0], again.components[0][0], equal_nan=True)
     # A changed grid is a new run: it must fit again.

@@ -26,8 +26,10 @@ import pytest
 
 from proforma.app.build import BuildParams, fallback_warning, run_build
 from proforma.app.views import tabular_reader
+from proforma.contracts.panel import RuleSet
 from tests.build.conftest import insert_fundq, qdate
 from tests.build.test_build_k_stats import brute_force_k
+from tests.conftest import temp_settings
 
 FIRMS = range(6)  # gvkeys 000031..000036, 2000Q1..2011Q4
 Q0, Q1 = 8000, 8047
@@ -141,20 +143,12 @@ def lag_pool(values, q_max: int | None = None) -> np.ndarray:
 
 def _build(tmp_path, rules: str):
     from proforma.app.flows.warehouse import prepare
-    from proforma.app.settings import Settings
     from proforma.app.warehouse import connect
 
-    wh = connect(
-        Settings(
-            warehouse=tmp_path / f"{rules}.duckdb",
-            temp_directory=tmp_path / "tmp",
-            memory_limit="1GB",
-            threads=2,
-        )
-    )
+    wh = connect(temp_settings(tmp_path, f"{rules}.duckdb"))
     prepare(wh)
     insert_fundq(wh, rows())
-    result = run_build(wh, "estimate", BuildParams(rules=rules))
+    result = run_build(wh, "estimate", BuildParams(rules=RuleSet(rules)))
     return wh, result
 
 

@@ -17,7 +17,9 @@ import pytest
 from proforma.app.build import run_build
 from proforma.app.views import raw_windows, tabular_reader, tuple_windows
 from proforma.contracts.errors import UserError
+from proforma.contracts.panel import RuleSet
 from tests.build.conftest import insert_fundq, qdate
+from tests.conftest import temp_settings
 
 Z = 100.001
 EPS = 1e-8
@@ -36,17 +38,9 @@ def make_built(tmp_path, rules: str = "published"):
     """One firm, 2000Q1..2010Q4 with a 2004Q3 gap, pinned statistics mu 0, sigma 1, k 1."""
     from proforma.app.build import BuildParams
     from proforma.app.flows.warehouse import prepare
-    from proforma.app.settings import Settings
     from proforma.app.warehouse import connect
 
-    wh = connect(
-        Settings(
-            warehouse=tmp_path / "wh.duckdb",
-            temp_directory=tmp_path / "tmp",
-            memory_limit="2GB",
-            threads=2,
-        )
-    )
+    wh = connect(temp_settings(tmp_path, memory_limit="2GB"))
     prepare(wh)
     rows = []
     for q in range(8000, 8044):
@@ -73,7 +67,7 @@ def make_built(tmp_path, rules: str = "published"):
         f"COPY (SELECT qend(q)::TIMESTAMP AS quarter, item AS feature, 0.0 AS mu, 1.0 AS sigma, "
         f"1.0 AS k FROM range(7990, 8050) t(q), ref.items) TO '{stats}' (FORMAT parquet)"
     )
-    result = run_build(wh, stats, BuildParams(rules=rules))
+    result = run_build(wh, stats, BuildParams(rules=RuleSet(rules)))
     return wh, result, stats
 
 

@@ -11,7 +11,9 @@ import pytest
 
 from proforma.app.build import BuildParams, run_build
 from proforma.app.views import tabular_reader, tuple_windows
+from proforma.contracts.panel import RuleSet
 from tests.build.conftest import insert_fundq, qdate
+from tests.conftest import temp_settings
 
 Z = 100.001
 NO_DEFLATOR = 8005  # 2001Q2: firm A reports revtq but neither ltq, seqq nor atq
@@ -23,17 +25,9 @@ def u(q: int) -> float:
 
 def _panel(tmp_path, rules: str):
     from proforma.app.flows.warehouse import prepare
-    from proforma.app.settings import Settings
     from proforma.app.warehouse import connect
 
-    wh = connect(
-        Settings(
-            warehouse=tmp_path / f"{rules}.duckdb",
-            temp_directory=tmp_path / "tmp",
-            memory_limit="1GB",
-            threads=2,
-        )
-    )
+    wh = connect(temp_settings(tmp_path, f"{rules}.duckdb"))
     prepare(wh)
     rows = []
     for q in range(8000, 8016):  # firm A: 2000Q1..2003Q4
@@ -67,7 +61,7 @@ def _panel(tmp_path, rules: str):
         f"COPY (SELECT qend(q)::TIMESTAMP AS quarter, item AS feature, 0.0 AS mu, 1.0 AS sigma, "
         f"1.0 AS k FROM range(7990, 8050) t(q), ref.items) TO '{stats}' (FORMAT parquet)"
     )
-    run_build(wh, stats, BuildParams(rules=rules))
+    run_build(wh, stats, BuildParams(rules=RuleSet(rules)))
     return wh
 
 

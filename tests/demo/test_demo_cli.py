@@ -6,8 +6,8 @@ from typer.testing import CliRunner
 
 from proforma.app.cli import app
 from proforma.app.cli.demo import DEMO_COMPETITORS, stages
-from proforma.contracts.competitors import COMPETITORS as ALL_COMPETITORS
 from proforma.contracts.errors import UserError
+from proforma.models.baselines.suite import names
 
 
 def test_unknown_competitor_is_one_clear_error(settings) -> None:
@@ -32,9 +32,9 @@ def test_stages_on_an_empty_warehouse_are_all_pending(wh) -> None:
 
 
 def test_stages_take_the_chosen_competitors(wh) -> None:
-    fit = next(s for s in stages(500, ALL_COMPETITORS) if s.title.startswith("competitors"))
+    fit = next(s for s in stages(500, names()) if s.title.startswith("competitors"))
     args = fit.command()
-    assert args[args.index("--which") + 1] == ",".join(ALL_COMPETITORS)
+    assert args[args.index("--which") + 1] == ",".join(names())
     assert stages(500)[0].command()[-2:] == ["--firms", "500"]
 
 

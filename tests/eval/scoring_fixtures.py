@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from proforma.app.warehouse import Warehouse
+from tests.conftest import temp_settings
 
 ITEMS = ["atq", "ltq", "mibtq", "seqq", "revtq", "cogsq", "gpq", "niq"]
 TRAIN_Q = list(range(7996, 8008))  # 1999Q1..2001Q4
@@ -147,17 +148,10 @@ def forecasts_from(cells: pa.Table, mu, sigma=None, component: int = 0) -> pa.Ta
 def module_warehouse(tmp_path_factory, name: str):
     """A migrated warehouse with the tiny panel, for one test module (built once)."""
     from proforma.app.flows.warehouse import prepare
-    from proforma.app.settings import Settings
     from proforma.app.warehouse import connect
 
     folder = tmp_path_factory.mktemp(name)
-    settings = Settings(
-        warehouse=folder / "wh.duckdb",
-        temp_directory=folder / "tmp",
-        memory_limit="1GB",
-        threads=2,
-        cache_dir=folder / "cache",
-    )
+    settings = temp_settings(folder)
     wh = connect(settings)
     prepare(wh)
     make_panel(wh)

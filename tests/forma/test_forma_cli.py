@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from proforma.app.cli.forma import (
-    parse_epochs,
-    parse_pins,
-    parse_quarter,
-    parse_seeds,
-    register,
-    shared_group,
-)
+from proforma.app.cli import app
+from proforma.app.cli.forma import parse_epochs, parse_pins, parse_seeds
 from proforma.app.errors import UserError
+from proforma.contracts.quarters import parse_quarter
 
 
 def test_parse_seeds_quarters_and_pins():
@@ -41,11 +35,7 @@ def test_parse_seeds_quarters_and_pins():
             parse_pins([bad])
 
 
-def test_commands_register_and_share_groups(settings):
-    app = typer.Typer()
-    other = shared_group(app, "train", "shared")
-    register(app)
-    assert shared_group(app, "train", "x") is other  # one `train` group for every model
+def test_forma_commands_in_the_command_tree(settings):
     runner = CliRunner()
     for args in (
         ["train", "forma", "--help"],

@@ -11,6 +11,7 @@ from tiny_synthetic import build_tiny_synthetic
 
 from proforma.app.settings import Settings
 from proforma.app.warehouse import Warehouse, connect
+from tests.conftest import temp_settings
 
 
 @pytest.fixture(scope="session")
@@ -19,13 +20,7 @@ def built_panel(tmp_path_factory) -> Path:
     from proforma.app.flows.warehouse import prepare
 
     folder = tmp_path_factory.mktemp("llm_panel")
-    settings = Settings(
-        warehouse=folder / "wh.duckdb",
-        temp_directory=folder / "tmp",
-        memory_limit="1GB",
-        threads=2,
-        cache_dir=folder / "cache",
-    )
+    settings = temp_settings(folder)
     with connect(settings) as wh:
         prepare(wh)
         build_tiny_synthetic(wh, firms=40, start=2004, end=2014, seed=3)

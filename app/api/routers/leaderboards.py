@@ -40,7 +40,7 @@ def index(wh: WarehouseDep) -> dict[str, Any]:
             "footprints": [
                 {
                     "footprint": f,
-                    "latest_run": queries.latest_run(wh, f),
+                    "latest_run": queries.score_run(wh, f),
                     "url": f"/api/v1/leaderboards/{f}",
                 }
                 for f in queries.footprint_names(wh)
@@ -80,7 +80,7 @@ def leaderboard(
 ) -> Response:
     if footprint not in queries.footprint_names(wh):
         raise NotFound(f"No footprint {footprint!r}; GET /api/v1/footprints lists them.")
-    run = queries.latest_run(wh, footprint, run_id)
+    run = queries.score_run(wh, footprint, run_id)
     if run is None:
         if run_id is not None:
             raise NotFound(f"No score run {run_id} of footprint {footprint!r}.")

@@ -29,15 +29,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from proforma.app.build import current_rules
 from proforma.app.scoring.footprints.store import (
     get_footprint_by_id,
     insert_footprint,
     set_cell_count,
 )
+from proforma.app.store.rules import current_rules
 from proforma.app.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.forecasts import COLUMN_ALIASES as ALIASES
+from proforma.contracts.panel import RuleSet
 
 N_HORIZONS = 20
 
@@ -199,11 +200,8 @@ def _load_bitmap(wh: Warehouse, path: Path, grid_rows: Path | None) -> dict[str,
             "np.packbits was expected). A bitmap of another row set needs the row index it was "
             "built on (--grid-rows); nothing imported"
         )
-    wh.con.register("__mask_rows", rows)
-    try:
+    with wh.registered("__mask_rows", rows):
         wh.execute("CREATE OR REPLACE TEMP TABLE mask_rows AS SELECT * FROM __mask_rows")
-    finally:
-        wh.con.unregister("__mask_rows")
 
     def blocks() -> Iterator[pa.RecordBatch]:
         for t, target in enumerate(targets):
@@ -225,14 +223,11 @@ def _load_bitmap(wh: Warehouse, path: Path, grid_rows: Path | None) -> dict[str,
                     )
 
     schema = pa.schema([("row_idx", pa.int32()), ("item_id", pa.int16()), ("horizon", pa.int8())])
-    wh.con.register("__mask_bits", pa.RecordBatchReader.from_batches(schema, blocks()))
-    try:
+    with wh.registered("__mask_bits", pa.RecordBatchReader.from_batches(schema, blocks())):
         wh.execute("""
             CREATE OR REPLACE TEMP TABLE mask_cells AS
             SELECT r.gvkey, r.origin_q, b.item_id, b.horizon
             FROM __mask_bits AS b JOIN mask_rows AS r USING (row_idx)""")
-    finally:
-        wh.con.unregister("__mask_bits")
     matched = int(
         wh.scalar(
             "SELECT count(*) FROM mask_rows AS r JOIN panel.firms AS f USING (gvkey) "
@@ -252,7 +247,7 @@ def _load_bitmap(wh: Warehouse, path: Path, grid_rows: Path | None) -> dict[str,
 def _grid_rows(wh: Warehouse, mask: Path, grid_rows: Path | None) -> pa.Table:
     """(row_idx, gvkey, origin_q) of the bitmap's rows, in its order."""
     if grid_rows is None:
-        if current_rules(wh) != "published":
+        if current_rules(wh) is not RuleSet.published:
             raise UserError(
                 f"{mask.name} is a positional bitmap over the published package's test grid, "
                 "which only a `published` build has: rebuild with --rules published, or pass the "

@@ -213,8 +213,7 @@ def ingest_forecasts(
                 problems = [new_problem(text, 0) for text in found]
                 raise ValidationError(rejection_summary(name, problems), problems)
             wh.set_params({"quantile_grid": grid})
-        wh.con.register(view, reader)
-        stack.callback(wh.con.unregister, view)
+        stack.enter_context(wh.registered(view, reader))
         with wh.transaction():
             claim_name(wh, name, replace)
             sid = new_submission(wh, name, source, family, df, has_sigma, "pending", metadata)

@@ -142,11 +142,28 @@ def step(
 
 
 def _step(tr, st, cal_q, year, m, rng) -> dict[str, np.ndarray]:
+    """The quarter in stages, in the order the books close. Each stage draws its shocks
+    in the order of the one function it was cut from (bit-identical output: a generated
+    raw.fundq hashes the same)."""
+    v: dict[str, np.ndarray] = {}
+    v.update(_latent(tr, st, m, rng))
+    v.update(_income(tr, st, m, cal_q, rng, v))
+    v.update(_operating(tr, v))
+    v.update(_investing(tr, st, rng, v))
+    v.update(_payout(tr, st, year, rng, v))
+    v.update(_balance(tr, st, rng, v))
+    # acquisitions raise the revenue trend from next quarter on
+    v["s"] = v["s"] + np.log1p(v["acq_size"])
+    st.update({k: v[k] for k in STATE_KEYS})
+    return {item: v[name] for item, name in RAW_ITEMS.items()}
+
+
+def _latent(
+    tr: Traits, st: State, m: np.ndarray, rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """Latent states: conditional mean reversion."""
     n = st["s"].size
     z = rng.standard_normal
-    u = rng.random
-
-    # ---- latent states: conditional mean reversion --------------------------------
     at_prev = np.maximum(st["at"], 1e-6)
     lev_now = st["debt"] / at_prev
     cash_ratio = st["cash"] / at_prev
@@ -182,8 +199,38 @@ def _step(tr, st, cal_q, year, m, rng) -> dict[str, np.ndarray]:
     dpo = np.clip(st["dpo"] + 0.15 * (tr["dpo_bar"] - st["dpo"]) + 2.0 * z(n), 5, 200)
     e_rev = 0.55 * st["e_rev"] + tr["sig_e"] * _t(rng, 3.0, n)
     s = st["s"] + g + tr["sig_s"] * z(n)
+    return {
+        "at_prev": at_prev,
+        "cash_ratio": cash_ratio,
+        "constrained": constrained,
+        "g": g,
+        "gm": gm,
+        "sga": sga,
+        "ppe_i": ppe_i,
+        "dso": dso,
+        "dio": dio,
+        "dpo": dpo,
+        "e_rev": e_rev,
+        "s": s,
+    }
 
-    # ---- income statement ----------------------------------------------------------
+
+def _income(
+    tr: Traits,
+    st: State,
+    m: np.ndarray,
+    cal_q: np.ndarray,
+    rng: np.random.Generator,
+    v: dict[str, np.ndarray],
+) -> dict[str, np.ndarray]:
+    """The income statement."""
+    n = st["s"].size
+    z = rng.standard_normal
+    u = rng.random
+    e_rev = v["e_rev"]
+    gm = v["gm"]
+    s = v["s"]
+    sga = v["sga"]
     r_trend = np.exp(s) / 4.0
     season = tr["season"][np.arange(n), cal_q]
     rev = r_trend * np.exp(season + e_rev + 0.03 * tr["cyc"] * m)
@@ -216,8 +263,45 @@ def _step(tr, st, cal_q, year, m, rng) -> dict[str, np.ndarray]:
     xido = (u(n) < 0.02) * rev * 0.04 * _t(rng, 3.0, n)
     ni = ib + xido
     xopr = cogs + xsga
+    return {
+        "r_trend": r_trend,
+        "rev": rev,
+        "cogs": cogs,
+        "xrd": xrd,
+        "sga_core": sga_core,
+        "stkco": stkco,
+        "xsga": xsga,
+        "oibdp": oibdp,
+        "ppent_prev": ppent_prev,
+        "dep": dep,
+        "amort": amort,
+        "dp": dp,
+        "oiadp": oiadp,
+        "xint": xint,
+        "nopi": nopi,
+        "imp_gw": imp_gw,
+        "imp_ppe": imp_ppe,
+        "spi": spi,
+        "pi": pi,
+        "txt": txt,
+        "mii": mii,
+        "ib": ib,
+        "xido": xido,
+        "ni": ni,
+        "xopr": xopr,
+    }
 
-    # ---- operating balances ------------------------------------------------------------
+
+def _operating(tr: Traits, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Operating balances."""
+    cogs = v["cogs"]
+    dio = v["dio"]
+    dpo = v["dpo"]
+    dso = v["dso"]
+    r_trend = v["r_trend"]
+    rev = v["rev"]
+    sga_core = v["sga_core"]
+    txt = v["txt"]
     rect = rev * dso / 91.0
     invt = tr["has_inv"] * cogs * dio / 91.0
     ap = (cogs + 0.3 * sga_core) * dpo / 91.0
@@ -226,8 +310,36 @@ def _step(tr, st, cal_q, year, m, rng) -> dict[str, np.ndarray]:
     lco = tr["lco_r"] * rev + drc
     txp = np.maximum(0.25 * txt, 0) + 0.01 * rev
     lo = tr["lo_r"] * 4 * r_trend + drlt
+    return {
+        "rect": rect,
+        "invt": invt,
+        "ap": ap,
+        "drc": drc,
+        "drlt": drlt,
+        "lco": lco,
+        "txp": txp,
+        "lo": lo,
+    }
 
-    # ---- investing -------------------------------------------------------------------------
+
+def _investing(
+    tr: Traits, st: State, rng: np.random.Generator, v: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """Investing: acquisitions, capital expenditure, disposals, investments."""
+    n = st["s"].size
+    z = rng.standard_normal
+    u = rng.random
+    amort = v["amort"]
+    at_prev = v["at_prev"]
+    cash_ratio = v["cash_ratio"]
+    constrained = v["constrained"]
+    dep = v["dep"]
+    g = v["g"]
+    imp_gw = v["imp_gw"]
+    imp_ppe = v["imp_ppe"]
+    ppe_i = v["ppe_i"]
+    ppent_prev = v["ppent_prev"]
+    r_trend = v["r_trend"]
     growing = g > tr["g_bar"]
     p_acq = tr["acq_p"] * (1 + 2 * (cash_ratio > 0.15)) * (0.5 + growing) * (1 - 0.7 * constrained)
     acq_size = (u(n) < p_acq) * np.clip(np.exp(np.log(0.08) + 0.8 * z(n)), 0, 1.5)
@@ -264,8 +376,44 @@ def _step(tr, st, cal_q, year, m, rng) -> dict[str, np.ndarray]:
     )
     ivaco = -0.5 * (aoo - st["aoo"])
     ivncf = siv + sppe + ivstch + ivaco - capx - ivch - aqc
+    return {
+        "acq_size": acq_size,
+        "aqc": aqc,
+        "capx": capx,
+        "sppe": sppe,
+        "ppegt": ppegt,
+        "dpact": dpact,
+        "ppent": ppent,
+        "gdwl": gdwl,
+        "intano": intano,
+        "intan": intan,
+        "ivch": ivch,
+        "siv": siv,
+        "invlt": invlt,
+        "sti": sti,
+        "ivstch": ivstch,
+        "aoo": aoo,
+        "ivaco": ivaco,
+        "ivncf": ivncf,
+    }
 
-    # ---- payout, equity and financing -------------------------------------------------
+
+def _payout(
+    tr: Traits,
+    st: State,
+    year: np.ndarray | int,
+    rng: np.random.Generator,
+    v: dict[str, np.ndarray],
+) -> dict[str, np.ndarray]:
+    """Payout and equity before the financing decision."""
+    n = st["s"].size
+    z = rng.standard_normal
+    u = rng.random
+    at_prev = v["at_prev"]
+    mii = v["mii"]
+    ni = v["ni"]
+    rev = v["rev"]
+    stkco = v["stkco"]
     ni4 = 0.75 * st["ni4"] + 0.25 * ni
     target_div = tr["payout"] * np.maximum(ni4, 0)
     review = u(n) < 0.25  # dividends are sticky: reviewed about once a year
@@ -287,6 +435,57 @@ def _step(tr, st, cal_q, year, m, rng) -> dict[str, np.ndarray]:
     tstk = st["tstk"] + prstkc
     cstk = st["cstk"] + 0.01 * sstk_small
     caps = st["caps"] + 0.99 * sstk_small + stkco + txbcof + fiao_other
+    return {
+        "ni4": ni4,
+        "div": div,
+        "dvq": dvq,
+        "prstkc": prstkc,
+        "sstk_small": sstk_small,
+        "txbcof": txbcof,
+        "fiao": fiao,
+        "mib": mib,
+        "pstk": pstk,
+        "re": re,
+        "tstk": tstk,
+        "cstk": cstk,
+        "caps": caps,
+    }
+
+
+def _balance(
+    tr: Traits, st: State, rng: np.random.Generator, v: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """Financing, with cash as the balancing item, and the balance sheet."""
+    n = st["s"].size
+    z = rng.standard_normal
+    u = rng.random
+    aoo = v["aoo"]
+    ap = v["ap"]
+    at_prev = v["at_prev"]
+    caps = v["caps"]
+    cstk = v["cstk"]
+    dvq = v["dvq"]
+    fiao = v["fiao"]
+    intan = v["intan"]
+    invlt = v["invlt"]
+    invt = v["invt"]
+    ivncf = v["ivncf"]
+    lco = v["lco"]
+    lo = v["lo"]
+    mib = v["mib"]
+    ppent = v["ppent"]
+    prstkc = v["prstkc"]
+    pstk = v["pstk"]
+    re = v["re"]
+    rect = v["rect"]
+    rev = v["rev"]
+    spi = v["spi"]
+    sstk_small = v["sstk_small"]
+    sti = v["sti"]
+    stkco = v["stkco"]
+    tstk = v["tstk"]
+    txbcof = v["txbcof"]
+    txp = v["txp"]
     txditc = tr["dt_r"] * ppent
     aco = tr["aco_r"] * rev + sti
     ao = intan + invlt + aoo
@@ -331,115 +530,110 @@ def _step(tr, st, cal_q, year, m, rng) -> dict[str, np.ndarray]:
     anc = ppent + ao
     at = act + anc
     lct = ap + dlc + txp + lco
-
-    # acquisitions raise the revenue trend from next quarter on
-    st.update(
-        s=s + np.log1p(acq_size),
-        g=g,
-        gm=gm,
-        sga=sga,
-        ppe_i=ppe_i,
-        dso=dso,
-        dio=dio,
-        dpo=dpo,
-        e_rev=e_rev,
-        div=div,
-        ni4=ni4,
-        ppegt=ppegt,
-        dpact=dpact,
-        gdwl=gdwl,
-        intano=intano,
-        invlt=invlt,
-        aoo=aoo,
-        sti=sti,
-        cash=cash,
-        debt=debt,
-        dlc=dlc,
-        dltt=dltt,
-        cstk=cstk,
-        caps=caps,
-        re=re,
-        tstk=tstk,
-        pstk=pstk,
-        mib=mib,
-        acominc=acominc,
-        txditc=txditc,
-        at=at,
-    )
     return {
-        # balance sheet
-        "acomincq": acominc,
-        "acoq": aco,
-        "actq": act,
-        "ancq": anc,
-        "aoq": ao,
-        "apq": ap,
-        "atq": at,
-        "capsq": caps,
-        "ceqq": ceq,
-        "cheq": cash,
-        "cstkq": cstk,
-        "dlcq": dlc,
-        "dlttq": dltt,
-        "dpactq": dpact,
-        "drcq": drc,
-        "drltq": drlt,
-        "gdwlq": gdwl,
-        "intanoq": intano,
-        "intanq": intan,
-        "invtq": invt,
-        "lcoq": lco,
-        "lctq": lct,
-        "loq": lo,
-        "ltq": lt,
-        "mibtq": mib,
-        "ppegtq": ppegt,
-        "ppentq": ppent,
-        "pstkq": pstk,
-        "rectq": rect,
-        "req": re,
-        "seqq": seq,
-        "tstkq": tstk,
-        "txditcq": txditc,
-        "txpq": txp,
-        # income statement
-        "cogsq": cogs,
-        "dpq": dp,
-        "ibq": ib,
-        "miiq": mii,
-        "niq": ni,
-        "nopiq": nopi,
-        "oiadpq": oiadp,
-        "oibdpq": oibdp,
-        "piq": pi,
-        "revtq": rev,
-        "spiq": spi,
-        "stkcoq": stkco,
-        "txtq": txt,
-        "xidoq": xido,
-        "xintq": xint,
-        "xoprq": xopr,
-        "xrdq": xrd,
-        "xsgaq": xsga,
-        # cash flow (quarterly; the reporting layer turns them into YTD)
-        "aqcq": aqc,
-        "capxq": capx,
-        "dlcchq": dlcch,
-        "dltisq": dltis,
-        "dltrq": dltr,
-        "dvq": dvq,
-        "exreq": exre,
-        "fiaoq": fiao,
-        "fincfq": fincf,
-        "fopoq": fopo,
-        "ivacoq": ivaco,
-        "ivchq": ivch,
-        "ivncfq": ivncf,
-        "ivstchq": ivstch,
-        "oancfq": oancf,
-        "prstkcq": prstkc,
-        "sivq": siv,
-        "sppeq": sppe,
-        "sstkq": sstk,
-        "txbcofq": txbcof,
+        "txditc": txditc,
+        "aco": aco,
+        "ao": ao,
+        "debt": debt,
+        "cstk": cstk,
+        "caps": caps,
+        "sstk": sstk,
+        "dlc": dlc,
+        "dltt": dltt,
+        "dlcch": dlcch,
+        "dltr": dltr,
+        "dltis": dltis,
+        "fincf": fincf,
+        "ceq": ceq,
+        "seq": seq,
+        "lt": lt,
+        "cash": cash,
+        "exre": exre,
+        "oancf": oancf,
+        "fopo": fopo,
+        "acominc": acominc,
+        "act": act,
+        "anc": anc,
+        "at": at,
+        "lct": lct,
     }
+
+
+#: The quarterly raw items `step` returns and the variable each one is.
+RAW_ITEMS: dict[str, str] = {
+    # balance sheet
+    "acomincq": "acominc",
+    "acoq": "aco",
+    "actq": "act",
+    "ancq": "anc",
+    "aoq": "ao",
+    "apq": "ap",
+    "atq": "at",
+    "capsq": "caps",
+    "ceqq": "ceq",
+    "cheq": "cash",
+    "cstkq": "cstk",
+    "dlcq": "dlc",
+    "dlttq": "dltt",
+    "dpactq": "dpact",
+    "drcq": "drc",
+    "drltq": "drlt",
+    "gdwlq": "gdwl",
+    "intanoq": "intano",
+    "intanq": "intan",
+    "invtq": "invt",
+    "lcoq": "lco",
+    "lctq": "lct",
+    "loq": "lo",
+    "ltq": "lt",
+    "mibtq": "mib",
+    "ppegtq": "ppegt",
+    "ppentq": "ppent",
+    "pstkq": "pstk",
+    "rectq": "rect",
+    "req": "re",
+    "seqq": "seq",
+    "tstkq": "tstk",
+    "txditcq": "txditc",
+    "txpq": "txp",
+    # income statement
+    "cogsq": "cogs",
+    "dpq": "dp",
+    "ibq": "ib",
+    "miiq": "mii",
+    "niq": "ni",
+    "nopiq": "nopi",
+    "oiadpq": "oiadp",
+    "oibdpq": "oibdp",
+    "piq": "pi",
+    "revtq": "rev",
+    "spiq": "spi",
+    "stkcoq": "stkco",
+    "txtq": "txt",
+    "xidoq": "xido",
+    "xintq": "xint",
+    "xoprq": "xopr",
+    "xrdq": "xrd",
+    "xsgaq": "xsga",
+    # cash flow (quarterly; the reporting layer turns them into YTD)
+    "aqcq": "aqc",
+    "capxq": "capx",
+    "dlcchq": "dlcch",
+    "dltisq": "dltis",
+    "dltrq": "dltr",
+    "dvq": "dvq",
+    "exreq": "exre",
+    "fiaoq": "fiao",
+    "fincfq": "fincf",
+    "fopoq": "fopo",
+    "ivacoq": "ivaco",
+    "ivchq": "ivch",
+    "ivncfq": "ivncf",
+    "ivstchq": "ivstch",
+    "oancfq": "oancf",
+    "prstkcq": "prstkc",
+    "sivq": "siv",
+    "sppeq": "sppe",
+    "sstkq": "sstk",
+    "txbcofq": "txbcof",
+}

@@ -1,0 +1,1 @@
+"""The warehouse layer: connection, SQL files, migrations, reference data, settings."""
