@@ -155,7 +155,8 @@ def _tabular(wh: Warehouse, origin_q: int, path: Path) -> int:
     columns = feature_columns(item_names(wh))
     gvkeys = dict(wh.fetchall("SELECT firm_id, gvkey FROM panel.firms"))
     parts = []
-    for batch in tabular_reader(wh.cursor(), "test", columns=columns):
+    split = wh.scalar("SELECT any_value(split) FROM panel.origins WHERE origin_q = ?", [origin_q])
+    for batch in tabular_reader(wh.cursor(), split, columns=columns):
         keep = pc.equal(batch.column("origin_q"), origin_q)
         if pc.any(keep).as_py():
             parts.append(batch.filter(keep))
