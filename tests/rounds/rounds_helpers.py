@@ -16,9 +16,14 @@ from proforma.app.warehouse import Warehouse
 from proforma.contracts.quarters import parse_quarter
 
 #: 40 firms from 1996 (a training window for k), design window ending 2010
-PANEL: dict[str, Any] = dict(
-    firms=40, start=1996, end=2010, seed=7, oracle_origins=6, oracle_paths=4
-)
+PANEL: dict[str, Any] = {
+    "firms": 40,
+    "start": 1996,
+    "end": 2010,
+    "seed": 7,
+    "oracle_origins": 6,
+    "oracle_paths": 4,
+}
 
 
 def config(through: str, **overrides: Any) -> SyntheticConfig:

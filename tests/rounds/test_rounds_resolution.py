@@ -12,7 +12,7 @@ import pytest
 from rounds_helpers import grow, open_tiny_round
 
 from proforma.app import scoring
-from proforma.app.build import BuildParams, run_build
+from proforma.app.build import run_build
 from proforma.app.rounds import leaderboard, live_leaderboard, resolve
 from proforma.app.rounds.store import close_round
 from proforma.app.sources import ingest
