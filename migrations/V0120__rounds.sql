@@ -117,3 +117,22 @@ CREATE TABLE rounds.cell_scores (
     u             DOUBLE,
     PRIMARY KEY (submission_id, gvkey, item_id, horizon)
 );
+-- each round's metrics over the common sample of all its entries, as of the latest
+-- resolution (sql/rounds/050; horizon NULL: all horizons): what the public snapshot carries
+CREATE TABLE rounds.metrics (
+    round_id      INTEGER NOT NULL,
+    submission_id INTEGER NOT NULL,
+    horizon       TINYINT,
+    n             BIGINT NOT NULL,
+    r2            DOUBLE,
+    mse           DOUBLE,
+    mae           DOUBLE,
+    nll           DOUBLE,
+    crps          DOUBLE,
+    z2            DOUBLE,
+    cov50         DOUBLE,
+    cov80         DOUBLE,
+    cov90         DOUBLE,
+    cov95         DOUBLE,
+    resolution_id INTEGER NOT NULL
+);

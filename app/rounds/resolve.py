@@ -19,6 +19,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from proforma.app.rounds.store import get_round
 from proforma.app.warehouse import Warehouse
 from proforma.contracts.errors import UserError
@@ -56,6 +58,10 @@ def resolve(wh: Warehouse, now: dt.datetime | None = None) -> dict[str, Any]:
         before = wh.scalar("SELECT count(*) FROM rounds.cell_scores")
         wh.run_step("rounds/040_cell_scores", params)
         scores = wh.scalar("SELECT count(*) FROM rounds.cell_scores") - before
+        for (round_id,) in wh.fetchall(
+            "SELECT DISTINCT round_id FROM rounds.truth WHERE resolution_id = ?", [rid]
+        ):
+            _store_metrics(wh, round_id, rid)
         per_round = wh.fetchall(
             "SELECT r.name, count(*) FROM rounds.truth t JOIN rounds.rounds r USING (round_id) "
             "WHERE t.resolution_id = ? GROUP BY r.name ORDER BY r.name",
@@ -77,6 +83,35 @@ def resolve(wh: Warehouse, now: dt.datetime | None = None) -> dict[str, Any]:
     }
 
 
+def _metric_rows(wh: Warehouse, round_id: int, submission_ids: Sequence[int]) -> list[dict]:
+    """sql/rounds/050 over the common sample of `submission_ids` (one round's)."""
+    wh.execute("CREATE OR REPLACE TEMP TABLE round_subs (submission_id INTEGER)")
+    try:
+        wh.execute("INSERT INTO round_subs SELECT unnest(?::INTEGER[])", [list(submission_ids)])
+        return wh.query_step("rounds/050_metrics", {"round_id": round_id}).to_pylist()
+    finally:
+        wh.execute("DROP TABLE IF EXISTS round_subs")
+
+
+def _store_metrics(wh: Warehouse, round_id: int, resolution_id: int) -> None:
+    """rounds.metrics of a round: all its entries' common sample, replaced."""
+    subs = [
+        r[0]
+        for r in wh.fetchall(
+            "SELECT submission_id FROM rounds.submissions WHERE round_id = ?", [round_id]
+        )
+    ]
+    wh.execute("DELETE FROM rounds.metrics WHERE round_id = ?", [round_id])
+    if not subs:
+        return
+    rows = _metric_rows(wh, round_id, subs)
+    cols = ("submission_id", "horizon", *METRICS)
+    table = pa.table({c: [r[c] for r in rows] for c in cols})
+    table = table.append_column("round_id", pa.array([round_id] * len(rows), pa.int32()))
+    table = table.append_column("resolution_id", pa.array([resolution_id] * len(rows), pa.int32()))
+    wh.write_arrow("rounds.metrics", table)
+
+
 def leaderboard(
     wh: Warehouse, round_name: str, models: Sequence[str] | None = None
 ) -> dict[str, Any]:
@@ -94,23 +129,19 @@ def leaderboard(
         if unknown:
             raise UserError(f"Round {round_name!r} has no submission {', '.join(unknown)}")
         subs = [s for s in subs if s[1] in set(models)]
-    rows: list[tuple] = []
+    rows: list[dict] = []
     if subs and rnd["cells_resolved"]:
-        cur = wh.cursor()
-        try:
-            cur.execute("CREATE OR REPLACE TEMP TABLE round_subs (submission_id INTEGER)")
-            cur.execute(
-                "INSERT INTO round_subs SELECT unnest(?::INTEGER[])", [[s[0] for s in subs]]
-            )
-            rows = cur.query_step("rounds/050_metrics", {"round_id": rnd["round_id"]}).to_pylist()
-            cur.execute("DROP TABLE round_subs")
-        finally:
-            cur.close()
+        rows = _metric_rows(wh, rnd["round_id"], [s[0] for s in subs])
     out = []
     for sid, name, kind, family in subs:
         mine = [r for r in rows if r["submission_id"] == sid]
         overall = next((r for r in mine if r["horizon"] is None), None)
-        entry: dict[str, Any] = {"name": name, "kind": kind, "family": family}
+        entry: dict[str, Any] = {
+            "submission_id": sid,
+            "name": name,
+            "kind": kind,
+            "family": family,
+        }
         entry.update({m: (overall or {}).get(m) for m in METRICS})
         entry["n"] = int(entry["n"] or 0)
         entry["by_horizon"] = [

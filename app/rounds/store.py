@@ -19,6 +19,12 @@ _ROUND_COLUMNS = (
 )
 
 
+class RoundNotFound(UserError):
+    """No round of that name (the API answers 404)."""
+
+    status_code = 404
+
+
 def has_rounds(wh: Warehouse) -> bool:
     return wh.table_exists("rounds.rounds")
 
@@ -70,7 +76,7 @@ def get_round(wh: Warehouse, name: str, now: dt.datetime | None = None) -> dict[
     row = wh.fetchone(f"SELECT {_ROUND_COLUMNS} FROM rounds.rounds WHERE name = ?", [name])
     if row is None:
         known = [r[0] for r in wh.fetchall("SELECT name FROM rounds.rounds ORDER BY round_id")]
-        raise UserError(
+        raise RoundNotFound(
             f"No round {name!r}"
             + (f" (rounds: {', '.join(known)})" if known else " (no round is open yet)")
         )

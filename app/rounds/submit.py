@@ -27,6 +27,25 @@ from proforma.contracts.forecasts import SUBMISSION_COLUMNS, accepted_names
 from proforma.contracts.provenance import file_sha256, utcnow
 from proforma.contracts.quarters import quarter_label
 
+
+class RoundClosed(UserError):
+    """A submission after the round's deadline (the API answers 403)."""
+
+    status_code = 403
+
+
+class SubmissionExists(UserError):
+    """A model name that already has a submission in the round (the API answers 409)."""
+
+    status_code = 409
+
+
+class WrongRound(UserError):
+    """Forecasts from another origin quarter than the round's (the API answers 422)."""
+
+    status_code = 422
+
+
 #: Families a round scores (sql/rounds/040_cell_scores.sql); "point" has no sigma.
 ROUND_FAMILIES = ("gaussian", "laplace", "point")
 _views = itertools.count()
@@ -36,7 +55,7 @@ def _gate(wh: Warehouse, round_name: str, name: str, sha256: str, now: dt.dateti
     """The round, if it takes this submission now; a UserError (nothing written) if not."""
     rnd = get_round(wh, round_name, now)
     if now >= rnd["deadline"]:
-        raise UserError(
+        raise RoundClosed(
             f"Round {round_name!r} closed at {rnd['deadline']:%Y-%m-%d %H:%M:%S} UTC "
             f"(server time now {now:%Y-%m-%d %H:%M:%S} UTC): late submissions are refused"
         )
@@ -52,11 +71,11 @@ def _gate(wh: Warehouse, round_name: str, name: str, sha256: str, now: dt.dateti
     )
     if prior is not None:
         if prior[0] == sha256:
-            raise UserError(
+            raise SubmissionExists(
                 f"Duplicate: {name!r} submitted this same file to round {round_name!r} at "
                 f"{prior[1]:%Y-%m-%d %H:%M:%S} UTC; nothing was written"
             )
-        raise UserError(
+        raise SubmissionExists(
             f"Changed: {name!r} already has a submission in round {round_name!r} (received "
             f"{prior[1]:%Y-%m-%d %H:%M:%S} UTC) and submissions are immutable; submit a new "
             "version under a new name"
@@ -186,7 +205,7 @@ def _store(
     if total == 0:
         raise UserError("The submission has no rows; nothing was written")
     if wrong_origin:
-        raise UserError(
+        raise WrongRound(
             f"Wrong round: {wrong_origin:,} row(s) forecast from origin(s) {origins or 'unknown'}, "
             f"but round {rnd['name']!r} freezes origin {quarter_label(rnd['origin_q'])}; "
             "nothing was written"
