@@ -53,7 +53,6 @@ def test_rounds_api_pages_and_snapshot(served: Settings) -> None:
     with TestClient(create_app(served)) as client:
         app_wh = client.app.state.wh.cursor()  # type: ignore[attr-defined]
         _, token = add_user(app_wh, "alice")
-        _, admin = add_user(app_wh, "root", admin=True)
         auth = {"Authorization": f"Bearer {token}"}
         listed = client.get("/api/v1/rounds").json()["rounds"]
         assert [r["name"] for r in listed] == ["2010Q4"] and listed[0]["state"] == "open"
@@ -97,8 +96,13 @@ def test_rounds_api_pages_and_snapshot(served: Settings) -> None:
     )
     wh.close()
     with TestClient(create_app(served)) as client:
+        # the server publishes on start; wait for that publication (it holds the metrics)
         deadline = time.monotonic() + 60
-        while client.get("/api/v1/health").json()["snapshot"]["status"] == "missing":
+        while (
+            not client.post("/api/v1/query", json={"sql": "SELECT * FROM round_metrics"})
+            .json()
+            .get("rows")
+        ):
             assert time.monotonic() < deadline
             time.sleep(0.1)
         board = client.get("/api/v1/rounds/2010Q4").json()
