@@ -99,6 +99,7 @@ CREATE TABLE rounds.resolutions (
     ingest_id     INTEGER,
     build_id      INTEGER,
     last_q        INTEGER,
+    panel_source  VARCHAR NOT NULL,
     cells_new     BIGINT NOT NULL,
     scores_new    BIGINT NOT NULL,
     resolved_at   TIMESTAMP NOT NULL,

@@ -168,13 +168,20 @@ def submit_command(
     )
 
 
-def resolve_command() -> None:
+def resolve_command(
+    panel: Path = typer.Option(  # noqa: B008
+        None,
+        "--panel",
+        help="Read the realized values from this warehouse file's build (a later vintage "
+        "of the same panel) instead of this warehouse's own.",
+    ),
+) -> None:
     """Resolve the newly realized cells of every round past its deadline (after an ingest
     that adds quarters and `proforma build`) and score them."""
     from proforma.app.rounds import resolve
 
     with writer() as wh:
-        out = resolve(wh)
+        out = resolve(wh, panel=panel)
     for name in out["waiting"]:
         status_console.print(f"round {name} is open until its deadline: not resolved yet")
     per = ", ".join(f"{k} {v:,}" for k, v in out["per_round"].items()) or "none"
@@ -202,3 +209,67 @@ def live_command(fmt: str = typer.Option("table", "--format", help="table or jso
         )
     console.print(t)
     summary(f"{len(rows)} model(s)")
+
+
+#: The demo's round and the quarter its next vintage grows the panel to (four quarters
+#: past the synthetic panel's 2024Q4).
+DEMO_ROUND = "demo"
+DEMO_THROUGH = "2025Q4"
+
+
+def next_vintage_path() -> Path:
+    """The demo's next vintage: the same synthetic panel grown by four quarters, ingested
+    and built in a warehouse of its own beside the main one, so that the demo's static
+    benchmark (its build, checkpoints, scores and report) keeps its own vintage."""
+    from proforma.app.settings import get_settings
+
+    w = get_settings().warehouse
+    return w.with_name(w.stem + ".next-vintage" + w.suffix)
+
+
+def demo_round(run: Any, firms: int | None) -> None:
+    """The demo's round: open it at the panel's last quarter (2024Q4) with its entries,
+    close it (the demo plays the deadline), grow the panel by four quarters in the next
+    vintage's warehouse and resolve the round from it: served partly resolved (horizons
+    1-4). `run(args, env=None)` runs one `proforma` command in a child process. Each step
+    is skipped when its result is there."""
+    import os
+
+    from proforma.app.rounds.store import get_round, has_rounds
+    from proforma.app.warehouse import connect
+
+    def state() -> dict[str, Any] | None:
+        with connect() as wh:
+            if not has_rounds(wh):
+                return None
+            try:
+                return get_round(wh, DEMO_ROUND)
+            except UserError:
+                return None
+
+    rnd = state()
+    if rnd is None:
+        run(["round", "open", "--name", DEMO_ROUND, "--days", "14"])
+        rnd = state()
+    assert rnd is not None
+    if rnd["state"] == "open":
+        run(["round", "close", DEMO_ROUND])
+    if rnd["cells_resolved"]:
+        console.print(f"[dim]round {DEMO_ROUND}: resolved already, kept[/]")
+        return
+    nxt = next_vintage_path()
+    env = {**os.environ, "PROFORMA_WAREHOUSE": str(nxt)}
+    ingest = ["ingest", "synthetic", "--scale", "demo", "--through", DEMO_THROUGH]
+    run(ingest + (["--firms", str(firms)] if firms else []), env=env)
+    run(["build"], env=env)
+    run(["round", "resolve", "--panel", str(nxt)])
+
+
+def forget_demo_round() -> None:
+    """For `demo --fresh`: remove the next vintage's warehouse and the rounds' inputs."""
+    import shutil
+
+    nxt = next_vintage_path()
+    for path in (nxt, nxt.with_name(nxt.name + ".wal")):
+        path.unlink(missing_ok=True)
+    shutil.rmtree(inputs_root(), ignore_errors=True)

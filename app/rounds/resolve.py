@@ -17,6 +17,7 @@ import datetime as dt
 import math
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -29,16 +30,53 @@ from proforma.contracts.provenance import utcnow
 METRICS = ("n", "r2", "mse", "mae", "nll", "crps", "z2", "cov50", "cov80", "cov90", "cov95")
 
 
-def resolve(wh: Warehouse, now: dt.datetime | None = None) -> dict[str, Any]:
-    """Resolve every round's newly realized cells; returns counts of this resolution."""
+def resolve(
+    wh: Warehouse, now: dt.datetime | None = None, *, panel: Path | None = None
+) -> dict[str, Any]:
+    """Resolve every round's newly realized cells; returns counts of this resolution.
+
+    The realized values come from this warehouse's current build, or, with `panel`, from
+    the build of another warehouse file that holds a later vintage of the same panel
+    (attached read-only; the demo grows its panel there, so that its static benchmark
+    keeps its own vintage)."""
     now = now or utcnow()
     if not wh.table_exists("rounds.rounds"):
         raise UserError("This warehouse has no rounds tables: run `proforma migrate`.")
-    wh.require_panel("panel.values", "panel.firms")
     t0 = time.perf_counter()
-    ingest_id = wh.scalar("SELECT max(ingest_id) FROM raw.ingests")
-    build_id = wh.scalar("SELECT max(build_id) FROM meta.builds")
-    last_q = wh.scalar("SELECT max(q) FROM panel.values")
+    if panel is None:
+        wh.require_panel("panel.values", "panel.firms")
+        schema, source = "panel", "warehouse"
+    else:
+        if not panel.is_file():
+            raise UserError(f"No warehouse file {panel}")
+        path = str(panel.resolve()).replace("'", "''")
+        wh.execute("DETACH DATABASE IF EXISTS next_vintage")
+        wh.execute(f"ATTACH '{path}' AS next_vintage (READ_ONLY)")
+        schema, source = "next_vintage.panel", str(panel.resolve())
+        found = wh.scalar(
+            "SELECT count(*) FROM information_schema.tables WHERE table_catalog = "
+            "'next_vintage' AND table_schema = 'panel' AND table_name IN ('values', 'firms')"
+        )
+        if found != 2:
+            wh.execute("DETACH DATABASE next_vintage")
+            raise UserError(f"{panel} holds no built panel: run `proforma build` there first.")
+    try:
+        wh.execute(f"CREATE OR REPLACE TEMP VIEW resolve_values AS SELECT * FROM {schema}.values")
+        wh.execute(f"CREATE OR REPLACE TEMP VIEW resolve_firms AS SELECT * FROM {schema}.firms")
+        return _resolve(wh, now, source, t0, own=panel is None)
+    finally:
+        wh.execute("DROP VIEW IF EXISTS resolve_values")
+        wh.execute("DROP VIEW IF EXISTS resolve_firms")
+        if panel is not None:
+            wh.execute("DETACH DATABASE IF EXISTS next_vintage")
+
+
+def _resolve(
+    wh: Warehouse, now: dt.datetime, source: str, t0: float, *, own: bool
+) -> dict[str, Any]:
+    ingest_id = wh.scalar("SELECT max(ingest_id) FROM raw.ingests") if own else None
+    build_id = wh.scalar("SELECT max(build_id) FROM meta.builds") if own else None
+    last_q = wh.scalar("SELECT max(q) FROM resolve_values")
     waiting = [
         r[0]
         for r in wh.fetchall(
@@ -47,10 +85,10 @@ def resolve(wh: Warehouse, now: dt.datetime | None = None) -> dict[str, Any]:
     ]
     with wh.transaction():
         rid = wh.scalar(
-            "INSERT INTO rounds.resolutions (ingest_id, build_id, last_q, cells_new, "
-            "scores_new, resolved_at, seconds) VALUES (?, ?, ?, 0, 0, ?, 0) "
+            "INSERT INTO rounds.resolutions (ingest_id, build_id, last_q, panel_source, "
+            "cells_new, scores_new, resolved_at, seconds) VALUES (?, ?, ?, ?, 0, 0, ?, 0) "
             "RETURNING resolution_id",
-            [ingest_id, build_id, last_q, now],
+            [ingest_id, build_id, last_q, source, now],
         )
         params = {"resolution_id": rid, "ingest_id": ingest_id, "now": now}
         wh.run_step("rounds/030_resolve_truth", params)
@@ -80,6 +118,7 @@ def resolve(wh: Warehouse, now: dt.datetime | None = None) -> dict[str, Any]:
         "per_round": dict(per_round),
         "waiting": waiting,
         "seconds": seconds,
+        "last_q": last_q,
     }
 
 
