@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from proforma.app.rounds.store import get_round
@@ -251,6 +252,10 @@ def live_leaderboard(wh: Warehouse) -> list[dict[str, Any]]:
                     [leader, e["name"]],
                 )
             ]
-            _, stat, p = diebold_mariano(d, 1) if e["name"] != leader else (0, None, None)
+            _, stat, p = (
+                diebold_mariano(np.asarray(d, dtype=float), 1)
+                if e["name"] != leader
+                else (0, None, None)
+            )
             e["dm_stat"], e["dm_p"], e["dm_periods"] = stat, p, len(d)
     return out

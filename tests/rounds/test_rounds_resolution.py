@@ -189,3 +189,27 @@ def test_fully_resolved_round_scores_as_static(wh: Warehouse, tmp_path: Path, ru
         if key in density["oracle"]:
             assert oracle[key] == pytest.approx(density["oracle"][key], rel=1e-9), key
     assert not math.isnan(oracle["crps"])
+
+
+def test_two_rounds_live_leaderboard(wh: Warehouse, tmp_path: Path) -> None:
+    first = open_tiny_round(wh, tmp_path / "rounds")
+    close_round(wh, first["name"])
+    grow(wh, "2011Q2")
+    from proforma.app.rounds import open_round
+    from proforma.app.rounds.entries import enter_entries
+
+    second = open_round(wh, tmp_path / "rounds", days=1)
+    assert second["origin"] == "2011Q2"
+    entered = {e["name"] for e in enter_entries(wh, second["name"])}
+    assert entered == {"seasonal_rw", "fade", "oracle"}  # the frontier at 2011Q2
+    close_round(wh, second["name"])
+    grow(wh, "2012Q2")
+    out = resolve(wh)
+    assert set(out["per_round"]) == {"2010Q4", "2011Q2"}
+    live = {r["name"]: r for r in live_leaderboard(wh)}
+    assert {r["rounds"] for r in live.values()} == {2}
+    leader = min(live.values(), key=lambda r: r["mse"])
+    others = [r for r in live.values() if r["name"] != leader["name"]]
+    assert all(r["dm_periods"] == 2 for r in others)
+    assert all(r["dm_p"] is None or 0 <= r["dm_p"] <= 1 for r in others)
+    assert any(r["dm_p"] is not None and not math.isnan(r["dm_p"]) for r in others)
