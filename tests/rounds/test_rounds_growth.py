@@ -20,12 +20,9 @@ from proforma.contracts.errors import UserError
 
 def _tables(cfg: SyntheticConfig) -> dict[str, pa.Table]:
     raw = SyntheticSource(cfg).tables()
-    out = {
-        "fundq": raw.fundq.read_all(),
-        "company_industry": raw.company_industry,
-        "ccm_link": raw.ccm_link,
-    }
-    for name, (_, data) in raw.extras.items():
+    parts = {"fundq": raw.fundq, "company_industry": raw.company_industry, "ccm_link": raw.ccm_link}
+    out: dict[str, pa.Table] = {}
+    for name, data in [*parts.items(), *((n, d) for n, (_, d) in raw.extras.items())]:
         if isinstance(data, pa.Table):
             out[name] = data
         elif isinstance(data, pa.RecordBatchReader):
