@@ -156,7 +156,7 @@ def _tabular(wh: Warehouse, origin_q: int, path: Path) -> int:
     gvkeys = dict(wh.fetchall("SELECT firm_id, gvkey FROM panel.firms"))
     parts = []
     split = wh.scalar("SELECT any_value(split) FROM panel.origins WHERE origin_q = ?", [origin_q])
-    for batch in tabular_reader(wh.cursor(), split, columns=columns):
+    for batch in tabular_reader(wh.cursor(), split, columns=columns, origin_q=origin_q):
         keep = pc.equal(batch.column("origin_q"), origin_q)
         if pc.any(keep).as_py():
             parts.append(batch.filter(keep))
