@@ -379,7 +379,7 @@ def demo_command(
     else:
         _run(["report", "--oracle-origins", str(REPORT_ORACLE_ORIGINS)])
     # a prospective round on the panel's last quarter, resolved by its next vintage
-    rounds.demo_round(_run, firms)
+    rounds.demo_round(_run, firms, forma_preset())
     summary(
         f"demo ready in {time.perf_counter() - t0:.0f}s: score runs "
         + ", ".join(f"{k} {v}" for k, v in runs.items())

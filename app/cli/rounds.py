@@ -41,15 +41,20 @@ def open_command(
     no_entries: bool = typer.Option(
         False, "--no-entries", help="Do not enter the reference baselines and the oracle."
     ),
+    forma: str = typer.Option(
+        None, "--forma", help="Also enter Forma: the trained checkpoint of this preset, seed 60."
+    ),
 ) -> None:
     """Open a round at the data's last quarter: freeze its origins, items, parameters,
     deadline and inputs (tuple and tabular views, cells), then enter the baselines."""
     from proforma.app.rounds import open_round
-    from proforma.app.rounds.entries import enter_entries
+    from proforma.app.rounds.entries import enter_entries, enter_forma
 
     with writer() as wh:
         rnd = open_round(wh, inputs_root(), name=name, deadline=_deadline(deadline), days=days)
         entered = [] if no_entries else enter_entries(wh, rnd["name"])
+        if forma:
+            entered.append(enter_forma(wh, rnd["name"], forma))
     for e in entered:
         status_console.print(f"entered {e['name']} ({e['rows']:,} forecasts)", highlight=False)
     summary(
@@ -227,12 +232,13 @@ def next_vintage_path() -> Path:
     return w.with_name(w.stem + ".next-vintage" + w.suffix)
 
 
-def demo_round(run: Any, firms: int | None) -> None:
+def demo_round(run: Any, firms: int | None, forma_preset: str | None = None) -> None:
     """The demo's round: open it at the panel's last quarter (2024Q4) with its entries,
     close it (the demo plays the deadline), grow the panel by four quarters in the next
     vintage's warehouse and resolve the round from it: served partly resolved (horizons
-    1-4). `run(args, env=None)` runs one `proforma` command in a child process. Each step
-    is skipped when its result is there."""
+    1-4). Forma enters with the demo's checkpoint of `forma_preset` when given. `run(args,
+    env=None)` runs one `proforma` command in a child process. Each step is skipped when
+    its result is there."""
     import os
 
     from proforma.app.rounds.store import get_round, has_rounds
@@ -249,7 +255,8 @@ def demo_round(run: Any, firms: int | None) -> None:
 
     rnd = state()
     if rnd is None:
-        run(["round", "open", "--name", DEMO_ROUND, "--days", "14"])
+        forma = ["--forma", forma_preset] if forma_preset else []
+        run(["round", "open", "--name", DEMO_ROUND, "--days", "14", *forma])
         rnd = state()
     assert rnd is not None
     if rnd["state"] == "open":
