@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -139,7 +140,14 @@ def submit_file(
         f"{sigma} AS sigma FROM read_parquet(?)"
     )
     view = f"round_in_{next(_views)}"
-    wh.execute(f"CREATE OR REPLACE TEMP TABLE {view} AS {select}", [str(path)])
+    try:
+        wh.execute(f"CREATE OR REPLACE TEMP TABLE {view} AS {select}", [str(path)])
+    except duckdb.Error as exc:
+        wh.execute(f"DROP TABLE IF EXISTS {view}")
+        raise ValidationError(
+            "Submission refused, nothing was written: cannot read its columns as a "
+            f"forecast file ({str(exc).splitlines()[0]})"
+        ) from None
     try:
         return _store(wh, rnd, name, "upload", family, sha, view, metadata, now)
     finally:

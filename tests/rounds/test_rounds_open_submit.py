@@ -92,6 +92,10 @@ def test_open_freezes_and_submissions_refuse_cleanly(wh: Warehouse, tmp_path: Pa
     pq.write_table(foreign, tmp_path / "foreign.parquet")
     missing = good.drop(["horizon"])
     pq.write_table(missing, tmp_path / "missing.parquet")
+    text = good.set_column(
+        good.schema.get_field_index("prediction"), "prediction", pa.array(["x"] * good.num_rows)
+    )
+    pq.write_table(text, tmp_path / "text.parquet")
     dup = pa.concat_tables([good.slice(0, 3), good.slice(0, 3)])
     pq.write_table(dup, tmp_path / "dup.parquet")
     cases = [
@@ -101,6 +105,7 @@ def test_open_freezes_and_submissions_refuse_cleanly(wh: Warehouse, tmp_path: Pa
         ("foreign.parquet", "other", now, "not a cell of round"),
         ("missing.parquet", "other", now, "Missing column"),
         ("dup.parquet", "other", now, "duplicate"),
+        ("text.parquet", "other", now, "cannot read its columns"),
         ("changed.parquet", "late", rnd["deadline"] + dt.timedelta(seconds=1), "closed"),
         ("changed.parquet", "late", rnd["deadline"], "closed"),
     ]
