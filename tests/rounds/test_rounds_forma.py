@@ -1,23 +1,21 @@
-"""Forma enters a round: one pass over the round's origins with the future grid cut at
+"""Forma enters a round (`round open --forma PRESET`): one pass over the round's origins with the future grid cut at
 the round's twentieth quarter, kept for the round's cells, scored as they resolve."""
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from rounds_helpers import grow
 from typer.testing import CliRunner
 
 from proforma.app.cli import app
-from proforma.app.rounds import leaderboard, open_round, resolve
-from proforma.app.rounds.entries import enter_forma
+from proforma.app.rounds import get_round, leaderboard, resolve, round_submissions
 from proforma.app.rounds.store import close_round
 from proforma.app.settings import Settings
 from proforma.app.warehouse import Warehouse, connect
 
 
-def test_forma_enters_a_round(wh: Warehouse, settings: Settings, tmp_path: Path) -> None:
+def test_forma_enters_a_round(wh: Warehouse, settings: Settings) -> None:
     grow(wh, "2010Q4")
     wh.close()
     res = CliRunner().invoke(
@@ -38,10 +36,13 @@ def test_forma_enters_a_round(wh: Warehouse, settings: Settings, tmp_path: Path)
         ],
     )
     assert res.exit_code == 0, res.output
+    opened = CliRunner().invoke(app, ["round", "open", "--days", "1", "--forma", "small"])
+    assert opened.exit_code == 0, opened.output
+    assert "entered forma-small-gaussian" in opened.output
     with connect(settings) as w:
-        rnd = open_round(w, tmp_path / "rounds", days=1)
-        rec = enter_forma(w, rnd["name"], "small")
-        assert rec["name"] == "forma-small-gaussian" and rec["kind"] == "model"
+        rnd = get_round(w, "2010Q4")
+        rec = next(s for s in round_submissions(w, rnd["round_id"]) if s["kind"] == "model")
+        assert rec["name"] == "forma-small-gaussian"
         cells = w.scalar(
             "SELECT count(*) FROM rounds.baselines WHERE round_id = ?", [rnd["round_id"]]
         )
