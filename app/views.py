@@ -343,8 +343,10 @@ def tabular_reader(
     imputed: bool = False,
     *,
     chunk_origins: int = CHUNK_ORIGINS,
+    origin_q: int | None = None,
 ) -> pa.RecordBatchReader:
-    """The tabular view of `split`, streamed in (origin_q, firm_id) order.
+    """The tabular view of `split`, streamed in (origin_q, firm_id) order (only the
+    origins of quarter `origin_q` when given: a round's, docs/rounds.md).
 
     Columns: firm_id int32, origin_q int32, split, the 985 features and the 1,560
     targets (float32; NULL when missing, not present at the origin, or purged).
@@ -368,7 +370,7 @@ def tabular_reader(
             "No imputed tabular view (panel.tabular_imputed_cells): run `proforma run impute` "
             "(the factor imputation of the competitor suite) first."
         )
-    chunks = origin_chunks(wh, split, chunk_origins)
+    chunks = origin_chunks(wh, split, chunk_origins, origin_q)
     n_feat = len(items) * 12 + 1 + N_FF48
     n_targ = len(items) * N_HORIZONS
     full_names = ["firm_id", "origin_q", "split"] + feature_columns(items) + target_columns(items)

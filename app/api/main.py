@@ -30,6 +30,7 @@ from proforma.app.api.routers import (
     jobs,
     leaderboards,
     query,
+    rounds,
     submissions,
     users,
 )
@@ -40,6 +41,7 @@ from proforma.app.warehouse import connect
 from proforma.app.web import STATIC_DIR
 from proforma.app.web import pages as web_pages
 from proforma.app.web import report as web_report
+from proforma.app.web import rounds as web_rounds
 from proforma.contracts.errors import UserError, ValidationError, WarehouseLocked
 
 log = logging.getLogger("proforma.api")
@@ -154,9 +156,10 @@ def create_app(
             headers=getattr(exc, "headers", None),
         )
 
-    for module in (health, users, submissions, jobs, leaderboards, footprints, query):
+    for module in (health, users, submissions, jobs, leaderboards, footprints, query, rounds):
         app.include_router(module.router, prefix=API_PREFIX)
     app.include_router(web_pages.router)
     app.include_router(web_report.router)
+    app.include_router(web_rounds.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     return app

@@ -29,6 +29,7 @@ from proforma.app.cli import (
     ingest,
     llm,
     report,
+    rounds,
     score,
     serve,
     synthetic,
@@ -98,6 +99,14 @@ footprint_group.command("import")(score.footprint_import)
 footprint_group.command("list")(score.footprint_list)
 app.command("report")(report.report_command)
 app.command("export")(export.export_command)
+round_group = group("round", "Prospective rounds: forecasts of quarters not yet filed.")
+round_group.command("open")(rounds.open_command)
+round_group.command("list")(rounds.list_command)
+round_group.command("show")(rounds.show_command)
+round_group.command("submit")(rounds.submit_command)
+round_group.command("close")(rounds.close_command)
+round_group.command("resolve")(rounds.resolve_command)
+round_group.command("live")(rounds.live_command)
 
 app.command("serve")(serve.serve)
 users_group = group("users", "Users and API tokens of the service.")

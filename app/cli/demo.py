@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import typer
 
+from proforma.app.cli import rounds
 from proforma.app.cli.common import console, summary
 from proforma.app.settings import get_settings
 from proforma.app.warehouse import Warehouse, connect
@@ -225,11 +226,11 @@ def report_is_current(runs: dict[str, int]) -> bool:
     return {k: v.get("score_run_id") for k, v in written.items()} == runs
 
 
-def _run(args: list[str]) -> None:
+def _run(args: list[str], env: dict[str, str] | None = None) -> None:
     """One `proforma` command in a child process, its output passed straight through."""
     cmd = [sys.executable, "-m", "proforma.app.cli", *args]
     console.print(f"[bold cyan]$ proforma {' '.join(args)}[/]", highlight=False)
-    rc = subprocess.call(cmd)
+    rc = subprocess.call(cmd, env=env)
     if rc != 0:
         raise UserError(
             f"`proforma {' '.join(args)}` failed (exit {rc}); the demo stopped there. "
@@ -332,6 +333,7 @@ def demo_command(
         ):
             path.unlink(missing_ok=True)
         shutil.rmtree(settings.models_dir, ignore_errors=True)
+        rounds.forget_demo_round()
     chosen = (
         suite.names()
         if competitors == "all"
@@ -376,6 +378,8 @@ def demo_command(
         console.print("[dim]report: written from these score runs already, kept[/]")
     else:
         _run(["report", "--oracle-origins", str(REPORT_ORACLE_ORIGINS)])
+    # a prospective round on the panel's last quarter, resolved by its next vintage
+    rounds.demo_round(_run, firms, forma_preset())
     summary(
         f"demo ready in {time.perf_counter() - t0:.0f}s: score runs "
         + ", ".join(f"{k} {v}" for k, v in runs.items())

@@ -27,7 +27,7 @@ WORKFLOW: tuple[tuple[str, tuple[str, ...]], ...] = (
         "Forecasters",
         ("baselines", "run", "train", "predict", "oracle", "forma", "scenario", "llm", "reconcile"),
     ),
-    ("Scores", ("submit", "score", "leaderboard", "footprint", "report", "export")),
+    ("Scores", ("submit", "score", "leaderboard", "footprint", "report", "export", "round")),
     ("Service", ("serve", "users")),
     ("Warehouse", ("db",)),
 )

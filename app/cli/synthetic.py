@@ -10,6 +10,7 @@ from proforma.app.flows.oracle import submit_oracle
 from proforma.app.sources import ingest
 from proforma.app.sources.synthetic import SyntheticConfig, SyntheticSource
 from proforma.app.sources.synthetic.validation import check_sql, render, validation_report
+from proforma.contracts.quarters import parse_quarter
 
 
 def ingest_synthetic(
@@ -43,6 +44,13 @@ def ingest_synthetic(
     fyr_change_rate: float = typer.Option(
         None, help="Probability of a fiscal-year change per firm-quarter (default 0.0015)."
     ),
+    through: str = typer.Option(
+        None,
+        "--through",
+        help="Grow the panel forward to this quarter (e.g. 2026Q2), past --end: the same "
+        "options give bit-identical history through --end plus the new quarters, with oracle "
+        "paths from the frontier (docs/rounds.md).",
+    ),
 ) -> None:
     """Generate the synthetic panel (raw.fundq with YTD cash flows, company_industry,
     ccm_link) and the oracle paths, replacing the raw tables in one transaction."""
@@ -58,6 +66,7 @@ def ingest_synthetic(
         test_only_items=tuple(test_only_item) or None,
         single_quarter_share=single_quarter_share or None,
         fyr_change_rate=fyr_change_rate,
+        through=parse_quarter(through) if through else None,
     )
     with Progress(
         TextColumn("[bold]synthetic"),

@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from proforma.app.sources.vintages import record_vintage
 from proforma.app.warehouse import ArrowInput, Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.provenance import utcnow
@@ -107,6 +108,7 @@ def ingest(wh: Warehouse, source: Source) -> IngestSummary:
                 ],
             )
             ingest_id = wh.scalar("SELECT max(ingest_id) FROM raw.ingests")
+            record_vintage(wh, ingest_id)
     except UserError:
         raise
     except (duckdb.Error, pa.ArrowException) as exc:

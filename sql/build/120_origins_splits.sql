@@ -12,7 +12,7 @@
 -- the scale at t and, for at least one item, statistics at t and a value reported at
 -- one of t-3..t; train is every year through train_last_year.
 -- Purging: an origin keeps only targets dated through its split's last quarter (train
--- 2001Q4, val 2009Q4; test through the panel's end).
+-- 2001Q4, val 2009Q4; test through test_last_year's end or the panel's, the later).
 CREATE OR REPLACE TABLE panel.splits AS
 WITH panel_start AS (
     -- the (min_history)th quarter of the panel's calendar: quarters any firm spans
@@ -28,7 +28,9 @@ SELECT * FROM (VALUES
           ELSE getvariable('train_first_year') * 4 END,
      getvariable('train_last_year') * 4 + 3),
     ('val', getvariable('train_last_year') * 4 + 4, getvariable('val_last_year') * 4 + 3),
-    ('test', getvariable('val_last_year') * 4 + 4, getvariable('test_last_year') * 4 + 3)
+    -- a panel grown past test_last_year (docs/rounds.md) keeps its new quarters in test
+    ('test', getvariable('val_last_year') * 4 + 4,
+     greatest(getvariable('test_last_year') * 4 + 3, (SELECT max(q) FROM stage.fq)))
 ) AS s(split, first_q, last_q);
 
 CREATE OR REPLACE TABLE stage.param_lists AS

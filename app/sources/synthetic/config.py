@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from proforma.contracts.errors import UserError
+from proforma.contracts.quarters import quarter_label
 
 #: Firms generated per scale. The demo keeps the whole demo pipeline fast on 2 cores
 #: (about 45k raw firm-quarters); full is near the real panel (about 33k firms and
@@ -41,6 +42,11 @@ class SyntheticConfig:
     #: per firm-quarter probability of a fiscal-year change (two rows in one quarter);
     #: None: the generator's own (reporting.P_FYR_CHANGE)
     fyr_change_rate: float | None = None
+    #: the panel grown forward (docs/rounds.md): the last simulated quarter (ordinal), past
+    #: the design window's end. Firms, links, industry records and the oracle sample keep
+    #: the design window's draws, so history through `end` is bit-identical and the new
+    #: quarters come from the same process; None: the panel ends with `end`.
+    through: int | None = None
 
     @classmethod
     def for_scale(cls, scale: str = "demo", **overrides: Any) -> SyntheticConfig:
@@ -73,6 +79,11 @@ class SyntheticConfig:
             )
         if self.fyr_change_rate is not None and not 0.0 <= self.fyr_change_rate <= 0.5:
             raise UserError(f"--fyr-change-rate must be within 0..0.5 (got {self.fyr_change_rate})")
+        if self.through is not None and not self.q_end <= self.through <= 2100 * 4 + 3:
+            raise UserError(
+                f"--through must be a quarter at or after the end of {self.end} "
+                f"(got {quarter_label(self.through)}); it grows the panel forward"
+            )
         from proforma.app.sources.synthetic.items import raw_items
 
         known = {it.item for it in raw_items()}
@@ -97,8 +108,13 @@ class SyntheticConfig:
         return self.end * 4 + 3
 
     @property
+    def q_last(self) -> int:
+        """The last simulated quarter: `through` when the panel is grown, else q_end."""
+        return self.q_end if self.through is None else self.through
+
+    @property
     def n_quarters(self) -> int:
-        return self.q_end - self.q_start + 1
+        return self.q_last - self.q_start + 1
 
     def as_dict(self) -> dict[str, Any]:
         """The config; the edge-rule variations only where they differ from their defaults
@@ -117,4 +133,5 @@ VARIATION_DEFAULTS: dict[str, Any] = {
     "test_only_items": (),
     "single_quarter_share": 0.0,
     "fyr_change_rate": None,
+    "through": None,
 }

@@ -413,6 +413,8 @@ def draw_firms(cfg: SyntheticConfig, rng: np.random.Generator) -> Traits:
     life = 1 + rng.geometric(1.0 / np.maximum(mean_life, 4.0))
     tr["entry_q"] = entry
     tr["exit_q"] = np.minimum(entry + life - 1, q1)
+    # the uncensored last quarter (no draw): a panel grown past q1 lets firms live on
+    tr["life_end_q"] = entry + life - 1
     if cfg.single_quarter_share > 0:
         # its own stream, so every other draw (and the default panel) stays as it is
         once = np.random.default_rng([cfg.seed, 29]).random(n) < cfg.single_quarter_share

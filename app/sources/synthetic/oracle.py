@@ -69,7 +69,10 @@ def _rows(origin: np.ndarray, horizon: int, path: np.ndarray, mat: np.ndarray) -
 
 
 def path_batches(sim: Simulation) -> Iterator[pa.RecordBatch]:
-    """raw.oracle_paths rows: horizon 0 (true origin values), then M paths x H quarters."""
+    """raw.oracle_paths rows: horizon 0 (true origin values), then M paths x H quarters;
+    the sampled origins first, then a grown panel's frontier origins, one quarter at a time
+    with its own stream ([seed, 47, quarter]), so the sampled origins' paths are the same
+    with or without a frontier."""
     cfg = sim.cfg
     cap = sim.ensure_captured()
     k = sim.origin_q.size
@@ -77,14 +80,25 @@ def path_batches(sim: Simulation) -> Iterator[pa.RecordBatch]:
         yield pa.RecordBatch.from_pylist([], schema=PATHS_SCHEMA)
         return
     yield _rows(np.arange(k), 0, np.zeros(k, dtype=np.int64), _item_matrix(cap["values"]))
+    yield from _paths(sim, cap, np.arange(sim.n_sampled), sim.oracle_rng())
+    for q in np.unique(sim.origin_q[sim.n_sampled :]):
+        group = sim.n_sampled + np.flatnonzero(sim.origin_q[sim.n_sampled :] == q)
+        yield from _paths(sim, cap, group, np.random.default_rng([cfg.seed, 47, int(q)]))
+
+
+def _paths(
+    sim: Simulation, cap: dict[str, econ.State], origins: np.ndarray, rng: np.random.Generator
+) -> Iterator[pa.RecordBatch]:
+    cfg = sim.cfg
+    if origins.size == 0:
+        return
     m_paths = cfg.oracle_paths
-    lane_origin = np.repeat(np.arange(k), m_paths)
-    lane_path = np.tile(np.arange(m_paths), k)
+    lane_origin = np.repeat(origins, m_paths)
+    lane_path = np.tile(np.arange(m_paths), origins.size)
     tr = take(sim.traits, sim.origin_firm[lane_origin])
     st = econ.take(cap["state"], lane_origin)
     q = sim.origin_q[lane_origin]
     m1, m = sim.macro(q - 1), sim.macro(q)
-    rng = sim.oracle_rng()
     for h in range(1, cfg.oracle_horizon + 1):
         m, m1 = econ.macro_step(m, m1, rng), m
         values = econ.step(tr, st, (q + h) % 4, (q + h) // 4, m, rng)

@@ -17,7 +17,7 @@ import pyarrow as pa
 from proforma.app.sources.synthetic import economics as econ
 from proforma.app.sources.synthetic.config import SyntheticConfig
 from proforma.app.sources.synthetic.firms import draw_firms, gvkeys, take
-from proforma.app.sources.synthetic.origins import sample_origins
+from proforma.app.sources.synthetic.origins import frontier_origins, sample_origins
 from proforma.app.sources.synthetic.reporting import Reporter, draw_links
 
 #: quarters simulated, unreported, before a firm's first filing
@@ -43,13 +43,30 @@ class Simulation:
         self.q0 = cfg.q_start - BURN_IN
         # The common macro factor for every quarter from q0 - 2 on (index q - q0 + 2).
         rng = self._rng("macro")
-        m = np.zeros(cfg.q_end - self.q0 + 3)
+        m = np.zeros(cfg.q_last - self.q0 + 3)
         for i in range(2, m.size):
             m[i] = econ.macro_step(m[i - 1 : i], m[i - 2 : i - 1], rng)[0]
         self._macro = m
         self.origin_firm, self.origin_q = sample_origins(
             cfg, self.traits, self.links, self._rng("oracle")
         )
+        #: origins sampled from the test split; a grown panel appends its frontier origins
+        #: (every quarter from the design window's end on) after them
+        self.n_sampled = self.origin_q.size
+        if cfg.through is not None:
+            ff, fq = frontier_origins(cfg, self.traits, self.links)
+            self.origin_firm = np.concatenate([self.origin_firm, ff])
+            self.origin_q = np.concatenate([self.origin_q, fq])
+        # Firms alive at the design window's end live on in a grown panel (their uncensored
+        # life); every draw before the end is the same, so is the history through it.
+        self.run_traits = self.traits
+        if cfg.through is not None:
+            grown = cfg.through
+            self.run_traits = dict(self.traits)
+            exit_q = self.traits["exit_q"]
+            self.run_traits["exit_q"] = np.where(
+                exit_q >= cfg.q_end, np.minimum(self.traits["life_end_q"], grown), exit_q
+            )
         self.captured: dict[str, econ.State] | None = None
         self.rows = 0
         self.fyr_changes = 0
@@ -68,7 +85,7 @@ class Simulation:
         self, observer: Observer | None = None, progress: Callable[[int], None] | None = None
     ) -> Iterator[pa.RecordBatch]:
         """raw.fundq batches, one per calendar quarter; captures oracle origin states."""
-        cfg, tr, n = self.cfg, self.traits, self.n
+        cfg, tr, n = self.cfg, self.run_traits, self.n
         rng = self._rng("shocks")
         reporter = Reporter(cfg, tr, self.gvkeys, self._rng("report"))
         st = econ.init_state(tr, rng)
@@ -76,7 +93,7 @@ class Simulation:
         order = np.argsort(self.origin_q, kind="stable")
         cap_state: dict[str, np.ndarray] = {k: np.empty(self.origin_q.size) for k in st}
         cap_values: dict[str, np.ndarray] = {}
-        for q in range(self.q0, cfg.q_end + 1):
+        for q in range(self.q0, cfg.q_last + 1):
             fresh = np.flatnonzero((init_q == q) & (q > self.q0))
             if fresh.size:  # entrants start from a fresh opening balance sheet
                 new = econ.init_state(take(tr, fresh), rng)

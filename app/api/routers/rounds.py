@@ -1,0 +1,140 @@
+"""Prospective rounds (docs/rounds.md): list, one round with its resolution and
+leaderboard, the live leaderboard across rounds; submit forecasts to an open round
+(token); open a round and resolve (admin)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, Field
+
+from proforma.app.api.deps import AdminUser, CurrentUser, SettingsDep, WarehouseDep
+from proforma.app.api.disclosure import (
+    COARSENED,
+    UNBOUNDED,
+    Dither,
+    coarsen,
+    quantum,
+    two_digits,
+)
+from proforma.app.api.errors import BadUpload
+from proforma.app.api.formats import clean
+from proforma.app.api.uploads import receive_upload
+from proforma.app.warehouse import Warehouse
+
+router = APIRouter(prefix="/rounds", tags=["rounds"])
+
+
+def disclosed(wh: Warehouse, board: dict[str, Any]) -> dict[str, Any]:
+    """A round's leaderboard as the public may see it: an upload's numbers coarsened with
+    the keyed dither of sql/public/050 (the same labels, so the page, the API and the
+    snapshot agree), NLL and z2 to two digits and for all horizons only; the baselines',
+    oracle's and in-house models' numbers exact (no client chooses their forecasts)."""
+    dither: Dither | None = None
+    rid = board["round"]["round_id"]
+    for model in board["models"]:
+        if model["kind"] != "upload":
+            continue
+        dither = dither or Dither(wh)
+        rows = [(model, "global")] + [(r, str(r["horizon"])) for r in model["by_horizon"]]
+        for row, group in rows:
+            label = f"round/{rid}/{model['submission_id']}/{group}/"
+            original = dict(row)
+            for metric in COARSENED:
+                row[metric] = coarsen(
+                    original[metric],
+                    quantum(metric, original["n"], original),
+                    dither,
+                    label + metric,
+                )
+            for metric in UNBOUNDED:
+                row[metric] = two_digits(original[metric]) if group == "global" else None
+    return board
+
+
+def inputs_root(settings: Any) -> Path:
+    """`rounds/` beside the warehouse, as the CLI writes them."""
+    return Path(settings.warehouse).parent / "rounds"
+
+
+@router.get("", summary="All rounds with their deadlines and resolution")
+def list_rounds(wh: WarehouseDep) -> dict[str, Any]:
+    from proforma.app.rounds import list_rounds as rounds
+
+    return clean({"rounds": rounds(wh) if wh.table_exists("rounds.rounds") else []})
+
+
+@router.get("/live", summary="The live leaderboard: models ranked across rounds")
+def live(wh: WarehouseDep) -> dict[str, Any]:
+    from proforma.app.rounds import live_leaderboard
+
+    return clean({"models": live_leaderboard(wh)})
+
+
+@router.get("/{name}", summary="One round: frozen inputs, resolution per horizon, leaderboard")
+def get_round(name: str, wh: WarehouseDep) -> dict[str, Any]:
+    from proforma.app.rounds import leaderboard
+
+    return clean(disclosed(wh, leaderboard(wh, name)))
+
+
+@router.post(
+    "/{name}/submissions",
+    status_code=201,
+    summary="Submit a parquet forecast file to an open round (token); checked and stored now",
+)
+async def submit(
+    name: str, request: Request, user: CurrentUser, wh: WarehouseDep, settings: SettingsDep
+) -> dict[str, Any]:
+    """multipart/form-data: `file` (firm, target, origin, horizon, prediction[, sigma]),
+    `name` (the model; one submission per name and round), optional `family` (gaussian,
+    laplace, point). Late (403), duplicate or changed (409) and wrong-round (422)
+    submissions are refused with nothing stored."""
+    from proforma.app.rounds import submit_file
+
+    received = await receive_upload(request, Path(settings.upload_dir), settings.upload_max_bytes)
+    try:
+        model = (received.fields.get("name") or "").strip()
+        if not model:
+            raise BadUpload("The form needs a `name` field: the model's name in this round.")
+        family = (received.fields.get("family") or "").strip() or None
+        record = await run_in_threadpool(
+            lambda: submit_file(
+                wh,
+                name,
+                received.path,
+                model,
+                family=family,
+                metadata={"uploaded_by": user.name, "filename": received.filename},
+            )
+        )
+    finally:
+        received.path.unlink(missing_ok=True)
+    return clean(record)
+
+
+class NewRound(BaseModel):
+    name: str | None = Field(None, description="Default: the origin quarter, e.g. 2024Q4")
+    deadline: dt.datetime | None = Field(None, description="UTC; default 14 days from now")
+    entries: bool = Field(True, description="Enter the reference baselines (and the oracle)")
+
+
+@router.post("", status_code=201, summary="Open a round at the data's last quarter (admin)")
+def open_round(body: NewRound, _: AdminUser, wh: WarehouseDep, settings: SettingsDep) -> dict:
+    from proforma.app.rounds import open_round as open_
+    from proforma.app.rounds.entries import enter_entries
+
+    rnd = open_(wh, inputs_root(settings), name=body.name, deadline=body.deadline)
+    entered = enter_entries(wh, rnd["name"]) if body.entries else []
+    return clean({**rnd, "entries": [e["name"] for e in entered]})
+
+
+@router.post("/resolve", summary="Resolve the newly realized cells of every round (admin)")
+def resolve(_: AdminUser, wh: WarehouseDep) -> dict[str, Any]:
+    from proforma.app.rounds import resolve as resolve_
+
+    return clean(resolve_(wh))

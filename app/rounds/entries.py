@@ -1,0 +1,120 @@
+"""The entries every round receives at its open (docs/rounds.md): the reference baselines
+(seasonal random walk and fade / AR(1), by the rules of sql/eval/090 and 091, computed
+over the round's cells: sql/rounds/080, 081) and, on a grown synthetic panel, the oracle
+from the frontier's simulated futures (sql/rounds/082). They go through the same checks
+and storage as any submission (app/rounds/submit.submit_table)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from proforma.app.rounds.store import get_round
+from proforma.app.rounds.submit import submit_table
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
+
+BASELINES = (
+    ("seasonal_rw", "rounds/080_entry_seasonal_rw", "point"),
+    ("fade", "rounds/081_entry_fade", "point"),
+)
+
+
+def _oracle_ready(wh: Warehouse, origin_q: int) -> bool:
+    if not (wh.table_exists("raw.oracle_origins") and wh.table_exists("raw.oracle_paths")):
+        return False
+    return bool(wh.scalar("SELECT count(*) FROM raw.oracle_origins WHERE origin_q = ?", [origin_q]))
+
+
+def enter_entries(wh: Warehouse, round_name: str) -> list[dict[str, Any]]:
+    """Enter the reference baselines (and the oracle where its paths exist) into a round;
+    returns the submission records. Entries already in the round are kept as they are."""
+    rnd = get_round(wh, round_name)
+    have = {
+        r[0]
+        for r in wh.fetchall(
+            "SELECT name FROM rounds.submissions WHERE round_id = ?", [rnd["round_id"]]
+        )
+    }
+    params = {
+        "round_id": rnd["round_id"],
+        "origin_q": rnd["origin_q"],
+        "published": rnd["rules"] == "published",
+    }
+    todo = [b for b in BASELINES if b[0] not in have]
+    if "oracle" not in have and _oracle_ready(wh, rnd["origin_q"]):
+        todo.append(("oracle", "rounds/082_entry_oracle", "gaussian"))
+    entered = []
+    for name, step, family in todo:
+        table = wh.query_step(step, params)
+        if table.num_rows == 0:
+            continue
+        entered.append(
+            submit_table(
+                wh,
+                round_name,
+                name,
+                table,
+                kind="oracle" if name == "oracle" else "baseline",
+                family=family,
+                metadata={"entry": step},
+            )
+        )
+    return entered
+
+
+def enter_forma(
+    wh: Warehouse, round_name: str, preset: str, seed: int = 60, family: str = "gaussian"
+) -> dict[str, Any]:
+    """Enter Forma (the trained checkpoint of `preset` and `seed`, app/flows/forma.py) into
+    a round: one forward pass over the round's origins with every future hidden and the
+    future grid cut only at the round's twentieth quarter (the static splits cut it at
+    their last quarter, which is the round's origin), its forecasts kept for the round's
+    cells. One seed, so one component (rounds take no mixtures); the sigmas are the
+    network's own, without the static predictions' interval calibration."""
+    from proforma.app.flows.forma import load_models, load_store, resolve_device
+    from proforma.models.forma.predict import predict
+
+    rnd = get_round(wh, round_name)
+    split = wh.scalar(
+        "SELECT any_value(split) FROM panel.origins WHERE origin_q = ?", [rnd["origin_q"]]
+    )
+    if split is None or rnd["build_id"] != wh.scalar("SELECT max(build_id) FROM meta.builds"):
+        raise UserError(
+            f"Forma enters round {round_name!r} from the build it was opened on "
+            f"(build {rnd['build_id']}); the warehouse has moved on since"
+        )
+    device = resolve_device("cpu")
+    models, _ = load_models(preset, family, [seed], device)
+    store = load_store(wh, [split], future=False, origin_q=rnd["origin_q"])
+    batches = list(predict(models, store, device=device, last_q={split: rnd["origin_q"] + 20}))
+    forecasts = pa.Table.from_batches(batches) if batches else None
+    if forecasts is None or forecasts.num_rows == 0:
+        raise UserError(f"Forma made no forecast for round {round_name!r}")
+    view = "forma_round_rows"
+    wh.con.register(view, forecasts)
+    try:
+        table = wh.arrow(
+            f"""SELECT b.gvkey, i.item AS target, f.origin_q::INTEGER AS origin_q,
+                       f.horizon::TINYINT AS horizon, f.mu, f.sigma
+                FROM {view} AS f
+                JOIN panel.firms AS pf ON pf.firm_id = f.firm_id
+                JOIN rounds.baselines AS b
+                  ON b.round_id = ? AND b.gvkey = pf.gvkey AND b.item_id = f.item_id
+                JOIN ref.items AS i ON i.item_id = f.item_id
+                WHERE f.origin_q = ? AND f.component = 0
+                ORDER BY b.gvkey, f.item_id, f.horizon""",
+            [rnd["round_id"], rnd["origin_q"]],
+        )
+    finally:
+        wh.con.unregister(view)
+    return submit_table(
+        wh,
+        round_name,
+        f"forma-{preset}-{family}",
+        table,
+        kind="model",
+        family=family,
+        metadata={"model": "forma", "preset": preset, "seed": seed, "calibrated": False},
+    )

@@ -1,0 +1,37 @@
+"""The rounds pages: every round with its deadline and resolution, the live leaderboard
+across rounds, and one round's leaderboard with its resolution per horizon and a form
+that submits to it (the API's POST /api/v1/rounds/{name}/submissions)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+
+from proforma.app.api.deps import WarehouseDep
+from proforma.app.api.formats import clean
+from proforma.app.api.routers.rounds import disclosed
+from proforma.app.web.pages import _render
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/rounds", response_class=HTMLResponse)
+def rounds_page(request: Request, wh: WarehouseDep) -> HTMLResponse:
+    from proforma.app.rounds import list_rounds, live_leaderboard
+
+    has = wh.table_exists("rounds.rounds")
+    return _render(
+        request,
+        "rounds.html",
+        "rounds",
+        rounds=list_rounds(wh) if has else [],
+        live=clean(live_leaderboard(wh)) if has else [],
+    )
+
+
+@router.get("/rounds/{name}", response_class=HTMLResponse)
+def round_page(request: Request, name: str, wh: WarehouseDep) -> HTMLResponse:
+    from proforma.app.rounds import leaderboard
+
+    board = disclosed(wh, leaderboard(wh, name))
+    return _render(request, "round.html", "rounds", board=clean(board), rnd=board["round"])

@@ -1,0 +1,50 @@
+-- Public rounds (docs/rounds.md): every round's frozen description (origin quarter,
+-- deadline, sizes, rule set), its resolution per horizon (cell counts), its entries
+-- (names, kinds, checksums, receipt times) and its metrics over all entries' common
+-- sample (rounds.metrics, written by each resolution). Aggregates over fewer than
+-- getvariable('public_min_cells') cells are withheld, and an upload's numbers are
+-- coarsened as sql/public/040 coarsens them (the publisher's pf_coarsen, pf_two_digits),
+-- so that differencing two submissions reads no truth value back. No firm appears.
+CREATE TABLE pub.rounds AS
+SELECT r.round_id, r.name, qlabel(r.origin_q) AS origin, r.deadline, r.opened_at, r.rules,
+       r.n_origins, r.n_cells,
+       (SELECT count(*) FROM rounds.truth t WHERE t.round_id = r.round_id) AS cells_resolved,
+       (SELECT qlabel(r.origin_q + max(t.horizon)) FROM rounds.truth t
+        WHERE t.round_id = r.round_id) AS resolved_through
+FROM rounds.rounds AS r
+ORDER BY r.round_id;
+
+CREATE TABLE pub.round_resolution AS
+SELECT round_id, horizon, count(*) AS cells_resolved
+FROM rounds.truth
+GROUP BY round_id, horizon
+ORDER BY round_id, horizon;
+
+CREATE TABLE pub.round_entries AS
+SELECT submission_id, round_id, name AS model, kind, family, sha256 AS checksum, received_at
+FROM rounds.submissions
+ORDER BY round_id, submission_id;
+
+CREATE TABLE pub.round_metrics AS
+WITH m AS (
+    SELECT m.*, s.name AS model, s.kind = 'upload' AS is_upload,
+           'round/' || m.round_id || '/' || m.submission_id || '/'
+           || coalesce(CAST(m.horizon AS VARCHAR), 'global') || '/' AS label
+    FROM rounds.metrics AS m
+    JOIN rounds.submissions AS s USING (submission_id)
+    WHERE m.n >= getvariable('public_min_cells')
+)
+SELECT round_id, submission_id, model, horizon, n,
+       CASE WHEN is_upload THEN pf_coarsen(r2, CASE WHEN mse > 0
+                THEN 960.0 / n * (1 - r2) / mse END, label || 'r2') ELSE r2 END AS r2,
+       CASE WHEN is_upload THEN pf_coarsen(mse, 960.0 / n, label || 'mse') ELSE mse END AS mse,
+       CASE WHEN is_upload THEN pf_coarsen(mae, 8.0 / n, label || 'mae') ELSE mae END AS mae,
+       CASE WHEN NOT is_upload THEN nll WHEN horizon IS NULL THEN pf_two_digits(nll) END AS nll,
+       CASE WHEN is_upload THEN pf_coarsen(crps, 8.0 / n, label || 'crps') ELSE crps END AS crps,
+       CASE WHEN NOT is_upload THEN z2 WHEN horizon IS NULL THEN pf_two_digits(z2) END AS z2,
+       CASE WHEN is_upload THEN pf_coarsen(cov50, 8.0 / n, label || 'cov50') ELSE cov50 END AS cov50,
+       CASE WHEN is_upload THEN pf_coarsen(cov80, 8.0 / n, label || 'cov80') ELSE cov80 END AS cov80,
+       CASE WHEN is_upload THEN pf_coarsen(cov90, 8.0 / n, label || 'cov90') ELSE cov90 END AS cov90,
+       CASE WHEN is_upload THEN pf_coarsen(cov95, 8.0 / n, label || 'cov95') ELSE cov95 END AS cov95
+FROM m
+ORDER BY round_id, submission_id, horizon NULLS FIRST;

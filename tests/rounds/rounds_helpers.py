@@ -1,0 +1,47 @@
+"""Tiny grown synthetic panels for the rounds tests: ingest a panel through a quarter of
+the same design window (same seed, same firms) and build it."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from proforma.app.build import BuildParams, run_build
+from proforma.app.rounds import open_round
+from proforma.app.rounds.entries import enter_entries
+from proforma.app.sources import ingest
+from proforma.app.sources.synthetic import SyntheticConfig, SyntheticSource
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.quarters import parse_quarter
+
+#: 40 firms from 1996 (a training window for k), design window ending 2010
+PANEL: dict[str, Any] = {
+    "firms": 40,
+    "start": 1996,
+    "end": 2010,
+    "seed": 7,
+    "oracle_origins": 6,
+    "oracle_paths": 4,
+}
+
+
+def config(through: str, **overrides: Any) -> SyntheticConfig:
+    values = {**PANEL, **overrides}
+    return SyntheticConfig.for_scale("demo", through=parse_quarter(through), **values)
+
+
+def grow(wh: Warehouse, through: str, rules: str = "published", **overrides: Any) -> None:
+    """Ingest the panel through `through` and build it."""
+    ingest(wh, SyntheticSource(config(through, **overrides)))
+    run_build(wh, params=BuildParams(rules=rules))
+
+
+def open_tiny_round(
+    wh: Warehouse, root: Path, rules: str = "published", now: dt.datetime | None = None
+) -> dict[str, Any]:
+    """The panel through 2010Q4, built, a round open at 2010Q4 with its entries."""
+    grow(wh, "2010Q4", rules)
+    rnd = open_round(wh, root, days=1, now=now)
+    enter_entries(wh, rnd["name"])
+    return rnd
