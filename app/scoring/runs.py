@@ -2,9 +2,9 @@
 
 All data semantics are the sql/eval steps; this module orders them. A run reads stored
 per-cell scores (proforma.app.scoring.cells, computed once per submission and scoring context),
-makes the common sample from each submission's stored gaps (proforma.app.scoring.sample), copies
-the results of submissions already scored on the same sample (068) and aggregates only
-the others (065, 070). The run's results are written in one transaction with their
+makes the common sample from each submission's stored gaps (proforma.app.scoring.sample), references
+the results of submissions already scored on the same sample (068: eval.run_results, no
+copy) and aggregates only the others (065, 070). The run's results are written in one transaction with their
 provenance (build, rule set, scoring-SQL version, submission checksums, sample
 fingerprint, which results were copied from which run, time).
 """
@@ -194,6 +194,9 @@ def _write_run(
         )
     reused = {} if full else _reusable(wh, fp["footprint_id"], ctx, fingerprint, ids)
     wh.set_params({"score_run_id": run_id})
+    # Reused results are referenced, not copied (068, eval.run_results): a run writes
+    # rows for its fresh submissions only, whatever the number of submissions before it.
+    wh.execute("INSERT INTO eval.run_dm_sources VALUES (?, ?)", [run_id, run_id])
     if reused:
         wh.run_step("eval/068_reused_results")
     fresh = [s for s in ids if s not in reused]

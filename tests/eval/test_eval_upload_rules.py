@@ -45,6 +45,7 @@ def _counts(wh) -> tuple[int, int]:
     return (
         wh.scalar("SELECT count(*) FROM eval.submissions"),
         wh.scalar("SELECT count(*) FROM eval.forecasts"),
+        wh.scalar("SELECT count(*) FROM eval.submission_files"),
     )
 
 
