@@ -215,12 +215,19 @@ def _write_run(
         if True in kinds:
             wh.run_step("eval/066_cell_aggregates_point")
         wh.run_step("eval/070_metrics", {"score_run_id": run_id})
-    for sid in candidates:
-        got = coverage[sid].predicted_cells
-        wh.execute(
-            "INSERT INTO eval.coverage VALUES (?, ?, ?, ?, ?)",
-            [run_id, sid, n_fp, got, got / n_fp if n_fp else None],
-        )
+    # one statement for every candidate (one execute each cost 1-2 ms: 0.5 s at 500)
+    got = [coverage[sid].predicted_cells for sid in candidates]
+    wh.execute(
+        "INSERT INTO eval.coverage SELECT ?, unnest(?::INTEGER[]), ?, unnest(?::BIGINT[]), "
+        "unnest(?::DOUBLE[])",
+        [
+            run_id,
+            list(candidates),
+            n_fp,
+            got,
+            [g / n_fp if n_fp else None for g in got],
+        ],
+    )
     tested = {
         tuple(r)
         for r in wh.fetchall(
