@@ -225,7 +225,24 @@ def scoring_only(args: argparse.Namespace) -> None:
         cli = None
     kinds = [k for k in args.files if forecast_path(work, k).exists() or k in DENSITY]
     write_density_files(work, kinds)
-    print_rows(file_rows(work, env, cli, kinds))
+    rows = file_rows(work, env, cli, kinds)
+    # the reference baselines again, side by side (ours made anew: --force)
+    pkg_refs = None
+    if cli:
+        pkg_refs = run(
+            "package: baselines naive,fade",
+            [str(cli), "baselines", "--which", "naive,fade", "--processed", str(work / "pkg")]
+            + ["--out", str(work / "pkg_refs")],
+            log=work / "pkg_baselines.log",
+        )
+    ours_refs = run(
+        "ours: reference baselines (--force)",
+        [str(PROFORMA), "baselines", "reference", "--force"],
+        env=env,
+        log=work / "baselines_force.log",
+    )
+    rows.append(("reference baselines", pkg_refs, ours_refs))
+    print_rows(rows)
     print(f"load at the end {load()}")
 
 

@@ -11,6 +11,7 @@ fingerprint, which results were copied from which run, time).
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -228,15 +229,34 @@ def _write_run(
             [g / n_fp if n_fp else None for g in got],
         ],
     )
-    tested = {
-        tuple(r)
-        for r in wh.fetchall(
-            "SELECT least(submission_a, submission_b), greatest(submission_a, submission_b) "
-            "FROM eval.dm_tests WHERE score_run_id = ?",
-            [run_id],
-        )
-    }
-    run_dm_tests(wh, run_id, sorted(ids), skip=tested)
+    # Pairs already tested on this sample (eval.run_dm_sources): normally every pair of two
+    # reused submissions, counted by its one pooled squared-loss row, so that only the new
+    # submissions' pairs are listed; otherwise (a chain broken by a full re-score) the
+    # tested pairs themselves.
+    reused_ids = sorted(s for s in ids if s in reused)
+    fresh_ids = set(fresh)
+    have = wh.scalar(
+        "SELECT count(*) FROM eval.dm_tests WHERE score_run_id = ? AND loss = 'squared' "
+        "AND horizon = 0",
+        [run_id],
+    )
+    if have == len(reused_ids) * (len(reused_ids) - 1) // 2:
+        pairs = [
+            (a, b)
+            for a, b in itertools.combinations(sorted(ids), 2)
+            if a in fresh_ids or b in fresh_ids
+        ]
+        run_dm_tests(wh, run_id, sorted(ids), pairs=pairs)
+    else:
+        tested = {
+            tuple(r)
+            for r in wh.fetchall(
+                "SELECT DISTINCT least(submission_a, submission_b), "
+                "greatest(submission_a, submission_b) FROM eval.dm_tests WHERE score_run_id = ?",
+                [run_id],
+            )
+        }
+        run_dm_tests(wh, run_id, sorted(ids), skip=tested)
     checksums = dict(
         wh.fetchall(
             "SELECT CAST(submission_id AS VARCHAR), checksum FROM eval.submissions "

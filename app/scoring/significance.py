@@ -94,20 +94,22 @@ def run_dm_tests(
     submission_ids: list[int],
     *,
     skip: set[tuple[int, int]] | None = None,
+    pairs: list[tuple[int, int]] | None = None,
 ) -> int:
     """Every pair of a run, squared and absolute loss, pooled (horizon 0) and per horizon,
     from eval.quarter_losses into eval.dm_test_rows (the view eval.dm_tests shows them);
     returns rows written. Pairs in `skip` (lower id first) already have their tests in the
-    run (from an earlier run on the same sample). A loss that a submission does not have
+    run (from an earlier run on the same sample); `pairs` lists the pairs to test instead. A loss that a submission does not have
     (the absolute loss of a quantile grid without a median) gets no test. The per-quarter
     sums are one dense array (submission x horizon x quarter) and the pairs sharing their
     quarters are tested together (`diebold_mariano_rows`)."""
-    skip = skip or set()
-    pairs = [
-        (a, b)
-        for a, b in itertools.combinations(submission_ids, 2)
-        if (min(a, b), max(a, b)) not in skip
-    ]
+    if pairs is None:
+        skip = skip or set()
+        pairs = [
+            (a, b)
+            for a, b in itertools.combinations(submission_ids, 2)
+            if (min(a, b), max(a, b)) not in skip
+        ]
     if not pairs:
         return 0
     subs = np.array(sorted({s for pair in pairs for s in pair}))
