@@ -48,13 +48,19 @@ def _record(wh, sid: int) -> tuple | None:
     rows = wh.fetchall(
         "SELECT file, rows, bytes FROM eval.submission_files WHERE submission_id = ?", [sid]
     )
-    return rows[0] if rows else None
+    return tuple(rows[0]) if rows else None
+
+
+def _stored(wh, sid: int) -> tuple:
+    rec = _record(wh, sid)
+    assert rec is not None, f"submission {sid} has no stored file"
+    return rec
 
 
 def test_the_same_bytes_reuse_one_file(wh, tmp_path):
     path = _file(wh, tmp_path / "a.parquet", 1)
     first = scoring.ingest_parquet(wh, path, "stored a")
-    name, rows, size = _record(wh, first)
+    name, rows, size = _stored(wh, first)
     stored = store_dir(wh) / name
     assert stored.is_file() and stored.stat().st_size == size and rows > 1000
     assert name.startswith(
@@ -71,7 +77,7 @@ def test_the_same_bytes_reuse_one_file(wh, tmp_path):
     assert [p.name for p in store_dir(wh).iterdir()] == [name]  # no temp file left
     # other bytes, another file
     other = scoring.ingest_parquet(wh, _file(wh, tmp_path / "b.parquet", 2), "stored b")
-    assert _record(wh, other)[0] != name
+    assert _stored(wh, other)[0] != name
 
 
 def test_a_new_footprint_scores_from_the_file_as_from_the_table(wh, tmp_path):
@@ -107,7 +113,7 @@ def test_a_missing_or_damaged_file_fails_its_submission_alone(wh, tmp_path, dama
     other = scoring.ingest_parquet(
         wh, _file(wh, tmp_path / "f.parquet", 20 + len(damage)), f"f {damage}"
     )
-    stored = store_dir(wh) / _record(wh, sid)[0]
+    stored = store_dir(wh) / _stored(wh, sid)[0]
     if damage == "deleted":
         stored.unlink()
     else:
