@@ -37,12 +37,17 @@ def ensure_coherence(wh: Warehouse, submission_ids: list[int]) -> None:
     if not all(wh.table_exists(t) for t in _NEEDS):
         return
     version = eval_sql_version()
-    for sid in submission_ids:
-        done = wh.scalar(
-            "SELECT count(*) FROM eval.coherence WHERE submission_id = ? AND eval_sql_version = ?",
-            [sid, version],
+    # one query for the run's submissions (one each cost a run O(k) round trips)
+    done = {
+        r[0]
+        for r in wh.fetchall(
+            "SELECT DISTINCT submission_id FROM eval.coherence "
+            "WHERE list_contains(?, submission_id) AND eval_sql_version = ?",
+            [list(submission_ids), version],
         )
-        if not done:
+    }
+    for sid in submission_ids:
+        if sid not in done:
             compute_coherence(wh, sid)
 
 
