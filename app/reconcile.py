@@ -67,6 +67,15 @@ def resolve_parent(wh: Warehouse, submission: int | str) -> dict[str, Any]:
         raise UserError(f"Submission {text!r} was replaced; its forecasts are gone")
     if not row["rows"]:
         raise UserError(f"Submission {text!r} holds no forecasts")
+    if wh.table_exists("eval.submission_files") and wh.scalar(
+        "SELECT count(*) FROM eval.submission_files WHERE submission_id = ?",
+        [row["submission_id"]],
+    ):
+        # its rows are a parquet file of the upload store, not in eval.forecasts
+        raise UserError(
+            f"Submission {text!r} is a point upload kept in the upload store: reconciliation "
+            f"takes model forecasts (with a sigma) only"
+        )
     return row
 
 

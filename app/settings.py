@@ -34,6 +34,9 @@ class Settings(BaseSettings):
 
     # Service (app/api): uploads stream to upload_dir, capped at upload_max_bytes.
     upload_dir: Path = Path("data/uploads")
+    # Validated point uploads, one immutable content-addressed parquet file each, scanned
+    # in place for scoring (app/scoring/submissions/store.py); None: `<warehouse>.uploads/`.
+    upload_store: Path | None = None
     upload_max_bytes: int = 2 * 1024**3
     uploads_per_day: int = 20  # per user, UTC day; a user's own daily_limit overrides it
     # Public SQL runs on this read-only snapshot (aggregates only), bounded in rows and time.

@@ -234,8 +234,9 @@ def main() -> None:
     )
     wh = connect(settings)
     wh.execute(
-        "DELETE FROM eval.forecast_rows; DELETE FROM eval.forecast_points; DELETE FROM eval.metrics; "
-        "DELETE FROM eval.quarter_losses; DELETE FROM eval.pit; DELETE FROM eval.coverage; "
+        "DELETE FROM eval.forecast_rows; DELETE FROM eval.forecast_points; DELETE FROM eval.metric_rows; "
+        "DELETE FROM eval.quarter_loss_rows; DELETE FROM eval.pit_rows; DELETE FROM eval.coverage; "
+        "DELETE FROM eval.run_results; DELETE FROM eval.dm_test_rows; DELETE FROM eval.run_dm_sources; "
         "DELETE FROM eval.cell_density_scores; DELETE FROM eval.cell_point_scores; "
         "DELETE FROM eval.cell_score_sets; "
         "DELETE FROM eval.footprint_coverage; DELETE FROM eval.sample_gaps"

@@ -45,7 +45,7 @@ def _files_base(env: dict[str, str]):
     return cells, pa
 
 
-def _file(cells, pa, k: int) -> bytes:
+def _file(cells, pa, k: int, point: bool = False) -> bytes:
     import numpy as np
     import pyarrow.parquet as pq
 
@@ -63,6 +63,8 @@ def _file(cells, pa, k: int) -> bytes:
             "sigma": pa.array(np.full(len(base), 0.5)),
         }
     )
+    if point:  # a point file: kept in the upload store, scanned in place
+        table = table.drop_columns(["sigma"])
     buf = io.BytesIO()
     pq.write_table(table, buf)
     return buf.getvalue()
@@ -75,6 +77,9 @@ def main() -> None:
     ap.add_argument("--report", default="1,10,50,100,250,500")
     ap.add_argument("--max-seconds", type=float, default=3000)
     ap.add_argument("--dir", type=Path, default=Path("/tmp/proforma-volume"))
+    ap.add_argument(
+        "--point", action="store_true", help="point files (no sigma): the upload store's path"
+    )
     args = ap.parse_args()
     if args.uploads > 1000:
         raise SystemExit("Bounded: at most 1,000 uploads.")
@@ -117,7 +122,7 @@ def main() -> None:
                 if time.monotonic() - started > args.max_seconds:
                     print(f"stopped at the time bound after {k - 1} uploads")
                     break
-                data = _file(cells, pa, k)
+                data = _file(cells, pa, k, args.point)
                 t = time.perf_counter()
                 r = c.post(
                     f"{base}/api/v1/submissions",
@@ -150,6 +155,15 @@ def main() -> None:
                         f"{(args.dir / 'warehouse.duckdb').stat().st_size / 1e6:.1f} MB",
                         flush=True,
                     )
+        if times and len(times) not in report:
+            snap = (args.dir / "public.duckdb").resolve()
+            print(
+                f"upload {len(times):4d} (the last): {times[-1]:.2f} s (median of the last "
+                f"{len(times[-5:])}: {statistics.median(times[-5:]):.2f} s); snapshot "
+                f"{snap.stat().st_size / 1e6:.1f} MB; warehouse "
+                f"{(args.dir / 'warehouse.duckdb').stat().st_size / 1e6:.1f} MB",
+                flush=True,
+            )
         if len(times) >= 10:
             first = statistics.median(times[:5])
             last = statistics.median(times[-5:])

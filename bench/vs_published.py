@@ -10,10 +10,17 @@ child process (wall seconds, CPU seconds, peak resident memory of that process):
   default) against this project's `build` then `export --layout proforma20q` (which
   imputes); the same files come out (bench/parity.py checks that);
 - imputation: this project's `run impute` alone (the package cannot run it alone);
-- scoring one forecast file end to end: the package's `evaluate` against this project's
-  `submit` then `score` of the same file (the package's fade forecast; this project's
-  reference baselines, which `score` makes once per warehouse, are built before, as set-up),
-  and against `submit --score` (the same work in one process) of it under another name.
+- the reference baselines: the package's `baselines --which naive,fade` (its two point
+  files) against this project's `baselines reference` (seasonal random walk and fade,
+  stored as submissions);
+- scoring each kind of forecast file end to end: the package's `evaluate` against this
+  project's `submit` then `score` of the same file, and against `submit --score` (the
+  same work in one process) of it under another name. The kinds (--files): the package's
+  naive and fade point files, and two density files made from the fade file with a
+  sigma that grows with the horizon (0.3 + 0.05 h): Gaussian, and Laplace (declared to
+  both tools by the `{stem}.nll.json` sidecar the package reads). This project's
+  reference baselines, which `score` makes once per warehouse, are built before the
+  scoring rows, as set-up.
 
 Without --published-venv only this project's figures are printed. Ratios are the
 package's figure over ours (wall, CPU) and ours over the package's (memory): above 1
@@ -68,21 +75,52 @@ def write_forecast_file(warehouse: Path, name: str, path: Path) -> None:
 
 
 BEFORE_SCORING = "wh_before_scoring.duckdb"
+#: The forecast files scored, by kind: the package's point files and two density files.
+FILE_KINDS = ("naive", "fade", "gaussian", "laplace")
+DENSITY = ("gaussian", "laplace")
 
 
-def scoring_rows(work: Path, env: dict[str, str], forecast: Path) -> list[tuple[str, Measured]]:
+def forecast_path(work: Path, kind: str) -> Path:
+    return work / f"{kind}__predictions.parquet"
+
+
+def write_density_files(work: Path, kinds: list[str]) -> None:
+    """The Gaussian and Laplace files: the fade file with sigma = 0.3 + 0.05 horizon; the
+    Laplace family declared by the sidecar both tools read."""
+    import json
+
+    import duckdb
+
+    fade = forecast_path(work, "fade")
+    for kind in ("gaussian", "laplace"):
+        if kind not in kinds:
+            continue
+        out = forecast_path(work, kind)
+        con = duckdb.connect()
+        con.execute(
+            f"COPY (SELECT *, CAST(0.3 + 0.05 * horizon AS FLOAT) AS sigma "
+            f"FROM read_parquet('{fade}')) TO '{out}' (FORMAT parquet)"
+        )
+        con.close()
+        if kind == "laplace":
+            out.with_name(f"{out.stem}.nll.json").write_text(json.dumps({"family": "laplace"}))
+
+
+def scoring_rows(
+    work: Path, env: dict[str, str], forecast: Path, kind: str = "fade"
+) -> list[tuple[str, Measured]]:
     """This project's two ways of scoring one file: submit then score, submit --score."""
     submit = run(
-        "ours: submit one file",
-        [str(PROFORMA), "submit", str(forecast), "--name", "fade file"],
+        f"ours: submit the {kind} file",
+        [str(PROFORMA), "submit", str(forecast), "--name", f"{kind} file"],
         env=env,
-        log=work / "submit.log",
+        log=work / f"submit_{kind}.log",
     )
     score = run(
         "ours: score it",
-        [str(PROFORMA), "score", "-s", "fade file", "--no-coherence"],
+        [str(PROFORMA), "score", "-s", f"{kind} file", "--no-coherence"],
         env=env,
-        log=work / "score.log",
+        log=work / f"score_{kind}.log",
     )
     # the same work in one process (one start, one open of the warehouse)
     at_once = run(
@@ -92,22 +130,43 @@ def scoring_rows(work: Path, env: dict[str, str], forecast: Path) -> list[tuple[
             "submit",
             str(forecast),
             "--name",
-            "fade file again",
+            f"{kind} file again",
             "--score",
             "--no-coherence",
         ],
         env=env,
-        log=work / "submit_score.log",
+        log=work / f"submit_score_{kind}.log",
     )
     return [
-        ("scoring one file end to end", total("ours: submit + score", [submit, score])),
-        ("scoring, one command", at_once),
+        (f"{kind}: submit + score", total("ours: submit + score", [submit, score])),
+        (f"{kind}: one command", at_once),
     ]
+
+
+def package_evaluate(cli: Path, work: Path, forecast: Path, kind: str) -> Measured:
+    return run(
+        f"package: evaluate the {kind} file",
+        [str(cli), "evaluate", str(forecast), "--processed", str(work / "pkg")],
+        log=work / f"pkg_eval_{kind}.log",
+    )
+
+
+def file_rows(
+    work: Path, env: dict[str, str], cli: Path | None, kinds: list[str]
+) -> list[tuple[str, Measured | None, Measured]]:
+    """Per file kind: the package's evaluate, then ours, one after the other."""
+    rows: list[tuple[str, Measured | None, Measured]] = []
+    for kind in kinds:
+        forecast = forecast_path(work, kind)
+        pkg = package_evaluate(cli, work, forecast, kind) if cli else None
+        rows += [(label, pkg, ours) for label, ours in scoring_rows(work, env, forecast, kind)]
+    return rows
 
 
 def print_rows(rows: list[tuple[str, Measured | None, Measured]]) -> None:
     print(
-        f"\n{'work':<30} {'package':>30}   {'this project':>30}   ratios (package/ours; memory ours/package)"
+        f"\n{'work':<30} {'package':>30}   {'this project':>30}   "
+        "ratios (package/ours; memory ours/package)"
     )
     for label, pkg, ours in rows:
         p = f"{pkg.wall_s:7.1f} s {pkg.cpu_s:7.1f} CPU-s {pkg.peak_mb:6.0f} MB" if pkg else "-"
@@ -127,7 +186,7 @@ def print_rows(rows: list[tuple[str, Measured | None, Measured]]) -> None:
 def scoring_only(args: argparse.Namespace) -> None:
     """The scoring rows alone, again, on what a full run left in the workdir."""
     work = args.workdir
-    forecast = work / "fade__predictions.parquet"
+    forecast = forecast_path(work, "fade")
     base = work / BEFORE_SCORING
     if not forecast.exists():
         raise SystemExit(f"--scoring-only needs a full run's {forecast.name} in {work}")
@@ -162,14 +221,28 @@ def scoring_only(args: argparse.Namespace) -> None:
     # from before has none, and the first score would make them)
     run("ours: standard footprints (set-up)", [str(PROFORMA), "footprint", "list"], env=env)
     cli = published_cli(args.published_venv) if args.published_venv else None
-    pkg_score = None
-    if cli and (work / "pkg").exists():
-        pkg_score = run(
-            "package: evaluate one file",
-            [str(cli), "evaluate", str(forecast), "--processed", str(work / "pkg")],
-            log=work / "pkg_eval.log",
+    if not (work / "pkg").exists():
+        cli = None
+    kinds = [k for k in args.files if forecast_path(work, k).exists() or k in DENSITY]
+    write_density_files(work, kinds)
+    rows = file_rows(work, env, cli, kinds)
+    # the reference baselines again, side by side (ours made anew: --force)
+    pkg_refs = None
+    if cli:
+        pkg_refs = run(
+            "package: baselines naive,fade",
+            [str(cli), "baselines", "--which", "naive,fade", "--processed", str(work / "pkg")]
+            + ["--out", str(work / "pkg_refs")],
+            log=work / "pkg_baselines.log",
         )
-    print_rows([(label, pkg_score, ours) for label, ours in scoring_rows(work, env, forecast)])
+    ours_refs = run(
+        "ours: reference baselines (--force)",
+        [str(PROFORMA), "baselines", "reference", "--force"],
+        env=env,
+        log=work / "baselines_force.log",
+    )
+    rows.append(("reference baselines", pkg_refs, ours_refs))
+    print_rows(rows)
     print(f"load at the end {load()}")
 
 
@@ -182,6 +255,12 @@ def main() -> None:
     ap.add_argument("--published-venv", type=Path, default=None)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/proforma-vs-published"))
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument(
+        "--files",
+        type=lambda s: [k.strip() for k in s.split(",") if k.strip()],
+        default=list(FILE_KINDS),
+        help=f"file kinds to score, comma-separated (default: {','.join(FILE_KINDS)})",
+    )
     ap.add_argument(
         "--memory", default=None, help="DuckDB memory_limit for this project (e.g. 2GB)."
     )
@@ -261,47 +340,46 @@ def main() -> None:
     rows.append(("build + export", pkg_build, ours_build))
     rows.append(("imputation (ours alone)", None, impute))
 
-    forecast = work / "fade__predictions.parquet"
-    pkg_score = None
-    if cli and pkg_build and pkg_build.returncode == 0:
-        run(
-            "package: fade forecast (input for scoring)",
+    forecast = forecast_path(work, "fade")
+    package_ok = bool(cli and pkg_build and pkg_build.returncode == 0)
+    # The reference baselines side by side: the package's naive and fade files (also the
+    # input of the scoring rows) against this project's `baselines reference`. The
+    # reference baselines belong to the build (every `score` makes them once per
+    # warehouse); the package's evaluate makes none, so the scoring rows come after.
+    pkg_refs = None
+    if package_ok:
+        pkg_refs = run(
+            "package: baselines naive,fade",
             [
                 str(cli),
                 "baselines",
                 "--which",
-                "fade",
+                "naive,fade",
                 "--processed",
                 str(work / "pkg"),
                 "--out",
                 str(work),
             ],
-            log=work / "pkg_fade.log",
+            log=work / "pkg_baselines.log",
         )
-        pkg_score = run(
-            "package: evaluate one file",
-            [str(cli), "evaluate", str(forecast), "--processed", str(work / "pkg")],
-            log=work / "pkg_eval.log",
-        )
-    else:
-        # without the package: this project's own fade forecast, written as a submission file
-        run("ours: reference baselines", [str(PROFORMA), "baselines", "reference"], env=env)
+    ours_refs = run(
+        "ours: reference baselines",
+        [str(PROFORMA), "baselines", "reference"],
+        env=env,
+        log=work / "baselines.log",
+    )
+    rows.append(("reference baselines", pkg_refs, ours_refs))
+    if not package_ok:
+        # without the package: this project's own baselines, written as submission files
         write_forecast_file(Path(env["PROFORMA_WAREHOUSE"]), "Fade / AR(1)", forecast)
+        write_forecast_file(
+            Path(env["PROFORMA_WAREHOUSE"]), "Seasonal random walk", forecast_path(work, "naive")
+        )
     if forecast.exists():
-        if cli and pkg_build and pkg_build.returncode == 0:
-            # The reference baselines belong to the build (every `score` makes them once per
-            # warehouse); the package's evaluate makes none, so they are set-up here.
-            setup.append(
-                run(
-                    "ours: reference baselines (set-up)",
-                    [str(PROFORMA), "baselines", "reference"],
-                    env=env,
-                    log=work / "baselines.log",
-                )
-            )
+        write_density_files(work, args.files)
         # the warehouse before any scoring, for --scoring-only
         shutil.copy(env["PROFORMA_WAREHOUSE"], work / BEFORE_SCORING)
-        rows += [(label, pkg_score, ours) for label, ours in scoring_rows(work, env, forecast)]
+        rows += file_rows(work, env, cli if package_ok else None, args.files)
 
     print(f"\nsetup: {'; '.join(m.line().strip() for m in setup)}")
     print_rows(rows)

@@ -258,6 +258,7 @@ def _write_public(
         return check_public(wh)
     finally:
         wh.execute("DROP TABLE IF EXISTS public_runs")
+        wh.execute("DROP TABLE IF EXISTS public_dm_leaders")
         wh.execute("DETACH pub")
 
 

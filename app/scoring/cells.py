@@ -23,6 +23,7 @@ from duckdb.func import PythonUDFType
 from duckdb.sqltypes import DOUBLE
 
 from proforma.app.scoring.provenance import current_build, eval_sql_version
+from proforma.app.scoring.submissions.store import StoreError, stored_file
 from proforma.app.store.rules import build_rules
 from proforma.app.warehouse import Warehouse, out_of_resources
 from proforma.contracts.errors import UserError
@@ -136,15 +137,19 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
     """Score every cell of one submission into eval.cell_scores (its own transaction);
     returns the cells scored."""
     sub = _submission(wh, sid)
+    stored = stored_file(wh, sid)  # an upload kept in the store: scanned in place (054)
     register_functions(wh)
     started, t0 = utcnow(), time.perf_counter()
     with wh.transaction():
         forget_cell_scores(wh, [sid])
-        first_q, last_q = wh.one(
-            "SELECT coalesce(min(origin_q), 0), coalesce(max(origin_q), -1) FROM eval.forecasts "
-            "WHERE submission_id = ?",
-            [sid],
-        )
+        if stored is not None:
+            first_q, last_q = stored["first_q"], stored["last_q"]
+        else:
+            first_q, last_q = wh.one(
+                "SELECT coalesce(min(origin_q), 0), coalesce(max(origin_q), -1) "
+                "FROM eval.forecasts WHERE submission_id = ?",
+                [sid],
+            )
         params: dict[str, Any] = {
             "submission_id": sid,
             "family": sub["family"],
@@ -161,6 +166,9 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
             step = "eval/052_cell_scores_quantile"
         elif sub["n_components"] > 1:
             step = "eval/051_cell_scores_mixture"
+        elif sub["point_only"] and stored is not None:
+            params["forecast_file"] = stored["path"]
+            step = "eval/054_cell_scores_point_file"
         elif sub["point_only"]:
             step = "eval/053_cell_scores_point"
         else:
@@ -208,6 +216,12 @@ def ensure_cell_scores(
         t0 = time.perf_counter()
         try:
             cells = compute_cell_scores(wh, sid, ctx)
+        except StoreError as exc:
+            # its stored upload file is missing or damaged: the others are scored
+            record_failure(wh, sid, ctx, str(exc))
+            if progress:
+                progress(f"cell scores {n}/{len(todo)}: submission {sid} FAILED ({exc})")
+            continue
         except duckdb.Error as exc:
             # One submission's failure never blocks the others: it is recorded for this
             # context (runs leave it out) and the rest are scored. The machine's limits

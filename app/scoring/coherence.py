@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from proforma.app.scoring.provenance import eval_sql_version
+from proforma.app.scoring.submissions.store import FILE_VIEW, forecast_relation
 from proforma.app.warehouse import Warehouse
 
 _NEEDS = ("panel.origins", "panel.origin_params", "panel.item_k")
@@ -11,12 +12,17 @@ _NEEDS = ("panel.origins", "panel.origin_params", "panel.item_k")
 def compute_coherence(wh: Warehouse, submission_id: int, split: str = "test") -> int:
     """(Re)compute eval.coherence rows of a submission; returns identity instances scored."""
     version = eval_sql_version()
-    with wh.transaction():
-        wh.execute("DELETE FROM eval.coherence WHERE submission_id = ?", [submission_id])
-        wh.run_step(
-            "eval/080_coherence",
-            {"submission_id": submission_id, "split": split, "eval_sql_version": version},
-        )
+    source = forecast_relation(wh, submission_id)  # a stored upload: its file, in place
+    try:
+        with wh.transaction():
+            wh.execute("DELETE FROM eval.coherence WHERE submission_id = ?", [submission_id])
+            wh.run_step(
+                "eval/080_coherence",
+                {"submission_id": submission_id, "split": split, "eval_sql_version": version},
+                identifiers={"forecasts": source},
+            )
+    finally:
+        wh.execute(f"DROP VIEW IF EXISTS {FILE_VIEW}")
     return int(
         wh.scalar(
             "SELECT coalesce(max(n_instances), 0) FROM eval.coherence "
@@ -31,12 +37,17 @@ def ensure_coherence(wh: Warehouse, submission_ids: list[int]) -> None:
     if not all(wh.table_exists(t) for t in _NEEDS):
         return
     version = eval_sql_version()
-    for sid in submission_ids:
-        done = wh.scalar(
-            "SELECT count(*) FROM eval.coherence WHERE submission_id = ? AND eval_sql_version = ?",
-            [sid, version],
+    # one query for the run's submissions (one each cost a run O(k) round trips)
+    done = {
+        r[0]
+        for r in wh.fetchall(
+            "SELECT DISTINCT submission_id FROM eval.coherence "
+            "WHERE list_contains(?, submission_id) AND eval_sql_version = ?",
+            [list(submission_ids), version],
         )
-        if not done:
+    }
+    for sid in submission_ids:
+        if sid not in done:
             compute_coherence(wh, sid)
 
 

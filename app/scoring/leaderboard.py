@@ -105,14 +105,6 @@ def leaderboard(
         """,
         [run, level],
     ).to_pylist()
-    dm: dict[tuple, tuple] = {}
-    if loss:
-        for a, b, h, stat, p in wh.fetchall(
-            "SELECT submission_a, submission_b, horizon, dm_stat, p_value FROM eval.dm_tests "
-            "WHERE score_run_id = ? AND loss = ?",
-            [run, loss],
-        ):
-            dm[(a, b, h)] = (stat, p)
     groups: dict[Any, list[dict]] = {}
     for r in rows:
         groups.setdefault(r["grp"], []).append(r)
@@ -123,6 +115,23 @@ def leaderboard(
         if v is None or (isinstance(v, float) and math.isnan(v)):
             return math.inf
         return v if ascending else -v
+
+    dm: dict[tuple, tuple] = {}
+    if loss:
+        # only the tests against a group's leader (or the reference) are read: a run
+        # holds every pair, k^2 / 2 of them for k submissions
+        leaders = sorted(
+            {reference}
+            if reference is not None
+            else {min(g, key=key)["submission_id"] for g in groups.values()}
+        )
+        for a, b, h, stat, p in wh.fetchall(
+            "SELECT submission_a, submission_b, horizon, dm_stat, p_value FROM eval.dm_tests "
+            "WHERE score_run_id = ? AND loss = ? "
+            "AND (list_contains(?, submission_a) OR list_contains(?, submission_b))",
+            [run, loss, leaders, leaders],
+        ):
+            dm[(a, b, h)] = (stat, p)
 
     for grp in sorted(groups, key=lambda g: (g is None, g)):
         ranked = sorted(groups[grp], key=key)

@@ -1,5 +1,6 @@
 -- Problems of the rows of point submission getvariable('submission_id') in
--- eval.forecast_points (021), as the one row 030 gives for any submission, at a third of
+-- the identifier points (eval.forecast_points from 021, or 022's staged upload_points),
+-- as the one row 030 gives for any submission, at a third of
 -- its cost: 021 codes firms and items by joins with panel.firms and ref.items (an unknown
 -- one is a NULL key) and horizons as 1..20 or NULL, so only null keys, origins outside
 -- 0..16383, repeated cells (duplicate_excess, 030's exact check: 031 names the keys), and
@@ -12,7 +13,7 @@ WITH dup AS (
     FROM (
         SELECT count(*) AS n,
                bit_or(CAST(1 AS BIGINT) << CAST((item_id % 2) * 32 + horizon AS BIGINT)) AS bits
-        FROM eval.forecast_points
+        FROM {{ points }}
         WHERE submission_id = getvariable('submission_id')
           AND firm_id IS NOT NULL AND origin_q BETWEEN 0 AND 16383 AND item_id BETWEEN 0 AND 127
           AND horizon BETWEEN 1 AND 20
@@ -41,5 +42,5 @@ SELECT
     min(mu, 3) FILTER (WHERE isfinite(mu) AND abs(mu) > 60) AS huge_prediction_ex,
     CAST(count(*) > 0 AS BIGINT) AS n_components,
     (SELECT excess FROM dup) AS duplicate_excess
-FROM eval.forecast_points
+FROM {{ points }}
 WHERE submission_id = getvariable('submission_id');

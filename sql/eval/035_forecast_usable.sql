@@ -1,5 +1,6 @@
 -- Usable cells of submission getvariable('submission_id') in eval.forecasts (its table,
--- eval.forecast_points or eval.forecast_rows), run after 030 or 033 found no blocking
+-- the identifier points (eval.forecast_points, or 022's staged upload_points) or
+-- eval.forecast_rows), run after 030 or 033 found no blocking
 -- problem: rows with a finite prediction, those among them whose
 -- origin quarter lies in a scored split (test, and the split of any footprint, from
 -- panel.origins), and those whose (firm, origin) is one of that split's eligible origins
@@ -25,7 +26,7 @@ forecast AS (
     -- from whichever table holds the submission, each branch read alone (through the
     -- eval.forecasts view, its constant component and sigma cost a projection of every row)
     SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) * 1024 AS k, firm_id, origin_q, mu
-    FROM eval.forecast_points
+    FROM {{ points }}
     WHERE submission_id = getvariable('submission_id')
     UNION ALL
     SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) * 1024 + component AS k,

@@ -1,8 +1,9 @@
 -- Metrics of score run getvariable('score_run_id') from run_agg (the additive sums per
--- submission, item, horizon and origin quarter of 065) into eval.metrics (global,
--- horizon, item, statement, item x horizon), eval.quarter_losses (per horizon and origin
--- quarter: the Diebold-Mariano input) and eval.pit (20 bins): every level, the quarter
--- losses and the PIT histogram are roll-ups of run_agg. R2 = 1 - SSE / (sum y^2 -
+-- submission, item, horizon and origin quarter of 065) into eval.metric_rows (global,
+-- horizon, item, statement, item x horizon), eval.quarter_loss_rows (per horizon and origin
+-- quarter: the Diebold-Mariano input) and eval.pit_rows (20 bins): every level, the quarter
+-- losses and the PIT histogram are roll-ups of run_agg. The run's eval.run_results rows
+-- (from_run = the run itself) make them its results (the views eval.metrics, ...). R2 = 1 - SSE / (sum y^2 -
 -- (sum y)^2 / n + 1e-12), the truth-only denominator shared by all submissions (same
 -- cells); NaN when the truth has no variance (<= 1e-15). Each density mean is over the
 -- cells with that term; coverage at p is the share of those cells whose actual lies in
@@ -20,7 +21,7 @@ FROM run_agg a
 JOIN ref.items i ON i.item_id = a.item_id
 GROUP BY a.submission_id, a.item_id, a.horizon, i.statement;
 
-INSERT INTO eval.metrics BY NAME
+INSERT INTO eval.metric_rows BY NAME
 WITH rolled AS (
     SELECT
         submission_id, horizon, item_id, statement,
@@ -59,12 +60,12 @@ SELECT
     sum_y, sum_y2, sse, sae, n_density
 FROM rolled;
 
-INSERT INTO eval.quarter_losses
+INSERT INTO eval.quarter_loss_rows
 SELECT getvariable('score_run_id'), submission_id, horizon, origin_q, sum(n), sum(sse), sum(sae)
 FROM run_agg
 GROUP BY submission_id, horizon, origin_q;
 
-INSERT INTO eval.pit
+INSERT INTO eval.pit_rows
 WITH per_sub AS (
     SELECT submission_id, [sum(pit0), sum(pit1), sum(pit2), sum(pit3), sum(pit4), sum(pit5), sum(pit6), sum(pit7), sum(pit8), sum(pit9), sum(pit10), sum(pit11), sum(pit12), sum(pit13), sum(pit14), sum(pit15), sum(pit16), sum(pit17), sum(pit18), sum(pit19)] AS counts
     FROM run_agg
@@ -78,3 +79,7 @@ SELECT getvariable('score_run_id'), submission_id, bin, n,
        n / sum(n) OVER (PARTITION BY submission_id)
 FROM bins
 WHERE n > 0;
+
+INSERT INTO eval.run_results
+SELECT DISTINCT getvariable('score_run_id'), submission_id, getvariable('score_run_id')
+FROM agg_subs;

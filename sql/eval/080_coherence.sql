@@ -1,4 +1,6 @@
--- Coherence of submission getvariable('submission_id') into eval.coherence: its point
+-- Coherence of submission getvariable('submission_id') into eval.coherence, from
+-- the identifier forecasts (eval.forecasts, or the temp view over its stored upload
+-- file): its point
 -- forecasts (mean of mixture components) on origins of split getvariable('split'),
 -- de-standardized with the ORIGIN's frozen parameters, v = z_t sinh(x sigma_t
 -- + mu_t) / k (panel.origins, panel.origin_params, panel.item_k); for every identity
@@ -7,7 +9,7 @@
 INSERT INTO eval.coherence
 WITH points AS (
     SELECT firm_id, origin_q, item_id, horizon, avg(mu) AS x
-    FROM eval.forecasts
+    FROM {{ forecasts }}
     WHERE submission_id = getvariable('submission_id')
     GROUP BY ALL
     HAVING bool_and(isfinite(mu))

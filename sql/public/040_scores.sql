@@ -67,7 +67,20 @@ ORDER BY score_run_id, submission_id;
 
 -- A test between two submissions one of which is an upload: the statistic to one decimal
 -- and the p-value to two (the mean loss difference, a difference of two uploads' exact
--- sums, is withheld).
+-- sums, is withheld). Only the tests against each group's leader are published (per run,
+-- loss and horizon, 0 pooled: the submission with the lowest mean loss, MSE or MAE; the
+-- leaderboard's dm_vs_leader): a run holds every pair, k^2 / 2 for k submissions, which
+-- stay in the warehouse, so the snapshot grows with the board, not its square.
+CREATE OR REPLACE TEMP TABLE public_dm_leaders AS
+SELECT m.score_run_id, l.loss, coalesce(m.horizon, 0) AS horizon,
+       arg_min(m.submission_id, CASE l.loss WHEN 'squared' THEN m.mse ELSE m.mae END) AS leader
+FROM eval.metrics m
+JOIN public_runs r USING (score_run_id)
+CROSS JOIN (VALUES ('squared'), ('absolute')) l(loss)
+WHERE m.level IN ('global', 'horizon')
+  AND CASE l.loss WHEN 'squared' THEN m.mse ELSE m.mae END IS NOT NULL
+GROUP BY ALL;
+
 CREATE TABLE pub.dm_tests AS
 SELECT d.score_run_id, d.submission_a, d.submission_b, d.loss, d.horizon, d.n_quarters,
        d.bandwidth,
@@ -79,6 +92,9 @@ JOIN (SELECT submission_id, source = 'upload' AS up FROM eval.submissions) a
   ON a.submission_id = d.submission_a
 JOIN (SELECT submission_id, source = 'upload' AS up FROM eval.submissions) b
   ON b.submission_id = d.submission_b
+JOIN public_dm_leaders l
+  ON l.score_run_id = d.score_run_id AND l.loss = d.loss AND l.horizon = d.horizon
+ AND l.leader IN (d.submission_a, d.submission_b)
 WHERE d.score_run_id IN (SELECT score_run_id FROM public_runs)
 ORDER BY d.score_run_id, d.submission_a, d.submission_b, d.loss, d.horizon;
 

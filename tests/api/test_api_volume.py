@@ -64,3 +64,29 @@ def test_only_entered_footprints_are_rescored_and_history_is_bounded(
         assert r.status_code == 200 and r.json()["score_run"]["score_run_id"] == old
         assert "everything" in {row["model"] for row in r.json()["rows"]}
         assert client.get("/api/v1/leaderboards/full?run=999999").status_code == 404
+        # Runs reference the results of submissions scored before (no copies), and the
+        # snapshot holds each group's tests against its leader only (k - 1, not k^2 / 2).
+        latest = api.wh.scalar(
+            "SELECT max(score_run_id) FROM eval.score_runs WHERE footprint_name = 'full'"
+        )
+        members = api.wh.scalar(
+            "SELECT len(submission_ids) FROM eval.score_runs WHERE score_run_id = ?", [latest]
+        )
+        assert members >= 3
+        copied = api.wh.scalar(
+            "SELECT count(*) FROM eval.run_results WHERE score_run_id = ? AND from_run <> ?",
+            [latest, latest],
+        )
+        written = api.wh.scalar(
+            "SELECT count(DISTINCT submission_id) FROM eval.metric_rows WHERE score_run_id = ?",
+            [latest],
+        )
+        assert copied + written == members and copied >= 1
+        body = client.post(
+            "/api/v1/query",
+            json={
+                "sql": "SELECT loss, horizon, count(*) AS n FROM dm_tests "
+                f"WHERE score_run_id = {latest} GROUP BY ALL"
+            },
+        ).json()
+        assert body["rows"] and {r[2] for r in body["rows"]} == {members - 1}

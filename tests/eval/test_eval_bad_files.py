@@ -15,6 +15,7 @@ import pytest
 from scoring_fixtures import module_warehouse
 
 from proforma.app import scoring
+from proforma.app.scoring.submissions.store import forecast_relation
 from proforma.app.scoring.submissions.uploads import column_report
 from proforma.contracts.errors import ValidationError
 
@@ -100,7 +101,8 @@ def test_time_zone_aware_origins_take_their_local_date(wh, tmp_path, tz, local, 
     pq.write_table(pa.table(cols), path)
     sid = scoring.ingest_parquet(wh, path, f"tz {tz}")
     assert wh.scalar(
-        "SELECT list(DISTINCT origin_q) FROM eval.forecasts WHERE submission_id = ?", [sid]
+        f"SELECT list(DISTINCT origin_q) FROM {forecast_relation(wh, sid)} WHERE submission_id = ?",
+        [sid],
     ) == [quarter]
     # The same local time as text lands in the same quarter.
     text = _good(20)
@@ -109,7 +111,9 @@ def test_time_zone_aware_origins_take_their_local_date(wh, tmp_path, tz, local, 
     pq.write_table(pa.table(text), path2)
     sid2 = scoring.ingest_parquet(wh, path2, f"text {tz}")
     assert wh.scalar(
-        "SELECT list(DISTINCT origin_q) FROM eval.forecasts WHERE submission_id = ?", [sid2]
+        f"SELECT list(DISTINCT origin_q) FROM {forecast_relation(wh, sid2)} "
+        "WHERE submission_id = ?",
+        [sid2],
     ) == [quarter]
 
 

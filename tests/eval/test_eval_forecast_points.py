@@ -56,9 +56,11 @@ def _file(wh, path: Path, *, component: bool = False, mutate=None) -> Path:
 
 
 def _stored(wh, sid: int) -> list[tuple]:
+    from proforma.app.scoring.submissions.store import forecast_relation
+
     return wh.fetchall(
         "SELECT firm_id, origin_q, item_id, horizon, component, CAST(mu AS VARCHAR), sigma "
-        "FROM eval.forecasts "
+        f"FROM {forecast_relation(wh, sid)} "
         "WHERE submission_id = ? ORDER BY ALL",
         [sid],
     )
@@ -68,7 +70,9 @@ def test_a_point_file_is_stored_narrow_and_scores_as_when_stored_wide(wh, tmp_pa
     narrow = scoring.ingest_parquet(wh, _file(wh, tmp_path / "narrow.parquet"), "narrow")
     wide = scoring.ingest_parquet(wh, _file(wh, tmp_path / "wide.parquet", component=True), "wide")
     where = "SELECT count(*) FROM eval.{} WHERE submission_id = ?"
-    assert wh.scalar(where.format("forecast_points"), [narrow]) > 1000
+    # a point upload is kept in the upload store, no row of it in a table (issue 31)
+    assert wh.scalar(where.format("submission_files"), [narrow]) == 1
+    assert wh.scalar(where.format("forecast_points"), [narrow]) == 0
     assert wh.scalar(where.format("forecast_rows"), [narrow]) == 0
     assert wh.scalar(where.format("forecast_points"), [wide]) == 0
     # the same rows through eval.forecasts, the same record (warnings with their examples)
@@ -108,6 +112,18 @@ def test_a_point_file_is_stored_narrow_and_scores_as_when_stored_wide(wh, tmp_pa
     )
     assert len(pooled) == 2
     assert pooled[0][1:] == pytest.approx(pooled[1][1:], rel=1e-12)
+    # coherence reads the stored file in place: the same as from the table
+    from proforma.app.scoring.coherence import compute_coherence
+
+    if compute_coherence(wh, narrow) + compute_coherence(wh, wide):
+        rows = (
+            "SELECT identity, n_instances, median_violation, mean_violation "
+            "FROM eval.coherence WHERE submission_id = ? ORDER BY identity"
+        )
+        got, want = wh.fetchall(rows, [narrow]), wh.fetchall(rows, [wide])
+        assert [r[:2] for r in got] == [r[:2] for r in want] and got
+        for a, b in zip(got, want, strict=True):  # up to the order of summation
+            assert a[2:] == pytest.approx(b[2:], rel=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -198,7 +214,16 @@ def test_forecasts_stored_before_v0095_stay_readable_and_writable(tmp_path, sett
 def test_033_gives_the_row_030_gives_on_the_same_point_rows(wh, tmp_path):
     """033 (point rows only) against 030 (any rows, read through eval.forecasts) on good
     rows and on rows with every problem a point row can have."""
+    from proforma.app.scoring.submissions.store import forecast_relation
+
     sid = scoring.ingest_parquet(wh, _file(wh, tmp_path / "good.parquet"), "good points")
+    good = 900000  # its rows (kept in the upload store) in the table, as 021 stores them
+    wh.execute(
+        "INSERT INTO eval.forecast_points SELECT ?, firm_id, origin_q, item_id, horizon, mu "
+        f"FROM {forecast_relation(wh, sid)} WHERE submission_id = ?",
+        [good, sid],
+    )
+    sid = good
     bad = 900001
     wh.execute(
         "INSERT INTO eval.forecast_points SELECT ?, firm_id, origin_q, item_id, horizon, mu "
@@ -222,10 +247,14 @@ def test_033_gives_the_row_030_gives_on_the_same_point_rows(wh, tmp_path):
     )
     for s in (sid, bad):
         old = wh.query_step("eval/030_forecast_checks", {"submission_id": s}).to_pylist()
-        new = wh.query_step("eval/033_point_forecast_checks", {"submission_id": s}).to_pylist()
+        new = wh.query_step(
+            "eval/033_point_forecast_checks",
+            {"submission_id": s},
+            identifiers={"points": "eval.forecast_points"},
+        ).to_pylist()
         diff = {k: (new[0][k], v) for k, v in old[0].items() if new[0][k] != v}
         assert new == old, diff
     row = old[0]
     assert row["null_key_n"] == 4 and row["bad_origin_n"] == 2 and row["huge_prediction_n"] == 2
     assert row["duplicate_excess"] >= 3 and row["non_finite_prediction_n"] > 2
-    wh.execute("DELETE FROM eval.forecast_points WHERE submission_id = ?", [bad])
+    wh.execute("DELETE FROM eval.forecast_points WHERE submission_id IN (?, ?)", [good, bad])

@@ -188,3 +188,77 @@ def test_a_sample_without_gaps_is_the_footprint_itself(wh):
         assert whole == (n, f"{int(n)}:{int(digest):016x}")
     finally:
         drop_footprint_temp(wh)
+
+
+def test_a_run_references_reused_results_without_copying_them(wh):
+    """Issue 34, item 3: a run stores rows only for the submissions it aggregates; the
+    others' results (metrics, quarter losses, PIT, Diebold-Mariano tests) are referenced
+    (eval.run_results, eval.run_dm_sources), and each pair is tested once per run, also
+    after a full re-score broke the chain of same-sample runs."""
+    cells = truth_cells(wh)
+    actual = cells["actual"].to_numpy()
+    rng = np.random.default_rng(11)
+    names = ["ref a", "ref b", "ref c", "ref d"]
+    sig = np.full(actual.size, 0.4)
+    ids = [
+        scoring.ingest_forecasts(
+            wh, n, forecasts_from(cells, actual + rng.normal(0, 0.3, actual.size), sig)
+        )
+        for n in names[:2]
+    ]
+    first = scoring.score(wh, "full", ids, coherence=False)
+
+    def stored(table: str) -> int:
+        return wh.scalar(f"SELECT count(*) FROM eval.{table}")
+
+    before = {t: stored(t) for t in ("metric_rows", "quarter_loss_rows", "pit_rows")}
+    ids.append(
+        scoring.ingest_forecasts(
+            wh, names[2], forecasts_from(cells, actual + rng.normal(0, 0.3, actual.size), sig)
+        )
+    )
+    second = scoring.score(wh, "full", ids, coherence=False)
+    assert _run(wh, second)["reused"] == {s: first for s in ids[:2]}
+    # Only the new submission's rows were written.
+    per_sub = wh.scalar(
+        "SELECT count(*) FROM eval.metric_rows WHERE score_run_id = ? AND submission_id = ?",
+        [second, ids[2]],
+    )
+    assert per_sub > 0
+    assert stored("metric_rows") == before["metric_rows"] + per_sub
+    assert not wh.scalar(
+        "SELECT count(*) FROM eval.metric_rows WHERE score_run_id = ? AND submission_id <> ?",
+        [second, ids[2]],
+    )
+    # The views show every submission's results in the new run.
+    assert {
+        r[0]
+        for r in wh.fetchall(
+            "SELECT DISTINCT submission_id FROM eval.metrics WHERE score_run_id = ?", [second]
+        )
+    } == set(ids)
+
+    def pairs(run: int) -> list[tuple]:
+        return wh.fetchall(
+            "SELECT least(submission_a, submission_b), greatest(submission_a, submission_b), "
+            "loss, horizon, count(*) FROM eval.dm_tests WHERE score_run_id = ? GROUP BY ALL "
+            "ORDER BY ALL",
+            [run],
+        )
+
+    got = pairs(second)
+    assert {(a, b) for a, b, *_ in got} == {(a, b) for a in ids for b in ids if a < b}
+    assert all(r[-1] == 1 for r in got)
+    # A full re-score, then an incremental run: every pair once, the same numbers.
+    full = scoring.score(wh, "full", ids, coherence=False, full=True)
+    ids.append(
+        scoring.ingest_forecasts(
+            wh, names[3], forecasts_from(cells, actual + rng.normal(0, 0.3, actual.size), sig)
+        )
+    )
+    third = scoring.score(wh, "full", ids, coherence=False)
+    assert _run(wh, third)["reused"] == {s: full for s in ids[:3]}
+    got = pairs(third)
+    assert {(a, b) for a, b, *_ in got} == {(a, b) for a in ids for b in ids if a < b}
+    assert all(r[-1] == 1 for r in got)
+    _assert_same_results(wh, third, scoring.score(wh, "full", ids, coherence=False, full=True))

@@ -13,6 +13,7 @@ from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
 
 from proforma.app import scoring
 from proforma.app.scoring.submissions.checks import BAD_SIGMA
+from proforma.app.scoring.submissions.store import forecast_relation
 from proforma.contracts.errors import UserError, ValidationError
 
 
@@ -44,6 +45,7 @@ def _counts(wh):
     return (
         wh.scalar("SELECT count(*) FROM eval.submissions"),
         wh.scalar("SELECT count(*) FROM eval.forecasts"),
+        wh.scalar("SELECT count(*) FROM eval.submission_files"),
     )
 
 
@@ -83,7 +85,11 @@ def test_any_instant_in_the_quarter_means_that_quarter(wh, tmp_path):
     cols["origin"] = pa.array([dt.datetime(2010, 2, 14, 13, 5)] * 20, pa.timestamp("us", "UTC"))
     sid = scoring.ingest_parquet(wh, _write(tmp_path, cols), "timestamps")
     assert (
-        wh.scalar("SELECT max(origin_q) FROM eval.forecasts WHERE submission_id = ?", [sid]) == 8040
+        wh.scalar(
+            f"SELECT max(origin_q) FROM {forecast_relation(wh, sid)} WHERE submission_id = ?",
+            [sid],
+        )
+        == 8040
     )
 
 
@@ -435,7 +441,7 @@ def test_out_of_memory_is_not_called_an_unreadable_file(wh, tmp_path, monkeypatc
     real = type(wh).run_step
 
     def failing(self, step, *args, **kwargs):
-        if "_submission_insert" in str(step):  # 020, or 021 for a point file
+        if "_submission_insert" in str(step) or "_points_staged" in str(step):  # 020, 022
             raise duckdb.OutOfMemoryException("failed to allocate data of size 64.0 MiB")
         return real(self, step, *args, **kwargs)
 

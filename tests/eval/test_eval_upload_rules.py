@@ -41,10 +41,11 @@ def _file(tmp_path, prediction: list, origin: dt.date = dt.date(2010, 3, 31)) ->
     return path
 
 
-def _counts(wh) -> tuple[int, int]:
+def _counts(wh) -> tuple[int, int, int]:
     return (
         wh.scalar("SELECT count(*) FROM eval.submissions"),
         wh.scalar("SELECT count(*) FROM eval.forecasts"),
+        wh.scalar("SELECT count(*) FROM eval.submission_files"),
     )
 
 

@@ -76,6 +76,8 @@ def claim_name(wh: Warehouse, name: str, replace: bool) -> None:
         # stay for the record.
         wh.execute("DELETE FROM eval.forecast_rows WHERE submission_id = ?", [sid])
         wh.execute("DELETE FROM eval.forecast_points WHERE submission_id = ?", [sid])
+        # a stored upload file stays in the store (other uploads of the same bytes share it)
+        wh.execute("DELETE FROM eval.submission_files WHERE submission_id = ?", [sid])
         forget_cell_scores(wh, [sid])
         wh.execute(
             "UPDATE eval.submissions SET retired_at = ? WHERE submission_id = ?", [utcnow(), sid]
@@ -133,14 +135,25 @@ def check_and_finish(
     grid: list[float] | None = None,
     *,
     points: bool = False,
+    staged: bool = False,
     notes: list[dict] | None = None,
 ) -> int:
     """Run the integer-level checks on the inserted rows; raise (caller rolls back) or
     finish. `grid`: a quantile submission's levels (its checks run too). `points`: the
     rows are in eval.forecast_points (021), where 033 does 030's work at a third of the
-    cost. `notes`: warnings found before (a file's unknown columns), kept with the rest."""
-    step = "eval/033_point_forecast_checks" if points else "eval/030_forecast_checks"
-    row = wh.query_step(step, {"submission_id": sid}).to_pylist()[0]
+    cost; `staged`: they are in 022's temp table upload_points instead (an upload kept in
+    the upload store). `notes`: warnings found before (a file's unknown columns), kept
+    with the rest."""
+    tables = {
+        "points": "upload_points" if staged else "eval.forecast_points",
+        "forecasts": "upload_points" if staged else "eval.forecasts",
+    }
+    if points:
+        row = wh.query_step(
+            "eval/033_point_forecast_checks", {"submission_id": sid}, identifiers=tables
+        ).to_pylist()[0]
+    else:
+        row = wh.query_step("eval/030_forecast_checks", {"submission_id": sid}).to_pylist()[0]
     problems: list[dict] = []
     if row["n_rows"] == 0:
         problems.append(new_problem("no rows: the submission is empty", 0))
@@ -161,7 +174,9 @@ def check_and_finish(
             new_problem("sigma missing on some rows of a density submission", row["sigma_null_n"])
         )
     if row["duplicate_excess"]:
-        dup = wh.query_step("eval/031_duplicate_keys", {"submission_id": sid}).to_pylist()[0]
+        dup = wh.query_step(
+            "eval/031_duplicate_keys", {"submission_id": sid}, identifiers=tables
+        ).to_pylist()[0]
         examples = [decode_key(wh, k, grid) for k in dup["duplicate_key_ex"] or []]
         what = (
             "duplicate key (firm, target, origin, horizon, quantile_level)"
@@ -184,7 +199,9 @@ def check_and_finish(
         grid_warnings = [new_problem(text, n, ex, blocking=False) for text, n, ex in grid_notes]
     if problems:
         raise ValidationError(rejection_summary(name, problems), problems)
-    usable = wh.query_step("eval/035_forecast_usable", {"submission_id": sid}).to_pylist()[0]
+    usable = wh.query_step(
+        "eval/035_forecast_usable", {"submission_id": sid}, identifiers=tables
+    ).to_pylist()[0]
     unusable = _unusable(wh, usable, row["n_rows"])
     if unusable:
         raise ValidationError(rejection_summary(name, unusable), unusable)

@@ -105,6 +105,7 @@ def retire_submission(wh: Warehouse, submission_id: int) -> None:
     with wh.transaction():
         wh.execute("DELETE FROM eval.forecast_rows WHERE submission_id = ?", [submission_id])
         wh.execute("DELETE FROM eval.forecast_points WHERE submission_id = ?", [submission_id])
+        wh.execute("DELETE FROM eval.submission_files WHERE submission_id = ?", [submission_id])
         forget_cell_scores(wh, [submission_id])
         wh.execute(
             "UPDATE eval.submissions SET retired_at = ? WHERE submission_id = ? "

@@ -1,7 +1,8 @@
 """Submissions from a parquet file (uploads, `proforma submit`).
 
 Validation is SQL (sql/eval/010_submission_checks.sql on the file while DuckDB streams
-it, then the integer-level checks of proforma.app.scoring.submissions.checks on the stored rows),
+it, then the integer-level checks of proforma.app.scoring.submissions.checks on the staged or stored rows; a point
+file is then kept in the upload store, proforma.app.scoring.submissions.store),
 so nothing is ever loaded into Python. A rejected file writes nothing: the insert and the
 checks run in one transaction that is rolled back on any blocking problem, and the
 ValidationError carries every problem with its count and example rows.
@@ -16,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from proforma.app.scoring import quantiles
+from proforma.app.scoring.submissions import store
 from proforma.app.scoring.submissions.checks import (
     BAD_SIGMA,
     HUGE_PREDICTION,
@@ -327,8 +329,9 @@ def ingest_parquet(
     notes = [new_problem(text, 0, blocking=False) for text in column_report(schema.names)[1]]
     columns = _columns(schema)
     has_sigma = "sigma" in columns
-    # A point file (no sigma, no component, not a quantile grid) is stored without those
-    # two columns (021 into eval.forecast_points; eval.forecasts shows it as before).
+    # A point file (no sigma, no component, not a quantile grid) is staged (022), checked
+    # and kept as one content-addressed parquet file in the upload store, scanned in place
+    # for scoring (proforma.app.scoring.submissions.store); other files are inserted (020).
     points = not (quantile or has_sigma or "component" in columns)
     try:
         wh.execute(view_sql)
@@ -340,10 +343,21 @@ def ingest_parquet(
             with wh.transaction():
                 claim_name(wh, name, replace)
                 sid = new_submission(wh, name, source, family, df, has_sigma, checksum, metadata)
-                insert = "021_submission_insert_points" if points else "020_submission_insert"
+                insert = "022_submission_points_staged" if points else "020_submission_insert"
                 wh.run_step("eval/019_submission_keyed")
                 wh.run_step(f"eval/{insert}", {"submission_id": sid})
-                check_and_finish(wh, sid, name, None, grid, points=points, notes=notes)
+                check_and_finish(
+                    wh, sid, name, None, grid, points=points, staged=points, notes=notes
+                )
+                if points:
+                    first_q, last_q, build_id = wh.one(
+                        "SELECT min(origin_q) FILTER (WHERE isfinite(mu)), "
+                        "max(origin_q) FILTER (WHERE isfinite(mu)), "
+                        "(SELECT build_id FROM eval.submissions WHERE submission_id = ?) "
+                        f"FROM {store.STAGED}",
+                        [sid],
+                    )
+                    store.write_staged(wh, sid, checksum, build_id, first_q, last_q)
         except ValidationError as found:
             raise _explain(wh, name, found, quantile) from None
     except duckdb.Error as exc:
@@ -351,6 +365,7 @@ def ingest_parquet(
             raise  # the machine's limits, not the file: the callers say so (nothing written)
         raise _unreadable(name, path, str(exc).splitlines()[0][:200]) from None
     finally:
+        wh.execute(f"DROP TABLE IF EXISTS {store.STAGED}")
         wh.execute("DROP VIEW IF EXISTS submission_keyed")
         wh.execute("DROP VIEW IF EXISTS submission_in")
     return sid

@@ -1,0 +1,142 @@
+"""The upload store: a validated point upload kept as one immutable, content-addressed
+parquet file, scanned in place by DuckDB for scoring and rescoring.
+
+A point file (no sigma, no component column, not a quantile grid) is validated as
+before (019 codes its keys, 033 and 035 check them) but its rows are staged in a
+temporary table, not inserted into eval.forecast_points: once valid they are written to
+`{store}/{sha256}.b{build_id}.parquet` (the upload's checksum, its identity, and the
+build whose integer keys the file holds) as two columns, the packed cell key
+(eval.cell_key) and mu. Re-uploading the same bytes against the same build finds the
+file and writes nothing. eval.submission_files says which submission reads which file;
+scoring (054) and coherence read the file through `forecast_relation`. A file is never
+changed once written (a new one is written beside it and renamed into place); one that
+is missing, truncated or unreadable is a clear error naming it, never a silent empty
+submission.
+
+The store lives beside the warehouse (`<warehouse>.uploads/`) unless
+`PROFORMA_UPLOAD_STORE` names another folder.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from proforma.app.settings import get_settings
+from proforma.app.warehouse import Warehouse
+from proforma.contracts.errors import UserError
+from proforma.contracts.provenance import utcnow
+
+
+class StoreError(UserError):
+    """A submission's stored upload file is missing or damaged."""
+
+
+#: The temp table a point upload is staged in before it is valid (022).
+STAGED = "upload_points"
+#: The temp view `forecast_relation` makes over a stored file.
+FILE_VIEW = "stored_forecasts"
+
+
+def store_dir(wh: Warehouse) -> Path:
+    """The upload store's folder: PROFORMA_UPLOAD_STORE, else beside the warehouse."""
+    configured = get_settings().upload_store
+    if configured is not None:
+        return Path(configured)
+    path = Path(wh.path)
+    if str(path) in ("", ":memory:"):
+        raise UserError("An in-memory warehouse has no upload store: set PROFORMA_UPLOAD_STORE")
+    return path.with_name(path.name + ".uploads")
+
+
+def file_name(checksum: str, build_id: int | None) -> str:
+    return f"{checksum}.b{build_id if build_id is not None else 0}.parquet"
+
+
+def write_staged(
+    wh: Warehouse, sid: int, checksum: str, build_id: int | None, first_q: int, last_q: int
+) -> Path:
+    """Keep the staged rows of submission `sid` (temp table upload_points, valid) as its
+    content-addressed file, or reuse the file the same bytes made before; records
+    eval.submission_files (inside the caller's transaction). Returns the file."""
+    folder = store_dir(wh)
+    folder.mkdir(parents=True, exist_ok=True)
+    name = file_name(checksum, build_id)
+    final = folder / name
+    rows = int(wh.scalar(f"SELECT count(*) FROM {STAGED}"))
+    if not _intact(final, rows):
+        tmp = folder / f".{name}.{secrets.token_hex(6)}.tmp"
+        try:
+            literal = "'" + str(tmp).replace("'", "''") + "'"
+            wh.execute(
+                f"COPY (SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) AS cell, mu "
+                f"FROM {STAGED}) TO {literal} (FORMAT parquet, COMPRESSION zstd)"
+            )
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, final)
+        finally:
+            tmp.unlink(missing_ok=True)
+    wh.execute(
+        "INSERT INTO eval.submission_files VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [sid, name, rows, final.stat().st_size, first_q, last_q, utcnow()],
+    )
+    return final
+
+
+def _intact(path: Path, rows: int | None = None) -> bool:
+    """The file is there and its parquet footer reads (with `rows` rows when given)."""
+    try:
+        meta = pq.ParquetFile(path).metadata
+    except (OSError, pa.ArrowException):
+        return False
+    return rows is None or meta.num_rows == rows
+
+
+def stored_file(wh: Warehouse, sid: int) -> dict[str, Any] | None:
+    """The submission's stored file record (path checked), or None when its rows are in
+    the forecast tables. A missing or damaged file is a UserError naming it."""
+    rows = wh.arrow(
+        "SELECT file, rows, bytes, first_q, last_q FROM eval.submission_files "
+        "WHERE submission_id = ?",
+        [sid],
+    ).to_pylist()
+    if not rows:
+        return None
+    rec = rows[0]
+    path = store_dir(wh) / rec["file"]
+    if not path.is_file():
+        raise StoreError(
+            f"Submission {sid}'s stored upload {path} is missing: the upload store must keep "
+            f"every file (restore it from a backup, or upload the submission again)"
+        )
+    if path.stat().st_size != rec["bytes"] or not _intact(path, rec["rows"]):
+        raise StoreError(
+            f"Submission {sid}'s stored upload {path} is damaged (expected {rec['rows']:,} rows "
+            f"in {rec['bytes']:,} bytes): restore it from a backup, or upload the submission again"
+        )
+    rec["path"] = str(path)
+    return rec
+
+
+def forecast_relation(wh: Warehouse, sid: int) -> str:
+    """The relation holding submission `sid`'s forecast rows (the columns of
+    eval.forecasts): eval.forecasts, or a temp view over its stored file."""
+    rec = stored_file(wh, sid)
+    if rec is None:
+        return "eval.forecasts"
+    literal = "'" + rec["path"].replace("'", "''") + "'"
+    wh.execute(
+        f"CREATE OR REPLACE TEMP VIEW {FILE_VIEW} AS SELECT CAST({int(sid)} AS INTEGER) "
+        "AS submission_id, CAST(cell // 67108864 AS INTEGER) AS firm_id, "
+        "CAST(cell // 4096 % 16384 AS INTEGER) AS origin_q, "
+        "CAST(cell // 32 % 128 AS SMALLINT) AS item_id, CAST(cell % 32 AS TINYINT) AS horizon, "
+        "CAST(0 AS SMALLINT) AS component, mu, CAST(NULL AS DOUBLE) AS sigma "
+        f"FROM read_parquet({literal})"
+    )
+    return FILE_VIEW

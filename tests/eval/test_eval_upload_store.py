@@ -1,0 +1,129 @@
+"""The upload store (issue 31): a validated point upload is one immutable,
+content-addressed parquet file, scanned in place for scoring and rescoring; no row of it
+goes into a table. The same bytes reuse the file; a missing or damaged file is a clear
+error for its submission alone; a new footprint is scored from the file without
+re-upload, with the numbers of the table path."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from scoring_fixtures import module_warehouse
+
+from proforma.app import scoring
+from proforma.app.scoring.submissions.store import store_dir
+from proforma.contracts.errors import NothingToScore
+
+
+@pytest.fixture(scope="module")
+def wh(tmp_path_factory):
+    w = module_warehouse(tmp_path_factory, "store")
+    yield w
+    w.close()
+
+
+def _file(wh, path: Path, seed: int, *, component: bool = False) -> Path:
+    rng = np.random.default_rng(seed)
+    cells = wh.arrow(
+        "SELECT f.gvkey AS firm, i.item AS target, qend(t.origin_q) AS origin, "
+        "CAST(t.horizon AS BIGINT) AS horizon, t.actual FROM panel.truth t "
+        "JOIN panel.firms f USING (firm_id) JOIN ref.items i USING (item_id) "
+        "WHERE t.split = 'test' AND isfinite(t.actual) "
+        "ORDER BY t.firm_id, t.origin_q, t.item_id, t.horizon"
+    )
+    cols = {c: cells[c] for c in ("firm", "target", "origin", "horizon")}
+    cols["prediction"] = pa.array(cells["actual"].to_numpy() + rng.normal(0, 0.4, cells.num_rows))
+    if component:
+        cols["component"] = pa.array(np.zeros(cells.num_rows, np.int64))
+    pq.write_table(pa.table(cols), path, row_group_size=1000)
+    return path
+
+
+def _record(wh, sid: int) -> tuple | None:
+    rows = wh.fetchall(
+        "SELECT file, rows, bytes FROM eval.submission_files WHERE submission_id = ?", [sid]
+    )
+    return tuple(rows[0]) if rows else None
+
+
+def _stored(wh, sid: int) -> tuple:
+    rec = _record(wh, sid)
+    assert rec is not None, f"submission {sid} has no stored file"
+    return rec
+
+
+def test_the_same_bytes_reuse_one_file(wh, tmp_path):
+    path = _file(wh, tmp_path / "a.parquet", 1)
+    first = scoring.ingest_parquet(wh, path, "stored a")
+    name, rows, size = _stored(wh, first)
+    stored = store_dir(wh) / name
+    assert stored.is_file() and stored.stat().st_size == size and rows > 1000
+    assert name.startswith(
+        wh.scalar("SELECT checksum FROM eval.submissions WHERE submission_id = ?", [first])
+    )
+    assert not wh.scalar(
+        "SELECT count(*) FROM eval.forecast_points WHERE submission_id = ?", [first]
+    )
+    before = stored.stat().st_mtime_ns
+    os.utime(stored, ns=(before - 10**9, before - 10**9))  # any rewrite would change it
+    again = scoring.ingest_parquet(wh, path, "stored a again")
+    assert _record(wh, again) == (name, rows, size)
+    assert stored.stat().st_mtime_ns == before - 10**9
+    assert [p.name for p in store_dir(wh).iterdir()] == [name]  # no temp file left
+    # other bytes, another file
+    other = scoring.ingest_parquet(wh, _file(wh, tmp_path / "b.parquet", 2), "stored b")
+    assert _stored(wh, other)[0] != name
+
+
+def test_a_new_footprint_scores_from_the_file_as_from_the_table(wh, tmp_path):
+    """Rescoring on a new footprint reads the stored file, no re-upload; the numbers equal
+    those of the same forecasts stored in the table (a component column keeps a file on
+    the table path)."""
+    path = tmp_path / "c.parquet"
+    stored = scoring.ingest_parquet(wh, _file(wh, path, 3), "stored c")
+    table = scoring.ingest_parquet(
+        wh, _file(wh, tmp_path / "d.parquet", 3, component=True), "table c"
+    )
+    assert _record(wh, table) is None
+    path.unlink()  # the upload itself is gone: the store keeps what scoring needs
+    scoring.create_footprint(wh, "short_horizons", predicate="horizon <= 4")
+    metrics = (
+        "SELECT level, horizon, item_id, n, r2, mse, mae FROM eval.metrics "
+        "WHERE score_run_id = ? AND submission_id = ? ORDER BY ALL"
+    )
+    for footprint in ("full", "short_horizons"):
+        run = scoring.score(wh, footprint, [stored, table], coherence=False)
+        got, want = wh.fetchall(metrics, [run, stored]), wh.fetchall(metrics, [run, table])
+        assert len(got) == len(want) > 0
+        for a, b in zip(got, want, strict=True):
+            assert a[:4] == b[:4]
+            assert a[4:] == pytest.approx(b[4:], rel=1e-12, abs=1e-15, nan_ok=True)
+
+
+@pytest.mark.parametrize("damage", ["deleted", "truncated"])
+def test_a_missing_or_damaged_file_fails_its_submission_alone(wh, tmp_path, damage):
+    sid = scoring.ingest_parquet(
+        wh, _file(wh, tmp_path / "e.parquet", 10 + len(damage)), f"e {damage}"
+    )
+    other = scoring.ingest_parquet(
+        wh, _file(wh, tmp_path / "f.parquet", 20 + len(damage)), f"f {damage}"
+    )
+    stored = store_dir(wh) / _stored(wh, sid)[0]
+    if damage == "deleted":
+        stored.unlink()
+    else:
+        stored.write_bytes(stored.read_bytes()[: stored.stat().st_size // 2])
+    lines: list[str] = []
+    run = scoring.score(wh, "full", [sid, other], coherence=False, progress=lines.append)
+    ids = wh.scalar("SELECT submission_ids FROM eval.score_runs WHERE score_run_id = ?", [run])
+    assert ids == [other]
+    failed = [line for line in lines if "FAILED" in line]
+    assert len(failed) == 1 and str(stored) in failed[0]
+    assert ("missing" if damage == "deleted" else "damaged") in failed[0]
+    with pytest.raises(NothingToScore, match="stored upload"):
+        scoring.score(wh, "full", [sid], coherence=False)
