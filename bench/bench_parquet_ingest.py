@@ -20,11 +20,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from proforma.app.flows.warehouse import prepare
-from proforma.app.reference import raw_item_columns_from_file
-from proforma.app.settings import Settings
 from proforma.app.sources import ingest
 from proforma.app.sources.parquet import ParquetSource
-from proforma.app.warehouse import connect
+from proforma.app.store.reference import raw_item_columns_from_file
+from proforma.app.store.settings import Settings
+from proforma.app.store.warehouse import connect
 
 
 def write_panel(path: Path, rows: int, batch: int = 200_000) -> None:

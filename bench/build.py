@@ -110,11 +110,11 @@ def main() -> None:
     import subprocess
     import sys
 
-    from proforma.app.build import run_build
+    from proforma.app.flows.build import run_build
     from proforma.app.flows.warehouse import prepare
-    from proforma.app.reference import raw_item_columns
-    from proforma.app.settings import get_settings
-    from proforma.app.warehouse import connect
+    from proforma.app.store.reference import raw_item_columns
+    from proforma.app.store.settings import get_settings
+    from proforma.app.store.warehouse import connect
 
     get_settings.cache_clear()
     source = args.source

@@ -64,8 +64,8 @@ def synthetic_contexts(n: int, seed: int = 0) -> list[OriginContext]:
 
 
 def warehouse_contexts(path: str, n: int) -> list[OriginContext]:
-    from proforma.app.views import raw_windows
-    from proforma.app.warehouse import connect
+    from proforma.app.readers.views import raw_windows
+    from proforma.app.store.warehouse import connect
 
     out: list[OriginContext] = []
     with connect(path=path, read_only=True) as wh:

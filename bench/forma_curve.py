@@ -68,7 +68,7 @@ def load(folder: Path) -> tuple[WindowStore, WindowStore, Identities, set[tuple[
 
 def write_oracle_origins(folder: Path) -> None:
     """The synthetic oracle's test origins as (firm_id, origin_q), read once from the warehouse."""
-    from proforma.app.warehouse import connect
+    from proforma.app.store.warehouse import connect
 
     with connect(read_only=True) as wh:
         t = wh.arrow(

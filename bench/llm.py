@@ -37,7 +37,7 @@ def main() -> None:
     from proforma.app.flows.llm import origin_histories, run_origins
     from proforma.app.flows.warehouse import prepare
     from proforma.app.scoring.footprints.llm import create_llm_footprint, sample_counts
-    from proforma.app.warehouse import connect
+    from proforma.app.store.warehouse import connect
     from proforma.models.llm.cache import ResponseCache
     from proforma.models.llm.fake import FakeProvider
     from proforma.models.llm.prices import load_prices

@@ -108,8 +108,8 @@ def stop_server(server: subprocess.Popen, log: IO[bytes]) -> None:
 def test_cells(env: dict[str, str]):
     """The built panel's test truth cells in the submission file's keys, with baseline and
     actual (read-only, while no server holds the warehouse)."""
-    from proforma.app.settings import Settings
-    from proforma.app.warehouse import connect
+    from proforma.app.store.settings import Settings
+    from proforma.app.store.warehouse import connect
 
     settings = Settings(
         warehouse=Path(env["PROFORMA_WAREHOUSE"]),

@@ -447,9 +447,9 @@ def tuple_side_by_side(work: Path, pkg: Path, env: dict[str, str], figures: Figu
     """Statistics, tuple files and id maps only (the package built with --which tuple)."""
     ours = work / "ours_export"
     code = (
-        "import sys; from pathlib import Path; from proforma.app.settings import Settings; "
-        "from proforma.app.warehouse import connect; "
-        "from proforma.app.export import RELEASE_TAG, export_id_maps, export_tuples; "
+        "import sys; from pathlib import Path; from proforma.app.store.settings import Settings; "
+        "from proforma.app.store.warehouse import connect; "
+        "from proforma.app.flows.export import RELEASE_TAG, export_id_maps, export_tuples; "
         "out = Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True); "
         "wh = connect(Settings()); "
         "export_id_maps(wh, out, RELEASE_TAG); "

@@ -55,7 +55,7 @@ def main() -> None:
     args = ap.parse_args()
 
     os.environ["PROFORMA_THREADS"] = str(args.threads)
-    from proforma.app.settings import get_settings
+    from proforma.app.store.settings import get_settings
 
     source = args.warehouse or get_settings().warehouse
     tmp = Path(tempfile.mkdtemp(prefix="bench_report_"))
@@ -69,10 +69,10 @@ def main() -> None:
         import torch
 
         torch.set_num_threads(args.threads)
+        from proforma.app.flows.reconcile import reconcile
         from proforma.app.flows.warehouse import prepare
-        from proforma.app.reconcile import reconcile
         from proforma.app.report import write_report
-        from proforma.app.warehouse import connect
+        from proforma.app.store.warehouse import connect
 
         print(
             f"warehouse {source} ({source.stat().st_size / 2**20:.0f} MiB), copied to {copy}; "

@@ -78,8 +78,8 @@ def _grid(levels: int) -> list[float]:
 def generate(folder: Path, rows: int, memory: str, threads: int, levels: int = 0) -> None:
     """Child process: migrated warehouse with a synthetic panel, and the submission file."""
     from proforma.app.flows.warehouse import prepare
-    from proforma.app.settings import Settings
-    from proforma.app.warehouse import connect
+    from proforma.app.store.settings import Settings
+    from proforma.app.store.warehouse import connect
 
     settings = Settings(
         warehouse=folder / "wh.duckdb",
@@ -222,8 +222,8 @@ def main() -> None:
         )
 
     from proforma.app import scoring
-    from proforma.app.settings import Settings
-    from proforma.app.warehouse import connect
+    from proforma.app.store.settings import Settings
+    from proforma.app.store.warehouse import connect
 
     settings = Settings(
         warehouse=folder / "wh.duckdb",

@@ -94,8 +94,8 @@ def main() -> None:
     from proforma.app.api.job_queue import Scorer
     from proforma.app.flows.warehouse import prepare
     from proforma.app.scoring import ingest_parquet, score
-    from proforma.app.settings import Settings
-    from proforma.app.warehouse import connect
+    from proforma.app.store.settings import Settings
+    from proforma.app.store.warehouse import connect
 
     args.work.mkdir(parents=True, exist_ok=True)
     copy = args.work / "warehouse.duckdb"

@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from published_tools import copied_warehouse
 
-from proforma.app.sqlfiles import SqlFile, sql_file
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.sqlfiles import SqlFile, sql_file
+from proforma.app.store.warehouse import Warehouse
 
 
 def operators(node: dict, out: dict[str, float]) -> None:

@@ -54,9 +54,9 @@ def run_one(scale: str, mode: str) -> dict:
         extra = {"history_seconds": round(t_hist, 2)}
     else:
         from proforma.app.flows.warehouse import prepare
-        from proforma.app.settings import Settings
         from proforma.app.sources import ingest
-        from proforma.app.warehouse import connect
+        from proforma.app.store.settings import Settings
+        from proforma.app.store.warehouse import connect
 
         with tempfile.TemporaryDirectory() as tmp:
             settings = Settings(

@@ -43,7 +43,7 @@ DEFAULT_RULES = RuleSet.published
 #: A build that records no rule set was made before rule sets existed: under `paper`.
 UNRECORDED_RULES = RuleSet.paper
 
-#: One record per origin of the tuple view (proforma.app.views.tuple_windows, read by Forma): the
+#: One record per origin of the tuple view (proforma.app.readers.views.tuple_windows, read by Forma): the
 #: firm's reported tuples (quarter relative to the origin, item, standardized value).
 TUPLE_WINDOW_SCHEMA = pa.schema(
     [

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from proforma.app.flows.warehouse import prepare
-from proforma.app.settings import Settings, get_settings
-from proforma.app.warehouse import Warehouse, connect
+from proforma.app.store.settings import Settings, get_settings
+from proforma.app.store.warehouse import Warehouse, connect
 
 
 def temp_settings(folder: Path, warehouse: str = "wh.duckdb", **overrides: Any) -> Settings:

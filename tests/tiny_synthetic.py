@@ -3,10 +3,10 @@ tests/ folder is on sys.path through its conftest.py, so any test folder imports
 
 from __future__ import annotations
 
-from proforma.app.build import run_build
+from proforma.app.flows.build import run_build
 from proforma.app.sources import ingest
 from proforma.app.sources.synthetic import SyntheticConfig, SyntheticSource
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 
 
 def build_tiny_synthetic(wh: Warehouse, *, firms: int, start: int, end: int, seed: int) -> None:

@@ -15,7 +15,7 @@ import secrets
 from dataclasses import dataclass
 
 from proforma.app.api.job_store import uploads_since
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.provenance import utcnow
 

@@ -30,8 +30,8 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from proforma.app.api.errors import RateLimited
-from proforma.app.settings import Settings
+from proforma.app.read.errors import RateLimited
+from proforma.app.store.settings import Settings
 
 
 class ConsoleBusy(RateLimited):

@@ -10,9 +10,9 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from proforma.app.api.auth import User, authenticate
-from proforma.app.api.errors import Forbidden
 from proforma.app.api.job_queue import JobQueue
 from proforma.app.read.deps import SettingsDep, WarehouseDep
+from proforma.app.read.errors import Forbidden
 
 __all__ = ["AdminUser", "CurrentUser", "JobsDep", "SettingsDep", "WarehouseDep"]
 

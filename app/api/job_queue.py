@@ -41,8 +41,8 @@ from proforma.app.api.job_store import (
     unfinished_jobs,
 )
 from proforma.app.scoring.runs import MIN_COVERAGE
-from proforma.app.settings import Settings
-from proforma.app.warehouse import Warehouse, out_of_disk
+from proforma.app.store.settings import Settings
+from proforma.app.store.warehouse import Warehouse, out_of_disk
 from proforma.contracts.errors import NothingToScore, UserError, ValidationError
 from proforma.contracts.provenance import utcnow
 

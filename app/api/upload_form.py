@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticError
 
-from proforma.app.api.errors import BadUpload
+from proforma.app.read.errors import BadUpload
 from proforma.app.scoring.submissions.checks import DF_MAX
 from proforma.app.scoring.submissions.uploads import column_report
 from proforma.contracts.forecasts import FAMILIES, SUBMISSION_COLUMNS, accepted_names

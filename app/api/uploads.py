@@ -21,8 +21,8 @@ from python_multipart import MultipartParser
 from python_multipart.multipart import parse_options_header
 from starlette.requests import Request
 
-from proforma.app.api.errors import BadUpload, TooLarge, UnsupportedMedia
-from proforma.app.api.formats import human_bytes
+from proforma.app.read.errors import BadUpload, TooLarge, UnsupportedMedia
+from proforma.app.read.formats import human_bytes
 
 MAX_FIELD_BYTES = 64 * 1024
 MAX_FIELDS = 32

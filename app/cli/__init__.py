@@ -125,8 +125,8 @@ RESOURCE_EXIT = 3
 
 def resource_problem(exc: BaseException) -> str | None:
     """The one line for an error the machine's disk or DuckDB's memory limit caused, else None."""
-    from proforma.app.settings import get_settings
-    from proforma.app.warehouse import out_of_disk
+    from proforma.app.store.settings import get_settings
+    from proforma.app.store.warehouse import out_of_disk
 
     settings = get_settings()
     text = str(exc)

@@ -9,10 +9,10 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from proforma.app.build import BuildParams, explain, run_build
 from proforma.app.cli.common import console, status_console, summary, writer
+from proforma.app.flows.build import BuildParams, explain, run_build
 from proforma.app.scoring.footprints.standard import ensure_standard_footprints
-from proforma.app.sqlfiles import sql_file
+from proforma.app.store.sqlfiles import sql_file
 from proforma.contracts.panel import DEFAULT_RULES, RuleSet
 
 

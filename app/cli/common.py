@@ -20,8 +20,8 @@ from typing import Any
 from rich.console import Console
 
 from proforma.app.flows.warehouse import prepare
-from proforma.app.settings import Settings, get_settings
-from proforma.app.warehouse import Warehouse, connect
+from proforma.app.store.settings import Settings, get_settings
+from proforma.app.store.warehouse import Warehouse, connect
 from proforma.contracts.errors import UserError, WarehouseLocked
 
 

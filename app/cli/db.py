@@ -6,9 +6,9 @@ from rich.table import Table
 
 from proforma.app.cli.common import RunningServer, console, running_server, status_console, summary
 from proforma.app.flows.warehouse import prepare
-from proforma.app.migrations import discover, status
-from proforma.app.settings import get_settings
-from proforma.app.warehouse import connect
+from proforma.app.store.migrations import discover, status
+from proforma.app.store.settings import get_settings
+from proforma.app.store.warehouse import connect
 from proforma.contracts.errors import WarehouseLocked
 
 

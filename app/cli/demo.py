@@ -21,8 +21,8 @@ import typer
 
 from proforma.app.cli import rounds
 from proforma.app.cli.common import console, summary
-from proforma.app.settings import get_settings
-from proforma.app.warehouse import Warehouse, connect
+from proforma.app.store.settings import get_settings
+from proforma.app.store.warehouse import Warehouse, connect
 from proforma.contracts.errors import UserError
 from proforma.models.baselines import suite
 

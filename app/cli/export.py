@@ -45,7 +45,7 @@ def export_command(
     if layout is None:
         _export_table(target, run, fmt, out)
         return
-    from proforma.app.export import export
+    from proforma.app.flows.export import export
 
     out_dir = Path(target)
     with writer() as wh:

@@ -16,7 +16,6 @@ import typer
 from rich.table import Table
 
 from proforma.app.cli.common import console, summary
-from proforma.app.errors import UserError
 from proforma.app.flows import forma as flows
 from proforma.app.flows.forma import (
     identities_table,
@@ -27,6 +26,7 @@ from proforma.app.flows.forma import (
     tuple_reader,
 )
 from proforma.app.flows.forma import require_panel as _require_panel
+from proforma.contracts.errors import UserError
 from proforma.contracts.quarters import parse_quarter, quarter_label
 
 forma_app = typer.Typer(
@@ -284,7 +284,7 @@ def scenario_command(
     dollars with intervals and the identity check."""
     import pyarrow.parquet as pq
 
-    from proforma.app.scenario import conditional_statement, load_forma, scenario_view
+    from proforma.app.flows.scenario import conditional_statement, load_forma, scenario_view
 
     if level not in (50, 80, 90, 95):
         raise UserError("--level must be 50, 80, 90 or 95")

@@ -59,8 +59,8 @@ def ingest_wrds(
     Chunks (one per year) are cached on disk, so an interrupted pull resumes. The
     connection always requires SSL.
     """
-    from proforma.app.settings import get_settings
     from proforma.app.sources.wrds import Server, WrdsSource
+    from proforma.app.store.settings import get_settings
 
     server = Server.from_settings(get_settings(), host=host, port=port, database=database)
     source = WrdsSource(

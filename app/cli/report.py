@@ -1,4 +1,4 @@
-"""`proforma reconcile` and `proforma report`: parse, call the flows (app/reconcile.py,
+"""`proforma reconcile` and `proforma report`: parse, call the flows (app/flows/reconcile.py,
 app/report/), print."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from proforma.app.cli.common import running_server, status_console, summary, writer
-from proforma.app.settings import get_settings
+from proforma.app.store.settings import get_settings
 from proforma.contracts.errors import UserError, WarehouseLocked
 
 
@@ -27,7 +27,7 @@ def reconcile_command(
 ) -> None:
     """Project every forecast statement onto the accounting identities it can satisfy, in
     dollars, and store the result as a derived submission (resumes an interrupted run)."""
-    from proforma.app.reconcile import reconcile
+    from proforma.app.flows.reconcile import reconcile
 
     with writer() as wh:
         res = reconcile(wh, submission, weights, name=name or None)
@@ -70,7 +70,7 @@ def report_command(
     """Write every paper exhibit the warehouse can support: the headline table, Figures 1
     and 2, Table 2 (reconciliation), Tables A1-A4 and calibration, with an index page."""
     from proforma.app.report import write_report
-    from proforma.app.warehouse import connect
+    from proforma.app.store.warehouse import connect
 
     folder = out or get_settings().report_dir
     if folder.exists() and not folder.is_dir():

@@ -17,7 +17,7 @@ from proforma.contracts.errors import UserError
 
 def inputs_root() -> Path:
     """Where a round's inputs are written at its open: `rounds/` beside the warehouse."""
-    from proforma.app.settings import get_settings
+    from proforma.app.store.settings import get_settings
 
     return get_settings().warehouse.parent / "rounds"
 
@@ -226,7 +226,7 @@ def next_vintage_path() -> Path:
     """The demo's next vintage: the same synthetic panel grown by four quarters, ingested
     and built in a warehouse of its own beside the main one, so that the demo's static
     benchmark (its build, checkpoints, scores and report) keeps its own vintage."""
-    from proforma.app.settings import get_settings
+    from proforma.app.store.settings import get_settings
 
     w = get_settings().warehouse
     return w.with_name(w.stem + ".next-vintage" + w.suffix)
@@ -242,7 +242,7 @@ def demo_round(run: Any, firms: int | None, forma_preset: str | None = None) -> 
     import os
 
     from proforma.app.rounds.store import get_round, has_rounds
-    from proforma.app.warehouse import connect
+    from proforma.app.store.warehouse import connect
 
     def state() -> dict[str, Any] | None:
         with connect() as wh:

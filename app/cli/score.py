@@ -23,7 +23,7 @@ from proforma.app.cli.common import (
 from proforma.contracts.errors import UserError, ValidationError, WarehouseLocked
 
 if TYPE_CHECKING:
-    from proforma.app.warehouse import Warehouse
+    from proforma.app.store.warehouse import Warehouse
 
 
 def _report_problems(exc: ValidationError) -> None:

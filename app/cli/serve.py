@@ -16,8 +16,8 @@ def run_server(host: str = "127.0.0.1", port: int = 8000, log_level: str = "info
     only writer). `proforma demo` calls this after preparing the demo warehouse."""
     import uvicorn
 
-    from proforma.app.api.main import create_app
-    from proforma.app.settings import get_settings
+    from proforma.app.server.main import create_app
+    from proforma.app.store.settings import get_settings
 
     with writer() as wh:  # migrations and reference data, then release the file
         version = wh.scalar("SELECT max(version) FROM schema_migrations")

@@ -3,7 +3,7 @@ checkpoint of the default synthetic panel (docs/forma.md, "Shipped checkpoint").
 
 The CLI (app/cli/forma.py) parses arguments and prints; everything here takes plain
 values, reports progress through `log`, and returns a summary. Models never open the
-database: this layer reads `proforma.app.views.tuple_windows` as Arrow and writes forecasts
+database: this layer reads `proforma.app.readers.views.tuple_windows` as Arrow and writes forecasts
 through `proforma.app.scoring.ingest_forecasts`.
 """
 
@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from proforma.app.errors import UserError
-from proforma.app.settings import get_settings
-from proforma.app.warehouse import Warehouse, connect
+from proforma.app.store.settings import get_settings
+from proforma.app.store.warehouse import Warehouse, connect
 from proforma.contracts import ROOT
+from proforma.contracts.errors import UserError
 
 Log = Callable[[str], None]
 #: Checkpoints that ship with the package (package data), trained by the command in
@@ -76,8 +76,8 @@ def read_only() -> Warehouse:
 @contextlib.contextmanager
 def writer() -> Iterator[Warehouse]:
     """The warehouse opened for writing, migrated and with current reference data."""
-    from proforma.app.migrations import migrate
-    from proforma.app.reference import load_reference
+    from proforma.app.store.migrations import migrate
+    from proforma.app.store.reference import load_reference
 
     wh = connect()
     try:
@@ -95,10 +95,10 @@ def require_panel(wh: Warehouse) -> None:
 
 def _views():
     try:
-        from proforma.app import views
+        from proforma.app.readers import views
     except ImportError as exc:
         raise UserError(
-            "proforma.app.views is missing: the panel build (issue 'build') is not installed"
+            "proforma.app.readers.views is missing: the panel build (issue 'build') is not installed"
         ) from exc
     return views
 
@@ -106,7 +106,7 @@ def _views():
 def tuple_reader(
     wh: Warehouse, split: str, batch_size: int = 2048, future: bool = True, **filters
 ) -> pa.RecordBatchReader:
-    """proforma.app.views.tuple_windows, passing firm/origin filters when the view supports them."""
+    """proforma.app.readers.views.tuple_windows, passing firm/origin filters when the view supports them."""
     fn = _views().tuple_windows
     accepted = inspect.signature(fn).parameters
     kwargs = {k: v for k, v in filters.items() if k in accepted}

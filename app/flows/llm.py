@@ -1,7 +1,7 @@
 """`proforma run llm`: the LLM panel's flow, below the CLI so the service can call it.
 
 Reads the `llm` footprint's origins (sql/llm/010) and their reported histories
-(proforma.app.views.raw_windows), has proforma.models.llm forecast them, writes one submission per
+(proforma.app.readers.views.raw_windows), has proforma.models.llm forecast them, writes one submission per
 (model, arm, draw) through `ingest_forecasts(..., space="dollars")` (the warehouse
 standardizes them exactly like the truth), records every call in llm.calls, summarizes
 the decoding noise of repeated draws (sql/llm/020) into llm.noise, and scores the main
@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from proforma.app.scoring.footprints.llm import LLM_FOOTPRINT, LLM_SEED
 from proforma.app.scoring.footprints.store import Footprint, footprint_definition
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.provenance import utcnow
 from proforma.models.llm.cache import ResponseCache
@@ -105,8 +105,8 @@ def run_origins(
 
 
 def origin_histories(wh: Warehouse, origins: pa.Table) -> list[OriginHistory]:
-    """Each origin's reported 12-quarter history (proforma.app.views.raw_windows), in `origins` order."""
-    from proforma.app.views import raw_windows
+    """Each origin's reported 12-quarter history (proforma.app.readers.views.raw_windows), in `origins` order."""
+    from proforma.app.readers.views import raw_windows
 
     names = dict(wh.fetchall("SELECT item_id, item FROM ref.items"))
     industry = {
@@ -216,7 +216,7 @@ def run_llm(
     origins; draw 1 is the main run there) and their cross-draw summary. `progress(label,
     total)` returns a per-origin callback (e.g. a progress bar's advance).
     """
-    from proforma.app.settings import get_settings
+    from proforma.app.store.settings import get_settings
 
     if arm not in ARMS:
         raise UserError(f"Unknown prompt arm {arm!r}: use one of {', '.join(ARMS)}")

@@ -3,9 +3,9 @@ the service's start-up both call this)."""
 
 from __future__ import annotations
 
-from proforma.app.migrations import migrate
-from proforma.app.reference import load_reference
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.migrations import migrate
+from proforma.app.store.reference import load_reference
+from proforma.app.store.warehouse import Warehouse
 
 
 def prepare(wh: Warehouse) -> list[str]:

@@ -9,8 +9,8 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from proforma.app.settings import Settings
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.settings import Settings
+from proforma.app.store.warehouse import Warehouse
 
 
 def get_settings_dep(request: Request) -> Settings:

@@ -2,7 +2,7 @@
 run (docs/report.md). Tables as CSV, Markdown and LaTeX; figures as PNG and SVG; an
 index page (index.html) and a manifest (manifest.json) list them with the score runs
 they come from. The warehouse is only read; Figure 2 runs Forma's forward passes (the
-oracle experiment of app/scenario.py) when its checkpoints are on disk.
+oracle experiment of app/flows/scenario.py) when its checkpoints are on disk.
 
 An exhibit the warehouse cannot support (no reconciled submissions, no Forma checkpoint,
 no density forecasts) is left out with its reason in the index, the manifest and the
@@ -22,7 +22,7 @@ from proforma.app.report import appendix, data, figures, tables
 from proforma.app.report.appendix import Unavailable
 from proforma.app.report.index import write_index
 from proforma.app.report.render import TablePart, write_csv, write_latex, write_markdown
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.provenance import utcnow
 
@@ -242,7 +242,7 @@ def _figure2(
     origins: int,
     log: Callable[[str], None],
 ) -> Exhibit:
-    from proforma.app.scenario import load_forma, oracle_experiment
+    from proforma.app.flows.scenario import load_forma, oracle_experiment
 
     if forma is None:
         raise Unavailable("no Forma submission")

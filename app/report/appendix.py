@@ -12,7 +12,7 @@ import duckdb
 
 from proforma.app.report.data import Submission
 from proforma.app.report.render import Cell, TablePart, fmt
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 
 WATERFALL_NOTE = (
     "Rows 1-6 apply one build step each in the build's order; the split rows "

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from proforma.app.scoring.leaderboard import dm_stars
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 
 #: Footprints in the paper's column order; any other scored footprint follows by name.

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from proforma.app.rounds.store import get_round
 from proforma.app.rounds.submit import submit_table
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 
 BASELINES = (

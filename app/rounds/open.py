@@ -21,10 +21,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from proforma.app.export import export_id_maps
+from proforma.app.flows.export import export_id_maps
+from proforma.app.readers.views import feature_columns, item_names, tabular_reader
 from proforma.app.rounds.store import HORIZONS, get_round
-from proforma.app.views import feature_columns, item_names, tabular_reader
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.provenance import file_sha256, utcnow
 from proforma.contracts.quarters import quarter_label

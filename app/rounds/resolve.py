@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from proforma.app.rounds.store import get_round
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.provenance import utcnow
 

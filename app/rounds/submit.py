@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from proforma.app.rounds.store import get_round
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError, ValidationError
 from proforma.contracts.forecasts import SUBMISSION_COLUMNS, accepted_names
 from proforma.contracts.provenance import file_sha256, utcnow

@@ -11,7 +11,7 @@ from __future__ import annotations
 from proforma.app.scoring.provenance import current_build_id, eval_sql_version
 from proforma.app.scoring.submissions.checks import check_and_finish, claim_name, new_submission
 from proforma.app.store.rules import current_rules
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.panel import RuleSet
 
 REFERENCE_BASELINES = {
@@ -89,7 +89,7 @@ def run_reference_baselines(
 
 def _ensure_imputed(wh: Warehouse) -> None:
     """The published seasonal random walk reads the imputed tabular view of this build."""
-    from proforma.app.imputed import build_imputed, current_imputation
+    from proforma.app.readers.imputed import build_imputed, current_imputation
 
     if current_imputation(wh) is None:
         build_imputed(wh)

@@ -25,7 +25,7 @@ from duckdb.sqltypes import DOUBLE
 from proforma.app.scoring.provenance import current_build, eval_sql_version
 from proforma.app.scoring.submissions.store import StoreError, stored_file
 from proforma.app.store.rules import build_rules
-from proforma.app.warehouse import Warehouse, out_of_resources
+from proforma.app.store.warehouse import Warehouse, out_of_resources
 from proforma.contracts.errors import UserError
 from proforma.contracts.panel import RuleSet
 from proforma.contracts.provenance import utcnow

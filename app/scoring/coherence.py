@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from proforma.app.scoring.provenance import eval_sql_version
 from proforma.app.scoring.submissions.store import FILE_VIEW, forecast_relation
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 
 _NEEDS = ("panel.origins", "panel.origin_params", "panel.item_k")
 

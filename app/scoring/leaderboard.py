@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.tracks import TRACK_NAMES, TRACKS
 

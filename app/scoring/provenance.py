@@ -9,8 +9,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from proforma.app.sqlfiles import SQL_DIR, folder_checksum
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.sqlfiles import SQL_DIR, folder_checksum
+from proforma.app.store.warehouse import Warehouse
 
 
 def eval_sql_version() -> str:
@@ -24,7 +24,7 @@ def eval_sql_version() -> str:
 
 @functools.lru_cache(maxsize=8)
 def _eval_version(stamp: tuple) -> str:
-    # The files' checksums are memoized on disk (proforma.app.sqlfiles.checksum), so a new process
+    # The files' checksums are memoized on disk (proforma.app.store.sqlfiles.checksum), so a new process
     # reads 29 small files instead of parsing them.
     return folder_checksum("eval")[:16]
 

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.forecasts import LEVEL_COLUMN, QUANTILE_FAMILY, QUANTILE_SCHEMA
 
 __all__ = ["FAMILY", "LEVEL_COLUMN", "MAX_LEVELS", "QUANTILE_SCHEMA"]

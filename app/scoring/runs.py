@@ -38,7 +38,7 @@ from proforma.app.scoring.sample import (
 )
 from proforma.app.scoring.significance import run_dm_tests
 from proforma.app.scoring.submissions.registry import resolve_submissions
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import NothingToScore, UserError
 from proforma.contracts.provenance import utcnow
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from proforma.app.scoring.cells import Context
 from proforma.app.scoring.footprints.store import Footprint, drop_temp, prepare_footprint
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 
 #: A submission's gaps are stored when it predicts at least this share of a footprint;
 #: a run intersects the cells of the others directly (e.g. a 25-item model on Full).

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pyarrow as pa
 
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 
 POOLED_HORIZON = 20  # pooled tests use h = 20, i.e. bandwidth 19
 

@@ -19,7 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from proforma.app.sources.vintages import record_vintage
-from proforma.app.warehouse import ArrowInput, Warehouse
+from proforma.app.store.warehouse import ArrowInput, Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.provenance import utcnow
 

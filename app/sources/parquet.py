@@ -27,11 +27,11 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from proforma.app.reference import raw_item_columns_from_file
-from proforma.app.settings import Settings, get_settings
 from proforma.app.sources.base import RawTables, Source
-from proforma.app.sqlfiles import sql_file
-from proforma.app.warehouse import one_row
+from proforma.app.store.reference import raw_item_columns_from_file
+from proforma.app.store.settings import Settings, get_settings
+from proforma.app.store.sqlfiles import sql_file
+from proforma.app.store.warehouse import one_row
 from proforma.contracts.errors import UserError, ValidationError
 from proforma.contracts.raw import FUNDQ_ROW_KEY, LINKPRIMS, LINKTYPES
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 
 
 @dataclass(frozen=True)

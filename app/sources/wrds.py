@@ -48,10 +48,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from proforma.app.reference import raw_item_columns_from_file
-from proforma.app.settings import Settings, get_settings
 from proforma.app.sources.base import RawTables, Source
-from proforma.app.sqlfiles import sql_file
+from proforma.app.store.reference import raw_item_columns_from_file
+from proforma.app.store.settings import Settings, get_settings
+from proforma.app.store.sqlfiles import sql_file
 from proforma.contracts.errors import UserError
 from proforma.contracts.raw import FUNDQ_KEYS, INDUSTRY_SCHEMA, LINK_SCHEMA, LINKPRIMS, LINKTYPES
 from proforma.contracts.raw import fundq_schema as raw_fundq_schema

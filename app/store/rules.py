@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.panel import UNRECORDED_RULES, RuleSet
 
 

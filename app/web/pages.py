@@ -15,10 +15,11 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from proforma.app import __version__
-from proforma.app.api import queries
-from proforma.app.api.errors import NotFound
-from proforma.app.api.formats import clean, human_bytes
-from proforma.app.api.queries import (
+from proforma.app.read import queries
+from proforma.app.read.deps import SettingsDep, WarehouseDep
+from proforma.app.read.errors import NotFound
+from proforma.app.read.formats import clean, human_bytes
+from proforma.app.read.queries import (
     TRACK_INFO,
     footprint_names,
     leaderboard_table,
@@ -26,9 +27,8 @@ from proforma.app.api.queries import (
     submission_record,
     submission_scores,
 )
-from proforma.app.api.sqlguard import snapshot_schema
-from proforma.app.read.deps import SettingsDep, WarehouseDep
-from proforma.app.warehouse import Warehouse
+from proforma.app.read.sqlguard import snapshot_schema
+from proforma.app.store.warehouse import Warehouse
 from proforma.app.web import TEMPLATES_DIR
 
 router = APIRouter(include_in_schema=False)

@@ -13,8 +13,8 @@ import re
 from fastapi import APIRouter
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
-from proforma.app.api.errors import NotFound
 from proforma.app.read.deps import SettingsDep
+from proforma.app.read.errors import NotFound
 
 router = APIRouter(include_in_schema=False)
 

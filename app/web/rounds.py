@@ -8,8 +8,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from proforma.app.api.deps import WarehouseDep
-from proforma.app.api.formats import clean
 from proforma.app.api.routers.rounds import disclosed
+from proforma.app.read.formats import clean
 from proforma.app.web.pages import _render
 
 router = APIRouter(include_in_schema=False)

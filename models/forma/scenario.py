@@ -10,7 +10,7 @@ panel.origin_params at q = origin, the origin deflator z):
 
 The map is monotone, so standardized quantiles map to dollar quantiles; the mean does not
 map (sinh is not linear), so the expected dollars come from the closed form in
-models/dollars.py. The flows in app/scenario.py read these parameters from the warehouse
+models/dollars.py. The flows in app/flows/scenario.py read these parameters from the warehouse
 and hand them here as arrays.
 
 The oracle experiment pins the realized path of one item (revenue) at every horizon and

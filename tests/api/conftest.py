@@ -10,8 +10,8 @@ import pytest
 from fastapi.testclient import TestClient
 from service_helpers import Api, make_panel_warehouse
 
-from proforma.app.api.main import create_app
-from proforma.app.settings import Settings, get_settings
+from proforma.app.server.main import create_app
+from proforma.app.store.settings import Settings, get_settings
 from tests.conftest import temp_settings
 
 

@@ -16,8 +16,8 @@ from fastapi.testclient import TestClient
 
 from proforma.app.api.auth import add_user
 from proforma.app.flows.warehouse import prepare
-from proforma.app.settings import Settings
-from proforma.app.warehouse import Warehouse, connect
+from proforma.app.store.settings import Settings
+from proforma.app.store.warehouse import Warehouse, connect
 
 _FIXTURES = Path(__file__).resolve().parents[1] / "eval" / "scoring_fixtures.py"
 

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from proforma.app.api.auth import AuthError, add_user, authenticate, revoke_tokens
 from proforma.app.cli import app as cli
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 
 

@@ -21,8 +21,8 @@ import uvicorn
 from service_helpers import submission_bytes
 
 from proforma.app.api.auth import add_user
-from proforma.app.api.main import create_app
-from proforma.app.settings import Settings
+from proforma.app.server.main import create_app
+from proforma.app.store.settings import Settings
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")

@@ -21,9 +21,9 @@ import uvicorn
 from service_helpers import submission_bytes
 
 from proforma.app.api.auth import add_user
-from proforma.app.api.main import create_app
 from proforma.app.cli.common import server_record, server_record_path
-from proforma.app.settings import Settings
+from proforma.app.server.main import create_app
+from proforma.app.store.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -122,7 +122,7 @@ def test_reads_answer_beside_the_server(serving) -> None:
 
 def test_a_holder_without_a_record_keeps_the_lock_message(panel: Settings) -> None:
     """A build or a training run holds the warehouse: no server to ask, the lock says who."""
-    from proforma.app.warehouse import connect
+    from proforma.app.store.warehouse import connect
 
     wh = connect(panel)
     try:

@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 from service_helpers import Api, submission_bytes
 
 from proforma.app.api.console_gate import ConsoleBusy, ConsoleGate
-from proforma.app.api.main import create_app
-from proforma.app.settings import Settings, get_settings
+from proforma.app.server.main import create_app
+from proforma.app.store.settings import Settings, get_settings
 
 SLOW = "SELECT count(*) FROM items a, items b, items c, items d, items e, items f"
 

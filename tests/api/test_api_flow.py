@@ -6,7 +6,7 @@ from __future__ import annotations
 import duckdb
 from service_helpers import Api, submission_bytes
 
-from proforma.app.api.snapshot import FORBIDDEN_COLUMNS
+from proforma.app.read.snapshot import FORBIDDEN_COLUMNS
 
 
 def test_upload_scores_and_appears_everywhere(api: Api) -> None:
@@ -154,7 +154,7 @@ def test_failed_publication_keeps_the_service_up(panel, monkeypatch) -> None:
     """A snapshot that cannot be published is logged; the server starts and jobs finish."""
     from fastapi.testclient import TestClient
 
-    from proforma.app.api import main
+    from proforma.app.server import main
     from proforma.contracts.errors import UserError
 
     def broken(*_a, **_k):

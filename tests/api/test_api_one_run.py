@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from service_helpers import Api, submission_bytes
 
-from proforma.app.api import queries
+from proforma.app.read import queries
 
 
 def _newer_run_lands(api: Api, monkeypatch: pytest.MonkeyPatch, target: Any) -> None:

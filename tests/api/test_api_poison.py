@@ -15,9 +15,9 @@ from fastapi.testclient import TestClient
 from service_helpers import Api, submission_bytes
 
 from proforma.app.api.job_queue import Scorer
-from proforma.app.api.main import create_app
-from proforma.app.settings import Settings
-from proforma.app.warehouse import Warehouse
+from proforma.app.server.main import create_app
+from proforma.app.store.settings import Settings
+from proforma.app.store.warehouse import Warehouse
 
 
 def _published_rules(wh: Warehouse) -> None:

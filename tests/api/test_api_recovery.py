@@ -20,9 +20,9 @@ from service_helpers import submission_bytes
 from proforma.app import scoring
 from proforma.app.api.auth import add_user
 from proforma.app.api.job_queue import MAX_ATTEMPTS
-from proforma.app.api.main import create_app
-from proforma.app.settings import Settings
-from proforma.app.warehouse import connect
+from proforma.app.server.main import create_app
+from proforma.app.store.settings import Settings
+from proforma.app.store.warehouse import connect
 
 
 def _job(

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from service_helpers import Api
 
-from proforma.app.api import snapshot
-from proforma.app.api.main import _publish_safely
-from proforma.app.api.snapshot import GRACE_VERSIONS, publish, reading, versions
-from proforma.app.api.sqlguard import run_query
 from proforma.app.flows.warehouse import prepare
-from proforma.app.settings import Settings
-from proforma.app.sqlfiles import SqlFile
-from proforma.app.warehouse import Warehouse, connect
+from proforma.app.read import snapshot
+from proforma.app.read.snapshot import GRACE_VERSIONS, publish, reading, versions
+from proforma.app.read.sqlguard import run_query
+from proforma.app.server.main import _publish_safely
+from proforma.app.store.settings import Settings
+from proforma.app.store.sqlfiles import SqlFile
+from proforma.app.store.warehouse import Warehouse, connect
 from tests.conftest import temp_settings
 
 # A one-row snapshot: the lifecycle does not depend on what the public steps select.
@@ -142,7 +142,7 @@ def test_a_failed_publication_shows_in_health_until_one_succeeds(
         raise OSError(36, "File name too long")
 
     wh, settings = api.wh, api.client.app.state.settings
-    monkeypatch.setattr("proforma.app.api.main.publish", too_long)
+    monkeypatch.setattr("proforma.app.server.main.publish", too_long)
     _publish_safely(wh, settings)
     _publish_safely(wh, settings)
     health = api.client.get("/api/v1/health").json()
@@ -159,7 +159,7 @@ def test_a_failed_publication_shows_in_health_until_one_succeeds(
         == 200
     )  # the previous snapshot still answers
 
-    monkeypatch.setattr("proforma.app.api.main.publish", snapshot.publish)
+    monkeypatch.setattr("proforma.app.server.main.publish", snapshot.publish)
     _publish_safely(wh, settings)
     health = api.client.get("/api/v1/health").json()
     assert health["status"] == "ok" and health["snapshot"]["status"] == "ok"

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 from service_helpers import Api
 
-from proforma.app.api.sqlguard import (
+from proforma.app.read.sqlguard import (
     QueryRejected,
     QueryTimeout,
     SnapshotMissing,

@@ -13,8 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 from service_helpers import Api, submission_bytes
 
-from proforma.app.api.main import create_app
-from proforma.app.settings import Settings, get_settings
+from proforma.app.server.main import create_app
+from proforma.app.store.settings import Settings, get_settings
 
 
 @pytest.fixture

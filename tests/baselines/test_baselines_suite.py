@@ -88,7 +88,7 @@ def test_a_toy_model_enters_through_its_spec(toy: suite.ModelSpec, wh, settings)
         cli_app, ["run", "baselines", "--which", "train-mean", "--preset", "demo", "--no-score"]
     )
     assert res.exit_code == 0, res.output
-    from proforma.app.warehouse import connect
+    from proforma.app.store.warehouse import connect
 
     with connect(settings) as w:
         row = w.fetchone(

@@ -6,9 +6,9 @@ import datetime as dt
 
 import pytest
 
-from proforma.app.build import BuildParams, _ensure_pinned_table
-from proforma.app.sqlfiles import steps_in
-from proforma.app.warehouse import Warehouse
+from proforma.app.flows.build import BuildParams, _ensure_pinned_table
+from proforma.app.store.sqlfiles import steps_in
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.panel import RuleSet
 
 

@@ -9,8 +9,8 @@ import sqlglot
 from typer.testing import CliRunner
 
 from proforma.app.cli import app
-from proforma.app.sqlfiles import checksum, normalize_sql, steps_in
-from proforma.app.warehouse import connect
+from proforma.app.store.sqlfiles import checksum, normalize_sql, steps_in
+from proforma.app.store.warehouse import connect
 from proforma.contracts.errors import UserError
 from tests.build.conftest import insert_fundq, qdate
 

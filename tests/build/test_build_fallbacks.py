@@ -24,8 +24,8 @@ import math
 import numpy as np
 import pytest
 
-from proforma.app.build import BuildParams, fallback_warning, run_build
-from proforma.app.views import tabular_reader
+from proforma.app.flows.build import BuildParams, fallback_warning, run_build
+from proforma.app.readers.views import tabular_reader
 from proforma.contracts.panel import RuleSet
 from tests.build.conftest import insert_fundq, qdate
 from tests.build.test_build_k_stats import brute_force_k
@@ -143,7 +143,7 @@ def lag_pool(values, q_max: int | None = None) -> np.ndarray:
 
 def _build(tmp_path, rules: str):
     from proforma.app.flows.warehouse import prepare
-    from proforma.app.warehouse import connect
+    from proforma.app.store.warehouse import connect
 
     wh = connect(temp_settings(tmp_path, f"{rules}.duckdb"))
     prepare(wh)

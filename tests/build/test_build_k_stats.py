@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy.stats import kurtosis
 
-from proforma.app.build import BuildParams
-from proforma.app.sqlfiles import sql_file
+from proforma.app.flows.build import BuildParams
+from proforma.app.store.sqlfiles import sql_file
 from tests.build.conftest import run_steps
 
 GRID = 10 ** np.linspace(-2, 3, 250)

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from proforma.app.build import run_build
-from proforma.app.views import raw_windows, tabular_reader, tuple_windows
+from proforma.app.flows.build import run_build
+from proforma.app.readers.views import raw_windows, tabular_reader, tuple_windows
 from proforma.contracts.errors import UserError
 from proforma.contracts.panel import RuleSet
 from tests.build.conftest import insert_fundq, qdate
@@ -36,9 +36,9 @@ def x_of(u: float) -> float:
 
 def make_built(tmp_path, rules: str = "published"):
     """One firm, 2000Q1..2010Q4 with a 2004Q3 gap, pinned statistics mu 0, sigma 1, k 1."""
-    from proforma.app.build import BuildParams
+    from proforma.app.flows.build import BuildParams
     from proforma.app.flows.warehouse import prepare
-    from proforma.app.warehouse import connect
+    from proforma.app.store.warehouse import connect
 
     wh = connect(temp_settings(tmp_path, memory_limit="2GB"))
     prepare(wh)
@@ -309,7 +309,7 @@ def test_paper_rule_set_on_the_same_panel(tmp_path):
 
 
 def test_build_record(built):
-    from proforma.app.sqlfiles import folder_checksum, steps_in
+    from proforma.app.store.sqlfiles import folder_checksum, steps_in
 
     wh, result, _ = built
     b = wh.fetchone(
@@ -345,8 +345,8 @@ def test_build_record(built):
 def test_export_layout(built, tmp_path):
     """The published package's file layout: names, column order and types, tuple ids and
     id maps; the exported statistics pin the same truth back."""
-    from proforma.app.export import RELEASE_TAG, export, release_columns
-    from proforma.app.reference import release_item_order
+    from proforma.app.flows.export import RELEASE_TAG, export, release_columns
+    from proforma.app.store.reference import release_item_order
 
     wh, _, _ = built
     out = tmp_path / "export"
@@ -411,7 +411,7 @@ def test_export_layout(built, tmp_path):
 def test_export_raw_panel_in_the_download_layout(built, tmp_path):
     """--layout compustat: raw.fundq with the row's sich/naicsh and permno, the published
     download's columns (items by Compustat name, YTD sources as *y)."""
-    from proforma.app.export import export
+    from proforma.app.flows.export import export
 
     wh, _, _ = built
     written = export(wh, tmp_path, "compustat")

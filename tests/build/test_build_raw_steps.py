@@ -514,7 +514,7 @@ def test_compustat_export_is_the_downloads_file(wh, tmp_path):
     financial sector dropped, a missing SIC kept) and its added columns."""
     import pyarrow.parquet as pq
 
-    from proforma.app.export import export
+    from proforma.app.flows.export import export
 
     _links_and_industries(wh)
     export(wh, tmp_path, "compustat")

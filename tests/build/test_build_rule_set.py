@@ -8,8 +8,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from proforma.app.build import BuildParams
 from proforma.app.cli import app as cli_app
+from proforma.app.flows.build import BuildParams
 from proforma.app.store.rules import build_rules, current_rules
 from proforma.contracts.errors import UserError
 from proforma.contracts.panel import DEFAULT_RULES, RULE_SETS, RuleSet

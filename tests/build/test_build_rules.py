@@ -9,8 +9,8 @@ import math
 
 import pytest
 
-from proforma.app.build import BuildParams, run_build
-from proforma.app.views import tabular_reader, tuple_windows
+from proforma.app.flows.build import BuildParams, run_build
+from proforma.app.readers.views import tabular_reader, tuple_windows
 from proforma.contracts.panel import RuleSet
 from tests.build.conftest import insert_fundq, qdate
 from tests.conftest import temp_settings
@@ -25,7 +25,7 @@ def u(q: int) -> float:
 
 def _panel(tmp_path, rules: str):
     from proforma.app.flows.warehouse import prepare
-    from proforma.app.warehouse import connect
+    from proforma.app.store.warehouse import connect
 
     wh = connect(temp_settings(tmp_path, f"{rules}.duckdb"))
     prepare(wh)

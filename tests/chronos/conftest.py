@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from tiny_synthetic import build_tiny_synthetic
 
-from proforma.app.settings import Settings
-from proforma.app.warehouse import Warehouse, connect
+from proforma.app.store.settings import Settings
+from proforma.app.store.warehouse import Warehouse, connect
 from tests.conftest import temp_settings
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from proforma.app import scoring
 from proforma.app.flows.chronos import ChronosOptions, origin_plan, run_chronos
-from proforma.app.settings import get_settings
-from proforma.app.views import raw_windows
+from proforma.app.readers.views import raw_windows
+from proforma.app.store.settings import get_settings
 from proforma.contracts.errors import UserError
 from proforma.models.chronos import CELL_SCHEMA, HORIZONS, QUANTILE_LEVELS, QUANTILE_SCHEMA
 from proforma.models.chronos import forecast as chronos_forecast

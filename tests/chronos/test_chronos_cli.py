@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from proforma.app import scoring
 from proforma.app.cli import app
 from proforma.app.flows.chronos import ChronosOptions, run_chronos
-from proforma.app.warehouse import connect
+from proforma.app.store.warehouse import connect
 from proforma.contracts.errors import UserError
 
 

@@ -108,7 +108,7 @@ def test_forma_stages_take_the_shipped_mid_checkpoint_only_when_installed(
 
     from proforma.app.cli.demo import forma_preset
     from proforma.app.flows import forma as flows
-    from proforma.app.settings import get_settings
+    from proforma.app.store.settings import get_settings
 
     monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / "models"))
     monkeypatch.setattr(flows, "SHIPPED_DIR", tmp_path / "shipped")

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from tests.conftest import temp_settings
 
 ITEMS = ["atq", "ltq", "mibtq", "seqq", "revtq", "cogsq", "gpq", "niq"]
@@ -148,7 +148,7 @@ def forecasts_from(cells: pa.Table, mu, sigma=None, component: int = 0) -> pa.Ta
 def module_warehouse(tmp_path_factory, name: str):
     """A migrated warehouse with the tiny panel, for one test module (built once)."""
     from proforma.app.flows.warehouse import prepare
-    from proforma.app.warehouse import connect
+    from proforma.app.store.warehouse import connect
 
     folder = tmp_path_factory.mktemp(name)
     settings = temp_settings(folder)

@@ -35,7 +35,7 @@ def _submission(wh, path, shift=0.1, bad=False):
 
 def wh_scalar(settings, sql):
     """One value read from the warehouse between CLI calls (each call opens it itself)."""
-    from proforma.app.warehouse import connect
+    from proforma.app.store.warehouse import connect
 
     with connect(settings, read_only=True) as wh:
         return wh.scalar(sql)

@@ -15,8 +15,8 @@ import pytest
 from scoring_fixtures import module_warehouse
 
 from proforma.app import scoring
-from proforma.app.migrations import MIGRATIONS_DIR, migrate
-from proforma.app.warehouse import connect
+from proforma.app.store.migrations import MIGRATIONS_DIR, migrate
+from proforma.app.store.warehouse import connect
 from proforma.contracts.errors import ValidationError
 
 

@@ -269,7 +269,7 @@ def test_lazy_model_batches_run_in_the_callers_thread_and_a_late_error_writes_no
     sid = scoring.ingest_forecasts(wh, "lazy good", lazy(bad_last=False))
     assert wh.scalar("SELECT rows FROM eval.submissions WHERE submission_id = ?", [sid]) == 90
     assert ran_in == {threading.main_thread().name}
-    from proforma.app.settings import get_settings
+    from proforma.app.store.settings import get_settings
 
     assert not list(get_settings().temp_directory.glob("forecasts-*.arrows"))
 

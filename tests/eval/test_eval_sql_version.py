@@ -8,11 +8,11 @@ import shutil
 
 import pytest
 
-from proforma.app import sqlfiles
-from proforma.app.migrations import migrate, status
 from proforma.app.scoring import provenance
-from proforma.app.settings import get_settings
-from proforma.app.sqlfiles import checksum, folder_checksum, normalize_sql
+from proforma.app.store import sqlfiles
+from proforma.app.store.migrations import migrate, status
+from proforma.app.store.settings import get_settings
+from proforma.app.store.sqlfiles import checksum, folder_checksum, normalize_sql
 
 
 @pytest.fixture

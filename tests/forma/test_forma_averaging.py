@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from proforma.app.errors import UserError
 from proforma.app.flows.forma import ship_checkpoint
+from proforma.contracts.errors import UserError
 from proforma.models.forma.averaging import WeightAverage
 from proforma.models.forma.batching import WindowStore
 from proforma.models.forma.presets import preset

@@ -125,7 +125,7 @@ TINY_CALIBRATED = {"epochs": 1, "origins_per_epoch": 8, "calibration_origins": 6
 def tiny_panel(wh, settings, monkeypatch, tmp_path) -> None:
     """A built tiny synthetic panel with validation years, checkpoints kept in tmp, the
     warehouse closed for the flows to open."""
-    from proforma.app.settings import get_settings
+    from proforma.app.store.settings import get_settings
 
     monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / "models"))
     get_settings.cache_clear()
@@ -135,7 +135,7 @@ def tiny_panel(wh, settings, monkeypatch, tmp_path) -> None:
 
 def test_history_is_the_windows_read_without_their_future(tiny_panel) -> None:
     from proforma.app.flows.forma import load_store
-    from proforma.app.warehouse import connect
+    from proforma.app.store.warehouse import connect
 
     with connect(read_only=True) as con:
         with_future = load_store(con, ["val"], future=True)
@@ -148,7 +148,7 @@ def test_history_is_the_windows_read_without_their_future(tiny_panel) -> None:
 
 def test_predict_calibrates_on_the_origins_training_held_out(tiny_panel, monkeypatch) -> None:
     from proforma.app.flows import forma as flows
-    from proforma.app.warehouse import connect
+    from proforma.app.store.warehouse import connect
 
     trained_on: list[set] = []
     import proforma.models.forma.train as forma_train

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from proforma.app.cli import app
 from proforma.app.cli.forma import parse_epochs, parse_pins, parse_seeds
-from proforma.app.errors import UserError
+from proforma.contracts.errors import UserError
 from proforma.contracts.quarters import parse_quarter
 
 

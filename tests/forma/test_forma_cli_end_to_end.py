@@ -15,7 +15,7 @@ def test_train_then_predict_spools_forecasts_from_the_main_thread(
     wh, settings, monkeypatch, tmp_path
 ) -> None:
     # the shared `settings` fixture leaves models_dir at data/models: keep checkpoints in tmp
-    from proforma.app.settings import get_settings
+    from proforma.app.store.settings import get_settings
 
     monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / "models"))
     get_settings.cache_clear()
@@ -68,7 +68,7 @@ def test_train_then_predict_spools_forecasts_from_the_main_thread(
     # PyTorch ran in the main thread, never inside DuckDB's scan threads
     assert threads == {threading.main_thread().name}
     assert not list(settings.temp_directory.glob("forecasts-*.arrows"))  # the spool file is gone
-    from proforma.app.warehouse import connect
+    from proforma.app.store.warehouse import connect
 
     with connect(read_only=True) as con:
         sub = con.fetchone(
@@ -90,7 +90,7 @@ def test_shipped_checkpoint_is_used_only_on_its_own_panel(
     import torch
 
     from proforma.app.flows import forma as flows
-    from proforma.app.settings import get_settings
+    from proforma.app.store.settings import get_settings
 
     monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / "models"))
     monkeypatch.setattr(flows, "SHIPPED_DIR", tmp_path / "shipped")
@@ -178,7 +178,7 @@ def test_seeds_trained_side_by_side_equal_seeds_trained_in_turn(
 ) -> None:
     import torch
 
-    from proforma.app.settings import get_settings
+    from proforma.app.store.settings import get_settings
 
     build_tiny_synthetic(wh, firms=10, start=1998, end=2012, seed=4)
     wh.close()

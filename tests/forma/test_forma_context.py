@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from proforma.app.errors import UserError
+from proforma.contracts.errors import UserError
 from proforma.models.forma.batching import SPLIT_LAST_Q, WindowStore, build_example, collate
 from proforma.models.forma.network import Forma
 from proforma.models.forma.predict import run_batch, run_slots, slot_index

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 import torch
 
-from proforma.app.errors import UserError
+from proforma.contracts.errors import UserError
 from proforma.contracts.panel import TUPLE_WINDOW_SCHEMA
 from proforma.models.forma.batching import (
     SPLIT_LAST_Q,

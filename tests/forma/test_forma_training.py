@@ -8,7 +8,7 @@ import pytest
 import torch
 from scipy.stats import norm
 
-from proforma.app.errors import UserError
+from proforma.contracts.errors import UserError
 from proforma.models.forma.batching import SPLIT_LAST_Q, WindowStore
 from proforma.models.forma.predict import (
     FORECAST_SCHEMA,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from proforma.app.reference import raw_item_columns_from_file
+from proforma.app.store.reference import raw_item_columns_from_file
 
 ITEMS = raw_item_columns_from_file()
 # (gvkey, permno, sich): a linked firm, an unlinked financial firm, a linked firm

@@ -12,9 +12,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from proforma.app.settings import Settings
-from proforma.app.sqlfiles import sql_file
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.settings import Settings
+from proforma.app.store.sqlfiles import sql_file
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 
 ROWS = 3_000_000
@@ -34,7 +34,7 @@ _ROUND_TRIP = textwrap.dedent(
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
-    from proforma.app.warehouse import connect
+    from proforma.app.store.warehouse import connect
 
     rows, batch = int(sys.argv[1]), 250_000
 

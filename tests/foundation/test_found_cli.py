@@ -11,8 +11,8 @@ from foundation_data import n_rows, write_panel
 from typer.testing import CliRunner
 
 from proforma.app.cli import app
-from proforma.app.settings import Settings
-from proforma.app.warehouse import connect
+from proforma.app.store.settings import Settings
+from proforma.app.store.warehouse import connect
 
 
 def proforma(*args: str) -> subprocess.CompletedProcess:

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from proforma.app.settings import Settings
-from proforma.app.warehouse import connect
+from proforma.app.store.settings import Settings
+from proforma.app.store.warehouse import connect
 from proforma.contracts.errors import WarehouseLocked
 
 _HOLDER = (

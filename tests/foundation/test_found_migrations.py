@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from proforma.app.migrations import MIGRATIONS_DIR, discover, migrate, status
-from proforma.app.settings import Settings
-from proforma.app.warehouse import Warehouse, connect
+from proforma.app.store.migrations import MIGRATIONS_DIR, discover, migrate, status
+from proforma.app.store.settings import Settings
+from proforma.app.store.warehouse import Warehouse, connect
 from proforma.contracts.errors import MigrationError
 
 

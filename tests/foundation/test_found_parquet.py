@@ -12,7 +12,7 @@ from foundation_data import FIRMS, ITEMS, n_rows, panel_columns, write_panel
 
 from proforma.app.sources import ingest
 from proforma.app.sources.parquet import ParquetSource
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError, ValidationError
 
 N = n_rows()

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 import proforma.app.sources.wrds as wrds_source
 from proforma.app.sources import ingest
 from proforma.app.sources.wrds import FUNDQ_KEYS, Server, WrdsSource, fundq_columns
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 
 FIRMS = ("001004", "001045", "012345")
@@ -384,7 +384,7 @@ def test_names_that_would_change_the_address_are_refused(name: str) -> None:
 def test_server_from_flags_settings_and_defaults(
     settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from proforma.app.settings import get_settings
+    from proforma.app.store.settings import get_settings
 
     assert Server.from_settings(get_settings()) == Server(
         "wrds-pgdata.wharton.upenn.edu", 9737, "wrds"

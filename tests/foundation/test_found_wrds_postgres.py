@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from proforma.app.cli import app
 from proforma.app.sources.wrds import fundq_columns
-from proforma.app.warehouse import Warehouse, connect
+from proforma.app.store.warehouse import Warehouse, connect
 from tests.build.conftest import run_steps
 from tests.foundation.wrds_server import (
     WrdsServer,

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proforma.app.reference import raw_item_columns_from_file
+from proforma.app.store.reference import raw_item_columns_from_file
 
 ITEMS = raw_item_columns_from_file()
 #: comp.fundq columns of the test server: the pulled ones, the package's extra ones

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from proforma.app.cli import main
-from proforma.app.warehouse import connect
+from proforma.app.store.warehouse import connect
 
 
 def proforma(monkeypatch, capsys, *args: str) -> tuple[int | str | None, str]:

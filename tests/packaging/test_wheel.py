@@ -212,7 +212,7 @@ def test_the_installed_package_stays_clear_of_the_users_names(
         "import app, models, json\n"
         "import proforma.app.cli, proforma.models.forma\n"
         "from proforma.contracts import ROOT\n"
-        "from proforma.app.sqlfiles import SQL_DIR\n"
+        "from proforma.app.store.sqlfiles import SQL_DIR\n"
         "from proforma.app.flows.forma import SHIPPED_DIR\n"
         "print(json.dumps({'user': [app.WHO, models.WHO], 'root': str(ROOT),"
         " 'sql': str(SQL_DIR), 'shipped': sorted(p.name for p in SHIPPED_DIR.iterdir())}))\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from proforma.app.scenario import checkpoint_dir
+from proforma.app.flows.scenario import checkpoint_dir
 from proforma.models.forma.presets import preset
 from proforma.models.forma.train import CHECKPOINT_FORMAT, build_model
 

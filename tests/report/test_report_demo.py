@@ -23,7 +23,7 @@ def test_demo_reconciles_forma_both_ways_after_its_forecasts(wh) -> None:
 def test_the_report_is_rewritten_only_when_the_score_runs_changed(
     settings, tmp_path, monkeypatch
 ) -> None:
-    from proforma.app.settings import get_settings
+    from proforma.app.store.settings import get_settings
 
     monkeypatch.setenv("PROFORMA_REPORT_DIR", str(tmp_path / "report"))
     get_settings.cache_clear()

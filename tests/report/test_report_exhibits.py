@@ -13,10 +13,10 @@ from typer.testing import CliRunner
 
 from proforma.app import scoring
 from proforma.app.cli import app as cli_app
+from proforma.app.flows.reconcile import reconcile
 from proforma.app.flows.warehouse import prepare
-from proforma.app.reconcile import reconcile
-from proforma.app.settings import get_settings
-from proforma.app.warehouse import connect
+from proforma.app.store.settings import get_settings
+from proforma.app.store.warehouse import connect
 
 EXHIBIT_FILES = [
     "table1_headline.csv",
@@ -64,7 +64,7 @@ def built(tmp_path_factory):
 
     from report_helpers import save_checkpoint
 
-    from proforma.app.scenario import checkpoint_dir
+    from proforma.app.flows.scenario import checkpoint_dir
 
     folder = tmp_path_factory.mktemp("report")
     env = {

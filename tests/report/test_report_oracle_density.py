@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from proforma.app.report import data, tables
 from proforma.app.report.data import ORACLE_SIGMA_FLOOR, Run, Submission
-from proforma.app.warehouse import Warehouse, connect
+from proforma.app.store.warehouse import Warehouse, connect
 
 
 def _subs() -> dict[int, Submission]:

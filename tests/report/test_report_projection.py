@@ -1,11 +1,11 @@
-"""The projection onto the identities (app/projection.py) on hand-made statements."""
+"""The projection onto the identities (app/flows/projection.py) on hand-made statements."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from proforma.app.projection import (
+from proforma.app.flows.projection import (
     IdentitySet,
     enforceable,
     project,

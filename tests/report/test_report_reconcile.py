@@ -1,4 +1,4 @@
-"""`proforma.app.reconcile` on the tiny panel: derived submissions, exact identities, resuming."""
+"""`proforma.app.flows.reconcile` on the tiny panel: derived submissions, exact identities, resuming."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
 
-import proforma.app.reconcile as rec
+import proforma.app.flows.reconcile as rec
 from proforma.app import scoring
 from proforma.contracts.errors import UserError
 

@@ -10,7 +10,7 @@ import pytest
 from report_helpers import save_checkpoint as save_small_checkpoint
 from rich.console import Console
 
-from proforma.app.scenario import Scenario, available_seeds, load_forma, scenario_view
+from proforma.app.flows.scenario import Scenario, available_seeds, load_forma, scenario_view
 from proforma.contracts.errors import UserError
 
 ITEMS = ["aoq_ex_intanq", "xsgaq_ex_rd", "revtq", "loq_ex_dr", "acomincq"]
@@ -67,7 +67,7 @@ def test_the_table_keeps_every_item_name_at_narrow_widths(width):
 
 
 def test_dollar_cells_are_short():
-    from proforma.app.scenario import short_number
+    from proforma.app.flows.scenario import short_number
 
     assert short_number(1234.5) == "1234" or short_number(1234.5) == "1235"
     assert short_number(-2.5e7) == "-25M" and short_number(3.21e10) == "32.1B"

@@ -8,12 +8,12 @@ from fastapi.testclient import TestClient
 from scoring_fixtures import forecasts_from, make_panel, truth_cells
 
 from proforma.app import scoring
-from proforma.app.api.main import create_app
 from proforma.app.flows.warehouse import prepare
 from proforma.app.report.data import dm_mark, figure_marker
 from proforma.app.scoring.leaderboard import dm_stars
-from proforma.app.settings import get_settings
-from proforma.app.warehouse import connect
+from proforma.app.server.main import create_app
+from proforma.app.store.settings import get_settings
+from proforma.app.store.warehouse import connect
 from proforma.contracts.errors import UserError
 
 

@@ -7,12 +7,12 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from proforma.app.build import BuildParams, run_build
+from proforma.app.flows.build import BuildParams, run_build
 from proforma.app.rounds import open_round
 from proforma.app.rounds.entries import enter_entries
 from proforma.app.sources import ingest
 from proforma.app.sources.synthetic import SyntheticConfig, SyntheticSource
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.quarters import parse_quarter
 
 #: 40 firms from 1996 (a training window for k), design window ending 2010

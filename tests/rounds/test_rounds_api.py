@@ -17,12 +17,12 @@ from fastapi.testclient import TestClient
 from rounds_helpers import grow, open_tiny_round
 
 from proforma.app.api.auth import add_user
-from proforma.app.api.main import create_app
 from proforma.app.flows.warehouse import prepare
 from proforma.app.rounds import resolve
 from proforma.app.rounds.store import close_round
-from proforma.app.settings import Settings, get_settings
-from proforma.app.warehouse import connect
+from proforma.app.server.main import create_app
+from proforma.app.store.settings import Settings, get_settings
+from proforma.app.store.warehouse import connect
 
 
 @pytest.fixture
@@ -112,7 +112,7 @@ def test_rounds_api_pages_and_snapshot(served: Settings) -> None:
         assert models["fade"]["mse"] == pytest.approx(exact_mse["fade"], rel=1e-12)
         # the upload's numbers are coarsened (a dither moves them), the baselines' exact
         assert models["alice-zero"]["mse"] != exact_mse["alice-zero"]
-        quantum = 960.0 / models["alice-zero"]["n"]  # app/api/disclosure.py: 4 x 240 / n
+        quantum = 960.0 / models["alice-zero"]["n"]  # app/read/disclosure.py: 4 x 240 / n
         assert abs(models["alice-zero"]["mse"] - exact_mse["alice-zero"]) <= quantum / 2
         live = client.get("/api/v1/rounds/live").json()["models"]
         assert {m["name"] for m in live} >= {"fade", "alice-zero"}

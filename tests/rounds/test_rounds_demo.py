@@ -8,14 +8,14 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from proforma.app.build import run_build
 from proforma.app.cli import app
 from proforma.app.cli.rounds import demo_round, next_vintage_path
+from proforma.app.flows.build import run_build
 from proforma.app.rounds import get_round
-from proforma.app.settings import Settings, get_settings
 from proforma.app.sources import ingest
 from proforma.app.sources.synthetic import SyntheticConfig, SyntheticSource
-from proforma.app.warehouse import Warehouse, connect
+from proforma.app.store.settings import Settings, get_settings
+from proforma.app.store.warehouse import Warehouse, connect
 
 
 def test_demo_round(wh: Warehouse, settings: Settings) -> None:

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 from proforma.app.cli import app
 from proforma.app.rounds import get_round, leaderboard, resolve, round_submissions
 from proforma.app.rounds.store import close_round
-from proforma.app.settings import Settings
-from proforma.app.warehouse import Warehouse, connect
+from proforma.app.store.settings import Settings
+from proforma.app.store.warehouse import Warehouse, connect
 
 
 def test_forma_enters_a_round(wh: Warehouse, settings: Settings) -> None:

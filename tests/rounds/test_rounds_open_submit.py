@@ -14,7 +14,7 @@ import pytest
 from rounds_helpers import grow, open_tiny_round
 
 from proforma.app.rounds import get_round, open_round, resolve, submit_file
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.provenance import file_sha256, utcnow
 

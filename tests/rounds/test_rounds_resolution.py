@@ -12,12 +12,12 @@ import pytest
 from rounds_helpers import grow, open_tiny_round
 
 from proforma.app import scoring
-from proforma.app.build import run_build
+from proforma.app.flows.build import run_build
 from proforma.app.rounds import leaderboard, live_leaderboard, resolve
 from proforma.app.rounds.store import close_round
 from proforma.app.sources import ingest
 from proforma.app.sources.base import RawTables, Source
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.forecasts import FORECAST_SCHEMA
 
 T = 2010 * 4 + 3

@@ -7,8 +7,8 @@ import itertools
 
 import numpy as np
 
-from proforma.app.reference import REFERENCE_DIR
 from proforma.app.sources.synthetic.items import derived_values, items
+from proforma.app.store.reference import REFERENCE_DIR
 
 
 def _identities() -> dict[str, list[tuple[str, int]]]:

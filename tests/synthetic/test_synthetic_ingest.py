@@ -92,7 +92,7 @@ def test_cli_ingest_validate_and_bad_input(settings):
         bad_scale.exception
     )
     # the failed runs wrote nothing: still the 25-firm panel
-    from proforma.app.warehouse import connect
+    from proforma.app.store.warehouse import connect
 
     with connect() as wh:
         assert wh.scalar("SELECT count(DISTINCT gvkey) FROM raw.fundq") <= 25

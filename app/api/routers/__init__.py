@@ -1,1 +1,1 @@
-"""One router per resource, mounted under /api/v1 by proforma.app.api.main."""
+"""One router per resource, mounted under /api/v1 by proforma.app.server.main."""

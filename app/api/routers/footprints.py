@@ -9,11 +9,11 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from proforma.app.api import queries
 from proforma.app.api.deps import AdminUser, JobsDep, WarehouseDep
-from proforma.app.api.errors import NotFound
-from proforma.app.api.formats import TABLE_RESPONSE, Format, FormatQuery, clean, table_response
 from proforma.app.api.responses import FootprintDetail, FootprintTable
+from proforma.app.read import queries
+from proforma.app.read.errors import NotFound
+from proforma.app.read.formats import TABLE_RESPONSE, Format, FormatQuery, clean, table_response
 
 router = APIRouter(prefix="/footprints", tags=["footprints"])
 

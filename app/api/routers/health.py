@@ -7,11 +7,11 @@ from typing import Any
 from fastapi import APIRouter
 
 from proforma.app import __version__
-from proforma.app.api import queries
 from proforma.app.api.deps import JobsDep, SettingsDep, WarehouseDep
 from proforma.app.api.job_queue import scoring_health
 from proforma.app.api.responses import Health
-from proforma.app.api.snapshot import snapshot_health
+from proforma.app.read import queries
+from proforma.app.read.snapshot import snapshot_health
 
 router = APIRouter(tags=["health"])
 

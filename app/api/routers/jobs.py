@@ -7,10 +7,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from proforma.app.api.deps import CurrentUser, WarehouseDep
-from proforma.app.api.errors import Forbidden, NotFound
-from proforma.app.api.formats import clean
 from proforma.app.api.job_store import get_job, list_jobs
 from proforma.app.api.responses import Job
+from proforma.app.read.errors import Forbidden, NotFound
+from proforma.app.read.formats import clean
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 

@@ -9,11 +9,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
-from proforma.app.api import queries
 from proforma.app.api.deps import WarehouseDep
-from proforma.app.api.errors import NotFound
-from proforma.app.api.formats import TABLE_RESPONSE, Format, FormatQuery, clean, table_response
 from proforma.app.api.responses import LeaderboardIndex, LeaderboardTable
+from proforma.app.read import queries
+from proforma.app.read.errors import NotFound
+from proforma.app.read.formats import TABLE_RESPONSE, Format, FormatQuery, clean, table_response
 from proforma.contracts.tracks import Track
 
 router = APIRouter(prefix="/leaderboards", tags=["leaderboards"])

@@ -12,10 +12,10 @@ from pydantic import BaseModel, Field
 
 from proforma.app.api.console_gate import ConsoleGate
 from proforma.app.api.deps import SettingsDep
-from proforma.app.api.formats import Format, FormatQuery, clean, csv_bytes
 from proforma.app.api.responses import PublicTables
-from proforma.app.api.sqlguard import QueryResult, SnapshotMissing, run_query, snapshot_schema
-from proforma.app.settings import Settings
+from proforma.app.read.formats import Format, FormatQuery, clean, csv_bytes
+from proforma.app.read.sqlguard import QueryResult, SnapshotMissing, run_query, snapshot_schema
+from proforma.app.store.settings import Settings
 
 router = APIRouter(prefix="/query", tags=["query"])
 

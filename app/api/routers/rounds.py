@@ -13,7 +13,8 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
 from proforma.app.api.deps import AdminUser, CurrentUser, SettingsDep, WarehouseDep
-from proforma.app.api.disclosure import (
+from proforma.app.api.uploads import receive_upload
+from proforma.app.read.disclosure import (
     COARSENED,
     UNBOUNDED,
     Dither,
@@ -21,10 +22,9 @@ from proforma.app.api.disclosure import (
     quantum,
     two_digits,
 )
-from proforma.app.api.errors import BadUpload
-from proforma.app.api.formats import clean
-from proforma.app.api.uploads import receive_upload
-from proforma.app.warehouse import Warehouse
+from proforma.app.read.errors import BadUpload
+from proforma.app.read.formats import clean
+from proforma.app.store.warehouse import Warehouse
 
 router = APIRouter(prefix="/rounds", tags=["rounds"])
 

@@ -12,15 +12,16 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from proforma.app.api import auth, queries
+from proforma.app.api import auth
 from proforma.app.api.deps import CurrentUser, JobsDep, SettingsDep, WarehouseDep
-from proforma.app.api.errors import Conflict, NotFound, RateLimited
-from proforma.app.api.formats import TABLE_RESPONSE, Format, FormatQuery, clean, table_response
 from proforma.app.api.job_store import NewJob
 from proforma.app.api.responses import SubmissionDetail, SubmissionTable
 from proforma.app.api.upload_form import UPLOAD_SCHEMA, check_parquet, parse_meta
 from proforma.app.api.uploads import receive_upload
-from proforma.app.warehouse import Warehouse
+from proforma.app.read import queries
+from proforma.app.read.errors import Conflict, NotFound, RateLimited
+from proforma.app.read.formats import TABLE_RESPONSE, Format, FormatQuery, clean, table_response
+from proforma.app.store.warehouse import Warehouse
 
 router = APIRouter(prefix="/submissions", tags=["submissions"])
 

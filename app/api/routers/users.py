@@ -9,8 +9,8 @@ from pydantic import BaseModel, Field
 
 from proforma.app.api import auth
 from proforma.app.api.deps import AdminUser, CurrentUser, SettingsDep, WarehouseDep
-from proforma.app.api.errors import Conflict, NotFound
 from proforma.app.api.responses import Me
+from proforma.app.read.errors import Conflict, NotFound
 
 router = APIRouter(prefix="/users", tags=["users"])
 

@@ -13,7 +13,7 @@ from proforma.app.scoring.footprints.store import (
     validate_predicate,
 )
 from proforma.app.scoring.sample import common_sample, prepare_footprint_cells, prepare_run_subs
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.panel import SPLITS
 

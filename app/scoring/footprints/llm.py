@@ -18,8 +18,8 @@ from proforma.app.scoring.footprints.store import (
     insert_footprint,
     set_cell_count,
 )
-from proforma.app.sqlfiles import sql_file
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.sqlfiles import sql_file
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 
 LLM_FOOTPRINT = "llm"

@@ -35,7 +35,7 @@ from proforma.app.scoring.footprints.store import (
     set_cell_count,
 )
 from proforma.app.store.rules import current_rules
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.forecasts import COLUMN_ALIASES as ALIASES
 from proforma.contracts.panel import RuleSet

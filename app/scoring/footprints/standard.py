@@ -5,7 +5,7 @@ from __future__ import annotations
 from proforma.app.scoring.footprints.create import create_footprint
 from proforma.app.scoring.footprints.llm import create_llm_footprint, is_block_sample
 from proforma.app.scoring.footprints.store import get_footprint
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 
 #: The 25 chained-GBM items (Geertsema) that are among the 78 (docs/scoring.md).
 GEERT_ITEMS = [

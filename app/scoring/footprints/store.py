@@ -18,7 +18,7 @@ import sqlglot.errors
 from sqlglot import exp
 
 from proforma.app.scoring.provenance import current_build_id, to_json
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.provenance import utcnow
 

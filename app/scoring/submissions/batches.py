@@ -27,7 +27,7 @@ from proforma.app.scoring.submissions.checks import (
     new_submission,
     rejection_summary,
 )
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError, ValidationError
 from proforma.contracts.forecasts import FORECAST_SCHEMA as MODEL_FORECAST_SCHEMA
 from proforma.contracts.forecasts import SPACES
@@ -138,7 +138,7 @@ def _spooled(reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatchReader]:
     its scan threads would run the model (each with its own thread pool and allocator:
     5 GB and --threads ignored for Forma on the demo) and hold the write transaction open
     for the whole run."""
-    from proforma.app.settings import get_settings
+    from proforma.app.store.settings import get_settings
 
     folder = get_settings().temp_directory
     folder.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ from typing import Any
 from proforma.app.scoring import quantiles
 from proforma.app.scoring.cells import forget_cell_scores
 from proforma.app.scoring.provenance import current_build_id, to_json
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError, ValidationError
 from proforma.contracts.forecasts import FAMILIES
 from proforma.contracts.provenance import utcnow

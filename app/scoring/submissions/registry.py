@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from proforma.app.scoring.cells import forget_cell_scores
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.provenance import utcnow
 

@@ -27,8 +27,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from proforma.app.settings import get_settings
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.settings import get_settings
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.provenance import utcnow
 

@@ -28,7 +28,7 @@ from proforma.app.scoring.submissions.checks import (
     new_submission,
     rejection_summary,
 )
-from proforma.app.warehouse import Warehouse, out_of_resources
+from proforma.app.store.warehouse import Warehouse, out_of_resources
 from proforma.contracts.errors import UserError, ValidationError
 from proforma.contracts.forecasts import COLUMN_ALIASES as ALIASES
 from proforma.contracts.forecasts import OPTIONAL_COLUMNS as OPTIONAL

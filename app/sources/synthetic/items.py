@@ -6,7 +6,7 @@ import csv
 from dataclasses import dataclass
 from functools import lru_cache
 
-from proforma.app.reference import REFERENCE_DIR
+from proforma.app.store.reference import REFERENCE_DIR
 
 
 @dataclass(frozen=True)

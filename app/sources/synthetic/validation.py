@@ -13,8 +13,8 @@ import pyarrow as pa
 from rich.console import Console
 from rich.table import Table
 
-from proforma.app.sqlfiles import sql_file
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.sqlfiles import sql_file
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.panel import SPLITS
 

@@ -3,7 +3,7 @@ Forma's checkpoints that exist, a conditional statement forecast in dollars, and
 oracle experiment (the paper's "Scenario Analysis by Conditioning"; docs/report.md).
 
 The model side is models/forma/scenario.py; this module opens nothing itself: callers
-hand it the warehouse, and it hands the model Arrow windows (proforma.app.views.tuple_windows)
+hand it the warehouse, and it hands the model Arrow windows (proforma.app.readers.views.tuple_windows)
 and the origin's standardization parameters as arrays. Dollars shown are expected
 dollars by the closed form (models/dollars.py); interval bounds are the mixture's
 quantiles carried through the monotone map.
@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from proforma.app.settings import get_settings
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.settings import get_settings
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 
 _SEED_FILE = re.compile(r"^seed(\d+)\.pt$")
@@ -87,7 +87,7 @@ def load_forma(
 
 def window_store(wh: Warehouse, split: str, future: bool, **filters: Any):
     """The tuple windows of a split (optionally one firm / origin quarter) for Forma."""
-    from proforma.app import views
+    from proforma.app.readers import views
     from proforma.models.forma.batching import WindowStore
 
     wh.require_panel("panel.origins")

@@ -11,7 +11,7 @@
    (LIMIT n+1, so truncation is reported) and a time limit (`interrupt()` from a timer).
 
 The snapshot itself holds only aggregates, scores and footprint membership (see
-app/api/snapshot.py), so even a query that slipped through could not see firm values.
+app/read/snapshot.py), so even a query that slipped through could not see firm values.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from sqlglot import exp
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import traverse_scope
 
-from proforma.app.api.errors import ApiError
-from proforma.app.api.snapshot import reading
-from proforma.app.warehouse import one_row
+from proforma.app.read.errors import ApiError
+from proforma.app.read.snapshot import reading
+from proforma.app.store.warehouse import one_row
 
 MAX_SQL_CHARS = 20_000
 
@@ -199,7 +199,7 @@ def check_sql(sql: str, schema: dict[str, dict[str, str]]) -> CheckedQuery:
 
 
 # -- the DuckDB side ---------------------------------------------------------------------
-# public.duckdb is a symlink to the current versioned snapshot file (app/api/snapshot.py).
+# public.duckdb is a symlink to the current versioned snapshot file (app/read/snapshot.py).
 # Each version is opened once, read-only and locked, and every query runs on a cursor of
 # that connection: DuckDB caches one database instance per file path in a process, so a
 # per-version path is also what lets readers see a new snapshot while old queries finish.

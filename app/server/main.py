@@ -34,10 +34,10 @@ from proforma.app.api.routers import (
     submissions,
     users,
 )
-from proforma.app.api.snapshot import publish, record_failure
 from proforma.app.flows.warehouse import prepare
-from proforma.app.settings import Settings, get_settings
-from proforma.app.warehouse import connect
+from proforma.app.read.snapshot import publish, record_failure
+from proforma.app.store.settings import Settings, get_settings
+from proforma.app.store.warehouse import connect
 from proforma.app.web import STATIC_DIR
 from proforma.app.web import pages as web_pages
 from proforma.app.web import report as web_report

@@ -8,10 +8,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from proforma.app.api import disclosure
+from proforma.app.read import disclosure
 from proforma.app.scoring.leaderboard import HAS_DENSITY
-from proforma.app.sqlfiles import query_text
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.sqlfiles import query_text
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.tracks import TRACKS
 
 # -- health ---------------------------------------------------------------------------------
@@ -120,7 +120,7 @@ def leaderboard_table(
 
 def _coarse_leaderboard(wh: Warehouse, table: pa.Table, by: str) -> pa.Table:
     """The leaderboard as the public sees it: an upload's numbers coarsened as in the
-    public snapshot (proforma.app.api.disclosure)."""
+    public snapshot (proforma.app.read.disclosure)."""
     if table.num_rows == 0 or "source" not in table.column_names:
         return table
     rows = table.to_pylist()
@@ -169,7 +169,7 @@ def _uploads_coarse(wh: Warehouse, rows: list[tuple[Any, ...]], fix: Any) -> lis
 
 def horizon_series(wh: Warehouse, score_run_id: int, metric: str) -> list[tuple[Any, ...]]:
     """(submission_id, name, horizon, value) of a run's metric by horizon (the page's chart;
-    an upload's values coarsened as everywhere in public, proforma.app.api.disclosure)."""
+    an upload's values coarsened as everywhere in public, proforma.app.read.disclosure)."""
     rows = wh.fetchall(
         f"""
         SELECT m.submission_id, s.name, m.horizon, m.{metric}, m.n, m.mse, m.r2,

@@ -40,9 +40,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from proforma.app.reference import release_item_order
-from proforma.app.views import tabular_reader
-from proforma.app.warehouse import Warehouse
+from proforma.app.readers.views import tabular_reader
+from proforma.app.store.reference import release_item_order
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.panel import SPLITS
 
@@ -89,8 +89,8 @@ def release_columns(items: Sequence[str]) -> list[str]:
 def export_raw_panel(wh: Warehouse, path: Path) -> int:
     """raw.* as the published package's download file (compustat_with_permno.parquet):
     financial-sector rows dropped, link-window trimmed, with permno, permco, jdate, year."""
-    from proforma.app.build import BuildParams
-    from proforma.app.sqlfiles import sql_file
+    from proforma.app.flows.build import BuildParams
+    from proforma.app.store.sqlfiles import sql_file
 
     if not wh.scalar("SELECT count(*) FROM raw.fundq"):
         raise UserError("raw.fundq is empty: ingest a source first (`proforma ingest ...`).")
@@ -274,7 +274,7 @@ def export(
     if not tag or "/" in tag or tag.startswith("."):
         raise UserError(f"Not a dataset tag: {tag!r}")
     if imputed:
-        from proforma.app.imputed import build_imputed, current_imputation
+        from proforma.app.readers.imputed import build_imputed, current_imputation
 
         if current_imputation(wh) is None:
             build_imputed(wh)

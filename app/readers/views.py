@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.panel import SPLITS, TUPLE_WINDOW_SCHEMA
 
@@ -351,7 +351,7 @@ def tabular_reader(
     Columns: firm_id int32, origin_q int32, split, the 985 features and the 1,560
     targets (float32; NULL when missing, not present at the origin, or purged).
     `columns` keeps only those columns (keys always come first). `imputed=True` lays the
-    factor imputation's filled cells (panel.tabular_imputed_cells, app/imputed.py) over
+    factor imputation's filled cells (panel.tabular_imputed_cells, app/readers/imputed.py) over
     the view's gaps.
     """
     _check(wh, split)

@@ -109,7 +109,7 @@ _CACHES: dict[Path, _ChecksumCache] = {}
 
 def _checksum_cache() -> _ChecksumCache:
     # Per cache folder: the settings (and so the folder) can change within a process.
-    from proforma.app.settings import get_settings
+    from proforma.app.store.settings import get_settings
 
     path = get_settings().cache_dir / "sql_checksums.json"
     if path not in _CACHES:

@@ -11,7 +11,7 @@ import csv
 import functools
 from pathlib import Path
 
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts import ROOT
 from proforma.contracts.provenance import file_sha256
 

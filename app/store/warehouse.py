@@ -25,8 +25,8 @@ from typing import Any, Self, TypeAlias
 import duckdb
 import pyarrow as pa
 
-from proforma.app.settings import Settings, get_settings
-from proforma.app.sqlfiles import SqlFile, sql_file
+from proforma.app.store.settings import Settings, get_settings
+from proforma.app.store.sqlfiles import SqlFile, sql_file
 from proforma.contracts.errors import UserError, WarehouseLocked
 
 _LOCK_PID = re.compile(r"PID (\d+)")

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proforma.app.sqlfiles import SqlFile, folder_checksum, steps_in
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.sqlfiles import SqlFile, folder_checksum, steps_in
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.panel import DEFAULT_RULES, RuleSet
 from proforma.contracts.provenance import file_sha256, utcnow

@@ -30,7 +30,7 @@ import math
 import secrets
 from typing import Any
 
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse
 
 K = 4.0
 #: |d(term_1 - term_2)/dy| bound per metric (one cell, two uploads).

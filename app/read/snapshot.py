@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
-from proforma.app.api.disclosure import register as register_disclosure
-from proforma.app.settings import Settings
-from proforma.app.sqlfiles import SqlFile, query_text, steps_in
-from proforma.app.warehouse import Warehouse
+from proforma.app.read.disclosure import register as register_disclosure
+from proforma.app.store.settings import Settings
+from proforma.app.store.sqlfiles import SqlFile, query_text, steps_in
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.provenance import utcnow
 

@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from proforma.app.sqlfiles import checksum
-from proforma.app.warehouse import Warehouse
+from proforma.app.store.sqlfiles import checksum
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts import ROOT
 from proforma.contracts.errors import MigrationError
 

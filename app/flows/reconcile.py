@@ -4,7 +4,7 @@ identities, stored as a derived submission (docs/report.md, "Reconciliation").
 The data semantics are SQL: sql/reconcile/010 takes the parent's point forecasts to
 reported units with the origin's frozen parameters (and the delta-method sd of each
 value), sql/reconcile/020 brings the reconciled values back to the standardized space
-exactly as the truth is standardized. The projection itself is numpy (app/projection.py),
+exactly as the truth is standardized. The projection itself is numpy (app/flows/projection.py),
 one origin quarter at a time. Each finished quarter is committed with its changed cells
 (eval.reconcile_quarters, eval.reconcile_cells), so an interrupted job resumes where it
 stopped; the derived submission goes through proforma.app.scoring.ingest_forecasts like every
@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from proforma.app.projection import WEIGHTS, IdentitySet, reconcile_statements
-from proforma.app.sqlfiles import sql_file
-from proforma.app.warehouse import Warehouse
+from proforma.app.flows.projection import WEIGHTS, IdentitySet, reconcile_statements
+from proforma.app.store.sqlfiles import sql_file
+from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 
 _NEEDS = ("panel.origins", "panel.origin_params", "panel.item_k")

@@ -1,0 +1,1 @@
+"""Sources and readers: the Arrow readers models use and the imputed tabular view."""
