@@ -165,3 +165,30 @@ def register(wh: Warehouse) -> None:
         "CASE WHEN x IS NULL OR x = 0 OR NOT isfinite(x) THEN x "
         "ELSE round(x, 1 - CAST(floor(log10(abs(x))) AS INTEGER)) END"
     )
+
+
+def disclosed_round(wh: Warehouse, board: dict[str, Any]) -> dict[str, Any]:
+    """A round's leaderboard as the public may see it: an upload's numbers coarsened with
+    the keyed dither of sql/public/050 (the same labels, so the page, the API and the
+    snapshot agree), NLL and z2 to two digits and for all horizons only; the baselines',
+    oracle's and in-house models' numbers exact (no client chooses their forecasts)."""
+    dither: Dither | None = None
+    rid = board["round"]["round_id"]
+    for model in board["models"]:
+        if model["kind"] != "upload":
+            continue
+        dither = dither or Dither(wh)
+        rows = [(model, "global")] + [(r, str(r["horizon"])) for r in model["by_horizon"]]
+        for row, group in rows:
+            label = f"round/{rid}/{model['submission_id']}/{group}/"
+            original = dict(row)
+            for metric in COARSENED:
+                row[metric] = coarsen(
+                    original[metric],
+                    quantum(metric, original["n"], original),
+                    dither,
+                    label + metric,
+                )
+            for metric in UNBOUNDED:
+                row[metric] = two_digits(original[metric]) if group == "global" else None
+    return board

@@ -14,6 +14,7 @@ from proforma.app.rounds.store import get_round
 from proforma.app.rounds.submit import submit_table
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
+from proforma.contracts.panel import RuleSet
 
 BASELINES = (
     ("seasonal_rw", "rounds/080_entry_seasonal_rw", "point"),
@@ -40,7 +41,7 @@ def enter_entries(wh: Warehouse, round_name: str) -> list[dict[str, Any]]:
     params = {
         "round_id": rnd["round_id"],
         "origin_q": rnd["origin_q"],
-        "published": rnd["rules"] == "published",
+        "published": RuleSet.parse(rnd["rules"], "The round records") is RuleSet.published,
     }
     todo = [b for b in BASELINES if b[0] not in have]
     if "oracle" not in have and _oracle_ready(wh, rnd["origin_q"]):

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from proforma.app.flows.export import export_id_maps
 from proforma.app.readers.views import feature_columns, item_names, tabular_reader
 from proforma.app.rounds.store import HORIZONS, get_round
+from proforma.app.store.rules import current_rules
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.provenance import file_sha256, utcnow
@@ -89,7 +90,7 @@ def open_round(
         )
     build_id = wh.scalar("SELECT max(build_id) FROM meta.builds")
     ingest_id = wh.scalar("SELECT max(ingest_id) FROM raw.ingests")
-    rules = wh.scalar("SELECT rules FROM panel.rule_set") or "paper"
+    rules = current_rules(wh).value
     folder = inputs_root / name
     if folder.exists():
         raise UserError(f"{folder} exists already: move it away or choose another round name")

@@ -7,8 +7,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from proforma.app.api.deps import WarehouseDep
-from proforma.app.api.routers.rounds import disclosed
+from proforma.app.read.deps import WarehouseDep
+from proforma.app.read.disclosure import disclosed_round
 from proforma.app.read.formats import clean
 from proforma.app.web.pages import _render
 
@@ -33,5 +33,5 @@ def rounds_page(request: Request, wh: WarehouseDep) -> HTMLResponse:
 def round_page(request: Request, name: str, wh: WarehouseDep) -> HTMLResponse:
     from proforma.app.rounds import leaderboard
 
-    board = disclosed(wh, leaderboard(wh, name))
+    board = disclosed_round(wh, leaderboard(wh, name))
     return _render(request, "round.html", "rounds", board=clean(board), rnd=board["round"])

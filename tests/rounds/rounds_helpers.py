@@ -13,6 +13,7 @@ from proforma.app.rounds.entries import enter_entries
 from proforma.app.sources import ingest
 from proforma.app.sources.synthetic import SyntheticConfig, SyntheticSource
 from proforma.app.store.warehouse import Warehouse
+from proforma.contracts.panel import RuleSet
 from proforma.contracts.quarters import parse_quarter
 
 #: 40 firms from 1996 (a training window for k), design window ending 2010
@@ -34,7 +35,7 @@ def config(through: str, **overrides: Any) -> SyntheticConfig:
 def grow(wh: Warehouse, through: str, rules: str = "published", **overrides: Any) -> None:
     """Ingest the panel through `through` and build it."""
     ingest(wh, SyntheticSource(config(through, **overrides)))
-    run_build(wh, params=BuildParams(rules=rules))
+    run_build(wh, params=BuildParams(rules=RuleSet.parse(rules)))
 
 
 def open_tiny_round(

@@ -14,46 +14,11 @@ from pydantic import BaseModel, Field
 
 from proforma.app.api.deps import AdminUser, CurrentUser, SettingsDep, WarehouseDep
 from proforma.app.api.uploads import receive_upload
-from proforma.app.read.disclosure import (
-    COARSENED,
-    UNBOUNDED,
-    Dither,
-    coarsen,
-    quantum,
-    two_digits,
-)
+from proforma.app.read.disclosure import disclosed_round
 from proforma.app.read.errors import BadUpload
 from proforma.app.read.formats import clean
-from proforma.app.store.warehouse import Warehouse
 
 router = APIRouter(prefix="/rounds", tags=["rounds"])
-
-
-def disclosed(wh: Warehouse, board: dict[str, Any]) -> dict[str, Any]:
-    """A round's leaderboard as the public may see it: an upload's numbers coarsened with
-    the keyed dither of sql/public/050 (the same labels, so the page, the API and the
-    snapshot agree), NLL and z2 to two digits and for all horizons only; the baselines',
-    oracle's and in-house models' numbers exact (no client chooses their forecasts)."""
-    dither: Dither | None = None
-    rid = board["round"]["round_id"]
-    for model in board["models"]:
-        if model["kind"] != "upload":
-            continue
-        dither = dither or Dither(wh)
-        rows = [(model, "global")] + [(r, str(r["horizon"])) for r in model["by_horizon"]]
-        for row, group in rows:
-            label = f"round/{rid}/{model['submission_id']}/{group}/"
-            original = dict(row)
-            for metric in COARSENED:
-                row[metric] = coarsen(
-                    original[metric],
-                    quantum(metric, original["n"], original),
-                    dither,
-                    label + metric,
-                )
-            for metric in UNBOUNDED:
-                row[metric] = two_digits(original[metric]) if group == "global" else None
-    return board
 
 
 def inputs_root(settings: Any) -> Path:
@@ -79,7 +44,7 @@ def live(wh: WarehouseDep) -> dict[str, Any]:
 def get_round(name: str, wh: WarehouseDep) -> dict[str, Any]:
     from proforma.app.rounds import leaderboard
 
-    return clean(disclosed(wh, leaderboard(wh, name)))
+    return clean(disclosed_round(wh, leaderboard(wh, name)))
 
 
 @router.post(
