@@ -248,7 +248,7 @@ def _check_page(driver, url: str) -> dict[str, int]:
 
 
 def test_every_page_loads_its_images_scripts_and_styles(server, browser, tmp_path: Path) -> None:
-    """/, /report (served and opened as a file), /submissions/N, /upload and /query: each
+    """/, /report (served and opened as a file), /submissions/N, /upload, /query and /rounds: each
     image has a natural width and no request of the page fails; at 1,400 px the
     leaderboard table fits the page (no sideways scrolling)."""
     from proforma.app.report import write_report
@@ -308,6 +308,6 @@ def test_every_page_loads_its_images_scripts_and_styles(server, browser, tmp_pat
     assert as_file["img"] == report["img"]
 
     sid = job["submission_id"]
-    for path in (f"/submissions/{sid}", "/upload", "/query"):
+    for path in (f"/submissions/{sid}", "/upload", "/query", "/rounds"):
         kinds = _check_page(browser, f"{base}{path}")
         assert kinds.get("link", 0) >= 1, (path, kinds)  # the stylesheet
