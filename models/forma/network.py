@@ -2,7 +2,11 @@
 
 - Encoder: `nn.TransformerEncoderLayer(norm_first=True, activation="gelu")`, no final
   LayerNorm; padding enters as a key-padding mask. PyTorch routes attention through
-  `scaled_dot_product_attention` (fused flash / memory-efficient kernels on GPUs).
+  `scaled_dot_product_attention` (fused flash / memory-efficient kernels on GPUs). The
+  cuDNN attention backend is left out (ATTENTION_BACKENDS): it builds an execution plan
+  for every new sequence length, and bucketed batches bring a new length almost every
+  step, so on an H100 a bf16 step spent 655 ms on the host for 25 ms on the GPU
+  (bench/forma_kernels.py, docs/forma.md "On a GPU").
 - Heads: each reads concat(h_L, PE(q)) (width 2d) through 2d -> 2d -> 1 with GELU; one
   gives mu, the other log sigma^2, clamped to [-10, 10].
 
@@ -23,12 +27,37 @@ Two options the CPU presets use (docs/forma.md, "Presets"); `paper` has neither:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from proforma.models.forma.tokens import TokenEmbedding, sinusoidal
 
 LOGVAR_MIN, LOGVAR_MAX = -10.0, 10.0
+# Every backend but cuDNN's (see the module docstring); math stays as the fallback.
+ATTENTION_BACKENDS = [
+    SDPBackend.FLASH_ATTENTION,
+    SDPBackend.EFFICIENT_ATTENTION,
+    SDPBackend.MATH,
+]
+
+
+@contextmanager
+def _through_sdpa() -> Iterator[None]:
+    """Attention through scaled_dot_product_attention on ATTENTION_BACKENDS. The eval-mode
+    "fast path" of nn.TransformerEncoderLayer uses a native attention that materializes
+    every B x heads x T x T weight (4x slower and ~4x the memory of SDPA on long sets),
+    so it is off here, for inference too."""
+    fast = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        with sdpa_kernel(ATTENTION_BACKENDS):
+            yield
+    finally:
+        torch.backends.mha.set_fastpath_enabled(fast)
 
 
 def _head(d: int) -> nn.Sequential:
@@ -106,12 +135,7 @@ class Forma(nn.Module):
         if anchor is None or not self.anchor:
             anchor = None
         h = self.embed(account, rel_q, x, hidden, industry, anchor)
-        # The eval-mode "fast path" of nn.TransformerEncoderLayer uses a native attention
-        # that materializes every B x heads x T x T weight (4x slower and ~4x the memory
-        # of scaled_dot_product_attention on long sets), so route inference through SDPA.
-        fast = torch.backends.mha.get_fastpath_enabled()
-        torch.backends.mha.set_fastpath_enabled(False)
-        try:
+        with _through_sdpa():
             if self.query_attention == "context":
                 if query is None:
                     raise ValueError("query_attention='context' needs the query mask")
@@ -127,8 +151,6 @@ class Forma(nn.Module):
                 h = _last_layer_queries(layers[-1], h, query_index + 1, key_pad)
                 rel_q = rel_q.gather(1, query_index)
                 anchor = anchor.gather(1, query_index) if anchor is not None else None
-        finally:
-            torch.backends.mha.set_fastpath_enabled(fast)
         u = torch.cat((h, sinusoidal(rel_q, self.d).to(h.dtype)), dim=-1)
         mu = self.mu_head(u).squeeze(-1)
         if anchor is not None:

@@ -60,6 +60,37 @@ def test_sinusoid_handles_negative_quarters():
     assert not torch.allclose(pe[0], pe[2])
 
 
+@pytest.mark.parametrize("query_attention", ["full", "context"])
+def test_attention_never_takes_the_cudnn_backend(query_attention):
+    """cuDNN's attention re-plans for every sequence length (bucketed batches vary), which
+    made bf16 training 4-7x slower than fp32 on an H100 (docs/forma.md, "On a GPU"): every
+    attention call of the network runs with it off, and the caller's setting comes back."""
+    torch.manual_seed(0)
+    net = Forma(
+        n_accounts=5, d_model=16, n_layers=2, n_heads=2, d_ff=32, query_attention=query_attention
+    )
+    seen = []
+    for layer in net.encoder.layers:
+        layer.self_attn.register_forward_pre_hook(
+            lambda *_: seen.append(torch.backends.cuda.cudnn_sdp_enabled())
+        )
+    b, t = 2, 6
+    query = torch.zeros(b, t, dtype=torch.bool)
+    query[:, 4:] = True
+    before = torch.backends.cuda.cudnn_sdp_enabled()
+    net(
+        torch.randint(0, 5, (b, t)),
+        torch.arange(t).expand(b, t) - 3,
+        torch.randn(b, t),
+        query,
+        torch.zeros(b, dtype=torch.long),
+        torch.zeros(b, t, dtype=torch.bool),
+        query,
+    )
+    assert seen and not any(seen)
+    assert torch.backends.cuda.cudnn_sdp_enabled() == before
+
+
 def _one_window(rel_q, item_id, x, origin_q=8000, split="train", ff48=7):
     return pa.RecordBatch.from_pylist(
         [
