@@ -102,6 +102,26 @@ def _rebatch(batches: Iterator[pa.RecordBatch], batch_size: int) -> Iterator[pa.
 
 
 # -- tuple windows -----------------------------------------------------------------------
+def _fold_windows(rows: pa.Table, split: str, schema: pa.Schema) -> pa.Table:
+    """Long rows sorted by (origin_q, firm_id, ...) folded into one row per origin: the
+    schema's list columns from the rows in order, its other columns from each origin's
+    first row, `split` as given."""
+    firm = rows.column("firm_id").to_numpy()
+    origin = rows.column("origin_q").to_numpy()
+    starts = np.flatnonzero(np.r_[True, (firm[1:] != firm[:-1]) | (origin[1:] != origin[:-1])])
+    offsets = pa.array(np.r_[starts, rows.num_rows].astype(np.int32))
+    columns = {}
+    for field in schema:
+        if field.name == "split":
+            columns["split"] = pa.array([split] * len(starts), pa.string())
+        elif pa.types.is_list(field.type):
+            values = rows.column(field.name).combine_chunks()
+            columns[field.name] = pa.ListArray.from_arrays(offsets, values)
+        else:
+            columns[field.name] = rows.column(field.name).take(starts)
+    return pa.table(columns, schema=schema)
+
+
 def tuple_windows(
     wh: Warehouse,
     split: str,
@@ -140,29 +160,7 @@ def tuple_windows(
             )
             if rows.num_rows == 0:
                 continue
-            firm = rows.column("firm_id").to_numpy()
-            origin = rows.column("origin_q").to_numpy()
-            starts = np.flatnonzero(
-                np.r_[True, (firm[1:] != firm[:-1]) | (origin[1:] != origin[:-1])]
-            )
-            offsets = pa.array(np.r_[starts, rows.num_rows].astype(np.int32))
-            n = len(starts)
-            table = pa.table(
-                {
-                    "firm_id": rows.column("firm_id").take(starts),
-                    "origin_q": rows.column("origin_q").take(starts),
-                    "split": pa.array([split] * n, pa.string()),
-                    "ff48": rows.column("ff48").take(starts),
-                    "rel_q": pa.ListArray.from_arrays(
-                        offsets, rows.column("rel_q").combine_chunks()
-                    ),
-                    "item_id": pa.ListArray.from_arrays(
-                        offsets, rows.column("item_id").combine_chunks()
-                    ),
-                    "x": pa.ListArray.from_arrays(offsets, rows.column("x").combine_chunks()),
-                },
-                schema=TUPLE_WINDOW_SCHEMA,
-            )
+            table = _fold_windows(rows, split, TUPLE_WINDOW_SCHEMA)
             yield from _rebatch(iter(table.to_batches()), batch_size)
 
     return pa.RecordBatchReader.from_batches(TUPLE_WINDOW_SCHEMA, batches())
@@ -227,29 +225,7 @@ def raw_windows(
                 )
                 if rows.num_rows == 0:
                     continue
-                firm = rows.column("firm_id").to_numpy()
-                origin = rows.column("origin_q").to_numpy()
-                starts = np.flatnonzero(
-                    np.r_[True, (firm[1:] != firm[:-1]) | (origin[1:] != origin[:-1])]
-                )
-                offsets = pa.array(np.r_[starts, rows.num_rows].astype(np.int32))
-                table = pa.table(
-                    {
-                        "firm_id": rows.column("firm_id").take(starts),
-                        "origin_q": rows.column("origin_q").take(starts),
-                        "split": pa.array([split] * len(starts), pa.string()),
-                        "ff48": rows.column("ff48").take(starts),
-                        "z": rows.column("z").take(starts),
-                        "rel_q": pa.ListArray.from_arrays(
-                            offsets, rows.column("rel_q").combine_chunks()
-                        ),
-                        "item_id": pa.ListArray.from_arrays(
-                            offsets, rows.column("item_id").combine_chunks()
-                        ),
-                        "v": pa.ListArray.from_arrays(offsets, rows.column("v").combine_chunks()),
-                    },
-                    schema=RAW_WINDOW_SCHEMA,
-                )
+                table = _fold_windows(rows, split, RAW_WINDOW_SCHEMA)
                 yield from _rebatch(iter(table.to_batches()), batch_size)
 
     return pa.RecordBatchReader.from_batches(RAW_WINDOW_SCHEMA, batches())
