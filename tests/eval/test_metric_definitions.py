@@ -4,6 +4,8 @@ and coverage bounds are compared, as parsed expressions, with the registry's."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import sqlglot
 from sqlglot import exp
@@ -246,3 +248,19 @@ def test_a_changed_definition_is_a_new_scoring_sql_version(monkeypatch) -> None:
 def test_an_unknown_slot_is_refused() -> None:
     with pytest.raises(KeyError, match="metric_nonsense"):
         metric_sql.expand("SELECT {{ metric_nonsense }}")
+
+
+def test_the_docs_table_lists_every_metric_as_defined() -> None:
+    """docs/scoring.md's table of metrics: name, label, kind, direction and tracks."""
+    text = (Path(__file__).parents[2] / "docs" / "scoring.md").read_text()
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 7 and cells[0].startswith("`") and cells[0].strip("`") in METRICS:
+            rows[cells[0].strip("`")] = cells
+    assert list(rows) == list(METRICS)
+    for name, (_, label, kind, better, _, tracks, _) in rows.items():
+        m = METRICS[name]
+        want = f"closer to {m.target:g}" if m.target is not None else m.better.value
+        assert (label, kind, better) == (m.label, m.kind.value, want), name
+        assert tuple(t.strip() for t in tracks.split(",")) == m.tracks, name
