@@ -57,8 +57,8 @@ CELL_INPUTS: tuple[str, ...] = (
 POINT_INPUTS: tuple[str, ...] = ("y", "r", "r_abs")
 
 
-class Better(str, Enum):
-    """Which way a metric improves."""
+class Better(Enum):
+    """Which way a metric improves (not a str Enum: `lower` would shadow str.lower)."""
 
     lower = "lower"
     higher = "higher"

@@ -97,9 +97,10 @@ def test_a_toy_metric_reaches_the_metrics_the_api_and_the_pages(with_bias: Setti
         publish(wh, with_bias)
         pub = duckdb.connect(str(with_bias.public_snapshot), read_only=True)
         try:
-            assert pub.execute(
+            published = pub.execute(
                 "SELECT bias FROM metrics WHERE submission_id = ? AND level = 'global'", [sid]
-            ).fetchone()[0] == pytest.approx(bias)
+            ).fetchone()
+            assert published is not None and published[0] == pytest.approx(bias)
             assert "bias" in [c[0] for c in pub.execute("SELECT * FROM leaderboard").description]
         finally:
             pub.close()
