@@ -309,4 +309,3 @@ def used_sums() -> tuple[str, ...]:
     order."""
     needed = {"n", *STORED_SUMS, *(s for m in METRICS.values() for s in m.sums)}
     return tuple(s for s in SUMS if s in needed)
-

@@ -86,8 +86,7 @@ def _public() -> str:
         name = m.name
         if m.disclosure is Disclosure.global_two_digits:
             expr = (
-                f"CASE WHEN NOT is_upload THEN {name} "
-                f"WHEN is_global THEN pf_two_digits({name}) END"
+                f"CASE WHEN NOT is_upload THEN {name} WHEN is_global THEN pf_two_digits({name}) END"
             )
         else:
             if m.disclosure is Disclosure.r2:
