@@ -6,9 +6,11 @@ ISO 8601 strings, non-finite numbers null."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from proforma.contracts.metrics import METRICS, Better, Metric
 
 
 class _Open(BaseModel):
@@ -203,21 +205,34 @@ class CurrentSubmission(SubmissionRecord):
     stale: str | None = Field(description="Why new score runs leave it out (an earlier panel)")
 
 
-class Metrics(_Open):
+class _MetricsKeys(_Open):
     horizon: int | None
     item: str | None
     statement: str | None
     n: int | None
-    r2: float | None
-    mse: float | None
-    mae: float | None
-    nll: float | None
-    crps: float | None
-    z2: float | None
-    cov50: float | None
-    cov80: float | None
-    cov90: float | None
-    cov95: float | None
+
+
+def metrics_model() -> type[_MetricsKeys]:
+    """A metrics row: its group's keys, then one field per metric of contracts/metrics.py
+    (documented with the definition's description and direction)."""
+    fields: dict[str, Any] = {
+        m.name: (
+            float | None,
+            Field(description=f"{m.label}: {m.description} Better {_better(m)}."),
+        )
+        for m in METRICS.values()
+    }
+    return create_model("Metrics", __base__=_MetricsKeys, **fields)
+
+
+def _better(m: Metric) -> str:
+    return f"closer to {m.target:g}" if m.better is Better.target else m.better.value
+
+
+if TYPE_CHECKING:
+    Metrics = _MetricsKeys
+else:
+    Metrics = metrics_model()
 
 
 class Coverage(_Open):

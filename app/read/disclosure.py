@@ -22,6 +22,9 @@ standard deviation K / sqrt(6) ~ 1.6 standardized units, and 19 pairs (the defau
 limit, 20 uploads) still by about 0.4. Shares (interval coverage, PIT) move by 1/n per
 cell: quantum 8 / n. NLL and z^2 move without bound as sigma shrinks: an upload's are
 published for the whole footprint only (global level), to 2 significant digits.
+
+Each metric's treatment and its A are part of its definition (contracts/metrics.py:
+`disclosure`, `sensitivity`); sql/public/040 coarsens with the same ones.
 """
 
 from __future__ import annotations
@@ -30,14 +33,25 @@ import math
 import secrets
 from typing import Any
 
+from proforma.app.store.metric_sql import DISCLOSURE_K
 from proforma.app.store.warehouse import Warehouse
+from proforma.contracts.metrics import METRICS, Disclosure
 
-K = 4.0
-#: |d(term_1 - term_2)/dy| bound per metric (one cell, two uploads).
-AMPLIFICATION = {"mse": 240.0, "mae": 2.0, "crps": 2.0}
-SHARES = ("cov50", "cov80", "cov90", "cov95", "share")
+K = DISCLOSURE_K
+#: A PIT bin's share moves by 1 / n per cell: quantum 8 / n.
 SHARE_QUANTUM = 8.0
-UNBOUNDED = ("nll", "z2")
+
+
+def coarsened() -> tuple[str, ...]:
+    """The metrics an upload publishes rounded to a quantum (their definitions say so)."""
+    return tuple(
+        m.name for m in METRICS.values() if m.disclosure is not Disclosure.global_two_digits
+    )
+
+
+def unbounded() -> tuple[str, ...]:
+    """The metrics an upload publishes for the whole footprint only, to two digits."""
+    return tuple(m.name for m in METRICS.values() if m.disclosure is Disclosure.global_two_digits)
 
 
 def secret(wh: Warehouse) -> bytes:
@@ -104,23 +118,23 @@ def quantum(metric: str, n: Any, row: dict[str, Any] | None = None) -> float | N
     spread, mse / (1 - r2))."""
     if not n:
         return None
-    if metric in AMPLIFICATION:
-        return K * AMPLIFICATION[metric] / float(n)
-    if metric in SHARES:
+    if metric == "share":
         return SHARE_QUANTUM / float(n)
-    if metric == "r2" and row is not None:
-        mse, r2 = row.get("mse"), row.get("r2")
+    spec = METRICS.get(metric)
+    if spec is None or spec.sensitivity is None:
+        return None
+    if spec.disclosure is Disclosure.quantum:
+        return K * spec.sensitivity / float(n)
+    if spec.disclosure is Disclosure.r2 and row is not None:
+        mse, r2 = row.get("mse"), row.get(metric)
         if mse is None or r2 is None or not mse > 0:
             return None
-        return K * AMPLIFICATION["mse"] / float(n) * (1.0 - float(r2)) / float(mse)
+        return K * spec.sensitivity / float(n) * (1.0 - float(r2)) / float(mse)
     return None
 
 
-COARSENED = ("r2", "mse", "mae", "crps", "cov50", "cov80", "cov90", "cov95")
-
-
 def metric_labels(submission_id: int, group: str) -> list[str]:
-    return [f"{submission_id}/{group}/{m}" for m in COARSENED]
+    return [f"{submission_id}/{group}/{m}" for m in coarsened()]
 
 
 def coarsen_metrics(
@@ -129,12 +143,12 @@ def coarsen_metrics(
     """One metrics row of an upload as published (`group`: its level and group key)."""
     out = dict(row)
     n = row.get("n")
-    for metric in COARSENED:
+    for metric in coarsened():
         if metric in row:
             out[metric] = coarsen(
                 row[metric], quantum(metric, n, row), dither, f"{submission_id}/{group}/{metric}"
             )
-    for metric in UNBOUNDED:
+    for metric in unbounded():
         if metric in row:
             out[metric] = two_digits(row[metric]) if group.startswith("global") else None
     return out
@@ -182,13 +196,13 @@ def disclosed_round(wh: Warehouse, board: dict[str, Any]) -> dict[str, Any]:
         for row, group in rows:
             label = f"round/{rid}/{model['submission_id']}/{group}/"
             original = dict(row)
-            for metric in COARSENED:
+            for metric in coarsened():
                 row[metric] = coarsen(
                     original[metric],
                     quantum(metric, original["n"], original),
                     dither,
                     label + metric,
                 )
-            for metric in UNBOUNDED:
+            for metric in unbounded():
                 row[metric] = two_digits(original[metric]) if group == "global" else None
     return board

@@ -12,6 +12,7 @@ from proforma.app.read import disclosure
 from proforma.app.scoring.leaderboard import HAS_DENSITY
 from proforma.app.store.sqlfiles import query_text
 from proforma.app.store.warehouse import Warehouse
+from proforma.contracts.metrics import METRICS, coverage_names
 from proforma.contracts.tracks import TRACKS
 
 # -- health ---------------------------------------------------------------------------------
@@ -195,10 +196,13 @@ def horizon_series(wh: Warehouse, score_run_id: int, metric: str) -> list[tuple[
 
 
 def density_coverage(wh: Warehouse, score_run_id: int) -> list[tuple[Any, ...]]:
-    """(submission_id, name, cov50, cov80, cov90, cov95) of a run's density forecasts."""
+    """(submission_id, name, cov50, cov80, cov90, cov95) of a run's density forecasts (the
+    coverage metrics of contracts/metrics.py, in level order)."""
+    names = coverage_names()
+    k = len(names)
     rows = wh.fetchall(
         f"""
-        SELECT m.submission_id, s.name, m.cov50, m.cov80, m.cov90, m.cov95, m.n,
+        SELECT m.submission_id, s.name, {", ".join("m." + c for c in names)}, m.n,
                s.source = 'upload'
         FROM eval.metrics m JOIN eval.submissions s USING (submission_id)
         WHERE m.score_run_id = ? AND m.level = 'global' AND {HAS_DENSITY}
@@ -206,18 +210,17 @@ def density_coverage(wh: Warehouse, score_run_id: int) -> list[tuple[Any, ...]]:
         """,
         [score_run_id],
     )
-    names = ("cov50", "cov80", "cov90", "cov95")
 
     def fix(r: tuple[Any, ...], key: disclosure.Dither) -> tuple[Any, ...]:
         row = disclosure.coarsen_metrics(
-            {"n": r[6], **dict(zip(names, r[2:6], strict=True))},
+            {"n": r[2 + k], **dict(zip(names, r[2 : 2 + k], strict=True))},
             key,
             r[0],
             _label("global", None, None, None),
         )
-        return (r[0], r[1], *(row[c] for c in names), r[6])
+        return (r[0], r[1], *(row[c] for c in names), r[2 + k])
 
-    return [r[:6] for r in _uploads_coarse(wh, rows, fix)]
+    return [r[: 2 + k] for r in _uploads_coarse(wh, rows, fix)]
 
 
 def pit_histograms(wh: Warehouse, score_run_id: int) -> list[tuple[Any, ...]]:
@@ -288,12 +291,12 @@ def submission_scores(wh: Warehouse, submission_id: int) -> list[dict[str, Any]]
         [submission_id],
     )
     out = []
+    columns = ", ".join(f"m.{c}" for c in METRICS)
     for footprint, run in runs:
         metrics = wh.arrow(
-            """
+            f"""
             SELECT m.level, m.horizon, i.item, coalesce(m.statement, i.statement) AS statement,
-                   m.statement AS own_statement,
-                   m.n, m.r2, m.mse, m.mae, m.nll, m.crps, m.z2, m.cov50, m.cov80, m.cov90, m.cov95
+                   m.statement AS own_statement, m.n, {columns}
             FROM eval.metrics m LEFT JOIN ref.items i USING (item_id)
             WHERE m.score_run_id = ? AND m.submission_id = ? AND m.level IN ('global', 'horizon', 'item', 'statement')
             ORDER BY m.level, m.horizon, m.item_id, m.statement

@@ -12,6 +12,7 @@ from typing import Any
 from proforma.app.scoring.leaderboard import dm_stars
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
+from proforma.contracts.metrics import METRICS
 
 #: Footprints in the paper's column order; any other scored footprint follows by name.
 FOOTPRINT_ORDER = ("full", "geert", "llm")
@@ -177,9 +178,8 @@ def run_by_id(wh: Warehouse, score_run_id: int) -> Run:
 
 def load_run(wh: Warehouse, run: Run) -> Run:
     table = wh.arrow(
-        "SELECT submission_id, level, horizon, statement, n, r2, mse, mae, nll, crps, z2, "
-        "cov50, cov80, cov90, cov95 FROM eval.metrics WHERE score_run_id = ? "
-        "AND level IN ('global', 'horizon')",
+        f"SELECT submission_id, level, horizon, statement, n, {', '.join(METRICS)} "
+        "FROM eval.metrics WHERE score_run_id = ? AND level IN ('global', 'horizon')",
         [run.score_run_id],
     )
     for row in table.to_pylist():

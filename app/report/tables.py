@@ -9,6 +9,8 @@ from typing import Any
 
 from proforma.app.report.data import Run, Submission, dm_mark, forma_reference
 from proforma.app.report.render import Cell, TablePart, best_in_column, fmt
+from proforma.contracts.metrics import METRICS, Better, Kind
+from proforma.contracts.tracks import TRACKS
 
 FOOTPRINT_LABELS = {
     "full": "Full sample",
@@ -84,16 +86,13 @@ def headline(
     order, n_first = _order(runs, subs, refs_a[runs[0].score_run_id])
     labels = [footprint_label(r) for r in runs]
     parts = []
-    for panel, metric, loss, refs, higher in (
-        (
-            "Panel A: squared-error track, change-space R² (conditional means)",
-            "r2",
-            "squared",
-            refs_a,
-            True,
-        ),
-        ("Panel B: absolute-error track, MAE (medians)", "mae", "absolute", refs_b, False),
+    for panel, track, refs in (
+        ("Panel A: squared-error track, change-space R² (conditional means)", "squared", refs_a),
+        ("Panel B: absolute-error track, MAE (medians)", "absolute", refs_b),
     ):
+        # the track's ranking metric, its direction and its DM loss (contracts/tracks.py)
+        spec = TRACKS[track]
+        metric, loss, higher = spec.metric, spec.dm_loss or track, not spec.ascending
         values = {
             (sid, r.score_run_id): r.metric(sid, metric) if sid in r.submission_ids else None
             for sid in order
@@ -142,13 +141,13 @@ def headline(
     return parts, [STAR_NOTE.format(ref=ref_text)]
 
 
+#: Panel C's metrics (the paper's Table 1); labels, directions and nominal levels are the
+#: definitions' (contracts/metrics.py).
+PANEL_C = ("nll", "crps", "cov50", "cov90")
+
+
 def _density_panel(runs: list[Run], subs: dict[int, Submission], order: list[int]) -> TablePart:
-    metrics = (
-        ("nll", "NLL", None),
-        ("crps", "CRPS", None),
-        ("cov50", "Cov50", 0.5),
-        ("cov90", "Cov90", 0.9),
-    )
+    metrics = [(k, METRICS[k].label, METRICS[k].target) for k in PANEL_C if k in METRICS]
     dens = [s for s in order if subs[s].has_sigma]
     columns, groups, rows, data = ["Model"], [], [[Cell(subs[s].name)] for s in dens], []
     for run in runs:
@@ -162,7 +161,7 @@ def _density_panel(runs: list[Run], subs: dict[int, Submission], order: list[int
                 for s in dens
             ]
             if nominal is None:
-                best = best_in_column(vals, higher=False)
+                best = best_in_column(vals, higher=METRICS[key].better is Better.higher)
             else:
                 best = best_in_column(
                     [None if v is None else -abs(v - nominal) for v in vals], higher=True
@@ -282,9 +281,12 @@ def coherence_table(
 
 
 def calibration_tables(run: Run, subs: dict[int, Submission]) -> list[TablePart]:
-    """Per density submission: z² and coverage pooled and by horizon."""
+    """Per density submission: the calibration metrics (z² and coverage: the density
+    metrics best at a target) pooled and by horizon."""
     parts = []
-    keys = ("z2", "cov50", "cov80", "cov90", "cov95")
+    keys = tuple(
+        m.name for m in METRICS.values() if m.kind is Kind.density and m.better is Better.target
+    )
     for sid in run.submission_ids:
         if sid not in subs or not subs[sid].has_sigma:
             continue
@@ -306,7 +308,7 @@ def calibration_tables(run: Run, subs: dict[int, Submission]) -> list[TablePart]
         parts.append(
             TablePart(
                 f"{subs[sid].name} ({footprint_label(run)})",
-                ["Horizon", "z²", "Cov50", "Cov80", "Cov90", "Cov95"],
+                ["Horizon", *(METRICS[k].label for k in keys)],
                 rows,
                 data,
                 rules_after={0},

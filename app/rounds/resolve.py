@@ -26,9 +26,11 @@ import pyarrow as pa
 from proforma.app.rounds.store import get_round
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
+from proforma.contracts.metrics import METRIC_NAMES
 from proforma.contracts.provenance import utcnow
 
-METRICS = ("n", "r2", "mse", "mae", "nll", "crps", "z2", "cov50", "cov80", "cov90", "cov95")
+#: n and every metric of contracts/metrics.py (the columns sql/rounds/050 finishes)
+METRICS = ("n", *METRIC_NAMES)
 
 
 def resolve(

@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from proforma.app.store import metric_sql
 from proforma.app.store.sqlfiles import SQL_DIR, folder_checksum
 from proforma.app.store.warehouse import Warehouse
 
@@ -19,7 +20,9 @@ def eval_sql_version() -> str:
         (p.name, p.stat().st_mtime_ns, p.stat().st_size)
         for p in sorted((SQL_DIR / "eval").glob("*.sql"))
     )
-    return _eval_version(stamp)
+    # the metric definitions fill the aggregate steps' slots: a new or changed metric is a
+    # new version (contracts/metrics.py)
+    return _eval_version((*stamp, metric_sql.fingerprint()))
 
 
 @functools.lru_cache(maxsize=8)

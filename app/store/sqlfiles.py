@@ -2,7 +2,10 @@
 
 Values reach SQL as DuckDB session variables (`getvariable('name')`), so every file
 stays plain SQL that sqlglot and DuckDB parse as-is. Identifiers that must vary
-(rare) are written `{{ name }}` and are checked against a strict pattern.
+(rare) are written `{{ name }}` and are checked against a strict pattern. The per-metric
+lists of the aggregate steps are `{{ metric_... }}` slots, filled from the metric
+registry when a file is read (`proforma.app.store.metric_sql`): a step's text, its
+checksum and what runs are the filled text.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 import sqlglot
 import sqlglot.errors
 
+from proforma.app.store import metric_sql
 from proforma.contracts import ROOT
 from proforma.contracts.errors import UserError
 
@@ -166,7 +170,12 @@ def sql_file(name: str | Path) -> SqlFile:
         path = path.with_suffix(".sql")
     if not path.exists():
         raise UserError(f"No SQL step {name!r} (looked for {path})")
-    return SqlFile(path, path.read_text())
+    return _read(path)
+
+
+def _read(path: Path) -> SqlFile:
+    """A step as it runs: its metric slots filled from the registry."""
+    return SqlFile(path, metric_sql.expand(path.read_text()))
 
 
 def query_text(name: str | Path) -> str:
@@ -177,7 +186,7 @@ def query_text(name: str | Path) -> str:
 
 def steps_in(folder: str) -> list[SqlFile]:
     """The steps of sql/<folder>/ in file-name order (names start with a number)."""
-    return [SqlFile(p, p.read_text()) for p in sorted((SQL_DIR / folder).glob("*.sql"))]
+    return [_read(p) for p in sorted((SQL_DIR / folder).glob("*.sql"))]
 
 
 def folder_checksum(folder: str) -> str:

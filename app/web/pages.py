@@ -30,31 +30,40 @@ from proforma.app.read.queries import (
 from proforma.app.read.sqlguard import snapshot_schema
 from proforma.app.store.warehouse import Warehouse
 from proforma.app.web import TEMPLATES_DIR
+from proforma.contracts.metrics import METRICS, Better, Metric, coverage_names
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
 
 _HIDDEN = {"rank", "submission_id", "n_components", "sig", "footprint", "score_run_id"}
+#: Column headers other than the metrics' (whose labels are their definitions',
+#: contracts/metrics.py).
 _LABELS = {
-    "r2": "R²",
-    "mse": "MSE",
-    "mae": "MAE",
-    "nll": "NLL",
-    "crps": "CRPS",
-    "z2": "z²",
     "n": "cells",
     "model": "model",
     "dm_vs_leader": "DM vs leader",
     "dm_vs_reference": "DM vs reference",
     "p_value": "p",
-    "cov50": "cov 50%",
-    "cov80": "cov 80%",
-    "cov90": "cov 90%",
-    "cov95": "cov 95%",
 }
 
 
-_METRICS = {"r2", "mse", "mae", "nll", "crps", "z2", "cov50", "cov80", "cov90", "cov95"}
+def _label(column: str) -> str:
+    spec = METRICS.get(column)
+    return spec.label if spec is not None else _LABELS.get(column, column)
+
+
+def score_metrics() -> list[Metric]:
+    """The metrics that score (better lower or higher), not the calibration diagnostics
+    (z², coverage: best at a target): the columns of the per-item table."""
+    return [m for m in METRICS.values() if m.better is not Better.target]
+
+
+def fmt_metric(value: Any, metric: str) -> str:
+    """A metric's value with its definition's digits (as `fmt` otherwise)."""
+    spec = METRICS.get(metric)
+    if spec is None or not isinstance(value, float) or not math.isfinite(value):
+        return fmt(value)
+    return f"{value:,.1f}" if abs(value) >= 1000 else f"{value:.{spec.digits}f}"
 
 
 def fmt(value: Any) -> str:
@@ -72,6 +81,11 @@ def fmt(value: Any) -> str:
 
 
 templates.env.globals["fmt"] = fmt
+templates.env.globals["fmt_metric"] = fmt_metric
+#: Every metric's definition, in registry order: the templates' metric columns.
+templates.env.globals["metrics"] = METRICS
+#: The scores among them (better lower or higher; not the calibration diagnostics).
+templates.env.globals["score_metrics"] = score_metrics
 
 
 def _render(request: Request, name: str, page: str, **context: Any) -> HTMLResponse:
@@ -88,10 +102,10 @@ def _columns(names: list[str], types: dict[str, str], metric: str) -> list[dict[
             continue
         col: dict[str, Any] = {
             "name": c,
-            "label": _LABELS.get(c, c),
+            "label": _label(c),
             "text": types.get(c) == "string",
             # a metric a submission does not have (a quantile grid's NLL)
-            "dash": c in _METRICS,
+            "dash": c in METRICS,
         }
         if c == metric and "sig" in names:
             col["mark"] = "sig"
@@ -117,11 +131,17 @@ def _chart(wh: Warehouse, run: dict[str, Any], track: str, order: list[str]) -> 
             # one colour per model on every chart: its place on the leaderboard
             "colors": {name: i for i, name in enumerate(order)},
             "metric": metric,
-            "metric_label": _LABELS.get(metric, metric),
+            "metric_label": _label(metric),
             "by_horizon": list(series.values()),
             "coverage": [
-                {"name": name, "points": [[0.5, c50], [0.8, c80], [0.9, c90], [0.95, c95]]}
-                for _, name, c50, c80, c90, c95 in coverage
+                {
+                    "name": name,
+                    "points": [
+                        [METRICS[c].target, v]
+                        for c, v in zip(coverage_names(), values, strict=True)
+                    ],
+                }
+                for _, name, *values in coverage
             ],
             "pit": [
                 {"submission_id": sid, "name": name, "shares": shares, "index": i}

@@ -3,32 +3,14 @@
 -- up. Filled by 065 (submissions whose cell scores are in eval.cell_density_scores) and
 -- 066 (point-only submissions, eval.cell_point_scores); the caller runs each step only
 -- when the run has such submissions, as either one alone still hashes the common sample.
+-- The sums are the metric registry's (contracts/metrics.py, filled in for the slot by
+-- proforma.app.store.metric_sql): n, the truth's sum_y and sum_y2, and each metric's.
 CREATE OR REPLACE TEMP TABLE run_agg (
     submission_id INTEGER,
     item_id SMALLINT,
     horizon TINYINT,
     origin_q INTEGER,
-    n BIGINT,
-    sum_y DOUBLE,
-    sum_y2 DOUBLE,
-    sse DOUBLE,
-    n_abs BIGINT,
-    sae DOUBLE,
-    n_density BIGINT,
-    n_nll BIGINT,
-    sum_nll DOUBLE,
-    n_crps BIGINT,
-    sum_crps DOUBLE,
-    n_z BIGINT,
-    sum_z2 DOUBLE,
-    n50 BIGINT,
-    in50 BIGINT,
-    n80 BIGINT,
-    in80 BIGINT,
-    n90 BIGINT,
-    in90 BIGINT,
-    n95 BIGINT,
-    in95 BIGINT,
+    {{ metric_sum_columns }},
     pit0 BIGINT,
     pit1 BIGINT,
     pit2 BIGINT,

@@ -1,30 +1,16 @@
 -- run_agg rows (064) of the score run's submissions that are not point-only (temp table
 -- agg_subs, point_only false: a sigma, a quantile grid or several components), from their
--- eval.cell_density_scores on the common sample (common_cells): per (submission, item, horizon, origin quarter), the point
--- sums, each density term's sum over the cells that have it (n_nll, n_crps, n_z, n50..),
--- the absolute track over the cells with an absolute-track residual (a quantile grid's
--- median; the residual r otherwise) and the 20 PIT bin counts as columns (one hash
--- aggregate with few groups). A cell without a PIT value (no usable density) is in no bin.
+-- eval.cell_density_scores on the common sample (common_cells): per (submission, item,
+-- horizon, origin quarter), every sum of the metric registry (contracts/metrics.py, the
+-- slot metric_cell_sums: the point sums, each density term's sum and count over the cells
+-- that have it, the absolute track over the cells with an absolute-track residual, a
+-- quantile grid's median's, the residual r otherwise) and the 20 PIT bin counts as
+-- columns (one hash aggregate with few groups). A cell without a PIT value (no usable
+-- density) is in no bin.
 INSERT INTO run_agg
 SELECT
-    c.submission_id, t.item_id, t.horizon, t.origin_q,
-    count(*) AS n,
-    sum(t.change) AS sum_y,
-    sum(t.change * t.change) AS sum_y2,
-    sum(c.r * c.r) AS sse,
-    count(CASE WHEN a.is_quantile THEN c.r_abs ELSE c.r END) AS n_abs,
-    sum(abs(CASE WHEN a.is_quantile THEN c.r_abs ELSE c.r END)) AS sae,
-    count(c.u) AS n_density,
-    count(c.nll) AS n_nll,
-    sum(c.nll) AS sum_nll,
-    count(c.crps) AS n_crps,
-    sum(c.crps) AS sum_crps,
-    count(c.z) AS n_z,
-    sum(c.z * c.z) AS sum_z2,
-    count(c.in50) AS n50, count(*) FILTER (WHERE c.in50) AS in50,
-    count(c.in80) AS n80, count(*) FILTER (WHERE c.in80) AS in80,
-    count(c.in90) AS n90, count(*) FILTER (WHERE c.in90) AS in90,
-    count(c.in95) AS n95, count(*) FILTER (WHERE c.in95) AS in95,
+    c.submission_id, c.item_id, c.horizon, c.origin_q,
+    {{ metric_cell_sums }},
     count(*) FILTER (WHERE pit_bin = 0) AS pit0,
     count(*) FILTER (WHERE pit_bin = 1) AS pit1,
     count(*) FILTER (WHERE pit_bin = 2) AS pit2,
@@ -45,9 +31,13 @@ SELECT
     count(*) FILTER (WHERE pit_bin = 17) AS pit17,
     count(*) FILTER (WHERE pit_bin = 18) AS pit18,
     count(*) FILTER (WHERE pit_bin = 19) AS pit19
+-- Each cell's inputs under the registry's names (contracts/metrics.py CELL_INPUTS): y the
+-- truth's change, r_abs the absolute track's residual (a grid's median's, r otherwise).
 -- least() skips NULLs: without the CASE a cell with no u would land in bin 19
-FROM (SELECT *, CASE WHEN u IS NOT NULL THEN CAST(least(floor(u * 20), 19) AS TINYINT) END AS pit_bin
-      FROM eval.cell_density_scores) c
-JOIN agg_subs a ON a.submission_id = c.submission_id AND NOT a.point_only
-JOIN common_cells t ON t.cell = c.cell
-GROUP BY c.submission_id, t.item_id, t.horizon, t.origin_q;
+FROM (SELECT c.* REPLACE (CASE WHEN a.is_quantile THEN c.r_abs ELSE c.r END AS r_abs),
+             t.item_id, t.horizon, t.origin_q, t.change AS y,
+             CASE WHEN c.u IS NOT NULL THEN CAST(least(floor(c.u * 20), 19) AS TINYINT) END AS pit_bin
+      FROM eval.cell_density_scores c
+      JOIN agg_subs a ON a.submission_id = c.submission_id AND NOT a.point_only
+      JOIN common_cells t ON t.cell = c.cell) c
+GROUP BY c.submission_id, c.item_id, c.horizon, c.origin_q;

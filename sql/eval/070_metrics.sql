@@ -3,20 +3,17 @@
 -- horizon, item, statement, item x horizon), eval.quarter_loss_rows (per horizon and origin
 -- quarter: the Diebold-Mariano input) and eval.pit_rows (20 bins): every level, the quarter
 -- losses and the PIT histogram are roll-ups of run_agg. The run's eval.run_results rows
--- (from_run = the run itself) make them its results (the views eval.metrics, ...). R2 = 1 - SSE / (sum y^2 -
--- (sum y)^2 / n + 1e-12), the truth-only denominator shared by all submissions (same
--- cells); NaN when the truth has no variance (<= 1e-15). Each density mean is over the
--- cells with that term; coverage at p is the share of those cells whose actual lies in
+-- (from_run = the run itself) make them its results (the views eval.metrics, ...).
+-- Every sum is rolled up (slot metric_sum_rollup) and every metric finished from its
+-- sums (slot metric_finish) as contracts/metrics.py defines them: R2 = 1 - SSE / (sum
+-- y^2 - (sum y)^2 / n + 1e-12), the truth-only denominator shared by all submissions
+-- (same cells), NaN when the truth has no variance (<= 1e-15); each density mean over
+-- the cells with that term; coverage at p the share of those cells whose actual lies in
 -- the central p interval (from u for densities, from the quantile pair for grids).
 CREATE OR REPLACE TEMP TABLE run_fine AS
 SELECT
     a.submission_id, a.item_id, a.horizon, i.statement,
-    sum(n) AS n, sum(sum_y) AS sum_y, sum(sum_y2) AS sum_y2, sum(sse) AS sse,
-    sum(n_abs) AS n_abs, sum(sae) AS sae, sum(n_density) AS n_density,
-    sum(n_nll) AS n_nll, sum(sum_nll) AS sum_nll, sum(n_crps) AS n_crps,
-    sum(sum_crps) AS sum_crps, sum(n_z) AS n_z, sum(sum_z2) AS sum_z2,
-    sum(n50) AS n50, sum(in50) AS in50, sum(n80) AS n80, sum(in80) AS in80,
-    sum(n90) AS n90, sum(in90) AS in90, sum(n95) AS n95, sum(in95) AS in95
+    {{ metric_sum_rollup }}
 FROM run_agg a
 JOIN ref.items i ON i.item_id = a.item_id
 GROUP BY a.submission_id, a.item_id, a.horizon, i.statement;
@@ -26,17 +23,7 @@ WITH rolled AS (
     SELECT
         submission_id, horizon, item_id, statement,
         GROUPING(horizon, item_id, statement) AS g,
-        sum(n) AS n, sum(sum_y) AS sum_y, sum(sum_y2) AS sum_y2, sum(sse) AS sse,
-        sum(sae) AS sae,
-        sum(sae) / nullif(sum(n_abs), 0) AS mae,
-        sum(n_density) AS n_density,
-        sum(sum_nll) / nullif(sum(n_nll), 0) AS nll,
-        sum(sum_crps) / nullif(sum(n_crps), 0) AS crps,
-        sum(sum_z2) / nullif(sum(n_z), 0) AS z2,
-        sum(in50) / nullif(sum(n50), 0) AS cov50,
-        sum(in80) / nullif(sum(n80), 0) AS cov80,
-        sum(in90) / nullif(sum(n90), 0) AS cov90,
-        sum(in95) / nullif(sum(n95), 0) AS cov95
+        {{ metric_sum_rollup }}
     FROM run_fine
     GROUP BY GROUPING SETS (
         (submission_id),
@@ -52,11 +39,7 @@ SELECT
     CASE g WHEN 7 THEN 'global' WHEN 3 THEN 'horizon' WHEN 5 THEN 'item'
            WHEN 6 THEN 'statement' WHEN 1 THEN 'item_horizon' END AS level,
     horizon, item_id, CASE WHEN g = 6 THEN statement END AS statement, n,
-    CASE WHEN sum_y2 - sum_y * sum_y / n <= 1e-15 THEN 'NaN'::DOUBLE
-         ELSE 1 - sse / (sum_y2 - sum_y * sum_y / n + 1e-12) END AS r2,
-    sse / n AS mse,
-    mae,
-    nll, crps, z2, cov50, cov80, cov90, cov95,
+    {{ metric_finish }},
     sum_y, sum_y2, sse, sae, n_density
 FROM rolled;
 

@@ -31,9 +31,12 @@ ORDER BY score_run_id;
 -- CRPS; 8 / n for coverage shares; NLL and z2 at the global level only, 2 significant
 -- digits), so that differencing two uploads reads no truth value back; other
 -- submissions' numbers are exact. pf_coarsen and pf_two_digits are the publisher's UDFs.
+-- Each metric's column is written as its definition says (contracts/metrics.py:
+-- disclosure and sensitivity; the slot metric_public).
 CREATE TABLE pub.metrics AS
 WITH m AS (
-    SELECT m.*, s.name AS model, s.source = 'upload' AS is_upload, i.item,
+    SELECT m.*, s.name AS model, s.source = 'upload' AS is_upload, m.level = 'global' AS is_global,
+           i.item,
            coalesce(m.statement, i.statement) AS item_statement,
            m.submission_id || '/' || m.level || '/' || coalesce(CAST(m.horizon AS VARCHAR), '')
            || '/' || coalesce(i.item, '') || '/' || coalesce(m.statement, '') || '/' AS label
@@ -45,17 +48,7 @@ WITH m AS (
       AND (r.is_current OR m.level IN ('global', 'horizon'))
 )
 SELECT score_run_id, submission_id, model, level, horizon, item, item_statement AS statement, n,
-       CASE WHEN is_upload THEN pf_coarsen(r2, CASE WHEN mse > 0
-                THEN 960.0 / n * (1 - r2) / mse END, label || 'r2') ELSE r2 END AS r2,
-       CASE WHEN is_upload THEN pf_coarsen(mse, 960.0 / n, label || 'mse') ELSE mse END AS mse,
-       CASE WHEN is_upload THEN pf_coarsen(mae, 8.0 / n, label || 'mae') ELSE mae END AS mae,
-       CASE WHEN NOT is_upload THEN nll WHEN level = 'global' THEN pf_two_digits(nll) END AS nll,
-       CASE WHEN is_upload THEN pf_coarsen(crps, 8.0 / n, label || 'crps') ELSE crps END AS crps,
-       CASE WHEN NOT is_upload THEN z2 WHEN level = 'global' THEN pf_two_digits(z2) END AS z2,
-       CASE WHEN is_upload THEN pf_coarsen(cov50, 8.0 / n, label || 'cov50') ELSE cov50 END AS cov50,
-       CASE WHEN is_upload THEN pf_coarsen(cov80, 8.0 / n, label || 'cov80') ELSE cov80 END AS cov80,
-       CASE WHEN is_upload THEN pf_coarsen(cov90, 8.0 / n, label || 'cov90') ELSE cov90 END AS cov90,
-       CASE WHEN is_upload THEN pf_coarsen(cov95, 8.0 / n, label || 'cov95') ELSE cov95 END AS cov95
+       {{ metric_public }}
 FROM m
 ORDER BY score_run_id, submission_id, level, horizon, item_id;
 
@@ -130,7 +123,7 @@ WITH latest AS (
     FROM eval.score_runs GROUP BY footprint_name
 )
 SELECT l.footprint_name AS footprint, m.score_run_id, m.submission_id, m.model, m.n,
-       m.r2, m.mse, m.mae, m.nll, m.crps, m.cov50, m.cov80, m.cov90, m.cov95
+       {{ metric_columns }}
 FROM latest l JOIN pub.metrics m USING (score_run_id)
 WHERE m.level = 'global'
 ORDER BY footprint, m.r2 DESC NULLS LAST;

@@ -1,0 +1,135 @@
+"""The metric slots of the aggregate SQL steps, filled from the metric registry.
+
+`proforma.contracts.metrics` defines every metric once (its sums as SQL aggregates over
+one cell's inputs, its finish as SQL over the sums). The steps that aggregate
+(sql/eval/064, 065, 066, 070, sql/rounds/050, sql/public/040) keep their shape (joins,
+groupings, levels) in SQL and write the per-metric lists as slots, `{{ metric_... }}`,
+which `expand` fills when a step is read (`proforma.app.store.sqlfiles`). The filled
+text is what runs, what is checksummed (so the scoring-SQL version moves with a
+definition) and what tests/eval/test_metric_definitions.py parses.
+
+Slots:
+
+- `metric_sum_columns`: run_agg's sum columns with their types (`n BIGINT, ...`);
+- `metric_cell_sums`: each sum aggregated over cells (`count(*) AS n, sum(y) AS sum_y, ...`);
+- `metric_point_sums`: the same for point-only cells: a density sum is 0 (a count) or NULL;
+- `metric_sum_rollup`: each sum summed up a level (`sum(n) AS n, ...`);
+- `metric_finish`: each metric from the sums (`sse / n AS mse, ...`);
+- `metric_columns`: the metric names (`r2, mse, ...`);
+- `metric_coverage_flags`: in{p} from the PIT u (`u BETWEEN 0.25 AND 0.75 AS in50, ...`);
+- `metric_public`: each metric as the snapshot publishes it (an upload's coarsened).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from proforma.contracts import metrics as registry
+from proforma.contracts.metrics import COVERAGE_LEVELS, Disclosure, coverage_bounds
+
+#: K of the disclosure quantum K * sensitivity / n (app/read/disclosure.py).
+DISCLOSURE_K = 4.0
+
+_SLOT = re.compile(r"\{\{\s*(metric_[a-z_]+)\s*\}\}")
+
+
+def _sum_columns() -> str:
+    return ", ".join(f"{s} {registry.SUMS[s].type}" for s in registry.used_sums())
+
+
+def _cell_sums() -> str:
+    return ", ".join(f"{registry.SUMS[s].sql} AS {s}" for s in registry.used_sums())
+
+
+def _point_sums() -> str:
+    parts = []
+    for name in registry.used_sums():
+        s = registry.SUMS[name]
+        if not s.density:
+            parts.append(f"{s.sql} AS {name}")
+        else:
+            parts.append(f"{'0' if s.type == 'BIGINT' else 'NULL'}::{s.type} AS {name}")
+    return ", ".join(parts)
+
+
+def _sum_rollup() -> str:
+    return ", ".join(f"sum({s}) AS {s}" for s in registry.used_sums())
+
+
+def _finish() -> str:
+    return ", ".join(f"{m.finish} AS {m.name}" for m in registry.METRICS.values())
+
+
+def _columns() -> str:
+    return ", ".join(registry.METRICS)
+
+
+def _coverage_flags() -> str:
+    parts = []
+    for p in COVERAGE_LEVELS:
+        lo, hi = coverage_bounds(p)
+        parts.append(f"u BETWEEN {lo!r} AND {hi!r} AS in{p}")
+    return ", ".join(parts)
+
+
+def _quantum(sensitivity: float | None) -> str:
+    return f"{DISCLOSURE_K * (sensitivity or 0.0)!r} / n"
+
+
+def _public() -> str:
+    """An upload's value coarsened as its `disclosure` says (the publisher's UDFs
+    pf_coarsen and pf_two_digits; the row's `label`, `is_upload` and `is_global`, the
+    whole footprint or round); others exact."""
+    parts = []
+    for m in registry.METRICS.values():
+        name = m.name
+        if m.disclosure is Disclosure.global_two_digits:
+            expr = (
+                f"CASE WHEN NOT is_upload THEN {name} WHEN is_global THEN pf_two_digits({name}) END"
+            )
+        else:
+            if m.disclosure is Disclosure.r2:
+                q = f"CASE WHEN mse > 0 THEN {_quantum(m.sensitivity)} * (1 - {name}) / mse END"
+            else:
+                q = _quantum(m.sensitivity)
+            expr = (
+                f"CASE WHEN is_upload THEN pf_coarsen({name}, {q}, label || '{name}') "
+                f"ELSE {name} END"
+            )
+        parts.append(f"{expr} AS {name}")
+    return ", ".join(parts)
+
+
+SLOTS = {
+    "metric_sum_columns": _sum_columns,
+    "metric_cell_sums": _cell_sums,
+    "metric_point_sums": _point_sums,
+    "metric_sum_rollup": _sum_rollup,
+    "metric_finish": _finish,
+    "metric_columns": _columns,
+    "metric_coverage_flags": _coverage_flags,
+    "metric_public": _public,
+}
+
+
+def expand(text: str) -> str:
+    """`text` with its metric slots filled from the registry (other text unchanged)."""
+    if "metric_" not in text:
+        return text
+
+    def fill(m: re.Match) -> str:
+        key = m.group(1)
+        if key not in SLOTS:
+            raise KeyError(f"unknown metric slot {{{{ {key} }}}}; known: {', '.join(SLOTS)}")
+        return SLOTS[key]()
+
+    return _SLOT.sub(fill, text)
+
+
+def fingerprint() -> str:
+    """A digest of every slot's text: changes whenever a definition does."""
+    h = hashlib.sha256()
+    for key, make in SLOTS.items():
+        h.update(f"{key}\0{make()}\0".encode())
+    return h.hexdigest()[:16]

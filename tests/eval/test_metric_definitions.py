@@ -1,0 +1,267 @@
+"""The aggregate SQL follows the metric definitions (contracts/metrics.py): each step is
+parsed with sqlglot as it runs (its metric slots filled) and its sums, finishes, columns
+and coverage bounds are compared, as parsed expressions, with the registry's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlglot
+from sqlglot import exp
+
+from proforma.app.scoring.provenance import eval_sql_version
+from proforma.app.store import metric_sql
+from proforma.app.store.sqlfiles import sql_file
+from proforma.contracts import metrics as registry
+from proforma.contracts.metrics import (
+    CELL_INPUTS,
+    COVERAGE_LEVELS,
+    METRICS,
+    POINT_INPUTS,
+    STORED_SUMS,
+    SUMS,
+    Disclosure,
+    coverage_bounds,
+    used_sums,
+)
+
+
+def _parse(sql: str) -> Any:
+    return sqlglot.parse_one(sql, read="duckdb")
+
+
+def _statements(step: str) -> list[Any]:
+    text = sql_file(step).text
+    assert "{{" not in text, f"{step}: a slot left unfilled"
+    return [s for s in sqlglot.parse(text, read="duckdb") if s is not None]
+
+
+def _projections(select: exp.Select) -> dict[str, exp.Expression]:
+    return {e.alias_or_name: e.unalias() for e in select.expressions}
+
+
+def _cte(statement: exp.Expression, name: str) -> exp.Select:
+    for cte in statement.find_all(exp.CTE):
+        if cte.alias == name:
+            select = cte.this
+            assert isinstance(select, exp.Select)
+            return select
+    raise AssertionError(f"no CTE {name}")
+
+
+def _source(select: exp.Select) -> exp.Select:
+    """The subquery a step reads its cells from (the first in its FROM)."""
+    sub = select.find(exp.Subquery)
+    assert sub is not None and isinstance(sub.this, exp.Select)
+    return sub.this
+
+
+def _columns(sql: str) -> set[str]:
+    return {c.name for c in _parse(sql).find_all(exp.Column)}
+
+
+def _sums_match(projections: dict[str, exp.Expression], where: str) -> None:
+    for name in used_sums():
+        assert name in projections, f"{where}: no sum {name}"
+        assert projections[name] == _parse(SUMS[name].sql), (
+            f"{where}: {name} is {projections[name].sql('duckdb')}, its definition {SUMS[name].sql}"
+        )
+
+
+def _rollup_matches(projections: dict[str, exp.Expression], where: str) -> None:
+    for name in used_sums():
+        assert projections.get(name) == _parse(f"sum({name})"), f"{where}: {name} not summed"
+
+
+def _finishes_match(projections: dict[str, exp.Expression], where: str) -> None:
+    for m in METRICS.values():
+        assert m.name in projections, f"{where}: no metric {m.name}"
+        assert projections[m.name] == _parse(m.finish), (
+            f"{where}: {m.name} is {projections[m.name].sql('duckdb')}, its definition {m.finish}"
+        )
+
+
+def _bounds(e: exp.Expression) -> tuple[float, float]:
+    assert isinstance(e, exp.Between), e.sql("duckdb")
+    return float(e.args["low"].this), float(e.args["high"].this)
+
+
+# -- the definitions themselves ------------------------------------------------------------
+
+
+def test_each_sum_reads_the_inputs_it_names() -> None:
+    for s in SUMS.values():
+        tree = _parse(s.sql)
+        assert tree.find(exp.AggFunc) is not None, f"{s.name} is no aggregate"
+        assert _columns(s.sql) == set(s.inputs), s.name
+        assert set(s.inputs) <= set(CELL_INPUTS), s.name
+        assert s.type in ("BIGINT", "DOUBLE"), s.name
+
+
+def test_each_metric_finishes_from_its_own_sums() -> None:
+    assert set(STORED_SUMS) <= set(SUMS)
+    for m in METRICS.values():
+        assert set(m.sums) <= set(SUMS), m.name
+        assert _columns(m.finish) <= set(m.sums), f"{m.name} reads sums it does not name"
+        assert m.label and m.description and m.tracks, m.name
+        if m.point:  # a point metric must be computable for a point-only submission
+            assert not any(SUMS[s].density for s in m.sums), m.name
+        assert (m.target is not None) == (m.better is registry.Better.target), m.name
+        if m.disclosure is not Disclosure.global_two_digits:
+            assert m.sensitivity and m.sensitivity > 0, m.name
+    assert registry.coverage_names() == tuple(f"cov{p}" for p in COVERAGE_LEVELS)
+
+
+# -- the steps ------------------------------------------------------------------------------
+
+
+def test_run_agg_columns_are_the_sums() -> None:
+    (create,) = _statements("eval/064_run_aggregates")
+    defs = [c for c in create.this.expressions if isinstance(c, exp.ColumnDef)]
+    names = [c.name for c in defs]
+    first, last = names.index("origin_q") + 1, names.index("pit0")
+    assert names[first:last] == list(used_sums())
+    types = {c.name: c.args["kind"].sql("duckdb") for c in defs}
+    assert all(types[s] == SUMS[s].type for s in used_sums())
+
+
+def test_cell_aggregates_follow_the_sums() -> None:
+    (insert,) = _statements("eval/065_cell_aggregates")
+    select = insert.expression
+    _sums_match(_projections(select), "065")
+    # the cells: the stored score columns (c.*) with r_abs replaced, and y
+    named = {a.alias for a in _source(select).find_all(exp.Alias)}
+    assert {"y", "r_abs"} <= named, "065 gives the cells no y or r_abs"
+    # the point-only step: point sums as defined, density sums constant
+    (insert,) = _statements("eval/066_cell_aggregates_point")
+    select = insert.expression
+    got = _projections(select)
+    assert set(_projections(_source(select))) >= set(POINT_INPUTS)
+    for name in used_sums():
+        if SUMS[name].density:
+            assert isinstance(got[name], exp.Cast), f"066: {name} is not a constant"
+            assert got[name].this.sql() in ("0", "NULL"), name
+        else:
+            assert got[name] == _parse(SUMS[name].sql), f"066: {name}"
+
+
+def test_metrics_step_rolls_up_and_finishes_every_metric() -> None:
+    create, insert, *_ = _statements("eval/070_metrics")
+    _rollup_matches(_projections(create.expression), "070 run_fine")
+    _rollup_matches(_projections(_cte(insert, "rolled")), "070 rolled")
+    final = _projections(insert.expression)
+    _finishes_match(final, "070")
+    assert set(STORED_SUMS) <= set(final)
+
+
+def test_round_metrics_follow_the_definitions() -> None:
+    (query,) = _statements("rounds/050_metrics")
+    cells = _projections(_cte(query, "cells"))
+    assert set(CELL_INPUTS) <= set(cells)
+    for p in COVERAGE_LEVELS:
+        assert _bounds(cells[f"in{p}"]) == coverage_bounds(p), f"in{p}"
+    _sums_match(_projections(_cte(query, "rolled")), "rounds 050")
+    _finishes_match(_projections(query), "rounds 050")
+
+
+def test_cell_scores_use_the_coverage_levels() -> None:
+    """The per-cell in{p} of the density steps are the registry's central intervals."""
+    found: set[int] = set()
+    for step in ("eval/050_cell_scores_single", "eval/051_cell_scores_mixture"):
+        for tree in _statements(step):
+            for alias in tree.find_all(exp.Alias):
+                if alias.alias.startswith("in") and alias.alias[2:].isdigit():
+                    p = int(alias.alias[2:])
+                    assert p in COVERAGE_LEVELS, f"{step}: in{p} is no coverage level"
+                    assert _bounds(alias.this) == coverage_bounds(p), f"{step}: in{p}"
+                    found.add(p)
+    assert found == set(COVERAGE_LEVELS)
+
+
+def _created(statements: list[exp.Expression], table: str) -> exp.Select:
+    for s in statements:
+        if isinstance(s, exp.Create) and s.this.sql("duckdb") == table:
+            assert isinstance(s.expression, exp.Select)
+            return s.expression
+    raise AssertionError(f"no {table}")
+
+
+def test_public_metrics_are_the_registry_coarsened_as_defined() -> None:
+    statements = _statements("public/040_scores")
+    select = _created(statements, "pub.metrics")
+    names = [e.alias_or_name for e in select.expressions]
+    assert names[names.index("n") + 1 :] == list(METRICS)
+    got = _projections(select)
+    for m in METRICS.values():
+        calls = {f.name.lower(): f for f in got[m.name].find_all(exp.Anonymous)}
+        if m.disclosure is Disclosure.global_two_digits:
+            assert "pf_two_digits" in calls and "pf_coarsen" not in calls, m.name
+            continue
+        quantum = calls["pf_coarsen"].expressions[1]
+        k_a = metric_sql.DISCLOSURE_K * (m.sensitivity or 0.0)
+        assert any(
+            isinstance(lit, exp.Literal) and float(lit.this) == k_a
+            for lit in quantum.find_all(exp.Literal)
+        ), f"{m.name}: quantum {quantum.sql('duckdb')} is not {k_a} / n"
+    board = [e.alias_or_name for e in _created(statements, "pub.leaderboard").expressions]
+    assert set(METRICS) <= set(board)
+
+
+def test_stored_rows_have_a_column_per_metric(wh) -> None:
+    from proforma.app.flows.warehouse import prepare
+
+    prepare(wh)
+    for table in ("eval.metric_rows", "eval.metrics", "rounds.metrics"):
+        schema, name = table.split(".")
+        cols = dict(
+            wh.fetchall(
+                "SELECT column_name, data_type FROM information_schema.columns "
+                "WHERE table_schema = ? AND table_name = ?",
+                [schema, name],
+            )
+        )
+        for m in METRICS:
+            assert cols.get(m) == "DOUBLE", f"{table} has no DOUBLE column {m}"
+    inputs = {
+        r[0]
+        for r in wh.fetchall(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = 'eval' AND table_name = 'cell_density_scores'"
+        )
+    }
+    assert set(CELL_INPUTS) - {"y"} <= inputs
+
+
+def test_a_changed_definition_is_a_new_scoring_sql_version(monkeypatch) -> None:
+    from dataclasses import replace
+
+    before = eval_sql_version()
+    with monkeypatch.context() as m:
+        m.setitem(METRICS, "mse", replace(METRICS["mse"], finish="sse / nullif(n, 0)"))
+        changed = eval_sql_version()
+        assert "sse / nullif(n, 0) AS mse" in sql_file("eval/070_metrics").text
+    assert changed != before
+    assert eval_sql_version() == before
+
+
+def test_an_unknown_slot_is_refused() -> None:
+    with pytest.raises(KeyError, match="metric_nonsense"):
+        metric_sql.expand("SELECT {{ metric_nonsense }}")
+
+
+def test_the_docs_table_lists_every_metric_as_defined() -> None:
+    """docs/scoring.md's table of metrics: name, label, kind, direction and tracks."""
+    text = (Path(__file__).parents[2] / "docs" / "scoring.md").read_text()
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 7 and cells[0].startswith("`") and cells[0].strip("`") in METRICS:
+            rows[cells[0].strip("`")] = cells
+    assert list(rows) == list(METRICS)
+    for name, (_, label, kind, better, _, tracks, _) in rows.items():
+        m = METRICS[name]
+        want = f"closer to {m.target:g}" if m.target is not None else m.better.value
+        assert (label, kind, better) == (m.label, m.kind.value, want), name
+        assert tuple(t.strip() for t in tracks.split(",")) == m.tracks, name
