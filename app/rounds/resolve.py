@@ -95,7 +95,7 @@ def _resolve(
         wh.run_step("rounds/030_resolve_truth", params)
         cells = wh.scalar("SELECT count(*) FROM rounds.truth WHERE resolution_id = ?", [rid])
         before = wh.scalar("SELECT count(*) FROM rounds.cell_scores")
-        wh.run_step("rounds/040_cell_scores", params)
+        _score_cells(wh, rid, params)
         scores = wh.scalar("SELECT count(*) FROM rounds.cell_scores") - before
         for (round_id,) in wh.fetchall(
             "SELECT DISTINCT round_id FROM rounds.truth WHERE resolution_id = ?", [rid]
@@ -121,6 +121,36 @@ def _resolve(
         "seconds": seconds,
         "last_q": last_q,
     }
+
+
+def _score_cells(wh: Warehouse, resolution_id: int, params: dict[str, Any]) -> None:
+    """Score the cells of this resolution for every submission of their rounds: the single
+    forecasts in one statement (sql/rounds/040), each mixture (041) and quantile grid (042)
+    with its own family, df or grid, as the static scorer runs sql/eval/051 and 052."""
+    from proforma.app.scoring.cells import quantile_grid_params, register_functions
+
+    register_functions(wh)
+    wh.run_step("rounds/040_cell_scores", params)
+    multi = wh.fetchall(
+        """SELECT s.submission_id, s.family, s.df, s.quantile_levels, r.rules
+           FROM rounds.submissions s JOIN rounds.rounds r USING (round_id)
+           WHERE (s.family = 'quantile' OR s.n_components > 1)
+             AND s.round_id IN (SELECT DISTINCT round_id FROM rounds.truth
+                                WHERE resolution_id = ?)
+           ORDER BY s.submission_id""",
+        [resolution_id],
+    )
+    for sid, family, df, levels, rules in multi:
+        one = {"resolution_id": resolution_id, "submission_id": sid}
+        if family == "quantile":
+            wh.run_step(
+                "rounds/042_cell_scores_quantile", {**one, **quantile_grid_params(list(levels))}
+            )
+        else:
+            wh.run_step(
+                "rounds/041_cell_scores_mixture",
+                {**one, "family": family, "df": df, "paper": rules == "paper"},
+            )
 
 
 def _metric_rows(wh: Warehouse, round_id: int, submission_ids: Sequence[int]) -> list[dict]:
