@@ -15,7 +15,7 @@ imports its model's module when called, so the command line starts fast.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from proforma.contracts.errors import UserError
@@ -72,6 +72,24 @@ class ModelSpec:
     demo_note: str = ""
     #: Uses PyTorch (`--threads` applies).
     torch: bool = False
+    #: Forecasts given origins from a fit on the request's train and val splits (a
+    #: prospective round's frozen origins, app/rounds/entries.py); None: `fit` with the
+    #: origins as its test split (`forecast_at_origins`).
+    at_origins: Callable[[FitRequest, TabularData], Forecast] | None = None
+
+
+def forecast_at_origins(spec: ModelSpec, request: FitRequest, origins: TabularData) -> Forecast:
+    """The spec's forecasts for `origins` (rows of its view: features, targets unknown)
+    from a model fit on `request.train` and `request.val` only, as its static fit is:
+    the forecast-at-origins entry point through which the learned competitors enter a
+    prospective round (docs/rounds.md). A model's `fit` forecasts whatever rows its
+    request's test split holds, so by default the origins take that place; a spec with
+    its own `at_origins` (e.g. one that reuses a kept fit) answers instead."""
+    if origins.n == 0:
+        raise UserError(f"{spec.name}: no origin to forecast")
+    if spec.at_origins is not None:
+        return spec.at_origins(request, origins)
+    return spec.fit(replace(request, test=origins))
 
 
 def _enet(r: FitRequest) -> Forecast:
