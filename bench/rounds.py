@@ -1,10 +1,13 @@
 """A round's cycle at demo scale, each step as the `proforma` command a user runs, in a
-child process of its own (wall time and that child's peak RSS from os.wait4):
+child process of its own (wall time, CPU seconds and that child's peak RSS from os.wait4):
 
     .venv/bin/python bench/rounds.py [--firms 1000] [--workdir /tmp/rounds-bench]
+        [--competitors enet,ffnn-linear,ffnn-large | --competitors none]
 
 ingest (the default demo panel) -> build -> round open (with the reference baselines)
--> round close -> the next vintage (the panel grown by four quarters, `--through
+-> the factor imputation (`run impute`: the demo has made it already, in its
+competitors' stage) -> round enter (the demo's learned competitors, demo preset, 2 jobs:
+what `make demo` adds to its round) -> round close -> the next vintage (the panel grown by four quarters, `--through
 2025Q4`, ingested and built in its own warehouse) -> round resolve --panel. Prints one
 line per step, then the round's resolution per horizon and leaderboard (docs/rounds.md,
 "Figures at demo scale").
@@ -21,11 +24,17 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+#: the competitors `make demo` enters into its round (app/cli/demo.py)
+DEMO = ("enet", "ffnn-linear", "ffnn-large")
 PROFORMA = [sys.executable, "-m", "proforma.app.cli"]
 
 
 def step(title: str, args: list[str], warehouse: Path) -> None:
-    env = {**os.environ, "PROFORMA_WAREHOUSE": str(warehouse)}
+    env = {
+        **os.environ,
+        "PROFORMA_WAREHOUSE": str(warehouse),
+        "PROFORMA_MODELS_DIR": str(warehouse.parent / "models"),
+    }
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [*PROFORMA, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -38,8 +47,9 @@ def step(title: str, args: list[str], warehouse: Path) -> None:
     if proc.returncode != 0:
         sys.exit(f"{title} failed ({proc.returncode}):\n{output}")
     done = [line for line in output.splitlines() if line.startswith("done:")]
+    cpu = usage.ru_utime + usage.ru_stime  # the child and the processes it waited for
     print(
-        f"{title:<28} {wall:7.1f} s  peak RSS {usage.ru_maxrss / 2**20:5.2f} GiB  "
+        f"{title:<28} {wall:7.1f} s  {cpu:7.1f} CPU-s  peak RSS {usage.ru_maxrss / 2**20:5.2f} GiB  "
         f"{done[-1] if done else ''}",
         flush=True,
     )
@@ -49,6 +59,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--firms", type=int, default=None)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/rounds-bench"))
+    parser.add_argument(
+        "--competitors",
+        default=",".join(DEMO),
+        help="the learned competitors entered (default: the demo's); 'none' for none",
+    )
     opts = parser.parse_args()
     shutil.rmtree(opts.workdir, ignore_errors=True)
     opts.workdir.mkdir(parents=True)
@@ -58,6 +73,10 @@ def main() -> None:
     step("ingest", ["ingest", "synthetic", "--scale", "demo", *firms], main_wh)
     step("build", ["build"], main_wh)
     step("round open", ["round", "open", "--name", "bench", "--days", "14"], main_wh)
+    if opts.competitors != "none":
+        step("run impute", ["run", "impute"], main_wh)
+        enter = ["round", "enter", "bench", "--competitors", opts.competitors]
+        step("round enter", [*enter, "--preset", "demo", "--jobs", "2"], main_wh)
     step("round close", ["round", "close", "bench"], main_wh)
     grow = ["ingest", "synthetic", "--scale", "demo", *firms, "--through", "2025Q4"]
     step("next vintage: ingest", grow, next_wh)

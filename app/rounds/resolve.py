@@ -240,7 +240,7 @@ def live_leaderboard(wh: Warehouse) -> list[dict[str, Any]]:
         return []
     rows = wh.fetchall(
         """SELECT s.name, count(DISTINCT s.round_id) AS rounds, count(*) AS n,
-                  sum(c.r * c.r) AS sse, sum(abs(c.r)) AS sae,
+                  sum(c.r * c.r) AS sse, avg(abs(c.r_abs)) AS mae,
                   sum(t.actual::DOUBLE - t.baseline::DOUBLE) AS sum_y,
                   sum((t.actual::DOUBLE - t.baseline::DOUBLE) ^ 2) AS sum_y2,
                   avg(c.crps) AS crps
@@ -251,7 +251,7 @@ def live_leaderboard(wh: Warehouse) -> list[dict[str, Any]]:
            GROUP BY s.name"""
     )
     out = []
-    for name, rounds, n, sse, sae, sum_y, sum_y2, crps in rows:
+    for name, rounds, n, sse, mae, sum_y, sum_y2, crps in rows:
         den = sum_y2 - sum_y * sum_y / n
         out.append(
             {
@@ -260,7 +260,8 @@ def live_leaderboard(wh: Warehouse) -> list[dict[str, Any]]:
                 "n": int(n),
                 "r2": math.nan if den <= 1e-15 else 1 - sse / (den + 1e-12),
                 "mse": sse / n,
-                "mae": sae / n,
+                # the absolute track's residual: a quantile grid's median (r_abs)
+                "mae": mae,
                 "crps": crps,
             }
         )

@@ -368,9 +368,10 @@ class WrdsSource(Source):
                 con = duckdb.connect()
                 try:
                     paths = ", ".join(f"'{c.path.as_posix()}'" for c in cached)
-                    newest = con.execute(
+                    row = con.execute(
                         f"SELECT max(datadate) FROM read_parquet([{paths}])"
-                    ).fetchone()[0]
+                    ).fetchone()
+                    newest = row[0] if row else None
                 finally:
                     con.close()
             if newest is None:

@@ -34,7 +34,9 @@ class Restating(FakeWrds):
         return frame
 
 
-def _src(tmp_path: Path, factory: Factory, end: int, **kw: bool) -> WrdsSource:
+def _src(
+    tmp_path: Path, factory: Factory, end: int, incremental: bool = False, refresh: bool = False
+) -> WrdsSource:
     return WrdsSource(
         "jdoe",
         2000,
@@ -42,7 +44,8 @@ def _src(tmp_path: Path, factory: Factory, end: int, **kw: bool) -> WrdsSource:
         cache_dir=tmp_path / "cache",
         connection_factory=factory,
         progress=False,
-        **kw,
+        incremental=incremental,
+        refresh=refresh,
     )
 
 
