@@ -4,10 +4,11 @@ child process of its own (wall time, CPU seconds and that child's peak RSS from 
     .venv/bin/python bench/rounds.py [--firms 1000] [--workdir /tmp/rounds-bench]
         [--competitors enet,ffnn-linear,ffnn-large | --competitors none]
 
-ingest (the default demo panel) -> build -> round open (with the reference baselines)
--> the factor imputation (`run impute`: the demo has made it already, in its
-competitors' stage) -> round enter (the demo's learned competitors, demo preset, 2 jobs:
-what `make demo` adds to its round) -> round close -> the next vintage (the panel grown by four quarters, `--through
+ingest (the default demo panel) -> build -> the demo's competitors stage (`run
+baselines --preset demo --no-score`: the imputation and the static fits) -> round open
+(with the reference baselines) -> round enter (the same competitors, demo preset, 2 jobs:
+what `make demo` adds to its round; their static fits are reused) -> round close -> the
+next vintage (the panel grown by four quarters, `--through
 2025Q4`, ingested and built in its own warehouse) -> round resolve --panel. Prints one
 line per step, then the round's resolution per horizon and leaderboard (docs/rounds.md,
 "Figures at demo scale").
@@ -72,11 +73,15 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()[0]:.1f}", flush=True)
     step("ingest", ["ingest", "synthetic", "--scale", "demo", *firms], main_wh)
     step("build", ["build"], main_wh)
+    demo = ["--preset", "demo", "--jobs", "2"]
+    if opts.competitors != "none":
+        # the demo's competitors stage (the imputation and the static fits), before its round
+        static = ["run", "baselines", *demo, "--no-score", "--which", opts.competitors]
+        step("run baselines (static)", static, main_wh)
     step("round open", ["round", "open", "--name", "bench", "--days", "14"], main_wh)
     if opts.competitors != "none":
-        step("run impute", ["run", "impute"], main_wh)
         enter = ["round", "enter", "bench", "--competitors", opts.competitors]
-        step("round enter", [*enter, "--preset", "demo", "--jobs", "2"], main_wh)
+        step("round enter", [*enter, *demo], main_wh)
     step("round close", ["round", "close", "bench"], main_wh)
     grow = ["ingest", "synthetic", "--scale", "demo", *firms, "--through", "2025Q4"]
     step("next vintage: ingest", grow, next_wh)

@@ -132,31 +132,28 @@ def _round_build(wh: Warehouse, rnd: dict[str, Any], who: str) -> None:
         )
 
 
-def round_views(wh: Warehouse, rnd: dict[str, Any], imputed: bool) -> dict[str, Any]:
+def round_views(wh: Warehouse, rnd: dict[str, Any], data: str) -> dict[str, Any]:
     """The data a competitor fits and forecasts a round with, from the build of its open:
-    the train and val splits of its view (the static fit's), and `origins`, the view's
-    rows of the round's frozen origins (origin quarter t, the round's firms)."""
-    from proforma.app.readers.views import tabular_reader
-    from proforma.models.baselines.data import from_batches
+    the three splits of its view (`data`, one of suite.DATA), as the static flow loads
+    them (so a static run's finished fits are reused), and `origins`, the view's rows of
+    the round's frozen origins (origin quarter t, the round's firms)."""
+    from proforma.app.flows.baselines import load_splits
 
     t = rnd["origin_q"]
-    firms = {
+    firms = [
         r[0]
         for r in wh.fetchall(
             "SELECT f.firm_id FROM rounds.origins o JOIN panel.firms f USING (gvkey) "
             "WHERE o.round_id = ?",
             [rnd["round_id"]],
         )
-    }
-    split = wh.scalar("SELECT any_value(split) FROM panel.origins WHERE origin_q = ?", [t])
-    out = {s: from_batches(tabular_reader(wh, s, imputed=imputed)) for s in ("train", "val")}
-    rows = from_batches(
-        b for b in tabular_reader(wh, split, imputed=imputed, origin_q=t) if b.num_rows
-    )
-    out["origins"] = rows.rows((rows.origin_q == t) & np.isin(rows.firm_id, list(firms)))
-    for s, d in out.items():
-        if d.n == 0:
-            raise UserError(f"Round {rnd['name']!r}: the view has no {s} rows")
+    ]
+    out: dict[str, Any] = dict(load_splits(wh, data))
+    rows = [d.rows((d.origin_q == t) & np.isin(d.firm_id, firms)) for d in out.values()]
+    found = [d for d in rows if d.n]
+    if not found:
+        raise UserError(f"Round {rnd['name']!r}: the view has no row of its origins")
+    out["origins"] = found[0]
     return out
 
 
@@ -203,7 +200,7 @@ def enter_competitors(
     tracker = tracker or Tracker()
     if any(s.data == "tabular_imputed" for s in specs) and current_imputation(wh) is None:
         build_imputed(wh, tracker=tracker)
-    views = {d: round_views(wh, rnd, d == "tabular_imputed") for d in {s.data for s in specs}}
+    views = {d: round_views(wh, rnd, d) for d in {s.data for s in specs}}
     fan = FanOut(engine, n_jobs)
     root = get_settings().models_dir / "baselines"
     entered = []
@@ -212,7 +209,7 @@ def enter_competitors(
         request = suite.FitRequest(
             data["train"],
             data["val"],
-            data["origins"],
+            data["test"],
             configs[spec.name],
             root,
             fan,
