@@ -12,10 +12,11 @@ import numpy as np
 import pyarrow as pa
 
 from proforma.app.rounds.store import get_round
-from proforma.app.rounds.submit import submit_table
+from proforma.app.rounds.submit import RoundClosed, submit_table
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.panel import RuleSet
+from proforma.contracts.provenance import utcnow
 
 BASELINES = (
     ("seasonal_rw", "rounds/080_entry_seasonal_rw", "point"),
@@ -180,13 +181,20 @@ def enter_competitors(
     fit is, and forecasts the round's frozen origins through the registry's
     forecast-at-origins entry point (`suite.forecast_at_origins`); its forecasts of the
     round's cells go through the same checks and storage as an upload (a mixture when it
-    returns several components). Entries already in the round are kept as they are."""
+    returns several components). A static run of the same preset on the same build has
+    left its finished fits in the registry: they are reused. Entries already in the round
+    are kept as they are; a round past its deadline is refused before anything is fit."""
     from proforma.app.readers.imputed import build_imputed, current_imputation
     from proforma.app.store.settings import get_settings
     from proforma.models.baselines import suite
     from proforma.models.baselines.fanout import FanOut, Tracker
 
     rnd = get_round(wh, round_name)
+    if utcnow() >= rnd["deadline"]:
+        raise RoundClosed(
+            f"Round {round_name!r} closed at {rnd['deadline']:%Y-%m-%d %H:%M:%S} UTC: no entry "
+            "is fit for it"
+        )
     specs = [suite.get(m) for m in which]
     configs = suite.preset(preset)
     _round_build(wh, rnd, ", ".join(s.name for s in specs) or "competitors")

@@ -18,6 +18,7 @@ from proforma.app.flows.baselines import run_baselines
 from proforma.app.rounds import get_round, leaderboard, resolve, round_submissions
 from proforma.app.rounds.entries import enter_competitors, round_views
 from proforma.app.rounds.store import close_round
+from proforma.app.rounds.submit import RoundClosed
 from proforma.app.store.settings import Settings
 from proforma.app.store.warehouse import Warehouse, connect
 from proforma.contracts.errors import UserError
@@ -86,10 +87,14 @@ def test_competitors_enter_from_data_known_at_the_open(
     assert list((settings.models_dir / "baselines" / "enet").iterdir()) == runs
     assert sorted(p.name for p in runs[0].rglob("*.joblib")) == fits
     close_round(wh, rnd["name"])
+    with pytest.raises(RoundClosed):
+        enter_competitors(wh, rnd["name"], ["rf"], "demo")
     grow(wh, "2011Q2")
     # the warehouse moved on: no competitor enters from a later build
+    wh.execute("UPDATE rounds.rounds SET deadline = deadline + INTERVAL 1 DAY")  # reopened
     with pytest.raises(UserError, match="moved on"):
         enter_competitors(wh, rnd["name"], ["probe"], "paper")
+    close_round(wh, rnd["name"])
     resolve(wh)
     board = {m["name"]: m for m in leaderboard(wh, rnd["name"], ["probe-demo", "fade"])["models"]}
     assert board["probe-demo"]["n"] == board["fade"]["n"] > 0
