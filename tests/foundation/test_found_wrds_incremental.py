@@ -104,3 +104,30 @@ def test_cli_incremental(settings, monkeypatch: pytest.MonkeyPatch) -> None:
     assert result.exit_code == 0, result.output
     assert "1 of 5 chunks cached, 4 to fetch (one login)" in result.output
     assert factory.calls == ["jdoe", "jdoe"]
+
+
+class Unfiled(FakeWrds):
+    """The fake server before `first_empty` has been filed: no fundq rows from it on."""
+
+    def __init__(self, first_empty: int):
+        super().__init__()
+        self.first_empty = first_empty
+
+    def raw_sql(self, sql: str) -> pd.DataFrame:
+        frame = super().raw_sql(sql)
+        m = re.search(r"BETWEEN '(\d{4})-01-01'", sql)
+        return frame.iloc[0:0] if m and int(m.group(1)) >= self.first_empty else frame
+
+
+def test_incremental_starts_at_the_newest_quarter_held_not_the_last_year_asked(
+    wh: Warehouse, tmp_path: Path
+) -> None:
+    # the first pull asked through 2003, but 2003 had no filing yet (an empty chunk)
+    ingest(wh, _src(tmp_path, Factory(Unfiled(2003)), 2003))
+    later = FakeWrds()
+    src = _src(tmp_path, Factory(later), 2003, incremental=True)
+    assert src.since_year() == 2002
+    ingest(wh, src)
+    assert _years(later) == [2002, 2003]
+    new = wh.scalar("SELECT rows_new FROM raw.vintages ORDER BY ingest_id DESC LIMIT 1")
+    assert new == 12

@@ -5,6 +5,7 @@ resolved, exactly as the static scorer scores the same cells."""
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,9 @@ from rounds_helpers import grow, open_tiny_round
 from proforma.app import scoring
 from proforma.app.rounds import leaderboard, resolve, submit_file
 from proforma.app.rounds.store import close_round
-from proforma.app.store.warehouse import Warehouse
+from proforma.app.store.migrations import MIGRATIONS_DIR, migrate
+from proforma.app.store.settings import Settings
+from proforma.app.store.warehouse import Warehouse, connect
 from proforma.contracts.errors import UserError, ValidationError
 from proforma.contracts.forecasts import FORECAST_SCHEMA, QUANTILE_SCHEMA
 
@@ -258,3 +261,24 @@ def test_malformed_family_files_are_refused(wh: Warehouse, tmp_path: Path) -> No
         submit_file(wh, rnd["name"], tmp_path / "mix_point.parquet", "m2")
     assert wh.scalar("SELECT count(*) FROM rounds.submissions") == before
     assert wh.scalar("SELECT count(*) FROM rounds.forecast_components") == 0
+
+
+def test_v0121_backfills_the_cells_scored_before_it(settings: Settings, tmp_path: Path) -> None:
+    """A warehouse that scored rounds before V0121 gets r_abs = r and the interval flags
+    from u for those cells (the families it held: Gaussian, Laplace, point)."""
+    before = tmp_path / "migrations"
+    before.mkdir()
+    for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
+        if int(path.name[1:5]) <= 120:
+            shutil.copy(path, before / path.name)
+    with connect(settings) as w:
+        migrate(w, before)
+        w.execute(
+            "INSERT INTO rounds.cell_scores VALUES (1, '001004', 1, 1, -0.5, 1.0, 0.3, -0.5, "
+            "0.3), (1, '001004', 1, 2, 0.25, NULL, NULL, NULL, NULL)"
+        )
+        assert [m.version for m in migrate(w)] == [121]
+        rows = w.fetchall(
+            "SELECT horizon, r_abs, in50, in80, in90, in95 FROM rounds.cell_scores ORDER BY 1"
+        )
+    assert rows == [(1, -0.5, True, True, True, True), (2, 0.25, None, None, None, None)]
