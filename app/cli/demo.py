@@ -379,7 +379,10 @@ def demo_command(
     else:
         _run(["report", "--oracle-origins", str(REPORT_ORACLE_ORIGINS)])
     # a prospective round on the panel's last quarter, resolved by its next vintage
-    rounds.demo_round(_run, firms, forma_preset())
+    # the learned competitors the demo fit enter its round (those scored on the full
+    # footprint: a model of a few items would shrink the round's common sample)
+    full = tuple(c for c in chosen if "full" in suite.get(c).footprints)
+    rounds.demo_round(_run, firms, forma_preset(), full)
     summary(
         f"demo ready in {time.perf_counter() - t0:.0f}s: score runs "
         + ", ".join(f"{k} {v}" for k, v in runs.items())

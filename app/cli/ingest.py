@@ -50,6 +50,14 @@ def ingest_wrds(
         bool,
         typer.Option("--refresh", help="Pull every chunk again, cached or not (one login)."),
     ] = False,
+    incremental: Annotated[
+        bool,
+        typer.Option(
+            "--incremental",
+            help="A later pull: fetch again only the years from the cached pull's newest "
+            "quarter through --end (the quarters filed since), keep the rest (one login).",
+        ),
+    ] = False,
 ) -> None:
     """Pull comp.fundq, comp.co_industry and crsp.ccmxpf_lnkhist from WRDS into raw.*.
 
@@ -71,6 +79,7 @@ def ingest_wrds(
         console=status_console,
         server=server,
         refresh=refresh,
+        incremental=incremental,
     )
     # Fail fast if another process holds the warehouse, before a long pull and a Duo push.
     with writer():

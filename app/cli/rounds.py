@@ -44,17 +44,33 @@ def open_command(
     forma: str = typer.Option(
         None, "--forma", help="Also enter Forma: the trained checkpoint of this preset, seed 60."
     ),
+    competitors: str = typer.Option(
+        None,
+        "--competitors",
+        help="Also enter these learned competitors (comma-separated suite names, e.g. "
+        "enet,ffnn-linear): each fit on the build's train and val splits, forecasting the "
+        "round's origins.",
+    ),
+    preset: str = typer.Option("paper", "--preset", help="The competitors' preset (paper, demo)."),
+    jobs: int = typer.Option(1, "--jobs", help="Parallel fits of the competitors."),
 ) -> None:
     """Open a round at the data's last quarter: freeze its origins, items, parameters,
     deadline and inputs (tuple and tabular views, cells), then enter the baselines."""
+    from proforma.app.flows.baselines import parse_which
     from proforma.app.rounds import open_round
-    from proforma.app.rounds.entries import enter_entries, enter_forma
+    from proforma.app.rounds.entries import enter_competitors, enter_entries, enter_forma
+    from proforma.models.baselines import suite
 
     with writer() as wh:
+        # an unknown competitor or preset is refused before anything is written
+        which = parse_which(competitors) if competitors else []
+        suite.preset(preset)
         rnd = open_round(wh, inputs_root(), name=name, deadline=_deadline(deadline), days=days)
         entered = [] if no_entries else enter_entries(wh, rnd["name"])
         if forma:
             entered.append(enter_forma(wh, rnd["name"], forma))
+        if which:
+            entered += enter_competitors(wh, rnd["name"], which, preset, n_jobs=jobs)
     for e in entered:
         status_console.print(f"entered {e['name']} ({e['rows']:,} forecasts)", highlight=False)
     summary(
@@ -62,6 +78,29 @@ def open_command(
         f"{rnd['n_cells']:,} cells, deadline {rnd['deadline']:%Y-%m-%d %H:%M:%S} UTC; "
         f"inputs in {json.loads(rnd['inputs'])['folder']}"
     )
+
+
+def enter_command(
+    name: str = typer.Argument(..., help="The round (open, on the build it was opened on)."),
+    competitors: str = typer.Option(
+        ..., "--competitors", help="Comma-separated suite names, e.g. enet,ffnn-linear."
+    ),
+    preset: str = typer.Option("paper", "--preset", help="The competitors' preset (paper, demo)."),
+    jobs: int = typer.Option(1, "--jobs", help="Parallel fits."),
+) -> None:
+    """Enter learned competitors into an open round: each fit on the train and val splits
+    of the build the round was opened on, forecasting the round's frozen origins."""
+    from proforma.app.flows.baselines import parse_which
+    from proforma.app.rounds.entries import enter_competitors
+    from proforma.models.baselines import suite
+
+    with writer() as wh:
+        which = parse_which(competitors)
+        suite.preset(preset)
+        entered = enter_competitors(wh, name, which, preset, n_jobs=jobs)
+    for e in entered:
+        status_console.print(f"entered {e['name']} ({e['rows']:,} forecasts)", highlight=False)
+    summary(f"{len(entered)} competitor(s) entered round {name}")
 
 
 def close_command(name: str = typer.Argument(..., help="The round.")) -> None:
@@ -157,16 +196,21 @@ def show_command(
 def submit_command(
     round_name: str = typer.Argument(..., metavar="ROUND", help="The round."),
     path: Path = typer.Argument(  # noqa: B008
-        ..., help="Parquet file: firm, target, origin, horizon, prediction[, sigma]."
+        ..., help="Parquet file: firm, target, origin, horizon, prediction[, sigma, ...]."
     ),
     name: str = typer.Option(..., "--name", help="Model name (one submission per name and round)."),
-    family: str = typer.Option(None, help="gaussian (default with sigma), laplace or point."),
+    family: str = typer.Option(
+        None,
+        help="gaussian (default with sigma), laplace, student_t (with --df), point; a "
+        "quantile_level column makes a quantile grid, a component column a mixture.",
+    ),
+    df: float = typer.Option(None, "--df", help="Degrees of freedom of a student_t file."),
 ) -> None:
     """Submit forecasts to a round before its deadline."""
     from proforma.app.rounds import submit_file
 
     with writer() as wh:
-        rec = submit_file(wh, round_name, path, name, family=family)
+        rec = submit_file(wh, round_name, path, name, family=family, df=df)
     summary(
         f"{name} entered round {round_name}: {rec['rows']:,} forecasts, sha256 "
         f"{rec['sha256'][:12]}, received {rec['received_at']:%Y-%m-%d %H:%M:%S} UTC"
@@ -232,16 +276,22 @@ def next_vintage_path() -> Path:
     return w.with_name(w.stem + ".next-vintage" + w.suffix)
 
 
-def demo_round(run: Any, firms: int | None, forma_preset: str | None = None) -> None:
+def demo_round(
+    run: Any,
+    firms: int | None,
+    forma_preset: str | None = None,
+    competitors: tuple[str, ...] = (),
+) -> None:
     """The demo's round: open it at the panel's last quarter (2024Q4) with its entries,
     close it (the demo plays the deadline), grow the panel by four quarters in the next
     vintage's warehouse and resolve the round from it: served partly resolved (horizons
-    1-4). Forma enters with the demo's checkpoint of `forma_preset` when given. `run(args,
+    1-4). Forma enters with the demo's checkpoint of `forma_preset` when given, and the
+    learned `competitors` the demo fit (demo preset) enter refit on the same build. `run(args,
     env=None)` runs one `proforma` command in a child process. Each step is skipped when
     its result is there."""
     import os
 
-    from proforma.app.rounds.store import get_round, has_rounds
+    from proforma.app.rounds.store import get_round, has_rounds, round_submissions
     from proforma.app.store.warehouse import connect
 
     def state() -> dict[str, Any] | None:
@@ -259,6 +309,15 @@ def demo_round(run: Any, firms: int | None, forma_preset: str | None = None) -> 
         run(["round", "open", "--name", DEMO_ROUND, "--days", "14", *forma])
         rnd = state()
     assert rnd is not None
+    if rnd["state"] == "open" and competitors:
+        from proforma.app.rounds.entries import competitor_name
+
+        with connect() as wh:
+            have = {s["name"] for s in round_submissions(wh, rnd["round_id"])}
+        missing = [c for c in competitors if competitor_name(c, "demo") not in have]
+        if missing:
+            enter = ["round", "enter", DEMO_ROUND, "--competitors", ",".join(missing)]
+            run([*enter, "--preset", "demo", "--jobs", "2"])
     if rnd["state"] == "open":
         run(["round", "close", DEMO_ROUND])
     if rnd["cells_resolved"]:

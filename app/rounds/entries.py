@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from proforma.app.rounds.store import get_round
-from proforma.app.rounds.submit import submit_table
+from proforma.app.rounds.submit import RoundClosed, submit_table
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.panel import RuleSet
+from proforma.contracts.provenance import utcnow
 
 BASELINES = (
     ("seasonal_rw", "rounds/080_entry_seasonal_rw", "point"),
@@ -119,3 +121,156 @@ def enter_forma(
         family=family,
         metadata={"model": "forma", "preset": preset, "seed": seed, "calibrated": False},
     )
+
+
+def _round_build(wh: Warehouse, rnd: dict[str, Any], who: str) -> None:
+    """Models enter from the build the round was opened on: its panel ends at the round's
+    quarter, so nothing they read depends on a later one."""
+    if rnd["build_id"] != wh.scalar("SELECT max(build_id) FROM meta.builds"):
+        raise UserError(
+            f"{who} enter(s) round {rnd['name']!r} from the build it was opened on "
+            f"(build {rnd['build_id']}); the warehouse has moved on since"
+        )
+
+
+def round_views(wh: Warehouse, rnd: dict[str, Any], data: str) -> dict[str, Any]:
+    """The data a competitor fits and forecasts a round with, from the build of its open:
+    the three splits of its view (`data`, one of suite.DATA), as the static flow loads
+    them (so a static run's finished fits are reused), and `origins`, the view's rows of
+    the round's frozen origins (origin quarter t, the round's firms)."""
+    from proforma.app.flows.baselines import load_splits
+
+    t = rnd["origin_q"]
+    firms = [
+        r[0]
+        for r in wh.fetchall(
+            "SELECT f.firm_id FROM rounds.origins o JOIN panel.firms f USING (gvkey) "
+            "WHERE o.round_id = ?",
+            [rnd["round_id"]],
+        )
+    ]
+    out: dict[str, Any] = dict(load_splits(wh, data))
+    rows = [d.rows((d.origin_q == t) & np.isin(d.firm_id, firms)) for d in out.values()]
+    found = [d for d in rows if d.n]
+    if not found:
+        raise UserError(f"Round {rnd['name']!r}: the view has no row of its origins")
+    out["origins"] = found[0]
+    return out
+
+
+def competitor_name(spec_name: str, preset: str) -> str:
+    """A competitor's entry name in a round (`enet`, `enet-demo`: round names take no
+    spaces or brackets)."""
+    return spec_name if preset == "paper" else f"{spec_name}-{preset}"
+
+
+def enter_competitors(
+    wh: Warehouse,
+    round_name: str,
+    which: list[str],
+    preset: str = "paper",
+    *,
+    engine: str = "joblib",
+    n_jobs: int = 1,
+    items: tuple[str, ...] | None = None,
+    horizons: tuple[int, ...] | None = None,
+    tracker: Any = None,
+) -> list[dict[str, Any]]:
+    """Enter learned competitors of the suite (models/baselines/suite.py) into a round: each
+    is fit on the train and val splits of the build the round was opened on, as its static
+    fit is, and forecasts the round's frozen origins through the registry's
+    forecast-at-origins entry point (`suite.forecast_at_origins`); its forecasts of the
+    round's cells go through the same checks and storage as an upload (a mixture when it
+    returns several components). A static run of the same preset on the same build has
+    left its finished fits in the registry: they are reused. Entries already in the round
+    are kept as they are; a round past its deadline is refused before anything is fit."""
+    from proforma.app.readers.imputed import build_imputed, current_imputation
+    from proforma.app.store.settings import get_settings
+    from proforma.models.baselines import suite
+    from proforma.models.baselines.fanout import FanOut, Tracker
+
+    rnd = get_round(wh, round_name)
+    if utcnow() >= rnd["deadline"]:
+        raise RoundClosed(
+            f"Round {round_name!r} closed at {rnd['deadline']:%Y-%m-%d %H:%M:%S} UTC: no entry "
+            "is fit for it"
+        )
+    specs = [suite.get(m) for m in which]
+    configs = suite.preset(preset)
+    _round_build(wh, rnd, ", ".join(s.name for s in specs) or "competitors")
+    have = {
+        r[0]
+        for r in wh.fetchall(
+            "SELECT name FROM rounds.submissions WHERE round_id = ?", [rnd["round_id"]]
+        )
+    }
+    specs = [s for s in specs if competitor_name(s.name, preset) not in have]
+    tracker = tracker or Tracker()
+    if any(s.data == "tabular_imputed" for s in specs) and current_imputation(wh) is None:
+        build_imputed(wh, tracker=tracker)
+    views = {d: round_views(wh, rnd, d) for d in {s.data for s in specs}}
+    fan = FanOut(engine, n_jobs)
+    root = get_settings().models_dir / "baselines"
+    entered = []
+    for spec in specs:
+        data = views[spec.data]
+        request = suite.FitRequest(
+            data["train"],
+            data["val"],
+            data["test"],
+            configs[spec.name],
+            root,
+            fan,
+            tracker,
+            items,
+            horizons,
+        )
+        forecast = suite.forecast_at_origins(spec, request, data["origins"])
+        table = _round_rows(wh, rnd, forecast)
+        if table.num_rows == 0:
+            raise UserError(f"{spec.name} made no forecast for round {round_name!r}")
+        # a model without sigmas (the elastic net, the random forest) enters as points
+        family = spec.family if table.column("sigma").null_count < table.num_rows else "point"
+        entered.append(
+            submit_table(
+                wh,
+                round_name,
+                competitor_name(spec.name, preset),
+                table,
+                kind="model",
+                family=family,
+                metadata={
+                    "model": spec.name,
+                    "preset": preset,
+                    "config": configs[spec.name],
+                    "build_id": rnd["build_id"],
+                    "registry_run": forecast.info.get("run"),
+                },
+            )
+        )
+    return entered
+
+
+def _round_rows(wh: Warehouse, rnd: dict[str, Any], forecast: Any) -> pa.Table:
+    """A competitor's finite forecasts of the round's cells, as submit_table takes them."""
+    batches = list(forecast.batches(scored_only=False))
+    rows = pa.Table.from_batches(batches) if batches else None
+    if rows is None:
+        return pa.table({})
+    view = "competitor_round_rows"
+    wh.con.register(view, rows)
+    try:
+        return wh.arrow(
+            f"""SELECT b.gvkey, i.item AS target, f.origin_q::INTEGER AS origin_q,
+                       f.horizon::TINYINT AS horizon, f.mu, f.sigma, f.component
+                FROM {view} AS f
+                JOIN panel.firms AS pf ON pf.firm_id = f.firm_id
+                JOIN rounds.baselines AS b
+                  ON b.round_id = ? AND b.gvkey = pf.gvkey AND b.item_id = f.item_id
+                JOIN ref.items AS i ON i.item_id = f.item_id
+                WHERE f.origin_q = ? AND isfinite(f.mu)
+                ORDER BY b.gvkey, f.item_id, f.horizon, f.component""",
+            [rnd["round_id"], rnd["origin_q"]],
+        )
+    finally:
+        wh.con.unregister(view)

@@ -97,7 +97,7 @@ def _resolve(
         wh.run_step("rounds/030_resolve_truth", params)
         cells = wh.scalar("SELECT count(*) FROM rounds.truth WHERE resolution_id = ?", [rid])
         before = wh.scalar("SELECT count(*) FROM rounds.cell_scores")
-        wh.run_step("rounds/040_cell_scores", params)
+        _score_cells(wh, rid, params)
         scores = wh.scalar("SELECT count(*) FROM rounds.cell_scores") - before
         for (round_id,) in wh.fetchall(
             "SELECT DISTINCT round_id FROM rounds.truth WHERE resolution_id = ?", [rid]
@@ -123,6 +123,36 @@ def _resolve(
         "seconds": seconds,
         "last_q": last_q,
     }
+
+
+def _score_cells(wh: Warehouse, resolution_id: int, params: dict[str, Any]) -> None:
+    """Score the cells of this resolution for every submission of their rounds: the single
+    forecasts in one statement (sql/rounds/040), each mixture (041) and quantile grid (042)
+    with its own family, df or grid, as the static scorer runs sql/eval/051 and 052."""
+    from proforma.app.scoring.cells import quantile_grid_params, register_functions
+
+    register_functions(wh)
+    wh.run_step("rounds/040_cell_scores", params)
+    multi = wh.fetchall(
+        """SELECT s.submission_id, s.family, s.df, s.quantile_levels, r.rules
+           FROM rounds.submissions s JOIN rounds.rounds r USING (round_id)
+           WHERE (s.family = 'quantile' OR s.n_components > 1)
+             AND s.round_id IN (SELECT DISTINCT round_id FROM rounds.truth
+                                WHERE resolution_id = ?)
+           ORDER BY s.submission_id""",
+        [resolution_id],
+    )
+    for sid, family, df, levels, rules in multi:
+        one = {"resolution_id": resolution_id, "submission_id": sid}
+        if family == "quantile":
+            wh.run_step(
+                "rounds/042_cell_scores_quantile", {**one, **quantile_grid_params(list(levels))}
+            )
+        else:
+            wh.run_step(
+                "rounds/041_cell_scores_mixture",
+                {**one, "family": family, "df": df, "paper": rules == "paper"},
+            )
 
 
 def _metric_rows(wh: Warehouse, round_id: int, submission_ids: Sequence[int]) -> list[dict]:
@@ -212,7 +242,7 @@ def live_leaderboard(wh: Warehouse) -> list[dict[str, Any]]:
         return []
     rows = wh.fetchall(
         """SELECT s.name, count(DISTINCT s.round_id) AS rounds, count(*) AS n,
-                  sum(c.r * c.r) AS sse, sum(abs(c.r)) AS sae,
+                  sum(c.r * c.r) AS sse, avg(abs(c.r_abs)) AS mae,
                   sum(t.actual::DOUBLE - t.baseline::DOUBLE) AS sum_y,
                   sum((t.actual::DOUBLE - t.baseline::DOUBLE) ^ 2) AS sum_y2,
                   avg(c.crps) AS crps
@@ -223,7 +253,7 @@ def live_leaderboard(wh: Warehouse) -> list[dict[str, Any]]:
            GROUP BY s.name"""
     )
     out = []
-    for name, rounds, n, sse, sae, sum_y, sum_y2, crps in rows:
+    for name, rounds, n, sse, mae, sum_y, sum_y2, crps in rows:
         den = sum_y2 - sum_y * sum_y / n
         out.append(
             {
@@ -232,7 +262,8 @@ def live_leaderboard(wh: Warehouse) -> list[dict[str, Any]]:
                 "n": int(n),
                 "r2": math.nan if den <= 1e-15 else 1 - sse / (den + 1e-12),
                 "mse": sse / n,
-                "mae": sae / n,
+                # the absolute track's residual: a quantile grid's median (r_abs)
+                "mae": mae,
                 "crps": crps,
             }
         )

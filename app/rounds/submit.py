@@ -4,8 +4,12 @@ stored with their checksum and time, immutable afterwards; one per model name an
 whose keys are not the round's cells, are refused with one line and write nothing.
 
 A file has the columns of a static submission (firm, target, origin, horizon, prediction,
-optional sigma; the aliases firm_id, quarter, forecast_horizon). Families: gaussian (a
-sigma, the default), laplace, or none (point forecasts: no sigma column).
+optional sigma, component and quantile_level; the aliases firm_id, quarter,
+forecast_horizon). Families, as the static scorer's: gaussian (a sigma, the default),
+laplace, student_t (with its df), point (no sigma column), mixtures of one density
+family (a component column: every cell carries the same components) and quantile grids
+(a quantile_level column: every cell carries the same grid, values non-decreasing in
+the level).
 """
 
 from __future__ import annotations
@@ -24,7 +28,13 @@ import pyarrow.parquet as pq
 from proforma.app.rounds.store import get_round
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError, ValidationError
-from proforma.contracts.forecasts import SUBMISSION_COLUMNS, accepted_names
+from proforma.contracts.forecasts import (
+    DENSITY_FAMILIES,
+    LEVEL_COLUMN,
+    QUANTILE_FAMILY,
+    SUBMISSION_COLUMNS,
+    accepted_names,
+)
 from proforma.contracts.provenance import file_sha256, utcnow
 from proforma.contracts.quarters import quarter_label
 
@@ -47,8 +57,10 @@ class WrongRound(UserError):
     status_code = 422
 
 
-#: Families a round scores (sql/rounds/040_cell_scores.sql); "point" has no sigma.
-ROUND_FAMILIES = ("gaussian", "laplace", "point")
+#: Families a round scores (sql/rounds/040-042): the static scorer's, and "point" (no sigma).
+ROUND_FAMILIES = (*DENSITY_FAMILIES, QUANTILE_FAMILY, "point")
+#: Mixture components are 0..1023 (as in the static scorer).
+MAX_COMPONENTS = 1024
 _views = itertools.count()
 
 
@@ -98,10 +110,13 @@ def submit_file(
     name: str,
     *,
     family: str | None = None,
+    df: float | None = None,
     metadata: dict[str, Any] | None = None,
     now: dt.datetime | None = None,
 ) -> dict[str, Any]:
-    """Check and store a parquet submission file for a round; returns the record."""
+    """Check and store a parquet submission file for a round; returns the record. A file
+    with a quantile_level column is a quantile grid (family None or "quantile"); a
+    student_t file needs `df`."""
     now = now or utcnow()
     if not path.is_file():
         raise UserError(f"No such file: {path}")
@@ -111,7 +126,8 @@ def submit_file(
         schema = pq.read_schema(path)
     except (pa.ArrowInvalid, OSError) as exc:
         raise UserError(f"Not a parquet file: {path} ({str(exc).splitlines()[0]})") from None
-    cols = {c: _column(schema.names, c) for c in (*SUBMISSION_COLUMNS, "sigma")}
+    cols = {c: _column(schema.names, c) for c in (*SUBMISSION_COLUMNS, "sigma", "component")}
+    level_col = next((n for n in schema.names if n.lower() == LEVEL_COLUMN), None)
     missing = [c for c in SUBMISSION_COLUMNS if cols[c] is None]
     if missing:
         raise UserError(f"Missing column(s): {', '.join(missing)} (file has {schema.names})")
@@ -121,6 +137,15 @@ def submit_file(
         raise UserError(
             f"Column {cols['firm']} must hold gvkey strings, not {schema.field(cols['firm']).type}"
         )
+    if level_col is not None:
+        if family not in (None, QUANTILE_FAMILY):
+            raise UserError(
+                f"A file with a {LEVEL_COLUMN} column is a quantile grid (family "
+                f"{QUANTILE_FAMILY}), not {family}"
+            )
+        family = QUANTILE_FAMILY
+    elif family == QUANTILE_FAMILY:
+        raise UserError(f"A quantile submission needs a {LEVEL_COLUMN} column")
     family = family or ("gaussian" if cols["sigma"] else "point")
     origin_type = schema.field(cols["origin"]).type
     o = f'"{cols["origin"]}"'
@@ -134,10 +159,12 @@ def submit_file(
         origin = f"qord(CAST({o} AS DATE))"
     sigma = f'CAST("{cols["sigma"]}" AS DOUBLE)' if cols["sigma"] else "CAST(NULL AS DOUBLE)"
     h = f'"{cols["horizon"]}"'
+    component = f'TRY_CAST("{cols["component"]}" AS DOUBLE)' if cols["component"] else "0.0::DOUBLE"
+    level = f'CAST("{level_col}" AS DOUBLE)' if level_col else "CAST(NULL AS DOUBLE)"
     select = (
         f'SELECT "{cols["firm"]}" AS gvkey, "{cols["target"]}" AS target, {origin} AS origin_q, '
         f'TRY_CAST({h} AS DOUBLE) AS horizon, CAST("{cols["prediction"]}" AS DOUBLE) AS mu, '
-        f"{sigma} AS sigma FROM read_parquet(?)"
+        f"{sigma} AS sigma, {component} AS component, {level} AS level FROM read_parquet(?)"
     )
     view = f"round_in_{next(_views)}"
     try:
@@ -149,7 +176,7 @@ def submit_file(
             f"forecast file ({str(exc).splitlines()[0]})"
         ) from None
     try:
-        return _store(wh, rnd, name, "upload", family, sha, view, metadata, now)
+        return _store(wh, rnd, name, "upload", family, df, sha, view, metadata, now)
     finally:
         wh.execute(f"DROP TABLE IF EXISTS {view}")
 
@@ -162,10 +189,12 @@ def submit_table(
     *,
     kind: str,
     family: str,
+    df: float | None = None,
     metadata: dict[str, Any] | None = None,
     now: dt.datetime | None = None,
 ) -> dict[str, Any]:
-    """Store forecasts made here (columns gvkey, target, origin_q, horizon, mu, sigma)."""
+    """Store forecasts made here (columns gvkey, target, origin_q, horizon, mu, sigma;
+    optional component, a mixture's member, and level, a quantile grid's level)."""
     now = now or utcnow()
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as out:
@@ -175,8 +204,14 @@ def submit_table(
     view = f"round_in_{next(_views)}"
     wh.con.register(view + "_arrow", table)
     try:
-        wh.execute(f"CREATE OR REPLACE TEMP TABLE {view} AS SELECT * FROM {view}_arrow")
-        return _store(wh, rnd, name, kind, family, sha, view, metadata, now)
+        names = table.schema.names
+        component = "component::DOUBLE" if "component" in names else "0.0::DOUBLE"
+        level = "level::DOUBLE" if "level" in names else "NULL::DOUBLE"
+        wh.execute(
+            f"CREATE OR REPLACE TEMP TABLE {view} AS SELECT gvkey, target, origin_q, horizon, "
+            f"mu, sigma, {component} AS component, {level} AS level FROM {view}_arrow"
+        )
+        return _store(wh, rnd, name, kind, family, df, sha, view, metadata, now)
     finally:
         wh.con.unregister(view + "_arrow")
         wh.execute(f"DROP TABLE IF EXISTS {view}")
@@ -188,13 +223,22 @@ def _store(
     name: str,
     kind: str,
     family: str,
+    df: float | None,
     sha: str,
     view: str,
     metadata: dict[str, Any] | None,
     now: dt.datetime,
 ) -> dict[str, Any]:
+    from proforma.app.scoring.quantiles import grid_of, grid_problems
+    from proforma.app.scoring.submissions.checks import check_family
+
     if family not in ROUND_FAMILIES:
         raise UserError(f"Rounds score the families {', '.join(ROUND_FAMILIES)} (got {family!r})")
+    if family != "point":
+        check_family(family, df)
+    elif df is not None:
+        raise UserError("--df applies to family student_t only, not point")
+    quantile = family == QUANTILE_FAMILY
     rid = rnd["round_id"]
     counts = wh.one(
         f"""SELECT count(*),
@@ -205,11 +249,17 @@ def _store(
                string_agg(DISTINCT qlabel(origin_q), ', ') FILTER (WHERE origin_q <> ?),
                count(*) FILTER (WHERE target NOT IN (SELECT item FROM ref.items)),
                count(*) FILTER (WHERE sigma IS NOT NULL AND NOT (isfinite(sigma) AND sigma > 0)),
-               count(*) FILTER (WHERE {"sigma IS NULL" if family != "point" else "FALSE"})
+               count(*) FILTER (WHERE {"sigma IS NULL" if family not in ("point", QUANTILE_FAMILY) else "FALSE"}),
+               count(*) FILTER (WHERE component IS NULL OR component <> floor(component)
+                                OR NOT (component BETWEEN 0 AND {MAX_COMPONENTS - 1})),
+               count(DISTINCT component),
+               count(*) FILTER (WHERE {"sigma IS NOT NULL" if quantile else "FALSE"}),
+               count(*) FILTER (WHERE {"level IS NULL OR NOT (level > 0 AND level < 1)" if quantile else "FALSE"})
            FROM {view}""",
         [rnd["origin_q"], rnd["origin_q"]],
     )
-    total, null_keys, bad_h, wrong_origin, origins, bad_item, bad_sigma, no_sigma = counts
+    (total, null_keys, bad_h, wrong_origin, origins, bad_item, bad_sigma, no_sigma) = counts[:8]
+    bad_component, n_components, quantile_sigma, bad_level = counts[8:]
     if total == 0:
         raise UserError("The submission has no rows; nothing was written")
     if wrong_origin:
@@ -229,10 +279,31 @@ def _store(
         problems.append(f"{bad_sigma:,} row(s) with a sigma that is not finite and > 0")
     if no_sigma:
         problems.append(f"{no_sigma:,} row(s) without sigma in a {family} submission")
+    if bad_component:
+        problems.append(
+            f"{bad_component:,} row(s) with a component that is not an integer in "
+            f"0..{MAX_COMPONENTS - 1}"
+        )
+    grid: list[float] = []
+    if quantile:
+        if quantile_sigma:
+            problems.append(f"{quantile_sigma:,} row(s) with a sigma in a quantile grid")
+        if bad_level:
+            problems.append(f"{bad_level:,} row(s) with a {LEVEL_COLUMN} missing or outside (0, 1)")
+        grid = grid_of(r[0] for r in wh.fetchall(f"SELECT DISTINCT level FROM {view}"))
+        problems += grid_problems(grid)
+        if not problems:
+            wh.execute(
+                f"UPDATE {view} SET component = list_position(?::DOUBLE[], level) - 1", [grid]
+            )
+    elif n_components > 1 and family == "point":
+        problems.append("a mixture (several components) needs a sigma per component")
+    multi = quantile or n_components > 1
     if not problems:
+        key = "gvkey, target, horizon" + (", component" if multi else "")
         dup, foreign = wh.one(
             f"""SELECT
-                  (SELECT count(*) FROM (SELECT gvkey, target, horizon FROM {view}
+                  (SELECT count(*) FROM (SELECT {key} FROM {view}
                                          GROUP BY ALL HAVING count(*) > 1)),
                   (SELECT count(*) FROM {view} s JOIN ref.items i ON i.item = s.target
                    WHERE NOT EXISTS (SELECT 1 FROM rounds.baselines b WHERE b.round_id = ?
@@ -240,27 +311,64 @@ def _store(
             [rid],
         )
         if dup:
-            problems.append(f"{dup:,} duplicate (firm, target, horizon) key(s)")
+            problems.append(f"{dup:,} duplicate ({key.replace('gvkey', 'firm')}) key(s)")
         if foreign:
             problems.append(
                 f"{foreign:,} row(s) for a firm or item that is not a cell of round "
                 f"{rnd['name']!r} (its cells: cells__{rnd['name']}.parquet among its inputs)"
+            )
+    if not problems and multi:
+        width = len(grid) if quantile else n_components
+        incomplete, decreasing = wh.one(
+            f"""SELECT
+                  (SELECT count(*) FROM (SELECT gvkey, target, horizon FROM {view}
+                                         GROUP BY ALL HAVING count(*) <> ?)),
+                  (SELECT count(DISTINCT (gvkey, target, horizon)) FROM (
+                      SELECT gvkey, target, horizon, mu, lag(mu) OVER (
+                          PARTITION BY gvkey, target, horizon ORDER BY component) AS below
+                      FROM {view}) WHERE {"TRUE" if quantile else "FALSE"}
+                        AND isfinite(mu) AND isfinite(below) AND mu < below)""",
+            [width],
+        )
+        if incomplete:
+            what = (
+                f"every level of the grid ({len(grid)})" if quantile else f"all {width} components"
+            )
+            problems.append(f"{incomplete:,} cell(s) without {what}: every cell needs the same")
+        if decreasing:
+            problems.append(
+                f"{decreasing:,} cell(s) whose quantile values decrease as the level rises"
             )
     if problems:
         raise ValidationError(
             "Submission refused, nothing was written: " + "; ".join(problems),
             [{"problem": p} for p in problems],
         )
+    table = "rounds.forecast_components" if multi else "rounds.forecasts"
+    component = "s.component::SMALLINT, " if multi else ""
     with wh.transaction():
         sid = wh.scalar(
             "INSERT INTO rounds.submissions (round_id, name, kind, family, sha256, rows, "
-            "received_at, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING submission_id",
-            [rid, name, kind, family, sha, total, now, json.dumps(metadata or {})],
+            "received_at, metadata, df, n_components, quantile_levels) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING submission_id",
+            [
+                rid,
+                name,
+                kind,
+                family,
+                sha,
+                total,
+                now,
+                json.dumps(metadata or {}),
+                df,
+                len(grid) if quantile else n_components,
+                grid or None,
+            ],
         )
         wh.execute(
-            f"""INSERT INTO rounds.forecasts
-                SELECT ?, s.gvkey, i.item_id, s.horizon::TINYINT, s.mu,
-                       {"NULL" if family == "point" else "s.sigma"}
+            f"""INSERT INTO {table}
+                SELECT ?, s.gvkey, i.item_id, s.horizon::TINYINT, {component}s.mu,
+                       {"NULL" if family in ("point", QUANTILE_FAMILY) else "s.sigma"}
                 FROM {view} s JOIN ref.items i ON i.item = s.target""",
             [sid],
         )
@@ -270,6 +378,8 @@ def _store(
         "name": name,
         "kind": kind,
         "family": family,
+        "df": df,
+        "components": len(grid) if quantile else int(n_components),
         "sha256": sha,
         "rows": int(total),
         "received_at": now,

@@ -24,6 +24,15 @@ and a rerun after an interruption queries only the chunks that are missing.
 `co_industry` and `ccm_link` are re-pulled whenever they are older than the newest
 fundq chunk, so a run that pulls any fundq year pulls them too.
 
+A later pull is incremental (`incremental=True`, `ingest wrds --incremental`): it pulls
+again only the years from the one holding the newest quarter of the cached pull through
+`end_year` (the quarters filed since the last pull land there: new quarters, late
+filers and restatements of the current year), keeps every earlier year's chunk as it
+was, and re-pulls the two small tables. A year is the unit because comp.fundq carries no
+filing time and a chunk is replaced whole, never appended to (no record twice). The
+ingest records its vintage like every ingest (raw.vintages: the rows new and restated;
+raw.fundq_vintages keeps every version, docs/rounds.md).
+
 The ingest resolves what real WRDS tables hold and reports it: several industry
 records on one (gvkey, datadate) become one by the rule of
 sql/sources/wrds_company_industry.sql; exact duplicate fundq records and firm-quarters
@@ -227,6 +236,7 @@ class WrdsSource(Source):
         console: Any = None,
         server: Server | None = None,
         refresh: bool = False,
+        incremental: bool = False,
     ):
         if not user or not _USER.match(user):
             raise UserError(
@@ -235,6 +245,8 @@ class WrdsSource(Source):
             )
         if start_year > end_year:
             raise UserError(f"--start {start_year} is after --end {end_year}")
+        if refresh and incremental:
+            raise UserError("--refresh pulls every year again; --incremental only the new ones")
         if not 1950 <= start_year <= 2100 or not 1950 <= end_year <= 2100:
             raise UserError(f"Years must lie in 1950..2100, got {start_year}..{end_year}")
         self.settings = get_settings()
@@ -252,6 +264,10 @@ class WrdsSource(Source):
         # --refresh: every chunk is pulled again in this run (once; a rerun resumes).
         self.refresh = refresh
         self._refreshed: set[Path] = set()
+        # --incremental: the years from the cached pull's newest quarter on (fixed at the
+        # first look, before this run pulls anything).
+        self.incremental = incremental
+        self._since_year: int | None = None
         self.login_attempts = 0
         self._login_error: UserError | None = None
         #: What the ingest resolved (sql/sources/wrds_resolved.sql), after tables().
@@ -321,10 +337,18 @@ class WrdsSource(Source):
         """The chunks this run pulls: absent ones, all of them under --refresh (once), and
         co_industry and ccm_link whenever a fundq year is pulled or is newer than them."""
         chunks = self.chunks()
+        since = self.since_year() if self.incremental else None
         todo = [
             c
             for c in chunks
-            if not c.path.exists() or (self.refresh and c.path not in self._refreshed)
+            if not c.path.exists()
+            or (self.refresh and c.path not in self._refreshed)
+            or (
+                since is not None
+                and c.table == "fundq"
+                and int(c.label) >= since
+                and c.path not in self._refreshed
+            )
         ]
         fundq = [c for c in chunks if c.table == "fundq"]
         if any(c.table == "fundq" for c in todo):
@@ -333,6 +357,31 @@ class WrdsSource(Source):
             newest = max(c.pulled_at() for c in fundq)
             stale = [c for c in chunks if c.table != "fundq" and c.pulled_at() < newest]
         return todo + [c for c in stale if c not in todo]
+
+    def since_year(self) -> int:
+        """The year of the newest quarter the cached pull holds (incremental pulls start
+        there); a UserError, before any login, when nothing of this pull is cached."""
+        if self._since_year is None:
+            cached = [c for c in self.chunks() if c.table == "fundq" and c.path.exists()]
+            newest = None
+            if cached:
+                con = duckdb.connect()
+                try:
+                    paths = ", ".join(f"'{c.path.as_posix()}'" for c in cached)
+                    row = con.execute(
+                        f"SELECT max(datadate) FROM read_parquet([{paths}])"
+                    ).fetchone()
+                    newest = row[0] if row else None
+                finally:
+                    con.close()
+            if newest is None:
+                raise UserError(
+                    f"--incremental adds the quarters filed since an earlier pull, but "
+                    f"{self.chunks()[0].folder} holds no pulled quarter of this projection: "
+                    "run the pull once without --incremental"
+                )
+            self._since_year = max(newest.year, self.start_year)
+        return self._since_year
 
     def cached_lines(self) -> list[str]:
         """The cached chunks this run reuses, with their pull dates (runs of equal dates)."""
@@ -373,6 +422,7 @@ class WrdsSource(Source):
             "cache": str(self.chunks()[0].folder),
             "pulled": {c.table + " " + c.label: c.pulled_at() for c in self.chunks()},
             "resolved": self.resolved,
+            "incremental": {"from_year": self.since_year()} if self.incremental else None,
         }
 
     # -- pulling -----------------------------------------------------------------------
@@ -476,6 +526,8 @@ class WrdsSource(Source):
             )
         pulled = sorted(p for p in (c.pulled_at() for c in chunks) if p)
         vintage = f"WRDS pull {pulled[0][:10]}..{pulled[-1][:10]}" if pulled else "WRDS pull"
+        if self.incremental:
+            vintage += f", incremental: {self.since_year()}-{self.end_year} pulled again"
         return RawTables(
             fundq=_read_chunks(by_table["fundq"]),
             company_industry=industry.cast(INDUSTRY_SCHEMA),

@@ -15,7 +15,7 @@ imports its model's module when called, so the command line starts fast.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from proforma.contracts.errors import UserError
@@ -72,6 +72,46 @@ class ModelSpec:
     demo_note: str = ""
     #: Uses PyTorch (`--threads` applies).
     torch: bool = False
+    #: Forecasts given origins from a fit on the request's train and val splits (a
+    #: prospective round's frozen origins, app/rounds/entries.py); None: the static fit's
+    #: forecasts of those rows (`forecast_at_origins`).
+    at_origins: Callable[[FitRequest, TabularData], Forecast] | None = None
+
+
+def forecast_at_origins(spec: ModelSpec, request: FitRequest, origins: TabularData) -> Forecast:
+    """The spec's forecasts for `origins` (rows of its view: features, futures unknown)
+    from a model fit on `request.train` and `request.val` only, as its static fit is:
+    the forecast-at-origins entry point through which the learned competitors enter a
+    prospective round (docs/rounds.md, "Entries").
+
+    A spec with its own `at_origins` answers. Otherwise, when every origin is a row of
+    the request's test split (a round's origins are the last quarter of the test split
+    of the build it opens on), the model's static fit on the request forecasts them: a
+    model that keeps its finished fits in the registry (every model of the suite) then
+    reuses the static run's fits instead of fitting again. Else `fit` gets the origins
+    as its test split."""
+    from proforma.models.baselines.base import Forecast
+
+    if origins.n == 0:
+        raise UserError(f"{spec.name}: no origin to forecast")
+    if spec.at_origins is not None:
+        return spec.at_origins(request, origins)
+    index = {
+        (int(f), int(q)): i
+        for i, (f, q) in enumerate(zip(request.test.firm_id, request.test.origin_q, strict=True))
+    }
+    rows = [
+        index.get((int(f), int(q))) for f, q in zip(origins.firm_id, origins.origin_q, strict=True)
+    ]
+    if any(r is None for r in rows):
+        return spec.fit(replace(request, test=origins))
+    whole = spec.fit(request)
+    take = [int(r) for r in rows if r is not None]
+    return Forecast(
+        origins,
+        [(mu[take], None if sigma is None else sigma[take]) for mu, sigma in whole.components],
+        whole.info,
+    )
 
 
 def _enet(r: FitRequest) -> Forecast:

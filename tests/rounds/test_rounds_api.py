@@ -76,6 +76,24 @@ def test_rounds_api_pages_and_snapshot(served: Settings) -> None:
         assert post(_file(wrong), "alice-other").status_code == 422
         assert client.get("/api/v1/rounds/nope").status_code == 404
         assert app_wh.scalar("SELECT count(*) FROM rounds.submissions WHERE kind = 'upload'") == 1
+        # a Student-t file takes its df from the form
+        t_file = _file(good.append_column("sigma", pa.array([1.0] * good.num_rows)))
+
+        def post_t(name: str, df: str | None):
+            return client.post(
+                "/api/v1/rounds/2010Q4/submissions",
+                headers=auth,
+                data={"name": name, "family": "student_t", **({"df": df} if df else {})},
+                files={"file": ("t.parquet", t_file, "application/octet-stream")},
+            )
+
+        no_df, bad_df = post_t("alice-t", None), post_t("alice-t", "many")
+        assert no_df.status_code == 400 and "needs --df" in no_df.json()["detail"]
+        assert bad_df.status_code in (400, 422) and "number" in bad_df.json()["detail"]
+        t_ok = post_t("alice-t", "4")
+        assert t_ok.status_code == 201, t_ok.text
+        assert t_ok.json()["family"] == "student_t" and t_ok.json()["df"] == 4.0
+        assert app_wh.scalar("SELECT count(*) FROM rounds.submissions WHERE kind = 'upload'") == 2
 
         page = client.get("/rounds")
         assert page.status_code == 200 and "2010Q4" in page.text
@@ -107,7 +125,7 @@ def test_rounds_api_pages_and_snapshot(served: Settings) -> None:
         board = client.get("/api/v1/rounds/2010Q4").json()
         assert board["round"]["state"] == "resolving"
         models = {m["name"]: m for m in board["models"]}
-        assert set(models) == {"seasonal_rw", "fade", "oracle", "alice-zero"}
+        assert set(models) == {"seasonal_rw", "fade", "oracle", "alice-zero", "alice-t"}
         exact_mse = dict(exact)
         assert models["fade"]["mse"] == pytest.approx(exact_mse["fade"], rel=1e-12)
         # the upload's numbers are coarsened (a dither moves them), the baselines' exact

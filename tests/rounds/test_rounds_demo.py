@@ -11,14 +11,14 @@ from typer.testing import CliRunner
 from proforma.app.cli import app
 from proforma.app.cli.rounds import demo_round, next_vintage_path
 from proforma.app.flows.build import run_build
-from proforma.app.rounds import get_round
+from proforma.app.rounds import get_round, leaderboard
 from proforma.app.sources import ingest
 from proforma.app.sources.synthetic import SyntheticConfig, SyntheticSource
 from proforma.app.store.settings import Settings, get_settings
 from proforma.app.store.warehouse import Warehouse, connect
 
 
-def test_demo_round(wh: Warehouse, settings: Settings) -> None:
+def test_demo_round(wh: Warehouse, settings: Settings, probe: Any) -> None:
     ingest(wh, SyntheticSource(SyntheticConfig.for_scale("demo", firms=30, oracle_origins=0)))
     run_build(wh)
     wh.close()
@@ -31,17 +31,21 @@ def test_demo_round(wh: Warehouse, settings: Settings) -> None:
         get_settings.cache_clear()
         assert result.exit_code == 0, result.output
 
-    demo_round(run, 30)
+    demo_round(run, 30, competitors=("probe",))
     assert next_vintage_path().is_file()
     with connect(settings) as w:
         rnd = get_round(w, "demo")
         assert rnd["origin"] == "2024Q4" and rnd["state"] == "resolving"
         assert [n > 0 for n in rnd["resolved_by_horizon"]] == [True] * 4 + [False] * 16
-        assert rnd["submissions"] == 2  # seasonal_rw and fade
+        assert rnd["submissions"] == 3  # seasonal_rw, fade and the demo's competitor
+        board = {m["name"]: m for m in leaderboard(w, "demo")["models"]}
+        assert set(board) == {"seasonal_rw", "fade", "probe-demo"}
+        assert board["probe-demo"]["n"] > 0
         raw_last = w.scalar("SELECT max(datadate) FROM raw.fundq")
     assert raw_last.year == 2024  # the main warehouse keeps its vintage
     done = len(calls)
-    demo_round(run, 30)
+    demo_round(run, 30, competitors=("probe",))
     assert len(calls) == done
     ran: Any = [c[:2] for c in calls]
-    assert ran[0] == ["round", "open"] and ran[-1] == ["round", "resolve"]
+    assert ran[0] == ["round", "open"] and ran[1] == ["round", "enter"]
+    assert ran[2] == ["round", "close"] and ran[-1] == ["round", "resolve"]

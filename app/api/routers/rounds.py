@@ -55,9 +55,10 @@ def get_round(name: str, wh: WarehouseDep) -> dict[str, Any]:
 async def submit(
     name: str, request: Request, user: CurrentUser, wh: WarehouseDep, settings: SettingsDep
 ) -> dict[str, Any]:
-    """multipart/form-data: `file` (firm, target, origin, horizon, prediction[, sigma]),
-    `name` (the model; one submission per name and round), optional `family` (gaussian,
-    laplace, point). Late (403), duplicate or changed (409) and wrong-round (422)
+    """multipart/form-data: `file` (firm, target, origin, horizon, prediction[, sigma,
+    component, quantile_level]), `name` (the model; one submission per name and round),
+    optional `family` (gaussian, laplace, student_t, quantile, point) and `df` (Student-t).
+    Late (403), duplicate or changed (409) and wrong-round (422)
     submissions are refused with nothing stored."""
     from proforma.app.rounds import submit_file
 
@@ -67,6 +68,11 @@ async def submit(
         if not model:
             raise BadUpload("The form needs a `name` field: the model's name in this round.")
         family = (received.fields.get("family") or "").strip() or None
+        df_text = (received.fields.get("df") or "").strip()
+        try:
+            df = float(df_text) if df_text else None
+        except ValueError:
+            raise BadUpload(f"`df` must be a number (got {df_text!r})") from None
         record = await run_in_threadpool(
             lambda: submit_file(
                 wh,
@@ -74,6 +80,7 @@ async def submit(
                 received.path,
                 model,
                 family=family,
+                df=df,
                 metadata={"uploaded_by": user.name, "filename": received.filename},
             )
         )

@@ -1,0 +1,87 @@
+-- Per-cell scores of ONE quantile submission of a round (getvariable('submission_id'); its
+-- grid getvariable('quantile_levels') tau_1 < ... < tau_K, component k holding the
+-- quantile at level k + 1, in rounds.forecast_components) on the cells resolution
+-- getvariable('resolution_id') resolved in its round, into rounds.cell_scores, with the
+-- terms of sql/eval/052: the piecewise-linear quantile function through (tau_k, q_k)
+-- with flat tails (point masses tau_1 at q_1 and 1 - tau_K at q_K); CRPS = 2 * the
+-- integral of the pinball loss, exact piece by piece (eval.qs_piece); r = mean - actual;
+-- r_abs = median - actual (level getvariable('median_k'); NULL without level 0.5);
+-- u = F(actual); in50..in95 from the grid's level pairs (1 -+ p) / 2 (components
+-- getvariable('lo50'), ('hi50'), ...; NULL when the grid lacks the pair). No NLL, no z.
+INSERT INTO rounds.cell_scores BY NAME
+WITH truth AS (
+    SELECT t.gvkey, t.item_id, t.horizon, t.actual::DOUBLE AS y
+    FROM rounds.truth AS t
+    JOIN rounds.submissions AS s USING (round_id)
+    WHERE s.submission_id = getvariable('submission_id')
+      AND t.resolution_id = getvariable('resolution_id')
+      AND isfinite(t.actual) AND isfinite(t.baseline)
+),
+levels AS (
+    SELECT t.gvkey, t.item_id, t.horizon, t.y, f.component AS k, f.mu AS q,
+           getvariable('quantile_levels')[f.component + 1] AS tau
+    FROM rounds.forecast_components AS f
+    JOIN truth AS t USING (gvkey, item_id, horizon)
+    WHERE f.submission_id = getvariable('submission_id')
+),
+segments AS (
+    SELECT *, q - y AS g0, q_next - y AS g1
+    FROM (
+        SELECT *,
+               lead(q) OVER (PARTITION BY gvkey, item_id, horizon ORDER BY k) AS q_next,
+               lead(tau) OVER (PARTITION BY gvkey, item_id, horizon ORDER BY k) AS tau_next
+        FROM levels
+    )
+),
+terms AS (
+    SELECT
+        gvkey, item_id, horizon, y, k, q,
+        CASE WHEN k = 0 THEN eval.qs_piece(0.0, tau, g0, g0, g0 > 0) ELSE 0 END
+        + CASE WHEN k = getvariable('k_levels') - 1
+               THEN eval.qs_piece(tau, 1.0, g0, g0, g0 > 0) ELSE 0 END
+        + CASE WHEN q_next IS NULL THEN 0
+               WHEN g0 >= 0 THEN eval.qs_piece(tau, tau_next, g0, g1, TRUE)
+               WHEN g1 <= 0 THEN eval.qs_piece(tau, tau_next, g0, g1, FALSE)
+               ELSE eval.qs_piece(tau, tau + (tau_next - tau) * (-g0 / (g1 - g0)), g0, 0.0, FALSE)
+                    + eval.qs_piece(tau + (tau_next - tau) * (-g0 / (g1 - g0)), tau_next, 0.0, g1, TRUE)
+          END AS pinball,
+        CASE WHEN k = 0 THEN q * tau ELSE 0 END
+        + CASE WHEN k = getvariable('k_levels') - 1 THEN q * (1 - tau) ELSE 0 END
+        + CASE WHEN q_next IS NULL THEN 0 ELSE (tau_next - tau) * (q + q_next) / 2 END AS mass,
+        CASE WHEN q <= y AND y < q_next
+             THEN tau + (tau_next - tau) * (y - q) / (q_next - q) END AS u_inside
+    FROM segments
+),
+per_cell AS (
+    SELECT
+        gvkey, item_id, horizon,
+        any_value(y) AS y,
+        2 * sum(pinball) AS crps,
+        sum(mass) AS mean,
+        any_value(q) FILTER (WHERE k = getvariable('median_k')) AS median,
+        any_value(q) FILTER (WHERE k = 0) AS q_first,
+        any_value(q) FILTER (WHERE k = getvariable('k_levels') - 1) AS q_last,
+        max(u_inside) AS u_inside,
+        any_value(q) FILTER (WHERE k = getvariable('lo50')) AS lo50,
+        any_value(q) FILTER (WHERE k = getvariable('hi50')) AS hi50,
+        any_value(q) FILTER (WHERE k = getvariable('lo80')) AS lo80,
+        any_value(q) FILTER (WHERE k = getvariable('hi80')) AS hi80,
+        any_value(q) FILTER (WHERE k = getvariable('lo90')) AS lo90,
+        any_value(q) FILTER (WHERE k = getvariable('hi90')) AS hi90,
+        any_value(q) FILTER (WHERE k = getvariable('lo95')) AS lo95,
+        any_value(q) FILTER (WHERE k = getvariable('hi95')) AS hi95
+    FROM terms
+    GROUP BY gvkey, item_id, horizon
+    HAVING count(*) = getvariable('k_levels') AND bool_and(isfinite(q))
+)
+SELECT
+    getvariable('submission_id') AS submission_id, gvkey, item_id, horizon,
+    mean - y AS r,
+    median - y AS r_abs,
+    crps,
+    CASE WHEN y < q_first THEN 0.0 WHEN y >= q_last THEN 1.0 ELSE u_inside END AS u,
+    lo50 <= y AND y <= hi50 AS in50,
+    lo80 <= y AND y <= hi80 AS in80,
+    lo90 <= y AND y <= hi90 AS in90,
+    lo95 <= y AND y <= hi95 AS in95
+FROM per_cell;
