@@ -73,6 +73,11 @@ def _coverage_flags() -> str:
     return ", ".join(parts)
 
 
+def _coverage_columns() -> str:
+    """The stored per-cell flags in{p} of every coverage level, as the cells' columns."""
+    return ", ".join(f"c.in{p}" for p in COVERAGE_LEVELS)
+
+
 def _quantum(sensitivity: float | None) -> str:
     return f"{DISCLOSURE_K * (sensitivity or 0.0)!r} / n"
 
@@ -109,6 +114,7 @@ SLOTS = {
     "metric_finish": _finish,
     "metric_columns": _columns,
     "metric_coverage_flags": _coverage_flags,
+    "metric_coverage_columns": _coverage_columns,
     "metric_public": _public,
 }
 

@@ -123,8 +123,5 @@ mix_scored AS (
 )
 SELECT getvariable('submission_id') AS submission_id, gvkey, item_id, horizon,
        r, nll, crps, z, u, r AS r_abs,
-       u BETWEEN 0.25 AND 0.75 AS in50,
-       u BETWEEN 0.10 AND 0.90 AS in80,
-       u BETWEEN 0.05 AND 0.95 AS in90,
-       u BETWEEN 0.025 AND 0.975 AS in95
+       {{ metric_coverage_flags }}
 FROM mix_scored;

@@ -3,9 +3,10 @@
 -- and baseline) that every one of them scored (rounds.cell_scores). Per submission,
 -- globally (horizon NULL) and per horizon, the sums and metrics of sql/eval/065 and 070,
 -- as contracts/metrics.py defines them (slots metric_cell_sums and metric_finish) over
--- each cell's inputs: y = actual - baseline (in double), r (a round has no quantile grid:
--- r_abs = r), the density terms and in{p}, the PIT u in the central p interval (slot
--- metric_coverage_flags). R2 = 1 - SSE / (sum y^2 - (sum y)^2 / n + 1e-12), NaN when the
+-- each cell's inputs as sql/rounds/040-042 stored them: y = actual - baseline (in double),
+-- r, r_abs (a quantile grid's median residual, r otherwise), the density terms and in{p}
+-- (slot metric_coverage_columns: the PIT u in the central p interval, or a grid's level
+-- pair around the actual). R2 = 1 - SSE / (sum y^2 - (sum y)^2 / n + 1e-12), NaN when the
 -- truth has no variance (<= 1e-15); MAE, MSE; each density mean (NLL, CRPS, z2 = mean
 -- z^2) over the cells with that term; coverage at p: the share of cells with a PIT u.
 WITH common AS (
@@ -17,8 +18,8 @@ WITH common AS (
 ),
 cells AS (
     SELECT c.submission_id, c.horizon, t.actual::DOUBLE - t.baseline::DOUBLE AS y,
-           c.r, c.r AS r_abs, c.nll, c.crps, c.z, c.u,
-           {{ metric_coverage_flags }}
+           c.r, c.r_abs, c.nll, c.crps, c.z, c.u,
+           {{ metric_coverage_columns }}
     FROM rounds.cell_scores AS c
     JOIN round_subs USING (submission_id)
     JOIN common AS m USING (gvkey, item_id, horizon)

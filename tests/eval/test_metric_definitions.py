@@ -160,16 +160,20 @@ def test_round_metrics_follow_the_definitions() -> None:
     (query,) = _statements("rounds/050_metrics")
     cells = _projections(_cte(query, "cells"))
     assert set(CELL_INPUTS) <= set(cells)
-    for p in COVERAGE_LEVELS:
-        assert _bounds(cells[f"in{p}"]) == coverage_bounds(p), f"in{p}"
     _sums_match(_projections(_cte(query, "rolled")), "rounds 050")
     _finishes_match(_projections(query), "rounds 050")
 
 
 def test_cell_scores_use_the_coverage_levels() -> None:
     """The per-cell in{p} of the density steps are the registry's central intervals."""
-    found: set[int] = set()
-    for step in ("eval/050_cell_scores_single", "eval/051_cell_scores_mixture"):
+    steps = (
+        "eval/050_cell_scores_single",
+        "eval/051_cell_scores_mixture",
+        "rounds/040_cell_scores",
+        "rounds/041_cell_scores_mixture",
+    )
+    for step in steps:
+        found: set[int] = set()
         for tree in _statements(step):
             for alias in tree.find_all(exp.Alias):
                 if alias.alias.startswith("in") and alias.alias[2:].isdigit():
@@ -177,7 +181,7 @@ def test_cell_scores_use_the_coverage_levels() -> None:
                     assert p in COVERAGE_LEVELS, f"{step}: in{p} is no coverage level"
                     assert _bounds(alias.this) == coverage_bounds(p), f"{step}: in{p}"
                     found.add(p)
-    assert found == set(COVERAGE_LEVELS)
+        assert found == set(COVERAGE_LEVELS), step
 
 
 def _created(statements: list[exp.Expression], table: str) -> exp.Select:
