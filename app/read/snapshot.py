@@ -253,11 +253,13 @@ def _write_public(
                 {
                     "public_min_cells": int(settings.public_min_cells),
                     "public_history_runs": int(settings.public_history_runs),
+                    "public_detail_top": int(settings.public_detail_top),
                 },
             )
         return check_public(wh)
     finally:
         wh.execute("DROP TABLE IF EXISTS public_runs")
+        wh.execute("DROP TABLE IF EXISTS public_detail")
         wh.execute("DROP TABLE IF EXISTS public_dm_leaders")
         wh.execute("DETACH pub")
 

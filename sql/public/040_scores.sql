@@ -8,14 +8,36 @@
 -- each footprint (the current board and a few before it); every run stays in the
 -- warehouse (GET /api/v1/leaderboards/{footprint}?run=ID), so the snapshot does not grow
 -- with every upload.
--- The older runs of the history keep their global and per-horizon metrics (the finer
--- levels, most of the rows, are the current board's only).
+-- What each run of it keeps, so that its size is bounded by the board, not the uploads
+-- (docs/service.md, "The public snapshot"):
+-- * the current run of each footprint: every member's headline rows (global and
+--   per-horizon metrics, PIT, coverage, its tests against the leaders); the finer levels
+--   (per item, statement, item x horizon: about 1,700 rows a submission) only for the
+--   in-house submissions and the top getvariable('public_detail_top') of each track's
+--   ranking (R2, MAE, CRPS); every other submission's detail stays in the warehouse
+--   (GET /api/v1/leaderboards/{footprint}?by=item);
+-- * the older runs of the history: global metrics, PIT, coverage and the pooled tests.
 CREATE OR REPLACE TEMP TABLE public_runs AS
 SELECT score_run_id, k = 1 AS is_current
 FROM (SELECT score_run_id,
              row_number() OVER (PARTITION BY footprint_name ORDER BY score_run_id DESC) AS k
       FROM eval.score_runs)
 WHERE k <= getvariable('public_history_runs');
+
+CREATE OR REPLACE TEMP TABLE public_detail AS
+SELECT score_run_id, submission_id
+FROM (SELECT m.score_run_id, m.submission_id, s.source,
+             row_number() OVER (PARTITION BY m.score_run_id
+                                ORDER BY m.r2 DESC NULLS LAST, m.submission_id) AS by_r2,
+             row_number() OVER (PARTITION BY m.score_run_id
+                                ORDER BY m.mae NULLS LAST, m.submission_id) AS by_mae,
+             row_number() OVER (PARTITION BY m.score_run_id
+                                ORDER BY m.crps NULLS LAST, m.submission_id) AS by_crps
+      FROM eval.metrics m
+      JOIN public_runs r USING (score_run_id)
+      JOIN eval.submissions s USING (submission_id)
+      WHERE r.is_current AND m.level = 'global')
+WHERE source <> 'upload' OR least(by_r2, by_mae, by_crps) <= getvariable('public_detail_top');
 
 CREATE TABLE pub.score_runs AS
 SELECT score_run_id, footprint_id, footprint_name, footprint_version, submission_ids,
@@ -41,8 +63,10 @@ WITH m AS (
     JOIN public_runs r USING (score_run_id)
     JOIN eval.submissions s USING (submission_id)
     LEFT JOIN ref.items i ON i.item_id = m.item_id
+    LEFT JOIN public_detail d USING (score_run_id, submission_id)
     WHERE m.n >= getvariable('public_min_cells')
-      AND (r.is_current OR m.level IN ('global', 'horizon'))
+      AND (m.level = 'global' OR (r.is_current AND m.level = 'horizon')
+           OR d.submission_id IS NOT NULL)
 )
 SELECT score_run_id, submission_id, model, level, horizon, item, item_statement AS statement, n,
        CASE WHEN is_upload THEN pf_coarsen(r2, CASE WHEN mse > 0
@@ -95,7 +119,8 @@ JOIN (SELECT submission_id, source = 'upload' AS up FROM eval.submissions) b
 JOIN public_dm_leaders l
   ON l.score_run_id = d.score_run_id AND l.loss = d.loss AND l.horizon = d.horizon
  AND l.leader IN (d.submission_a, d.submission_b)
-WHERE d.score_run_id IN (SELECT score_run_id FROM public_runs)
+JOIN public_runs r ON r.score_run_id = d.score_run_id
+WHERE r.is_current OR d.horizon = 0
 ORDER BY d.score_run_id, d.submission_a, d.submission_b, d.loss, d.horizon;
 
 -- PIT histograms: an upload's bin counts are withheld and its shares coarsened (8 / n).
