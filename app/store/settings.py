@@ -56,7 +56,7 @@ class Settings(BaseSettings):
     # The snapshot keeps each footprint's latest runs only (older ones stay in the warehouse).
     public_history_runs: int = 3
     # Per-item detail of the current board's top N per track (and the in-house models).
-    public_detail_top: int = 25
+    public_detail_top: int = 10
 
 
 @lru_cache(maxsize=1)

@@ -53,22 +53,46 @@ ORDER BY score_run_id;
 -- CRPS; 8 / n for coverage shares; NLL and z2 at the global level only, 2 significant
 -- digits), so that differencing two uploads reads no truth value back; other
 -- submissions' numbers are exact. pf_coarsen and pf_two_digits are the publisher's UDFs.
-CREATE TABLE pub.metrics AS
+-- Each row's public values depend on that row only, and a run references the rows of
+-- the submissions it reuses (eval.run_results: from_run), so they are computed once per
+-- (from_run, submission) into the publisher's cache (catalog pubcache, a private file
+-- beside the snapshot, named after this file's text and the disclosure key: any change
+-- starts a new one; app/read/snapshot.py) and each publication computes only the rows of
+-- the submissions scored since the last one, then copies the rest: a publication no longer
+-- costs a coarsening per row of the whole board.
+-- The cache holds the rows the snapshot takes: every (from_run, submission)'s headline
+-- rows (global, horizon) and the finer rows of those in public_detail only, so that it
+-- stays the size of what is published.
+CREATE OR REPLACE TEMP TABLE public_metric_refs AS
+SELECT DISTINCT r.from_run, r.submission_id, x.part
+FROM eval.run_results r
+JOIN public_runs p USING (score_run_id)
+LEFT JOIN public_detail d USING (score_run_id, submission_id)
+CROSS JOIN (VALUES ('headline'), ('detail')) x(part)
+WHERE x.part = 'headline' OR d.submission_id IS NOT NULL;
+
+CREATE TABLE IF NOT EXISTS pubcache.metric_sets (
+    from_run BIGINT, submission_id BIGINT, part VARCHAR
+);
+
+CREATE OR REPLACE TEMP TABLE public_metric_todo AS
+SELECT from_run, submission_id, part FROM public_metric_refs
+EXCEPT SELECT from_run, submission_id, part FROM pubcache.metric_sets;
+
+CREATE OR REPLACE TEMP TABLE public_metric_new AS
 WITH m AS (
-    SELECT m.*, s.name AS model, s.source = 'upload' AS is_upload, i.item,
+    SELECT m.*, t.part, s.name AS model, s.source = 'upload' AS is_upload, i.item,
            coalesce(m.statement, i.statement) AS item_statement,
            m.submission_id || '/' || m.level || '/' || coalesce(CAST(m.horizon AS VARCHAR), '')
            || '/' || coalesce(i.item, '') || '/' || coalesce(m.statement, '') || '/' AS label
-    FROM eval.metrics m
-    JOIN public_runs r USING (score_run_id)
-    JOIN eval.submissions s USING (submission_id)
+    FROM eval.metric_rows m
+    JOIN public_metric_todo t
+      ON t.from_run = m.score_run_id AND t.submission_id = m.submission_id
+     AND t.part = CASE WHEN m.level IN ('global', 'horizon') THEN 'headline' ELSE 'detail' END
+    JOIN eval.submissions s ON s.submission_id = m.submission_id
     LEFT JOIN ref.items i ON i.item_id = m.item_id
-    LEFT JOIN public_detail d USING (score_run_id, submission_id)
-    WHERE m.n >= getvariable('public_min_cells')
-      AND (m.level = 'global' OR (r.is_current AND m.level = 'horizon')
-           OR d.submission_id IS NOT NULL)
 )
-SELECT score_run_id, submission_id, model, level, horizon, item, item_statement AS statement, n,
+SELECT part, item_id, score_run_id, submission_id, model, level, horizon, item, item_statement AS statement, n,
        CASE WHEN is_upload THEN pf_coarsen(r2, CASE WHEN mse > 0
                 THEN 960.0 / n * (1 - r2) / mse END, label || 'r2') ELSE r2 END AS r2,
        CASE WHEN is_upload THEN pf_coarsen(mse, 960.0 / n, label || 'mse') ELSE mse END AS mse,
@@ -80,8 +104,34 @@ SELECT score_run_id, submission_id, model, level, horizon, item, item_statement 
        CASE WHEN is_upload THEN pf_coarsen(cov80, 8.0 / n, label || 'cov80') ELSE cov80 END AS cov80,
        CASE WHEN is_upload THEN pf_coarsen(cov90, 8.0 / n, label || 'cov90') ELSE cov90 END AS cov90,
        CASE WHEN is_upload THEN pf_coarsen(cov95, 8.0 / n, label || 'cov95') ELSE cov95 END AS cov95
-FROM m
-ORDER BY score_run_id, submission_id, level, horizon, item_id;
+FROM m;
+
+CREATE TABLE IF NOT EXISTS pubcache.metrics AS FROM public_metric_new LIMIT 0;
+-- (idempotent: rows of a publication that died before recording its sets go first)
+DELETE FROM pubcache.metrics c USING public_metric_todo t
+WHERE c.score_run_id = t.from_run AND c.submission_id = t.submission_id AND c.part = t.part;
+INSERT INTO pubcache.metrics BY NAME FROM public_metric_new;
+INSERT INTO pubcache.metric_sets SELECT from_run, submission_id, part FROM public_metric_todo;
+-- rows the snapshot no longer takes (a submission out of the top, a sample that changed)
+-- leave the cache
+CREATE OR REPLACE TEMP TABLE public_metric_stale AS
+SELECT from_run, submission_id, part FROM pubcache.metric_sets
+EXCEPT SELECT from_run, submission_id, part FROM public_metric_refs;
+DELETE FROM pubcache.metrics c USING public_metric_stale t
+WHERE c.score_run_id = t.from_run AND c.submission_id = t.submission_id AND c.part = t.part;
+DELETE FROM pubcache.metric_sets c USING public_metric_stale t
+WHERE c.from_run = t.from_run AND c.submission_id = t.submission_id AND c.part = t.part;
+
+CREATE TABLE pub.metrics AS
+SELECT r.score_run_id, c.* EXCLUDE (part, score_run_id, item_id)
+FROM eval.run_results r
+JOIN public_runs p USING (score_run_id)
+JOIN pubcache.metrics c ON c.score_run_id = r.from_run AND c.submission_id = r.submission_id
+LEFT JOIN public_detail d ON d.score_run_id = r.score_run_id AND d.submission_id = r.submission_id
+WHERE c.n >= getvariable('public_min_cells')
+  AND (c.level = 'global' OR (p.is_current AND c.level = 'horizon')
+       OR d.submission_id IS NOT NULL)
+ORDER BY r.score_run_id, c.submission_id, c.level, c.horizon, c.item_id;
 
 CREATE TABLE pub.coverage AS
 SELECT score_run_id, submission_id, footprint_cells, predicted_cells, coverage

@@ -170,3 +170,44 @@ def test_the_snapshot_keeps_detail_for_the_top_of_the_board_only(
         left_out = next(iter(uploads - {top_upload} - detailed))
         body = client.get("/api/v1/leaderboards/full", params={"by": "item"}).json()
         assert any(r["submission_id"] == left_out for r in body["rows"])
+
+
+def test_a_publication_from_the_cache_equals_one_computed_afresh(
+    panel: Settings, tmp_path: Path
+) -> None:
+    """The publisher's cache of public metric rows (computed once per run and submission)
+    gives the snapshot a publication without it gives, and follows the board: a submission
+    that leaves the top loses its cached detail."""
+    settings = panel.model_copy(update={"public_detail_top": 1})
+    with TestClient(create_app(settings)) as client:
+        api = Api(client)
+        for seed, noise in enumerate((0.9, 0.6, 0.1)):  # each upload leads the board
+            job = api.upload(submission_bytes(api.wh, seed=seed, noise=noise), name=f"u{seed}")
+            assert api.wait(job.json()["job_id"])["status"] == "done"
+        wh = api.wh
+        link = Path(settings.public_snapshot)
+        caches = sorted(link.parent.glob(f".{link.stem}.cache-*.duckdb"))
+        assert len(caches) == 1
+        with duckdb.connect(str(caches[0]), read_only=True) as con:
+            detail = {
+                r[0]
+                for r in con.execute(
+                    "SELECT submission_id FROM metrics WHERE part = 'detail'"
+                ).fetchall()
+            }
+        uploads = dict(
+            wh.fetchall("SELECT name, submission_id FROM eval.submissions WHERE source = 'upload'")
+        )
+        assert uploads["u2"] in detail and uploads["u0"] not in detail
+        warm = Path(os.path.realpath(publish(wh, settings).version))
+        for path in caches:
+            path.unlink()
+        cold = Path(os.path.realpath(publish(wh, settings).version))
+        for table, key in (
+            ("metrics", _METRIC_KEY),
+            ("pit", "score_run_id, submission_id, bin"),
+            ("dm_tests", "score_run_id, submission_a, submission_b, loss, horizon"),
+            ("leaderboard", "footprint, submission_id"),
+        ):
+            got, want = _snapshot_rows(warm, table, key), _snapshot_rows(cold, table, key)
+            assert got == want and got, table
