@@ -95,6 +95,12 @@ def _sizes(folder: Path) -> str:
     )
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its threads so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _timed_uploads(
     folder: Path,
     env: dict[str, str],
@@ -105,9 +111,11 @@ def _timed_uploads(
     report: list[int],
     point: bool,
     deadline: float,
+    cpu: list[float],
 ) -> list[float]:
     """Uploads k in `ks` through the API of a fresh server, each timed end to end (post,
-    validation, scoring, publication: until its job is done)."""
+    validation, scoring, publication: until its job is done); the server's CPU seconds
+    per upload are appended to `cpu` (a figure the machine's load moves less)."""
     import httpx
 
     started = time.monotonic()
@@ -121,7 +129,7 @@ def _timed_uploads(
                     print(f"stopped at the time bound before upload {k}")
                     break
                 data = _file(cells, pa, k, point)
-                t = time.perf_counter()
+                t, c0 = time.perf_counter(), _cpu_s(server.pid)
                 r = c.post(
                     f"{base}/api/v1/submissions",
                     headers=auth,
@@ -139,15 +147,18 @@ def _timed_uploads(
                     job = c.get(job_url, headers=auth).json()
                     if job["status"] in ("done", "failed"):
                         break
-                    time.sleep(0.02)
+                    time.sleep(0.05)
                 if job["status"] != "done":
                     raise SystemExit(f"upload {k} failed: {job['message']}")
                 times.append(time.perf_counter() - t)
+                cpu.append(_cpu_s(server.pid) - c0)
                 if k in report or k == ks[-1]:
                     near = times[-5:]
                     print(
                         f"upload {k:4d}: {times[-1]:.2f} s (median of the last {len(near)}: "
-                        f"{statistics.median(near):.2f} s); {_sizes(folder)}",
+                        f"{statistics.median(near):.2f} s; server CPU {cpu[-1]:.2f} s, median "
+                        f"{statistics.median(cpu[-5:]):.2f}); {_sizes(folder)}; "
+                        f"load {os.getloadavg()[0]:.1f}",
                         flush=True,
                     )
     finally:
@@ -229,8 +240,8 @@ def main() -> None:
     args = ap.parse_args()
     report = sorted({int(x) for x in args.report.split(",")})
     if args.seed_range:
-        first, last = (int(x) for x in args.seed_range.split(":"))
-        _seed(args.dir, first, last, report, args.point)
+        lo, hi = (int(x) for x in args.seed_range.split(":"))
+        _seed(args.dir, lo, hi, report, args.point)
         return
     if args.uploads + args.seed_board > 1000:
         raise SystemExit("Bounded: at most 1,000 submissions.")
@@ -258,9 +269,20 @@ def main() -> None:
         flush=True,
     )
     deadline = time.monotonic() + args.max_seconds
+    cpu_first: list[float] = []
     first = _timed_uploads(
-        args.dir, env, auth, cells, pa, range(1, args.uploads + 1), report, args.point, deadline
+        args.dir,
+        env,
+        auth,
+        cells,
+        pa,
+        range(1, args.uploads + 1),
+        report,
+        args.point,
+        deadline,
+        cpu_first,
     )
+    cpu_last: list[float] = []
     times = first
     if args.seed_board and len(first) == args.uploads:
         if args.seed_board > args.uploads:
@@ -290,12 +312,15 @@ def main() -> None:
             report,
             args.point,
             deadline + 10**6,  # phase 3 always runs to the end
+            cpu_last,
         )
         if first and times:
             a, b = statistics.median(first), statistics.median(times)
+            ca, cb = statistics.median(cpu_first), statistics.median(cpu_last)
             print(
                 f"median of uploads 1-{len(first)} {a:.2f} s, of uploads "
-                f"{args.seed_board + 1}-{args.seed_board + len(times)} {b:.2f} s: {b / a:.2f}x"
+                f"{args.seed_board + 1}-{args.seed_board + len(times)} {b:.2f} s: {b / a:.2f}x "
+                f"(server CPU {ca:.2f} -> {cb:.2f} s: {cb / ca:.2f}x)"
             )
         return
     if len(times) >= 10:
