@@ -183,7 +183,8 @@ SELECT p.score_run_id, p.submission_id, p.bin,
             ELSE p.share END AS share
 FROM eval.pit p
 JOIN eval.submissions s USING (submission_id)
-JOIN (SELECT score_run_id, submission_id, sum(n) AS total FROM eval.pit GROUP BY ALL) t
+JOIN (SELECT score_run_id, submission_id, sum(n) AS total FROM eval.pit
+      WHERE score_run_id IN (SELECT score_run_id FROM public_runs) GROUP BY ALL) t
   USING (score_run_id, submission_id)
 WHERE p.score_run_id IN (SELECT score_run_id FROM public_runs)
 ORDER BY p.score_run_id, p.submission_id, p.bin;
