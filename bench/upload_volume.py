@@ -1,7 +1,8 @@
 """The k-th upload end to end, and the public snapshot's size, as uploads accrue.
 
     .venv/bin/python bench/upload_volume.py [--firms 4] [--uploads 500]
-        [--report 1,10,50,100,250,500] [--max-seconds 3000] [--dir /tmp/proforma-volume]
+        [--seed-board N] [--report 1,10,50,100,250,500] [--max-seconds 3000]
+        [--dir /tmp/proforma-volume]
 
 Sets up a fresh warehouse (synthetic panel of --firms firms, the real build, the reference
 baselines scored), starts `proforma serve` on 127.0.0.1 (loopback only) and uploads
@@ -11,15 +12,31 @@ Prints, at each --report point, the upload's end-to-end seconds (and the median 
 five around it), the snapshot file's size and the warehouse's, then the ratio of the
 last reported upload to the first. Stops early at --max-seconds (reporting how far it
 got). Every file predicts the full footprint's test cells with its own noise.
+
+With --seed-board N the run has three phases, so that the board reaches hundreds of
+submissions within a session:
+  1. uploads 1..--uploads through the API, each timed end to end as above;
+  2. the server stops and the board is filled to N submissions in a separate process,
+     without HTTP but through the same code the upload queue runs: each file written to
+     disk and ingested by `JobQueue.Scorer.ingest_parquet` (the upload's validation and
+     storage), then, batch by batch (the queue's MAX_BATCH, as a burst of uploads is
+     scored), every footprint the new submissions enter scored by `Scorer.score` and the
+     snapshot published by `publish`; at each --report point inside the seeded range the
+     snapshot's size is printed (these phase-2 times are not end-to-end upload times);
+  3. the server starts again and uploads N+1..N+--uploads go through the API, each
+     timed end to end as in phase 1.
+The ratio printed at the end is the median of phase 3's uploads over phase 1's.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import os
 import re
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -70,60 +87,49 @@ def _file(cells, pa, k: int, point: bool = False) -> bytes:
     return buf.getvalue()
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--firms", type=int, default=4)
-    ap.add_argument("--uploads", type=int, default=500)
-    ap.add_argument("--report", default="1,10,50,100,250,500")
-    ap.add_argument("--max-seconds", type=float, default=3000)
-    ap.add_argument("--dir", type=Path, default=Path("/tmp/proforma-volume"))
-    ap.add_argument(
-        "--point", action="store_true", help="point files (no sigma): the upload store's path"
+def _sizes(folder: Path) -> str:
+    snap = (folder / "public.duckdb").resolve()
+    return (
+        f"snapshot {snap.stat().st_size / 1e6:.1f} MB; warehouse "
+        f"{(folder / 'warehouse.duckdb').stat().st_size / 1e6:.1f} MB"
     )
-    args = ap.parse_args()
-    if args.uploads > 1000:
-        raise SystemExit("Bounded: at most 1,000 uploads.")
-    report = sorted({int(x) for x in args.report.split(",")})
 
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its threads so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _timed_uploads(
+    folder: Path,
+    env: dict[str, str],
+    auth: dict[str, str],
+    cells,
+    pa,
+    ks: range,
+    report: list[int],
+    point: bool,
+    deadline: float,
+    cpu: list[float],
+) -> list[float]:
+    """Uploads k in `ks` through the API of a fresh server, each timed end to end (post,
+    validation, scoring, publication: until its job is done); the server's CPU seconds
+    per upload are appended to `cpu` (a figure the machine's load moves less)."""
     import httpx
 
-    shutil.rmtree(args.dir, ignore_errors=True)
-    args.dir.mkdir(parents=True)
-    env = scratch_env(args.dir, UPLOADS_PER_DAY=str(args.uploads + 1), PUBLIC_MIN_CELLS="1")
-    proforma = PROFORMA
-    t0 = time.perf_counter()
-    _run([*proforma, "ingest", "synthetic", "--firms", str(args.firms)], env)
-    _run([*proforma, "build"], env)
-    _run([*proforma, "score"], env)
-    added = re.search(
-        r"(pf_[0-9a-f]{12}\.[A-Za-z0-9_-]+)", _run([*proforma, "users", "add", "volume"], env)
-    )
-    assert added is not None
-    auth = {"Authorization": f"Bearer {added.group(1)}"}
-    cells, pa = _files_base(env)
-    print(
-        f"setup: {args.firms} firms, {cells.num_rows:,} test cells per file, "
-        f"{time.perf_counter() - t0:.0f} s",
-        flush=True,
-    )
     started = time.monotonic()
-    server, log, base = start_server(args.dir, env)
+    server, log, base = start_server(folder, env)
     times: list[float] = []
     try:
-        with httpx.Client(timeout=300) as c:
-            while True:
-                try:
-                    if c.get(f"{base}/api/v1/health").status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.2)
+        with httpx.Client(timeout=600) as c:
             print(f"server answered {time.monotonic() - started:.1f} s after start", flush=True)
-            for k in range(1, args.uploads + 1):
-                if time.monotonic() - started > args.max_seconds:
-                    print(f"stopped at the time bound after {k - 1} uploads")
+            for k in ks:
+                if time.monotonic() > deadline:
+                    print(f"stopped at the time bound before upload {k}")
                     break
-                data = _file(cells, pa, k, args.point)
-                t = time.perf_counter()
+                data = _file(cells, pa, k, point)
+                t, c0 = time.perf_counter(), _cpu_s(server.pid)
                 r = c.post(
                     f"{base}/api/v1/submissions",
                     headers=auth,
@@ -141,38 +147,188 @@ def main() -> None:
                     job = c.get(job_url, headers=auth).json()
                     if job["status"] in ("done", "failed"):
                         break
-                    time.sleep(0.02)
+                    time.sleep(0.05)
                 if job["status"] != "done":
                     raise SystemExit(f"upload {k} failed: {job['message']}")
                 times.append(time.perf_counter() - t)
-                if k in report:
-                    near = times[max(0, k - 5) : k]
-                    snap = (args.dir / "public.duckdb").resolve()
+                cpu.append(_cpu_s(server.pid) - c0)
+                if k in report or k == ks[-1]:
+                    near = times[-5:]
                     print(
                         f"upload {k:4d}: {times[-1]:.2f} s (median of the last {len(near)}: "
-                        f"{statistics.median(near):.2f} s); snapshot "
-                        f"{snap.stat().st_size / 1e6:.1f} MB; warehouse "
-                        f"{(args.dir / 'warehouse.duckdb').stat().st_size / 1e6:.1f} MB",
+                        f"{statistics.median(near):.2f} s; server CPU {cpu[-1]:.2f} s, median "
+                        f"{statistics.median(cpu[-5:]):.2f}); {_sizes(folder)}; "
+                        f"load {os.getloadavg()[0]:.1f}",
                         flush=True,
                     )
-        if times and len(times) not in report:
-            snap = (args.dir / "public.duckdb").resolve()
-            print(
-                f"upload {len(times):4d} (the last): {times[-1]:.2f} s (median of the last "
-                f"{len(times[-5:])}: {statistics.median(times[-5:]):.2f} s); snapshot "
-                f"{snap.stat().st_size / 1e6:.1f} MB; warehouse "
-                f"{(args.dir / 'warehouse.duckdb').stat().st_size / 1e6:.1f} MB",
-                flush=True,
-            )
-        if len(times) >= 10:
-            first = statistics.median(times[:5])
-            last = statistics.median(times[-5:])
-            print(
-                f"median of uploads 1-5 {first:.2f} s, of the last 5 ({len(times) - 4}-"
-                f"{len(times)}) {last:.2f} s: {last / first:.2f}x"
-            )
     finally:
         stop_server(server, log)
+    return times
+
+
+def _seed(folder: Path, first: int, last: int, report: list[int], point: bool) -> None:
+    """Phase 2 (run in its own process, with the scratch environment): submissions
+    first..last through the upload queue's own ingest and scoring calls, no HTTP."""
+    from proforma.app.api.job_queue import MAX_BATCH, Scorer
+    from proforma.app.read.snapshot import publish
+    from proforma.app.scoring.runs import MIN_COVERAGE
+    from proforma.app.store.settings import get_settings
+    from proforma.app.store.warehouse import connect
+
+    settings = get_settings()
+    env = dict(os.environ)
+    cells, pa = _files_base(env)
+    scorer = Scorer()
+    stops = sorted({k for k in report if first <= k <= last} | {last})
+    t0 = time.perf_counter()
+    with connect(settings) as wh:
+        k = first
+        while k <= last:
+            end = min(last, k + MAX_BATCH - 1, next(s for s in stops if s >= k))
+            new = []
+            for j in range(k, end + 1):
+                path = folder / "seed.parquet"
+                path.write_bytes(_file(cells, pa, j, point))
+                new.append(
+                    scorer.ingest_parquet(
+                        wh,
+                        path,
+                        f"m{j}",
+                        family="gaussian",
+                        df=None,
+                        metadata={
+                            "training_cutoff": "2009Q4",
+                            "leakage_statement": "none",
+                            "uploaded_by": "volume",
+                        },
+                    )
+                )
+            for footprint in scorer.footprints(wh):
+                if scorer.has_run(wh, footprint):
+                    shares = scorer.shares(wh, footprint, new)
+                    if not any(v >= MIN_COVERAGE for v in shares.values()):
+                        continue
+                scorer.score(wh, footprint)
+            publish(wh, settings)
+            if end in report:
+                print(
+                    f"seeded {end:4d} ({time.perf_counter() - t0:.0f} s so far): {_sizes(folder)}",
+                    flush=True,
+                )
+            k = end + 1
+    print(f"seeded {first}..{last} in {time.perf_counter() - t0:.0f} s", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--firms", type=int, default=4)
+    ap.add_argument("--uploads", type=int, default=500)
+    ap.add_argument(
+        "--seed-board",
+        type=int,
+        default=0,
+        help="fill the board to N submissions without HTTP after the first --uploads, "
+        "then time --uploads more through the API",
+    )
+    ap.add_argument("--report", default="1,10,50,100,250,500")
+    ap.add_argument("--max-seconds", type=float, default=3000)
+    ap.add_argument("--dir", type=Path, default=Path("/tmp/proforma-volume"))
+    ap.add_argument(
+        "--point", action="store_true", help="point files (no sigma): the upload store's path"
+    )
+    ap.add_argument("--seed-range", help=argparse.SUPPRESS)  # phase 2's own process
+    args = ap.parse_args()
+    report = sorted({int(x) for x in args.report.split(",")})
+    if args.seed_range:
+        lo, hi = (int(x) for x in args.seed_range.split(":"))
+        _seed(args.dir, lo, hi, report, args.point)
+        return
+    if args.uploads + args.seed_board > 1000:
+        raise SystemExit("Bounded: at most 1,000 submissions.")
+    if args.seed_board and args.seed_board < args.uploads:
+        raise SystemExit("--seed-board must be at least --uploads.")
+
+    shutil.rmtree(args.dir, ignore_errors=True)
+    args.dir.mkdir(parents=True)
+    total = args.uploads + args.seed_board if args.seed_board else args.uploads
+    env = scratch_env(args.dir, UPLOADS_PER_DAY=str(total + 1), PUBLIC_MIN_CELLS="1")
+    proforma = PROFORMA
+    t0 = time.perf_counter()
+    _run([*proforma, "ingest", "synthetic", "--firms", str(args.firms)], env)
+    _run([*proforma, "build"], env)
+    _run([*proforma, "score"], env)
+    added = re.search(
+        r"(pf_[0-9a-f]{12}\.[A-Za-z0-9_-]+)", _run([*proforma, "users", "add", "volume"], env)
+    )
+    assert added is not None
+    auth = {"Authorization": f"Bearer {added.group(1)}"}
+    cells, pa = _files_base(env)
+    print(
+        f"setup: {args.firms} firms, {cells.num_rows:,} test cells per file, "
+        f"{time.perf_counter() - t0:.0f} s",
+        flush=True,
+    )
+    deadline = time.monotonic() + args.max_seconds
+    cpu_first: list[float] = []
+    first = _timed_uploads(
+        args.dir,
+        env,
+        auth,
+        cells,
+        pa,
+        range(1, args.uploads + 1),
+        report,
+        args.point,
+        deadline,
+        cpu_first,
+    )
+    cpu_last: list[float] = []
+    times = first
+    if args.seed_board and len(first) == args.uploads:
+        if args.seed_board > args.uploads:
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--seed-range",
+                    f"{args.uploads + 1}:{args.seed_board}",
+                    "--report",
+                    args.report,
+                    "--dir",
+                    str(args.dir),
+                    *(["--point"] if args.point else []),
+                ],
+                env=env,
+                check=True,
+            )
+            assert out.returncode == 0
+        times = _timed_uploads(
+            args.dir,
+            env,
+            auth,
+            cells,
+            pa,
+            range(args.seed_board + 1, args.seed_board + args.uploads + 1),
+            report,
+            args.point,
+            deadline + 10**6,  # phase 3 always runs to the end
+            cpu_last,
+        )
+        if first and times:
+            a, b = statistics.median(first), statistics.median(times)
+            ca, cb = statistics.median(cpu_first), statistics.median(cpu_last)
+            print(
+                f"median of uploads 1-{len(first)} {a:.2f} s, of uploads "
+                f"{args.seed_board + 1}-{args.seed_board + len(times)} {b:.2f} s: {b / a:.2f}x "
+                f"(server CPU {ca:.2f} -> {cb:.2f} s: {cb / ca:.2f}x)"
+            )
+        return
+    if len(times) >= 10:
+        a, b = statistics.median(times[:5]), statistics.median(times[-5:])
+        print(
+            f"median of uploads 1-5 {a:.2f} s, of the last 5 ({len(times) - 4}-"
+            f"{len(times)}) {b:.2f} s: {b / a:.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import hashlib
 import itertools
 import json
 import logging
@@ -41,7 +42,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
+from proforma.app.read import disclosure as disclosure_module
 from proforma.app.read.disclosure import register as register_disclosure
+from proforma.app.read.disclosure import secret as disclosure_secret
 from proforma.app.store.settings import Settings
 from proforma.app.store.sqlfiles import SqlFile, query_text, steps_in
 from proforma.app.store.warehouse import Warehouse
@@ -72,6 +75,17 @@ FORBIDDEN_COLUMNS = frozenset(
 )
 #: Versions kept besides the current one when no query of this process reads them.
 GRACE_VERSIONS = 1
+
+#: Temp tables sql/public makes (dropped after each publication).
+_PUBLIC_TEMP = (
+    "public_runs",
+    "public_detail",
+    "public_dm_leaders",
+    "public_metric_refs",
+    "public_metric_todo",
+    "public_metric_new",
+    "public_metric_stale",
+)
 
 _publish_lock = threading.Lock()
 _counter = itertools.count()
@@ -226,11 +240,33 @@ def _sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def cache_path(wh: Warehouse, link: Path, steps: Sequence[SqlFile]) -> Path:
+    """The publisher's cache of public rows (catalog `pubcache` of sql/public: rows that
+    depend on their source row only, computed once), a private file beside the snapshot
+    named after what its rows depend on: the public steps' text, the disclosure code and
+    the warehouse's disclosure key. Another name means a fresh, empty cache; files of
+    other names are removed."""
+    h = hashlib.sha256(disclosure_secret(wh))
+    h.update(Path(disclosure_module.__file__).read_bytes())
+    for step in steps:
+        h.update(step.text.encode())
+    path = link.with_name(f".{link.stem}.cache-{h.hexdigest()[:16]}.duckdb")
+    for old in link.parent.glob(f".{link.stem}.cache-*.duckdb*"):
+        if not old.name.startswith(path.name):
+            with contextlib.suppress(OSError):
+                old.unlink()
+    return path
+
+
 def _write_public(
     wh: Warehouse, tmp: Path, settings: Settings, steps: Sequence[SqlFile] | None
 ) -> dict[str, int]:
     """The public tables written into the fresh file `tmp`; their row counts."""
+    steps = list(steps if steps is not None else steps_in("public"))
     wh.execute(f"ATTACH {_sql_string(str(tmp))} AS pub")
+    if any("pubcache." in step.text for step in steps):
+        cache = cache_path(wh, link_path(settings.public_snapshot), steps)
+        wh.execute(f"ATTACH {_sql_string(str(cache))} AS pubcache")
     try:
         if wh.table_exists("panel.firms"):
             wh.execute(
@@ -247,19 +283,21 @@ def _write_public(
                 + query_text("service/submission_records")
             )
         register_disclosure(wh)  # pf_coarsen, pf_two_digits: an upload's coarse numbers
-        for step in steps if steps is not None else steps_in("public"):
+        for step in steps:
             wh.run_step(
                 step,
                 {
                     "public_min_cells": int(settings.public_min_cells),
                     "public_history_runs": int(settings.public_history_runs),
+                    "public_detail_top": int(settings.public_detail_top),
                 },
             )
         return check_public(wh)
     finally:
-        wh.execute("DROP TABLE IF EXISTS public_runs")
-        wh.execute("DROP TABLE IF EXISTS public_dm_leaders")
+        for temp in _PUBLIC_TEMP:
+            wh.execute(f"DROP TABLE IF EXISTS {temp}")
         wh.execute("DETACH pub")
+        wh.execute("DETACH DATABASE IF EXISTS pubcache")
 
 
 def publish(

@@ -6,11 +6,13 @@ import csv
 import io
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from proforma.app.scoring.significance import Group, Pair, dm_test_rows
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.tracks import TRACK_NAMES, TRACKS
@@ -132,6 +134,8 @@ def leaderboard(
             [run, loss, leaders, leaders],
         ):
             dm[(a, b, h)] = (stat, p)
+        if level in ("global", "horizon"):
+            _missing_tests(wh, run, loss, level, groups, key, reference, dm)
 
     for grp in sorted(groups, key=lambda g: (g is None, g)):
         ranked = sorted(groups[grp], key=key)
@@ -180,6 +184,46 @@ def leaderboard(
     }
     table = pa.Table.from_pylist(out) if out else pa.table({"rank": pa.array([], pa.int64())})
     return table.replace_schema_metadata(_metadata(meta))
+
+
+def _missing_tests(
+    wh: Warehouse,
+    run: int,
+    loss: str,
+    level: str,
+    groups: dict[Any, list[dict]],
+    key: Callable[[dict], float],
+    reference: int | None,
+    dm: dict[tuple, tuple],
+) -> None:
+    """Tests the board shows that the run does not hold, computed now (not stored) from
+    the run's quarter losses: a run keeps each member's tests against its group's leader
+    by the lowest mean loss and against the in-house submissions
+    (proforma.app.scoring.runs.dm_groups), so only a reference that is neither, or a leader
+    by R² that is not the leader by MSE (a tie), comes here."""
+    wanted: dict[Group, list[Pair]] = {}
+    for rows in groups.values():
+        h = 0 if level != "horizon" else int(rows[0]["horizon"])
+        lead = reference if reference is not None else min(rows, key=key)["submission_id"]
+        if lead not in {r["submission_id"] for r in rows}:
+            continue
+        for r in rows:
+            b = r["submission_id"]
+            if b != lead and (lead, b, h) not in dm and (b, lead, h) not in dm:
+                wanted.setdefault((loss, h), []).append((min(lead, b), max(lead, b)))
+    if not wanted:
+        return
+    pairs = sorted({p for ps in wanted.values() for p in ps})
+    got = dm_test_rows(wh, run, pairs, wanted)
+    for a, b, h, stat, p in zip(
+        got["submission_a"],
+        got["submission_b"],
+        got["horizon"],
+        got["dm_stat"],
+        got["p_value"],
+        strict=True,
+    ):
+        dm[(a, b, h)] = (stat, p)
 
 
 def _metadata(values: dict[str, Any]) -> dict[str, str]:

@@ -11,7 +11,6 @@ fingerprint, which results were copied from which run, time).
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -36,7 +35,7 @@ from proforma.app.scoring.sample import (
     prepare_footprint_cells,
     prepare_run_subs,
 )
-from proforma.app.scoring.significance import run_dm_tests
+from proforma.app.scoring.significance import Group, Pair, run_dm_tests
 from proforma.app.scoring.submissions.registry import resolve_submissions
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import NothingToScore, UserError
@@ -229,34 +228,9 @@ def _write_run(
             [g / n_fp if n_fp else None for g in got],
         ],
     )
-    # Pairs already tested on this sample (eval.run_dm_sources): normally every pair of two
-    # reused submissions, counted by its one pooled squared-loss row, so that only the new
-    # submissions' pairs are listed; otherwise (a chain broken by a full re-score) the
-    # tested pairs themselves.
-    reused_ids = sorted(s for s in ids if s in reused)
-    fresh_ids = set(fresh)
-    have = wh.scalar(
-        "SELECT count(*) FROM eval.dm_tests WHERE score_run_id = ? AND loss = 'squared' "
-        "AND horizon = 0",
-        [run_id],
-    )
-    if have == len(reused_ids) * (len(reused_ids) - 1) // 2:
-        pairs = [
-            (a, b)
-            for a, b in itertools.combinations(sorted(ids), 2)
-            if a in fresh_ids or b in fresh_ids
-        ]
-        run_dm_tests(wh, run_id, sorted(ids), pairs=pairs)
-    else:
-        tested = {
-            tuple(r)
-            for r in wh.fetchall(
-                "SELECT DISTINCT least(submission_a, submission_b), "
-                "greatest(submission_a, submission_b) FROM eval.dm_tests WHERE score_run_id = ?",
-                [run_id],
-            )
-        }
-        run_dm_tests(wh, run_id, sorted(ids), skip=tested)
+    groups = dm_groups(wh, run_id, ids, fresh)
+    if groups:
+        run_dm_tests(wh, run_id, sorted(ids), groups=groups)
     checksums = dict(
         wh.fetchall(
             "SELECT CAST(submission_id AS VARCHAR), checksum FROM eval.submissions "
@@ -292,6 +266,89 @@ def _write_run(
         ],
     )
     return run_id
+
+
+def dm_groups(
+    wh: Warehouse, run_id: int, ids: Sequence[int], fresh: Sequence[int]
+) -> dict[Group, list[Pair]]:
+    """The Diebold-Mariano pairs run `run_id` still lacks, per (loss, horizon) group.
+
+    A run holds the tests the board shows, not every pair (k^2 / 2 of them, which made
+    each upload's run grow with the board): every member against each group's leader
+    (lowest mean loss, MSE or MAE, pooled or per horizon: the leaderboard's dm_vs_leader
+    and the snapshot's dm_tests; every member tied at the lowest counts) and against every
+    in-house submission (source other than 'upload': the models the report compares,
+    a set that does not grow with the uploads), so all pairs of in-house submissions too.
+    Tests already visible in the run (eval.dm_tests: earlier runs on the same sample) are
+    not repeated: a fresh submission has none, so its pairs with the hubs are listed
+    outright, and a hub that was already one is checked by a count of its tests against
+    the reused members; only a hub new to its group (a new leader) is looked up pair by
+    pair. Any other pair is tested on demand by the leaderboard (`dm_test_rows`)."""
+    if len(ids) < 2:
+        return {}
+    members = sorted(int(s) for s in ids)
+    new = {int(s) for s in fresh}
+    inhouse = {
+        int(s)
+        for (s,) in wh.fetchall(
+            "SELECT submission_id FROM eval.submissions WHERE list_contains(?, submission_id) "
+            "AND source <> 'upload'",
+            [members],
+        )
+    }
+    scored: dict[Group, set[int]] = {}  # the members with this loss, per group
+    hubs: dict[Group, set[int]] = {}
+    for loss, h, sid, lead in wh.fetchall(
+        "WITH m AS (SELECT l.loss, coalesce(m.horizon, 0) AS horizon, m.submission_id, "
+        "CASE l.loss WHEN 'squared' THEN m.mse ELSE m.mae END AS v FROM eval.metrics m "
+        "CROSS JOIN (VALUES ('squared'), ('absolute')) l(loss) "
+        "WHERE m.score_run_id = ? AND m.level IN ('global', 'horizon')) "
+        "SELECT loss, horizon, submission_id, v = min(v) OVER (PARTITION BY loss, horizon) "
+        "FROM m WHERE v IS NOT NULL",
+        [run_id],
+    ):
+        group, sid = (str(loss), int(h)), int(sid)
+        scored.setdefault(group, set()).add(sid)
+        if lead or sid in inhouse:
+            hubs.setdefault(group, set()).add(sid)
+    counted: dict[tuple[int, str, int], int] = {}
+    every_hub = sorted(set().union(*hubs.values())) if hubs else []
+    if len(new) < len(members) and every_hub:
+        counted = {
+            (int(x), str(loss), int(h)): int(n)
+            for x, loss, h, n in wh.fetchall(
+                "SELECT x, loss, horizon, count(*) FROM ("
+                "SELECT submission_a AS x, loss, horizon FROM eval.dm_tests "
+                "WHERE score_run_id = ? AND list_contains(?, submission_a) UNION ALL "
+                "SELECT submission_b, loss, horizon FROM eval.dm_tests "
+                "WHERE score_run_id = ? AND list_contains(?, submission_b)) GROUP BY ALL",
+                [run_id, every_hub, run_id, every_hub],
+            )
+        }
+    out: dict[Group, list[Pair]] = {}
+    for (loss, h), group_hubs in hubs.items():
+        group_members = scored[(loss, h)]
+        reused = [s for s in group_members if s not in new]
+        want: set[Pair] = set()
+        for x in group_hubs:
+            others = [s for s in (new if x not in new else group_members) if s != x]
+            want.update((min(x, y), max(x, y)) for y in others if y in group_members)
+            partners = sum(1 for s in reused if s != x)
+            if x in new or counted.get((x, loss, h), 0) >= partners:
+                continue
+            have = {
+                int(y)
+                for (y,) in wh.fetchall(
+                    "SELECT CASE WHEN submission_a = ? THEN submission_b ELSE submission_a END "
+                    "FROM eval.dm_tests WHERE score_run_id = ? AND loss = ? AND horizon = ? "
+                    "AND ? IN (submission_a, submission_b)",
+                    [x, run_id, loss, h, x],
+                )
+            }
+            want.update((min(x, y), max(x, y)) for y in reused if y != x and y not in have)
+        if want:
+            out[(loss, h)] = sorted(want)
+    return out
 
 
 def _reusable(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -88,6 +89,11 @@ def diebold_mariano_rows(d: np.ndarray, h: int) -> tuple[np.ndarray, np.ndarray,
     return mean, stat, p
 
 
+#: A group of Diebold-Mariano tests: (loss, horizon), horizon 0 pooling the horizons.
+Group = tuple[str, int]
+Pair = tuple[int, int]
+
+
 def run_dm_tests(
     wh: Warehouse,
     score_run_id: int,
@@ -95,23 +101,46 @@ def run_dm_tests(
     *,
     skip: set[tuple[int, int]] | None = None,
     pairs: list[tuple[int, int]] | None = None,
+    groups: dict[Group, list[Pair]] | None = None,
 ) -> int:
-    """Every pair of a run, squared and absolute loss, pooled (horizon 0) and per horizon,
+    """Pairs of a run, squared and absolute loss, pooled (horizon 0) and per horizon,
     from eval.quarter_losses into eval.dm_test_rows (the view eval.dm_tests shows them);
-    returns rows written. Pairs in `skip` (lower id first) already have their tests in the
-    run (from an earlier run on the same sample); `pairs` lists the pairs to test instead. A loss that a submission does not have
-    (the absolute loss of a quantile grid without a median) gets no test. The per-quarter
-    sums are one dense array (submission x horizon x quarter) and the pairs sharing their
-    quarters are tested together (`diebold_mariano_rows`)."""
-    if pairs is None:
-        skip = skip or set()
-        pairs = [
-            (a, b)
-            for a, b in itertools.combinations(submission_ids, 2)
-            if (min(a, b), max(a, b)) not in skip
-        ]
-    if not pairs:
+    returns rows written. By default every pair of `submission_ids`; pairs in `skip`
+    (lower id first) already have their tests in the run (from an earlier run on the same
+    sample); `pairs` lists the pairs to test instead; `groups` names, per (loss, horizon),
+    the pairs to test in that group only (a run tests a new submission against each
+    group's leader, not against every other one). A loss that a submission does not have
+    (the absolute loss of a quantile grid without a median) gets no test."""
+    if groups is None:
+        if pairs is None:
+            skip = skip or set()
+            pairs = [
+                (a, b)
+                for a, b in itertools.combinations(submission_ids, 2)
+                if (min(a, b), max(a, b)) not in skip
+            ]
+    else:
+        pairs = sorted({p for ps in groups.values() for p in ps})
+    out = dm_test_rows(wh, score_run_id, pairs, groups)
+    if not out["score_run_id"]:
         return 0
+    return wh.write_arrow("eval.dm_test_rows", pa.table(out))
+
+
+def dm_test_rows(
+    wh: Warehouse,
+    score_run_id: int,
+    pairs: Sequence[Pair],
+    groups: Mapping[Group, Sequence[Pair]] | None = None,
+) -> dict[str, list]:
+    """The tests of `pairs` in every (loss, horizon) group, or of the pairs `groups` names
+    per group, as columns of eval.dm_test_rows; nothing written. The per-quarter sums are one dense array
+    (submission x horizon x quarter) and the pairs sharing their quarters are tested
+    together (`diebold_mariano_rows`)."""
+    out: dict[str, list] = {n: [] for n in _DM_COLUMNS}
+    pairs = sorted(set(pairs))
+    if not pairs:
+        return out
     subs = np.array(sorted({s for pair in pairs for s in pair}))
     t = wh.arrow(
         "SELECT submission_id, horizon, origin_q, n, sum_sq, sum_abs FROM eval.quarter_losses "
@@ -119,7 +148,7 @@ def run_dm_tests(
         [score_run_id, [int(s) for s in subs]],
     )
     if not t.num_rows:
-        return 0
+        return out
 
     def col(name: str) -> np.ndarray:
         return t[name].to_numpy(zero_copy_only=False).astype(float)
@@ -136,18 +165,25 @@ def run_dm_tests(
     sums = np.zeros((subs.size, horizons.size + 1, quarters.size, 3))
     np.add.at(sums, where, values)
     np.add.at(sums, (where[0], np.zeros_like(where[1]), where[2]), values)
+    index = {p: i for i, p in enumerate(pairs)}
     a_idx = np.searchsorted(subs, [a for a, _ in pairs])
     b_idx = np.searchsorted(subs, [b for _, b in pairs])
-    out: dict[str, list] = {n: [] for n in _DM_COLUMNS}
+    everything = np.arange(len(pairs))
     for hi in range(horizons.size + 1):
         h = 0 if hi == 0 else int(horizons[hi - 1])
         hh = POOLED_HORIZON if h == 0 else h
-        na, nb = sums[a_idx, hi], sums[b_idx, hi]
-        keep = (na[:, :, 0] > 0) & (nb[:, :, 0] > 0)
-        patterns, group = np.unique(keep, axis=0, return_inverse=True)
-        for g, cols in enumerate(patterns):
-            members = np.flatnonzero(group.reshape(-1) == g)
-            for loss, c in (("squared", 1), ("absolute", 2)):
+        for loss, c in (("squared", 1), ("absolute", 2)):
+            if groups is None:
+                wanted = everything
+            elif groups.get((loss, h)):
+                wanted = np.array(sorted(index[p] for p in set(groups[(loss, h)])))
+            else:
+                continue
+            na, nb = sums[a_idx[wanted], hi], sums[b_idx[wanted], hi]
+            keep = (na[:, :, 0] > 0) & (nb[:, :, 0] > 0)
+            patterns, group = np.unique(keep, axis=0, return_inverse=True)
+            for g, cols in enumerate(patterns):
+                members = np.flatnonzero(group.reshape(-1) == g)
                 with np.errstate(invalid="ignore", divide="ignore"):
                     d = (
                         na[members][:, cols, c] / na[members][:, cols, 0]
@@ -158,7 +194,7 @@ def run_dm_tests(
                 if not has.any():
                     continue
                 mean, stat, p = diebold_mariano_rows(d[has], hh)
-                chosen = members[has]
+                chosen = wanted[members[has]]
                 k = len(chosen)
                 out["score_run_id"] += [score_run_id] * k
                 out["submission_a"] += [pairs[i][0] for i in chosen]
@@ -170,9 +206,7 @@ def run_dm_tests(
                 out["mean_diff"] += [_nan_none(x) for x in mean]
                 out["dm_stat"] += [_nan_none(x) for x in stat]
                 out["p_value"] += [_nan_none(x) for x in p]
-    if not out["score_run_id"]:
-        return 0
-    return wh.write_arrow("eval.dm_test_rows", pa.table(out))
+    return out
 
 
 _DM_COLUMNS = (

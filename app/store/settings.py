@@ -55,6 +55,8 @@ class Settings(BaseSettings):
     public_min_cells: int = 30
     # The snapshot keeps each footprint's latest runs only (older ones stay in the warehouse).
     public_history_runs: int = 3
+    # Per-item detail of the current board's top N per track (and the in-house models).
+    public_detail_top: int = 10
 
 
 @lru_cache(maxsize=1)

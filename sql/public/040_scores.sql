@@ -8,14 +8,36 @@
 -- each footprint (the current board and a few before it); every run stays in the
 -- warehouse (GET /api/v1/leaderboards/{footprint}?run=ID), so the snapshot does not grow
 -- with every upload.
--- The older runs of the history keep their global and per-horizon metrics (the finer
--- levels, most of the rows, are the current board's only).
+-- What each run of it keeps, so that its size is bounded by the board, not the uploads
+-- (docs/service.md, "The public snapshot"):
+-- * the current run of each footprint: every member's headline rows (global and
+--   per-horizon metrics, PIT, coverage, its tests against the leaders); the finer levels
+--   (per item, statement, item x horizon: about 1,700 rows a submission) only for the
+--   in-house submissions and the top getvariable('public_detail_top') of each track's
+--   ranking (R2, MAE, CRPS); every other submission's detail stays in the warehouse
+--   (GET /api/v1/leaderboards/{footprint}?by=item);
+-- * the older runs of the history: global metrics, PIT, coverage and the pooled tests.
 CREATE OR REPLACE TEMP TABLE public_runs AS
 SELECT score_run_id, k = 1 AS is_current
 FROM (SELECT score_run_id,
              row_number() OVER (PARTITION BY footprint_name ORDER BY score_run_id DESC) AS k
       FROM eval.score_runs)
 WHERE k <= getvariable('public_history_runs');
+
+CREATE OR REPLACE TEMP TABLE public_detail AS
+SELECT score_run_id, submission_id
+FROM (SELECT m.score_run_id, m.submission_id, s.source,
+             row_number() OVER (PARTITION BY m.score_run_id
+                                ORDER BY m.r2 DESC NULLS LAST, m.submission_id) AS by_r2,
+             row_number() OVER (PARTITION BY m.score_run_id
+                                ORDER BY m.mae NULLS LAST, m.submission_id) AS by_mae,
+             row_number() OVER (PARTITION BY m.score_run_id
+                                ORDER BY m.crps NULLS LAST, m.submission_id) AS by_crps
+      FROM eval.metrics m
+      JOIN public_runs r USING (score_run_id)
+      JOIN eval.submissions s USING (submission_id)
+      WHERE r.is_current AND m.level = 'global')
+WHERE source <> 'upload' OR least(by_r2, by_mae, by_crps) <= getvariable('public_detail_top');
 
 CREATE TABLE pub.score_runs AS
 SELECT score_run_id, footprint_id, footprint_name, footprint_version, submission_ids,
@@ -33,24 +55,77 @@ ORDER BY score_run_id;
 -- submissions' numbers are exact. pf_coarsen and pf_two_digits are the publisher's UDFs.
 -- Each metric's column is written as its definition says (contracts/metrics.py:
 -- disclosure and sensitivity; the slot metric_public).
-CREATE TABLE pub.metrics AS
+-- Each row's public values depend on that row only, and a run references the rows of
+-- the submissions it reuses (eval.run_results: from_run), so they are computed once per
+-- (from_run, submission) into the publisher's cache (catalog pubcache, a private file
+-- beside the snapshot, named after this file's text and the disclosure key: any change
+-- starts a new one; app/read/snapshot.py) and each publication computes only the rows of
+-- the submissions scored since the last one, then copies the rest: a publication no longer
+-- costs a coarsening per row of the whole board.
+-- The cache holds the rows the snapshot takes: every (from_run, submission)'s headline
+-- rows (global, horizon) and the finer rows of those in public_detail only, so that it
+-- stays the size of what is published.
+CREATE OR REPLACE TEMP TABLE public_metric_refs AS
+SELECT DISTINCT r.from_run, r.submission_id, x.part
+FROM eval.run_results r
+JOIN public_runs p USING (score_run_id)
+LEFT JOIN public_detail d USING (score_run_id, submission_id)
+CROSS JOIN (VALUES ('headline'), ('detail')) x(part)
+WHERE x.part = 'headline' OR d.submission_id IS NOT NULL;
+
+CREATE TABLE IF NOT EXISTS pubcache.metric_sets (
+    from_run BIGINT, submission_id BIGINT, part VARCHAR
+);
+
+CREATE OR REPLACE TEMP TABLE public_metric_todo AS
+SELECT from_run, submission_id, part FROM public_metric_refs
+EXCEPT SELECT from_run, submission_id, part FROM pubcache.metric_sets;
+
+CREATE OR REPLACE TEMP TABLE public_metric_new AS
 WITH m AS (
-    SELECT m.*, s.name AS model, s.source = 'upload' AS is_upload, m.level = 'global' AS is_global,
-           i.item,
+    SELECT m.*, t.part, s.name AS model, s.source = 'upload' AS is_upload,
+           m.level = 'global' AS is_global, i.item,
            coalesce(m.statement, i.statement) AS item_statement,
            m.submission_id || '/' || m.level || '/' || coalesce(CAST(m.horizon AS VARCHAR), '')
            || '/' || coalesce(i.item, '') || '/' || coalesce(m.statement, '') || '/' AS label
-    FROM eval.metrics m
-    JOIN public_runs r USING (score_run_id)
-    JOIN eval.submissions s USING (submission_id)
+    FROM eval.metric_rows m
+    JOIN public_metric_todo t
+      ON t.from_run = m.score_run_id AND t.submission_id = m.submission_id
+     AND t.part = CASE WHEN m.level IN ('global', 'horizon') THEN 'headline' ELSE 'detail' END
+    JOIN eval.submissions s ON s.submission_id = m.submission_id
     LEFT JOIN ref.items i ON i.item_id = m.item_id
-    WHERE m.n >= getvariable('public_min_cells')
-      AND (r.is_current OR m.level IN ('global', 'horizon'))
 )
-SELECT score_run_id, submission_id, model, level, horizon, item, item_statement AS statement, n,
+SELECT part, item_id, score_run_id, submission_id, model, level, horizon, item,
+       item_statement AS statement, n,
        {{ metric_public }}
-FROM m
-ORDER BY score_run_id, submission_id, level, horizon, item_id;
+FROM m;
+
+CREATE TABLE IF NOT EXISTS pubcache.metrics AS FROM public_metric_new LIMIT 0;
+-- (idempotent: rows of a publication that died before recording its sets go first)
+DELETE FROM pubcache.metrics c USING public_metric_todo t
+WHERE c.score_run_id = t.from_run AND c.submission_id = t.submission_id AND c.part = t.part;
+INSERT INTO pubcache.metrics BY NAME FROM public_metric_new;
+INSERT INTO pubcache.metric_sets SELECT from_run, submission_id, part FROM public_metric_todo;
+-- rows the snapshot no longer takes (a submission out of the top, a sample that changed)
+-- leave the cache
+CREATE OR REPLACE TEMP TABLE public_metric_stale AS
+SELECT from_run, submission_id, part FROM pubcache.metric_sets
+EXCEPT SELECT from_run, submission_id, part FROM public_metric_refs;
+DELETE FROM pubcache.metrics c USING public_metric_stale t
+WHERE c.score_run_id = t.from_run AND c.submission_id = t.submission_id AND c.part = t.part;
+DELETE FROM pubcache.metric_sets c USING public_metric_stale t
+WHERE c.from_run = t.from_run AND c.submission_id = t.submission_id AND c.part = t.part;
+
+CREATE TABLE pub.metrics AS
+SELECT r.score_run_id, c.* EXCLUDE (part, score_run_id, item_id)
+FROM eval.run_results r
+JOIN public_runs p USING (score_run_id)
+JOIN pubcache.metrics c ON c.score_run_id = r.from_run AND c.submission_id = r.submission_id
+LEFT JOIN public_detail d ON d.score_run_id = r.score_run_id AND d.submission_id = r.submission_id
+WHERE c.n >= getvariable('public_min_cells')
+  AND (c.level = 'global' OR (p.is_current AND c.level = 'horizon')
+       OR d.submission_id IS NOT NULL)
+ORDER BY r.score_run_id, c.submission_id, c.level, c.horizon, c.item_id;
 
 CREATE TABLE pub.coverage AS
 SELECT score_run_id, submission_id, footprint_cells, predicted_cells, coverage
@@ -88,7 +163,8 @@ JOIN (SELECT submission_id, source = 'upload' AS up FROM eval.submissions) b
 JOIN public_dm_leaders l
   ON l.score_run_id = d.score_run_id AND l.loss = d.loss AND l.horizon = d.horizon
  AND l.leader IN (d.submission_a, d.submission_b)
-WHERE d.score_run_id IN (SELECT score_run_id FROM public_runs)
+JOIN public_runs r ON r.score_run_id = d.score_run_id
+WHERE r.is_current OR d.horizon = 0
 ORDER BY d.score_run_id, d.submission_a, d.submission_b, d.loss, d.horizon;
 
 -- PIT histograms: an upload's bin counts are withheld and its shares coarsened (8 / n).
@@ -101,7 +177,8 @@ SELECT p.score_run_id, p.submission_id, p.bin,
             ELSE p.share END AS share
 FROM eval.pit p
 JOIN eval.submissions s USING (submission_id)
-JOIN (SELECT score_run_id, submission_id, sum(n) AS total FROM eval.pit GROUP BY ALL) t
+JOIN (SELECT score_run_id, submission_id, sum(n) AS total FROM eval.pit
+      WHERE score_run_id IN (SELECT score_run_id FROM public_runs) GROUP BY ALL) t
   USING (score_run_id, submission_id)
 WHERE p.score_run_id IN (SELECT score_run_id FROM public_runs)
 ORDER BY p.score_run_id, p.submission_id, p.bin;

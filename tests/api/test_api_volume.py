@@ -6,13 +6,17 @@ publication. (Timings: bench/upload_volume.py.)"""
 from __future__ import annotations
 
 import io
+import os
+from pathlib import Path
 
+import duckdb
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from fastapi.testclient import TestClient
 from service_helpers import Api, submission_bytes
 
+from proforma.app.read.snapshot import publish
 from proforma.app.server.main import create_app
 from proforma.app.store.settings import Settings, get_settings
 
@@ -90,3 +94,120 @@ def test_only_entered_footprints_are_rescored_and_history_is_bounded(
             },
         ).json()
         assert body["rows"] and {r[2] for r in body["rows"]} == {members - 1}
+
+
+_METRIC_KEY = "score_run_id, submission_id, level, horizon, item, statement"
+
+
+def _snapshot_rows(path: Path, table: str, key: str) -> dict[tuple, tuple]:
+    with duckdb.connect(str(path), read_only=True) as con:
+        cols = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
+        n_key = len(key.split(","))
+        rest = [c for c in cols if c not in {k.strip() for k in key.split(",")}]
+        rows = con.execute(f"SELECT {key}, {', '.join(rest)} FROM {table}").fetchall()
+    return {tuple(r[:n_key]): tuple(r[n_key:]) for r in rows}
+
+
+def test_the_snapshot_keeps_detail_for_the_top_of_the_board_only(
+    panel: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Per-item detail only for the in-house submissions and the top N of each track; every
+    submission keeps its headline rows, with the numbers a wide publication gives."""
+    monkeypatch.setenv("PROFORMA_PUBLIC_DETAIL_TOP", "1")
+    get_settings.cache_clear()
+    settings = get_settings()
+    with TestClient(create_app(settings)) as client:
+        api = Api(client)
+        for seed, noise in enumerate((0.1, 0.6, 0.9)):
+            job = api.upload(submission_bytes(api.wh, seed=seed, noise=noise), name=f"u{seed}")
+            assert api.wait(job.json()["job_id"])["status"] == "done"
+        wh = api.wh
+        narrow = Path(os.path.realpath(settings.public_snapshot))
+        wide_settings = settings.model_copy(
+            update={"public_detail_top": 1000, "public_snapshot": tmp_path / "wide.duckdb"}
+        )
+        wide = Path(os.path.realpath(publish(wh, wide_settings).version))
+        run = wh.scalar(
+            "SELECT max(score_run_id) FROM eval.score_runs WHERE footprint_name = 'full'"
+        )
+        uploads = {
+            int(s)
+            for (s,) in wh.fetchall(
+                "SELECT submission_id FROM eval.submissions WHERE source = 'upload'"
+            )
+        }
+        house = {
+            int(s)
+            for (s,) in wh.fetchall(
+                "SELECT submission_id FROM eval.submissions WHERE source <> 'upload' "
+                "AND list_contains((SELECT submission_ids FROM eval.score_runs "
+                "WHERE score_run_id = ?), submission_id)",
+                [run],
+            )
+        }
+        assert len(uploads) == 3 and house
+        # the top upload by R2 (the least noisy one) is the only upload with detail
+        ranked = wh.fetchall(
+            "SELECT m.submission_id FROM eval.metrics m JOIN eval.submissions s "
+            "USING (submission_id) WHERE m.score_run_id = ? AND m.level = 'global' "
+            "ORDER BY m.r2 DESC",
+            [run],
+        )
+        top_upload = next(int(s) for (s,) in ranked if s in uploads)
+        got, want = (_snapshot_rows(p, "metrics", _METRIC_KEY) for p in (narrow, wide))
+        for key, values in got.items():  # every row kept has the wide publication's numbers
+            assert values == want[key], key
+        detailed = {k[1] for k in got if k[0] == run and k[2] == "item"}
+        assert house <= detailed and top_upload in detailed
+        missing = {k for k in want if k not in got}
+        assert missing and all(k[2] in ("item", "statement", "item_horizon") for k in missing)
+        assert {k[1] for k in missing} <= uploads - {top_upload}
+        # every submission of the current board keeps its global and per-horizon rows
+        for sid in house | uploads:
+            assert (run, sid, "global", None, None, None) in got
+            assert any(k[:3] == (run, sid, "horizon") for k in got)
+        # and the detail left out is read from the warehouse through the API
+        left_out = next(iter(uploads - {top_upload} - detailed))
+        body = client.get("/api/v1/leaderboards/full", params={"by": "item"}).json()
+        assert any(r["submission_id"] == left_out for r in body["rows"])
+
+
+def test_a_publication_from_the_cache_equals_one_computed_afresh(
+    panel: Settings, tmp_path: Path
+) -> None:
+    """The publisher's cache of public metric rows (computed once per run and submission)
+    gives the snapshot a publication without it gives, and follows the board: a submission
+    that leaves the top loses its cached detail."""
+    settings = panel.model_copy(update={"public_detail_top": 1})
+    with TestClient(create_app(settings)) as client:
+        api = Api(client)
+        for seed, noise in enumerate((0.9, 0.6, 0.1)):  # each upload leads the board
+            job = api.upload(submission_bytes(api.wh, seed=seed, noise=noise), name=f"u{seed}")
+            assert api.wait(job.json()["job_id"])["status"] == "done"
+        wh = api.wh
+        link = Path(settings.public_snapshot)
+        caches = sorted(link.parent.glob(f".{link.stem}.cache-*.duckdb"))
+        assert len(caches) == 1
+        with duckdb.connect(str(caches[0]), read_only=True) as con:
+            detail = {
+                r[0]
+                for r in con.execute(
+                    "SELECT submission_id FROM metrics WHERE part = 'detail'"
+                ).fetchall()
+            }
+        uploads = dict(
+            wh.fetchall("SELECT name, submission_id FROM eval.submissions WHERE source = 'upload'")
+        )
+        assert uploads["u2"] in detail and uploads["u0"] not in detail
+        warm = Path(os.path.realpath(publish(wh, settings).version))
+        for path in caches:
+            path.unlink()
+        cold = Path(os.path.realpath(publish(wh, settings).version))
+        for table, key in (
+            ("metrics", _METRIC_KEY),
+            ("pit", "score_run_id, submission_id, bin"),
+            ("dm_tests", "score_run_id, submission_a, submission_b, loss, horizon"),
+            ("leaderboard", "footprint, submission_id"),
+        ):
+            got, want = _snapshot_rows(warm, table, key), _snapshot_rows(cold, table, key)
+            assert got == want and got, table
