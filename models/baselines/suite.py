@@ -114,9 +114,8 @@ def forecast_at_origins(spec: ModelSpec, request: FitRequest, origins: TabularDa
     )
 
 
-def _enet(r: FitRequest) -> Forecast:
-    from proforma.models.baselines.elastic_net import fit_predict
-
+def _grid_fit(fit_predict: Callable[..., Forecast], r: FitRequest) -> Forecast:
+    """A GridModel's fit_predict (elastic net, random forest) on the request."""
     return fit_predict(
         r.train,
         r.val,
@@ -128,22 +127,20 @@ def _enet(r: FitRequest) -> Forecast:
         items=r.items,
         horizons=r.horizons,
     )
+
+
+# The model modules are imported on use: they load scikit-learn, which a CLI that only
+# lists the models should not pay for.
+def _enet(r: FitRequest) -> Forecast:
+    from proforma.models.baselines.elastic_net import fit_predict
+
+    return _grid_fit(fit_predict, r)
 
 
 def _rf(r: FitRequest) -> Forecast:
     from proforma.models.baselines.random_forest import fit_predict
 
-    return fit_predict(
-        r.train,
-        r.val,
-        r.test,
-        r.root,
-        r.config,
-        fan=r.fan,
-        tracker=r.tracker,
-        items=r.items,
-        horizons=r.horizons,
-    )
+    return _grid_fit(fit_predict, r)
 
 
 def _ffnn(variant: str) -> Callable[[FitRequest], Forecast]:
