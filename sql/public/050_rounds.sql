@@ -3,7 +3,8 @@
 -- (names, kinds, checksums, receipt times) and its metrics over all entries' common
 -- sample (rounds.metrics, written by each resolution). Aggregates over fewer than
 -- getvariable('public_min_cells') cells are withheld, and an upload's numbers are
--- coarsened as sql/public/040 coarsens them (the publisher's pf_coarsen, pf_two_digits),
+-- coarsened as sql/public/040 coarsens them (each metric as its definition says:
+-- contracts/metrics.py, the slot metric_public; the publisher's pf_coarsen, pf_two_digits),
 -- so that differencing two submissions reads no truth value back. No firm appears.
 CREATE TABLE pub.rounds AS
 SELECT r.round_id, r.name, qlabel(r.origin_q) AS origin, r.deadline, r.opened_at, r.rules,
@@ -28,6 +29,7 @@ ORDER BY round_id, submission_id;
 CREATE TABLE pub.round_metrics AS
 WITH m AS (
     SELECT m.*, s.name AS model, s.kind = 'upload' AS is_upload,
+           m.horizon IS NULL AS is_global,
            'round/' || m.round_id || '/' || m.submission_id || '/'
            || coalesce(CAST(m.horizon AS VARCHAR), 'global') || '/' AS label
     FROM rounds.metrics AS m
@@ -35,16 +37,6 @@ WITH m AS (
     WHERE m.n >= getvariable('public_min_cells')
 )
 SELECT round_id, submission_id, model, horizon, n,
-       CASE WHEN is_upload THEN pf_coarsen(r2, CASE WHEN mse > 0
-                THEN 960.0 / n * (1 - r2) / mse END, label || 'r2') ELSE r2 END AS r2,
-       CASE WHEN is_upload THEN pf_coarsen(mse, 960.0 / n, label || 'mse') ELSE mse END AS mse,
-       CASE WHEN is_upload THEN pf_coarsen(mae, 8.0 / n, label || 'mae') ELSE mae END AS mae,
-       CASE WHEN NOT is_upload THEN nll WHEN horizon IS NULL THEN pf_two_digits(nll) END AS nll,
-       CASE WHEN is_upload THEN pf_coarsen(crps, 8.0 / n, label || 'crps') ELSE crps END AS crps,
-       CASE WHEN NOT is_upload THEN z2 WHEN horizon IS NULL THEN pf_two_digits(z2) END AS z2,
-       CASE WHEN is_upload THEN pf_coarsen(cov50, 8.0 / n, label || 'cov50') ELSE cov50 END AS cov50,
-       CASE WHEN is_upload THEN pf_coarsen(cov80, 8.0 / n, label || 'cov80') ELSE cov80 END AS cov80,
-       CASE WHEN is_upload THEN pf_coarsen(cov90, 8.0 / n, label || 'cov90') ELSE cov90 END AS cov90,
-       CASE WHEN is_upload THEN pf_coarsen(cov95, 8.0 / n, label || 'cov95') ELSE cov95 END AS cov95
+       {{ metric_public }}
 FROM m
 ORDER BY round_id, submission_id, horizon NULLS FIRST;
