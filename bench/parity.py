@@ -1,7 +1,8 @@
 """Parity with the published proforma20q package, side by side on generated panels.
 
     .venv/bin/python bench/parity.py --published-venv /tmp/pfvenv [--workdir /tmp/parity] \
-        [--panel SPEC ...] [--pin] [--rule-counts] [--tuple-only] [--keep]
+        [--panel SPEC ...] [--pin] [--rule-counts] [--tuple-only] [--keep] \
+        [--scores-from KEPT_WORKDIR]
 
 A panel SPEC is `NAME` or `NAME:key=value,...` with keys seed, firms, start, end, no_train
 (items no firm reports before 2002, joined by '+'), test_only (items no firm reports
@@ -134,6 +135,7 @@ class Figures:
     fallbacks: str = ""
     errors: list[str] = field(default_factory=list)
     tuple_only: bool = False
+    scores_only: bool = False
 
     def passed(self) -> bool:
         if self.tuple_only:
@@ -165,6 +167,16 @@ class Figures:
         )
 
     def line(self, panel: Panel) -> str:
+        if self.scores_only:
+            levels = ("global", "horizon", "item", "item x horizon")
+            metrics = " / ".join(f"{self.metric_rel.get(lv, float('nan')):.1e}" for lv in levels)
+            return (
+                f"scores of the kept package output: {'PASS' if self.passed() else 'FAIL'}; "
+                f"metrics n equal {self.n_equal}, max rel (global / horizon / item / item x "
+                f"horizon) {metrics}; reference baselines one-sided "
+                f"{self.reference_one_side}, max rel {self.reference_rel:.1e}"
+                + (f"; comparisons that failed: {', '.join(self.errors)}" if self.errors else "")
+            )
         if self.tuple_only:
             return (
                 f"{panel.name} ({panel.describe()}; tuple files, id maps and statistics only): "
@@ -207,6 +219,16 @@ def main() -> None:
         "--keep", action="store_true", help="Keep each panel's workdir (default: removed)."
     )
     ap.add_argument(
+        "--scores-from",
+        type=Path,
+        default=None,
+        help="Scores only, on a workdir an earlier --keep run left (its pkg_forecasts, "
+        "pkg_eval and published.duckdb): the package's naive and fade files are submitted "
+        "again to a copy of that warehouse and scored, the reference baselines made again, "
+        "and both compared as in a full run (after a change to scoring alone: the "
+        "package's build is not run again).",
+    )
+    ap.add_argument(
         "--tuple-only",
         action="store_true",
         help="Compare only what needs no tabular view (statistics, tuple files, id maps): the "
@@ -218,6 +240,10 @@ def main() -> None:
     if len({p.name for p in panels}) != len(panels):
         raise SystemExit("panel names must differ")
     cli = published_cli(args.published_venv)
+    if args.scores_from:
+        figures = scores_from(args.scores_from, args)
+        print("\n" + figures.line(Panel("kept", {})))
+        return
     summary: list[str] = []
     for panel in panels:
         work = args.workdir / panel.name
@@ -233,6 +259,46 @@ def main() -> None:
     print("\nsummary (one line per panel):")
     for line in summary:
         print("  " + line)
+
+
+def scores_from(keep: Path, args) -> Figures:
+    """--scores-from: the scores and reference baselines of a kept workdir, again."""
+    fc, evaluation, source = keep / "pkg_forecasts", keep / "pkg_eval", keep / "published.duckdb"
+    for need in (fc / "naive__predictions.parquet", fc / "fade__predictions.parquet", source):
+        if not need.exists():
+            raise SystemExit(f"--scores-from {keep}: no {need.name} (a --keep run leaves it)")
+    work = args.workdir / "scores"
+    if work.exists():
+        shutil.rmtree(work)
+    env = copied_warehouse(source, work, "published", args.threads, args.memory)
+    print(f"scores of {keep} again; workdir {work}; load {load()}")
+    for name in ("naive", "fade"):
+        run(
+            f"ours: submit the package's {name} file",
+            [str(PROFORMA), "submit", str(fc / f"{name}__predictions.parquet")]
+            + ["--name", f"package {name}", "--replace"],
+            env=env,
+            log=work / f"submit_{name}.log",
+        )
+    run(
+        "ours: score both files (full footprint)",
+        [str(PROFORMA), "score", "-s", "package naive", "-s", "package fade", "--no-coherence"],
+        env=env,
+        log=work / "score.log",
+    )
+    run(
+        "ours: reference baselines (--force)",
+        [str(PROFORMA), "baselines", "reference", "--force"],
+        env=env,
+        log=work / "reference.log",
+    )
+    figures = Figures(scores_only=True)
+    wh = Path(env["PROFORMA_WAREHOUSE"])
+    _checked(figures, compare_scores, wh, evaluation, figures)
+    _checked(figures, compare_reference, wh, fc, figures)
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return figures
 
 
 def one_panel(panel: Panel, work: Path, cli: Path, args) -> Figures:

@@ -1,7 +1,9 @@
 """Speed and memory of this project beside the published proforma20q package, same inputs.
 
     .venv/bin/python bench/vs_published.py [--scale demo|full] [--firms N] \
-        [--published-venv /tmp/pfvenv] [--workdir /tmp/vs] [--threads 2] [--memory 2GB]
+        [--published-venv /tmp/pfvenv] [--workdir /tmp/vs] [--threads 2] [--memory 2GB] \
+        [--files naive,fade,gaussian,laplace,student_t] [--package-input package|ours] \
+        [--scoring-only]
 
 On one synthetic panel written in the package's raw layout, each tool runs as its own
 child process (wall seconds, CPU seconds, peak resident memory of that process):
@@ -16,9 +18,15 @@ child process (wall seconds, CPU seconds, peak resident memory of that process):
 - scoring each kind of forecast file end to end: the package's `evaluate` against this
   project's `submit` then `score` of the same file, and against `submit --score` (the
   same work in one process) of it under another name. The kinds (--files): the package's
-  naive and fade point files, and two density files made from the fade file with a
-  sigma that grows with the horizon (0.3 + 0.05 h): Gaussian, and Laplace (declared to
-  both tools by the `{stem}.nll.json` sidecar the package reads). This project's
+  naive and fade point files, and three density files made from the fade file with a
+  sigma that grows with the horizon (0.3 + 0.05 h): Gaussian, Laplace and Student-t with
+  df 5 (the last two declared to both tools by the `{stem}.nll.json` sidecar the package
+  reads).
+
+--package-input ours: the package's evaluate and baselines read this project's export in
+the package's layout instead of the package's own build (the same files cell by cell,
+bench/parity.py checks that); the package's build, tens of minutes per 1,000 firms on
+this machine, is then not run. Each figure's line carries the load average. This project's
   reference baselines, which `score` makes once per warehouse, are built before the
   scoring rows, as set-up.
 
@@ -32,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -58,26 +67,39 @@ def total(label: str, parts: list[Measured]) -> Measured:
     )
 
 
+def in_child(sql: str, database: str = ":memory:") -> None:
+    """Run one DuckDB statement in a child process. The bench's own process stays small:
+    Linux keeps a process's peak resident memory across fork and exec, so every child
+    measured after a large parent would report at least the parent's peak."""
+    code = (
+        "import sys, duckdb; con = duckdb.connect(sys.argv[1], read_only=sys.argv[1] != "
+        "':memory:'); con.execute(sys.argv[2]); con.close()"
+    )
+    subprocess.run([sys.executable, "-c", code, database, sql], check=True)
+
+
 def write_forecast_file(warehouse: Path, name: str, path: Path) -> None:
     """A stored submission written back as a submission file (firm, target, origin, ...)."""
-    import duckdb
-
-    con = duckdb.connect(str(warehouse), read_only=True)
-    con.execute(
+    literal = "'" + name.replace("'", "''") + "'"
+    in_child(
         f"""COPY (SELECT f.gvkey AS firm, i.item AS target, qend(e.origin_q)::TIMESTAMP AS origin,
                           e.horizon::BIGINT AS horizon, e.mu::FLOAT AS prediction
                    FROM eval.forecasts e JOIN eval.submissions s USING (submission_id)
                    JOIN panel.firms f USING (firm_id) JOIN ref.items i USING (item_id)
-                   WHERE s.name = ? AND s.retired_at IS NULL) TO '{path}' (FORMAT parquet)""",
-        [name],
+                   WHERE s.name = {literal} AND s.retired_at IS NULL) TO '{path}' (FORMAT parquet)""",
+        str(warehouse),
     )
-    con.close()
 
 
 BEFORE_SCORING = "wh_before_scoring.duckdb"
 #: The forecast files scored, by kind: the package's point files and two density files.
-FILE_KINDS = ("naive", "fade", "gaussian", "laplace")
-DENSITY = ("gaussian", "laplace")
+FILE_KINDS = ("naive", "fade", "gaussian", "laplace", "student_t")
+#: density files: family and sidecar (the family both tools read from `{stem}.nll.json`)
+DENSITY = {
+    "gaussian": None,
+    "laplace": {"family": "laplace"},
+    "student_t": {"family": "student_t", "df": 5.0},
+}
 
 
 def forecast_path(work: Path, kind: str) -> Path:
@@ -85,25 +107,22 @@ def forecast_path(work: Path, kind: str) -> Path:
 
 
 def write_density_files(work: Path, kinds: list[str]) -> None:
-    """The Gaussian and Laplace files: the fade file with sigma = 0.3 + 0.05 horizon; the
-    Laplace family declared by the sidecar both tools read."""
+    """The Gaussian, Laplace and Student-t (df 5) files: the fade file with sigma = 0.3 +
+    0.05 horizon; the Laplace and Student-t families declared by the sidecar both tools
+    read."""
     import json
 
-    import duckdb
-
     fade = forecast_path(work, "fade")
-    for kind in ("gaussian", "laplace"):
-        if kind not in kinds:
+    for kind, sidecar in DENSITY.items():
+        if kind not in kinds or forecast_path(work, kind).exists():
             continue
         out = forecast_path(work, kind)
-        con = duckdb.connect()
-        con.execute(
+        in_child(
             f"COPY (SELECT *, CAST(0.3 + 0.05 * horizon AS FLOAT) AS sigma "
             f"FROM read_parquet('{fade}')) TO '{out}' (FORMAT parquet)"
         )
-        con.close()
-        if kind == "laplace":
-            out.with_name(f"{out.stem}.nll.json").write_text(json.dumps({"family": "laplace"}))
+        if sidecar:
+            out.with_name(f"{out.stem}.nll.json").write_text(json.dumps(sidecar))
 
 
 def scoring_rows(
@@ -270,6 +289,15 @@ def main() -> None:
         help="Do not run the package's build (it is killed for memory at full scale).",
     )
     ap.add_argument(
+        "--package-input",
+        choices=["package", "ours"],
+        default="package",
+        help="What the package's evaluate and baselines read: its own build (default), or "
+        "this project's export in its layout (`export --layout proforma20q`, the same files "
+        "cell by cell: bench/parity.py), which spares the package's build (tens of minutes "
+        "per 1,000 firms on this machine) at 2,000 firms and more.",
+    )
+    ap.add_argument(
         "--scoring-only",
         action="store_true",
         help="Only the scoring rows, on the package output and forecast file an earlier full "
@@ -320,7 +348,9 @@ def main() -> None:
 
     pkg_build = None
     cli = published_cli(args.published_venv) if args.published_venv else None
-    if cli and not args.skip_package_build:
+    if cli and args.package_input == "ours":
+        (work / "pkg").symlink_to(work / "ours", target_is_directory=True)
+    elif cli and not args.skip_package_build:
         pkg_build = run(
             "package: build (tabular + tuple, imputation)",
             [
@@ -341,7 +371,9 @@ def main() -> None:
     rows.append(("imputation (ours alone)", None, impute))
 
     forecast = forecast_path(work, "fade")
-    package_ok = bool(cli and pkg_build and pkg_build.returncode == 0)
+    package_ok = bool(
+        cli and (args.package_input == "ours" or (pkg_build and pkg_build.returncode == 0))
+    )
     # The reference baselines side by side: the package's naive and fade files (also the
     # input of the scoring rows) against this project's `baselines reference`. The
     # reference baselines belong to the build (every `score` makes them once per

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from proforma.app.flows.projection import WEIGHTS, IdentitySet, reconcile_statements
+from proforma.app.scoring.submissions.store import FILE_VIEW, forecast_relation
 from proforma.app.store.sqlfiles import sql_file
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
@@ -67,15 +68,6 @@ def resolve_parent(wh: Warehouse, submission: int | str) -> dict[str, Any]:
         raise UserError(f"Submission {text!r} was replaced; its forecasts are gone")
     if not row["rows"]:
         raise UserError(f"Submission {text!r} holds no forecasts")
-    if wh.table_exists("eval.submission_files") and wh.scalar(
-        "SELECT count(*) FROM eval.submission_files WHERE submission_id = ?",
-        [row["submission_id"]],
-    ):
-        # its rows are a parquet file of the upload store, not in eval.forecasts
-        raise UserError(
-            f"Submission {text!r} is a point upload kept in the upload store: reconciliation "
-            f"takes model forecasts (with a sigma) only"
-        )
     return row
 
 
@@ -174,7 +166,11 @@ def reconcile(
     identities = load_identities(wh)
     t0 = time.perf_counter()
     rid, resumed = _job(wh, parent["submission_id"], weights, name)
-    wh.run_step("reconcile/010_statement_cells", {"parent_id": parent["submission_id"]})
+    # the parent's rows: eval.forecasts, or its file in the upload store, read in place
+    source = {"forecasts": forecast_relation(wh, parent["submission_id"])}
+    wh.run_step(
+        "reconcile/010_statement_cells", {"parent_id": parent["submission_id"]}, identifiers=source
+    )
     try:
         done = {
             q
@@ -228,10 +224,14 @@ def reconcile(
         "FROM eval.reconcile_quarters WHERE reconcile_id = ?",
         [rid],
     )
+    # (made again: storing the derived submission may have used the view's name)
+    source = {"forecasts": forecast_relation(wh, parent["submission_id"])}
     violation = wh.query_step(
         "reconcile/030_projection_violation",
         {"parent_id": parent["submission_id"], "reconcile_id": rid, "split": "test"},
+        identifiers=source,
     ).to_pylist()[0]
+    wh.execute(f"DROP VIEW IF EXISTS {FILE_VIEW}")
     with wh.transaction():
         wh.execute(
             "UPDATE eval.reconciliations SET status = 'done', submission_id = ?, "
@@ -280,7 +280,11 @@ def _store(
     cursor = wh.cursor()  # its own result stream: ingest runs statements on wh meanwhile
     try:
         cursor.set_params({"parent_id": parent["submission_id"], "reconcile_id": rid})
-        reader = cursor.reader(sql_file("reconcile/020_derived_forecasts").render())
+        # (a temp view is the cursor's own: the parent's relation is made on it)
+        source = forecast_relation(cursor, parent["submission_id"])
+        reader = cursor.reader(
+            sql_file("reconcile/020_derived_forecasts").render({"forecasts": source})
+        )
         return scoring.ingest_forecasts(
             wh, name, reader, family="gaussian", source="model", metadata=metadata
         )

@@ -23,7 +23,12 @@ from duckdb.func import PythonUDFType
 from duckdb.sqltypes import DOUBLE
 
 from proforma.app.scoring.provenance import current_build, eval_sql_version
-from proforma.app.scoring.submissions.store import StoreError, stored_file
+from proforma.app.scoring.submissions.store import (
+    CELL_VIEW,
+    StoreError,
+    cell_relation,
+    stored_file,
+)
 from proforma.app.store.rules import build_rules
 from proforma.app.store.warehouse import Warehouse, out_of_resources
 from proforma.contracts.errors import UserError
@@ -137,59 +142,66 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
     """Score every cell of one submission into eval.cell_scores (its own transaction);
     returns the cells scored."""
     sub = _submission(wh, sid)
-    stored = stored_file(wh, sid)  # an upload kept in the store: scanned in place (054)
+    stored = stored_file(wh, sid)  # an upload kept in the store: scanned in place (054, 050)
     register_functions(wh)
     started, t0 = utcnow(), time.perf_counter()
-    with wh.transaction():
-        forget_cell_scores(wh, [sid])
-        if stored is not None:
-            first_q, last_q = stored["first_q"], stored["last_q"]
-        else:
-            first_q, last_q = wh.one(
-                "SELECT coalesce(min(origin_q), 0), coalesce(max(origin_q), -1) "
-                "FROM eval.forecasts WHERE submission_id = ?",
-                [sid],
+    try:
+        with wh.transaction():
+            forget_cell_scores(wh, [sid])
+            if stored is not None:
+                first_q, last_q = stored["first_q"], stored["last_q"]
+            else:
+                first_q, last_q = wh.one(
+                    "SELECT coalesce(min(origin_q), 0), coalesce(max(origin_q), -1) "
+                    "FROM eval.forecasts WHERE submission_id = ?",
+                    [sid],
+                )
+            params: dict[str, Any] = {
+                "submission_id": sid,
+                "family": sub["family"],
+                "df": sub["df"],
+                "has_sigma": bool(sub["has_sigma"]),
+                "first_q": int(first_q),
+                "last_q": int(last_q),
+                "sigma_floor": SIGMA_FLOOR[ctx.rules],
+                "sigma_in_sample": ctx.rules is RuleSet.paper,
+                "float32_residuals": ctx.rules is RuleSet.published,
+            }
+            identifiers: dict[str, str] | None = None
+            if sub["family"] == "quantile":
+                params.update(quantile_grid_params(list(sub["quantile_levels"] or [])))
+                step = "eval/052_cell_scores_quantile"
+            elif sub["n_components"] > 1:
+                step = "eval/051_cell_scores_mixture"
+            elif sub["point_only"] and stored is not None:
+                params["forecast_file"] = stored["path"]
+                step = "eval/054_cell_scores_point_file"
+            elif sub["point_only"]:
+                step = "eval/053_cell_scores_point"
+            else:
+                # a file in the upload store (scanned in place) or the eval.forecasts rows
+                wh.set_params(params)
+                source = cell_relation(wh, sid, stored)
+                step, identifiers = "eval/050_cell_scores_single", {"cells": source}
+            wh.run_step(step, params, identifiers=identifiers)
+            cells, density = wh.one(
+                "SELECT count(*), count(u) FROM eval.cell_scores WHERE submission_id = ?", [sid]
             )
-        params: dict[str, Any] = {
-            "submission_id": sid,
-            "family": sub["family"],
-            "df": sub["df"],
-            "has_sigma": bool(sub["has_sigma"]),
-            "first_q": int(first_q),
-            "last_q": int(last_q),
-            "sigma_floor": SIGMA_FLOOR[ctx.rules],
-            "sigma_in_sample": ctx.rules is RuleSet.paper,
-            "float32_residuals": ctx.rules is RuleSet.published,
-        }
-        if sub["family"] == "quantile":
-            params.update(quantile_grid_params(list(sub["quantile_levels"] or [])))
-            step = "eval/052_cell_scores_quantile"
-        elif sub["n_components"] > 1:
-            step = "eval/051_cell_scores_mixture"
-        elif sub["point_only"] and stored is not None:
-            params["forecast_file"] = stored["path"]
-            step = "eval/054_cell_scores_point_file"
-        elif sub["point_only"]:
-            step = "eval/053_cell_scores_point"
-        else:
-            step = "eval/050_cell_scores_single"
-        wh.run_step(step, params)
-        cells, density = wh.one(
-            "SELECT count(*), count(u) FROM eval.cell_scores WHERE submission_id = ?", [sid]
-        )
-        wh.execute(
-            "INSERT INTO eval.cell_score_sets VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                sid,
-                ctx.build_id,
-                ctx.eval_sql_version,
-                ctx.rules,
-                cells,
-                density,
-                started,
-                time.perf_counter() - t0,
-            ],
-        )
+            wh.execute(
+                "INSERT INTO eval.cell_score_sets VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    sid,
+                    ctx.build_id,
+                    ctx.eval_sql_version,
+                    ctx.rules,
+                    cells,
+                    density,
+                    started,
+                    time.perf_counter() - t0,
+                ],
+            )
+    finally:
+        wh.execute(f"DROP VIEW IF EXISTS {CELL_VIEW}")
     return int(cells)
 
 

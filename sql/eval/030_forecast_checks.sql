@@ -1,5 +1,7 @@
 -- Problems of the integer-keyed rows of submission getvariable('submission_id') in
--- eval.forecasts (model batches land here directly; uploads after 010): null keys,
+-- the identifier forecasts (eval.forecasts: model batches land there directly, uploads
+-- after 010; or 022's staged upload_points of a density file kept in the upload store):
+-- null keys,
 -- unknown firm ids and items, horizons outside 1..20, bad sigma (not finite, or outside
 -- the normal range of a 32-bit float) or component, whether
 -- any (cell, component) key occurs twice (duplicate_excess: the rows beyond the first of
@@ -14,7 +16,7 @@ WITH dup AS (
     FROM (
         SELECT count(*) AS n,
                bit_or(CAST(1 AS BIGINT) << CAST((item_id % 2) * 32 + horizon AS BIGINT)) AS bits
-        FROM eval.forecasts
+        FROM {{ forecasts }}
         WHERE submission_id = getvariable('submission_id')
           AND firm_id IS NOT NULL AND origin_q BETWEEN 0 AND 16383 AND item_id BETWEEN 0 AND 127
           AND horizon BETWEEN 1 AND 20 AND component BETWEEN 0 AND 1023
@@ -24,7 +26,7 @@ WITH dup AS (
 ),
 components AS (
     SELECT count(*) AS n_components
-    FROM (SELECT DISTINCT component FROM eval.forecasts
+    FROM (SELECT DISTINCT component FROM {{ forecasts }}
           WHERE submission_id = getvariable('submission_id'))
 ),
 flags AS (
@@ -59,7 +61,7 @@ flags AS (
             f.*,
             f.firm_id IS NOT NULL AND p.firm_id IS NULL AS unknown_firm,
             f.item_id IS NOT NULL AND i.item_id IS NULL AS unknown_item
-        FROM eval.forecasts f
+        FROM {{ forecasts }} f
         LEFT JOIN (SELECT DISTINCT firm_id FROM panel.firms) p ON p.firm_id = f.firm_id
         LEFT JOIN (SELECT DISTINCT item_id FROM ref.items WHERE is_target) i
           ON i.item_id = f.item_id

@@ -1,5 +1,7 @@
 -- Per-cell scores of ONE single-forecast submission (getvariable('submission_id'), its
--- family and df) into eval.cell_density_scores, from its eval.forecasts rows and the panel.truth
+-- family and df) into eval.cell_density_scores, from the identifier cells (its (cell,
+-- mu, sigma): 049's view over its eval.forecasts rows, or the same view over its file in
+-- the upload store, scanned in place) and the panel.truth
 -- cells with finite actual and baseline (origins getvariable('first_q')..('last_q'), the
 -- submission's range, so the truth scan skips other row groups). A cell is scored when
 -- mu is finite and, if getvariable('sigma_in_sample') (the paper's rules), every given
@@ -27,10 +29,9 @@ single AS (
         CASE WHEN f.sigma IS NULL OR NOT (isfinite(f.sigma) AND f.sigma > 0) THEN NULL
              WHEN getvariable('float32_residuals') THEN CAST(f.sigma AS FLOAT)::DOUBLE
              ELSE greatest(f.sigma, coalesce(getvariable('sigma_floor'), 0.0)) END AS s
-    FROM eval.forecasts f
-    JOIN truth t ON t.cell = eval.cell_key(f.firm_id, f.origin_q, f.item_id, f.horizon)
-    WHERE f.submission_id = getvariable('submission_id')
-      AND isfinite(f.mu)
+    FROM {{ cells }} f
+    JOIN truth t ON t.cell = f.cell
+    WHERE isfinite(f.mu)
       AND (NOT getvariable('sigma_in_sample') OR f.sigma IS NULL
            OR (isfinite(f.sigma) AND f.sigma > 0))
 ),

@@ -1,5 +1,6 @@
--- Statement cells to reconcile: the temp table reconcile_points from eval.forecasts
--- (submission getvariable('parent_id')), panel.origins, panel.origin_params,
+-- Statement cells to reconcile: the temp table reconcile_points from the identifier
+-- forecasts (eval.forecasts, or the view over a stored upload's file;
+-- submission getvariable('parent_id')), panel.origins, panel.origin_params,
 -- panel.item_k and ref.identities. One row per forecast cell (firm, origin, horizon,
 -- item) of an item that belongs to some identity: the point forecast x (mean of the
 -- mixture components; a cell with a non-finite component is left out, as in scoring),
@@ -16,7 +17,7 @@ WITH points AS (
     SELECT firm_id, origin_q, item_id, horizon,
            avg(mu) AS x,
            sqrt(avg(sigma * sigma) + var_pop(mu)) AS s
-    FROM eval.forecasts
+    FROM {{ forecasts }}
     WHERE submission_id = getvariable('parent_id')
       AND item_id IN (SELECT item_id FROM ref.identities)
     GROUP BY ALL

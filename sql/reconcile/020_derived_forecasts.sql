@@ -1,4 +1,5 @@
--- The derived (reconciled) submission's forecasts, from eval.forecasts (the parent,
+-- The derived (reconciled) submission's forecasts, from the identifier forecasts
+-- (eval.forecasts, or the view over a stored upload's file; the parent,
 -- getvariable('parent_id')), eval.reconcile_cells (job getvariable('reconcile_id')),
 -- panel.origins, panel.origin_params and panel.item_k: one single forecast per cell the
 -- parent predicts finitely. A cell the projection changed gets its reconciled value
@@ -8,7 +9,7 @@
 -- statement is a point forecast.
 WITH points AS (
     SELECT firm_id, origin_q, item_id, horizon, avg(mu) AS x
-    FROM eval.forecasts
+    FROM {{ forecasts }}
     WHERE submission_id = getvariable('parent_id')
     GROUP BY ALL
     HAVING bool_and(isfinite(mu))

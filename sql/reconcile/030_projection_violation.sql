@@ -1,5 +1,6 @@
--- Identity violation of a reconciliation's dollar statements, from eval.forecasts (the
--- parent, getvariable('parent_id')), eval.reconcile_cells (job getvariable('reconcile_id')),
+-- Identity violation of a reconciliation's dollar statements, from the identifier
+-- forecasts (eval.forecasts, or the view over a stored upload's file; the parent,
+-- getvariable('parent_id')), eval.reconcile_cells (job getvariable('reconcile_id')),
 -- panel.origins, panel.origin_params, panel.item_k and ref.identities, on origins of
 -- split getvariable('split'): every cell in reported units (the reconciled value where
 -- the projection changed it, else the parent's point taken to dollars with
@@ -8,7 +9,7 @@
 -- sql/eval/080_coherence.sql. One row: instances, median and largest share.
 WITH points AS (
     SELECT firm_id, origin_q, item_id, horizon, avg(mu) AS x
-    FROM eval.forecasts
+    FROM {{ forecasts }}
     WHERE submission_id = getvariable('parent_id')
       AND item_id IN (SELECT item_id FROM ref.identities)
     GROUP BY ALL

@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from service_helpers import Api, submission_bytes
 
 from proforma.app.api.job_queue import Scorer
+from proforma.app.scoring.submissions.store import forecast_relation, stored_file
 from proforma.app.server.main import create_app
 from proforma.app.store.settings import Settings
 from proforma.app.store.warehouse import Warehouse
@@ -47,12 +48,24 @@ class _GapInTheChecks(Scorer):
     def ingest_parquet(self, wh: Warehouse, path: Path, name: str, **kw: Any) -> int:
         sid = super().ingest_parquet(wh, path, name, **kw)
         if name == "poison":
-            wh.execute(
-                "UPDATE eval.forecast_rows SET sigma = 1e39 WHERE submission_id = ? AND "
-                "rowid = (SELECT min(rowid) FROM eval.forecast_rows WHERE submission_id = ?)",
-                [sid, sid],
-            )
+            _poison_stored(wh, sid)
         return sid
+
+
+def _poison_stored(wh: Warehouse, sid: int) -> None:
+    """A sigma of 1e39 in the first row of the upload's file in the upload store (issue
+    31: a density upload is a file there), its record updated so the file reads intact."""
+    rec = stored_file(wh, sid)
+    assert rec is not None, "the upload is not kept in the upload store"
+    table = pq.read_table(rec["path"])
+    sigma = table["sigma"].to_pylist()
+    sigma[0] = 1e39
+    at = table.schema.get_field_index("sigma")
+    pq.write_table(table.set_column(at, "sigma", pa.array(sigma, pa.float64())), rec["path"])
+    wh.execute(
+        "UPDATE eval.submission_files SET bytes = ? WHERE submission_id = ?",
+        [Path(rec["path"]).stat().st_size, sid],
+    )
 
 
 def test_a_submission_that_cannot_be_scored_fails_alone(panel: Settings) -> None:
@@ -114,11 +127,16 @@ def test_a_stored_poison_row_does_not_stop_later_uploads(panel: Settings) -> Non
             "WHERE submission_id = ? RETURNING submission_id",
             [first["submission_id"]],
         )
+        # the first upload's rows (a file in the upload store) as a model's table rows
+        source = forecast_relation(wh, first["submission_id"])
         wh.execute(
-            "INSERT INTO eval.forecast_rows SELECT * REPLACE (? AS submission_id, "
-            "CASE WHEN rowid = (SELECT min(rowid) FROM eval.forecast_rows) THEN 1e39 "
-            "ELSE sigma END AS sigma) FROM eval.forecast_rows WHERE submission_id = ?",
-            [poison, first["submission_id"]],
+            f"INSERT INTO eval.forecast_rows SELECT * REPLACE (? AS submission_id) FROM {source}",
+            [poison],
+        )
+        wh.execute(
+            "UPDATE eval.forecast_rows SET sigma = 1e39 WHERE submission_id = ? AND "
+            "rowid = (SELECT min(rowid) FROM eval.forecast_rows WHERE submission_id = ?)",
+            [poison, poison],
         )
     with TestClient(create_app(panel)) as client:
         api = Api.__new__(Api)

@@ -246,7 +246,11 @@ def test_033_gives_the_row_030_gives_on_the_same_point_rows(wh, tmp_path):
         [bad, sid],
     )
     for s in (sid, bad):
-        old = wh.query_step("eval/030_forecast_checks", {"submission_id": s}).to_pylist()
+        old = wh.query_step(
+            "eval/030_forecast_checks",
+            {"submission_id": s},
+            identifiers={"forecasts": "eval.forecasts"},
+        ).to_pylist()
         new = wh.query_step(
             "eval/033_point_forecast_checks",
             {"submission_id": s},

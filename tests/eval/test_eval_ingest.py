@@ -69,8 +69,10 @@ def test_good_file_with_aliases_and_quarter_strings(wh, tmp_path):
     cols["forecast_horizon"] = cols.pop("horizon")
     cols["sigma"] = [0.5] * 40
     sid = scoring.ingest_parquet(wh, _write(tmp_path, cols), "aliases")
-    rows = wh.fetchall(
-        "SELECT DISTINCT origin_q FROM eval.forecasts WHERE submission_id = ? ORDER BY 1", [sid]
+    rows = wh.fetchall(  # (a density file too is kept in the upload store)
+        f"SELECT DISTINCT origin_q FROM {forecast_relation(wh, sid)} WHERE submission_id = ? "
+        "ORDER BY 1",
+        [sid],
     )
     assert [r[0] for r in rows] == [8040, 8041]
     sub = wh.fetchone(
@@ -356,7 +358,9 @@ def test_published_package_files_as_written(wh, tmp_path, monkeypatch):
     assert family_sidecar(path) == ("student_t", 5.0)
     sid = scoring.ingest_parquet(wh, path, "package file", family="student_t", df=5.0)
     got = wh.fetchall(
-        "SELECT DISTINCT origin_q FROM eval.forecasts WHERE submission_id = ? ORDER BY 1", [sid]
+        f"SELECT DISTINCT origin_q FROM {forecast_relation(wh, sid)} WHERE submission_id = ? "
+        "ORDER BY 1",
+        [sid],
     )
     assert [r[0] for r in got] == [8040, 8041]
     # the CLI reads the sidecar itself

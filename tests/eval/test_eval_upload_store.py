@@ -1,6 +1,6 @@
-"""The upload store (issue 31): a validated point upload is one immutable,
-content-addressed parquet file, scanned in place for scoring and rescoring; no row of it
-goes into a table. The same bytes reuse the file; a missing or damaged file is a clear
+"""The upload store (issue 31): a validated point or single-family density upload is one
+immutable, content-addressed parquet file, scanned in place for scoring and rescoring; no
+row of it goes into a table. The same bytes reuse the file; a missing or damaged file is a clear
 error for its submission alone; a new footprint is scored from the file without
 re-upload, with the numbers of the table path."""
 
@@ -27,7 +27,7 @@ def wh(tmp_path_factory):
     w.close()
 
 
-def _file(wh, path: Path, seed: int, *, component: bool = False) -> Path:
+def _file(wh, path: Path, seed: int, *, component: bool = False, sigma: bool = False) -> Path:
     rng = np.random.default_rng(seed)
     cells = wh.arrow(
         "SELECT f.gvkey AS firm, i.item AS target, qend(t.origin_q) AS origin, "
@@ -40,6 +40,8 @@ def _file(wh, path: Path, seed: int, *, component: bool = False) -> Path:
     cols["prediction"] = pa.array(cells["actual"].to_numpy() + rng.normal(0, 0.4, cells.num_rows))
     if component:
         cols["component"] = pa.array(np.zeros(cells.num_rows, np.int64))
+    if sigma:
+        cols["sigma"] = pa.array(np.exp(rng.normal(-1, 0.3, cells.num_rows)))
     pq.write_table(pa.table(cols), path, row_group_size=1000)
     return path
 
@@ -127,3 +129,44 @@ def test_a_missing_or_damaged_file_fails_its_submission_alone(wh, tmp_path, dama
     assert ("missing" if damage == "deleted" else "damaged") in failed[0]
     with pytest.raises(NothingToScore, match="stored upload"):
         scoring.score(wh, "full", [sid], coherence=False)
+
+
+@pytest.mark.parametrize(
+    ("family", "df"), [("gaussian", None), ("laplace", None), ("student_t", 5.0)]
+)
+def test_a_density_file_is_stored_and_scores_as_from_the_table(wh, tmp_path, family, df):
+    """A single-family density file (a sigma, no component column) is kept in the store
+    with its sigma, nothing of it in a table; its density scores on the full footprint and
+    on a new one (no re-upload) equal those of the same forecasts in eval.forecast_rows."""
+    path = tmp_path / "g.parquet"
+    kw = {"family": family, "df": df}
+    stored = scoring.ingest_parquet(wh, _file(wh, path, 30, sigma=True), f"{family} s", **kw)
+    table = scoring.ingest_parquet(
+        wh, _file(wh, tmp_path / "h.parquet", 30, sigma=True, component=True), f"{family} t", **kw
+    )
+    name, _, _ = _stored(wh, stored)
+    assert _record(wh, table) is None
+    assert pq.read_schema(store_dir(wh) / name).names == ["cell", "mu", "sigma"]
+    assert not wh.scalar("SELECT count(*) FROM eval.forecasts WHERE submission_id = ?", [stored])
+    assert wh.scalar("SELECT has_sigma FROM eval.submissions WHERE submission_id = ?", [stored])
+    path.unlink()
+    footprint = f"{family}_short"
+    scoring.create_footprint(wh, footprint, predicate="horizon <= 3")
+    metrics = (
+        "SELECT * EXCLUDE (score_run_id, submission_id) FROM eval.metrics "
+        "WHERE score_run_id = ? AND submission_id = ? ORDER BY ALL"
+    )
+    for fp in ("full", footprint):
+        run = scoring.score(wh, fp, [stored, table], coherence=False)
+        got, want = wh.fetchall(metrics, [run, stored]), wh.fetchall(metrics, [run, table])
+        assert len(got) == len(want) > 0
+        for a, b in zip(got, want, strict=True):
+            assert [v for v in a if not isinstance(v, float)] == [
+                v for v in b if not isinstance(v, float)
+            ]
+            fa = [v for v in a if isinstance(v, float)]
+            fb = [v for v in b if isinstance(v, float)]
+            assert fa == pytest.approx(fb, rel=1e-12, abs=1e-15, nan_ok=True)
+    counts = "SELECT count(*), count(nll), count(u) FROM eval.cell_density_scores WHERE submission_id = ?"
+    assert wh.fetchall(counts, [stored]) == wh.fetchall(counts, [table])
+    assert wh.scalar(counts, [stored]) > 0

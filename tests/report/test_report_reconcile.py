@@ -138,3 +138,42 @@ def test_an_interrupted_job_resumes_and_matches_an_uninterrupted_one(panel, monk
     )
     fresh = rec.reconcile(wh, "noisy", "variance", name="fresh", progress=False)
     assert stored(wh, resumed.submission_id) == stored(wh, fresh.submission_id)
+
+
+def _upload_of(wh, sid: int, path, sigma: bool):
+    """A submission's forecasts written back as an upload file (gvkey, item, quarter end)."""
+    import pyarrow.parquet as pq
+
+    table = wh.arrow(
+        "SELECT p.gvkey AS firm, i.item AS target, qend(f.origin_q) AS origin, "
+        "CAST(f.horizon AS BIGINT) AS horizon, f.mu AS prediction"
+        + (", f.sigma" if sigma else "")
+        + " FROM eval.forecasts f JOIN panel.firms p USING (firm_id) "
+        "JOIN ref.items i USING (item_id) WHERE f.submission_id = ? ORDER BY ALL",
+        [sid],
+    )
+    pq.write_table(table, path)
+    return path
+
+
+@pytest.mark.parametrize(("parent", "weights"), [("noisy", "variance"), ("point", "equal")])
+def test_an_upload_kept_in_the_store_is_a_parent_like_the_same_rows_in_a_table(
+    panel, tmp_path, parent, weights
+):
+    """Issue 31: an upload kept as a file in the upload store (a point file, or a density
+    file with its sigma) reconciles from that file, to exactly what the same forecasts
+    stored in eval.forecasts give."""
+    wh = panel
+    table_id = wh.sid if parent == "noisy" else wh.point
+    upload = scoring.ingest_parquet(
+        wh, _upload_of(wh, table_id, tmp_path / "up.parquet", parent == "noisy"), f"{parent} up"
+    )
+    assert wh.scalar(
+        "SELECT count(*) FROM eval.submission_files WHERE submission_id = ?", [upload]
+    ), "the upload is not kept in the store"
+    assert not wh.scalar("SELECT count(*) FROM eval.forecasts WHERE submission_id = ?", [upload])
+    from_file = rec.reconcile(wh, f"{parent} up", weights, progress=False)
+    from_table = rec.reconcile(wh, parent, weights, name=f"{parent} again", progress=False)
+    assert from_file.cells_changed == from_table.cells_changed > 0
+    assert from_file.statements == from_table.statements
+    assert stored(wh, from_file.submission_id) == stored(wh, from_table.submission_id)

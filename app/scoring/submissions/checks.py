@@ -142,7 +142,8 @@ def check_and_finish(
     finish. `grid`: a quantile submission's levels (its checks run too). `points`: the
     rows are in eval.forecast_points (021), where 033 does 030's work at a third of the
     cost; `staged`: they are in 022's temp table upload_points instead (an upload kept in
-    the upload store). `notes`: warnings found before (a file's unknown columns), kept
+    the upload store: a point file, checked by 033, or a single-family density file,
+    checked by 030). `notes`: warnings found before (a file's unknown columns), kept
     with the rest."""
     tables = {
         "points": "upload_points" if staged else "eval.forecast_points",
@@ -153,7 +154,9 @@ def check_and_finish(
             "eval/033_point_forecast_checks", {"submission_id": sid}, identifiers=tables
         ).to_pylist()[0]
     else:
-        row = wh.query_step("eval/030_forecast_checks", {"submission_id": sid}).to_pylist()[0]
+        row = wh.query_step(
+            "eval/030_forecast_checks", {"submission_id": sid}, identifiers=tables
+        ).to_pylist()[0]
     problems: list[dict] = []
     if row["n_rows"] == 0:
         problems.append(new_problem("no rows: the submission is empty", 0))

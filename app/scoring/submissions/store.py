@@ -1,14 +1,16 @@
-"""The upload store: a validated point upload kept as one immutable, content-addressed
-parquet file, scanned in place by DuckDB for scoring and rescoring.
+"""The upload store: a validated upload of one forecast per cell kept as one immutable,
+content-addressed parquet file, scanned in place by DuckDB for scoring and rescoring.
 
-A point file (no sigma, no component column, not a quantile grid) is validated as
-before (019 codes its keys, 033 and 035 check them) but its rows are staged in a
-temporary table, not inserted into eval.forecast_points: once valid they are written to
+A point file (no sigma) or a single-family density file (a sigma; no component column,
+not a quantile grid) is validated as before (019 codes its keys, 033 or 030, and 035
+check them) but its rows are staged in a temporary table, not inserted into
+eval.forecast_points or eval.forecast_rows: once valid they are written to
 `{store}/{sha256}.b{build_id}.parquet` (the upload's checksum, its identity, and the
-build whose integer keys the file holds) as two columns, the packed cell key
-(eval.cell_key) and mu. Re-uploading the same bytes against the same build finds the
+build whose integer keys the file holds) as the packed cell key (eval.cell_key), mu and,
+for a density file, sigma. Re-uploading the same bytes against the same build finds the
 file and writes nothing. eval.submission_files says which submission reads which file;
-scoring (054) and coherence read the file through `forecast_relation`. A file is never
+scoring reads it in place (054 for a point file, 050 through `cell_relation` for a
+density file), coherence and reconciliation through `forecast_relation`. A file is never
 changed once written (a new one is written beside it and renamed into place); one that
 is missing, truncated or unreadable is a clear error naming it, never a silent empty
 submission.
@@ -41,6 +43,8 @@ class StoreError(UserError):
 STAGED = "upload_points"
 #: The temp view `forecast_relation` makes over a stored file.
 FILE_VIEW = "stored_forecasts"
+#: The temp view `cell_relation` makes: one submission's (cell, mu, sigma).
+CELL_VIEW = "submission_cells"
 
 
 def store_dir(wh: Warehouse) -> Path:
@@ -59,11 +63,19 @@ def file_name(checksum: str, build_id: int | None) -> str:
 
 
 def write_staged(
-    wh: Warehouse, sid: int, checksum: str, build_id: int | None, first_q: int, last_q: int
+    wh: Warehouse,
+    sid: int,
+    checksum: str,
+    build_id: int | None,
+    first_q: int,
+    last_q: int,
+    *,
+    sigma: bool = False,
 ) -> Path:
     """Keep the staged rows of submission `sid` (temp table upload_points, valid) as its
-    content-addressed file, or reuse the file the same bytes made before; records
-    eval.submission_files (inside the caller's transaction). Returns the file."""
+    content-addressed file (cell, mu, and sigma when `sigma`), or reuse the file the same
+    bytes made before; records eval.submission_files (inside the caller's transaction).
+    Returns the file."""
     folder = store_dir(wh)
     folder.mkdir(parents=True, exist_ok=True)
     name = file_name(checksum, build_id)
@@ -74,8 +86,9 @@ def write_staged(
         try:
             literal = "'" + str(tmp).replace("'", "''") + "'"
             wh.execute(
-                f"COPY (SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) AS cell, mu "
-                f"FROM {STAGED}) TO {literal} (FORMAT parquet, COMPRESSION zstd)"
+                f"COPY (SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) AS cell, mu"
+                f"{', sigma' if sigma else ''} FROM {STAGED}) TO {literal} "
+                "(FORMAT parquet, COMPRESSION zstd)"
             )
             with open(tmp, "rb") as fh:
                 os.fsync(fh.fileno())
@@ -121,7 +134,12 @@ def stored_file(wh: Warehouse, sid: int) -> dict[str, Any] | None:
             f"in {rec['bytes']:,} bytes): restore it from a backup, or upload the submission again"
         )
     rec["path"] = str(path)
+    rec["sigma"] = "sigma" in pq.ParquetFile(path).schema_arrow.names
     return rec
+
+
+def _literal(path: str) -> str:
+    return "'" + path.replace("'", "''") + "'"
 
 
 def forecast_relation(wh: Warehouse, sid: int) -> str:
@@ -130,13 +148,28 @@ def forecast_relation(wh: Warehouse, sid: int) -> str:
     rec = stored_file(wh, sid)
     if rec is None:
         return "eval.forecasts"
-    literal = "'" + rec["path"].replace("'", "''") + "'"
+    sigma = "sigma" if rec["sigma"] else "CAST(NULL AS DOUBLE)"
     wh.execute(
         f"CREATE OR REPLACE TEMP VIEW {FILE_VIEW} AS SELECT CAST({int(sid)} AS INTEGER) "
         "AS submission_id, CAST(cell // 67108864 AS INTEGER) AS firm_id, "
         "CAST(cell // 4096 % 16384 AS INTEGER) AS origin_q, "
         "CAST(cell // 32 % 128 AS SMALLINT) AS item_id, CAST(cell % 32 AS TINYINT) AS horizon, "
-        "CAST(0 AS SMALLINT) AS component, mu, CAST(NULL AS DOUBLE) AS sigma "
-        f"FROM read_parquet({literal})"
+        f"CAST(0 AS SMALLINT) AS component, mu, {sigma} AS sigma "
+        f"FROM read_parquet({_literal(rec['path'])})"
     )
     return FILE_VIEW
+
+
+def cell_relation(wh: Warehouse, sid: int, rec: dict[str, Any] | None) -> str:
+    """A temp view of submission `sid`'s single forecasts as (cell, mu, sigma), the input
+    of sql/eval/050: its stored file scanned in place (`rec`, from stored_file; the file
+    already holds the packed cell key), else its eval.forecasts rows (049)."""
+    if rec is None:
+        wh.run_step("eval/049_submission_cells", {"submission_id": sid})
+        return CELL_VIEW
+    sigma = "sigma" if rec["sigma"] else "CAST(NULL AS DOUBLE)"
+    wh.execute(
+        f"CREATE OR REPLACE TEMP VIEW {CELL_VIEW} AS SELECT cell, mu, {sigma} AS sigma "
+        f"FROM read_parquet({_literal(rec['path'])})"
+    )
+    return CELL_VIEW

@@ -1,8 +1,9 @@
 """Submissions from a parquet file (uploads, `proforma submit`).
 
 Validation is SQL (sql/eval/010_submission_checks.sql on the file while DuckDB streams
-it, then the integer-level checks of proforma.app.scoring.submissions.checks on the staged or stored rows; a point
-file is then kept in the upload store, proforma.app.scoring.submissions.store),
+it, then the integer-level checks of proforma.app.scoring.submissions.checks on the staged
+or stored rows; a point or single-family density file is then kept in the upload store,
+proforma.app.scoring.submissions.store),
 so nothing is ever loaded into Python. A rejected file writes nothing: the insert and the
 checks run in one transaction that is rolled back on any blocking problem, and the
 ValidationError carries every problem with its count and example rows.
@@ -329,10 +330,13 @@ def ingest_parquet(
     notes = [new_problem(text, 0, blocking=False) for text in column_report(schema.names)[1]]
     columns = _columns(schema)
     has_sigma = "sigma" in columns
-    # A point file (no sigma, no component, not a quantile grid) is staged (022), checked
-    # and kept as one content-addressed parquet file in the upload store, scanned in place
-    # for scoring (proforma.app.scoring.submissions.store); other files are inserted (020).
-    points = not (quantile or has_sigma or "component" in columns)
+    # A file of one forecast per cell (no component column, not a quantile grid: a point
+    # file, or a single-family density file with a sigma) is staged (022), checked and kept
+    # as one content-addressed parquet file in the upload store, scanned in place for
+    # scoring (proforma.app.scoring.submissions.store); mixtures and quantile grids are
+    # inserted (020).
+    stored = not (quantile or "component" in columns)
+    points = stored and not has_sigma
     try:
         wh.execute(view_sql)
         wh.set_params({"has_sigma": has_sigma, "is_quantile": quantile})
@@ -343,13 +347,13 @@ def ingest_parquet(
             with wh.transaction():
                 claim_name(wh, name, replace)
                 sid = new_submission(wh, name, source, family, df, has_sigma, checksum, metadata)
-                insert = "022_submission_points_staged" if points else "020_submission_insert"
+                insert = "022_submission_points_staged" if stored else "020_submission_insert"
                 wh.run_step("eval/019_submission_keyed")
                 wh.run_step(f"eval/{insert}", {"submission_id": sid})
                 check_and_finish(
-                    wh, sid, name, None, grid, points=points, staged=points, notes=notes
+                    wh, sid, name, None, grid, points=points, staged=stored, notes=notes
                 )
-                if points:
+                if stored:
                     first_q, last_q, build_id = wh.one(
                         "SELECT min(origin_q) FILTER (WHERE isfinite(mu)), "
                         "max(origin_q) FILTER (WHERE isfinite(mu)), "
@@ -357,7 +361,9 @@ def ingest_parquet(
                         f"FROM {store.STAGED}",
                         [sid],
                     )
-                    store.write_staged(wh, sid, checksum, build_id, first_q, last_q)
+                    store.write_staged(
+                        wh, sid, checksum, build_id, first_q, last_q, sigma=has_sigma
+                    )
         except ValidationError as found:
             raise _explain(wh, name, found, quantile) from None
     except duckdb.Error as exc:
