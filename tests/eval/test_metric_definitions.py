@@ -4,6 +4,7 @@ and coverage bounds are compared, as parsed expressions, with the registry's."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,14 @@ def _parse(sql: str) -> Any:
     return sqlglot.parse_one(sql, read="duckdb")
 
 
+# A step's table placeholders ({{ forecasts }}, {{ cells }}: the relation the caller
+# scores, a stored upload file or a table) are not metric slots; parse them as tables.
+_TABLE_SLOT = re.compile(r"\{\{\s*((?!metric_)[a-z_]+)\s*\}\}")
+
+
 def _statements(step: str) -> list[Any]:
-    text = sql_file(step).text
-    assert "{{" not in text, f"{step}: a slot left unfilled"
+    text = _TABLE_SLOT.sub(r"\1", sql_file(step).text)
+    assert "{{" not in text, f"{step}: a metric slot left unfilled"
     return [s for s in sqlglot.parse(text, read="duckdb") if s is not None]
 
 
