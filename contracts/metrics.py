@@ -16,7 +16,7 @@ the Diebold-Mariano inputs are roll-ups of the same sums, so a metric is defined
   tracks whose leaderboards show it and how an upload's value is coarsened.
 
 The SQL formulas are data here and nowhere else: the aggregate steps (sql/eval/064-070,
-sql/rounds/050, sql/public/040) hold `{{ metric_... }}` slots that
+sql/rounds/040-055, sql/public/040 and 050) hold `{{ metric_... }}` slots that
 `proforma.app.store.metric_sql` fills from this registry when the step is read, so the
 steps' checksums (the scoring-SQL version) follow the definitions. Pure data: this module
 imports nothing of the project.

@@ -233,40 +233,18 @@ def leaderboard(
 
 
 def live_leaderboard(wh: Warehouse) -> list[dict[str, Any]]:
-    """Models ranked across rounds: pooled squared-error sums of each model's resolved
-    cells in every round it entered, per model (R2 over the pooled cells with the shared
-    truth-only denominator of those cells), the rounds entered, and a Diebold-Mariano test
+    """Models ranked across rounds by MSE: every metric of each model's resolved cells in
+    every round it entered, pooled (sql/rounds/055, from the metric definitions: R2 over
+    the pooled cells with the truth-only denominator of those cells, the MAE from the
+    median of a quantile grid), the rounds entered, and a Diebold-Mariano test
     of squared loss against the leader over the rounds both entered (one mean loss
     differential per round, on the cells both scored; bandwidth 0, needs two rounds)."""
     if not wh.table_exists("rounds.rounds"):
         return []
-    rows = wh.fetchall(
-        """SELECT s.name, count(DISTINCT s.round_id) AS rounds, count(*) AS n,
-                  sum(c.r * c.r) AS sse, avg(abs(c.r_abs)) AS mae,
-                  sum(t.actual::DOUBLE - t.baseline::DOUBLE) AS sum_y,
-                  sum((t.actual::DOUBLE - t.baseline::DOUBLE) ^ 2) AS sum_y2,
-                  avg(c.crps) AS crps
-           FROM rounds.cell_scores c
-           JOIN rounds.submissions s USING (submission_id)
-           JOIN rounds.truth t ON t.round_id = s.round_id AND t.gvkey = c.gvkey
-            AND t.item_id = c.item_id AND t.horizon = c.horizon
-           GROUP BY s.name"""
-    )
-    out = []
-    for name, rounds, n, sse, mae, sum_y, sum_y2, crps in rows:
-        den = sum_y2 - sum_y * sum_y / n
-        out.append(
-            {
-                "name": name,
-                "rounds": int(rounds),
-                "n": int(n),
-                "r2": math.nan if den <= 1e-15 else 1 - sse / (den + 1e-12),
-                "mse": sse / n,
-                # the absolute track's residual: a quantile grid's median (r_abs)
-                "mae": mae,
-                "crps": crps,
-            }
-        )
+    out = [
+        {**row, "rounds": int(row["rounds"]), "n": int(row["n"])}
+        for row in wh.query_step("rounds/055_live_metrics").to_pylist()
+    ]
     out.sort(key=lambda e: e["mse"])
     if out:
         from proforma.app.scoring import diebold_mariano

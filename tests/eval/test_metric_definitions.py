@@ -170,6 +170,13 @@ def test_round_metrics_follow_the_definitions() -> None:
     _finishes_match(_projections(query), "rounds 050")
 
 
+def test_live_round_metrics_follow_the_definitions() -> None:
+    (query,) = _statements("rounds/055_live_metrics")
+    assert set(CELL_INPUTS) <= set(_projections(_cte(query, "cells")))
+    _sums_match(_projections(_cte(query, "rolled")), "rounds 055")
+    _finishes_match(_projections(query), "rounds 055")
+
+
 def test_cell_scores_use_the_coverage_levels() -> None:
     """The per-cell in{p} of the density steps are the registry's central intervals."""
     steps = (

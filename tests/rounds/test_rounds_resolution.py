@@ -96,6 +96,22 @@ def test_incremental_resolution_first_value_counts(wh: Warehouse, tmp_path: Path
     assert {m["n"] for m in board["models"]} == {board["n_common"]}
     live = live_leaderboard(wh)
     assert {r["name"] for r in live} == {"seasonal_rw", "fade", "oracle"}
+    # one round: each model's pooled live metrics (sql/rounds/055) are the round's metrics
+    # (050) of that model alone, on all of its cells, both from the metric definitions
+    from proforma.app.rounds.resolve import _metric_rows
+
+    for row in live:
+        sid = wh.scalar(
+            "SELECT submission_id FROM rounds.submissions WHERE round_id = ? AND name = ?",
+            [rnd["round_id"], row["name"]],
+        )
+        alone = _metric_rows(wh, rnd["round_id"], [sid])[0]
+        assert alone["horizon"] is None and row["rounds"] == 1 and row["n"] == alone["n"]
+        for key in ("r2", "mse", "mae", "nll", "crps", "z2", "cov50", "cov90"):
+            if alone[key] is None:
+                assert row[key] is None, (row["name"], key)
+            else:
+                assert row[key] == pytest.approx(alone[key], rel=1e-12), (row["name"], key)
 
 
 def _static_ids(wh: Warehouse, round_id: int) -> dict[str, int]:
