@@ -22,13 +22,10 @@ import pyarrow as pa
 from duckdb.func import PythonUDFType
 from duckdb.sqltypes import DOUBLE
 
+from proforma.app.scoring import positional
+from proforma.app.scoring.grid import grid_for
 from proforma.app.scoring.provenance import current_build, eval_sql_version
-from proforma.app.scoring.submissions.store import (
-    CELL_VIEW,
-    StoreError,
-    cell_relation,
-    stored_file,
-)
+from proforma.app.scoring.submissions.store import CELL_VIEW, StoreError, stored_file
 from proforma.app.store.rules import build_rules
 from proforma.app.store.warehouse import Warehouse, out_of_resources
 from proforma.contracts.errors import UserError
@@ -111,7 +108,7 @@ def quantile_grid_params(levels: list[float]) -> dict[str, Any]:
 POINT_ONLY = "(NOT s.has_sigma AND s.family <> 'quantile' AND s.n_components = 1)"
 
 
-def _submission(wh: Warehouse, sid: int) -> dict[str, Any]:
+def submission_row(wh: Warehouse, sid: int) -> dict[str, Any]:
     rows = wh.arrow(
         "SELECT submission_id, family, df, has_sigma, n_components, quantile_levels, "
         f"{POINT_ONLY} AS point_only FROM eval.submissions s WHERE submission_id = ?",
@@ -138,55 +135,39 @@ def forget_cell_scores(wh: Warehouse, submission_ids: list[int]) -> None:
         )
 
 
+def single_params(sub: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """The SQL variables of 057's per-cell terms for a single-forecast submission."""
+    return {
+        "submission_id": int(sub["submission_id"]),
+        "family": sub["family"],
+        "df": sub["df"],
+        "sigma_floor": SIGMA_FLOOR[ctx.rules],
+        "sigma_in_sample": ctx.rules is RuleSet.paper,
+        "float32_residuals": ctx.rules is RuleSet.published,
+    }
+
+
 def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
     """Score every cell of one submission into eval.cell_scores (its own transaction);
-    returns the cells scored."""
-    sub = _submission(wh, sid)
-    stored = stored_file(wh, sid)  # an upload kept in the store: scanned in place (054, 050)
+    returns the cells scored. An upload kept in the store stores no per-cell rows: its
+    cells are scored by position when a run reads them (proforma.app.scoring.positional),
+    and only its record (cells it scores in the test split) is written here."""
+    sub = submission_row(wh, sid)
+    stored = stored_file(wh, sid)
     register_functions(wh)
     started, t0 = utcnow(), time.perf_counter()
+    grid = grid_for(wh, "test") if stored is not None else None  # made outside the transaction
     try:
         with wh.transaction():
             forget_cell_scores(wh, [sid])
-            if stored is not None:
-                first_q, last_q = stored["first_q"], stored["last_q"]
-            else:
-                first_q, last_q = wh.one(
-                    "SELECT coalesce(min(origin_q), 0), coalesce(max(origin_q), -1) "
-                    "FROM eval.forecasts WHERE submission_id = ?",
-                    [sid],
+            params = single_params(sub, ctx)
+            if stored is not None and grid is not None:
+                positions, density = positional.scored_positions(
+                    wh, sid, positional.upload_arrays(stored["path"]), grid, params
                 )
-            params: dict[str, Any] = {
-                "submission_id": sid,
-                "family": sub["family"],
-                "df": sub["df"],
-                "has_sigma": bool(sub["has_sigma"]),
-                "first_q": int(first_q),
-                "last_q": int(last_q),
-                "sigma_floor": SIGMA_FLOOR[ctx.rules],
-                "sigma_in_sample": ctx.rules is RuleSet.paper,
-                "float32_residuals": ctx.rules is RuleSet.published,
-            }
-            identifiers: dict[str, str] | None = None
-            if sub["family"] == "quantile":
-                params.update(quantile_grid_params(list(sub["quantile_levels"] or [])))
-                step = "eval/052_cell_scores_quantile"
-            elif sub["n_components"] > 1:
-                step = "eval/051_cell_scores_mixture"
-            elif sub["point_only"] and stored is not None:
-                params["forecast_file"] = stored["path"]
-                step = "eval/054_cell_scores_point_file"
-            elif sub["point_only"]:
-                step = "eval/053_cell_scores_point"
+                cells = len(positions)
             else:
-                # a file in the upload store (scanned in place) or the eval.forecasts rows
-                wh.set_params(params)
-                source = cell_relation(wh, sid, stored)
-                step, identifiers = "eval/050_cell_scores_single", {"cells": source}
-            wh.run_step(step, params, identifiers=identifiers)
-            cells, density = wh.one(
-                "SELECT count(*), count(u) FROM eval.cell_scores WHERE submission_id = ?", [sid]
-            )
+                cells, density = _insert_cell_scores(wh, sub, params)
             wh.execute(
                 "INSERT INTO eval.cell_score_sets VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [
@@ -201,8 +182,43 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
                 ],
             )
     finally:
+        wh.execute("DROP VIEW IF EXISTS single_cell_terms")
         wh.execute(f"DROP VIEW IF EXISTS {CELL_VIEW}")
     return int(cells)
+
+
+def _insert_cell_scores(
+    wh: Warehouse, sub: dict[str, Any], params: dict[str, Any]
+) -> tuple[int, int]:
+    """Per-cell rows of a submission whose forecasts are in eval.forecasts (050-053);
+    returns (cells, cells with density terms)."""
+    sid = int(sub["submission_id"])
+    first_q, last_q = wh.one(
+        "SELECT coalesce(min(origin_q), 0), coalesce(max(origin_q), -1) "
+        "FROM eval.forecasts WHERE submission_id = ?",
+        [sid],
+    )
+    params = {
+        **params,
+        "has_sigma": bool(sub["has_sigma"]),
+        "first_q": int(first_q),
+        "last_q": int(last_q),
+    }
+    if sub["family"] == "quantile":
+        params.update(quantile_grid_params(list(sub["quantile_levels"] or [])))
+        wh.run_step("eval/052_cell_scores_quantile", params)
+    elif sub["n_components"] > 1:
+        wh.run_step("eval/051_cell_scores_mixture", params)
+    elif sub["point_only"]:
+        wh.run_step("eval/053_cell_scores_point", params)
+    else:
+        wh.run_step("eval/049_submission_cells", params)
+        wh.run_step("eval/057_single_cell_terms", params, identifiers={"cells": CELL_VIEW})
+        wh.run_step("eval/050_cell_scores_single", params)
+    cells, density = wh.one(
+        "SELECT count(*), count(u) FROM eval.cell_scores WHERE submission_id = ?", [sid]
+    )
+    return int(cells), int(density)
 
 
 def ensure_cell_scores(

@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from proforma.app.scoring import positional
 from proforma.app.scoring.cells import (
     POINT_ONLY,
     Context,
@@ -24,9 +25,12 @@ from proforma.app.scoring.cells import (
     forget_stale_cell_scores,
     register_functions,
     scoring_context,
+    single_params,
+    submission_row,
 )
 from proforma.app.scoring.footprints.standard import ensure_standard_footprints
 from proforma.app.scoring.footprints.store import Footprint, drop_footprint_temp, get_footprint
+from proforma.app.scoring.grid import grid_for
 from proforma.app.scoring.provenance import current_build, to_json
 from proforma.app.scoring.sample import (
     Coverage,
@@ -37,6 +41,7 @@ from proforma.app.scoring.sample import (
 )
 from proforma.app.scoring.significance import Group, Pair, run_dm_tests
 from proforma.app.scoring.submissions.registry import resolve_submissions
+from proforma.app.scoring.submissions.store import stored_file
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import NothingToScore, UserError
 from proforma.contracts.provenance import utcnow
@@ -125,6 +130,7 @@ def score(
                     f"No submission covers {min_coverage:.0%} of footprint "
                     f"{fp['name']}@{fp['version']}; name the submissions to score explicitly"
                 )
+        grid_for(wh, fp["split"])  # made (if it must be) before the run's transaction
         with wh.transaction():
             run_id = _write_run(
                 wh, fp, ctx, ids, candidates, coverage, n_fp, full=full, started=started, t0=t0
@@ -209,11 +215,20 @@ def _write_run(
             "WHERE list_contains(getvariable('agg_ids'), r.submission_id)"
         )
         wh.run_step("eval/064_run_aggregates")
-        kinds = {bool(p) for (p,) in wh.fetchall("SELECT DISTINCT point_only FROM agg_subs")}
+        stored = {s: rec for s in fresh if (rec := stored_file(wh, s)) is not None}
+        kinds = {
+            bool(p)
+            for (p,) in wh.fetchall(
+                "SELECT DISTINCT point_only FROM agg_subs WHERE NOT list_contains(?, submission_id)",
+                [list(stored)],
+            )
+        }
         if False in kinds:
             wh.run_step("eval/065_cell_aggregates")
         if True in kinds:
             wh.run_step("eval/066_cell_aggregates_point")
+        if stored:
+            _aggregate_by_position(wh, fp, ctx, stored)
         wh.run_step("eval/070_metrics", {"score_run_id": run_id})
     # one statement for every candidate (one execute each cost 1-2 ms: 0.5 s at 500)
     got = [coverage[sid].predicted_cells for sid in candidates]
@@ -266,6 +281,27 @@ def _write_run(
         ],
     )
     return run_id
+
+
+def _aggregate_by_position(
+    wh: Warehouse, fp: Footprint, ctx: Context, stored: dict[int, dict[str, Any]]
+) -> None:
+    """run_agg rows of the run's uploads kept in the store (067): their cells on the
+    common sample, met by position in the footprint split's grid."""
+    grid = grid_for(wh, fp["split"])
+    common = grid.relation_mask(wh, "common_cells")
+    for sid, rec in stored.items():
+        params = single_params(submission_row(wh, sid), ctx)
+        cells = positional.cell_relation(
+            positional.upload_arrays(rec["path"]), grid, keep=common, coordinates=True
+        )
+        step = (
+            "067_cell_aggregates_positional"
+            if rec["sigma"]
+            else "069_cell_aggregates_positional_point"
+        )
+        with positional.terms(wh, cells, params):
+            wh.run_step(f"eval/{step}", params)
 
 
 def dm_groups(

@@ -11,8 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proforma.app.scoring.cells import Context
+import numpy as np
+import pyarrow as pa
+
+from proforma.app.scoring import positional
+from proforma.app.scoring.cells import Context, single_params, submission_row
 from proforma.app.scoring.footprints.store import Footprint, drop_temp, prepare_footprint
+from proforma.app.scoring.grid import grid_for
+from proforma.app.scoring.submissions.store import stored_file
 from proforma.app.store.warehouse import Warehouse
 
 #: A submission's gaps are stored when it predicts at least this share of a footprint;
@@ -46,8 +52,13 @@ def ensure_coverage(
     )
     args = [footprint_id, ctx.build_id, ctx.eval_sql_version, ctx.rules, submission_ids]
     have = {r[0]: Coverage(int(r[1]), int(r[2]), bool(r[3])) for r in wh.fetchall(sql, args)}
+    by_position = _ByPosition(wh, footprint_id, ctx)
     for sid in submission_ids:
         if sid in have:
+            continue
+        stored = stored_file(wh, sid)
+        if stored is not None:
+            have[sid] = by_position.coverage(sid, stored["path"])
             continue
         with wh.transaction():
             for table in ("footprint_coverage", "sample_gaps"):
@@ -75,6 +86,67 @@ def ensure_coverage(
         have[sid] = Coverage(int(row[0]), int(row[1]), bool(row[2]))
     wh.execute("DROP TABLE IF EXISTS sub_coverage")
     return have
+
+
+class _ByPosition:
+    """Coverage and gaps of uploads kept in the store, as bitmaps over the footprint
+    split's cell grid (the footprint's cells from fp_cells, made once per call)."""
+
+    def __init__(self, wh: Warehouse, footprint_id: int, ctx: Context) -> None:
+        self.wh, self.footprint_id, self.ctx = wh, footprint_id, ctx
+        self._mask: np.ndarray | None = None
+
+    def coverage(self, sid: int, path: str) -> Coverage:
+        wh, ctx = self.wh, self.ctx
+        split = str(
+            wh.scalar(
+                "SELECT split FROM eval.footprints WHERE footprint_id = ?", [self.footprint_id]
+            )
+        )
+        grid = grid_for(wh, split)
+        if self._mask is None:
+            self._mask = grid.relation_mask(wh, "fp_cells")
+        footprint = self._mask
+        scored, _ = positional.scored_positions(
+            wh,
+            sid,
+            positional.upload_arrays(path),
+            grid,
+            single_params(submission_row(wh, sid), ctx),
+        )
+        gaps = footprint.copy()
+        gaps[scored] = False
+        gap_pos = np.flatnonzero(gaps)
+        n_fp = int(np.count_nonzero(footprint))
+        cov = Coverage(n_fp, n_fp - len(gap_pos), True)
+        # Gaps are always kept for a stored upload (a run's common sample is the footprint
+        # minus them; 058 then never reads its cells, which are in no table).
+        with wh.transaction():
+            for table in ("footprint_coverage", "sample_gaps"):
+                wh.execute(
+                    f"DELETE FROM eval.{table} WHERE footprint_id = ? AND submission_id = ?",
+                    [self.footprint_id, sid],
+                )
+            wh.execute(
+                "INSERT INTO eval.footprint_coverage VALUES (?, ?, ?, ?, ?, ?, ?, ?, now()::TIMESTAMP)",
+                [
+                    self.footprint_id,
+                    sid,
+                    ctx.build_id,
+                    ctx.eval_sql_version,
+                    ctx.rules,
+                    cov.footprint_cells,
+                    cov.predicted_cells,
+                    cov.gaps_stored,
+                ],
+            )
+            if len(gap_pos):
+                with wh.registered(f"gaps_{sid}", pa.table({"cell": grid.cells(gap_pos)})) as view:
+                    wh.execute(
+                        f"INSERT INTO eval.sample_gaps SELECT ?, ?, cell FROM {view}",
+                        [self.footprint_id, sid],
+                    )
+        return cov
 
 
 def prepare_run_subs(

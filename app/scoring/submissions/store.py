@@ -9,8 +9,9 @@ eval.forecast_points or eval.forecast_rows: once valid they are written to
 build whose integer keys the file holds) as the packed cell key (eval.cell_key), mu and,
 for a density file, sigma. Re-uploading the same bytes against the same build finds the
 file and writes nothing. eval.submission_files says which submission reads which file;
-scoring reads it in place (054 for a point file, 050 through `cell_relation` for a
-density file), coherence and reconciliation through `forecast_relation`. A file is never
+scoring reads it in place, its cells meeting the truth by position in the cell grid
+(proforma.app.scoring.positional), coherence and reconciliation through
+`forecast_relation`. A file is never
 changed once written (a new one is written beside it and renamed into place); one that
 is missing, truncated or unreadable is a clear error naming it, never a silent empty
 submission.
@@ -43,7 +44,7 @@ class StoreError(UserError):
 STAGED = "upload_points"
 #: The temp view `forecast_relation` makes over a stored file.
 FILE_VIEW = "stored_forecasts"
-#: The temp view `cell_relation` makes: one submission's (cell, mu, sigma).
+#: 049's temp view: one submission's (cell, mu, sigma, actual) from eval.forecasts.
 CELL_VIEW = "submission_cells"
 
 
@@ -158,18 +159,3 @@ def forecast_relation(wh: Warehouse, sid: int) -> str:
         f"FROM read_parquet({_literal(rec['path'])})"
     )
     return FILE_VIEW
-
-
-def cell_relation(wh: Warehouse, sid: int, rec: dict[str, Any] | None) -> str:
-    """A temp view of submission `sid`'s single forecasts as (cell, mu, sigma), the input
-    of sql/eval/050: its stored file scanned in place (`rec`, from stored_file; the file
-    already holds the packed cell key), else its eval.forecasts rows (049)."""
-    if rec is None:
-        wh.run_step("eval/049_submission_cells", {"submission_id": sid})
-        return CELL_VIEW
-    sigma = "sigma" if rec["sigma"] else "CAST(NULL AS DOUBLE)"
-    wh.execute(
-        f"CREATE OR REPLACE TEMP VIEW {CELL_VIEW} AS SELECT cell, mu, {sigma} AS sigma "
-        f"FROM read_parquet({_literal(rec['path'])})"
-    )
-    return CELL_VIEW

@@ -1,0 +1,33 @@
+-- run_agg rows (064) of ONE score-run submission kept in the upload store as a point
+-- file (getvariable('submission_id'); no sigma), from 057's view single_cell_terms over
+-- its cells on the run's common sample, met by position (as 067): only the registry's
+-- point sums are aggregated and the density sums are constants (the slot
+-- metric_point_sums), the rows 067 would give at a fraction of its cost, as 066 does for
+-- point forecasts in eval.cell_point_scores.
+INSERT INTO run_agg
+SELECT
+    getvariable('submission_id'), c.item_id, c.horizon, c.origin_q,
+    {{ metric_point_sums }},
+    0::BIGINT AS pit0,
+    0::BIGINT AS pit1,
+    0::BIGINT AS pit2,
+    0::BIGINT AS pit3,
+    0::BIGINT AS pit4,
+    0::BIGINT AS pit5,
+    0::BIGINT AS pit6,
+    0::BIGINT AS pit7,
+    0::BIGINT AS pit8,
+    0::BIGINT AS pit9,
+    0::BIGINT AS pit10,
+    0::BIGINT AS pit11,
+    0::BIGINT AS pit12,
+    0::BIGINT AS pit13,
+    0::BIGINT AS pit14,
+    0::BIGINT AS pit15,
+    0::BIGINT AS pit16,
+    0::BIGINT AS pit17,
+    0::BIGINT AS pit18,
+    0::BIGINT AS pit19
+-- the cell inputs a point forecast has (contracts/metrics.py POINT_INPUTS)
+FROM (SELECT item_id, horizon, origin_q, y, r, r AS r_abs FROM single_cell_terms) c
+GROUP BY c.item_id, c.horizon, c.origin_q;
