@@ -10,7 +10,8 @@
 CREATE TABLE eval.grids (
     build_id     INTEGER NOT NULL,             -- -1 when the warehouse has no build record
     split        VARCHAR NOT NULL,
-    fingerprint  VARCHAR NOT NULL,             -- count and sums of the split's truth
+    fingerprint  VARCHAR NOT NULL,             -- count and hash of the split's scoreable truth
+    truth_rows   BIGINT NOT NULL,              -- panel.truth's rows when it was made
     n_rows       INTEGER NOT NULL,
     n_slots      INTEGER NOT NULL,
     n_cells      BIGINT NOT NULL,
@@ -30,6 +31,6 @@ CREATE TABLE eval.grid_cells (
     build_id  INTEGER NOT NULL,
     split     VARCHAR NOT NULL,
     pos       BIGINT NOT NULL,
-    actual    FLOAT NOT NULL,
+    actual    DOUBLE NOT NULL,            -- as panel.truth holds it (FLOAT in a build)
     change    DOUBLE
 );

@@ -23,7 +23,6 @@ from duckdb.func import PythonUDFType
 from duckdb.sqltypes import DOUBLE
 
 from proforma.app.scoring import positional
-from proforma.app.scoring.grid import grid_for
 from proforma.app.scoring.provenance import current_build, eval_sql_version
 from proforma.app.scoring.submissions.store import CELL_VIEW, StoreError, stored_file
 from proforma.app.store.rules import build_rules
@@ -156,16 +155,17 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
     stored = stored_file(wh, sid)
     register_functions(wh)
     started, t0 = utcnow(), time.perf_counter()
-    grid = grid_for(wh, "test") if stored is not None else None  # made outside the transaction
+    # the grid and the upload's layout on it are made outside the transaction
+    grid = positional.grid(wh, "test") if stored is not None else None
+    dense = positional.dense_upload(wh, grid, stored) if grid is not None and stored else None
     try:
         with wh.transaction():
             forget_cell_scores(wh, [sid])
             params = single_params(sub, ctx)
-            if stored is not None and grid is not None:
-                positions, density = positional.scored_positions(
-                    wh, sid, positional.upload_arrays(stored["path"]), grid, params
-                )
-                cells = len(positions)
+            if grid is not None and dense is not None:
+                with positional.terms(wh, positional.frame(grid, dense), params) as view:
+                    # z is NULL exactly where the density terms are (057); cheaper than u
+                    cells, density = wh.one(f"SELECT count(*), count(z) FROM {view}")
             else:
                 cells, density = _insert_cell_scores(wh, sub, params)
             wh.execute(
@@ -185,6 +185,32 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
         wh.execute("DROP VIEW IF EXISTS single_cell_terms")
         wh.execute(f"DROP VIEW IF EXISTS {CELL_VIEW}")
     return int(cells)
+
+
+def cell_score_rows(wh: Warehouse, sid: int, split: str = "test") -> pa.Table:
+    """Every scored cell of one submission with its scores (the columns of
+    eval.cell_scores), computed for this scoring context when missing: eval.cell_scores
+    rows for forecasts in tables; for an upload kept in the store, its cells of `split`
+    met by position (057 over the grid, as its runs score them)."""
+    ctx = scoring_context(wh)
+    register_functions(wh)
+    stored = stored_file(wh, sid)
+    columns = "cell, r, NULL::DOUBLE AS r_abs, nll, crps, z, u, in50, in80, in90, in95"
+    if stored is None:
+        ensure_cell_scores(wh, [sid], ctx)
+        return wh.arrow(
+            "SELECT * EXCLUDE (submission_id) FROM eval.cell_scores WHERE submission_id = ? "
+            "ORDER BY cell",
+            [sid],
+        )
+    grid = positional.grid(wh, split)
+    dense = positional.dense_upload(wh, grid, stored)
+    params = single_params(submission_row(wh, sid), ctx)
+    with positional.terms(wh, positional.frame(grid, dense, with_pos=True), params) as view:
+        rows = wh.arrow(f"SELECT pos, {columns.replace('cell, ', '')} FROM {view}")
+    cell = grid.cells(rows["pos"].to_numpy())
+    out = rows.drop(["pos"]).add_column(0, "cell", pa.array(cell))
+    return out.sort_by("cell")
 
 
 def _insert_cell_scores(

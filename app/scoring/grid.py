@@ -1,19 +1,24 @@
 """The cell grid: a split's truth laid out by position, so that cells meet by index.
 
 A forecast kept in the upload store meets its truth, its footprint and a run's common
-sample through the grid instead of three hash joins on the packed cell key
-(docs/scoring.md, "Cells by position"). sql/eval/042 defines the grid (eval.grid_rows,
-eval.grid_cells: V0112): the split's eligible origins numbered in (firm, origin) order,
-one slot per target item and horizon, position = row * slots + item slot * 20 + horizon
-- 1, and the truth of each scoreable cell at its position. This module only loads it
-into arrays and maps packed cell keys to positions and back: integer arithmetic and one
-lookup in a (firm, quarter) table, no hashing.
+sample through the grid instead of hash joins on the packed cell key (docs/scoring.md,
+"Cells by position"). sql/eval/042 defines the grid (eval.grid_rows, eval.grid_cells:
+V0112): the split's eligible origins numbered in (firm, origin) order, one slot per
+target item and horizon, position = row * slots + item slot * 20 + horizon - 1, and the
+truth of each scoreable cell at its position. This module keeps the grid as dense arrays
+(one value per position) in a cache folder beside the upload store, mapped into memory
+by every process that scores, and maps packed cell keys to positions and back: integer
+arithmetic and one lookup in a (firm, quarter) table, no hashing.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import secrets
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -22,8 +27,10 @@ from proforma.app.store.warehouse import Warehouse
 
 #: Horizons per item slot.
 HORIZONS = 20
-#: The packed cell key (eval.cell_key): ((firm * 16384 + origin) * 128 + item) * 32 + horizon.
-_FIRM, _ORIGIN, _ITEM, _HORIZON = 67_108_864, 4096, 32, 32
+#: The dense arrays' format, part of their cache folder's name (a new format, a new folder).
+FORMAT = 1
+#: The dense columns kept per position, and their types.
+COLUMNS = {"sh": np.int16, "oq": np.int16, "actual": np.float64, "change": np.float64}
 
 
 @dataclass(frozen=True)
@@ -34,13 +41,16 @@ class Grid:
     split: str
     fingerprint: str
     n_slots: int
+    n_scoreable: int
     row_firm: np.ndarray  # (rows,) firm of each row
     row_origin: np.ndarray  # (rows,) origin quarter of each row
     lookup: np.ndarray  # (firms, quarters) row of (firm, q0 + quarter), -1 where none
     q0: int
     slot_item: np.ndarray  # (items,) item of each slot
     item_slot: np.ndarray  # (128,) slot of each item id, -1 where not a target
-    actual: np.ndarray  # (positions,) float64, NaN where no scoreable truth
+    sh: np.ndarray  # (positions,) item slot * 20 + horizon - 1
+    oq: np.ndarray  # (positions,) origin quarter - q0
+    actual: np.ndarray  # (positions,) NaN where no scoreable truth
     change: np.ndarray  # (positions,) float64, the truth's change (y)
 
     @property
@@ -48,7 +58,8 @@ class Grid:
         return int(self.actual.shape[0])
 
     def positions(self, cell: np.ndarray) -> np.ndarray:
-        """The position of each packed cell key; -1 where the cell is not in the grid."""
+        """The position of each packed cell key (eval.cell_key); -1 where the cell is not
+        in the grid."""
         cell = np.asarray(cell, dtype=np.int64)
         n_firms, n_q = self.lookup.shape
         # the key's fields by shifts and masks (16384, 128 and 32 are powers of two)
@@ -60,7 +71,7 @@ class Grid:
         firm *= n_q
         firm += quarter
         np.copyto(firm, 0, where=~ok)
-        row = self.flat_lookup[firm]
+        row = self.lookup.reshape(-1)[firm]
         slot = self.item_slot[(cell >> 5) & 127]
         ok &= (row >= 0) & (slot >= 0)
         pos = row.astype(np.int64)
@@ -71,10 +82,6 @@ class Grid:
         pos -= 1
         np.copyto(pos, -1, where=~ok)
         return pos
-
-    @property
-    def flat_lookup(self) -> np.ndarray:
-        return self.lookup.reshape(-1)
 
     def cells(self, pos: np.ndarray) -> np.ndarray:
         """The packed cell key of each position (the inverse of `positions`)."""
@@ -93,33 +100,18 @@ class Grid:
         out[pos[pos >= 0]] = True
         return out
 
-    @property
-    def scoreable(self) -> np.ndarray:
-        """True at the positions with scoreable truth (a footprint's cells are among them)."""
-        return ~np.isnan(self.actual)
-
-    @property
-    def n_scoreable(self) -> int:
-        return int(np.count_nonzero(self.scoreable))
-
-    def relation_mask(self, wh: Warehouse, relation: str) -> np.ndarray:
-        """The mask of a relation of scoreable cells of this split (fp_cells, common_cells):
-        every scoreable position when it has as many cells as there are (a subset of
-        equal size is the whole), else its cells' positions."""
+    def relation_mask(self, wh: Warehouse, relation: str) -> np.ndarray | None:
+        """The mask of a relation of scoreable cells of this split (fp_cells,
+        common_cells), or None when it holds every scoreable cell (a subset of equal size
+        is the whole: nothing to mask)."""
         n = int(wh.scalar(f"SELECT count(*) FROM {relation}"))
         if n == self.n_scoreable:
-            return self.scoreable
+            return None
         return self.mask(wh.arrow(f"SELECT cell FROM {relation}")["cell"].to_numpy())
 
-    def coordinates(self, pos: np.ndarray) -> dict[str, np.ndarray]:
-        """item_id, horizon and origin_q of each position (the run aggregates' keys)."""
-        row, rest = np.divmod(np.asarray(pos, dtype=np.int64), self.n_slots)
-        slot, h = np.divmod(rest, HORIZONS)
-        return {
-            "item_id": self.slot_item[slot].astype(np.int16),
-            "horizon": (h + 1).astype(np.int8),
-            "origin_q": self.row_origin[row].astype(np.int32),
-        }
+    def keys_params(self) -> dict[str, object]:
+        """SQL variables that turn (sh, oq) back into item_id, horizon and origin_q."""
+        return {"grid_slot_items": [int(i) for i in self.slot_item], "grid_q0": self.q0}
 
 
 _cache: dict[tuple[str, int, str], tuple[int, Grid]] = {}
@@ -137,11 +129,15 @@ def truth_fingerprint(wh: Warehouse, split: str) -> str:
     return f"{int(n)}:{int(digest):016x}"
 
 
-def grid_for(wh: Warehouse, split: str) -> Grid:
-    """The split's grid for the current build and truth, made (042) when there is none,
-    loaded once per process. A grid loaded in this process is taken again while the
-    build and the truth's row count are the same (a statistic, no scan); one read from
-    the warehouse is checked against the truth's full fingerprint."""
+def grid_for(wh: Warehouse, split: str, cache_root: Path) -> Grid:
+    """The split's grid for the current build and truth: made (042) when the warehouse
+    has none for this truth, its dense arrays written under `cache_root` (shared by
+    warehouses of the same truth and layout) when missing, mapped once per process.
+
+    A grid of the current build is taken while panel.truth has the rows it was made from
+    (a statistic, no scan); a new build, or a truth with other rows, has its truth
+    fingerprinted and the grid made again when the fingerprint differs. (A truth whose
+    values are changed in place under the same build, which no flow does, is not seen.)"""
     build = current_build_id(wh)
     build_id = -1 if build is None else int(build)
     rows = int(wh.scalar("SELECT count(*) FROM panel.truth"))
@@ -150,30 +146,36 @@ def grid_for(wh: Warehouse, split: str) -> Grid:
         hit = _cache.get(key)
     if hit is not None and hit[0] == rows:
         return hit[1]
-    fingerprint = truth_fingerprint(wh, split)
     stored = wh.fetchone(
-        "SELECT fingerprint FROM eval.grids WHERE build_id = ? AND split = ?", [build_id, split]
+        "SELECT fingerprint, truth_rows FROM eval.grids WHERE build_id = ? AND split = ?",
+        [build_id, split],
     )
     n_items = int(wh.scalar("SELECT count(*) FROM ref.items WHERE is_target"))
     n_slots = n_items * HORIZONS
-    if stored is None or stored[0] != fingerprint:
-        with wh.transaction():
-            wh.run_step(
-                "eval/042_cell_grid",
-                {
-                    "split": split,
-                    "grid_build_id": build_id,
-                    "grid_slots": n_slots,
-                    "grid_fingerprint": fingerprint,
-                },
-            )
-    grid = _load(wh, build_id, split, fingerprint, n_slots)
+    if stored is None or int(stored[1]) != rows:
+        fingerprint = truth_fingerprint(wh, split)
+        if stored is None or stored[0] != fingerprint:
+            with wh.transaction():
+                wh.run_step(
+                    "eval/042_cell_grid",
+                    {
+                        "split": split,
+                        "grid_build_id": build_id,
+                        "grid_slots": n_slots,
+                        "grid_fingerprint": fingerprint,
+                    },
+                )
+    grid = _load(wh, build_id, split, n_slots, cache_root)
     with _lock:
         _cache[key] = (rows, grid)
     return grid
 
 
-def _load(wh: Warehouse, build_id: int, split: str, fingerprint: str, n_slots: int) -> Grid:
+def _load(wh: Warehouse, build_id: int, split: str, n_slots: int, cache_root: Path) -> Grid:
+    fingerprint, n_scoreable = wh.one(
+        "SELECT fingerprint, n_cells FROM eval.grids WHERE build_id = ? AND split = ?",
+        [build_id, split],
+    )
     rows = wh.arrow(
         "SELECT row, firm_id, origin_q FROM eval.grid_rows WHERE build_id = ? AND split = ? "
         "ORDER BY row",
@@ -194,6 +196,44 @@ def _load(wh: Warehouse, build_id: int, split: str, fingerprint: str, n_slots: i
     )
     item_slot = np.full(128, -1, dtype=np.int64)
     item_slot[slot_item] = np.arange(len(slot_item))
+    layout = hashlib.sha256(row_firm.tobytes() + row_origin.tobytes() + slot_item.tobytes())
+    folder = cache_root / (
+        f"v{FORMAT}-{split}-{fingerprint.replace(':', '-')}-{layout.hexdigest()[:16]}"
+    )
+    if not all((folder / f"{name}.npy").is_file() for name in COLUMNS):
+        _write_dense(wh, build_id, split, n_rows, n_slots, row_origin, q0, folder)
+    arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in COLUMNS}
+    return Grid(
+        build_id,
+        split,
+        str(fingerprint),
+        n_slots,
+        int(n_scoreable),
+        row_firm,
+        row_origin,
+        lookup,
+        q0,
+        slot_item,
+        item_slot,
+        arrays["sh"],
+        arrays["oq"],
+        arrays["actual"],
+        arrays["change"],
+    )
+
+
+def _write_dense(
+    wh: Warehouse,
+    build_id: int,
+    split: str,
+    n_rows: int,
+    n_slots: int,
+    row_origin: np.ndarray,
+    q0: int,
+    folder: Path,
+) -> None:
+    """The grid's dense arrays from eval.grid_cells, written beside each other and
+    renamed into place (a reader never sees half a grid)."""
     size = n_rows * n_slots
     actual = np.full(size, np.nan)
     change = np.full(size, np.nan)
@@ -204,17 +244,15 @@ def _load(wh: Warehouse, build_id: int, split: str, fingerprint: str, n_slots: i
     pos = cells["pos"].to_numpy()
     actual[pos] = cells["actual"].to_numpy(zero_copy_only=False)
     change[pos] = cells["change"].to_numpy(zero_copy_only=False)
-    return Grid(
-        build_id,
-        split,
-        fingerprint,
-        n_slots,
-        row_firm,
-        row_origin,
-        lookup,
-        q0,
-        slot_item,
-        item_slot,
-        actual,
-        change,
-    )
+    sh = np.tile(np.arange(n_slots, dtype=np.int16), n_rows)
+    oq = np.repeat((row_origin - q0).astype(np.int16), n_slots)
+    tmp = folder.with_name(f".{folder.name}.{secrets.token_hex(6)}.tmp")
+    tmp.mkdir(parents=True)  # the cache folder too, on first use
+    for name, values in (("sh", sh), ("oq", oq), ("actual", actual), ("change", change)):
+        np.save(tmp / f"{name}.npy", values)
+    try:
+        os.replace(tmp, folder)
+    except OSError:  # another process made it first: keep theirs
+        for f in tmp.iterdir():
+            f.unlink()
+        tmp.rmdir()

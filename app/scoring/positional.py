@@ -1,165 +1,121 @@
 """Scoring a stored upload by position: its cells meet the truth, the footprint and the
-common sample through the cell grid (proforma.app.scoring.grid), with no per-cell rows.
+common sample through the cell grid (proforma.app.scoring.grid), with no per-cell rows
+and no joins.
 
 An upload kept in the upload store (a point file or a single-family density file) is
-never copied into a cell-score table. When a run needs its cells, its file is read into
-arrays (once per process), each cell's grid position is computed, and the cells are
-handed to DuckDB as one Arrow relation that already carries the truth (a gather by
-position): 057 computes the per-cell terms over it, 067 the run aggregates, and the
-coverage and gaps of a footprint are bitmaps over the positions. The arithmetic is the
-same SQL as for forecasts in tables (057), so the numbers are the same.
+laid out on the grid as dense arrays (mu and sigma at every position, NaN where it has
+none: `dense_upload`, kept in memory for the run's next steps). A run hands DuckDB one Arrow
+relation whose columns are the grid's arrays and the upload's, aligned by position, so
+its rows already carry each cell's truth, change, slot and origin: 057 computes the
+per-cell terms over it (the same SQL as for forecasts in tables), 067 and 069 the run
+aggregates, and a footprint or a common sample other than the whole split is a boolean
+column over the same positions.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from proforma.app.scoring.grid import Grid
+from proforma.app.scoring.grid import Grid, grid_for
+from proforma.app.store.settings import get_settings
 from proforma.app.store.warehouse import Warehouse
 
-#: The relation 057 reads for a stored upload (registered Arrow data).
-CELLS_VIEW = "positional_cells"
+_names = itertools.count()
+_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
-class Upload:
-    """A stored upload's rows as arrays."""
+class Dense:
+    """An upload's forecasts at every position of one grid (NaN where it has none)."""
 
-    path: str
-    cell: np.ndarray
     mu: np.ndarray
     sigma: np.ndarray | None
 
 
-_uploads: dict[str, Upload] = {}
-_scored: dict[tuple[Any, ...], Any] = {}
-_lock = threading.Lock()
-_names = itertools.count()
+_dense: dict[tuple[Any, ...], Dense] = {}
 
 
-def upload_arrays(path: str) -> Upload:
-    """The stored file's cells, mu and sigma (the last two files read stay in memory: a
-    run reads a new upload's file for its cell count, its coverage and its aggregates)."""
+def grid(wh: Warehouse, split: str) -> Grid:
+    """The split's grid, its dense arrays in the cache folder (PROFORMA_CACHE_DIR)."""
+    return grid_for(wh, split, Path(get_settings().cache_dir) / "grids")
+
+
+def dense_upload(wh: Warehouse, g: Grid, rec: dict[str, Any]) -> Dense:
+    """The stored upload `rec` (from stored_file) laid out on grid `g`: its (cell, mu,
+    sigma) file read, each cell's position computed and its values placed there (the
+    last two layouts stay in memory for the run's next steps)."""
+    key = (rec["path"], g.build_id, g.split, g.fingerprint)
     with _lock:
-        hit = _uploads.get(path)
+        hit = _dense.get(key)
     if hit is not None:
         return hit
-    table = pq.read_table(path)
-    sigma = (
-        table["sigma"].to_numpy(zero_copy_only=False).astype(np.float64)
-        if "sigma" in table.column_names
-        else None
-    )
-    upload = Upload(
-        path,
-        table["cell"].to_numpy(zero_copy_only=False).astype(np.int64),
-        table["mu"].to_numpy(zero_copy_only=False).astype(np.float64),
-        sigma,
-    )
-    with _lock:
-        while len(_uploads) >= 2:
-            _uploads.pop(next(iter(_uploads)))
-        _uploads[path] = upload
-    return upload
-
-
-def cell_relation(
-    upload: Upload, grid: Grid, *, keep: np.ndarray | None = None, coordinates: bool = False
-) -> pa.Table:
-    """The upload's cells that have scoreable truth in the grid (and lie in `keep`, a
-    boolean array over the positions, when given) as (pos, cell, mu, sigma, actual), with
-    y (the truth's change), item_id, horizon and origin_q when `coordinates`."""
-    pos = _positions(upload, grid)
+    source = pq.read_table(rec["path"])
+    pos = g.positions(source["cell"].to_numpy())
     inside = pos >= 0
-    truth = np.full(pos.shape, np.nan)
-    truth[inside] = grid.actual[pos[inside]]
-    take = ~np.isnan(truth)
-    if keep is not None:
-        take[take] = keep[pos[take]]
-    at = pos[take]
+    at = pos[inside]
+    values: dict[str, np.ndarray] = {}
+    for name in ("mu", "sigma"):
+        if name in source.column_names:
+            column = np.full(g.size, np.nan)
+            column[at] = source[name].to_numpy(zero_copy_only=False)[inside]
+            values[name] = column
+    dense = Dense(values["mu"], values.get("sigma"))
+    with _lock:
+        while len(_dense) >= 2:
+            _dense.pop(next(iter(_dense)))
+        _dense[key] = dense
+    return dense
+
+
+def frame(
+    g: Grid, dense: Dense, keep: np.ndarray | None = None, *, with_pos: bool = False
+) -> pa.Table:
+    """The grid's and the upload's columns side by side, one row per position (no copy
+    of the arrays): sh, oq, actual, y (the truth's change), mu, sigma, keep when a mask
+    is given, and pos (the position) when with_pos."""
+    n = g.size
     columns: dict[str, Any] = {
-        "pos": at,
-        "cell": upload.cell[take],
-        "mu": upload.mu[take],
-        "sigma": (
-            upload.sigma[take]
-            if upload.sigma is not None
-            else pa.nulls(int(take.sum()), type=pa.float64())
-        ),
-        "actual": truth[take],
+        "sh": pa.array(g.sh),
+        "oq": pa.array(g.oq),
+        "actual": pa.array(g.actual),
+        "y": pa.array(g.change),
+        "mu": pa.array(dense.mu),
+        "sigma": pa.array(dense.sigma) if dense.sigma is not None else pa.nulls(n, pa.float64()),
     }
-    if coordinates:
-        columns["y"] = grid.change[at]
-        columns.update(grid.coordinates(at))
+    if keep is not None:
+        columns["keep"] = pa.array(keep)
+    if with_pos:
+        columns["pos"] = pa.array(np.arange(n, dtype=np.int64))
     return pa.table(columns)
 
 
-def _positions(upload: Upload, grid: Grid) -> np.ndarray:
-    key = ("positions", upload.path, grid.build_id, grid.split, grid.fingerprint)
-    with _lock:
-        hit = _scored.get(key)
-    if hit is None:
-        hit = grid.positions(upload.cell)
-        _remember(key, hit)
-    return hit
-
-
-def _remember(key: tuple[Any, ...], value: Any) -> None:
-    with _lock:
-        while len(_scored) >= 6:
-            _scored.pop(next(iter(_scored)))
-        _scored[key] = value
-
-
-def scored_positions(
-    wh: Warehouse, sid: int, upload: Upload, grid: Grid, params: dict[str, Any]
-) -> tuple[np.ndarray, int]:
-    """The grid positions the upload scores under these 057 parameters (the cells 057
-    keeps: a finite mu, scoreable truth and, under the paper's rules, a usable sigma),
-    and how many of them have density terms; kept per process for the run's next step."""
-    key = (
-        sid,
-        upload.path,
-        grid.build_id,
-        grid.split,
-        grid.fingerprint,
-        repr(sorted(params.items())),
-    )
-    with _lock:
-        hit = _scored.get(key)
-    if hit is not None:
-        return hit[0], int(hit[1])
-    table = cell_relation(upload, grid)
-    with terms(wh, table, params) as view:
-        out = wh.arrow(f"SELECT pos, u IS NOT NULL AS density FROM {view}")
-    pos = out["pos"].to_numpy()
-    density = int(np.count_nonzero(out["density"].to_numpy(zero_copy_only=False)))
-    _remember(key, (pos, density))
-    return pos, density
-
-
-class terms:
-    """Context manager: 057's view single_cell_terms over Arrow cells (columns of
-    `cell_relation`), with the submission's parameters; yields the view's name."""
-
-    def __init__(self, wh: Warehouse, table: pa.Table, params: dict[str, Any]) -> None:
-        self.wh, self.table, self.params = wh, table, params
-        self.name = f"{CELLS_VIEW}_{next(_names)}"
-
-    def __enter__(self) -> str:
-        self.wh.con.register(self.name, self.table)
-        self.wh.run_step(
-            "eval/057_single_cell_terms", self.params, identifiers={"cells": self.name}
+@contextlib.contextmanager
+def terms(wh: Warehouse, table: pa.Table, params: dict[str, Any]) -> Iterator[str]:
+    """057's view single_cell_terms over a `frame`: the positions with scoreable truth
+    (and in the mask, when the frame has one), with the submission's parameters; yields
+    the view's name."""
+    name = f"positional_frame_{next(_names)}"
+    cells = f"positional_cells_{next(_names)}"
+    keep = " AND keep" if "keep" in table.column_names else ""
+    wh.con.register(name, table)
+    try:
+        wh.execute(
+            f"CREATE OR REPLACE TEMP VIEW {cells} AS SELECT * FROM {name} "
+            f"WHERE isfinite(actual){keep}"
         )
-        return "single_cell_terms"
-
-    def __exit__(self, *exc: object) -> None:
-        self.wh.execute("DROP VIEW IF EXISTS single_cell_terms")
-        self.wh.con.unregister(self.name)
+        wh.run_step("eval/057_single_cell_terms", params, identifiers={"cells": cells})
+        yield "single_cell_terms"
+    finally:
+        wh.execute("DROP VIEW IF EXISTS single_cell_terms")
+        wh.execute(f"DROP VIEW IF EXISTS {cells}")
+        wh.con.unregister(name)

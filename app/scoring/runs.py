@@ -30,7 +30,6 @@ from proforma.app.scoring.cells import (
 )
 from proforma.app.scoring.footprints.standard import ensure_standard_footprints
 from proforma.app.scoring.footprints.store import Footprint, drop_footprint_temp, get_footprint
-from proforma.app.scoring.grid import grid_for
 from proforma.app.scoring.provenance import current_build, to_json
 from proforma.app.scoring.sample import (
     Coverage,
@@ -48,6 +47,7 @@ from proforma.contracts.provenance import utcnow
 
 _RUN_TEMP = (
     "run_agg",
+    "run_pit",
     "run_fine",
     "agg_subs",
     "reuse",
@@ -130,7 +130,7 @@ def score(
                     f"No submission covers {min_coverage:.0%} of footprint "
                     f"{fp['name']}@{fp['version']}; name the submissions to score explicitly"
                 )
-        grid_for(wh, fp["split"])  # made (if it must be) before the run's transaction
+        positional.grid(wh, fp["split"])  # made (if it must be) before the run's transaction
         with wh.transaction():
             run_id = _write_run(
                 wh, fp, ctx, ids, candidates, coverage, n_fp, full=full, started=started, t0=t0
@@ -286,21 +286,19 @@ def _write_run(
 def _aggregate_by_position(
     wh: Warehouse, fp: Footprint, ctx: Context, stored: dict[int, dict[str, Any]]
 ) -> None:
-    """run_agg rows of the run's uploads kept in the store (067): their cells on the
-    common sample, met by position in the footprint split's grid."""
-    grid = grid_for(wh, fp["split"])
+    """run_agg rows of the run's uploads kept in the store (067, 069 for a point file):
+    their cells on the common sample, met by position in the footprint split's grid."""
+    grid = positional.grid(wh, fp["split"])
     common = grid.relation_mask(wh, "common_cells")
     for sid, rec in stored.items():
-        params = single_params(submission_row(wh, sid), ctx)
-        cells = positional.cell_relation(
-            positional.upload_arrays(rec["path"]), grid, keep=common, coordinates=True
-        )
+        params = {**single_params(submission_row(wh, sid), ctx), **grid.keys_params()}
+        dense = positional.dense_upload(wh, grid, rec)
         step = (
             "067_cell_aggregates_positional"
             if rec["sigma"]
             else "069_cell_aggregates_positional_point"
         )
-        with positional.terms(wh, cells, params):
+        with positional.terms(wh, positional.frame(grid, dense, common), params):
             wh.run_step(f"eval/{step}", params)
 
 

@@ -10,6 +10,7 @@ size and an XOR of cell hashes) tells a later run that it has the same sample.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -17,7 +18,6 @@ import pyarrow as pa
 from proforma.app.scoring import positional
 from proforma.app.scoring.cells import Context, single_params, submission_row
 from proforma.app.scoring.footprints.store import Footprint, drop_temp, prepare_footprint
-from proforma.app.scoring.grid import grid_for
 from proforma.app.scoring.submissions.store import stored_file
 from proforma.app.store.warehouse import Warehouse
 
@@ -58,7 +58,7 @@ def ensure_coverage(
             continue
         stored = stored_file(wh, sid)
         if stored is not None:
-            have[sid] = by_position.coverage(sid, stored["path"])
+            have[sid] = by_position.coverage(sid, stored)
             continue
         with wh.transaction():
             for table in ("footprint_coverage", "sample_gaps"):
@@ -89,36 +89,38 @@ def ensure_coverage(
 
 
 class _ByPosition:
-    """Coverage and gaps of uploads kept in the store, as bitmaps over the footprint
-    split's cell grid (the footprint's cells from fp_cells, made once per call)."""
+    """Coverage and gaps of uploads kept in the store, over the footprint split's cell
+    grid (the footprint's cells from fp_cells, as a mask made once per call)."""
 
     def __init__(self, wh: Warehouse, footprint_id: int, ctx: Context) -> None:
         self.wh, self.footprint_id, self.ctx = wh, footprint_id, ctx
-        self._mask: np.ndarray | None = None
+        split = wh.scalar(
+            "SELECT split FROM eval.footprints WHERE footprint_id = ?", [footprint_id]
+        )
+        self.split = str(split)
+        self._mask: tuple[np.ndarray | None] | None = None
 
-    def coverage(self, sid: int, path: str) -> Coverage:
+    def coverage(self, sid: int, stored: dict[str, Any]) -> Coverage:
         wh, ctx = self.wh, self.ctx
-        split = str(
-            wh.scalar(
-                "SELECT split FROM eval.footprints WHERE footprint_id = ?", [self.footprint_id]
-            )
-        )
-        grid = grid_for(wh, split)
+        grid = positional.grid(wh, self.split)
         if self._mask is None:
-            self._mask = grid.relation_mask(wh, "fp_cells")
-        footprint = self._mask
-        scored, _ = positional.scored_positions(
-            wh,
-            sid,
-            positional.upload_arrays(path),
-            grid,
-            single_params(submission_row(wh, sid), ctx),
-        )
-        gaps = footprint.copy()
-        gaps[scored] = False
-        gap_pos = np.flatnonzero(gaps)
-        n_fp = int(np.count_nonzero(footprint))
-        cov = Coverage(n_fp, n_fp - len(gap_pos), True)
+            self._mask = (grid.relation_mask(wh, "fp_cells"),)
+        footprint = self._mask[0]
+        n_fp = grid.n_scoreable if footprint is None else int(np.count_nonzero(footprint))
+        dense = positional.dense_upload(wh, grid, stored)
+        params = single_params(submission_row(wh, sid), ctx)
+        with positional.terms(wh, positional.frame(grid, dense, footprint), params) as view:
+            predicted = int(wh.scalar(f"SELECT count(*) FROM {view}"))
+        gap_cells = None
+        if predicted < n_fp:
+            with positional.terms(
+                wh, positional.frame(grid, dense, footprint, with_pos=True), params
+            ) as view:
+                scored = wh.arrow(f"SELECT pos FROM {view}")["pos"].to_numpy()
+            gaps = ~np.isnan(grid.actual) if footprint is None else footprint.copy()
+            gaps[scored] = False
+            gap_cells = grid.cells(np.flatnonzero(gaps))
+        cov = Coverage(n_fp, predicted, True)
         # Gaps are always kept for a stored upload (a run's common sample is the footprint
         # minus them; 058 then never reads its cells, which are in no table).
         with wh.transaction():
@@ -128,7 +130,8 @@ class _ByPosition:
                     [self.footprint_id, sid],
                 )
             wh.execute(
-                "INSERT INTO eval.footprint_coverage VALUES (?, ?, ?, ?, ?, ?, ?, ?, now()::TIMESTAMP)",
+                "INSERT INTO eval.footprint_coverage "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, now()::TIMESTAMP)",
                 [
                     self.footprint_id,
                     sid,
@@ -140,8 +143,8 @@ class _ByPosition:
                     cov.gaps_stored,
                 ],
             )
-            if len(gap_pos):
-                with wh.registered(f"gaps_{sid}", pa.table({"cell": grid.cells(gap_pos)})) as view:
+            if gap_cells is not None and len(gap_cells):
+                with wh.registered(f"gaps_{sid}", pa.table({"cell": gap_cells})) as view:
                     wh.execute(
                         f"INSERT INTO eval.sample_gaps SELECT ?, ?, cell FROM {view}",
                         [self.footprint_id, sid],

@@ -36,6 +36,7 @@ WHERE t.split = getvariable('split') AND isfinite(t.actual) AND isfinite(t.basel
 
 INSERT INTO eval.grids
 SELECT getvariable('grid_build_id'), getvariable('split'), getvariable('grid_fingerprint'),
+       (SELECT count(*) FROM panel.truth),
        (SELECT count(*) FROM eval.grid_rows
         WHERE build_id = getvariable('grid_build_id') AND split = getvariable('split')),
        getvariable('grid_slots'),

@@ -6,7 +6,11 @@
 -- point forecasts in eval.cell_point_scores.
 INSERT INTO run_agg
 SELECT
-    getvariable('submission_id'), c.item_id, c.horizon, c.origin_q,
+    getvariable('submission_id'),
+    -- the grid's slot (item slot * 20 + horizon - 1) and origin offset as keys
+    CAST(list_extract(getvariable('grid_slot_items'), c.sh // 20 + 1) AS SMALLINT),
+    CAST(c.sh % 20 + 1 AS TINYINT),
+    CAST(c.oq + getvariable('grid_q0') AS INTEGER),
     {{ metric_point_sums }},
     0::BIGINT AS pit0,
     0::BIGINT AS pit1,
@@ -29,5 +33,5 @@ SELECT
     0::BIGINT AS pit18,
     0::BIGINT AS pit19
 -- the cell inputs a point forecast has (contracts/metrics.py POINT_INPUTS)
-FROM (SELECT item_id, horizon, origin_q, y, r, r AS r_abs FROM single_cell_terms) c
-GROUP BY c.item_id, c.horizon, c.origin_q;
+FROM (SELECT sh, oq, y, r, r AS r_abs FROM single_cell_terms) c
+GROUP BY c.sh, c.oq;

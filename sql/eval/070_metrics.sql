@@ -55,8 +55,13 @@ WITH per_sub AS (
     GROUP BY submission_id
 ),
 bins AS (
-    SELECT submission_id, CAST(b AS TINYINT) AS bin, counts[b + 1] AS n
-    FROM per_sub, range(20) t(b)
+    -- run_agg's per-group counts and run_pit's per-submission counts (067)
+    SELECT submission_id, bin, sum(n) AS n
+    FROM (SELECT submission_id, CAST(b AS TINYINT) AS bin, counts[b + 1] AS n
+          FROM per_sub, range(20) t(b)
+          UNION ALL
+          SELECT submission_id, bin, n FROM run_pit)
+    GROUP BY submission_id, bin
 )
 SELECT getvariable('score_run_id'), submission_id, bin, n,
        n / sum(n) OVER (PARTITION BY submission_id)

@@ -159,20 +159,28 @@ def module_warehouse(tmp_path_factory, name: str):
 
 
 def cell_scores(wh: Warehouse, footprint: str, submission_ids: list[int]) -> pa.Table:
-    """Stored per-cell scores (sql/eval/050-052) of the submissions on a footprint's common
-    sample (040, 055, 058), with the cell's keys and change y, for exact checks."""
-    from proforma.app.scoring.cells import ensure_cell_scores, scoring_context
+    """Per-cell scores (sql/eval/050-052 and 057: stored rows, or an upload's cells met by
+    position) of the submissions on a footprint's common sample (040, 055, 058), with the
+    cell's keys and change y, for exact checks."""
+    from proforma.app.scoring.cells import cell_score_rows, ensure_cell_scores, scoring_context
     from proforma.app.scoring.footprints.store import get_footprint
     from proforma.app.scoring.sample import common_sample, prepare_footprint_cells, prepare_run_subs
 
     ensure_cell_scores(wh, submission_ids, scoring_context(wh))
-    prepare_footprint_cells(wh, get_footprint(wh, footprint))
+    fp = get_footprint(wh, footprint)
+    parts = []
+    for sid in submission_ids:
+        scores = cell_score_rows(wh, sid, fp["split"])
+        parts.append(
+            scores.add_column(0, "submission_id", pa.array([sid] * scores.num_rows, pa.int32()))
+        )
+    rows = pa.concat_tables(parts)
+    prepare_footprint_cells(wh, fp)
     prepare_run_subs(wh, submission_ids)
     common_sample(wh, None)
-    return wh.arrow(
-        "SELECT s.submission_id, c.origin_q, c.item_id, c.horizon, c.change AS y, s.* "
-        "EXCLUDE (submission_id, cell) FROM eval.cell_scores s JOIN common_cells c USING (cell) "
-        "WHERE list_contains(?, s.submission_id) "
-        "ORDER BY s.submission_id, c.origin_q, c.item_id, c.horizon, y",
-        [submission_ids],
-    )
+    with wh.registered("fixture_cell_scores", rows) as view:
+        return wh.arrow(
+            "SELECT s.submission_id, c.origin_q, c.item_id, c.horizon, c.change AS y, s.* "
+            f"EXCLUDE (submission_id, cell) FROM {view} s JOIN common_cells c USING (cell) "
+            "ORDER BY s.submission_id, c.origin_q, c.item_id, c.horizon, y"
+        )

@@ -15,6 +15,7 @@ import pytest
 from scoring_fixtures import module_warehouse
 
 from proforma.app import scoring
+from proforma.app.scoring.cells import cell_score_rows
 from proforma.app.store.migrations import MIGRATIONS_DIR, migrate
 from proforma.app.store.warehouse import connect
 from proforma.contracts.errors import ValidationError
@@ -101,9 +102,12 @@ def test_a_point_file_is_stored_narrow_and_scores_as_when_stored_wide(wh, tmp_pa
                 assert x == pytest.approx(y, rel=1e-12, abs=1e-12, nan_ok=True)
             else:
                 assert x == y
-    # the cells and their residuals exactly
+    # the cells and their residuals exactly: the stored upload's met by position (it
+    # keeps no per-cell rows, issue 31), the table's from eval.cell_scores
     cells = "SELECT cell, r FROM eval.cell_scores WHERE submission_id = ? ORDER BY cell"
-    assert wh.fetchall(cells, [narrow]) == wh.fetchall(cells, [wide])
+    assert wh.fetchall(cells, [narrow]) == []
+    positional = cell_score_rows(wh, narrow).select(["cell", "r"]).to_pylist()
+    assert [(r["cell"], r["r"]) for r in positional] == wh.fetchall(cells, [wide])
     both = scoring.score(wh, "full", [narrow, wide], coherence=False)
     pooled = wh.fetchall(
         "SELECT submission_id, r2, mse, mae, n FROM eval.metrics WHERE score_run_id = ? "

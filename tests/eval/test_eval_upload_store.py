@@ -167,6 +167,10 @@ def test_a_density_file_is_stored_and_scores_as_from_the_table(wh, tmp_path, fam
             fa = [v for v in a if isinstance(v, float)]
             fb = [v for v in b if isinstance(v, float)]
             assert fa == pytest.approx(fb, rel=1e-12, abs=1e-15, nan_ok=True)
-    counts = "SELECT count(*), count(nll), count(u) FROM eval.cell_density_scores WHERE submission_id = ?"
-    assert wh.fetchall(counts, [stored]) == wh.fetchall(counts, [table])
-    assert wh.scalar(counts, [stored]) > 0
+    # the stored upload keeps no per-cell rows (its cells meet the truth by position);
+    # its record counts the cells and density terms the table's rows hold
+    counts = "SELECT count(*), count(u) FROM eval.cell_density_scores WHERE submission_id = ?"
+    assert wh.fetchall(counts, [stored]) == [(0, 0)]
+    record = "SELECT cells, density_cells FROM eval.cell_score_sets WHERE submission_id = ?"
+    assert wh.fetchall(record, [stored]) == wh.fetchall(counts, [table])
+    assert wh.scalar(counts, [table]) > 0

@@ -124,7 +124,8 @@ def test_each_metric_finishes_from_its_own_sums() -> None:
 
 
 def test_run_agg_columns_are_the_sums() -> None:
-    (create,) = _statements("eval/064_run_aggregates")
+    create, pit = _statements("eval/064_run_aggregates")
+    assert [c.name for c in pit.this.expressions] == ["submission_id", "bin", "n"]
     defs = [c for c in create.this.expressions if isinstance(c, exp.ColumnDef)]
     names = [c.name for c in defs]
     first, last = names.index("origin_q") + 1, names.index("pit0")
@@ -151,6 +152,23 @@ def test_cell_aggregates_follow_the_sums() -> None:
             assert got[name].this.sql() in ("0", "NULL"), name
         else:
             assert got[name] == _parse(SUMS[name].sql), f"066: {name}"
+
+
+def test_positional_aggregates_follow_the_sums() -> None:
+    """067 and 069 (uploads met by position) sum as 065 and 066: the same sums over
+    057's terms, a single forecast's absolute track its residual, PIT in run_pit."""
+    insert, pit = _statements("eval/067_cell_aggregates_positional")
+    select = insert.expression
+    _sums_match(_projections(select), "067")
+    assert _projections(_source(select))["r_abs"] == _parse("r")
+    assert pit.this.sql("duckdb") == "run_pit"
+    (insert,) = _statements("eval/069_cell_aggregates_positional_point")
+    got = _projections(insert.expression)
+    for name in used_sums():
+        if SUMS[name].density:
+            assert isinstance(got[name], exp.Cast), f"069: {name} is not a constant"
+        else:
+            assert got[name] == _parse(SUMS[name].sql), f"069: {name}"
 
 
 def test_metrics_step_rolls_up_and_finishes_every_metric() -> None:
@@ -180,7 +198,7 @@ def test_live_round_metrics_follow_the_definitions() -> None:
 def test_cell_scores_use_the_coverage_levels() -> None:
     """The per-cell in{p} of the density steps are the registry's central intervals."""
     steps = (
-        "eval/050_cell_scores_single",
+        "eval/057_single_cell_terms",
         "eval/051_cell_scores_mixture",
         "rounds/040_cell_scores",
         "rounds/041_cell_scores_mixture",
