@@ -184,6 +184,7 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
     finally:
         wh.execute("DROP VIEW IF EXISTS single_cell_terms")
         wh.execute(f"DROP VIEW IF EXISTS {CELL_VIEW}")
+        positional.release(wh)
     return int(cells)
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -32,6 +33,8 @@ from proforma.app.store.warehouse import Warehouse
 
 _names = itertools.count()
 _lock = threading.Lock()
+#: Frames registered on a connection whose unregister waits for a rollback (release).
+_pending: dict[int, set[str]] = {}
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,7 @@ def terms(wh: Warehouse, table: pa.Table, params: dict[str, Any]) -> Iterator[st
     """057's view single_cell_terms over a `frame`: the positions with scoreable truth
     (and in the mask, when the frame has one), with the submission's parameters; yields
     the view's name."""
+    release(wh)
     name = f"positional_frame_{next(_names)}"
     cells = f"positional_cells_{next(_names)}"
     keep = " AND keep" if "keep" in table.column_names else ""
@@ -116,6 +120,26 @@ def terms(wh: Warehouse, table: pa.Table, params: dict[str, Any]) -> Iterator[st
         wh.run_step("eval/057_single_cell_terms", params, identifiers={"cells": cells})
         yield "single_cell_terms"
     finally:
-        wh.execute("DROP VIEW IF EXISTS single_cell_terms")
-        wh.execute(f"DROP VIEW IF EXISTS {cells}")
-        wh.con.unregister(name)
+        # In a transaction a failed statement aborted, the views go with its rollback; a
+        # cleanup error must not hide the statement's own.
+        try:
+            wh.execute("DROP VIEW IF EXISTS single_cell_terms")
+            wh.execute(f"DROP VIEW IF EXISTS {cells}")
+            wh.con.unregister(name)
+        except duckdb.TransactionException:
+            with _lock:
+                _pending.setdefault(id(wh.con), set()).add(name)
+
+
+def release(wh: Warehouse) -> None:
+    """Let go of the Arrow data of frames whose view an aborted transaction kept: their
+    views went with its rollback, the connection still holds the data until unregistered
+    (done here, outside that transaction)."""
+    with _lock:
+        names = _pending.pop(id(wh.con), set())
+    for name in names:
+        try:
+            wh.con.unregister(name)
+        except duckdb.TransactionException:  # still inside the aborted transaction
+            with _lock:
+                _pending.setdefault(id(wh.con), set()).add(name)

@@ -136,6 +136,7 @@ def score(
                 wh, fp, ctx, ids, candidates, coverage, n_fp, full=full, started=started, t0=t0
             )
     finally:
+        positional.release(wh)
         for name in _RUN_TEMP:
             wh.execute(f"DROP TABLE IF EXISTS {name}")
         drop_footprint_temp(wh)
