@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import shutil
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -253,6 +254,21 @@ def _write_dense(
     try:
         os.replace(tmp, folder)
     except OSError:  # another process made it first: keep theirs
-        for f in tmp.iterdir():
-            f.unlink()
-        tmp.rmdir()
+        shutil.rmtree(tmp, ignore_errors=True)
+    _prune(folder.parent, split)
+
+
+#: Grids kept per split in the cache folder (the newest; an older build's is made again
+#: from its warehouse's eval.grid_cells should it be scored again).
+KEEP = 2
+
+
+def _prune(root: Path, split: str) -> None:
+    """Bound the cache: a build of 30,000 firms lays out gigabytes per grid."""
+    grids = sorted(
+        (f for f in root.glob(f"v*-{split}-*") if f.is_dir()),
+        key=lambda f: f.stat().st_mtime,
+        reverse=True,
+    )
+    for old in grids[KEEP:]:
+        shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,81 @@
+"""The cell grid (issue 31): positions fixed by the split's origins, the truth at each,
+cell keys mapped to positions and back, the grid made again when the truth changes, and
+the cache folder bounded."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scoring_fixtures import make_panel, module_warehouse
+
+from proforma.app.scoring import grid as grid_module
+from proforma.app.scoring.grid import Grid, grid_for
+
+
+@pytest.fixture(scope="module")
+def wh(tmp_path_factory):
+    return module_warehouse(tmp_path_factory, "grid")
+
+
+def _truth(wh, split: str = "test"):
+    return wh.arrow(
+        "SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) AS cell, actual, change "
+        "FROM panel.truth WHERE split = ? AND isfinite(actual) AND isfinite(baseline)",
+        [split],
+    )
+
+
+def test_every_scoreable_cell_has_its_truth_at_its_position(wh, tmp_path) -> None:
+    grid = grid_for(wh, "test", tmp_path)
+    truth = _truth(wh)
+    pos = grid.positions(truth["cell"].to_numpy())
+    assert (pos >= 0).all() and len(np.unique(pos)) == truth.num_rows
+    assert grid.n_scoreable == truth.num_rows == int(np.count_nonzero(~np.isnan(grid.actual)))
+    np.testing.assert_array_equal(grid.actual[pos], truth["actual"].to_numpy().astype(float))
+    np.testing.assert_array_equal(grid.change[pos], truth["change"].to_numpy(zero_copy_only=False))
+    # and back: each position's cell key, and its slot and origin
+    np.testing.assert_array_equal(grid.cells(pos), truth["cell"].to_numpy())
+    slot = grid.item_slot[(truth["cell"].to_numpy() >> 5) & 127]
+    np.testing.assert_array_equal(grid.sh[pos], slot * 20 + (truth["cell"].to_numpy() & 31) - 1)
+    origin = (truth["cell"].to_numpy() >> 12) & 16383
+    np.testing.assert_array_equal(grid.oq[pos] + grid.q0, origin)
+
+
+def test_cells_outside_the_grid_have_no_position(wh, tmp_path) -> None:
+    grid = grid_for(wh, "test", tmp_path)
+    cell = _truth(wh)["cell"].to_numpy()[:3]
+    other_split = _truth(wh, "val")["cell"].to_numpy()[:3]
+    horizon_21 = cell - (cell & 31) + 21
+    unknown_firm = cell + (999 << 26)
+    not_a_target = cell - (((cell >> 5) & 127) << 5) + (127 << 5)
+    for bad in (other_split, horizon_21, unknown_firm, not_a_target, -cell):
+        assert (grid.positions(bad) == -1).all(), bad
+
+
+def test_the_grid_is_made_again_when_the_truth_changes(tmp_path_factory, tmp_path) -> None:
+    wh = module_warehouse(tmp_path_factory, "grid_changes")
+    before = grid_for(wh, "test", tmp_path)
+    cell, actual = wh.fetchone(
+        "SELECT eval.cell_key(firm_id, origin_q, item_id, horizon), actual FROM panel.truth "
+        "WHERE split = 'test' AND isfinite(actual) AND isfinite(baseline) ORDER BY ALL LIMIT 1"
+    )
+    wh.execute(
+        "DELETE FROM panel.truth WHERE eval.cell_key(firm_id, origin_q, item_id, horizon) = ?",
+        [cell],
+    )
+    after = grid_for(wh, "test", tmp_path)
+    assert after is not before and after.fingerprint != before.fingerprint
+    assert after.n_scoreable == before.n_scoreable - 1
+    assert np.isnan(after.actual[after.positions(np.array([cell]))[0]])
+    assert before.actual[before.positions(np.array([cell]))[0]] == pytest.approx(actual)
+    # the warehouse keeps one grid per split and build: the new one replaced the old
+    assert wh.scalar("SELECT count(*) FROM eval.grids WHERE split = 'test'") == 1
+
+
+def test_the_cache_keeps_the_newest_grids_of_a_split(tmp_path_factory, tmp_path) -> None:
+    for seed in range(grid_module.KEEP + 2):
+        wh = module_warehouse(tmp_path_factory, f"grid_cache{seed}")
+        make_panel(wh, seed=seed + 1)
+        assert isinstance(grid_for(wh, "test", tmp_path), Grid)
+    assert len(list(tmp_path.glob("v*-test-*"))) == grid_module.KEEP
+    assert not list(tmp_path.glob(".*tmp"))
