@@ -86,10 +86,13 @@ def write_staged(
         tmp = folder / f".{name}.{secrets.token_hex(6)}.tmp"
         try:
             literal = "'" + str(tmp).replace("'", "''") + "'"
+            # lz4, not zstd: every scoring reads the file whole (its layout on the cell
+            # grid), and lz4 writes and reads it in a fraction of zstd's time at about
+            # twice the size (a 10M-row density file: 100 against 53 MB)
             wh.execute(
                 f"COPY (SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) AS cell, mu"
                 f"{', sigma' if sigma else ''} FROM {STAGED}) TO {literal} "
-                "(FORMAT parquet, COMPRESSION zstd)"
+                "(FORMAT parquet, COMPRESSION lz4)"
             )
             with open(tmp, "rb") as fh:
                 os.fsync(fh.fileno())
