@@ -33,6 +33,8 @@ from proforma.app.store.warehouse import Warehouse
 
 _names = itertools.count()
 _lock = threading.Lock()
+#: Grids of the score run in progress on a connection (pinned).
+_pins: dict[int, dict[str, Grid]] = {}
 #: Frames registered on a connection whose unregister waits for a rollback (release).
 _pending: dict[int, set[str]] = {}
 
@@ -49,8 +51,33 @@ _dense: dict[tuple[Any, ...], Dense] = {}
 
 
 def grid(wh: Warehouse, split: str) -> Grid:
-    """The split's grid, its dense arrays in the cache folder (PROFORMA_CACHE_DIR)."""
-    return grid_for(wh, split, Path(get_settings().cache_dir) / "grids")
+    """The split's grid, its dense arrays in the cache folder (PROFORMA_CACHE_DIR); inside
+    `pinned`, the one the first call of the block checked."""
+    with _lock:
+        pins = _pins.get(id(wh.con))
+        hit = pins.get(split) if pins is not None else None
+    if hit is not None:
+        return hit
+    found = grid_for(wh, split, Path(get_settings().cache_dir) / "grids")
+    if pins is not None:
+        with _lock:
+            pins[split] = found
+    return found
+
+
+@contextlib.contextmanager
+def pinned(wh: Warehouse) -> Iterator[None]:
+    """One score run: the grid is checked against the truth once (a count of panel.truth,
+    a quarter of a second on the demo panel), not at each of its steps."""
+    with _lock:
+        outer = id(wh.con) in _pins
+        _pins.setdefault(id(wh.con), {})
+    try:
+        yield
+    finally:
+        if not outer:
+            with _lock:
+                _pins.pop(id(wh.con), None)
 
 
 def dense_upload(wh: Warehouse, g: Grid, rec: dict[str, Any]) -> Dense:

@@ -95,6 +95,32 @@ def score(
     (proforma.app.scoring.cells.failed_submissions); the others are scored all the same, and runs
     of the same context leave it out without trying again.
     """
+    with positional.pinned(wh):
+        return _score(
+            wh,
+            footprint,
+            submissions,
+            coherence=coherence,
+            baselines=baselines,
+            min_coverage=min_coverage,
+            full=full,
+            progress=progress,
+            exclude=exclude,
+        )
+
+
+def _score(
+    wh: Warehouse,
+    footprint: str,
+    submissions: Sequence[int | str] | None,
+    *,
+    coherence: bool,
+    baselines: bool,
+    min_coverage: float,
+    full: bool,
+    progress: Progress | None,
+    exclude: Sequence[int],
+) -> int:
     wh.require_panel("panel.truth", "panel.firms")
     if baselines and submissions is None:
         from proforma.app.scoring.baselines import run_reference_baselines
@@ -158,6 +184,11 @@ def footprint_shares(wh: Warehouse, footprint: str, submission_ids: list[int]) -
     follow reuses them); a submission whose scoring failed is left out. A caller that
     scores only footprints a new submission enters (share >= MIN_COVERAGE) rescoring
     nothing else."""
+    with positional.pinned(wh):
+        return _footprint_shares(wh, footprint, submission_ids)
+
+
+def _footprint_shares(wh: Warehouse, footprint: str, submission_ids: list[int]) -> dict[int, float]:
     wh.require_panel("panel.truth", "panel.firms")
     ensure_standard_footprints(wh)
     fp = get_footprint(wh, footprint)
