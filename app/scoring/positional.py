@@ -89,16 +89,17 @@ def dense_upload(wh: Warehouse, g: Grid, rec: dict[str, Any]) -> Dense:
         hit = _dense.get(key)
     if hit is not None:
         return hit
-    source = pq.read_table(rec["path"])
-    pos = g.positions(source["cell"].to_numpy())
-    inside = pos >= 0
-    at = pos[inside]
-    values: dict[str, np.ndarray] = {}
-    for name in ("mu", "sigma"):
-        if name in source.column_names:
-            column = np.full(g.size, np.nan)
-            column[at] = source[name].to_numpy(zero_copy_only=False)[inside]
-            values[name] = column
+    # batch by batch: the temporaries of a batch's positions stay small (read whole, a
+    # 10M-row file's keys, positions and masks took about 700 MB at once)
+    source = pq.ParquetFile(rec["path"])
+    names = [n for n in ("mu", "sigma") if n in source.schema_arrow.names]
+    values = {name: np.full(g.size, np.nan) for name in names}
+    for batch in source.iter_batches(batch_size=1 << 20, columns=["cell", *names]):
+        pos = g.positions(batch.column("cell").to_numpy())
+        inside = pos >= 0
+        at = pos[inside]
+        for name in names:
+            values[name][at] = batch.column(name).to_numpy(zero_copy_only=False)[inside]
     dense = Dense(values["mu"], values.get("sigma"))
     with _lock:
         while len(_dense) >= 2:
