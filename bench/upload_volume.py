@@ -26,6 +26,10 @@ submissions within a session:
   3. the server starts again and uploads N+1..N+--uploads go through the API, each
      timed end to end as in phase 1.
 The ratio printed at the end is the median of phase 3's uploads over phase 1's.
+
+With --resume the folder --dir an earlier run left is used as it is (no setup, no
+seeding): --uploads more uploads go through the API of a fresh server, timed as above
+(phase 3 again, for instance with another version of the code on a copy of the folder).
 """
 
 from __future__ import annotations
@@ -219,6 +223,43 @@ def _seed(folder: Path, first: int, last: int, report: list[int], point: bool) -
     print(f"seeded {first}..{last} in {time.perf_counter() - t0:.0f} s", flush=True)
 
 
+def _resume(args: argparse.Namespace, report: list[int]) -> None:
+    """--resume: --uploads more uploads through the API on the board in --dir."""
+    import duckdb
+
+    env = scratch_env(args.dir, UPLOADS_PER_DAY="100000", PUBLIC_MIN_CELLS="1")
+    with duckdb.connect(str(args.dir / "warehouse.duckdb"), read_only=True) as con:
+        row = con.execute(
+            "SELECT count(*) FROM eval.submissions WHERE source = 'upload'"
+        ).fetchone()
+    done = int(row[0]) if row else 0
+    added = re.search(
+        r"(pf_[0-9a-f]{12}\.[A-Za-z0-9_-]+)",
+        _run([*PROFORMA, "users", "add", f"resume{time.time_ns()}"], env),
+    )
+    assert added is not None
+    auth = {"Authorization": f"Bearer {added.group(1)}"}
+    cells, pa = _files_base(env)
+    cpu: list[float] = []
+    times = _timed_uploads(
+        args.dir,
+        env,
+        auth,
+        cells,
+        pa,
+        range(done + 1, done + args.uploads + 1),
+        report,
+        args.point,
+        time.monotonic() + args.max_seconds,
+        cpu,
+    )
+    if times:
+        print(
+            f"median of uploads {done + 1}-{done + len(times)}: {statistics.median(times):.2f} s "
+            f"(server CPU {statistics.median(cpu):.2f} s)"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--firms", type=int, default=4)
@@ -236,12 +277,20 @@ def main() -> None:
     ap.add_argument(
         "--point", action="store_true", help="point files (no sigma): the upload store's path"
     )
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="time --uploads more uploads on the board an earlier run left in --dir",
+    )
     ap.add_argument("--seed-range", help=argparse.SUPPRESS)  # phase 2's own process
     args = ap.parse_args()
     report = sorted({int(x) for x in args.report.split(",")})
     if args.seed_range:
         lo, hi = (int(x) for x in args.seed_range.split(":"))
         _seed(args.dir, lo, hi, report, args.point)
+        return
+    if args.resume:
+        _resume(args, report)
         return
     if args.uploads + args.seed_board > 1000:
         raise SystemExit("Bounded: at most 1,000 submissions.")
