@@ -222,7 +222,7 @@ def _write_run(
     """The run's rows (inside the caller's transaction); returns its score_run_id."""
     run_id = int(wh.scalar("SELECT nextval('eval.score_run_id_seq')"))
     prepare_run_subs(wh, ids, {s: coverage[s].gaps_stored for s in ids})
-    n, fingerprint = common_sample(wh, fp["footprint_id"])
+    n, fingerprint = common_sample(wh, fp["footprint_id"], fp["split"])
     if n == 0:
         names = dict(wh.fetchall("SELECT submission_id, name FROM eval.submissions"))
         detail = ", ".join(f"{names[s]}: {coverage[s].predicted_cells:,}" for s in ids)

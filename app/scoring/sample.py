@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from proforma.app.scoring import positional
-from proforma.app.scoring.cells import Context, single_params, submission_row
+from proforma.app.scoring.cells import Context, cell_score_rows, single_params, submission_row
 from proforma.app.scoring.footprints.store import Footprint, drop_temp, prepare_footprint
 from proforma.app.scoring.submissions.store import stored_file
 from proforma.app.store.warehouse import Warehouse
@@ -165,6 +165,18 @@ class _ByPosition:
         return cov
 
 
+def _stored_cells(wh: Warehouse, split: str) -> None:
+    """Temp table run_stored_cells: the scored cells of the run's uploads kept in the store
+    whose gaps are not stored (058 intersects them; they have no rows in eval.cell_scores)."""
+    wh.execute("CREATE OR REPLACE TEMP TABLE run_stored_cells (submission_id INTEGER, cell BIGINT)")
+    for (sid,) in wh.fetchall("SELECT submission_id FROM run_subs WHERE NOT gaps_stored"):
+        if stored_file(wh, int(sid)) is None:
+            continue
+        cells = cell_score_rows(wh, int(sid), split).select(["cell"])
+        with wh.registered(f"stored_cells_{sid}", cells) as view:
+            wh.execute(f"INSERT INTO run_stored_cells SELECT ?, cell FROM {view}", [int(sid)])
+
+
 def prepare_run_subs(
     wh: Warehouse, submission_ids: list[int], gaps_stored: dict[int, bool] | None = None
 ) -> None:
@@ -185,7 +197,7 @@ def prepare_run_subs(
     )
 
 
-def common_sample(wh: Warehouse, footprint_id: int | None) -> tuple[int, str]:
+def common_sample(wh: Warehouse, footprint_id: int | None, split: str = "test") -> tuple[int, str]:
     """common_cells from fp_cells and run_subs (058); returns its size and fingerprint.
 
     When every submission of the run has its gaps stored and none has a gap, the common
@@ -201,6 +213,12 @@ def common_sample(wh: Warehouse, footprint_id: int | None) -> tuple[int, str]:
     if whole:
         wh.execute("CREATE TEMP VIEW common_cells AS FROM fp_cells")
     else:
-        wh.run_step("eval/058_common_cells", {"footprint_id": footprint_id if footprint_id else -1})
+        _stored_cells(wh, split)
+        try:
+            wh.run_step(
+                "eval/058_common_cells", {"footprint_id": footprint_id if footprint_id else -1}
+            )
+        finally:
+            wh.execute("DROP TABLE IF EXISTS run_stored_cells")
     n, digest = wh.one("SELECT count(*), coalesce(bit_xor(hash(cell)), 0) FROM common_cells")
     return int(n), f"{int(n)}:{int(digest):016x}"

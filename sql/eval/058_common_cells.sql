@@ -4,7 +4,9 @@
 -- getvariable('footprint_id'), step 055): the footprint cells that EVERY entering
 -- submission scores (eval.cell_scores holds exactly the cells a submission predicts
 -- validly under the rule set). Submissions whose gaps are not stored (they predict less
--- than half the footprint) are intersected through their cells instead.
+-- than half the footprint, or a footprint is being frozen from them) are intersected
+-- through their cells instead: eval.cell_scores, and run_stored_cells (temp table) for
+-- uploads kept in the upload store, whose cells are in no table.
 CREATE OR REPLACE TEMP TABLE common_cells AS
 WITH gaps AS (
     SELECT DISTINCT g.cell
@@ -14,7 +16,9 @@ WITH gaps AS (
 ),
 partial AS (
     SELECT c.cell
-    FROM eval.cell_scores c
+    FROM (SELECT submission_id, cell FROM eval.cell_scores
+          UNION ALL
+          SELECT submission_id, cell FROM run_stored_cells) c
     JOIN run_subs r ON r.submission_id = c.submission_id AND NOT r.gaps_stored
     SEMI JOIN fp_cells f ON f.cell = c.cell
     GROUP BY c.cell

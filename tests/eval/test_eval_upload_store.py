@@ -174,3 +174,36 @@ def test_a_density_file_is_stored_and_scores_as_from_the_table(wh, tmp_path, fam
     record = "SELECT cells, density_cells FROM eval.cell_score_sets WHERE submission_id = ?"
     assert wh.fetchall(record, [stored]) == wh.fetchall(counts, [table])
     assert wh.scalar(counts, [table]) > 0
+
+
+def test_a_footprint_frozen_from_a_stored_upload_holds_its_cells_and_ranks_it(wh, tmp_path):
+    """A footprint frozen from an upload kept in the store (whose cells are in no table)
+    holds exactly the cells it predicts, and a run on it ranks the upload on all of them,
+    as for the same forecasts in a table (the compose check's path)."""
+    full = pq.read_table(_file(wh, tmp_path / "p.parquet", 40))
+    part = full.slice(0, full.num_rows // 3)  # a partial upload: a third of the cells
+    pq.write_table(part, tmp_path / "part.parquet")
+    stored = scoring.ingest_parquet(wh, tmp_path / "part.parquet", "partial s")
+    pq.write_table(
+        part.append_column("component", pa.array(np.zeros(part.num_rows, np.int64))),
+        tmp_path / "part_t.parquet",
+    )
+    table = scoring.ingest_parquet(wh, tmp_path / "part_t.parquet", "partial t")
+    assert _record(wh, stored) is not None and _record(wh, table) is None
+    sizes = {}
+    for sid, name in ((stored, "frozen_s"), (table, "frozen_t")):
+        scoring.create_footprint(wh, name, submissions=[sid])
+        sizes[name] = wh.scalar("SELECT n_cells FROM eval.footprints WHERE name = ?", [name])
+        run = scoring.score(wh, name, coherence=False)
+        assert sid in wh.scalar(
+            "SELECT submission_ids FROM eval.score_runs WHERE score_run_id = ?", [run]
+        )
+        assert (
+            wh.scalar(
+                "SELECT n FROM eval.metrics WHERE score_run_id = ? AND submission_id = ? "
+                "AND level = 'global'",
+                [run, sid],
+            )
+            == sizes[name]
+        )
+    assert sizes["frozen_s"] == sizes["frozen_t"] == part.num_rows

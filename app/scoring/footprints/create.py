@@ -3,6 +3,7 @@ origin sample, or the frozen common sample of chosen submissions."""
 
 from __future__ import annotations
 
+from proforma.app.scoring import positional
 from proforma.app.scoring.cells import ensure_cell_scores, scoring_context
 from proforma.app.scoring.footprints.store import (
     SAMPLE_SEED,
@@ -43,8 +44,11 @@ def create_footprint(
     if submissions and n_origins:
         raise UserError("A footprint is frozen from submissions or from an origin sample, not both")
     if submissions:
-        # Stored cell scores say which cells each submission predicts (own transactions).
+        # Stored cell scores say which cells each submission predicts (own transactions);
+        # an upload kept in the store says it through the split's cell grid, made here if
+        # it must be (outside the transaction below).
         ensure_cell_scores(wh, [int(s) for s in submissions], scoring_context(wh))
+        positional.grid(wh, split)
     with wh.transaction():
         if submissions:
             fid = insert_footprint(
@@ -60,7 +64,7 @@ def create_footprint(
             # (intersected cell by cell: no gaps are stored for a footprint being made).
             prepare_footprint_cells(wh, {**get_footprint_by_id(wh, fid), "kind": "predicate"})
             prepare_run_subs(wh, [int(s) for s in submissions])
-            common_sample(wh, None)
+            common_sample(wh, None, split)
             wh.run_step("eval/046_footprint_freeze", {"footprint_id": fid})
         elif n_origins:
             if n_origins < 1:
