@@ -68,7 +68,11 @@ def _t_cdf(x: pa.Array, nu: pa.Array) -> pa.Array:
 
 
 def register_functions(wh: Warehouse) -> None:
-    """Register the scoring UDFs on this connection (idempotent)."""
+    """Register the scoring UDFs on this connection (idempotent). A function another
+    connection to the same database registered is in the shared catalog: creating it
+    again inside a transaction would abort that transaction, so it is looked up first."""
+    if wh.scalar("SELECT count(*) FROM duckdb_functions() WHERE function_name = 'eval_t_cdf'"):
+        return
     try:
         wh.con.create_function(
             "eval_t_cdf", _t_cdf, [DOUBLE, DOUBLE], DOUBLE, type=PythonUDFType.ARROW
