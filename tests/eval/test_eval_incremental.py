@@ -183,10 +183,13 @@ def test_a_sample_without_gaps_is_the_footprint_itself(wh):
         )
         assert kind == "VIEW" and whole[0] == cells.num_rows
         wh.execute("DROP VIEW common_cells")
+        # 058's other input, the scored cells of uploads kept in the store (none here)
+        wh.execute("CREATE TEMP TABLE run_stored_cells (submission_id INTEGER, cell BIGINT)")
         wh.run_step("eval/058_common_cells", {"footprint_id": fp["footprint_id"]})
         n, digest = wh.one("SELECT count(*), coalesce(bit_xor(hash(cell)), 0) FROM common_cells")
         assert whole == (n, f"{int(n)}:{int(digest):016x}")
     finally:
+        wh.execute("DROP TABLE IF EXISTS run_stored_cells")
         drop_footprint_temp(wh)
 
 
