@@ -3,12 +3,15 @@
 A forecast kept in the upload store meets its truth, its footprint and a run's common
 sample through the grid instead of hash joins on the packed cell key (docs/scoring.md,
 "Cells by position"). sql/eval/042 defines the grid (eval.grid_rows, eval.grid_cells:
-V0112): the split's eligible origins numbered in (firm, origin) order, one slot per
-target item and horizon, position = row * slots + item slot * 20 + horizon - 1, and the
-truth of each scoreable cell at its position. This module keeps the grid as dense arrays
-(one value per position) in a cache folder beside the upload store, mapped into memory
-by every process that scores, and maps packed cell keys to positions and back: integer
-arithmetic and one lookup in a (firm, quarter) table, no hashing.
+V0112): the split's eligible origins numbered in (origin, firm) order, one slot per
+target item and horizon (sh = item slot * 20 + horizon - 1), and the truth of each
+scoreable cell at its position: origin-major, then slot, then firm (the rows of one
+origin quarter are a block of k rows from row b; a cell lies at b * slots + sh * k +
+row - b), so each (item, horizon, origin quarter) group is one contiguous range. This
+module keeps the grid as dense arrays (one value per position) in a cache folder beside
+the upload store, mapped into memory by every process that scores, and maps packed cell
+keys to positions and back: integer arithmetic and one lookup in a (firm, quarter)
+table, no hashing.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from proforma.app.store.warehouse import Warehouse
 
 #: Horizons per item slot.
 HORIZONS = 20
-#: The dense arrays' format, part of their cache folder's name (a new format, a new folder).
-FORMAT = 1
+#: The layout's version, part of the grid's fingerprint (a warehouse's grid of another
+#: layout is made again) and of its cache folder's name. 2: origin-major (1: row-major).
+FORMAT = 2
 #: The dense columns kept per position, and their types.
 COLUMNS = {"sh": np.int16, "oq": np.int16, "actual": np.float64, "change": np.float64}
 
@@ -44,7 +48,11 @@ class Grid:
     n_slots: int
     n_scoreable: int
     row_firm: np.ndarray  # (rows,) firm of each row
-    row_origin: np.ndarray  # (rows,) origin quarter of each row
+    row_origin: np.ndarray  # (rows,) origin quarter of each row (ascending)
+    block_first: np.ndarray  # (blocks,) first row of each origin quarter's block
+    block_rows: np.ndarray  # (blocks,) rows in each block
+    row_base: np.ndarray  # (rows,) position of the row's slot 0: b * slots + row - b
+    row_stride: np.ndarray  # (rows,) rows in the row's block: the step from slot to slot
     lookup: np.ndarray  # (firms, quarters) row of (firm, q0 + quarter), -1 where none
     q0: int
     slot_item: np.ndarray  # (items,) item of each slot
@@ -53,6 +61,7 @@ class Grid:
     oq: np.ndarray  # (positions,) origin quarter - q0
     actual: np.ndarray  # (positions,) NaN where no scoreable truth
     change: np.ndarray  # (positions,) float64, the truth's change (y)
+    folder: Path | None = None  # the cache folder of the dense arrays
 
     @property
     def size(self) -> int:
@@ -62,6 +71,8 @@ class Grid:
         """The position of each packed cell key (eval.cell_key); -1 where the cell is not
         in the grid."""
         cell = np.asarray(cell, dtype=np.int64)
+        if not self.row_base.size:
+            return np.full(cell.shape, -1, dtype=np.int64)
         n_firms, n_q = self.lookup.shape
         # the key's fields by shifts and masks (16384, 128 and 32 are powers of two)
         firm = cell >> 26
@@ -75,20 +86,24 @@ class Grid:
         row = self.lookup.reshape(-1)[firm]
         slot = self.item_slot[(cell >> 5) & 127]
         ok &= (row >= 0) & (slot >= 0)
-        pos = row.astype(np.int64)
-        pos *= self.n_slots
+        np.copyto(row, 0, where=~ok)
         slot *= HORIZONS
+        slot += horizon
+        slot -= 1  # sh
+        slot *= self.row_stride[row]
+        pos = self.row_base[row]
         pos += slot
-        pos += horizon
-        pos -= 1
         np.copyto(pos, -1, where=~ok)
         return pos
 
     def cells(self, pos: np.ndarray) -> np.ndarray:
         """The packed cell key of each position (the inverse of `positions`)."""
         pos = np.asarray(pos, dtype=np.int64)
-        row, rest = np.divmod(pos, self.n_slots)
-        slot, h = np.divmod(rest, HORIZONS)
+        block = np.searchsorted(self.block_first * self.n_slots, pos, side="right") - 1
+        first = self.block_first[block].astype(np.int64)
+        sh, offset = np.divmod(pos - first * self.n_slots, self.block_rows[block])
+        row = first + offset
+        slot, h = np.divmod(sh, HORIZONS)
         firm = self.row_firm[row].astype(np.int64)
         origin = self.row_origin[row].astype(np.int64)
         item = self.slot_item[slot].astype(np.int64)
@@ -101,14 +116,43 @@ class Grid:
         out[pos[pos >= 0]] = True
         return out
 
-    def relation_mask(self, wh: Warehouse, relation: str) -> np.ndarray | None:
+    def relation_mask(
+        self, wh: Warehouse, relation: str, n: int | None = None
+    ) -> np.ndarray | None:
         """The mask of a relation of scoreable cells of this split (fp_cells,
-        common_cells), or None when it holds every scoreable cell (a subset of equal size
-        is the whole: nothing to mask)."""
-        n = int(wh.scalar(f"SELECT count(*) FROM {relation}"))
+        common_cells) of `n` cells when known (else counted), or None when it holds every
+        scoreable cell (a subset of equal size is the whole: nothing to mask, and nothing
+        read)."""
+        if n is None:
+            n = int(wh.scalar(f"SELECT count(*) FROM {relation}"))
         if n == self.n_scoreable:
             return None
         return self.mask(wh.arrow(f"SELECT cell FROM {relation}")["cell"].to_numpy())
+
+    def cells_fingerprint(self, wh: Warehouse, relation: str) -> str:
+        """The sample fingerprint (count and bit_xor of hash(cell), as
+        proforma.app.scoring.sample.sample_fingerprint) of every scoreable cell of the
+        split, given `relation`, a relation holding exactly those cells: computed from it
+        once and kept in the grid's cache folder (the cells are fixed by the folder's
+        truth and layout; DuckDB's version is in the file's name, its hash being DuckDB's)."""
+        import duckdb
+
+        path = (
+            self.folder / f"cells_fingerprint.duckdb-{duckdb.__version__}.txt"
+            if self.folder is not None
+            else None
+        )
+        if path is not None and path.is_file():
+            return path.read_text(encoding="ascii").strip()
+        n, digest = wh.one(f"SELECT count(*), coalesce(bit_xor(hash(cell)), 0) FROM {relation}")
+        if int(n) != self.n_scoreable:
+            raise ValueError(f"{relation} holds {n} cells, not the grid's {self.n_scoreable}")
+        found = f"{int(n)}:{int(digest):016x}"
+        if path is not None:
+            tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+            tmp.write_text(found, encoding="ascii")
+            os.replace(tmp, path)
+        return found
 
     def keys_params(self) -> dict[str, object]:
         """SQL variables that turn (sh, oq) back into item_id, horizon and origin_q."""
@@ -127,7 +171,7 @@ def truth_fingerprint(wh: Warehouse, split: str) -> str:
         "change)), 0) FROM panel.truth WHERE split = ? AND isfinite(actual) AND isfinite(baseline)",
         [split],
     )
-    return f"{int(n)}:{int(digest):016x}"
+    return f"{int(n)}:{int(digest):016x}:g{FORMAT}"
 
 
 def grid_for(wh: Warehouse, split: str, cache_root: Path) -> Grid:
@@ -153,7 +197,8 @@ def grid_for(wh: Warehouse, split: str, cache_root: Path) -> Grid:
     )
     n_items = int(wh.scalar("SELECT count(*) FROM ref.items WHERE is_target"))
     n_slots = n_items * HORIZONS
-    if stored is None or int(stored[1]) != rows:
+    # a grid of another layout (an older FORMAT) is made again like one of other truth
+    if stored is None or int(stored[1]) != rows or not str(stored[0]).endswith(f":g{FORMAT}"):
         fingerprint = truth_fingerprint(wh, split)
         if stored is None or stored[0] != fingerprint:
             with wh.transaction():
@@ -190,6 +235,13 @@ def _load(wh: Warehouse, build_id: int, split: str, n_slots: int, cache_root: Pa
     n_firms = int(row_firm.max()) + 1 if n_rows else 1
     lookup = np.full((n_firms, n_q), -1, dtype=np.int32)
     lookup[row_firm, row_origin - q0] = np.arange(n_rows, dtype=np.int32)
+    # rows come in origin order: each quarter's rows are one block
+    _, block_first, block_rows = np.unique(row_origin, return_index=True, return_counts=True)
+    block_first = block_first.astype(np.int64)
+    block_rows = block_rows.astype(np.int64)
+    row_b = np.repeat(block_first, block_rows)
+    row_base = row_b * n_slots + (np.arange(n_rows, dtype=np.int64) - row_b)
+    row_stride = np.repeat(block_rows, block_rows)
     slot_item = (
         wh.arrow("SELECT item_id FROM ref.items WHERE is_target ORDER BY item_id")["item_id"]
         .to_numpy()
@@ -202,7 +254,7 @@ def _load(wh: Warehouse, build_id: int, split: str, n_slots: int, cache_root: Pa
         f"v{FORMAT}-{split}-{fingerprint.replace(':', '-')}-{layout.hexdigest()[:16]}"
     )
     if not all((folder / f"{name}.npy").is_file() for name in COLUMNS):
-        _write_dense(wh, build_id, split, n_rows, n_slots, row_origin, q0, folder)
+        _write_dense(wh, build_id, split, n_rows, n_slots, row_origin, q0, block_rows, folder)
     arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in COLUMNS}
     return Grid(
         build_id,
@@ -212,6 +264,10 @@ def _load(wh: Warehouse, build_id: int, split: str, n_slots: int, cache_root: Pa
         int(n_scoreable),
         row_firm,
         row_origin,
+        block_first,
+        block_rows,
+        row_base,
+        row_stride,
         lookup,
         q0,
         slot_item,
@@ -220,6 +276,7 @@ def _load(wh: Warehouse, build_id: int, split: str, n_slots: int, cache_root: Pa
         arrays["oq"],
         arrays["actual"],
         arrays["change"],
+        folder,
     )
 
 
@@ -231,6 +288,7 @@ def _write_dense(
     n_slots: int,
     row_origin: np.ndarray,
     q0: int,
+    block_rows: np.ndarray,
     folder: Path,
 ) -> None:
     """The grid's dense arrays from eval.grid_cells, written beside each other and
@@ -245,7 +303,9 @@ def _write_dense(
     pos = cells["pos"].to_numpy()
     actual[pos] = cells["actual"].to_numpy(zero_copy_only=False)
     change[pos] = cells["change"].to_numpy(zero_copy_only=False)
-    sh = np.tile(np.arange(n_slots, dtype=np.int16), n_rows)
+    # block by block: every slot's k rows, then the next slot's
+    slots = np.arange(n_slots, dtype=np.int16)
+    sh = np.concatenate([np.repeat(slots, k) for k in block_rows.tolist()] or [slots[:0]])
     oq = np.repeat((row_origin - q0).astype(np.int16), n_slots)
     tmp = folder.with_name(f".{folder.name}.{secrets.token_hex(6)}.tmp")
     tmp.mkdir(parents=True)  # the cache folder too, on first use

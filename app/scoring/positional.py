@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from proforma.app.scoring.grid import Grid, grid_for
+from proforma.app.scoring.provenance import current_build_id
 from proforma.app.store.settings import get_settings
 from proforma.app.store.warehouse import Warehouse
 
@@ -63,6 +64,18 @@ def grid(wh: Warehouse, split: str) -> Grid:
         with _lock:
             pins[split] = found
     return found
+
+
+def has_grid(wh: Warehouse, split: str) -> bool:
+    """Whether the split has a grid in the warehouse for the current build (one made for
+    scoring; a split no upload was scored on has none, and making one is not free)."""
+    build = current_build_id(wh)
+    return bool(
+        wh.scalar(
+            "SELECT count(*) FROM eval.grids WHERE build_id = ? AND split = ?",
+            [-1 if build is None else int(build), split],
+        )
+    )
 
 
 @contextlib.contextmanager

@@ -145,7 +145,7 @@ def _score(
         )
     try:
         n_fp = prepare_footprint_cells(wh, fp)
-        coverage = ensure_coverage(wh, fp["footprint_id"], candidates, ctx)
+        coverage = ensure_coverage(wh, fp["footprint_id"], candidates, ctx, n_fp)
         ids = candidates
         if submissions is None and len(candidates) > 1:
             ids = [
@@ -199,9 +199,8 @@ def _footprint_shares(wh: Warehouse, footprint: str, submission_ids: list[int]) 
     ids = [s for s in submission_ids if s not in failed]
     try:
         n_fp = prepare_footprint_cells(wh, fp)
-        coverage = ensure_coverage(wh, fp["footprint_id"], ids, ctx) if ids else {}
+        coverage = ensure_coverage(wh, fp["footprint_id"], ids, ctx, n_fp) if ids else {}
     finally:
-        wh.execute("DROP TABLE IF EXISTS fp_cells")
         drop_footprint_temp(wh)
     return {s: (c.predicted_cells / n_fp if n_fp else 0.0) for s, c in coverage.items()}
 
@@ -222,7 +221,7 @@ def _write_run(
     """The run's rows (inside the caller's transaction); returns its score_run_id."""
     run_id = int(wh.scalar("SELECT nextval('eval.score_run_id_seq')"))
     prepare_run_subs(wh, ids, {s: coverage[s].gaps_stored for s in ids})
-    n, fingerprint = common_sample(wh, fp["footprint_id"], fp["split"])
+    n, fingerprint = common_sample(wh, fp["footprint_id"], fp["split"], n_fp)
     if n == 0:
         names = dict(wh.fetchall("SELECT submission_id, name FROM eval.submissions"))
         detail = ", ".join(f"{names[s]}: {coverage[s].predicted_cells:,}" for s in ids)
@@ -260,7 +259,7 @@ def _write_run(
         if True in kinds:
             wh.run_step("eval/066_cell_aggregates_point")
         if stored:
-            _aggregate_by_position(wh, fp, ctx, stored)
+            _aggregate_by_position(wh, fp, ctx, stored, n)
         wh.run_step("eval/070_metrics", {"score_run_id": run_id})
     # one statement for every candidate (one execute each cost 1-2 ms: 0.5 s at 500)
     got = [coverage[sid].predicted_cells for sid in candidates]
@@ -316,12 +315,13 @@ def _write_run(
 
 
 def _aggregate_by_position(
-    wh: Warehouse, fp: Footprint, ctx: Context, stored: dict[int, dict[str, Any]]
+    wh: Warehouse, fp: Footprint, ctx: Context, stored: dict[int, dict[str, Any]], n: int
 ) -> None:
     """run_agg rows of the run's uploads kept in the store (067, 069 for a point file):
-    their cells on the common sample, met by position in the footprint split's grid."""
+    their cells on the common sample (of `n` cells), met by position in the footprint
+    split's grid."""
     grid = positional.grid(wh, fp["split"])
-    common = grid.relation_mask(wh, "common_cells")
+    common = grid.relation_mask(wh, "common_cells", n)
     for sid, rec in stored.items():
         params = {**single_params(submission_row(wh, sid), ctx), **grid.keys_params()}
         dense = positional.dense_upload(wh, grid, rec)

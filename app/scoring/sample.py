@@ -34,17 +34,39 @@ class Coverage:
 
 
 def prepare_footprint_cells(wh: Warehouse, fp: Footprint) -> int:
-    """Temp table fp_cells: the footprint's scoreable truth cells (040); returns their number."""
-    prepare_footprint(wh, fp, recount=False)
-    wh.execute("CREATE OR REPLACE TEMP TABLE fp_cells AS FROM fp_truth")
-    return int(wh.scalar("SELECT count(*) FROM fp_cells"))
+    """fp_cells: the footprint's scoreable truth cells (040), a view until a step that
+    joins it asks for a table (`fp_cells_table`), so a run of uploads kept in the store on
+    a footprint that is its whole split never reads them (they are the grid's); returns
+    their number (recorded when the footprint was made from this build, else counted)."""
+    n = prepare_footprint(wh, fp, recount=False)
+    wh.execute("CREATE OR REPLACE TEMP VIEW fp_cells AS FROM fp_truth")
+    return n
+
+
+def fp_cells_table(wh: Warehouse) -> None:
+    """fp_cells as a temp table, made once per run: 055 and 058 join it, some more than
+    once (a view would scan the truth each time). A view over it (common_cells) reads
+    the table from then on: names bind when a view is read."""
+    if (
+        wh.scalar(
+            "SELECT table_type FROM information_schema.tables "
+            "WHERE table_name = 'fp_cells' AND table_schema = 'main'"
+        )
+        == "VIEW"
+    ):
+        wh.execute("DROP VIEW fp_cells")
+        wh.execute("CREATE TEMP TABLE fp_cells AS FROM fp_truth")
 
 
 def ensure_coverage(
-    wh: Warehouse, footprint_id: int, submission_ids: list[int], ctx: Context
+    wh: Warehouse,
+    footprint_id: int,
+    submission_ids: list[int],
+    ctx: Context,
+    n_cells: int | None = None,
 ) -> dict[int, Coverage]:
-    """Each submission's coverage of the footprint in fp_cells (computed and stored for
-    those that have none in this context)."""
+    """Each submission's coverage of the footprint in fp_cells, of `n_cells` cells when
+    known (computed and stored for those that have none in this context)."""
     sql = (
         "SELECT submission_id, footprint_cells, predicted_cells, gaps_stored "
         "FROM eval.footprint_coverage WHERE footprint_id = ? AND build_id IS NOT DISTINCT FROM ? "
@@ -52,7 +74,7 @@ def ensure_coverage(
     )
     args = [footprint_id, ctx.build_id, ctx.eval_sql_version, ctx.rules, submission_ids]
     have = {r[0]: Coverage(int(r[1]), int(r[2]), bool(r[3])) for r in wh.fetchall(sql, args)}
-    by_position = _ByPosition(wh, footprint_id, ctx)
+    by_position = _ByPosition(wh, footprint_id, ctx, n_cells)
     for sid in submission_ids:
         if sid in have:
             continue
@@ -60,6 +82,7 @@ def ensure_coverage(
         if stored is not None:
             have[sid] = by_position.coverage(sid, stored)
             continue
+        fp_cells_table(wh)
         with wh.transaction():
             for table in ("footprint_coverage", "sample_gaps"):
                 wh.execute(
@@ -92,8 +115,10 @@ class _ByPosition:
     """Coverage and gaps of uploads kept in the store, over the footprint split's cell
     grid (the footprint's cells from fp_cells, as a mask made once per call)."""
 
-    def __init__(self, wh: Warehouse, footprint_id: int, ctx: Context) -> None:
-        self.wh, self.footprint_id, self.ctx = wh, footprint_id, ctx
+    def __init__(
+        self, wh: Warehouse, footprint_id: int, ctx: Context, n_cells: int | None = None
+    ) -> None:
+        self.wh, self.footprint_id, self.ctx, self.n_cells = wh, footprint_id, ctx, n_cells
         split = wh.scalar(
             "SELECT split FROM eval.footprints WHERE footprint_id = ?", [footprint_id]
         )
@@ -104,7 +129,7 @@ class _ByPosition:
         wh, ctx = self.wh, self.ctx
         grid = positional.grid(wh, self.split)
         if self._mask is None:
-            self._mask = (grid.relation_mask(wh, "fp_cells"),)
+            self._mask = (grid.relation_mask(wh, "fp_cells", self.n_cells),)
         footprint = self._mask[0]
         n_fp = grid.n_scoreable if footprint is None else int(np.count_nonzero(footprint))
         dense = positional.dense_upload(wh, grid, stored)
@@ -197,12 +222,17 @@ def prepare_run_subs(
     )
 
 
-def common_sample(wh: Warehouse, footprint_id: int | None, split: str = "test") -> tuple[int, str]:
-    """common_cells from fp_cells and run_subs (058); returns its size and fingerprint.
+def common_sample(
+    wh: Warehouse, footprint_id: int | None, split: str = "test", n_cells: int | None = None
+) -> tuple[int, str]:
+    """common_cells from fp_cells (of `n_cells` cells when known) and run_subs (058);
+    returns its size and fingerprint.
 
     When every submission of the run has its gaps stored and none has a gap, the common
     sample is the whole footprint: common_cells is then a view of fp_cells instead of a
-    copy of it (a copy of 10M cells cost 0.2-0.4 s of every such run)."""
+    copy of it (a copy of 10M cells cost 0.2-0.4 s of every such run), and when the
+    footprint is its whole split its fingerprint is the grid's (kept beside it), so the
+    run reads no truth for it."""
     drop_temp(wh, "common_cells")
     whole = footprint_id is not None and wh.scalar(
         "SELECT coalesce(bool_and(gaps_stored), false) AND NOT EXISTS ("
@@ -212,7 +242,12 @@ def common_sample(wh: Warehouse, footprint_id: int | None, split: str = "test") 
     )
     if whole:
         wh.execute("CREATE TEMP VIEW common_cells AS FROM fp_cells")
+        if n_cells is not None and positional.has_grid(wh, split):
+            grid = positional.grid(wh, split)
+            if n_cells == grid.n_scoreable:
+                return n_cells, grid.cells_fingerprint(wh, "common_cells")
     else:
+        fp_cells_table(wh)
         _stored_cells(wh, split)
         try:
             wh.run_step(
@@ -220,5 +255,10 @@ def common_sample(wh: Warehouse, footprint_id: int | None, split: str = "test") 
             )
         finally:
             wh.execute("DROP TABLE IF EXISTS run_stored_cells")
-    n, digest = wh.one("SELECT count(*), coalesce(bit_xor(hash(cell)), 0) FROM common_cells")
+    return sample_fingerprint(wh, "common_cells")
+
+
+def sample_fingerprint(wh: Warehouse, relation: str) -> tuple[int, str]:
+    """The size and order-free fingerprint of a relation of cells (a run's common sample)."""
+    n, digest = wh.one(f"SELECT count(*), coalesce(bit_xor(hash(cell)), 0) FROM {relation}")
     return int(n), f"{int(n)}:{int(digest):016x}"

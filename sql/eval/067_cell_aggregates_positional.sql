@@ -6,16 +6,31 @@
 -- getvariable('grid_q0') turn them into item, horizon and origin quarter; nothing is joined): per (item,
 -- horizon, origin quarter) every sum of the metric registry (the slot metric_cell_sums,
 -- as 065 sums the same terms from eval.cell_density_scores; the per-group PIT columns are
--- 0) and, in run_pit, its 20 PIT bin counts. A single forecast's absolute track is its
+-- 0) and, in run_pit, its 20 PIT bin counts, both from ONE pass over the cells (grouping
+-- sets: the per-cell terms, the CDF's polynomial above all, are computed once; a second
+-- query for the bins computed them again). A single forecast's absolute track is its
 -- residual.
+CREATE OR REPLACE TEMP TABLE positional_sums AS
+SELECT
+    grouping(c.sh, c.oq) = 0 AS by_group,
+    c.sh,
+    c.oq,
+    c.pit_bin,
+    {{ metric_cell_sums }}
+-- Each cell's inputs under the registry's names (contracts/metrics.py CELL_INPUTS);
+-- least() skips NULLs: a cell with no u is in no bin.
+FROM (SELECT *, r AS r_abs, CAST(least(floor(u * 20), 19) AS TINYINT) AS pit_bin
+      FROM single_cell_terms) c
+GROUP BY GROUPING SETS ((c.sh, c.oq), (c.pit_bin));
+
 INSERT INTO run_agg
 SELECT
     getvariable('submission_id'),
     -- the grid's slot (item slot * 20 + horizon - 1) and origin offset as keys
-    CAST(list_extract(getvariable('grid_slot_items'), c.sh // 20 + 1) AS SMALLINT),
-    CAST(c.sh % 20 + 1 AS TINYINT),
-    CAST(c.oq + getvariable('grid_q0') AS INTEGER),
-    {{ metric_cell_sums }},
+    CAST(list_extract(getvariable('grid_slot_items'), sh // 20 + 1) AS SMALLINT),
+    CAST(sh % 20 + 1 AS TINYINT),
+    CAST(oq + getvariable('grid_q0') AS INTEGER),
+    * EXCLUDE (by_group, sh, oq, pit_bin),
     0::BIGINT AS pit0,
     0::BIGINT AS pit1,
     0::BIGINT AS pit2,
@@ -36,16 +51,14 @@ SELECT
     0::BIGINT AS pit17,
     0::BIGINT AS pit18,
     0::BIGINT AS pit19
--- Each cell's inputs under the registry's names (contracts/metrics.py CELL_INPUTS).
-FROM (SELECT *, r AS r_abs FROM single_cell_terms) c
-GROUP BY c.sh, c.oq;
+FROM positional_sums
+WHERE by_group;
 
 -- Its PIT bin counts over the whole common sample (run_pit; the only reader, 070's PIT
--- histogram, is per submission), one small aggregate instead of 20 filtered counts per
--- group. least() skips NULLs: a cell with no u is in no bin.
+-- histogram, is per submission).
 INSERT INTO run_pit
-SELECT getvariable('submission_id'), pit_bin, count(*)
-FROM (SELECT CAST(least(floor(u * 20), 19) AS TINYINT) AS pit_bin
-      FROM single_cell_terms
-      WHERE u IS NOT NULL)
-GROUP BY pit_bin;
+SELECT getvariable('submission_id'), pit_bin, n
+FROM positional_sums
+WHERE NOT by_group AND pit_bin IS NOT NULL;
+
+DROP TABLE positional_sums;

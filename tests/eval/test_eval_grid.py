@@ -79,3 +79,27 @@ def test_the_cache_keeps_the_newest_grids_of_a_split(tmp_path_factory, tmp_path)
         assert isinstance(grid_for(wh, "test", tmp_path), Grid)
     assert len(list(tmp_path.glob("v*-test-*"))) == grid_module.KEEP
     assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_each_group_is_one_contiguous_range(wh, tmp_path) -> None:
+    """Origin-major, then slot, then firm: the (origin quarter, slot) keys never decrease
+    along the positions, so a run's aggregate by group reads runs of equal keys."""
+    grid = grid_for(wh, "test", tmp_path)
+    key = np.asarray(grid.oq, dtype=np.int64) * grid.n_slots + np.asarray(grid.sh)
+    assert (np.diff(key) >= 0).all()
+    # and every group is as long as its origin's block: one position per firm there
+    _, counts = np.unique(key, return_counts=True)
+    assert sorted(set(counts.tolist())) == sorted(set(grid.block_rows.tolist()))
+
+
+def test_a_grid_of_an_older_layout_is_made_again(tmp_path_factory, tmp_path) -> None:
+    wh = module_warehouse(tmp_path_factory, "grid_layout")
+    grid_for(wh, "test", tmp_path)
+    # as a warehouse whose grid an earlier release (row-major positions) made
+    wh.execute("UPDATE eval.grids SET fingerprint = split_part(fingerprint, ':g', 1)")
+    grid_module._cache.clear()
+    again = grid_for(wh, "test", tmp_path)
+    assert again.fingerprint.endswith(f":g{grid_module.FORMAT}")
+    truth = _truth(wh)
+    pos = again.positions(truth["cell"].to_numpy())
+    np.testing.assert_array_equal(again.actual[pos], truth["actual"].to_numpy().astype(float))

@@ -156,12 +156,15 @@ def test_cell_aggregates_follow_the_sums() -> None:
 
 def test_positional_aggregates_follow_the_sums() -> None:
     """067 and 069 (uploads met by position) sum as 065 and 066: the same sums over
-    057's terms, a single forecast's absolute track its residual, PIT in run_pit."""
-    insert, pit = _statements("eval/067_cell_aggregates_positional")
-    select = insert.expression
+    057's terms, a single forecast's absolute track its residual, PIT in run_pit: 067's
+    one pass (grouping sets) sums by group and counts the PIT bins, then fills both."""
+    create, insert, pit, drop = _statements("eval/067_cell_aggregates_positional")
+    select = create.expression
     _sums_match(_projections(select), "067")
     assert _projections(_source(select))["r_abs"] == _parse("r")
+    assert insert.this.sql("duckdb") == "run_agg"
     assert pit.this.sql("duckdb") == "run_pit"
+    assert isinstance(drop, exp.Drop)
     (insert,) = _statements("eval/069_cell_aggregates_positional_point")
     got = _projections(insert.expression)
     for name in used_sums():

@@ -234,8 +234,8 @@ def drop_temp(wh: Warehouse, name: str) -> None:
 
 
 def drop_footprint_temp(wh: Warehouse) -> None:
-    # common_cells first: it may be a view of fp_cells
-    for name in ("common_cells", "fp_truth", "fp_cells"):
+    # each view before the one it reads: common_cells may be a view of fp_cells, of fp_truth
+    for name in ("common_cells", "fp_cells", "fp_truth"):
         drop_temp(wh, name)
     for t in ("run_valid", "run_subs"):
         wh.execute(f"DROP TABLE IF EXISTS {t}")
