@@ -445,7 +445,7 @@ def test_out_of_memory_is_not_called_an_unreadable_file(wh, tmp_path, monkeypatc
     real = type(wh).run_step
 
     def failing(self, step, *args, **kwargs):
-        if "_submission_insert" in str(step) or "_points_staged" in str(step):  # 020, 022
+        if "_submission_insert" in str(step) or "_upload_cells" in str(step):  # 020, 022
             raise duckdb.OutOfMemoryException("failed to allocate data of size 64.0 MiB")
         return real(self, step, *args, **kwargs)
 

@@ -82,6 +82,34 @@ def test_the_same_bytes_reuse_one_file(wh, tmp_path):
     assert _stored(wh, other)[0] != name
 
 
+@pytest.mark.parametrize("sigma", [False, True])
+def test_a_rejected_upload_leaves_nothing_in_the_store(wh, tmp_path, sigma):
+    """The file is written as it is read and checked there (034); a rejected one is
+    removed, and its problems are those the table path reports (030)."""
+    from proforma.contracts.errors import ValidationError
+
+    good = pq.read_table(_file(wh, tmp_path / "good.parquet", 7, sigma=sigma))
+    before = sorted(p.name for p in store_dir(wh).iterdir()) if store_dir(wh).exists() else []
+    repeated = pa.concat_tables([good, good.slice(10, 4)])  # 4 cells twice
+    huge = good.set_column(4, "prediction", pa.array([75.0] + good["prediction"].to_pylist()[1:]))
+    for bad, expected in ((repeated, "duplicate key"), (huge, "|prediction| > 60")):
+        path = tmp_path / "bad.parquet"
+        pq.write_table(bad, path)
+        with pytest.raises(ValidationError) as info:
+            scoring.ingest_parquet(wh, path, f"rejected {sigma}")
+        found = [p for p in info.value.problems if p["problem"].startswith(expected)]
+        assert found and found[0]["count"] == (4 if expected == "duplicate key" else 1)
+        assert sorted(p.name for p in store_dir(wh).iterdir()) == before
+    # and the table path (a component column: rows inserted, 030) reports the same count
+    table_path = tmp_path / "bad_table.parquet"
+    pq.write_table(
+        repeated.append_column("component", pa.array([0] * repeated.num_rows)), table_path
+    )
+    with pytest.raises(ValidationError) as info:
+        scoring.ingest_parquet(wh, table_path, f"rejected table {sigma}")
+    assert [p["count"] for p in info.value.problems if p["problem"].startswith("duplicate")] == [4]
+
+
 def test_a_new_footprint_scores_from_the_file_as_from_the_table(wh, tmp_path):
     """Rescoring on a new footprint reads the stored file, no re-upload; the numbers equal
     those of the same forecasts stored in the table (a component column keeps a file on
@@ -207,3 +235,33 @@ def test_a_footprint_frozen_from_a_stored_upload_holds_its_cells_and_ranks_it(wh
             == sizes[name]
         )
     assert sizes["frozen_s"] == sizes["frozen_t"] == part.num_rows
+
+
+def test_a_run_on_the_whole_split_takes_its_sample_fingerprint_from_the_grid(wh, tmp_path):
+    """A run of stored uploads on a footprint that is its whole split reads no truth for
+    its common sample: its fingerprint, kept beside the grid, is the one counting the
+    cells gives (so results are reused across both ways of making it)."""
+    from proforma.app.scoring import positional
+
+    sid = scoring.ingest_parquet(wh, _file(wh, tmp_path / "whole.parquet", 11), "whole split")
+    with positional.pinned(wh):
+        grid = positional.grid(wh, "test")
+    for kept in grid.folder.glob("cells_fingerprint*"):
+        kept.unlink()
+    counted = "{}:{:016x}".format(
+        *wh.one(
+            "SELECT count(*), coalesce(bit_xor(hash(eval.cell_key(firm_id, origin_q, item_id, "
+            "horizon))), 0) FROM panel.truth WHERE split = 'test' AND isfinite(actual) "
+            "AND isfinite(baseline)"
+        )
+    )
+    fingerprints = []
+    for _ in range(2):  # computed once, then read from the grid's folder
+        run = scoring.score(wh, "full", [sid], coherence=False, full=True)
+        fingerprints.append(
+            wh.scalar(
+                "SELECT sample_fingerprint FROM eval.score_runs WHERE score_run_id = ?", [run]
+            )
+        )
+        assert len(list(grid.folder.glob("cells_fingerprint*"))) == 1
+    assert fingerprints == [counted, counted]

@@ -137,19 +137,31 @@ def check_and_finish(
     points: bool = False,
     staged: bool = False,
     notes: list[dict] | None = None,
-) -> int:
+) -> dict[str, Any]:
     """Run the integer-level checks on the inserted rows; raise (caller rolls back) or
-    finish. `grid`: a quantile submission's levels (its checks run too). `points`: the
+    finish, and return the checks' row (030, 033 or 034: counts, and for a written upload
+    its origin range). `grid`: a quantile submission's levels (its checks run too). `points`: the
     rows are in eval.forecast_points (021), where 033 does 030's work at a third of the
-    cost; `staged`: they are in 022's temp table upload_points instead (an upload kept in
-    the upload store: a point file, checked by 033, or a single-family density file,
-    checked by 030). `notes`: warnings found before (a file's unknown columns), kept
+    cost; `staged`: they are a file written to the upload store (a point file or a
+    single-family density file: 034 checks the file, `upload_file`, and 031 and 035 read
+    its decoded rows, upload_points; proforma.app.scoring.submissions.store.stage). `notes`: warnings found before (a file's unknown columns), kept
     with the rest."""
     tables = {
         "points": "upload_points" if staged else "eval.forecast_points",
         "forecasts": "upload_points" if staged else "eval.forecasts",
     }
-    if points:
+    if staged:
+        row = wh.query_step(
+            "eval/034_stored_upload_checks", identifiers={"stored": "upload_file"}
+        ).to_pylist()[0]
+        if row["null_key_n"]:
+            # rejected: 030 over the keyed rows (022's upload_rows) tells the null keys
+            # from origins out of range, with examples
+            keyed = {"points": "upload_rows", "forecasts": "upload_rows"}
+            row = wh.query_step(
+                "eval/030_forecast_checks", {"submission_id": sid}, identifiers=keyed
+            ).to_pylist()[0]
+    elif points:
         row = wh.query_step(
             "eval/033_point_forecast_checks", {"submission_id": sid}, identifiers=tables
         ).to_pylist()[0]
@@ -202,12 +214,18 @@ def check_and_finish(
         grid_warnings = [new_problem(text, n, ex, blocking=False) for text, n, ex in grid_notes]
     if problems:
         raise ValidationError(rejection_summary(name, problems), problems)
-    usable = wh.query_step(
-        "eval/035_forecast_usable", {"submission_id": sid}, identifiers=tables
-    ).to_pylist()[0]
-    unusable = _unusable(wh, usable, row["n_rows"])
-    if unusable:
-        raise ValidationError(rejection_summary(name, unusable), unusable)
+    # the common case, a usable cell found at once (036), skips 035's read of every row
+    usable: dict[str, Any] = {}
+    found = wh.query_step(
+        "eval/036_forecast_usable_any", {"submission_id": sid}, identifiers=tables
+    ).to_pylist()[0]["any_usable"]
+    if not found or row["non_finite_prediction_n"]:
+        usable = wh.query_step(
+            "eval/035_forecast_usable", {"submission_id": sid}, identifiers=tables
+        ).to_pylist()[0]
+        unusable = _unusable(wh, usable, row["n_rows"])
+        if unusable:
+            raise ValidationError(rejection_summary(name, unusable), unusable)
     warnings = list(file_warnings or [])
     if not file_warnings and row["non_finite_prediction_n"]:
         warnings.append(
@@ -233,7 +251,7 @@ def check_and_finish(
             sid,
         ],
     )
-    return sid
+    return row
 
 
 def _unusable(wh: Warehouse, usable: dict, n_rows: int) -> list[dict]:

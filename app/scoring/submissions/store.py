@@ -40,7 +40,7 @@ class StoreError(UserError):
     """A submission's stored upload file is missing or damaged."""
 
 
-#: The temp table a point upload is staged in before it is valid (022).
+#: The temp view of a written upload's rows decoded to 020's columns, for the checks.
 STAGED = "upload_points"
 #: The temp view `forecast_relation` makes over a stored file.
 FILE_VIEW = "stored_forecasts"
@@ -63,47 +63,73 @@ def file_name(checksum: str, build_id: int | None) -> str:
     return f"{checksum}.b{build_id if build_id is not None else 0}.parquet"
 
 
-def write_staged(
-    wh: Warehouse,
-    sid: int,
-    checksum: str,
-    build_id: int | None,
-    first_q: int,
-    last_q: int,
-    *,
-    sigma: bool = False,
-) -> Path:
-    """Keep the staged rows of submission `sid` (temp table upload_points, valid) as its
-    content-addressed file (cell, mu, and sigma when `sigma`), or reuse the file the same
-    bytes made before; records eval.submission_files (inside the caller's transaction).
-    Returns the file."""
+def write_upload(wh: Warehouse, checksum: str, build_id: int | None, *, sigma: bool) -> Path:
+    """022's view upload_cells (cell, mu, and sigma when `sigma`) written, in one streaming
+    pass over the upload, to a temporary file in the store (renamed into place by `keep`
+    once its checks pass; `discard` removes it otherwise); or the file the same bytes made
+    before, when it is intact. Returns the file to check."""
     folder = store_dir(wh)
     folder.mkdir(parents=True, exist_ok=True)
     name = file_name(checksum, build_id)
     final = folder / name
-    rows = int(wh.scalar(f"SELECT count(*) FROM {STAGED}"))
-    if not _intact(final, rows):
-        tmp = folder / f".{name}.{secrets.token_hex(6)}.tmp"
-        try:
-            literal = "'" + str(tmp).replace("'", "''") + "'"
-            # lz4, not zstd: every scoring reads the file whole (its layout on the cell
-            # grid), and lz4 writes and reads it in a fraction of zstd's time at about
-            # twice the size (a 10M-row density file: 100 against 53 MB)
-            wh.execute(
-                f"COPY (SELECT eval.cell_key(firm_id, origin_q, item_id, horizon) AS cell, mu"
-                f"{', sigma' if sigma else ''} FROM {STAGED}) TO {literal} "
-                "(FORMAT parquet, COMPRESSION lz4)"
-            )
-            with open(tmp, "rb") as fh:
-                os.fsync(fh.fileno())
-            os.replace(tmp, final)
-        finally:
-            tmp.unlink(missing_ok=True)
+    if _intact(final):
+        return final
+    tmp = folder / f".{name}.{secrets.token_hex(6)}.tmp"
+    try:
+        # lz4, not zstd: every scoring reads the file whole (its layout on the cell grid),
+        # and lz4 writes and reads it in a fraction of zstd's time at about twice the size
+        # (a 10M-row density file: 100 against 53 MB)
+        wh.execute(
+            f"COPY (SELECT cell, mu{', sigma' if sigma else ''} FROM upload_cells) "
+            f"TO {_literal(str(tmp))} (FORMAT parquet, COMPRESSION lz4)"
+        )
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def stage(wh: Warehouse, sid: int, path: Path) -> None:
+    """The temp views the checks read over a written upload: `upload_file` (cell, mu,
+    sigma: 034's stored) and STAGED, its rows decoded to 020's columns (031, 035)."""
+    literal = _literal(str(path))
+    sigma = "sigma" if "sigma" in pq.ParquetFile(path).schema_arrow.names else "NULL::DOUBLE"
+    wh.execute(
+        f"CREATE OR REPLACE TEMP VIEW upload_file AS SELECT cell, mu, {sigma} AS sigma "
+        f"FROM read_parquet({literal})"
+    )
+    wh.execute(f"CREATE OR REPLACE TEMP VIEW {STAGED} AS {_decoded(sid, 'upload_file')}")
+
+
+def keep(
+    wh: Warehouse,
+    sid: int,
+    path: Path,
+    checksum: str,
+    build_id: int | None,
+    first_q: int,
+    last_q: int,
+) -> Path:
+    """Keep the checked upload `path` (from write_upload) as submission `sid`'s
+    content-addressed file and record it in eval.submission_files (inside the caller's
+    transaction). Returns the file."""
+    final = store_dir(wh) / file_name(checksum, build_id)
+    if path != final:
+        with open(path, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(path, final)
+    rows = pq.ParquetFile(final).metadata.num_rows
     wh.execute(
         "INSERT INTO eval.submission_files VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [sid, name, rows, final.stat().st_size, first_q, last_q, utcnow()],
+        [sid, final.name, rows, final.stat().st_size, first_q, last_q, utcnow()],
     )
     return final
+
+
+def discard(path: Path | None) -> None:
+    """Remove a temporary upload file `keep` did not take (a rejected upload)."""
+    if path is not None and path.name.endswith(".tmp"):
+        path.unlink(missing_ok=True)
 
 
 def _intact(path: Path, rows: int | None = None) -> bool:
@@ -146,6 +172,17 @@ def _literal(path: str) -> str:
     return "'" + path.replace("'", "''") + "'"
 
 
+def _decoded(sid: int, source: str) -> str:
+    """SQL of the rows of `source` (cell, mu, sigma) with eval.forecasts' columns."""
+    return (
+        f"SELECT CAST({int(sid)} AS INTEGER) AS submission_id, "
+        "CAST(cell // 67108864 AS INTEGER) AS firm_id, "
+        "CAST(cell // 4096 % 16384 AS INTEGER) AS origin_q, "
+        "CAST(cell // 32 % 128 AS SMALLINT) AS item_id, CAST(cell % 32 AS TINYINT) AS horizon, "
+        f"CAST(0 AS SMALLINT) AS component, mu, sigma FROM {source}"
+    )
+
+
 def forecast_relation(wh: Warehouse, sid: int) -> str:
     """The relation holding submission `sid`'s forecast rows (the columns of
     eval.forecasts): eval.forecasts, or a temp view over its stored file."""
@@ -154,11 +191,9 @@ def forecast_relation(wh: Warehouse, sid: int) -> str:
         return "eval.forecasts"
     sigma = "sigma" if rec["sigma"] else "CAST(NULL AS DOUBLE)"
     wh.execute(
-        f"CREATE OR REPLACE TEMP VIEW {FILE_VIEW} AS SELECT CAST({int(sid)} AS INTEGER) "
-        "AS submission_id, CAST(cell // 67108864 AS INTEGER) AS firm_id, "
-        "CAST(cell // 4096 % 16384 AS INTEGER) AS origin_q, "
-        "CAST(cell // 32 % 128 AS SMALLINT) AS item_id, CAST(cell % 32 AS TINYINT) AS horizon, "
-        f"CAST(0 AS SMALLINT) AS component, mu, {sigma} AS sigma "
-        f"FROM read_parquet({_literal(rec['path'])})"
+        f"CREATE OR REPLACE TEMP VIEW {FILE_VIEW} AS "
+        + _decoded(
+            sid, f"(SELECT cell, mu, {sigma} AS sigma FROM read_parquet({_literal(rec['path'])}))"
+        )
     )
     return FILE_VIEW

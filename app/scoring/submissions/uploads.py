@@ -331,39 +331,47 @@ def ingest_parquet(
     columns = _columns(schema)
     has_sigma = "sigma" in columns
     # A file of one forecast per cell (no component column, not a quantile grid: a point
-    # file, or a single-family density file with a sigma) is staged (022), checked and kept
-    # as one content-addressed parquet file in the upload store, scanned in place for
-    # scoring (proforma.app.scoring.submissions.store); mixtures and quantile grids are
-    # inserted (020).
+    # file, or a single-family density file with a sigma) is written to the upload store
+    # as it is read (022), its file checked (034) and kept under its checksum, scanned in
+    # place for scoring (proforma.app.scoring.submissions.store); mixtures and quantile
+    # grids are inserted (020).
     stored = not (quantile or "component" in columns)
     points = stored and not has_sigma
+    written = None
     try:
         wh.execute(view_sql)
         wh.set_params({"has_sigma": has_sigma, "is_quantile": quantile})
         grid = _file_grid(wh, name) if quantile else None
         # Happy path: ONE streaming pass stores integer-keyed rows (invalid keys as NULL)
-        # and 030 checks them; any problem rolls back and 010 explains the file.
+        # and 030 or 034 checks them; any problem rolls back and 010 explains the file.
         try:
             with wh.transaction():
                 claim_name(wh, name, replace)
                 sid = new_submission(wh, name, source, family, df, has_sigma, checksum, metadata)
-                insert = "022_submission_points_staged" if stored else "020_submission_insert"
                 wh.run_step("eval/019_submission_keyed")
-                wh.run_step(f"eval/{insert}", {"submission_id": sid})
-                check_and_finish(
+                if stored:
+                    build_id = wh.scalar(
+                        "SELECT build_id FROM eval.submissions WHERE submission_id = ?", [sid]
+                    )
+                    wh.run_step("eval/022_upload_cells", {"submission_id": sid})
+                    written = store.write_upload(wh, checksum, build_id, sigma=has_sigma)
+                    store.stage(wh, sid, written)
+                else:
+                    wh.run_step("eval/020_submission_insert", {"submission_id": sid})
+                checked = check_and_finish(
                     wh, sid, name, None, grid, points=points, staged=stored, notes=notes
                 )
-                if stored:
-                    first_q, last_q, build_id = wh.one(
-                        "SELECT min(origin_q) FILTER (WHERE isfinite(mu)), "
-                        "max(origin_q) FILTER (WHERE isfinite(mu)), "
-                        "(SELECT build_id FROM eval.submissions WHERE submission_id = ?) "
-                        f"FROM {store.STAGED}",
-                        [sid],
+                if stored and written is not None:
+                    store.keep(
+                        wh,
+                        sid,
+                        written,
+                        checksum,
+                        build_id,
+                        checked["first_origin_q"],
+                        checked["last_origin_q"],
                     )
-                    store.write_staged(
-                        wh, sid, checksum, build_id, first_q, last_q, sigma=has_sigma
-                    )
+                    written = None
         except ValidationError as found:
             raise _explain(wh, name, found, quantile) from None
     except duckdb.Error as exc:
@@ -371,8 +379,15 @@ def ingest_parquet(
             raise  # the machine's limits, not the file: the callers say so (nothing written)
         raise _unreadable(name, path, str(exc).splitlines()[0][:200]) from None
     finally:
-        wh.execute(f"DROP TABLE IF EXISTS {store.STAGED}")
-        wh.execute("DROP VIEW IF EXISTS submission_keyed")
+        store.discard(written)
+        for view in (
+            store.STAGED,
+            "upload_file",
+            "upload_rows",
+            "upload_cells",
+            "submission_keyed",
+        ):
+            wh.execute(f"DROP VIEW IF EXISTS {view}")
         wh.execute("DROP VIEW IF EXISTS submission_in")
     return sid
 
