@@ -128,7 +128,10 @@ def write_density_files(work: Path, kinds: list[str]) -> None:
 def scoring_rows(
     work: Path, env: dict[str, str], forecast: Path, kind: str = "fade"
 ) -> list[tuple[str, Measured]]:
-    """This project's two ways of scoring one file: submit then score, submit --score."""
+    """This project's two ways of scoring one file: submit then score, submit --score.
+    Each submit is a first upload of its bytes: the upload store (which would find the
+    file a same-bytes upload left and write nothing) is emptied before it."""
+    clear_upload_store(env)
     submit = run(
         f"ours: submit the {kind} file",
         [str(PROFORMA), "submit", str(forecast), "--name", f"{kind} file"],
@@ -142,6 +145,7 @@ def scoring_rows(
         log=work / f"score_{kind}.log",
     )
     # the same work in one process (one start, one open of the warehouse)
+    clear_upload_store(env)
     at_once = run(
         "ours: submit --score (one process)",
         [
@@ -160,6 +164,21 @@ def scoring_rows(
         (f"{kind}: submit + score", total("ours: submit + score", [submit, score])),
         (f"{kind}: one command", at_once),
     ]
+
+
+def clear_upload_store(env: dict[str, str]) -> None:
+    """Empty the upload store beside the warehouse (PROFORMA_UPLOAD_STORE, else
+    `<warehouse>.uploads`) of files no submission reads, so a submit writes its file."""
+    import duckdb
+
+    folder = Path(env.get("PROFORMA_UPLOAD_STORE") or env["PROFORMA_WAREHOUSE"] + ".uploads")
+    if not folder.is_dir():
+        return
+    with duckdb.connect(env["PROFORMA_WAREHOUSE"], read_only=True) as con:
+        kept = {r[0] for r in con.execute("SELECT file FROM eval.submission_files").fetchall()}
+    for path in folder.iterdir():
+        if path.name not in kept:
+            path.unlink()
 
 
 def package_evaluate(cli: Path, work: Path, forecast: Path, kind: str) -> Measured:

@@ -167,9 +167,11 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
             forget_cell_scores(wh, [sid])
             params = single_params(sub, ctx)
             if grid is not None and dense is not None:
-                with positional.terms(wh, positional.frame(grid, dense), params) as view:
+                cells = density = 0
+                for view in positional.span_terms(wh, grid, dense, params):
                     # z is NULL exactly where the density terms are (057); cheaper than u
-                    cells, density = wh.one(f"SELECT count(*), count(z) FROM {view}")
+                    n, nz = wh.one(f"SELECT count(*), count(z) FROM {view}")
+                    cells, density = cells + int(n), density + int(nz)
             else:
                 cells, density = _insert_cell_scores(wh, sub, params)
             wh.execute(

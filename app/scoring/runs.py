@@ -330,7 +330,8 @@ def _aggregate_by_position(
             if rec["sigma"]
             else "069_cell_aggregates_positional_point"
         )
-        with positional.terms(wh, positional.frame(grid, dense, common), params):
+        # span by span: the sums of a group are all in one span (positional.spans)
+        for _ in positional.span_terms(wh, grid, dense, params, common):
             wh.run_step(f"eval/{step}", params)
 
 

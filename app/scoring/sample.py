@@ -147,14 +147,21 @@ class _ByPosition:
         if counted is not None:
             predicted = int(counted)
         else:
-            with positional.terms(wh, positional.frame(grid, dense, footprint), params) as view:
-                predicted = int(wh.scalar(f"SELECT count(*) FROM {view}"))
+            predicted = sum(
+                int(wh.scalar(f"SELECT count(*) FROM {view}"))
+                for view in positional.span_terms(wh, grid, dense, params, footprint)
+            )
         gap_cells = None
         if predicted < n_fp:
-            with positional.terms(
-                wh, positional.frame(grid, dense, footprint, with_pos=True), params
-            ) as view:
-                scored = wh.arrow(f"SELECT pos FROM {view}")["pos"].to_numpy()
+            scored = np.concatenate(
+                [
+                    wh.arrow(f"SELECT pos FROM {view}")["pos"].to_numpy()
+                    for view in positional.span_terms(
+                        wh, grid, dense, params, footprint, with_pos=True
+                    )
+                ]
+                or [np.zeros(0, dtype=np.int64)]
+            )
             gaps = ~np.isnan(grid.actual) if footprint is None else footprint.copy()
             gaps[scored] = False
             gap_cells = grid.cells(np.flatnonzero(gaps))

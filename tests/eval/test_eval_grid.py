@@ -4,6 +4,8 @@ the cache folder bounded."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from scoring_fixtures import make_panel, module_warehouse
@@ -103,3 +105,21 @@ def test_a_grid_of_an_older_layout_is_made_again(tmp_path_factory, tmp_path) -> 
     truth = _truth(wh)
     pos = again.positions(truth["cell"].to_numpy())
     np.testing.assert_array_equal(again.actual[pos], truth["actual"].to_numpy().astype(float))
+
+
+@pytest.mark.parametrize("size", [1, 100, 5000, 10**9])
+def test_spans_cover_the_grid_in_whole_groups(wh, tmp_path, size) -> None:
+    from proforma.app.scoring.positional import spans
+
+    grid = grid_for(wh, "test", tmp_path)
+    found = list(spans(grid, size))
+    assert found[0][0] == 0 and found[-1][1] == grid.size
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(found))
+    key = np.asarray(grid.oq, dtype=np.int64) * grid.n_slots + np.asarray(grid.sh)
+    for lo, hi in found:
+        assert hi > lo
+        # no group straddles two spans
+        assert lo == 0 or key[lo] != key[lo - 1]
+        assert hi - lo <= max(size, int(grid.block_rows.max())) or size >= grid.size
+    if size >= grid.size:
+        assert found == [(0, grid.size)]

@@ -265,3 +265,38 @@ def test_a_run_on_the_whole_split_takes_its_sample_fingerprint_from_the_grid(wh,
         )
         assert len(list(grid.folder.glob("cells_fingerprint*"))) == 1
     assert fingerprints == [counted, counted]
+
+
+@pytest.mark.parametrize("sigma", [False, True])
+def test_scores_span_by_span_equal_scores_at_once(wh, tmp_path, monkeypatch, sigma):
+    """A run goes over the grid span by span (positional.SPAN positions, whole groups):
+    spans of a few positions give the metrics, coverage and PIT of one span."""
+    from proforma.app.scoring import positional
+
+    sid = scoring.ingest_parquet(
+        wh, _file(wh, tmp_path / "spans.parquet", 21 + sigma, sigma=sigma), f"spans {sigma}"
+    )
+
+    def results(run: int) -> list[tuple]:
+        return wh.fetchall(
+            "SELECT level, item_id, horizon, n, r2, mse, mae, nll, crps, z2, cov50, cov95 FROM eval.metrics "
+            "WHERE score_run_id = ? AND submission_id = ? ORDER BY ALL",
+            [run, sid],
+        ) + wh.fetchall(
+            "SELECT bin, n FROM eval.pit WHERE score_run_id = ? AND submission_id = ? ORDER BY ALL",
+            [run, sid],
+        )
+
+    whole = results(scoring.score(wh, "full", [sid], coherence=False, full=True))
+    positional._dense.clear()
+    monkeypatch.setattr(positional, "SPAN", positional.grid(wh, "test").size // 6)
+    spans = len(list(positional.spans(positional.grid(wh, "test"))))
+    assert spans >= 5
+    by_span = results(scoring.score(wh, "full", [sid], coherence=False, full=True))
+    assert len(by_span) == len(whole) > 0
+    for a, b in zip(by_span, whole, strict=True):
+        for x, y in zip(a, b, strict=True):
+            if isinstance(y, float):
+                assert x == pytest.approx(y, rel=1e-12, nan_ok=True), (a, b)
+            else:
+                assert x == y, (a, b)
