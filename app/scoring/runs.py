@@ -363,33 +363,59 @@ def dm_groups(
             [members],
         )
     }
+    # This run's references first (eval.run_results, eval.run_dm_sources: a few hundred
+    # rows), then the stored rows they point at: the views eval.metrics and eval.dm_tests
+    # give the same rows, but the leaders and the hubs' test counts are reduced to one row
+    # per group here, in SQL, instead of some 17,000 member rows read back at k = 500.
     scored: dict[Group, set[int]] = {}  # the members with this loss, per group
     hubs: dict[Group, set[int]] = {}
-    for loss, h, sid, lead in wh.fetchall(
-        "WITH m AS (SELECT l.loss, coalesce(m.horizon, 0) AS horizon, m.submission_id, "
-        "CASE l.loss WHEN 'squared' THEN m.mse ELSE m.mae END AS v FROM eval.metrics m "
+    for loss, h, group_hubs, group_scored in wh.fetchall(
+        "WITH refs AS (SELECT submission_id, from_run FROM eval.run_results "
+        "WHERE score_run_id = ?), "
+        "m AS (SELECT l.loss, coalesce(m.horizon, 0) AS horizon, m.submission_id, "
+        "CASE l.loss WHEN 'squared' THEN m.mse ELSE m.mae END AS v "
+        "FROM eval.metric_rows m "
+        "JOIN refs r ON m.score_run_id = r.from_run AND m.submission_id = r.submission_id "
         "CROSS JOIN (VALUES ('squared'), ('absolute')) l(loss) "
-        "WHERE m.score_run_id = ? AND m.level IN ('global', 'horizon')) "
-        "SELECT loss, horizon, submission_id, v = min(v) OVER (PARTITION BY loss, horizon) "
-        "FROM m WHERE v IS NOT NULL",
-        [run_id],
+        "WHERE m.level IN ('global', 'horizon')), "
+        "w AS (SELECT loss, horizon, submission_id, "
+        "v = min(v) OVER (PARTITION BY loss, horizon) AS lead FROM m WHERE v IS NOT NULL) "
+        "SELECT loss, horizon, "
+        "list(DISTINCT submission_id) FILTER (lead OR list_contains(?, submission_id)), "
+        "CASE WHEN count(DISTINCT submission_id) = ? THEN NULL "
+        "ELSE list(DISTINCT submission_id) END "
+        "FROM w GROUP BY ALL",
+        [run_id, sorted(inhouse), len(members)],
     ):
-        group, sid = (str(loss), int(h)), int(sid)
-        scored.setdefault(group, set()).add(sid)
-        if lead or sid in inhouse:
-            hubs.setdefault(group, set()).add(sid)
+        group = (str(loss), int(h))
+        # every member scored (the usual case) comes back as NULL: the run's members
+        scored[group] = set(members) if group_scored is None else {int(s) for s in group_scored}
+        if group_hubs:
+            hubs[group] = {int(s) for s in group_hubs}
     counted: dict[tuple[int, str, int], int] = {}
     every_hub = sorted(set().union(*hubs.values())) if hubs else []
+    # the run's tests (the view eval.dm_tests): rows of its sources between two members
+    run_tests = (
+        "WITH src AS (SELECT from_run FROM eval.run_dm_sources WHERE score_run_id = ?), "
+        "mem AS (SELECT submission_id FROM eval.run_results WHERE score_run_id = ?), "
+        "t AS (SELECT d.submission_a, d.submission_b, d.loss, d.horizon "
+        "FROM src JOIN eval.dm_test_rows d ON d.score_run_id = src.from_run "
+        "WHERE {where} AND d.submission_a IN (SELECT submission_id FROM mem) "
+        "AND d.submission_b IN (SELECT submission_id FROM mem)) "
+    )
     if len(new) < len(members) and every_hub:
         counted = {
             (int(x), str(loss), int(h)): int(n)
             for x, loss, h, n in wh.fetchall(
-                "SELECT x, loss, horizon, count(*) FROM ("
-                "SELECT submission_a AS x, loss, horizon FROM eval.dm_tests "
-                "WHERE score_run_id = ? AND list_contains(?, submission_a) UNION ALL "
-                "SELECT submission_b, loss, horizon FROM eval.dm_tests "
-                "WHERE score_run_id = ? AND list_contains(?, submission_b)) GROUP BY ALL",
-                [run_id, every_hub, run_id, every_hub],
+                run_tests.format(
+                    where="(list_contains(?, d.submission_a) OR list_contains(?, d.submission_b))"
+                )
+                + "SELECT x, loss, horizon, count(*) FROM ("
+                "SELECT submission_a AS x, loss, horizon FROM t "
+                "WHERE list_contains(?, submission_a) UNION ALL "
+                "SELECT submission_b, loss, horizon FROM t "
+                "WHERE list_contains(?, submission_b)) GROUP BY ALL",
+                [run_id, run_id, every_hub, every_hub, every_hub, every_hub],
             )
         }
     out: dict[Group, list[Pair]] = {}
@@ -406,10 +432,12 @@ def dm_groups(
             have = {
                 int(y)
                 for (y,) in wh.fetchall(
-                    "SELECT CASE WHEN submission_a = ? THEN submission_b ELSE submission_a END "
-                    "FROM eval.dm_tests WHERE score_run_id = ? AND loss = ? AND horizon = ? "
-                    "AND ? IN (submission_a, submission_b)",
-                    [x, run_id, loss, h, x],
+                    run_tests.format(
+                        where="d.loss = ? AND d.horizon = ? AND ? IN (d.submission_a, d.submission_b)"
+                    )
+                    + "SELECT CASE WHEN submission_a = ? THEN submission_b ELSE submission_a END "
+                    "FROM t",
+                    [run_id, run_id, loss, h, x, x],
                 )
             }
             want.update((min(x, y), max(x, y)) for y in reused if y != x and y not in have)

@@ -143,8 +143,13 @@ def dm_test_rows(
         return out
     subs = np.array(sorted({s for pair in pairs for s in pair}))
     t = wh.arrow(
-        "SELECT submission_id, horizon, origin_q, n, sum_sq, sum_abs FROM eval.quarter_losses "
-        "WHERE score_run_id = ? AND list_contains(?, submission_id)",
+        # the run's references of these submissions first, then their stored rows (the
+        # view eval.quarter_losses gives the same rows)
+        "WITH refs AS (SELECT submission_id, from_run FROM eval.run_results "
+        "WHERE score_run_id = ? AND list_contains(?, submission_id)) "
+        "SELECT q.submission_id, q.horizon, q.origin_q, q.n, q.sum_sq, q.sum_abs "
+        "FROM eval.quarter_loss_rows q "
+        "JOIN refs r ON q.score_run_id = r.from_run AND q.submission_id = r.submission_id",
         [score_run_id, [int(s) for s in subs]],
     )
     if not t.num_rows:
