@@ -121,7 +121,7 @@ def main() -> None:
                 sid = scorer.ingest_parquet(
                     wh,
                     path,
-                    f"profile{j}",
+                    f"profile{k + j + 1}",
                     family="gaussian",
                     df=None,
                     metadata={"training_cutoff": "2009Q4", "leakage_statement": "none"},
