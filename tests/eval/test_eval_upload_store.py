@@ -246,6 +246,7 @@ def test_a_run_on_the_whole_split_takes_its_sample_fingerprint_from_the_grid(wh,
     sid = scoring.ingest_parquet(wh, _file(wh, tmp_path / "whole.parquet", 11), "whole split")
     with positional.pinned(wh):
         grid = positional.grid(wh, "test")
+    assert grid.folder is not None
     for kept in grid.folder.glob("cells_fingerprint*"):
         kept.unlink()
     counted = "{}:{:016x}".format(
