@@ -129,28 +129,28 @@ def scoring_rows(
     work: Path, env: dict[str, str], forecast: Path, kind: str = "fade"
 ) -> list[tuple[str, Measured]]:
     """This project's two ways of scoring one file: submit then score, submit --score.
-    Each submit is a first upload of its bytes: the upload store (which would find the
-    file a same-bytes upload left and write nothing) is emptied of other files before the
-    first, and the second writes to a store of its own."""
-    clear_upload_store(env)
+    Each submit is a first upload of its bytes, written to an empty upload store of its
+    own (the three density files hold the same bytes, their families being declared
+    beside them, and a store that holds a same-bytes file writes nothing): scoring a
+    named submission reads its own file only."""
+    store = work / f"store_{kind}"
+    shutil.rmtree(store, ignore_errors=True)
+    own = {**env, "PROFORMA_UPLOAD_STORE": str(store)}
     submit = run(
         f"ours: submit the {kind} file",
         [str(PROFORMA), "submit", str(forecast), "--name", f"{kind} file"],
-        env=env,
+        env=own,
         log=work / f"submit_{kind}.log",
     )
     score = run(
         "ours: score it",
         [str(PROFORMA), "score", "-s", f"{kind} file", "--no-coherence"],
-        env=env,
+        env=own,
         log=work / f"score_{kind}.log",
     )
-    # the same work in one process (one start, one open of the warehouse), its upload
-    # written to an empty store of its own (the store above holds the first submission's
-    # file, which the same bytes would find and not write; `submit --score` reads no other
-    # submission's file)
-    fresh_store = work / f"store_{kind}_again"
-    shutil.rmtree(fresh_store, ignore_errors=True)
+    # the same work in one process (one start, one open of the warehouse)
+    again = work / f"store_{kind}_again"
+    shutil.rmtree(again, ignore_errors=True)
     at_once = run(
         "ours: submit --score (one process)",
         [
@@ -162,29 +162,14 @@ def scoring_rows(
             "--score",
             "--no-coherence",
         ],
-        env={**env, "PROFORMA_UPLOAD_STORE": str(fresh_store)},
+        env={**env, "PROFORMA_UPLOAD_STORE": str(again)},
         log=work / f"submit_score_{kind}.log",
     )
-    shutil.rmtree(fresh_store, ignore_errors=True)
+    shutil.rmtree(again, ignore_errors=True)
     return [
         (f"{kind}: submit + score", total("ours: submit + score", [submit, score])),
         (f"{kind}: one command", at_once),
     ]
-
-
-def clear_upload_store(env: dict[str, str]) -> None:
-    """Empty the upload store beside the warehouse (PROFORMA_UPLOAD_STORE, else
-    `<warehouse>.uploads`) of files no submission reads, so a submit writes its file."""
-    import duckdb
-
-    folder = Path(env.get("PROFORMA_UPLOAD_STORE") or env["PROFORMA_WAREHOUSE"] + ".uploads")
-    if not folder.is_dir():
-        return
-    with duckdb.connect(env["PROFORMA_WAREHOUSE"], read_only=True) as con:
-        kept = {r[0] for r in con.execute("SELECT file FROM eval.submission_files").fetchall()}
-    for path in folder.iterdir():
-        if path.name not in kept:
-            path.unlink()
 
 
 def package_evaluate(cli: Path, work: Path, forecast: Path, kind: str) -> Measured:
