@@ -130,8 +130,7 @@ class Grid:
         return self.mask(wh.arrow(f"SELECT cell FROM {relation}")["cell"].to_numpy())
 
     def cells_fingerprint(self, wh: Warehouse, relation: str) -> str:
-        """The sample fingerprint (count and bit_xor of hash(cell), as
-        proforma.app.scoring.sample.sample_fingerprint) of every scoreable cell of the
+        """The sample fingerprint (`relation_fingerprint`) of every scoreable cell of the
         split, given `relation`, a relation holding exactly those cells: computed from it
         once and kept in the grid's cache folder (the cells are fixed by the folder's
         truth and layout; DuckDB's version is in the file's name, its hash being DuckDB's)."""
@@ -144,10 +143,9 @@ class Grid:
         )
         if path is not None and path.is_file():
             return path.read_text(encoding="ascii").strip()
-        n, digest = wh.one(f"SELECT count(*), coalesce(bit_xor(hash(cell)), 0) FROM {relation}")
-        if int(n) != self.n_scoreable:
+        n, found = relation_fingerprint(wh, relation)
+        if n != self.n_scoreable:
             raise ValueError(f"{relation} holds {n} cells, not the grid's {self.n_scoreable}")
-        found = f"{int(n)}:{int(digest):016x}"
         if path is not None:
             tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
             tmp.write_text(found, encoding="ascii")
@@ -157,6 +155,18 @@ class Grid:
     def keys_params(self) -> dict[str, object]:
         """SQL variables that turn (sh, oq) back into item_id, horizon and origin_q."""
         return {"grid_slot_items": [int(i) for i in self.slot_item], "grid_q0": self.q0}
+
+
+def relation_fingerprint(wh: Warehouse, relation: str) -> tuple[int, str]:
+    """The size and order-free fingerprint of a relation of cells (a run's common sample)."""
+    n, digest = wh.one(f"SELECT count(*), coalesce(bit_xor(hash(cell)), 0) FROM {relation}")
+    return int(n), f"{int(n)}:{int(digest):016x}"
+
+
+def grid_build_id(wh: Warehouse) -> int:
+    """The build a grid of the current build is filed under (-1: none)."""
+    build = current_build_id(wh)
+    return -1 if build is None else int(build)
 
 
 _cache: dict[tuple[str, int, str], tuple[int, Grid]] = {}
@@ -183,8 +193,7 @@ def grid_for(wh: Warehouse, split: str, cache_root: Path) -> Grid:
     (a statistic, no scan); a new build, or a truth with other rows, has its truth
     fingerprinted and the grid made again when the fingerprint differs. (A truth whose
     values are changed in place under the same build, which no flow does, is not seen.)"""
-    build = current_build_id(wh)
-    build_id = -1 if build is None else int(build)
+    build_id = grid_build_id(wh)
     rows = int(wh.scalar("SELECT count(*) FROM panel.truth"))
     key = (str(wh.path), build_id, split)
     with _lock:

@@ -28,8 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from proforma.app.scoring.grid import Grid, grid_for
-from proforma.app.scoring.provenance import current_build_id
+from proforma.app.scoring.grid import Grid, grid_build_id, grid_for
 from proforma.app.store.settings import get_settings
 from proforma.app.store.warehouse import Warehouse
 
@@ -70,11 +69,10 @@ def grid(wh: Warehouse, split: str) -> Grid:
 def has_grid(wh: Warehouse, split: str) -> bool:
     """Whether the split has a grid in the warehouse for the current build (one made for
     scoring; a split no upload was scored on has none, and making one is not free)."""
-    build = current_build_id(wh)
     return bool(
         wh.scalar(
             "SELECT count(*) FROM eval.grids WHERE build_id = ? AND split = ?",
-            [-1 if build is None else int(build), split],
+            [grid_build_id(wh), split],
         )
     )
 

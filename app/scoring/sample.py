@@ -17,7 +17,13 @@ import pyarrow as pa
 
 from proforma.app.scoring import positional
 from proforma.app.scoring.cells import Context, cell_score_rows, single_params, submission_row
-from proforma.app.scoring.footprints.store import Footprint, drop_temp, prepare_footprint
+from proforma.app.scoring.footprints.store import (
+    Footprint,
+    drop_temp,
+    prepare_footprint,
+    temp_kind,
+)
+from proforma.app.scoring.grid import relation_fingerprint
 from proforma.app.scoring.submissions.store import stored_file
 from proforma.app.store.warehouse import Warehouse
 
@@ -47,13 +53,7 @@ def fp_cells_table(wh: Warehouse) -> None:
     """fp_cells as a temp table, made once per run: 055 and 058 join it, some more than
     once (a view would scan the truth each time). A view over it (common_cells) reads
     the table from then on: names bind when a view is read."""
-    if (
-        wh.scalar(
-            "SELECT table_type FROM information_schema.tables "
-            "WHERE table_name = 'fp_cells' AND table_schema = 'main'"
-        )
-        == "VIEW"
-    ):
+    if temp_kind(wh, "fp_cells") == "VIEW":
         wh.execute("DROP VIEW fp_cells")
         wh.execute("CREATE TEMP TABLE fp_cells AS FROM fp_truth")
 
@@ -262,10 +262,4 @@ def common_sample(
             )
         finally:
             wh.execute("DROP TABLE IF EXISTS run_stored_cells")
-    return sample_fingerprint(wh, "common_cells")
-
-
-def sample_fingerprint(wh: Warehouse, relation: str) -> tuple[int, str]:
-    """The size and order-free fingerprint of a relation of cells (a run's common sample)."""
-    n, digest = wh.one(f"SELECT count(*), coalesce(bit_xor(hash(cell)), 0) FROM {relation}")
-    return int(n), f"{int(n)}:{int(digest):016x}"
+    return relation_fingerprint(wh, "common_cells")

@@ -222,13 +222,19 @@ def list_footprints(wh: Warehouse) -> pa.Table:
     )
 
 
-def drop_temp(wh: Warehouse, name: str) -> None:
-    """Drop a temp table or view of this connection, whichever it is, if it exists."""
+def temp_kind(wh: Warehouse, name: str) -> str | None:
+    """'VIEW', a table's type, or None: what the temp object `name` of this connection is."""
     kind = wh.scalar(
         "SELECT table_type FROM information_schema.tables "
         "WHERE table_name = ? AND table_schema = 'main'",
         [name],
     )
+    return str(kind) if kind else None
+
+
+def drop_temp(wh: Warehouse, name: str) -> None:
+    """Drop a temp table or view of this connection, whichever it is, if it exists."""
+    kind = temp_kind(wh, name)
     if kind:
         wh.execute(f"DROP {'VIEW' if kind == 'VIEW' else 'TABLE'} {name}")
 
