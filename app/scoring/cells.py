@@ -70,8 +70,12 @@ def _t_cdf(x: pa.Array, nu: pa.Array) -> pa.Array:
 def register_functions(wh: Warehouse) -> None:
     """Register the scoring UDFs on this connection (idempotent). A function another
     connection to the same database registered is in the shared catalog: creating it
-    again inside a transaction would abort that transaction, so it is looked up first."""
+    again inside a transaction would abort that transaction, so it is looked up first,
+    once per database instance (duckdb_functions() lists some 3,000 functions: 25-35 ms)."""
+    if "eval_t_cdf" in wh.functions:
+        return
     if wh.scalar("SELECT count(*) FROM duckdb_functions() WHERE function_name = 'eval_t_cdf'"):
+        wh.functions.add("eval_t_cdf")
         return
     try:
         wh.con.create_function(
@@ -80,6 +84,7 @@ def register_functions(wh: Warehouse) -> None:
     except duckdb.Error as exc:
         if "already" not in str(exc).lower():
             raise
+    wh.functions.add("eval_t_cdf")
 
 
 def quantile_grid_params(levels: list[float]) -> dict[str, Any]:

@@ -33,31 +33,21 @@ def _eval_version(stamp: tuple) -> str:
 
 
 def current_build(wh: Warehouse) -> dict[str, Any] | None:
-    """The newest meta.builds record (as written by the build), or None without a build."""
+    """The newest meta.builds record (as written by the build), or None without a build.
+    The panel in the warehouse is the one the latest SUCCESSFUL build wrote."""
     if not wh.table_exists("meta.builds"):
         return None
-    cols = [
-        r[0]
-        for r in wh.fetchall(
-            "SELECT column_name FROM information_schema.columns "
-            "WHERE table_schema = 'meta' AND table_name = 'builds' ORDER BY ordinal_position"
-        )
-    ]
-    order = "build_id" if "build_id" in cols else cols[0]
-    # The panel in the warehouse is the one the latest SUCCESSFUL build wrote.
-    where = "WHERE status = 'succeeded'" if "status" in cols else ""
     rows = wh.arrow(
-        f'SELECT * FROM meta.builds {where} ORDER BY "{order}" DESC LIMIT 1'
+        "SELECT * FROM meta.builds WHERE status = 'succeeded' ORDER BY build_id DESC LIMIT 1"
     ).to_pylist()
     return rows[0] if rows else None
 
 
 def current_build_id(wh: Warehouse) -> int | None:
-    build = current_build(wh)
-    if not build:
+    if not wh.table_exists("meta.builds"):
         return None
-    value = build.get("build_id")
-    return int(value) if value is not None else None
+    value = wh.scalar("SELECT max(build_id) FROM meta.builds WHERE status = 'succeeded'")
+    return None if value is None else int(value)
 
 
 def to_json(value: Any) -> str:

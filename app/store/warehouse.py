@@ -100,16 +100,25 @@ def _progress_bar_setting(con: duckdb.DuckDBPyConnection) -> None:
 class Warehouse:
     """A DuckDB connection with the few operations the project needs."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path | str):
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        path: Path | str,
+        *,
+        functions: set[str] | None = None,
+    ):
         _progress_bar_setting(con)
         self.con = con
         self.path = Path(path)
         self._lock = threading.RLock()
+        #: Python functions known to be in this database instance's catalog (shared by
+        #: its cursors: a function one registers is there for all while it lives).
+        self.functions: set[str] = functions if functions is not None else set()
 
     # -- lifecycle -------------------------------------------------------------------
     def cursor(self) -> Warehouse:
         """A cursor for another thread: same database, its own transaction state."""
-        return Warehouse(self.con.cursor(), self.path)
+        return Warehouse(self.con.cursor(), self.path, functions=self.functions)
 
     def close(self) -> None:
         self.con.close()
@@ -155,14 +164,31 @@ class Warehouse:
         return None if row is None else row[0]
 
     def table_exists(self, name: str) -> bool:
+        """A table or view `name` ('schema.table', or 'table' in main or temp) exists."""
+        return self.catalog_kind(name) is not None
+
+    def catalog_kind(self, name: str, *, database: str | None = None) -> str | None:
+        """'table', 'view' or None: what `name` is in any attached database (or only in
+        `database`, such as 'temp'). DuckDB's own catalog functions, not
+        information_schema.tables: that view unions and formats every object of every
+        database, 2-3 ms a look-up, and the scoring path looks up some 90 objects an
+        upload."""
         schema, _, table = name.rpartition(".")
-        return bool(
-            self.scalar(
-                "SELECT count(*) FROM information_schema.tables "
-                "WHERE table_name = ? AND table_schema = ?",
-                [table, schema or "main"],
+        where = "schema_name = $schema AND {col} = $name"
+        params: dict[str, Any] = {"schema": schema or "main", "name": table}
+        if database is not None:
+            where += " AND database_name = $database"
+            params["database"] = database
+        for kind, function, col in (
+            ("table", "duckdb_tables()", "table_name"),
+            ("view", "duckdb_views()", "view_name"),
+        ):
+            found = self.scalar(
+                f"SELECT count(*) FROM {function} WHERE {where.format(col=col)}", params
             )
-        )
+            if found:
+                return kind
+        return None
 
     def require_panel(self, *tables: str) -> None:
         """A UserError unless the build's tables exist (default: the truth and the firms).

@@ -224,12 +224,8 @@ def list_footprints(wh: Warehouse) -> pa.Table:
 
 def temp_kind(wh: Warehouse, name: str) -> str | None:
     """'VIEW', a table's type, or None: what the temp object `name` of this connection is."""
-    kind = wh.scalar(
-        "SELECT table_type FROM information_schema.tables "
-        "WHERE table_name = ? AND table_schema = 'main'",
-        [name],
-    )
-    return str(kind) if kind else None
+    kind = wh.catalog_kind(name, database="temp")
+    return None if kind is None else "VIEW" if kind == "view" else "LOCAL TEMPORARY"
 
 
 def drop_temp(wh: Warehouse, name: str) -> None:
