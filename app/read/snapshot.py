@@ -84,6 +84,8 @@ _PUBLIC_TEMP = (
     "public_metric_refs",
     "public_metric_todo",
     "public_metric_new",
+    "public_pit_refs",
+    "public_pit_todo",
     "public_metric_stale",
 )
 

@@ -168,20 +168,48 @@ WHERE r.is_current OR d.horizon = 0
 ORDER BY d.score_run_id, d.submission_a, d.submission_b, d.loss, d.horizon;
 
 -- PIT histograms: an upload's bin counts are withheld and its shares coarsened (8 / n).
-CREATE TABLE pub.pit AS
+-- Like the metrics, a (from_run, submission)'s public bins depend on its own rows only, so
+-- they are computed once into the publisher's cache and copied for every run that
+-- references them.
+CREATE OR REPLACE TEMP TABLE public_pit_refs AS
+SELECT DISTINCT r.from_run, r.submission_id
+FROM eval.run_results r
+JOIN public_runs p USING (score_run_id);
+
+CREATE TABLE IF NOT EXISTS pubcache.pit (
+    from_run INTEGER, submission_id INTEGER, bin TINYINT, n BIGINT, share DOUBLE
+);
+
+-- (a submission without PIT bins, a point forecast, is looked for again each time: no rows)
+CREATE OR REPLACE TEMP TABLE public_pit_todo AS
+SELECT from_run, submission_id FROM public_pit_refs
+EXCEPT SELECT DISTINCT from_run, submission_id FROM pubcache.pit;
+
+-- (idempotent: the rows of a publication that died half-way go first)
+DELETE FROM pubcache.pit c USING public_pit_todo t
+WHERE c.from_run = t.from_run AND c.submission_id = t.submission_id;
+INSERT INTO pubcache.pit
 SELECT p.score_run_id, p.submission_id, p.bin,
-       CASE WHEN s.source = 'upload' THEN NULL ELSE p.n END AS n,
+       CASE WHEN s.source = 'upload' THEN NULL ELSE p.n END,
        CASE WHEN s.source = 'upload'
-            THEN pf_coarsen(p.share, 8.0 / nullif(t.total, 0),
+            THEN pf_coarsen(p.share, 8.0 / nullif(sum(p.n) OVER w, 0),
                             p.submission_id || '/pit/' || p.bin || '/share')
-            ELSE p.share END AS share
-FROM eval.pit p
-JOIN eval.submissions s USING (submission_id)
-JOIN (SELECT score_run_id, submission_id, sum(n) AS total FROM eval.pit
-      WHERE score_run_id IN (SELECT score_run_id FROM public_runs) GROUP BY ALL) t
-  USING (score_run_id, submission_id)
-WHERE p.score_run_id IN (SELECT score_run_id FROM public_runs)
-ORDER BY p.score_run_id, p.submission_id, p.bin;
+            ELSE p.share END
+FROM eval.pit_rows p
+JOIN public_pit_todo t ON t.from_run = p.score_run_id AND t.submission_id = p.submission_id
+JOIN eval.submissions s ON s.submission_id = p.submission_id
+WINDOW w AS (PARTITION BY p.score_run_id, p.submission_id);
+
+DELETE FROM pubcache.pit c
+WHERE NOT EXISTS (SELECT 1 FROM public_pit_refs r
+                  WHERE r.from_run = c.from_run AND r.submission_id = c.submission_id);
+
+CREATE TABLE pub.pit AS
+SELECT r.score_run_id, c.submission_id, c.bin, c.n, c.share
+FROM eval.run_results r
+JOIN public_runs USING (score_run_id)
+JOIN pubcache.pit c ON c.from_run = r.from_run AND c.submission_id = r.submission_id
+ORDER BY r.score_run_id, c.submission_id, c.bin;
 
 -- The quarter losses (per submission, horizon and origin quarter: the finest grain, from
 -- which two uploads differing in one cell per group read 893 truth values back) stay in

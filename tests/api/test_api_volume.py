@@ -175,9 +175,9 @@ def test_the_snapshot_keeps_detail_for_the_top_of_the_board_only(
 def test_a_publication_from_the_cache_equals_one_computed_afresh(
     panel: Settings, tmp_path: Path
 ) -> None:
-    """The publisher's cache of public metric rows (computed once per run and submission)
-    gives the snapshot a publication without it gives, and follows the board: a submission
-    that leaves the top loses its cached detail."""
+    """The publisher's cache of public metric and PIT rows (computed once per run and
+    submission) gives the snapshot a publication without it gives, and follows the board:
+    a submission that leaves the top loses its cached detail."""
     settings = panel.model_copy(update={"public_detail_top": 1})
     with TestClient(create_app(settings)) as client:
         api = Api(client)
@@ -195,10 +195,12 @@ def test_a_publication_from_the_cache_equals_one_computed_afresh(
                     "SELECT submission_id FROM metrics WHERE part = 'detail'"
                 ).fetchall()
             }
+            pit_cached = {r[0] for r in con.execute("SELECT submission_id FROM pit").fetchall()}
         uploads = dict(
             wh.fetchall("SELECT name, submission_id FROM eval.submissions WHERE source = 'upload'")
         )
         assert uploads["u2"] in detail and uploads["u0"] not in detail
+        assert set(uploads.values()) <= pit_cached  # each upload's public PIT, once
         warm = Path(os.path.realpath(publish(wh, settings).version))
         for path in caches:
             path.unlink()
