@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 #: Central interval coverage levels in percent: each gives the cell column in{p}
-#: (sql/eval/050-052: whether the actual lies in the central p% interval) and the metric
+#: (sql/eval/054, 056, 057: whether the actual lies in the central p% interval) and the metric
 #: cov{p}.
 COVERAGE_LEVELS: tuple[int, ...] = (50, 80, 90, 95)
 

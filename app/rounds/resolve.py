@@ -126,33 +126,54 @@ def _resolve(
 
 
 def _score_cells(wh: Warehouse, resolution_id: int, params: dict[str, Any]) -> None:
-    """Score the cells of this resolution for every submission of their rounds: the single
-    forecasts in one statement (sql/rounds/040), each mixture (041) and quantile grid (042)
-    with its own family, df or grid, as the static scorer runs sql/eval/051 and 052."""
-    from proforma.app.scoring.cells import quantile_grid_params, register_functions
+    """Score the cells of this resolution for every submission of their rounds, one
+    submission at a time, with the static scorer's per-cell terms (sql/eval/057 single,
+    054 mixture, 056 quantile grid) over the submission's forecasts of the resolved cells
+    (sql/rounds/040), under its round's rule set, into rounds.cell_scores (041)."""
+    from proforma.app.scoring.cells import (
+        TERMS,
+        cell_terms,
+        quantile_grid_params,
+        register_functions,
+        rule_params,
+    )
+    from proforma.contracts.panel import RuleSet
 
     register_functions(wh)
-    wh.run_step("rounds/040_cell_scores", params)
-    multi = wh.fetchall(
-        """SELECT s.submission_id, s.family, s.df, s.quantile_levels, r.rules
+    subs = wh.arrow(
+        """SELECT s.submission_id, s.family, s.df, s.n_components, s.quantile_levels, r.rules
            FROM rounds.submissions s JOIN rounds.rounds r USING (round_id)
-           WHERE (s.family = 'quantile' OR s.n_components > 1)
-             AND s.round_id IN (SELECT DISTINCT round_id FROM rounds.truth
+           WHERE s.round_id IN (SELECT DISTINCT round_id FROM rounds.truth
                                 WHERE resolution_id = ?)
            ORDER BY s.submission_id""",
         [resolution_id],
-    )
-    for sid, family, df, levels, rules in multi:
-        one = {"resolution_id": resolution_id, "submission_id": sid}
-        if family == "quantile":
+    ).to_pylist()
+    try:
+        for sub in subs:
+            one = {
+                **params,
+                "submission_id": int(sub["submission_id"]),
+                "family": sub["family"],
+                "df": sub["df"],
+                "has_sigma": True,  # a round's density families all carry a sigma
+                **rule_params(RuleSet(sub["rules"])),
+            }
+            if sub["family"] == "quantile":
+                one.update(quantile_grid_params(list(sub["quantile_levels"] or [])))
+            terms = cell_terms(wh, sub, one, "round_forecast_cells", step="rounds/040_cell_scores")
             wh.run_step(
-                "rounds/042_cell_scores_quantile", {**one, **quantile_grid_params(list(levels))}
+                "rounds/041_cell_scores_insert",
+                one,
+                identifiers={
+                    "terms": terms,
+                    "r_abs": "r_abs" if terms == TERMS["quantile"][1] else "r",
+                },
             )
-        else:
-            wh.run_step(
-                "rounds/041_cell_scores_mixture",
-                {**one, "family": family, "df": df, "paper": rules == "paper"},
-            )
+    finally:
+        for _, view in TERMS.values():
+            wh.execute(f"DROP VIEW IF EXISTS {view}")
+        wh.execute("DROP VIEW IF EXISTS round_forecast_cells")
+        wh.execute("DROP TABLE IF EXISTS round_cells")
 
 
 def _metric_rows(wh: Warehouse, round_id: int, submission_ids: Sequence[int]) -> list[dict]:

@@ -2,8 +2,9 @@
 
 A cell's own scores (residual, NLL, CRPS, z, PIT u, interval hits; for mixtures and
 quantile grids the combined values) depend on the submission and the truth only, not on
-the footprint or the other submissions. They are computed by sql/eval/050-052 (single
-forecasts, mixtures, quantile grids) into eval.cell_scores, and eval.cell_score_sets
+the footprint or the other submissions. They are computed by sql/eval/050 from the
+per-cell terms (057 single forecasts, 054 mixtures, 056 quantile grids) into
+eval.cell_scores, and eval.cell_score_sets
 records the context they belong to: the build (the truth), the scoring-SQL version and
 the build's rule set. Score runs read them; a new context computes them again.
 """
@@ -112,7 +113,7 @@ def quantile_grid_params(levels: list[float]) -> dict[str, Any]:
 
 #: Submissions (eval.submissions s) whose cell scores are eval.cell_point_scores (053):
 #: one component, no sigma, not a quantile grid; all others are in
-#: eval.cell_density_scores (050-052). Routing and aggregation (064-066) both use this.
+#: eval.cell_density_scores (050). Routing and aggregation (064-066) both use this.
 POINT_ONLY = "(NOT s.has_sigma AND s.family <> 'quantile' AND s.n_components = 1)"
 
 
@@ -143,16 +144,50 @@ def forget_cell_scores(wh: Warehouse, submission_ids: list[int]) -> None:
         )
 
 
+def rule_params(rules: RuleSet) -> dict[str, Any]:
+    """The SQL variables by which a rule set's per-cell terms differ (057, 054)."""
+    return {
+        "sigma_floor": SIGMA_FLOOR[rules],
+        "sigma_in_sample": rules is RuleSet.paper,
+        "float32_residuals": rules is RuleSet.published,
+    }
+
+
 def single_params(sub: dict[str, Any], ctx: Context) -> dict[str, Any]:
     """The SQL variables of 057's per-cell terms for a single-forecast submission."""
     return {
         "submission_id": int(sub["submission_id"]),
         "family": sub["family"],
         "df": sub["df"],
-        "sigma_floor": SIGMA_FLOOR[ctx.rules],
-        "sigma_in_sample": ctx.rules is RuleSet.paper,
-        "float32_residuals": ctx.rules is RuleSet.published,
+        **rule_params(ctx.rules),
     }
+
+
+#: The per-cell terms of each kind of forecast: the step that makes the temp view, and
+#: the view's name. Each reads a relation of (cell, actual, component, mu, sigma).
+TERMS = {
+    "single": ("eval/057_single_cell_terms", "single_cell_terms"),
+    "mixture": ("eval/054_mixture_cell_terms", "mixture_cell_terms"),
+    "quantile": ("eval/056_quantile_cell_terms", "quantile_cell_terms"),
+}
+
+
+def terms_kind(family: str, n_components: int) -> str:
+    if family == "quantile":
+        return "quantile"
+    return "mixture" if n_components > 1 else "single"
+
+
+def cell_terms(
+    wh: Warehouse, sub: dict[str, Any], params: dict[str, Any], cells: str, *, step: str
+) -> str:
+    """Make `cells` with `step` (a view of the submission's forecasts met with the truth)
+    and the per-cell terms over it for the submission's kind (057, 054, 056); the terms
+    view's name. The static scorer and the rounds share the terms this way."""
+    wh.run_step(step, params)
+    terms_step, view = TERMS[terms_kind(sub["family"], int(sub["n_components"] or 1))]
+    wh.run_step(terms_step, params, identifiers={"cells": cells})
+    return view
 
 
 def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
@@ -193,7 +228,8 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
                 ],
             )
     finally:
-        wh.execute("DROP VIEW IF EXISTS single_cell_terms")
+        for _, view in TERMS.values():
+            wh.execute(f"DROP VIEW IF EXISTS {view}")
         wh.execute(f"DROP VIEW IF EXISTS {CELL_VIEW}")
         positional.release(wh)
     return int(cells)
@@ -242,17 +278,13 @@ def _insert_cell_scores(
         "first_q": int(first_q),
         "last_q": int(last_q),
     }
-    if sub["family"] == "quantile":
-        params.update(quantile_grid_params(list(sub["quantile_levels"] or [])))
-        wh.run_step("eval/052_cell_scores_quantile", params)
-    elif sub["n_components"] > 1:
-        wh.run_step("eval/051_cell_scores_mixture", params)
-    elif sub["point_only"]:
+    if sub["point_only"]:
         wh.run_step("eval/053_cell_scores_point", params)
     else:
-        wh.run_step("eval/049_submission_cells", params)
-        wh.run_step("eval/057_single_cell_terms", params, identifiers={"cells": CELL_VIEW})
-        wh.run_step("eval/050_cell_scores_single", params)
+        if sub["family"] == "quantile":
+            params.update(quantile_grid_params(list(sub["quantile_levels"] or [])))
+        terms = cell_terms(wh, sub, params, CELL_VIEW, step="eval/049_submission_cells")
+        wh.run_step("eval/050_cell_scores", params, identifiers={"terms": terms})
     cells, density = wh.one(
         "SELECT count(*), count(u) FROM eval.cell_scores WHERE submission_id = ?", [sid]
     )

@@ -159,7 +159,7 @@ def module_warehouse(tmp_path_factory, name: str):
 
 
 def cell_scores(wh: Warehouse, footprint: str, submission_ids: list[int]) -> pa.Table:
-    """Per-cell scores (sql/eval/050-052 and 057: stored rows, or an upload's cells met by
+    """Per-cell scores (sql/eval/050 over 054, 056, 057: stored rows, or an upload's cells met by
     position) of the submissions on a footprint's common sample (040, 055, 058), with the
     cell's keys and change y, for exact checks."""
     from proforma.app.scoring.cells import cell_score_rows, ensure_cell_scores, scoring_context

@@ -199,13 +199,9 @@ def test_live_round_metrics_follow_the_definitions() -> None:
 
 
 def test_cell_scores_use_the_coverage_levels() -> None:
-    """The per-cell in{p} of the density steps are the registry's central intervals."""
-    steps = (
-        "eval/057_single_cell_terms",
-        "eval/051_cell_scores_mixture",
-        "rounds/040_cell_scores",
-        "rounds/041_cell_scores_mixture",
-    )
+    """The per-cell in{p} of the density terms are the registry's central intervals (the
+    static scorer's and the rounds' alike: sql/rounds/040 reads the same terms)."""
+    steps = ("eval/057_single_cell_terms", "eval/054_mixture_cell_terms")
     for step in steps:
         found: set[int] = set()
         for tree in _statements(step):

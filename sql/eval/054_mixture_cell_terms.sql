@@ -1,34 +1,32 @@
--- Per-cell scores of ONE mixture submission of a round (getvariable('submission_id'), its
--- family and df; rounds.forecast_components, K > 1 components with a sigma each) on the
--- cells resolution getvariable('resolution_id') resolved in its round, into
--- rounds.cell_scores, with the terms and rules of sql/eval/051: an exact equal-weight
--- mixture; point = mean mu_k (r = point - actual), moment-matched sigma = sqrt(mean
--- sigma_k^2 + var mu_k) for z, NLL via logsumexp, closed-form Gaussian (Grimit) and
--- Laplace mixture CRPS (Student-t mixtures: none), u = mean_k F_k(actual) and the
+-- The temp view mixture_cell_terms: per-cell scores of ONE mixture submission (K > 1
+-- components; its family, df and has_sigma in getvariable('family'), ('df'),
+-- ('has_sigma')) over {{ cells }}, a relation of (cell, actual, component, mu, sigma):
+-- the submission's eval.forecasts rows met with the truth (049's view, for 050's insert)
+-- or a round's resolved cells (sql/rounds/040's view, for its insert). The components
+-- form an exact equal-weight mixture: point = mean mu_k, moment-matched sigma =
+-- sqrt(mean sigma_k^2 + var mu_k) for z, NLL via logsumexp, closed-form Gaussian (Grimit)
+-- and Laplace mixture CRPS (Student-t mixtures: none), u = mean_k F_k(actual) and the
 -- central-interval flags from u. A cell is scored when every component's mu is finite
--- and, under rules `paper` (getvariable('paper')), every sigma is finite and > 0 (then
--- floored at 1e-4); otherwise a cell with an unusable sigma keeps its point scores only.
-INSERT INTO rounds.cell_scores BY NAME
-WITH truth AS (
-    SELECT t.gvkey, t.item_id, t.horizon, t.actual::DOUBLE AS actual
-    FROM rounds.truth AS t
-    JOIN rounds.submissions AS s USING (round_id)
-    WHERE s.submission_id = getvariable('submission_id')
-      AND t.resolution_id = getvariable('resolution_id')
-      AND isfinite(t.actual) AND isfinite(t.baseline)
-),
-comp AS NOT MATERIALIZED (
+-- and, if getvariable('sigma_in_sample') (the paper's rules), every sigma is finite and
+-- > 0; otherwise (published) a cell with an unusable sigma keeps its point scores only.
+-- Sigma is floored at getvariable('sigma_floor') when set.
+-- Row-wise (one row per component), no list lambdas that capture lists: DuckDB
+-- evaluates those per element, which made mixtures cost minutes per million cells.
+-- Stages compute each argument once (the CDF macros repeat their argument ~20 times).
+-- Only comp_terms is materialized (it feeds the pair join, the per-cell aggregate and
+-- the tail fix), holding numbers only.
+CREATE OR REPLACE TEMP VIEW mixture_cell_terms AS
+WITH comp AS NOT MATERIALIZED (
     SELECT
-        t.gvkey, t.item_id, t.horizon, t.actual, f.component, f.mu,
+        f.cell, CAST(f.actual AS DOUBLE) AS actual, f.component, f.mu,
         f.sigma IS NOT NULL AND isfinite(f.sigma) AND f.sigma > 0 AS sigma_ok,
+        -- 1.0 stands in for a missing or unusable sigma: those cells get no density below.
         CASE WHEN f.sigma IS NOT NULL AND isfinite(f.sigma) AND f.sigma > 0
-             THEN greatest(f.sigma, CASE WHEN getvariable('paper') THEN 1e-4 ELSE 0.0 END)
+             THEN greatest(f.sigma, coalesce(getvariable('sigma_floor'), 0.0))
              ELSE 1.0 END AS s,
-        isfinite(f.mu) AND (NOT getvariable('paper') OR f.sigma IS NULL
+        isfinite(f.mu) AND (NOT getvariable('sigma_in_sample') OR f.sigma IS NULL
                             OR (isfinite(f.sigma) AND f.sigma > 0)) AS ok
-    FROM rounds.forecast_components AS f
-    JOIN truth AS t USING (gvkey, item_id, horizon)
-    WHERE f.submission_id = getvariable('submission_id')
+    FROM {{ cells }} f
 ),
 comp_w AS NOT MATERIALIZED (
     SELECT *, (actual - mu) / s AS w, abs((actual - mu) / s) AS aw FROM comp
@@ -41,8 +39,12 @@ comp_t AS NOT MATERIALIZED (
     FROM comp_w
 ),
 comp_terms AS MATERIALIZED (
+    -- Per component: log density lp, CDF F_k(actual), the first CRPS term
+    -- E|X_k - y| (Gneiting's A = s (|w| (1 - 2 tail) + 2 phi(w)) for Gaussians;
+    -- |d| + b exp(-|d| / b) for Laplace) and the diagonal pair term E|X_k - X_k'| of
+    -- two independent copies (2 s / sqrt(pi); 3 b / 2 with b = s / sqrt 2).
     SELECT
-        gvkey, item_id, horizon, actual, component, mu, s, ok, sigma_ok,
+        cell, actual, component, mu, s, ok, sigma_ok,
         CASE getvariable('family')
             WHEN 'gaussian' THEN -0.5 * ln(2 * pi()) - ln(s) - w * w / 2
             WHEN 'laplace' THEN -ln(2 * s / sqrt(2)) - aw * sqrt(2)
@@ -65,26 +67,29 @@ comp_terms AS MATERIALIZED (
     FROM comp_t
 ),
 pairs AS (
-    SELECT gvkey, item_id, horizon,
+    -- The sum over unordered pairs a < b of E|X_a - X_b| in each cell (K (K - 1) / 2
+    -- join rows: one for K = 2, a quarter of the K^2 ordered pairs).
+    SELECT cell,
            sum(CASE getvariable('family')
                    WHEN 'gaussian' THEN sp * (ap * (1 - 2 * eval.norm_tail(ap)) + 2 * eval.norm_pdf(ap))
                    WHEN 'laplace' THEN eval.laplace_pair(dm, ba, bb)
                END) AS off_diagonal
     FROM (
-        SELECT a.gvkey, a.item_id, a.horizon,
+        SELECT a.cell,
                a.mu - b.mu AS dm, sqrt(a.s * a.s + b.s * b.s) AS sp,
                abs(a.mu - b.mu) / sqrt(a.s * a.s + b.s * b.s) AS ap,
                a.s / sqrt(2) AS ba, b.s / sqrt(2) AS bb
         FROM comp_terms a
-        JOIN comp_terms b
-          ON b.gvkey = a.gvkey AND b.item_id = a.item_id AND b.horizon = a.horizon
-         AND b.component > a.component
+        JOIN comp_terms b ON b.cell = a.cell AND b.component > a.component
+        WHERE getvariable('has_sigma')
     )
-    GROUP BY gvkey, item_id, horizon
+    GROUP BY cell
 ),
 per_cell AS (
+    -- Equal-weight mixture summaries. The density's sum is taken directly; where it
+    -- leaves [1e-290, 1e290] (far tails) tail_fix redoes it relative to the largest lp.
     SELECT
-        gvkey, item_id, horizon,
+        cell,
         any_value(actual) AS actual,
         count(*) AS k,
         avg(mu) AS point,
@@ -94,23 +99,24 @@ per_cell AS (
         avg(cdf) AS u_mix,
         avg(t1) AS t1,
         sum(diagonal) AS diagonal,
-        bool_and(sigma_ok) AS has_density
+        getvariable('has_sigma') AND bool_and(sigma_ok) AS has_density
     FROM comp_terms
-    GROUP BY gvkey, item_id, horizon
+    GROUP BY cell
     HAVING bool_and(ok)
 ),
 tail_fix AS (
-    SELECT c.gvkey, c.item_id, c.horizon,
-           any_value(m.lp_max) + ln(sum(exp(c.lp - m.lp_max))) AS log_sum
+    -- log sum_k exp(lp_k) = lp_max + log sum_k exp(lp_k - lp_max): stable, only for the
+    -- (rare) cells whose direct sum under- or overflows.
+    SELECT c.cell, any_value(m.lp_max) + ln(sum(exp(c.lp - m.lp_max))) AS log_sum
     FROM comp_terms c
-    JOIN (SELECT gvkey, item_id, horizon, lp_max FROM per_cell
+    JOIN (SELECT cell, lp_max FROM per_cell
           WHERE NOT (density_sum BETWEEN 1e-290 AND 1e290)) m
-      USING (gvkey, item_id, horizon)
-    GROUP BY c.gvkey, c.item_id, c.horizon
+      ON m.cell = c.cell
+    GROUP BY c.cell
 ),
 mix_scored AS (
     SELECT
-        m.gvkey, m.item_id, m.horizon,
+        m.cell,
         m.point - m.actual AS r,
         CASE WHEN m.has_density THEN ln(m.k) - coalesce(t.log_sum, ln(m.density_sum)) END AS nll,
         CASE WHEN m.has_density AND getvariable('family') IN ('gaussian', 'laplace')
@@ -118,10 +124,10 @@ mix_scored AS (
         CASE WHEN m.has_density THEN (m.point - m.actual) / m.s_mm END AS z,
         CASE WHEN m.has_density THEN m.u_mix END AS u
     FROM per_cell m
-    LEFT JOIN pairs p USING (gvkey, item_id, horizon)
-    LEFT JOIN tail_fix t USING (gvkey, item_id, horizon)
+    LEFT JOIN pairs p USING (cell)
+    LEFT JOIN tail_fix t USING (cell)
 )
-SELECT getvariable('submission_id') AS submission_id, gvkey, item_id, horizon,
-       r, nll, crps, z, u, r AS r_abs,
-       {{ metric_coverage_flags }}
+SELECT
+    cell, r, nll, crps, z, u,
+    {{ metric_coverage_flags }}
 FROM mix_scored;

@@ -1,41 +1,39 @@
--- Per-cell scores of ONE quantile submission of a round (getvariable('submission_id'); its
--- grid getvariable('quantile_levels') tau_1 < ... < tau_K, component k holding the
--- quantile at level k + 1, in rounds.forecast_components) on the cells resolution
--- getvariable('resolution_id') resolved in its round, into rounds.cell_scores, with the
--- terms of sql/eval/052: the piecewise-linear quantile function through (tau_k, q_k)
--- with flat tails (point masses tau_1 at q_1 and 1 - tau_K at q_K); CRPS = 2 * the
--- integral of the pinball loss, exact piece by piece (eval.qs_piece); r = mean - actual;
--- r_abs = median - actual (level getvariable('median_k'); NULL without level 0.5);
--- u = F(actual); in50..in95 from the grid's level pairs (1 -+ p) / 2 (components
--- getvariable('lo50'), ('hi50'), ...; NULL when the grid lacks the pair). No NLL, no z.
-INSERT INTO rounds.cell_scores BY NAME
-WITH truth AS (
-    SELECT t.gvkey, t.item_id, t.horizon, t.actual::DOUBLE AS y
-    FROM rounds.truth AS t
-    JOIN rounds.submissions AS s USING (round_id)
-    WHERE s.submission_id = getvariable('submission_id')
-      AND t.resolution_id = getvariable('resolution_id')
-      AND isfinite(t.actual) AND isfinite(t.baseline)
-),
-levels AS (
-    SELECT t.gvkey, t.item_id, t.horizon, t.y, f.component AS k, f.mu AS q,
+-- The temp view quantile_cell_terms: per-cell scores of ONE quantile submission (its grid
+-- getvariable('quantile_levels') tau_1 < ... < tau_K, component k holding the quantile
+-- q_(k+1)) over {{ cells }}, a relation of (cell, actual, component, mu): the
+-- submission's eval.forecasts rows met with the truth (049's view, for 050's insert) or a
+-- round's resolved cells (sql/rounds/040's view, for its insert). Cells with every level
+-- present and finite are scored. The forecast distribution is the piecewise-linear
+-- quantile function through (tau_k, q_k) with flat tails beyond the outer levels (point
+-- masses tau_1 at q_1 and 1 - tau_K at q_K):
+--   CRPS = 2 * integral over tau of the pinball loss, exact piece by piece
+--          (eval.qs_piece; a segment that crosses the actual is split there);
+--   r    = mean - actual, mean = q_1 tau_1 + sum of trapezoids + q_K (1 - tau_K);
+--   r_abs = median - actual (level getvariable('median_k'); NULL without level 0.5);
+--   u    = F(actual), the distribution's CDF (0 below q_1, 1 from q_K on);
+--   in50..in95: q_lo <= actual <= q_hi for the levels (1 -+ p) / 2 (components
+--          getvariable('lo50'), ('hi50'), ...; NULL when the grid lacks the pair).
+-- No NLL and no z: a quantile grid has no density.
+CREATE OR REPLACE TEMP VIEW quantile_cell_terms AS
+WITH levels AS (
+    SELECT f.cell, CAST(f.actual AS DOUBLE) AS y, f.component AS k, f.mu AS q,
            getvariable('quantile_levels')[f.component + 1] AS tau
-    FROM rounds.forecast_components AS f
-    JOIN truth AS t USING (gvkey, item_id, horizon)
-    WHERE f.submission_id = getvariable('submission_id')
+    FROM {{ cells }} f
 ),
 segments AS (
     SELECT *, q - y AS g0, q_next - y AS g1
     FROM (
         SELECT *,
-               lead(q) OVER (PARTITION BY gvkey, item_id, horizon ORDER BY k) AS q_next,
-               lead(tau) OVER (PARTITION BY gvkey, item_id, horizon ORDER BY k) AS tau_next
+               lead(q) OVER (PARTITION BY cell ORDER BY k) AS q_next,
+               lead(tau) OVER (PARTITION BY cell ORDER BY k) AS tau_next
         FROM levels
     )
 ),
 terms AS (
+    -- Each level's share of the integrals: its flat tail (first and last level) and the
+    -- segment up to the next level.
     SELECT
-        gvkey, item_id, horizon, y, k, q,
+        cell, y, k, q,
         CASE WHEN k = 0 THEN eval.qs_piece(0.0, tau, g0, g0, g0 > 0) ELSE 0 END
         + CASE WHEN k = getvariable('k_levels') - 1
                THEN eval.qs_piece(tau, 1.0, g0, g0, g0 > 0) ELSE 0 END
@@ -54,7 +52,7 @@ terms AS (
 ),
 per_cell AS (
     SELECT
-        gvkey, item_id, horizon,
+        cell,
         any_value(y) AS y,
         2 * sum(pinball) AS crps,
         sum(mass) AS mean,
@@ -71,11 +69,11 @@ per_cell AS (
         any_value(q) FILTER (WHERE k = getvariable('lo95')) AS lo95,
         any_value(q) FILTER (WHERE k = getvariable('hi95')) AS hi95
     FROM terms
-    GROUP BY gvkey, item_id, horizon
+    GROUP BY cell
     HAVING count(*) = getvariable('k_levels') AND bool_and(isfinite(q))
 )
 SELECT
-    getvariable('submission_id') AS submission_id, gvkey, item_id, horizon,
+    cell,
     mean - y AS r,
     median - y AS r_abs,
     crps,
