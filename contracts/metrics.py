@@ -32,6 +32,10 @@ from enum import Enum
 #: cov{p}.
 COVERAGE_LEVELS: tuple[int, ...] = (50, 80, 90, 95)
 
+#: Bins of the PIT histogram: bin b holds the cells with u in [b / PIT_BINS, (b + 1) /
+#: PIT_BINS) (u = 1 in the last); the run's per-group columns pit0..pit{PIT_BINS - 1}.
+PIT_BINS = 20
+
 
 def coverage_bounds(p: int) -> tuple[float, float]:
     """The PIT bounds of the central p% interval: ((1 - p) / 2, (1 + p) / 2)."""

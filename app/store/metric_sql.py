@@ -17,6 +17,10 @@ Slots:
 - `metric_finish`: each metric from the sums (`sse / n AS mse, ...`);
 - `metric_columns`: the metric names (`r2, mse, ...`);
 - `metric_coverage_flags`: in{p} from the PIT u (`u BETWEEN 0.25 AND 0.75 AS in50, ...`);
+- `metric_pit_bin`: a cell's PIT bin from its u (NULL without u);
+- `metric_pit_columns`, `metric_pit_counts`, `metric_pit_zeros`, `metric_pit_sums`: the
+  per-group PIT bin columns pit0.. with their types, counted from pit_bin, as constant 0
+  (point forecasts, and rows whose bins are counted per submission) and summed up;
 - `metric_public`: each metric as the snapshot publishes it (an upload's coarsened).
 """
 
@@ -26,7 +30,7 @@ import hashlib
 import re
 
 from proforma.contracts import metrics as registry
-from proforma.contracts.metrics import COVERAGE_LEVELS, Disclosure, coverage_bounds
+from proforma.contracts.metrics import COVERAGE_LEVELS, PIT_BINS, Disclosure, coverage_bounds
 
 #: K of the disclosure quantum K * sensitivity / n (app/read/disclosure.py).
 DISCLOSURE_K = 4.0
@@ -73,6 +77,30 @@ def _coverage_flags() -> str:
     return ", ".join(parts)
 
 
+def _pit_bin() -> str:
+    # least() skips NULLs: the CASE keeps a cell with no u out of the last bin
+    return (
+        f"CASE WHEN u IS NOT NULL THEN CAST(least(floor(u * {PIT_BINS}), {PIT_BINS - 1}) "
+        "AS TINYINT) END"
+    )
+
+
+def _pit_columns() -> str:
+    return ", ".join(f"pit{b} BIGINT" for b in range(PIT_BINS))
+
+
+def _pit_counts() -> str:
+    return ", ".join(f"count(*) FILTER (WHERE pit_bin = {b}) AS pit{b}" for b in range(PIT_BINS))
+
+
+def _pit_zeros() -> str:
+    return ", ".join(f"0::BIGINT AS pit{b}" for b in range(PIT_BINS))
+
+
+def _pit_sums() -> str:
+    return ", ".join(f"sum(pit{b})" for b in range(PIT_BINS))
+
+
 def _coverage_columns() -> str:
     """The stored per-cell flags in{p} of every coverage level, as the cells' columns."""
     return ", ".join(f"c.in{p}" for p in COVERAGE_LEVELS)
@@ -115,6 +143,11 @@ SLOTS = {
     "metric_columns": _columns,
     "metric_coverage_flags": _coverage_flags,
     "metric_coverage_columns": _coverage_columns,
+    "metric_pit_bin": _pit_bin,
+    "metric_pit_columns": _pit_columns,
+    "metric_pit_counts": _pit_counts,
+    "metric_pit_zeros": _pit_zeros,
+    "metric_pit_sums": _pit_sums,
     "metric_public": _public,
 }
 

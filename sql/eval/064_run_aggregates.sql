@@ -11,26 +11,7 @@ CREATE OR REPLACE TEMP TABLE run_agg (
     horizon TINYINT,
     origin_q INTEGER,
     {{ metric_sum_columns }},
-    pit0 BIGINT,
-    pit1 BIGINT,
-    pit2 BIGINT,
-    pit3 BIGINT,
-    pit4 BIGINT,
-    pit5 BIGINT,
-    pit6 BIGINT,
-    pit7 BIGINT,
-    pit8 BIGINT,
-    pit9 BIGINT,
-    pit10 BIGINT,
-    pit11 BIGINT,
-    pit12 BIGINT,
-    pit13 BIGINT,
-    pit14 BIGINT,
-    pit15 BIGINT,
-    pit16 BIGINT,
-    pit17 BIGINT,
-    pit18 BIGINT,
-    pit19 BIGINT
+    {{ metric_pit_columns }}
 );
 
 -- PIT bin counts per submission, from steps that count them over a whole submission

@@ -8,26 +8,7 @@ INSERT INTO run_agg
 SELECT
     c.submission_id, c.item_id, c.horizon, c.origin_q,
     {{ metric_point_sums }},
-    0::BIGINT AS pit0,
-    0::BIGINT AS pit1,
-    0::BIGINT AS pit2,
-    0::BIGINT AS pit3,
-    0::BIGINT AS pit4,
-    0::BIGINT AS pit5,
-    0::BIGINT AS pit6,
-    0::BIGINT AS pit7,
-    0::BIGINT AS pit8,
-    0::BIGINT AS pit9,
-    0::BIGINT AS pit10,
-    0::BIGINT AS pit11,
-    0::BIGINT AS pit12,
-    0::BIGINT AS pit13,
-    0::BIGINT AS pit14,
-    0::BIGINT AS pit15,
-    0::BIGINT AS pit16,
-    0::BIGINT AS pit17,
-    0::BIGINT AS pit18,
-    0::BIGINT AS pit19
+    {{ metric_pit_zeros }}
 -- the cell inputs a point forecast has (contracts/metrics.py POINT_INPUTS)
 FROM (SELECT c.submission_id, t.item_id, t.horizon, t.origin_q, t.change AS y, c.r,
              c.r AS r_abs

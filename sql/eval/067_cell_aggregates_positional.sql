@@ -18,8 +18,8 @@ SELECT
     c.pit_bin,
     {{ metric_cell_sums }}
 -- Each cell's inputs under the registry's names (contracts/metrics.py CELL_INPUTS);
--- least() skips NULLs: a cell with no u is in no bin.
-FROM (SELECT *, r AS r_abs, CAST(least(floor(u * 20), 19) AS TINYINT) AS pit_bin
+-- (a cell with no u is in no bin: the slot metric_pit_bin)
+FROM (SELECT *, r AS r_abs, {{ metric_pit_bin }} AS pit_bin
       FROM single_cell_terms) c
 GROUP BY GROUPING SETS ((c.sh, c.oq), (c.pit_bin));
 
@@ -31,26 +31,7 @@ SELECT
     CAST(sh % 20 + 1 AS TINYINT),
     CAST(oq + getvariable('grid_q0') AS INTEGER),
     * EXCLUDE (by_group, sh, oq, pit_bin),
-    0::BIGINT AS pit0,
-    0::BIGINT AS pit1,
-    0::BIGINT AS pit2,
-    0::BIGINT AS pit3,
-    0::BIGINT AS pit4,
-    0::BIGINT AS pit5,
-    0::BIGINT AS pit6,
-    0::BIGINT AS pit7,
-    0::BIGINT AS pit8,
-    0::BIGINT AS pit9,
-    0::BIGINT AS pit10,
-    0::BIGINT AS pit11,
-    0::BIGINT AS pit12,
-    0::BIGINT AS pit13,
-    0::BIGINT AS pit14,
-    0::BIGINT AS pit15,
-    0::BIGINT AS pit16,
-    0::BIGINT AS pit17,
-    0::BIGINT AS pit18,
-    0::BIGINT AS pit19
+    {{ metric_pit_zeros }}
 FROM positional_sums
 WHERE by_group;
 

@@ -50,7 +50,7 @@ GROUP BY submission_id, horizon, origin_q;
 
 INSERT INTO eval.pit_rows
 WITH per_sub AS (
-    SELECT submission_id, [sum(pit0), sum(pit1), sum(pit2), sum(pit3), sum(pit4), sum(pit5), sum(pit6), sum(pit7), sum(pit8), sum(pit9), sum(pit10), sum(pit11), sum(pit12), sum(pit13), sum(pit14), sum(pit15), sum(pit16), sum(pit17), sum(pit18), sum(pit19)] AS counts
+    SELECT submission_id, [{{ metric_pit_sums }}] AS counts
     FROM run_agg
     GROUP BY submission_id
 ),
