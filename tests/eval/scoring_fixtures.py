@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import numpy as np
@@ -184,3 +185,15 @@ def cell_scores(wh: Warehouse, footprint: str, submission_ids: list[int]) -> pa.
             f"EXCLUDE (submission_id, cell) FROM {view} s JOIN common_cells c USING (cell) "
             "ORDER BY s.submission_id, c.origin_q, c.item_id, c.horizon, y"
         )
+
+
+def good_columns(n: int = 40) -> dict[str, list]:
+    """n valid submission rows as columns of a parquet file (on make_panel's panel): firms
+    001001.., items revtq/niq, origins 2010Q1.., horizons 1..20."""
+    return {
+        "firm": [f"{1001 + i % 5:06d}" for i in range(n)],
+        "target": ["revtq" if i % 2 else "niq" for i in range(n)],
+        "origin": [dt.date(2010, 3, 31) + dt.timedelta(days=91 * (i // 20)) for i in range(n)],
+        "horizon": [i % 20 + 1 for i in range(n)],
+        "prediction": [0.1 * (i % 7) for i in range(n)],
+    }

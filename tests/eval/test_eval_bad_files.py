@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from scoring_fixtures import module_warehouse
+from scoring_fixtures import good_columns, module_warehouse
 
 from proforma.app import scoring
 from proforma.app.scoring.submissions.store import forecast_relation
@@ -25,16 +25,6 @@ def wh(tmp_path_factory):
     w = module_warehouse(tmp_path_factory, "bad_files")
     yield w
     w.close()
-
-
-def _good(n: int = 40) -> dict:
-    return {
-        "firm": [f"{1001 + i % 5:06d}" for i in range(n)],
-        "target": ["revtq" if i % 2 else "niq" for i in range(n)],
-        "origin": [dt.date(2010, 3, 31) + dt.timedelta(days=91 * (i // 20)) for i in range(n)],
-        "horizon": [i % 20 + 1 for i in range(n)],
-        "prediction": [0.1 * (i % 7) for i in range(n)],
-    }
 
 
 def _file(tmp_path: Path, names: list[str], columns: list) -> Path:
@@ -57,7 +47,7 @@ def _count(wh) -> int:
     ],
 )
 def test_duplicate_and_ambiguous_columns_are_refused(wh, tmp_path, rename, extra, message):
-    cols = _good()
+    cols = good_columns()
     names = [*cols, extra]
     path = _file(tmp_path, names, [*cols.values(), cols[rename]])
     before = _count(wh)
@@ -68,7 +58,7 @@ def test_duplicate_and_ambiguous_columns_are_refused(wh, tmp_path, rename, extra
 
 
 def test_unknown_columns_are_warned_with_a_close_match(wh, tmp_path):
-    cols = _good()
+    cols = good_columns()
     path = _file(tmp_path, [*cols, "sigme", "notes"], [*cols.values(), [0.5] * 40, ["x"] * 40])
     sid = scoring.ingest_parquet(wh, path, "typo")
     warnings = json.loads(
@@ -94,7 +84,7 @@ def test_unknown_columns_are_warned_with_a_close_match(wh, tmp_path):
     ],
 )
 def test_time_zone_aware_origins_take_their_local_date(wh, tmp_path, tz, local, quarter):
-    cols = _good(20)
+    cols = good_columns(20)
     instant = local.replace(tzinfo=dt.UTC)
     cols["origin"] = pa.array([instant] * 20, pa.timestamp("us", tz))
     path = tmp_path / "tz.parquet"
@@ -105,7 +95,7 @@ def test_time_zone_aware_origins_take_their_local_date(wh, tmp_path, tz, local, 
         [sid],
     ) == [quarter]
     # The same local time as text lands in the same quarter.
-    text = _good(20)
+    text = good_columns(20)
     text["origin"] = [f"{(instant.astimezone(_zone(tz))):%Y-%m-%d %H:%M}"] * 20
     path2 = tmp_path / "text.parquet"
     pq.write_table(pa.table(text), path2)
@@ -128,7 +118,7 @@ def _zone(tz: str) -> dt.tzinfo:
 
 
 def test_unknown_time_zone_is_refused(wh, tmp_path):
-    cols = _good(20)
+    cols = good_columns(20)
     cols["origin"] = pa.array([dt.datetime(2011, 1, 1)] * 20, pa.timestamp("us", "Mars/Olympus"))
     path = tmp_path / "mars.parquet"
     pq.write_table(pa.table(cols), path)
@@ -137,7 +127,7 @@ def test_unknown_time_zone_is_refused(wh, tmp_path):
 
 
 def test_degenerate_quantile_grid_is_refused(wh, tmp_path):
-    cols = _good(20)
+    cols = good_columns(20)
     rows = {k: v * 3 for k, v in cols.items()}
     rows["quantile_level"] = [0.1] * 20 + [0.5] * 20 + [0.5 + 1e-12] * 20
     rows["prediction"] = [-1.0] * 20 + [0.0] * 20 + [0.0] * 20

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
+from scoring_fixtures import forecasts_from, good_columns, module_warehouse, truth_cells
 
 from proforma.app import scoring
 from proforma.app.scoring.submissions.checks import BAD_SIGMA
@@ -22,17 +22,6 @@ def wh(tmp_path_factory):
     w = module_warehouse(tmp_path_factory, "ingest")
     yield w
     w.close()
-
-
-def _good(n: int = 40) -> dict:
-    """n valid rows: firms 000001.., item revtq/niq, origins 2010Q1.., horizons 1..20."""
-    return {
-        "firm": [f"{1001 + i % 5:06d}" for i in range(n)],
-        "target": ["revtq" if i % 2 else "niq" for i in range(n)],
-        "origin": [dt.date(2010, 3, 31) + dt.timedelta(days=91 * (i // 20)) for i in range(n)],
-        "horizon": [i % 20 + 1 for i in range(n)],
-        "prediction": [0.1 * (i % 7) for i in range(n)],
-    }
 
 
 def _write(tmp_path: Path, cols: dict, name: str = "sub.parquet", **kw) -> Path:
@@ -63,7 +52,7 @@ def _rejected(wh, path, *fragments, name="bad", **kw):
 
 
 def test_good_file_with_aliases_and_quarter_strings(wh, tmp_path):
-    cols = _good()
+    cols = good_columns()
     cols["firm_id"] = cols.pop("firm")
     cols["quarter"] = [f"{o.year}Q{(o.month - 1) // 3 + 1}" for o in cols.pop("origin")]
     cols["forecast_horizon"] = cols.pop("horizon")
@@ -83,7 +72,7 @@ def test_good_file_with_aliases_and_quarter_strings(wh, tmp_path):
 
 
 def test_any_instant_in_the_quarter_means_that_quarter(wh, tmp_path):
-    cols = _good(20)
+    cols = good_columns(20)
     cols["origin"] = pa.array([dt.datetime(2010, 2, 14, 13, 5)] * 20, pa.timestamp("us", "UTC"))
     sid = scoring.ingest_parquet(wh, _write(tmp_path, cols), "timestamps")
     assert (
@@ -96,7 +85,7 @@ def test_any_instant_in_the_quarter_means_that_quarter(wh, tmp_path):
 
 
 def test_nan_and_inf_predictions_are_warnings_with_examples(wh, tmp_path):
-    cols = _good()
+    cols = good_columns()
     cols["prediction"][0] = float("nan")
     cols["prediction"][1] = float("inf")
     sid = scoring.ingest_parquet(wh, _write(tmp_path, cols), "warned")
@@ -111,7 +100,7 @@ def test_nan_and_inf_predictions_are_warnings_with_examples(wh, tmp_path):
 
 
 def test_missing_columns(wh, tmp_path):
-    cols = _good()
+    cols = good_columns()
     del cols["horizon"], cols["prediction"]
     _rejected(wh, _write(tmp_path, cols), "missing column(s): horizon, prediction")
 
@@ -127,13 +116,13 @@ def test_missing_columns(wh, tmp_path):
     ],
 )
 def test_wrong_types(wh, tmp_path, column, values, fragment):
-    cols = _good()
+    cols = good_columns()
     cols[column] = values
     _rejected(wh, _write(tmp_path, cols), fragment)
 
 
 def test_bad_values_are_all_reported_with_examples(wh, tmp_path):
-    cols = _good()
+    cols = good_columns()
     cols["horizon"] = [float(h) for h in cols["horizon"]]
     cols["horizon"][0] = 0.0
     cols["horizon"][1] = 21.0
@@ -165,7 +154,7 @@ def test_bad_values_are_all_reported_with_examples(wh, tmp_path):
 
 
 def test_duplicate_keys_in_different_row_groups(wh, tmp_path):
-    cols = _good()
+    cols = good_columns()
     for k in cols:
         cols[k] = cols[k] + cols[k][:3]  # rows 40..42 repeat rows 0..2
     problems = _rejected(wh, _write(tmp_path, cols, row_group_size=20), "duplicate key")
@@ -175,12 +164,12 @@ def test_duplicate_keys_in_different_row_groups(wh, tmp_path):
 
 
 def test_empty_zero_byte_corrupt_and_foreign_files(wh, tmp_path):
-    empty = {k: pa.array(v[:0]) for k, v in _good().items()}
+    empty = {k: pa.array(v[:0]) for k, v in good_columns().items()}
     _rejected(wh, _write(tmp_path, empty, "empty.parquet"), "no rows")
     zero = tmp_path / "zero.parquet"
     zero.write_bytes(b"")
     _rejected(wh, zero, "0 bytes")
-    good = _write(tmp_path, _good(), "good.parquet").read_bytes()
+    good = _write(tmp_path, good_columns(), "good.parquet").read_bytes()
     corrupt = tmp_path / "corrupt.parquet"
     corrupt.write_bytes(
         good[:8]
@@ -194,7 +183,7 @@ def test_empty_zero_byte_corrupt_and_foreign_files(wh, tmp_path):
 
 
 def test_huge_strings(wh, tmp_path):
-    cols = _good()
+    cols = good_columns()
     cols["firm"][0] = "9" * 2_000_000
     cols["target"][1] = "x" * 100_000
     problems = _rejected(wh, _write(tmp_path, cols), "longer than 64")
@@ -204,7 +193,7 @@ def test_huge_strings(wh, tmp_path):
 
 
 def test_family_and_names(wh, tmp_path):
-    path = _write(tmp_path, _good())
+    path = _write(tmp_path, good_columns())
     with pytest.raises(UserError, match="needs --df"):
         scoring.ingest_parquet(wh, path, "t", family="student_t")
     with pytest.raises(UserError, match="Unknown family"):
@@ -337,7 +326,7 @@ def test_published_package_files_as_written(wh, tmp_path, monkeypatch):
     from proforma.app.cli import app as cli_app
     from proforma.app.scoring.submissions.uploads import family_sidecar
 
-    cols = _good(40)
+    cols = good_columns(40)
     table = pa.table(
         {
             "firm": pa.array(cols["firm"]).dictionary_encode(),
@@ -441,7 +430,7 @@ def test_out_of_memory_is_not_called_an_unreadable_file(wh, tmp_path, monkeypatc
     explain it as the machine's limit), with nothing written."""
     import duckdb
 
-    path = _write(tmp_path, _good())
+    path = _write(tmp_path, good_columns())
     real = type(wh).run_step
 
     def failing(self, step, *args, **kwargs):
