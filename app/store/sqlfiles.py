@@ -10,16 +10,15 @@ checksum and what runs are the filled text.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-
-import sqlglot
-import sqlglot.errors
 
 from proforma.app.store import metric_sql
 from proforma.contracts import ROOT
@@ -39,6 +38,9 @@ def normalize_sql(text: str) -> str:
     same string. If sqlglot cannot parse a statement (new DuckDB syntax), that statement
     falls back to comment-stripped, whitespace-collapsed text, so checksums still exist.
     """
+    import sqlglot  # only here: a process whose checksums are all cached never parses
+    import sqlglot.errors
+
     text = _IDENT_SLOT.sub(lambda m: f"__slot_{m.group(1)}__", text)
     try:
         statements = sqlglot.parse(text, read="duckdb")
@@ -47,6 +49,12 @@ def normalize_sql(text: str) -> str:
     except sqlglot.errors.SqlglotError:
         stripped = _BLOCK_COMMENT.sub(" ", _LINE_COMMENT.sub(" ", text))
         return " ".join(stripped.split()).rstrip(";").lower()
+
+
+@functools.cache
+def _sqlglot_version() -> str:
+    """sqlglot's version without importing it (0.15 s a process)."""
+    return importlib.metadata.version("sqlglot")
 
 
 def checksum(text: str) -> str:
@@ -58,7 +66,7 @@ def checksum(text: str) -> str:
     text and the sqlglot version that normalizes it (`{cache_dir}/sql_checksums.json`):
     each content is parsed once, not once per process.
     """
-    key = hashlib.sha256(f"sqlglot {sqlglot.__version__}\0{text}".encode()).hexdigest()
+    key = hashlib.sha256(f"sqlglot {_sqlglot_version()}\0{text}".encode()).hexdigest()
     cache = _checksum_cache()
     value = cache.get(key)
     if value is None:

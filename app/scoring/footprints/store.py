@@ -13,9 +13,6 @@ import json
 from typing import Any, TypedDict
 
 import pyarrow as pa
-import sqlglot
-import sqlglot.errors
-from sqlglot import exp
 
 from proforma.app.scoring.provenance import current_build_id, to_json
 from proforma.app.store.warehouse import Warehouse
@@ -47,25 +44,6 @@ def footprint_definition(fp: Footprint) -> dict[str, Any]:
 #: This project's pinned sampling seed (origin samples, the LLM protocol's sample).
 SAMPLE_SEED = 20240101
 PREDICATE_COLUMNS = {"firm", "origin", "item", "horizon"}
-_ALLOWED = (
-    exp.And,
-    exp.Or,
-    exp.Not,
-    exp.Paren,
-    exp.EQ,
-    exp.NEQ,
-    exp.GT,
-    exp.GTE,
-    exp.LT,
-    exp.LTE,
-    exp.In,
-    exp.Between,
-    exp.Literal,
-    exp.Boolean,
-    exp.Neg,
-    exp.Tuple,
-    exp.Null,
-)
 _ALLOWED_CASTS = {"DATE", "INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT", "VARCHAR", "TEXT"}
 
 
@@ -75,6 +53,30 @@ def validate_predicate(text: str) -> str:
     Allowed: the columns firm (gvkey), origin (quarter-end DATE), item (name), horizon;
     literals (DATE '...' too); comparisons, IN, BETWEEN, AND, OR, NOT, parentheses.
     """
+    # sqlglot is imported where a predicate is read, not by every process (0.15 s)
+    import sqlglot
+    import sqlglot.errors
+    from sqlglot import exp
+
+    allowed = (
+        exp.And,
+        exp.Or,
+        exp.Not,
+        exp.Paren,
+        exp.EQ,
+        exp.NEQ,
+        exp.GT,
+        exp.GTE,
+        exp.LT,
+        exp.LTE,
+        exp.In,
+        exp.Between,
+        exp.Literal,
+        exp.Boolean,
+        exp.Neg,
+        exp.Tuple,
+        exp.Null,
+    )
     if not text or not text.strip():
         raise UserError("Empty footprint predicate")
     if len(text) > 10_000:
@@ -106,7 +108,7 @@ def validate_predicate(text: str) -> str:
                 )
         elif isinstance(node, exp.DataType):
             continue
-        elif not isinstance(node, _ALLOWED):
+        elif not isinstance(node, allowed):
             raise UserError(
                 f"Not allowed in a footprint predicate: {node.sql()!r} "
                 f"(use comparisons, IN, BETWEEN, AND, OR, NOT over firm, origin, item, horizon)"
