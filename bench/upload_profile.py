@@ -12,7 +12,10 @@ store and snapshot); it is copied to --work, so DIR is never written. On the cop
      footprint `Scorer.shares` and `Scorer.score` where the file enters it, then
      `publish`), each stage timed (wall and this process's CPU seconds);
   3. the statements of sql/ steps that took the most time over the uploads (summed; each
-     step file split into its statements and each timed on its own).
+     step file split into its statements and each timed on its own);
+  4. with --calls, every SQL call the code makes through the Warehouse (steps, look-ups,
+     catalog queries), per upload, keyed by the calling function and the SQL's start:
+     where small statements made many times add up.
 Prints the board's size k, every stage per upload, and the statements.
 """
 
@@ -35,6 +38,7 @@ from load import scratch_env  # bench/load.py's helper
 from upload_volume import _file  # the bench's own submission files
 
 STATEMENTS: dict[str, list[float]] = defaultdict(list)
+CALLS: dict[str, list[float]] = defaultdict(list)
 
 
 def _patch_run_step() -> None:
@@ -58,6 +62,45 @@ def _patch_run_step() -> None:
             )
 
     Warehouse.run_step = run_step  # type: ignore[method-assign]
+
+
+def _patch_calls() -> None:
+    """Time every SQL call of the Warehouse (the outermost one: scalar calls fetchone calls
+    fetchall), keyed by the first caller outside the Warehouse and the SQL's start."""
+    import threading
+
+    from proforma.app.store.warehouse import Warehouse
+
+    inside = threading.local()
+    here = (Path(__file__).name, "warehouse.py")
+
+    def timed(name: str):
+        original = getattr(Warehouse, name)
+
+        def call(self, sql, *args, **kwargs):
+            if getattr(inside, "busy", False):
+                return original(self, sql, *args, **kwargs)
+            inside.busy = True
+            t = time.perf_counter()
+            try:
+                return original(self, sql, *args, **kwargs)
+            finally:
+                inside.busy = False
+                frame = sys._getframe(1)
+                while frame and frame.f_code.co_filename.endswith(here):
+                    frame = frame.f_back
+                caller = (
+                    f"{Path(frame.f_code.co_filename).name}:{frame.f_code.co_name}"
+                    if frame
+                    else "?"
+                )
+                head = " ".join(str(sql).split())[:70]
+                CALLS[f"{caller} | {head}"].append(time.perf_counter() - t)
+
+        setattr(Warehouse, name, call)
+
+    for name in ("execute", "fetchall", "fetchone", "scalar", "one", "arrow"):
+        timed(name)
 
 
 class Clock:
@@ -85,6 +128,9 @@ def main() -> None:
     ap.add_argument("--uploads", type=int, default=3)
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--work", type=Path, default=Path("/tmp/proforma-upload-profile"))
+    ap.add_argument(
+        "--calls", action="store_true", help="also every SQL call by caller, per upload"
+    )
     args = ap.parse_args()
     if args.uploads > 20:
         raise SystemExit("Bounded: at most 20 uploads.")
@@ -106,12 +152,15 @@ def main() -> None:
     settings = get_settings()
     scorer = Scorer()
     _patch_run_step()
+    if args.calls:
+        _patch_calls()
     with connect(settings) as wh:
         prepare(wh)  # the code under test's migrations, as the server runs them at start
         k = int(wh.scalar("SELECT count(*) FROM eval.submissions"))
         first = publish(wh, settings)
         print(f"board: {k} submissions; catch-up publication {first.elapsed_ms:.0f} ms")
         STATEMENTS.clear()
+        CALLS.clear()
         per_upload: list[dict[str, tuple[float, float]]] = []
         for j in range(args.uploads):
             clock = Clock()
@@ -157,6 +206,14 @@ def main() -> None:
     ranked = sorted(STATEMENTS.items(), key=lambda kv: -sum(kv[1]))[: args.top]
     for head, times in ranked:
         print(f"  {sum(times):7.3f} s  x{len(times):<3d} {head}")
+    if args.calls and args.uploads:
+        total = sum(sum(t) for t in CALLS.values()) / args.uploads
+        print(f"every SQL call, per upload ({total:.3f} s in all):")
+        ranked_calls = sorted(CALLS.items(), key=lambda kv: -sum(kv[1]))[: args.top]
+        for head, times in ranked_calls:
+            print(
+                f"  {sum(times) / args.uploads:7.3f} s  x{len(times) / args.uploads:<5.0f} {head}"
+            )
     print(f"load {os.getloadavg()[0]:.1f}")
 
 
