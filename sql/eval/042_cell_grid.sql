@@ -9,7 +9,8 @@
 -- and a run's aggregates by group (067, 069) read them as runs of equal keys, at about
 -- half the cost of keys scattered over the relation. getvariable('grid_fingerprint') is the truth's
 -- fingerprint the grid was made from (proforma.app.scoring.grid), so a grid is remade
--- when the truth changes under the same build.
+-- when the truth changes under the same build; getvariable('grid_truth_rows') the
+-- truth's stored rows then (grid.truth_rows), the cheap check before a fingerprint.
 DELETE FROM eval.grid_cells
 WHERE build_id = getvariable('grid_build_id') AND split = getvariable('split');
 DELETE FROM eval.grid_rows
@@ -46,7 +47,7 @@ WHERE t.split = getvariable('split') AND isfinite(t.actual) AND isfinite(t.basel
 
 INSERT INTO eval.grids
 SELECT getvariable('grid_build_id'), getvariable('split'), getvariable('grid_fingerprint'),
-       (SELECT count(*) FROM panel.truth),
+       getvariable('grid_truth_rows'),
        (SELECT count(*) FROM eval.grid_rows
         WHERE build_id = getvariable('grid_build_id') AND split = getvariable('split')),
        getvariable('grid_slots'),

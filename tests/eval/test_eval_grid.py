@@ -74,6 +74,22 @@ def test_the_grid_is_made_again_when_the_truth_changes(tmp_path_factory, tmp_pat
     assert wh.scalar("SELECT count(*) FROM eval.grids WHERE split = 'test'") == 1
 
 
+def test_a_grid_counted_another_way_is_recounted_not_remade(tmp_path_factory, tmp_path) -> None:
+    """The truth's rows are checked by a stored count (grid.truth_rows), not a scan; a grid
+    whose recorded count differs (an older release counted the view panel.truth) is
+    fingerprinted once, kept when its truth is the same, and its count recorded."""
+    wh = module_warehouse(tmp_path_factory, "grid_recount")
+    before = grid_for(wh, "test", tmp_path)
+    rows = grid_module.truth_rows(wh)
+    made = wh.fetchone("SELECT made_at, truth_rows FROM eval.grids WHERE split = 'test'")
+    assert made is not None and made[1] == rows
+    wh.execute("UPDATE eval.grids SET truth_rows = truth_rows + 5 WHERE split = 'test'")
+    grid_module._cache.clear()
+    after = grid_for(wh, "test", tmp_path)
+    assert after.fingerprint == before.fingerprint
+    assert wh.fetchone("SELECT made_at, truth_rows FROM eval.grids WHERE split = 'test'") == made
+
+
 def test_the_cache_keeps_the_newest_grids_of_a_split(tmp_path_factory, tmp_path) -> None:
     for seed in range(grid_module.KEEP + 2):
         wh = module_warehouse(tmp_path_factory, f"grid_cache{seed}")
