@@ -163,7 +163,22 @@ def raw_panel(work: Path, firms: int) -> Path:
     return raw
 
 
-def measure(work: Path, firms: int, memory_limit: str, threads: int, rev: str | None) -> dict:
+def peak_of(cmd: list[str], env: dict[str, str], log: Path) -> tuple[float, float]:
+    """(peak RSS MB, wall s) of a command run to its end (its own process tree's peak)."""
+    t0 = time.perf_counter()
+    with log.open("wb") as err:
+        proc = subprocess.Popen(cmd, env=env, stdout=err, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:  # reported, not raised: the other figures still stand
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:]
+        print(f"  {' '.join(cmd[3:])} failed (rc {proc.returncode}): {tail}")
+    return usage.ru_maxrss / 1024, time.perf_counter() - t0
+
+
+def measure(
+    work: Path, firms: int, memory_limit: str, threads: int, rev: str | None, after: bool = False
+) -> dict:
     raw = raw_panel(work, firms)
     wh_path = work / f"build_{firms}.duckdb"
     for p in work.glob(f"build_{firms}.duckdb*"):
@@ -188,6 +203,17 @@ def measure(work: Path, firms: int, memory_limit: str, threads: int, rev: str | 
     )
     res = json.loads(out.read_text())
     res["wall_s"] = time.perf_counter() - t0
+    if after:  # the rest of the path on the built warehouse, each command on its own
+        cli = [sys.executable, "-c", "from proforma.app.cli import main; main()"]
+        res["export"] = peak_of(
+            [*cli, "export", str(work / f"export_{firms}"), "--layout", "proforma20q"],
+            env,
+            work / f"export_{firms}.log",
+        )
+        shutil.rmtree(work / f"export_{firms}", ignore_errors=True)
+        res["baselines"] = peak_of(
+            [*cli, "baselines", "reference"], env, work / f"baselines_{firms}.log"
+        )
     for p in work.glob(f"build_{firms}.duckdb*"):
         p.unlink()
     shutil.rmtree(cache, ignore_errors=True)
@@ -204,6 +230,12 @@ def main() -> None:
     ap.add_argument("--memory-limit", default="6GB", help="PROFORMA_MEMORY_LIMIT of the build")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--project", type=int, default=30_000, help="Firms to project the peak to")
+    ap.add_argument(
+        "--rest",
+        action="store_true",
+        help="Also run `export --layout proforma20q` and `baselines reference` after the "
+        "(current) build and print their peak RSS",
+    )
     ap.add_argument(
         "--before",
         default=None,
@@ -222,7 +254,7 @@ def main() -> None:
     results: dict[str, dict[int, dict]] = {v: {} for v, _ in variants}
     for n in args.firms:
         for label, rev in variants:
-            res = measure(work, n, args.memory_limit, args.threads, rev)
+            res = measure(work, n, args.memory_limit, args.threads, rev, args.rest and rev is None)
             results[label][n] = res
             g = res["grid"]
             print(
@@ -253,16 +285,29 @@ def main() -> None:
             grid = max(r["peak_mb"] for r in steps if r["step"].startswith("grid"))
             line += f"{build:18,.0f}{grid:13,.0f}{results[v][n]['hwm_mb']:14,.0f}"
         print(line)
+    for n in args.firms:
+        now = results[variants[-1][0]][n]
+        if "export" in now:
+            print(
+                f"  {n:,} firms: export --layout proforma20q peak {now['export'][0]:,.0f} MB "
+                f"({now['export'][1]:.0f} s); baselines reference peak "
+                f"{now['baselines'][0]:,.0f} MB ({now['baselines'][1]:.0f} s)"
+            )
     if len(args.firms) >= 2:
         n0, n1 = min(args.firms), max(args.firms)
         for v, _ in variants:
             r0, r1 = results[v][n0], results[v][n1]
             slope = (r1["hwm_mb"] - r0["hwm_mb"]) / (n1 - n0)
             proj = r1["hwm_mb"] + slope * (args.project - n1)
+            trend = (
+                f"a straight line gives {proj / 1024:,.1f} GB at {args.project:,} firms "
+                "(arithmetic, not a run)"
+                if slope > 0
+                else "no growth: the peak is held by the settings"
+            )
             print(
-                f"  {v}: peak grows {slope * 1000:,.0f} MB per 1,000 firms between {n0:,} and "
-                f"{n1:,}; a straight line gives {proj / 1024:,.1f} GB at {args.project:,} firms "
-                "(arithmetic, not a run; DuckDB's part stops growing at memory_limit)"
+                f"  {v}: peak {r0['hwm_mb']:,.0f} MB at {n0:,} firms, {r1['hwm_mb']:,.0f} MB at "
+                f"{n1:,} ({slope * 1000:+,.0f} MB per 1,000 firms); {trend}"
             )
     print(f"load at end {os.getloadavg()[0]:.1f}")
 
