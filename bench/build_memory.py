@@ -301,7 +301,8 @@ def main() -> None:
             proj = r1["hwm_mb"] + slope * (args.project - n1)
             trend = (
                 f"a straight line gives {proj / 1024:,.1f} GB at {args.project:,} firms "
-                "(arithmetic, not a run)"
+                "(arithmetic, not a run; DuckDB's part stops at memory_limit: a run with a "
+                "limit under the panel's size shows the bound)"
                 if slope > 0
                 else "no growth: the peak is held by the settings"
             )
