@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import duckdb
 import numpy as np
 import pytest
 from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
@@ -9,6 +10,7 @@ from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
 from proforma.app import scoring
 from proforma.app.scoring.baselines import baseline_blocks
 from proforma.app.scoring.coherence import compute_coherence
+from proforma.contracts.errors import UserError
 
 
 @pytest.fixture(scope="module")
@@ -347,3 +349,63 @@ def test_baseline_blocks_cover_the_split_in_whole_quarters(wh):
     assert blocks == [(qs[0], qs[-1]) for qs in expected.values()]
     assert 1 < len(blocks) < len(quarters)
     assert baseline_blocks(wh, "train", 10**9)[0][0] < quarters[0]
+
+
+def _limit(wh) -> str:
+    return str(wh.scalar("SELECT current_setting('memory_limit')"))
+
+
+def test_reference_baselines_bounded_memory_falls_back(tmp_path_factory, monkeypatch):
+    """Made under reference_memory_limit (lowered, never raised, then set back); a baseline
+    that does not fit in it is rolled back and made again at the warehouse's limit, with
+    the same forecasts; a limit that is not a size is refused before anything is written."""
+    from proforma.app.scoring import baselines
+
+    wh = module_warehouse(tmp_path_factory, "bounded")
+    before = _limit(wh)
+    with pytest.raises(UserError, match="reference_memory_limit 'lots' is not a memory size"):
+        scoring.run_reference_baselines(wh, memory_limit="lots")
+    assert wh.scalar("SELECT count(*) FROM eval.submissions") == 0
+    assert _limit(wh) == before
+
+    seen: list[str] = []
+    make = baselines._make_reference
+
+    def spy(*args):
+        seen.append(_limit(wh))
+        return make(*args)
+
+    monkeypatch.setattr(baselines, "_make_reference", spy)
+    scoring.run_reference_baselines(wh, memory_limit="64MB")
+    assert seen == ["61.0 MiB", "61.0 MiB"] and _limit(wh) == before
+    fits = _all_forecasts(wh)
+    seen.clear()
+    scoring.run_reference_baselines(wh, force=True, memory_limit="64TB")  # never raised
+    assert seen == [before, before]
+    assert _all_forecasts(wh) == fits
+
+    # out of memory within the lowered limit once every block is written: rolled back,
+    # then made again at the warehouse's limit
+    check = baselines.check_and_finish
+
+    def tight(wh_, *args, **kw):
+        if _limit(wh_) != before:
+            raise duckdb.OutOfMemoryException("Out of Memory Error: (a test's)")
+        return check(wh_, *args, **kw)
+
+    monkeypatch.setattr(baselines, "check_and_finish", tight)
+    seen.clear()
+    ids = scoring.run_reference_baselines(wh, force=True, memory_limit="64MB")
+    assert seen == ["61.0 MiB", before, "61.0 MiB", before] and _limit(wh) == before
+    assert _all_forecasts(wh) == fits
+    current = wh.fetchall(
+        "SELECT submission_id FROM eval.submissions WHERE retired_at IS NULL ORDER BY 1"
+    )
+    assert [sid for (sid,) in current] == sorted(ids)
+    assert wh.scalar("SELECT count(DISTINCT submission_id) FROM eval.forecast_points") == len(ids)
+    # a limit DuckDB cannot even set (it cannot free that much): made at the warehouse's
+    seen.clear()
+    scoring.run_reference_baselines(wh, force=True, memory_limit="1MB")
+    assert seen[-1] == before and _limit(wh) == before
+    assert _all_forecasts(wh) == fits
+    wh.close()
