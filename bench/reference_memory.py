@@ -4,7 +4,7 @@ forecasts (and, with --score, their scores) compared between the two trees.
 
     nice .venv/bin/python bench/reference_memory.py --warehouse WH [--cache DIR] \\
         [--before-tree DIR] [--published-venv /tmp/pfvenv --processed PKG] \\
-        [--workdir /tmp/refmem_bench] [--threads 2] [--rounds 1] [--score]
+        [--workdir /tmp/refmem_bench] [--threads 2] [--rounds 1] [--score] [--compare-only]
 
 WH is a built warehouse (a vs_published workdir's `wh_before_scoring.duckdb`), copied
 twice into --workdir, never written. --before-tree: a checkout of the earlier code
@@ -59,6 +59,7 @@ def compare(before: Path, after: Path, score: bool) -> dict:
     code = r"""
 import json, sys, duckdb
 con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")
 con.execute(f"ATTACH '{sys.argv[1]}' AS b (READ_ONLY)")
 con.execute(f"ATTACH '{sys.argv[2]}' AS a (READ_ONLY)")
 out = {}
@@ -77,8 +78,14 @@ for name in json.loads(sys.argv[3]):
     res = dict(zip(["cells", "before_rows", "after_rows", "differing", "max_abs_diff"], row))
     if sys.argv[4] == "1":
         cols = ["n", "r2", "mse", "mae", "sse", "sae"]
+        # largest relative difference of each metric (where the value is not ~0: 1e-9) and
+        # largest absolute one; NaN equals NaN, as DuckDB compares them
         diffs = ", ".join(
-            f"max(abs(b.{c} - a.{c}) / greatest(abs(b.{c}), 1e-300)) AS {c}" for c in cols)
+            f"coalesce(max(abs(b.{c} - a.{c}) / abs(b.{c})) FILTER (WHERE abs(b.{c}) > 1e-9 "
+            f"AND b.{c} IS DISTINCT FROM a.{c}), 0) AS {c}_rel, "
+            f"coalesce(max(abs(b.{c} - a.{c})) FILTER (WHERE b.{c} IS DISTINCT FROM a.{c}), 0) "
+            f"AS {c}_abs"
+            for c in cols)
         m = con.execute(
             f"WITH b AS (SELECT * FROM b.eval.metrics WHERE submission_id = $b AND score_run_id ="
             f" (SELECT max(score_run_id) FROM b.eval.metrics WHERE submission_id = $b)), "
@@ -89,7 +96,8 @@ for name in json.loads(sys.argv[3]):
             f"AND a.item_id IS NOT DISTINCT FROM b.item_id "
             f"AND a.statement IS NOT DISTINCT FROM b.statement",
             {"b": sid["b"], "a": sid["a"]}).fetchone()
-        res["metrics"] = dict(zip(["rows", "before_rows", "after_rows"] + cols, m))
+        keys = [f"{c}_{k}" for c in cols for k in ("rel", "abs")]
+        res["metrics"] = dict(zip(["rows", "before_rows", "after_rows"] + keys, m))
     out[name] = res
 print(json.dumps(out, default=float))
 """
@@ -107,7 +115,7 @@ print(json.dumps(out, default=float))
         capture_output=True,
         text=True,
     )
-    return json.loads(result.stdout)
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -123,8 +131,17 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--score", action="store_true")
+    ap.add_argument(
+        "--compare-only",
+        action="store_true",
+        help="Only compare the two copies an earlier run left in --workdir.",
+    )
     args = ap.parse_args()
     work = args.workdir
+    if args.compare_only:
+        for name, res in compare(work / "before.duckdb", work / "after.duckdb", args.score).items():
+            print(f"{name}: {json.dumps(res)}")
+        return
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
