@@ -14,6 +14,10 @@ class Settings(BaseSettings):
     memory_limit: str = "6GB"
     threads: int | None = None
     temp_directory: Path = Path("data/tmp")
+    # DuckDB's memory limit while the reference baselines are written and checked (never
+    # above memory_limit; app/scoring/baselines.py): it bounds the pages DuckDB caches.
+    # Empty: memory_limit.
+    reference_memory_limit: str = "512MB"
 
     # Where sources cache downloads (WRDS yearly chunks) so interrupted pulls resume.
     cache_dir: Path = Path("data/cache")

@@ -1,16 +1,24 @@
 -- Seasonal random walk under the `paper` rules (092 is the `published` one), for
 -- submission getvariable('submission_id') into eval.forecast_points (component 0, no sigma): for
--- every truth cell of split getvariable('split'), p(h) = x_{t - ((4 - h) mod 4)}, the
+-- every truth cell of split getvariable('split') whose origin lies in the block
+-- getvariable('first_q')..getvariable('last_q') (088), p(h) = x_{t - ((4 - h) mod 4)}, the
 -- item's value at that calendar lag (panel.values) standardized with the ORIGIN's
 -- deflator z_t (panel.origins), parameters (panel.origin_params) and k (panel.item_k),
 -- clipped at +-6. When the lagged quarter was not reported the forecast falls back to
--- x_t (the baseline).
+-- x_t (the baseline). Every input is read for the block's quarters only (and the
+-- values of the three quarters before it), so the joins hold one block at a time.
 INSERT INTO eval.forecast_points
 WITH cells AS (
     SELECT firm_id, origin_q, item_id, horizon, baseline,
            (4 - horizon % 4) % 4 AS lag
     FROM panel.truth
     WHERE split = getvariable('split')
+      AND origin_q BETWEEN getvariable('first_q') AND getvariable('last_q')
+),
+lagged AS (
+    SELECT firm_id, item_id, q, v
+    FROM panel.values
+    WHERE q BETWEEN getvariable('first_q') - 3 AND getvariable('last_q')
 )
 SELECT
     getvariable('submission_id'),
@@ -24,5 +32,5 @@ FROM cells c
 JOIN panel.origins o ON o.firm_id = c.firm_id AND o.origin_q = c.origin_q
 JOIN panel.origin_params op ON op.item_id = c.item_id AND op.q = c.origin_q
 JOIN panel.item_k k ON k.item_id = c.item_id
-LEFT JOIN panel.values v
+LEFT JOIN lagged v
   ON v.firm_id = c.firm_id AND v.item_id = c.item_id AND v.q = c.origin_q - c.lag;

@@ -1,24 +1,13 @@
 -- Fade / AR(1) forecasts for submission getvariable('submission_id') into
--- eval.forecast_points (component 0, no sigma): per (item, horizon) OLS x_{t+h} = a + rho x_t on
--- the finite truth cells of the train and val splits (panel.truth actual on baseline),
--- applied to every truth cell of split getvariable('split'). Where OLS is not possible the rule sets
--- differ: `paper` (fewer than 100 cells, or no variance in x_t) predicts x_t plus the
--- mean change (x_t without any cell); `published` (the released package) predicts the
--- mean of x_{t+h} with fewer than 100 cells or sum (x_t - mean)^2 <= 1e-12, and x_t
--- without any cell.
+-- eval.forecast_points (component 0, no sigma): the per (item, horizon) OLS fit
+-- x_{t+h} = a + rho x_t of 089 (temp table baseline_fade_fit, on the finite truth cells of
+-- the train and val splits) applied to every truth cell of split getvariable('split')
+-- whose origin lies in the block getvariable('first_q')..getvariable('last_q') (088).
+-- Where OLS is not possible the rule sets differ: `paper` (fewer than 100 cells, or no
+-- variance in x_t) predicts x_t plus the mean change (x_t without any cell); `published`
+-- (the released package) predicts the mean of x_{t+h} with fewer than 100 cells or
+-- sum (x_t - mean)^2 <= 1e-12, and x_t without any cell.
 INSERT INTO eval.forecast_points
-WITH fit AS (
-    SELECT item_id, horizon,
-           count(*) AS n,
-           regr_intercept(actual, baseline) AS a,
-           regr_slope(actual, baseline) AS rho,
-           regr_sxx(actual, baseline) AS sxx,
-           avg(actual) AS mean_actual,
-           avg(change) AS mean_change
-    FROM panel.truth
-    WHERE split IN ('train', 'val') AND isfinite(actual) AND isfinite(baseline)
-    GROUP BY item_id, horizon
-)
 SELECT
     getvariable('submission_id'),
     t.firm_id, t.origin_q, t.item_id, t.horizon,
@@ -31,5 +20,6 @@ SELECT
         ELSE t.baseline + coalesce(f.mean_change, 0)
     END AS mu
 FROM panel.truth t
-LEFT JOIN fit f ON f.item_id = t.item_id AND f.horizon = t.horizon
-WHERE t.split = getvariable('split');
+LEFT JOIN baseline_fade_fit f ON f.item_id = t.item_id AND f.horizon = t.horizon
+WHERE t.split = getvariable('split')
+  AND t.origin_q BETWEEN getvariable('first_q') AND getvariable('last_q');

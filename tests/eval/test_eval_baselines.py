@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import duckdb
 import numpy as np
 import pytest
 from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
 
 from proforma.app import scoring
+from proforma.app.scoring.baselines import baseline_blocks
 from proforma.app.scoring.coherence import compute_coherence
+from proforma.contracts.errors import UserError
 
 
 @pytest.fixture(scope="module")
@@ -214,4 +217,195 @@ def test_published_reference_baselines(tmp_path_factory):
             rho, a = np.polyfit(x, y, 1)
             assert got == pytest.approx(a + rho * c["baseline"], rel=1e-8, abs=1e-10)
     assert small
+    wh.close()
+
+
+# The reference baselines' forecasts (rows, finite rows, sum and sum of |mu|) and their
+# global scores on the full footprint (n, mse, mae, r2) on the tiny panel, as the code
+# before they were written block by block (sql/eval/088) gave them: no change of plan
+# may move them.
+PINNED = {
+    "paper": {
+        "Fade / AR(1)": (
+            (35612, 35612, 9209.049411013328, 11808.610167157743),
+            (35612, 0.09832327417926769, 0.13938881150398383, 0.1091098851927006),
+        ),
+        "Seasonal random walk": (
+            (35612, 35612, 8356.466510293076, 11528.009120638333),
+            (35612, 0.11142521904006562, 0.14538330529252189, -0.009604562212229384),
+        ),
+    },
+    "published": {
+        "Fade / AR(1)": (
+            (35612, 35612, 9592.915051692004, 10369.898186799237),
+            (35603, 0.12889686667436714, 0.23345377157919925, -0.16761787890895286),
+        ),
+        "Seasonal random walk": (
+            (35612, 35603, 8353.060758736192, 11429.911380540161),
+            (35603, 0.11508776279669279, 0.15144054048958847, -0.04252751018791101),
+        ),
+    },
+}
+
+
+def _published_fills(wh) -> None:
+    """The published rules, with an imputation's fill for every unreported lagged level of
+    a test cell but those of one (firm, origin): a gap the imputation left."""
+    wh.execute(
+        "CREATE OR REPLACE TABLE panel.rule_set AS SELECT 'published' AS rules, 6 * 1.4142 AS yoy_clip"
+    )
+    wh.execute(
+        """
+        CREATE OR REPLACE TABLE panel.tabular_imputed_cells AS
+        WITH cells AS (
+            SELECT firm_id, origin_q, item_id, (4 - horizon % 4) % 4 AS lag
+            FROM panel.truth WHERE split = 'test'
+        )
+        SELECT DISTINCT CAST(c.firm_id AS INTEGER) AS firm_id,
+               CAST(c.origin_q AS INTEGER) AS origin_q,
+               CAST((c.item_id - 1) * 4 + c.lag AS SMALLINT) AS feature,
+               CAST(0.01 * c.firm_id + 0.1 * c.lag - 0.001 * c.item_id AS FLOAT) AS value
+        FROM cells c
+        WHERE c.lag > 0 AND NOT (c.firm_id = 3 AND c.origin_q = 8045)
+          AND NOT EXISTS (SELECT 1 FROM panel.values v WHERE v.firm_id = c.firm_id
+                          AND v.item_id = c.item_id AND v.q = c.origin_q - c.lag)
+        """
+    )
+    wh.execute(
+        "INSERT INTO meta.imputations (build_id, config, rows, quarters, cells_filled, "
+        "elapsed_s, created_at) VALUES (NULL, '{}', 1, 1, 0, 0, now()::TIMESTAMP)"
+    )
+
+
+def _all_forecasts(wh) -> dict:
+    return {
+        (name, f, o, i, h): mu
+        for name, f, o, i, h, mu in wh.fetchall(
+            "SELECT s.name, f.firm_id, f.origin_q, f.item_id, f.horizon, f.mu "
+            "FROM eval.forecasts f JOIN eval.submissions s USING (submission_id) "
+            "WHERE s.retired_at IS NULL AND s.source = 'reference'"
+        )
+    }
+
+
+@pytest.mark.parametrize("rules", ["paper", "published"])
+def test_reference_baselines_pinned_whatever_the_blocks(tmp_path_factory, rules):
+    """One origin quarter per block or the whole split in one: the same forecasts, cell by
+    cell and bit for bit, and the pinned forecasts and scores."""
+    wh = module_warehouse(tmp_path_factory, f"pinned_{rules}")
+    if rules == "published":
+        _published_fills(wh)
+    per_quarter = scoring.run_reference_baselines(wh, block_cells=1)
+    one_block = _all_forecasts(wh)
+    again = scoring.run_reference_baselines(wh, force=True, block_cells=10**9)
+    assert set(again).isdisjoint(per_quarter)  # made anew
+    assert _all_forecasts(wh) == one_block
+    ids = scoring.run_reference_baselines(wh, force=True)  # the default blocks
+    assert _all_forecasts(wh) == one_block
+    sums = {
+        name: rest
+        for name, *rest in wh.fetchall(
+            "SELECT s.name, count(*), count(mu), sum(mu), sum(abs(mu)) FROM eval.forecasts f "
+            "JOIN eval.submissions s USING (submission_id) WHERE list_contains(?, submission_id) "
+            "GROUP BY 1",
+            [ids],
+        )
+    }
+    run = scoring.score(wh, "full", ids, coherence=False)
+    metrics = {
+        name: rest
+        for name, *rest in wh.fetchall(
+            "SELECT s.name, m.n, m.mse, m.mae, m.r2 FROM eval.metrics m "
+            "JOIN eval.submissions s USING (submission_id) "
+            "WHERE m.score_run_id = ? AND m.level = 'global'",
+            [run],
+        )
+    }
+    assert set(sums) == set(metrics) == set(PINNED[rules])
+    for name, (forecasts, scores) in PINNED[rules].items():
+        assert sums[name][:2] == list(forecasts[:2])
+        assert sums[name][2:] == pytest.approx(forecasts[2:], rel=1e-12)
+        assert metrics[name][0] == scores[0]
+        assert metrics[name][1:] == pytest.approx(scores[1:], rel=1e-9)
+    wh.close()
+
+
+def test_baseline_blocks_cover_the_split_in_whole_quarters(wh):
+    """088: consecutive, disjoint ranges of whole origin quarters covering every test
+    origin once; a new block wherever the cells before it pass a multiple of the size."""
+    per_q = dict(
+        wh.fetchall("SELECT origin_q, count(*) FROM panel.truth WHERE split = 'test' GROUP BY 1")
+    )
+    quarters = sorted(per_q)
+    assert baseline_blocks(wh, "test", 10**9) == [(quarters[0], quarters[-1])]
+    assert baseline_blocks(wh, "test", 1) == [(q, q) for q in quarters]
+    size = 3 * max(per_q.values())
+    expected: dict[int, list[int]] = {}
+    before = 0
+    for q in quarters:
+        expected.setdefault(before // size, []).append(q)
+        before += per_q[q]
+    blocks = baseline_blocks(wh, "test", size)
+    assert blocks == [(qs[0], qs[-1]) for qs in expected.values()]
+    assert 1 < len(blocks) < len(quarters)
+    assert baseline_blocks(wh, "train", 10**9)[0][0] < quarters[0]
+
+
+def _limit(wh) -> str:
+    return str(wh.scalar("SELECT current_setting('memory_limit')"))
+
+
+def test_reference_baselines_bounded_memory_falls_back(tmp_path_factory, monkeypatch):
+    """Made under reference_memory_limit (lowered, never raised, then set back); a baseline
+    that does not fit in it is rolled back and made again at the warehouse's limit, with
+    the same forecasts; a limit that is not a size is refused before anything is written."""
+    from proforma.app.scoring import baselines
+
+    wh = module_warehouse(tmp_path_factory, "bounded")
+    before = _limit(wh)
+    with pytest.raises(UserError, match="reference_memory_limit 'lots' is not a memory size"):
+        scoring.run_reference_baselines(wh, memory_limit="lots")
+    assert wh.scalar("SELECT count(*) FROM eval.submissions") == 0
+    assert _limit(wh) == before
+
+    seen: list[str] = []
+    make = baselines._make_reference
+
+    def spy(*args):
+        seen.append(_limit(wh))
+        return make(*args)
+
+    monkeypatch.setattr(baselines, "_make_reference", spy)
+    scoring.run_reference_baselines(wh, memory_limit="64MB")
+    assert seen == ["61.0 MiB", "61.0 MiB"] and _limit(wh) == before
+    fits = _all_forecasts(wh)
+    seen.clear()
+    scoring.run_reference_baselines(wh, force=True, memory_limit="64TB")  # never raised
+    assert seen == [before, before]
+    assert _all_forecasts(wh) == fits
+
+    # out of memory within the lowered limit once every block is written: rolled back,
+    # then made again at the warehouse's limit
+    check = baselines.check_and_finish
+
+    def tight(wh_, *args, **kw):
+        if _limit(wh_) != before:
+            raise duckdb.OutOfMemoryException("Out of Memory Error: (a test's)")
+        return check(wh_, *args, **kw)
+
+    monkeypatch.setattr(baselines, "check_and_finish", tight)
+    seen.clear()
+    ids = scoring.run_reference_baselines(wh, force=True, memory_limit="64MB")
+    assert seen == ["61.0 MiB", before, "61.0 MiB", before] and _limit(wh) == before
+    assert _all_forecasts(wh) == fits
+    current = wh.fetchall(
+        "SELECT submission_id FROM eval.submissions WHERE retired_at IS NULL ORDER BY 1"
+    )
+    assert [sid for (sid,) in current] == sorted(ids)
+    assert wh.scalar("SELECT count(DISTINCT submission_id) FROM eval.forecast_points") == len(ids)
+    # a limit DuckDB cannot even set (it cannot free that much): made at the warehouse's
+    seen.clear()
+    scoring.run_reference_baselines(wh, force=True, memory_limit="1MB")
+    assert seen[-1] == before and _limit(wh) == before
+    assert _all_forecasts(wh) == fits
     wh.close()
