@@ -29,6 +29,7 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+from types import FrameType
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -86,7 +87,7 @@ def _patch_calls() -> None:
                 return original(self, sql, *args, **kwargs)
             finally:
                 inside.busy = False
-                frame = sys._getframe(1)
+                frame: FrameType | None = sys._getframe(1)
                 while frame and frame.f_code.co_filename.endswith(here):
                     frame = frame.f_back
                 caller = (
