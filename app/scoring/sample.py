@@ -151,8 +151,13 @@ class _ByPosition:
                 int(wh.scalar(f"SELECT count(*) FROM {view}"))
                 for view in positional.span_terms(wh, grid, dense, params, footprint)
             )
+        # Gaps are kept when the upload predicts at least GAPS_MIN_SHARE of the footprint,
+        # as for forecasts in tables (a run's common sample is then the footprint minus
+        # them); a run intersects a smaller upload's cells instead (_stored_cells), so an
+        # upload of a few firms does not store the ~10M gaps of a demo-scale footprint.
+        keep_gaps = n_fp > 0 and predicted >= GAPS_MIN_SHARE * n_fp
         gap_cells = None
-        if predicted < n_fp:
+        if keep_gaps and predicted < n_fp:
             scored = np.concatenate(
                 [
                     wh.arrow(f"SELECT pos FROM {view}")["pos"].to_numpy()
@@ -165,9 +170,7 @@ class _ByPosition:
             gaps = ~np.isnan(grid.actual) if footprint is None else footprint.copy()
             gaps[scored] = False
             gap_cells = grid.cells(np.flatnonzero(gaps))
-        cov = Coverage(n_fp, predicted, True)
-        # Gaps are always kept for a stored upload (a run's common sample is the footprint
-        # minus them; 058 then never reads its cells, which are in no table).
+        cov = Coverage(n_fp, predicted, keep_gaps)
         with wh.transaction():
             for table in ("footprint_coverage", "sample_gaps"):
                 wh.execute(

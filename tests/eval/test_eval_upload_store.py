@@ -135,6 +135,40 @@ def test_a_new_footprint_scores_from_the_file_as_from_the_table(wh, tmp_path):
             assert a[4:] == pytest.approx(b[4:], rel=1e-12, abs=1e-15, nan_ok=True)
 
 
+def test_an_upload_of_under_half_a_footprint_stores_no_gaps(wh, tmp_path):
+    """As for forecasts in tables, an upload predicting under half of a footprint keeps no
+    gaps (they would be most of the footprint's cells: some 10M at the demo scale, for an
+    upload of a few firms); a run intersects its cells, with the numbers of the same
+    forecasts in the table."""
+    few = {}
+    for name, component in (("few stored", False), ("few table", True)):
+        path = _file(wh, tmp_path / f"{name}.parquet", 5, component=component)
+        table = pq.read_table(path)
+        part = table.filter(pa.compute.less_equal(table["horizon"], 4))
+        pq.write_table(part, path)
+        few[name] = scoring.ingest_parquet(wh, path, name)
+    stored, table = few["few stored"], few["few table"]
+    assert _record(wh, stored) is not None and _record(wh, table) is None
+    run = scoring.score(wh, "full", [stored, table], coherence=False)
+    fp = wh.scalar("SELECT footprint_id FROM eval.footprints WHERE name = 'full'")
+    gaps_stored, predicted, cells = wh.one(
+        "SELECT gaps_stored, predicted_cells, footprint_cells FROM eval.footprint_coverage "
+        "WHERE footprint_id = ? AND submission_id = ?",
+        [fp, stored],
+    )
+    assert not gaps_stored and 0 < predicted < cells / 2
+    assert not wh.scalar("SELECT count(*) FROM eval.sample_gaps WHERE submission_id = ?", [stored])
+    metrics = (
+        "SELECT level, horizon, item_id, n, r2, mse, mae FROM eval.metrics "
+        "WHERE score_run_id = ? AND submission_id = ? ORDER BY ALL"
+    )
+    got, want = wh.fetchall(metrics, [run, stored]), wh.fetchall(metrics, [run, table])
+    assert len(got) == len(want) > 0 and got[0][3] == predicted
+    for a, b in zip(got, want, strict=True):
+        assert a[:4] == b[:4]
+        assert a[4:] == pytest.approx(b[4:], rel=1e-12, abs=1e-15, nan_ok=True)
+
+
 @pytest.mark.parametrize("damage", ["deleted", "truncated"])
 def test_a_missing_or_damaged_file_fails_its_submission_alone(wh, tmp_path, damage):
     sid = scoring.ingest_parquet(
