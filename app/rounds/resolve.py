@@ -131,9 +131,8 @@ def _score_cells(wh: Warehouse, resolution_id: int, params: dict[str, Any]) -> N
     054 mixture, 056 quantile grid) over the submission's forecasts of the resolved cells
     (sql/rounds/040), under its round's rule set, into rounds.cell_scores (041)."""
     from proforma.app.scoring.cells import (
-        TERMS,
         cell_terms,
-        quantile_grid_params,
+        drop_cell_terms,
         register_functions,
         rule_params,
     )
@@ -158,20 +157,18 @@ def _score_cells(wh: Warehouse, resolution_id: int, params: dict[str, Any]) -> N
                 "has_sigma": True,  # a round's density families all carry a sigma
                 **rule_params(RuleSet(sub["rules"])),
             }
-            if sub["family"] == "quantile":
-                one.update(quantile_grid_params(list(sub["quantile_levels"] or [])))
-            terms = cell_terms(wh, sub, one, "round_forecast_cells", step="rounds/040_cell_scores")
+            terms, one = cell_terms(
+                wh, sub, one, "round_forecast_cells", step="rounds/040_cell_scores"
+            )
+            # the absolute track: a quantile grid's median residual, else the residual
+            r_abs = "r_abs" if sub["family"] == "quantile" else "r"
             wh.run_step(
                 "rounds/041_cell_scores_insert",
                 one,
-                identifiers={
-                    "terms": terms,
-                    "r_abs": "r_abs" if terms == TERMS["quantile"][1] else "r",
-                },
+                identifiers={"terms": terms, "r_abs": r_abs},
             )
     finally:
-        for _, view in TERMS.values():
-            wh.execute(f"DROP VIEW IF EXISTS {view}")
+        drop_cell_terms(wh)
         wh.execute("DROP VIEW IF EXISTS round_forecast_cells")
         wh.execute("DROP TABLE IF EXISTS round_cells")
 

@@ -180,14 +180,25 @@ def terms_kind(family: str, n_components: int) -> str:
 
 def cell_terms(
     wh: Warehouse, sub: dict[str, Any], params: dict[str, Any], cells: str, *, step: str
-) -> str:
+) -> tuple[str, dict[str, Any]]:
     """Make `cells` with `step` (a view of the submission's forecasts met with the truth)
-    and the per-cell terms over it for the submission's kind (057, 054, 056); the terms
-    view's name. The static scorer and the rounds share the terms this way."""
+    and the per-cell terms over it for the submission's kind (057, 054, 056): the terms
+    view's name, and `params` with what the terms read besides (a quantile grid's levels),
+    for the step that reads the view. The static scorer and the rounds share the terms
+    this way."""
+    kind = terms_kind(sub["family"], int(sub["n_components"] or 1))
+    if kind == "quantile":
+        params = {**params, **quantile_grid_params(list(sub["quantile_levels"] or []))}
     wh.run_step(step, params)
-    terms_step, view = TERMS[terms_kind(sub["family"], int(sub["n_components"] or 1))]
+    terms_step, view = TERMS[kind]
     wh.run_step(terms_step, params, identifiers={"cells": cells})
-    return view
+    return view, params
+
+
+def drop_cell_terms(wh: Warehouse) -> None:
+    """Drop whichever per-cell terms view `cell_terms` made on this connection."""
+    for _, view in TERMS.values():
+        wh.execute(f"DROP VIEW IF EXISTS {view}")
 
 
 def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
@@ -228,8 +239,7 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
                 ],
             )
     finally:
-        for _, view in TERMS.values():
-            wh.execute(f"DROP VIEW IF EXISTS {view}")
+        drop_cell_terms(wh)
         wh.execute(f"DROP VIEW IF EXISTS {CELL_VIEW}")
         positional.release(wh)
     return int(cells)
@@ -281,9 +291,7 @@ def _insert_cell_scores(
     if sub["point_only"]:
         wh.run_step("eval/053_cell_scores_point", params)
     else:
-        if sub["family"] == "quantile":
-            params.update(quantile_grid_params(list(sub["quantile_levels"] or [])))
-        terms = cell_terms(wh, sub, params, CELL_VIEW, step="eval/049_submission_cells")
+        terms, params = cell_terms(wh, sub, params, CELL_VIEW, step="eval/049_submission_cells")
         wh.run_step("eval/050_cell_scores", params, identifiers={"terms": terms})
     cells, density = wh.one(
         "SELECT count(*), count(u) FROM eval.cell_scores WHERE submission_id = ?", [sid]

@@ -100,12 +100,7 @@ def ensure_coverage(
                     "gaps_min_share": GAPS_MIN_SHARE,
                 },
             )
-        row = wh.one(
-            "SELECT footprint_cells, predicted_cells, "
-            "footprint_cells > 0 AND predicted_cells >= ? * footprint_cells "
-            "FROM sub_coverage",
-            [GAPS_MIN_SHARE],
-        )
+        row = wh.one("SELECT footprint_cells, predicted_cells, gaps_stored FROM sub_coverage")
         have[sid] = Coverage(int(row[0]), int(row[1]), bool(row[2]))
     wh.execute("DROP TABLE IF EXISTS sub_coverage")
     return have
@@ -152,8 +147,8 @@ class _ByPosition:
                 for view in positional.span_terms(wh, grid, dense, params, footprint)
             )
         # Gaps are kept when the upload predicts at least GAPS_MIN_SHARE of the footprint,
-        # as for forecasts in tables (a run's common sample is then the footprint minus
-        # them); a run intersects a smaller upload's cells instead (_stored_cells), so an
+        # as 055 keeps those of forecasts in tables (a run's common sample is then the
+        # footprint minus them); a run intersects a smaller upload's cells instead (_stored_cells), so an
         # upload of a few firms does not store the ~10M gaps of a demo-scale footprint.
         keep_gaps = n_fp > 0 and predicted >= GAPS_MIN_SHARE * n_fp
         gap_cells = None

@@ -14,21 +14,22 @@ ANTI JOIN (SELECT cell FROM eval.cell_scores
            WHERE submission_id = getvariable('submission_id')) c ON c.cell = f.cell;
 
 CREATE OR REPLACE TEMP TABLE sub_coverage AS
-SELECT footprint_cells, footprint_cells - gap_cells AS predicted_cells
-FROM (SELECT (SELECT count(*) FROM fp_cells) AS footprint_cells,
-             (SELECT count(*) FROM sub_gaps) AS gap_cells);
+SELECT footprint_cells, predicted_cells,
+       footprint_cells > 0
+       AND predicted_cells >= getvariable('gaps_min_share') * footprint_cells AS gaps_stored
+FROM (SELECT footprint_cells, footprint_cells - gap_cells AS predicted_cells
+      FROM (SELECT (SELECT count(*) FROM fp_cells) AS footprint_cells,
+                   (SELECT count(*) FROM sub_gaps) AS gap_cells));
 
 INSERT INTO eval.footprint_coverage
 SELECT getvariable('footprint_id'), getvariable('submission_id'), getvariable('build_id'),
        getvariable('eval_sql_version'), getvariable('rules'), footprint_cells, predicted_cells,
-       footprint_cells > 0 AND predicted_cells >= getvariable('gaps_min_share') * footprint_cells,
-       now()::TIMESTAMP
+       gaps_stored, now()::TIMESTAMP
 FROM sub_coverage;
 
 INSERT INTO eval.sample_gaps
 SELECT getvariable('footprint_id'), getvariable('submission_id'), g.cell
 FROM sub_gaps g
-WHERE (SELECT footprint_cells > 0 AND predicted_cells >= getvariable('gaps_min_share') * footprint_cells
-       FROM sub_coverage);
+WHERE (SELECT gaps_stored FROM sub_coverage);
 
 DROP TABLE sub_gaps;
