@@ -11,12 +11,13 @@
 -- What each run of it keeps, so that its size is bounded by the board, not the uploads
 -- (docs/service.md, "The public snapshot"):
 -- * the current run of each footprint: every member's headline rows (global and
---   per-horizon metrics, PIT, coverage, its tests against the leaders); the finer levels
---   (per item, statement, item x horizon: about 1,700 rows a submission) only for the
---   in-house submissions and the top getvariable('public_detail_top') of each track's
---   ranking (R2, MAE, CRPS); every other submission's detail stays in the warehouse
---   (GET /api/v1/leaderboards/{footprint}?by=item);
--- * the older runs of the history: global metrics, PIT, coverage and the pooled tests.
+--   per-horizon metrics, PIT, coverage, its pooled tests against the leaders); the finer
+--   levels (per item, statement, item x horizon: about 1,700 rows a submission; the
+--   per-horizon tests) only for the in-house submissions and the top
+--   getvariable('public_detail_top') of each track's ranking (R2, MAE, CRPS); every other
+--   submission's detail stays in the warehouse (GET /api/v1/leaderboards/{footprint}
+--   ?by=item or ?by=horizon);
+-- * the older runs of the history: global metrics, coverage and the pooled tests.
 CREATE OR REPLACE TEMP TABLE public_runs AS
 SELECT score_run_id, k = 1 AS is_current
 FROM (SELECT score_run_id,
@@ -139,6 +140,12 @@ ORDER BY score_run_id, submission_id;
 -- loss and horizon, 0 pooled: the submission with the lowest mean loss, MSE or MAE; the
 -- leaderboard's dm_vs_leader): a run holds every pair, k^2 / 2 for k submissions, which
 -- stay in the warehouse, so the snapshot grows with the board, not its square.
+-- Which of those, like the metrics: the pooled tests of every member of every run of the
+-- history; the per-horizon tests (20 horizons x 2 losses a member, most of the file's
+-- test rows) of the current run's detail members only (public_detail: the in-house
+-- submissions and the top of each track), whose per-horizon detail the snapshot shows.
+-- Every other member's per-horizon tests are served from the warehouse
+-- (GET /api/v1/leaderboards/{footprint}?by=horizon).
 CREATE OR REPLACE TEMP TABLE public_dm_leaders AS
 SELECT m.score_run_id, l.loss, coalesce(m.horizon, 0) AS horizon,
        arg_min(m.submission_id, CASE l.loss WHEN 'squared' THEN m.mse ELSE m.mae END) AS leader
@@ -149,32 +156,55 @@ WHERE m.level IN ('global', 'horizon')
   AND CASE l.loss WHEN 'squared' THEN m.mse ELSE m.mae END IS NOT NULL
 GROUP BY ALL;
 
+-- The rows of the view eval.dm_tests for the published runs only: each run's sources
+-- first (eval.run_dm_sources), so that the other runs' chains are never expanded.
 CREATE TABLE pub.dm_tests AS
+WITH tests AS (
+    SELECT s.score_run_id, d.submission_a, d.submission_b, d.loss, d.horizon, d.n_quarters,
+           d.bandwidth, d.mean_diff, d.dm_stat, d.p_value,
+           CASE WHEN l.leader = d.submission_a THEN d.submission_b
+                ELSE d.submission_a END AS other
+    FROM eval.run_dm_sources s
+    JOIN public_runs r USING (score_run_id)
+    JOIN eval.dm_test_rows d ON d.score_run_id = s.from_run
+    JOIN public_dm_leaders l
+      ON l.score_run_id = s.score_run_id AND l.loss = d.loss AND l.horizon = d.horizon
+     AND l.leader IN (d.submission_a, d.submission_b)
+    WHERE d.horizon = 0 OR r.is_current
+), kept AS (
+    SELECT t.* FROM tests t
+    LEFT JOIN public_detail p ON p.score_run_id = t.score_run_id AND p.submission_id = t.other
+    WHERE t.horizon = 0 OR p.submission_id IS NOT NULL
+)
 SELECT d.score_run_id, d.submission_a, d.submission_b, d.loss, d.horizon, d.n_quarters,
        d.bandwidth,
        CASE WHEN a.up OR b.up THEN NULL ELSE d.mean_diff END AS mean_diff,
        CASE WHEN a.up OR b.up THEN round(d.dm_stat, 1) ELSE d.dm_stat END AS dm_stat,
        CASE WHEN a.up OR b.up THEN round(d.p_value, 2) ELSE d.p_value END AS p_value
-FROM eval.dm_tests d
+FROM kept d
+SEMI JOIN eval.run_results ra
+  ON ra.score_run_id = d.score_run_id AND ra.submission_id = d.submission_a
+SEMI JOIN eval.run_results rb
+  ON rb.score_run_id = d.score_run_id AND rb.submission_id = d.submission_b
 JOIN (SELECT submission_id, source = 'upload' AS up FROM eval.submissions) a
   ON a.submission_id = d.submission_a
 JOIN (SELECT submission_id, source = 'upload' AS up FROM eval.submissions) b
   ON b.submission_id = d.submission_b
-JOIN public_dm_leaders l
-  ON l.score_run_id = d.score_run_id AND l.loss = d.loss AND l.horizon = d.horizon
- AND l.leader IN (d.submission_a, d.submission_b)
-JOIN public_runs r ON r.score_run_id = d.score_run_id
-WHERE r.is_current OR d.horizon = 0
 ORDER BY d.score_run_id, d.submission_a, d.submission_b, d.loss, d.horizon;
 
 -- PIT histograms: an upload's bin counts are withheld and its shares coarsened (8 / n).
 -- Like the metrics, a (from_run, submission)'s public bins depend on its own rows only, so
 -- they are computed once into the publisher's cache and copied for every run that
--- references them.
+-- references them. The current run of each footprint only: an older run's histograms are
+-- mostly the same rows again (a run references its members' earlier results), about two
+-- thirds of the file's PIT rows for nothing new. Every run's histograms stay in the
+-- warehouse (`proforma export`; the pages and GET /api/v1/submissions/{id} show the
+-- latest run's).
 CREATE OR REPLACE TEMP TABLE public_pit_refs AS
 SELECT DISTINCT r.from_run, r.submission_id
 FROM eval.run_results r
-JOIN public_runs p USING (score_run_id);
+JOIN public_runs p USING (score_run_id)
+WHERE p.is_current;
 
 CREATE TABLE IF NOT EXISTS pubcache.pit (
     from_run INTEGER, submission_id INTEGER, bin TINYINT, n BIGINT, share DOUBLE
@@ -207,8 +237,9 @@ WHERE NOT EXISTS (SELECT 1 FROM public_pit_refs r
 CREATE TABLE pub.pit AS
 SELECT r.score_run_id, c.submission_id, c.bin, c.n, c.share
 FROM eval.run_results r
-JOIN public_runs USING (score_run_id)
+JOIN public_runs p USING (score_run_id)
 JOIN pubcache.pit c ON c.from_run = r.from_run AND c.submission_id = r.submission_id
+WHERE p.is_current
 ORDER BY r.score_run_id, c.submission_id, c.bin;
 
 -- The quarter losses (per submission, horizon and origin quarter: the finest grain, from

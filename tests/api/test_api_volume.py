@@ -166,10 +166,39 @@ def test_the_snapshot_keeps_detail_for_the_top_of_the_board_only(
         for sid in house | uploads:
             assert (run, sid, "global", None, None, None) in got
             assert any(k[:3] == (run, sid, "horizon") for k in got)
+        # the tests against the leaders: pooled for every member, per horizon for the
+        # detail members only, each with the wide publication's numbers
+        dm_key = "score_run_id, submission_a, submission_b, loss, horizon"
+        got_dm, want_dm = (_snapshot_rows(p, "dm_tests", dm_key) for p in (narrow, wide))
+        for key, values in got_dm.items():
+            assert values == want_dm[key], key
+        pooled = {k for k in want_dm if k[4] == 0}
+        assert pooled and pooled <= set(got_dm)
+        dm_missing = {k for k in want_dm if k not in got_dm}
+        current = {
+            int(r)
+            for (r,) in wh.fetchall(
+                "SELECT max(score_run_id) FROM eval.score_runs GROUP BY footprint_name"
+            )
+        }
+        assert dm_missing and all(k[0] in current and k[4] > 0 for k in dm_missing)
+        assert all({k[1], k[2]} - detailed for k in dm_missing)
+        kept_horizon = {k for k in got_dm if k[0] == run and k[4] > 0}
+        assert kept_horizon and all({k[1], k[2]} & detailed for k in kept_horizon)
+        # PIT histograms of the current runs only (older runs' stay in the warehouse)
+        pit_key = "score_run_id, submission_id, bin"
+        got_pit, want_pit = (_snapshot_rows(p, "pit", pit_key) for p in (narrow, wide))
+        assert got_pit and {k[0] for k in got_pit} <= current
+        assert got_pit == {k: v for k, v in want_pit.items() if k[0] in current}
         # and the detail left out is read from the warehouse through the API
         left_out = next(iter(uploads - {top_upload} - detailed))
         body = client.get("/api/v1/leaderboards/full", params={"by": "item"}).json()
         assert any(r["submission_id"] == left_out for r in body["rows"])
+        body = client.get("/api/v1/leaderboards/full", params={"by": "horizon"}).json()
+        assert any(
+            r["submission_id"] == left_out and r.get("dm_vs_leader") is not None
+            for r in body["rows"]
+        )
 
 
 def test_a_publication_from_the_cache_equals_one_computed_afresh(
