@@ -422,11 +422,12 @@ def dm_groups(
     for (loss, h), group_hubs in hubs.items():
         group_members = scored[(loss, h)]
         reused = [s for s in group_members if s not in new]
+        reused_set = set(reused)
         want: set[Pair] = set()
         for x in group_hubs:
             others = [s for s in (new if x not in new else group_members) if s != x]
             want.update((min(x, y), max(x, y)) for y in others if y in group_members)
-            partners = sum(1 for s in reused if s != x)
+            partners = len(reused) - (x in reused_set)
             if x in new or counted.get((x, loss, h), 0) >= partners:
                 continue
             have = {
