@@ -140,7 +140,8 @@ def forget_cell_scores(wh: Warehouse, submission_ids: list[int]) -> None:
         "sample_gaps",
     ):
         wh.execute(
-            f"DELETE FROM eval.{table} WHERE list_contains(?, submission_id)", [submission_ids]
+            f"DELETE FROM eval.{table} WHERE submission_id IN (SELECT unnest(?::INTEGER[]))",
+            [submission_ids],
         )
 
 
@@ -313,7 +314,7 @@ def ensure_cell_scores(
         r[0]
         for r in wh.fetchall(
             "SELECT submission_id FROM eval.cell_score_sets WHERE build_id IS NOT DISTINCT FROM ? "
-            "AND eval_sql_version = ? AND rules = ? AND list_contains(?, submission_id)",
+            "AND eval_sql_version = ? AND rules = ? AND submission_id IN (SELECT unnest(?::INTEGER[]))",
             [ctx.build_id, ctx.eval_sql_version, ctx.rules, submission_ids],
         )
     }
@@ -367,7 +368,7 @@ def failed_submissions(wh: Warehouse, ctx: Context, submission_ids: list[int]) -
         for sid, error in wh.fetchall(
             "SELECT submission_id, arg_max(error, failed_at) FROM eval.submission_failures "
             "WHERE build_id IS NOT DISTINCT FROM ? AND eval_sql_version = ? AND rules = ? "
-            "AND list_contains(?, submission_id) GROUP BY submission_id",
+            "AND submission_id IN (SELECT unnest(?::INTEGER[])) GROUP BY submission_id",
             [ctx.build_id, ctx.eval_sql_version, ctx.rules, submission_ids],
         )
     }

@@ -42,7 +42,7 @@ def ensure_coherence(wh: Warehouse, submission_ids: list[int]) -> None:
         r[0]
         for r in wh.fetchall(
             "SELECT DISTINCT submission_id FROM eval.coherence "
-            "WHERE list_contains(?, submission_id) AND eval_sql_version = ?",
+            "WHERE submission_id IN (SELECT unnest(?::INTEGER[])) AND eval_sql_version = ?",
             [list(submission_ids), version],
         )
     }

@@ -280,7 +280,7 @@ def _write_run(
     checksums = dict(
         wh.fetchall(
             "SELECT CAST(submission_id AS VARCHAR), checksum FROM eval.submissions "
-            "WHERE list_contains(?, submission_id)",
+            "WHERE submission_id IN (SELECT unnest(?::INTEGER[]))",
             [ids],
         )
     )
@@ -358,7 +358,8 @@ def dm_groups(
     inhouse = {
         int(s)
         for (s,) in wh.fetchall(
-            "SELECT submission_id FROM eval.submissions WHERE list_contains(?, submission_id) "
+            "SELECT submission_id FROM eval.submissions "
+            "WHERE submission_id IN (SELECT unnest(?::INTEGER[])) "
             "AND source <> 'upload'",
             [members],
         )
@@ -463,7 +464,8 @@ def _reusable(
         "CREATE OR REPLACE TEMP TABLE reuse AS "
         "SELECT s.submission_id, max(r.score_run_id) AS from_run "
         "FROM (SELECT unnest(?::INTEGER[]) AS submission_id) s "
-        "JOIN same_sample_runs r ON list_contains(r.submission_ids, s.submission_id) "
+        "JOIN (SELECT score_run_id, unnest(submission_ids) AS submission_id "
+        "FROM same_sample_runs) r USING (submission_id) "
         "GROUP BY s.submission_id",
         [ids],
     )

@@ -70,7 +70,7 @@ def ensure_coverage(
     sql = (
         "SELECT submission_id, footprint_cells, predicted_cells, gaps_stored "
         "FROM eval.footprint_coverage WHERE footprint_id = ? AND build_id IS NOT DISTINCT FROM ? "
-        "AND eval_sql_version = ? AND rules = ? AND list_contains(?, submission_id)"
+        "AND eval_sql_version = ? AND rules = ? AND submission_id IN (SELECT unnest(?::INTEGER[]))"
     )
     args = [footprint_id, ctx.build_id, ctx.eval_sql_version, ctx.rules, submission_ids]
     have = {r[0]: Coverage(int(r[1]), int(r[2]), bool(r[3])) for r in wh.fetchall(sql, args)}
@@ -222,8 +222,8 @@ def prepare_run_subs(
     wh.execute(
         "CREATE OR REPLACE TEMP TABLE run_subs AS "
         "SELECT submission_id, family, family = 'quantile' AS is_quantile, "
-        "list_contains(getvariable('gaps_stored_ids'), submission_id) AS gaps_stored "
-        "FROM eval.submissions WHERE list_contains(getvariable('submission_ids'), submission_id)"
+        "submission_id IN (SELECT unnest(getvariable('gaps_stored_ids'))) AS gaps_stored "
+        "FROM eval.submissions WHERE submission_id IN (SELECT unnest(getvariable('submission_ids')))"
     )
 
 

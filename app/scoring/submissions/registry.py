@@ -37,7 +37,7 @@ def stale_submissions(wh: Warehouse, ids: list[int] | None = None) -> dict[int, 
         return {}
     rows = wh.fetchall(
         f"SELECT * FROM ({_PANEL_OF_SUBMISSIONS}) WHERE NOT same_panel"
-        + (" AND list_contains(?, submission_id)" if ids is not None else ""),
+        + (" AND submission_id IN (SELECT unnest(?::INTEGER[]))" if ids is not None else ""),
         [ids] if ids is not None else None,
     )
     return {
