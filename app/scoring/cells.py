@@ -27,7 +27,7 @@ from proforma.app.scoring import positional
 from proforma.app.scoring.provenance import current_build, eval_sql_version
 from proforma.app.scoring.submissions.store import CELL_VIEW, StoreError, stored_file
 from proforma.app.store.rules import build_rules
-from proforma.app.store.warehouse import Warehouse, out_of_resources
+from proforma.app.store.warehouse import IN_IDS, Warehouse, out_of_resources
 from proforma.contracts.errors import UserError
 from proforma.contracts.panel import RuleSet
 from proforma.contracts.provenance import utcnow
@@ -140,7 +140,7 @@ def forget_cell_scores(wh: Warehouse, submission_ids: list[int]) -> None:
         "sample_gaps",
     ):
         wh.execute(
-            f"DELETE FROM eval.{table} WHERE submission_id IN (SELECT unnest(?::INTEGER[]))",
+            f"DELETE FROM eval.{table} WHERE submission_id {IN_IDS}",
             [submission_ids],
         )
 
@@ -314,7 +314,7 @@ def ensure_cell_scores(
         r[0]
         for r in wh.fetchall(
             "SELECT submission_id FROM eval.cell_score_sets WHERE build_id IS NOT DISTINCT FROM ? "
-            "AND eval_sql_version = ? AND rules = ? AND submission_id IN (SELECT unnest(?::INTEGER[]))",
+            f"AND eval_sql_version = ? AND rules = ? AND submission_id {IN_IDS}",
             [ctx.build_id, ctx.eval_sql_version, ctx.rules, submission_ids],
         )
     }
@@ -368,7 +368,7 @@ def failed_submissions(wh: Warehouse, ctx: Context, submission_ids: list[int]) -
         for sid, error in wh.fetchall(
             "SELECT submission_id, arg_max(error, failed_at) FROM eval.submission_failures "
             "WHERE build_id IS NOT DISTINCT FROM ? AND eval_sql_version = ? AND rules = ? "
-            "AND submission_id IN (SELECT unnest(?::INTEGER[])) GROUP BY submission_id",
+            f"AND submission_id {IN_IDS} GROUP BY submission_id",
             [ctx.build_id, ctx.eval_sql_version, ctx.rules, submission_ids],
         )
     }

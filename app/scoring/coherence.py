@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from proforma.app.scoring.provenance import eval_sql_version
 from proforma.app.scoring.submissions.store import FILE_VIEW, forecast_relation
-from proforma.app.store.warehouse import Warehouse
+from proforma.app.store.warehouse import IN_IDS, Warehouse
 
 _NEEDS = ("panel.origins", "panel.origin_params", "panel.item_k")
 
@@ -42,7 +42,7 @@ def ensure_coherence(wh: Warehouse, submission_ids: list[int]) -> None:
         r[0]
         for r in wh.fetchall(
             "SELECT DISTINCT submission_id FROM eval.coherence "
-            "WHERE submission_id IN (SELECT unnest(?::INTEGER[])) AND eval_sql_version = ?",
+            f"WHERE submission_id {IN_IDS} AND eval_sql_version = ?",
             [list(submission_ids), version],
         )
     }

@@ -41,7 +41,7 @@ from proforma.app.scoring.sample import (
 from proforma.app.scoring.significance import Group, Pair, run_dm_tests
 from proforma.app.scoring.submissions.registry import resolve_submissions
 from proforma.app.scoring.submissions.store import stored_file
-from proforma.app.store.warehouse import Warehouse
+from proforma.app.store.warehouse import IN_IDS, Warehouse
 from proforma.contracts.errors import NothingToScore, UserError
 from proforma.contracts.provenance import utcnow
 
@@ -280,7 +280,7 @@ def _write_run(
     checksums = dict(
         wh.fetchall(
             "SELECT CAST(submission_id AS VARCHAR), checksum FROM eval.submissions "
-            "WHERE submission_id IN (SELECT unnest(?::INTEGER[]))",
+            f"WHERE submission_id {IN_IDS}",
             [ids],
         )
     )
@@ -359,7 +359,7 @@ def dm_groups(
         int(s)
         for (s,) in wh.fetchall(
             "SELECT submission_id FROM eval.submissions "
-            "WHERE submission_id IN (SELECT unnest(?::INTEGER[])) "
+            f"WHERE submission_id {IN_IDS} "
             "AND source <> 'upload'",
             [members],
         )

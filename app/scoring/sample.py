@@ -25,7 +25,7 @@ from proforma.app.scoring.footprints.store import (
 )
 from proforma.app.scoring.grid import relation_fingerprint
 from proforma.app.scoring.submissions.store import stored_file
-from proforma.app.store.warehouse import Warehouse
+from proforma.app.store.warehouse import IN_IDS, Warehouse
 
 #: A submission's gaps are stored when it predicts at least this share of a footprint;
 #: a run intersects the cells of the others directly (e.g. a 25-item model on Full).
@@ -70,7 +70,7 @@ def ensure_coverage(
     sql = (
         "SELECT submission_id, footprint_cells, predicted_cells, gaps_stored "
         "FROM eval.footprint_coverage WHERE footprint_id = ? AND build_id IS NOT DISTINCT FROM ? "
-        "AND eval_sql_version = ? AND rules = ? AND submission_id IN (SELECT unnest(?::INTEGER[]))"
+        f"AND eval_sql_version = ? AND rules = ? AND submission_id {IN_IDS}"
     )
     args = [footprint_id, ctx.build_id, ctx.eval_sql_version, ctx.rules, submission_ids]
     have = {r[0]: Coverage(int(r[1]), int(r[2]), bool(r[3])) for r in wh.fetchall(sql, args)}

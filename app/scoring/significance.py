@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from proforma.app.store.warehouse import Warehouse
+from proforma.app.store.warehouse import IN_IDS, Warehouse
 
 POOLED_HORIZON = 20  # pooled tests use h = 20, i.e. bandwidth 19
 
@@ -146,7 +146,7 @@ def dm_test_rows(
         # the run's references of these submissions first, then their stored rows (the
         # view eval.quarter_losses gives the same rows)
         "WITH refs AS (SELECT submission_id, from_run FROM eval.run_results "
-        "WHERE score_run_id = ? AND submission_id IN (SELECT unnest(?::INTEGER[]))) "
+        f"WHERE score_run_id = ? AND submission_id {IN_IDS}) "
         "SELECT q.submission_id, q.horizon, q.origin_q, q.n, q.sum_sq, q.sum_abs "
         "FROM eval.quarter_loss_rows q "
         "JOIN refs r ON q.score_run_id = r.from_run AND q.submission_id = r.submission_id",

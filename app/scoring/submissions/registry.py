@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from proforma.app.scoring.cells import forget_cell_scores
-from proforma.app.store.warehouse import Warehouse
+from proforma.app.store.warehouse import IN_IDS, Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.provenance import utcnow
 
@@ -37,7 +37,7 @@ def stale_submissions(wh: Warehouse, ids: list[int] | None = None) -> dict[int, 
         return {}
     rows = wh.fetchall(
         f"SELECT * FROM ({_PANEL_OF_SUBMISSIONS}) WHERE NOT same_panel"
-        + (" AND submission_id IN (SELECT unnest(?::INTEGER[]))" if ids is not None else ""),
+        + (f" AND submission_id {IN_IDS}" if ids is not None else ""),
         [ids] if ids is not None else None,
     )
     return {
