@@ -412,13 +412,14 @@ def baselines_reference(
 ) -> None:
     """Make the seasonal random walk and fade / AR(1) forecasts (SQL) for the current build."""
     from proforma.app.scoring import run_reference_baselines
+    from proforma.app.store.warehouse import IN_IDS
 
     with writer() as wh:
         with status_console.status("reference baselines ..."):
             ids = run_reference_baselines(wh, force=force)
         rows = wh.fetchall(
             "SELECT submission_id, name, rows FROM eval.submissions "
-            "WHERE list_contains(?, submission_id) ORDER BY 1",
+            f"WHERE submission_id {IN_IDS} ORDER BY 1",
             [ids],
         )
     for sid, name, n in rows:

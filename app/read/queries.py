@@ -11,7 +11,7 @@ import pyarrow as pa
 from proforma.app.read import disclosure
 from proforma.app.scoring.leaderboard import HAS_DENSITY
 from proforma.app.store.sqlfiles import query_text
-from proforma.app.store.warehouse import Warehouse
+from proforma.app.store.warehouse import IN_IDS, Warehouse
 from proforma.contracts.metrics import METRICS, coverage_names
 from proforma.contracts.tracks import TRACKS
 
@@ -367,7 +367,7 @@ def submission_names(wh: Warehouse, submission_ids: list[int]) -> list[str]:
     return [
         n
         for (n,) in wh.fetchall(
-            "SELECT name FROM eval.submissions WHERE list_contains(?, submission_id) ORDER BY name",
+            f"SELECT name FROM eval.submissions WHERE submission_id {IN_IDS} ORDER BY name",
             [submission_ids],
         )
     ]

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from proforma.app.scoring.leaderboard import dm_stars
-from proforma.app.store.warehouse import Warehouse
+from proforma.app.store.warehouse import IN_IDS, Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.metrics import METRICS
 
@@ -138,7 +138,7 @@ def point_masses(wh: Warehouse, subs: dict[int, Submission]) -> dict[int, Submis
         sid: (int(at_floor), int(n))
         for sid, at_floor, n in wh.fetchall(
             "SELECT submission_id, count(*) FILTER (WHERE sigma <= ?), count(*) "
-            "FROM eval.forecasts WHERE list_contains(?, submission_id) GROUP BY 1",
+            f"FROM eval.forecasts WHERE submission_id {IN_IDS} GROUP BY 1",
             [ORACLE_SIGMA_FLOOR * (1 + 1e-9), oracle],
         )
     }

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from proforma.app.scoring.significance import Group, Pair, dm_test_rows
-from proforma.app.store.warehouse import Warehouse
+from proforma.app.store.warehouse import IN_IDS, Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.tracks import TRACK_NAMES, TRACKS
 
@@ -254,7 +254,7 @@ def reference_submission(wh: Warehouse, score_run_id: int, against: int | str) -
     ) or ([],)
     scored = wh.fetchall(
         "SELECT submission_id, name FROM eval.submissions "
-        "WHERE list_contains(?, submission_id) ORDER BY submission_id",
+        f"WHERE submission_id {IN_IDS} ORDER BY submission_id",
         [list(ids)],
     )
     text = str(against).strip()
