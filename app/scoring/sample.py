@@ -148,8 +148,9 @@ class _ByPosition:
             )
         # Gaps are kept when the upload predicts at least GAPS_MIN_SHARE of the footprint,
         # as 055 keeps those of forecasts in tables (a run's common sample is then the
-        # footprint minus them); a run intersects a smaller upload's cells instead (_stored_cells), so an
-        # upload of a few firms does not store the ~10M gaps of a demo-scale footprint.
+        # footprint minus them); a run intersects a smaller upload's cells instead
+        # (_stored_cells), so an upload of a few firms does not store the ~10M gaps of a
+        # demo-scale footprint.
         keep_gaps = n_fp > 0 and predicted >= GAPS_MIN_SHARE * n_fp
         gap_cells = None
         if keep_gaps and predicted < n_fp:

@@ -152,7 +152,8 @@ SELECT m.score_run_id, l.loss, coalesce(m.horizon, 0) AS horizon,
 FROM eval.metrics m
 JOIN public_runs r USING (score_run_id)
 CROSS JOIN (VALUES ('squared'), ('absolute')) l(loss)
-WHERE m.level IN ('global', 'horizon')
+-- (per-horizon leaders of the current runs only: an older run publishes pooled tests)
+WHERE (m.level = 'global' OR (r.is_current AND m.level = 'horizon'))
   AND CASE l.loss WHEN 'squared' THEN m.mse ELSE m.mae END IS NOT NULL
 GROUP BY ALL;
 
