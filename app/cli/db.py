@@ -79,13 +79,14 @@ def _served_status(server: RunningServer) -> None:
     published = (health.get("snapshot") or {}).get("published_at")
     try:
         with duckdb.connect(str(snapshot), read_only=True) as con:
+            # views too: metrics and pit are views over the rows stored once (schema store)
             names = con.execute(
-                "SELECT table_schema, table_name FROM information_schema.tables "
-                "WHERE table_type = 'BASE TABLE' ORDER BY 1, 2"
+                "SELECT table_schema, table_name, table_type = 'VIEW' "
+                "FROM information_schema.tables ORDER BY 1, 2"
             ).fetchall()
-            for schema, name in names:
+            for schema, name, view in names:
                 (n,) = con.execute(f'SELECT count(*) FROM "{schema}"."{name}"').fetchone() or (0,)
-                counts.add_row(f"{schema}.{name}", f"{n:,}")
+                counts.add_row(f"{schema}.{name}" + (" (view)" if view else ""), f"{n:,}")
         console.print(counts)
     except duckdb.Error as exc:
         status_console.print(f"[yellow]public snapshot {snapshot} not readable: {exc}[/]")

@@ -3,10 +3,11 @@
 The snapshot holds only what sql/public/*.sql selects: reference items, build and score
 provenance, submissions' public records, footprint membership (keys, no values) and
 aggregate scores over at least `public_min_cells` cells. It is written by the warehouse's
-own process (the one writer) into a fresh file through ATTACH, checked, renamed to a
-versioned file and then `public.duckdb` is atomically re-pointed at it (a symlink
-replaced with os.replace): readers see the old or the new snapshot, never a half-written
-one.
+own process (the one writer) into a fresh file through ATTACH (a copy of the publisher's
+store of rows kept once per scored submission, extended at each publication: sql/public
+/005), checked, renamed to a versioned file and then `public.duckdb` is atomically
+re-pointed at it (a symlink replaced with os.replace): readers see the old or the new
+snapshot, never a half-written one.
 
 Lifecycle (docs/service.md, "The public snapshot"): a version's name is the configured
 name plus one fixed-width stamp (`public-v<20 digits>.duckdb`), so names stay short and
@@ -34,6 +35,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import threading
 import time
 from collections import Counter
@@ -223,33 +225,35 @@ def _remove_leftovers(link: Path) -> None:
 
 
 def check_public(wh: Warehouse, catalog: str = "pub") -> dict[str, int]:
-    """Row counts of the catalog's tables; raises if a column looks like firm-level values."""
+    """Row counts of the catalog's public tables and views (schema main: what the SQL
+    console sees); raises if a column of any schema looks like firm-level values."""
     cols = wh.fetchall(
-        "SELECT table_name, column_name FROM information_schema.columns "
-        "WHERE table_catalog = ? ORDER BY table_name, ordinal_position",
+        "SELECT table_schema, table_name, column_name FROM information_schema.columns "
+        "WHERE table_catalog = ? ORDER BY table_schema, table_name, ordinal_position",
         [catalog],
     )
-    bad = [f"{t}.{c}" for t, c in cols if c.lower() in FORBIDDEN_COLUMNS]
+    bad = [f"{t}.{c}" for _, t, c in cols if c.lower() in FORBIDDEN_COLUMNS]
     if bad:
         raise UnsafePublication(
             f"Refusing to publish: column(s) {', '.join(bad)} may hold firm-level values."
         )
-    tables = sorted({t for t, _ in cols})
-    return {t: int(wh.scalar(f'SELECT count(*) FROM {catalog}."{t}"')) for t in tables}
+    tables = sorted({t for schema, t, _ in cols if schema == "main"})
+    return {t: int(wh.scalar(f'SELECT count(*) FROM {catalog}.main."{t}"')) for t in tables}
 
 
 def _sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def cache_path(wh: Warehouse, link: Path, steps: Sequence[SqlFile]) -> Path:
-    """The publisher's cache of public rows (catalog `pubcache` of sql/public: rows that
+def cache_path(wh: Warehouse, link: Path, steps: Sequence[SqlFile], settings: Settings) -> Path:
+    """The publisher's store of public rows (catalog `pubcache` of sql/public: rows that
     depend on their source row only, computed once), a private file beside the snapshot
-    named after what its rows depend on: the public steps' text, the disclosure code and
-    the warehouse's disclosure key. Another name means a fresh, empty cache; files of
-    other names are removed."""
+    named after what its rows depend on: the public steps' text, the disclosure code, the
+    warehouse's disclosure key and the minimum cells of a published aggregate. Another
+    name means a fresh, empty store; files of other names are removed."""
     h = hashlib.sha256(disclosure_secret(wh))
     h.update(Path(disclosure_module.__file__).read_bytes())
+    h.update(f"public_min_cells={int(settings.public_min_cells)}".encode())
     for step in steps:
         h.update(step.text.encode())
     path = link.with_name(f".{link.stem}.cache-{h.hexdigest()[:16]}.duckdb")
@@ -260,46 +264,67 @@ def cache_path(wh: Warehouse, link: Path, steps: Sequence[SqlFile]) -> Path:
     return path
 
 
+def _prepare(wh: Warehouse) -> None:
+    """The views and functions the public steps read besides the warehouse's tables."""
+    if wh.table_exists("panel.firms"):
+        wh.execute(
+            "CREATE OR REPLACE TEMP VIEW firm_keys AS SELECT firm_id, gvkey FROM panel.firms"
+        )
+    else:
+        wh.execute(
+            "CREATE OR REPLACE TEMP VIEW firm_keys AS "
+            "SELECT NULL::INTEGER AS firm_id, NULL::VARCHAR AS gvkey WHERE false"
+        )
+    if wh.table_exists("eval.submissions"):
+        wh.execute(
+            "CREATE OR REPLACE TEMP VIEW submission_records AS "
+            + query_text("service/submission_records")
+        )
+    register_disclosure(wh)  # pf_coarsen, pf_two_digits: an upload's coarse numbers
+
+
 def _write_public(
     wh: Warehouse, tmp: Path, settings: Settings, steps: Sequence[SqlFile] | None
 ) -> dict[str, int]:
-    """The public tables written into the fresh file `tmp`; their row counts."""
+    """The public tables written into the fresh file `tmp`; their row counts.
+
+    The steps that keep the publisher's store (catalog `pubcache`: rows stored once per
+    scored submission, extended at each publication) run first, on that file; `tmp` then
+    starts as a copy of it, so the board's stored rows are not written again, and the
+    other steps write the rest beside them (catalog `pub`)."""
     steps = list(steps if steps is not None else steps_in("public"))
-    wh.execute(f"ATTACH {_sql_string(str(tmp))} AS pub")
-    if any("pubcache." in step.text for step in steps):
-        cache = cache_path(wh, link_path(settings.public_snapshot), steps)
-        wh.execute(f"ATTACH {_sql_string(str(cache))} AS pubcache")
+    stored = [step for step in steps if "pubcache." in step.text]
+    if steps[: len(stored)] != stored:
+        raise RuntimeError("the public steps that keep the store (pubcache.) must come first")
+    params = {
+        "public_min_cells": int(settings.public_min_cells),
+        "public_history_runs": int(settings.public_history_runs),
+        "public_detail_top": int(settings.public_detail_top),
+    }
     try:
-        if wh.table_exists("panel.firms"):
-            wh.execute(
-                "CREATE OR REPLACE TEMP VIEW firm_keys AS SELECT firm_id, gvkey FROM panel.firms"
-            )
-        else:
-            wh.execute(
-                "CREATE OR REPLACE TEMP VIEW firm_keys AS "
-                "SELECT NULL::INTEGER AS firm_id, NULL::VARCHAR AS gvkey WHERE false"
-            )
-        if wh.table_exists("eval.submissions"):
-            wh.execute(
-                "CREATE OR REPLACE TEMP VIEW submission_records AS "
-                + query_text("service/submission_records")
-            )
-        register_disclosure(wh)  # pf_coarsen, pf_two_digits: an upload's coarse numbers
-        for step in steps:
-            wh.run_step(
-                step,
-                {
-                    "public_min_cells": int(settings.public_min_cells),
-                    "public_history_runs": int(settings.public_history_runs),
-                    "public_detail_top": int(settings.public_detail_top),
-                },
-            )
-        return check_public(wh)
+        _prepare(wh)
+        if stored:
+            cache = cache_path(wh, link_path(settings.public_snapshot), steps, settings)
+            wh.execute(f"ATTACH {_sql_string(str(cache))} AS pubcache")
+            try:
+                for step in stored:
+                    wh.run_step(step, params)
+                wh.execute("CHECKPOINT pubcache")  # the copy below takes the file alone
+            finally:
+                wh.execute("DETACH DATABASE IF EXISTS pubcache")
+            shutil.copyfile(cache, tmp)
+        wh.execute(f"ATTACH {_sql_string(str(tmp))} AS pub")
+        try:
+            if stored:  # the store's bookkeeping (which row sets it holds) stays private
+                wh.execute("DROP TABLE IF EXISTS pub.store.metric_sets")
+            for step in steps[len(stored) :]:
+                wh.run_step(step, params)
+            return check_public(wh)
+        finally:
+            wh.execute("DETACH pub")
     finally:
         for temp in _PUBLIC_TEMP:
             wh.execute(f"DROP TABLE IF EXISTS {temp}")
-        wh.execute("DETACH pub")
-        wh.execute("DETACH DATABASE IF EXISTS pubcache")
 
 
 def publish(

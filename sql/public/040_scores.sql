@@ -18,28 +18,11 @@
 --   submission's detail stays in the warehouse (GET /api/v1/leaderboards/{footprint}
 --   ?by=item or ?by=horizon);
 -- * the older runs of the history: global metrics, coverage and the pooled tests.
-CREATE OR REPLACE TEMP TABLE public_runs AS
-SELECT score_run_id, k = 1 AS is_current
-FROM (SELECT score_run_id,
-             row_number() OVER (PARTITION BY footprint_name ORDER BY score_run_id DESC) AS k
-      FROM eval.score_runs)
-WHERE k <= getvariable('public_history_runs');
-
-CREATE OR REPLACE TEMP TABLE public_detail AS
-SELECT score_run_id, submission_id
-FROM (SELECT m.score_run_id, m.submission_id, s.source,
-             row_number() OVER (PARTITION BY m.score_run_id
-                                ORDER BY m.r2 DESC NULLS LAST, m.submission_id) AS by_r2,
-             row_number() OVER (PARTITION BY m.score_run_id
-                                ORDER BY m.mae NULLS LAST, m.submission_id) AS by_mae,
-             row_number() OVER (PARTITION BY m.score_run_id
-                                ORDER BY m.crps NULLS LAST, m.submission_id) AS by_crps
-      FROM eval.metrics m
-      JOIN public_runs r USING (score_run_id)
-      JOIN eval.submissions s USING (submission_id)
-      WHERE r.is_current AND m.level = 'global')
-WHERE source <> 'upload' OR least(by_r2, by_mae, by_crps) <= getvariable('public_detail_top');
-
+-- The metric rows and PIT bins are stored once per (from_run, submission) in the schema
+-- `store` the snapshot starts from (005: a copy of the publisher's file, extended at each
+-- publication); `metrics` and `pit` are views that show them for each run referencing
+-- them, so a publication writes the runs' membership (store.run_members: an integer row
+-- per run and member), not every member's rows again.
 CREATE TABLE pub.score_runs AS
 SELECT score_run_id, footprint_id, footprint_name, footprint_version, submission_ids,
        footprint_cells, n_cells, build_id,
@@ -49,84 +32,21 @@ FROM eval.score_runs
 WHERE score_run_id IN (SELECT score_run_id FROM public_runs)
 ORDER BY score_run_id;
 
--- An upload's truth-derived numbers are coarsened (app/api/disclosure.py: a dithered
--- quantum of 4 A / n, A the metric's single-cell sensitivity: 240 for MSE, 2 for MAE and
--- CRPS; 8 / n for coverage shares; NLL and z2 at the global level only, 2 significant
--- digits), so that differencing two uploads reads no truth value back; other
--- submissions' numbers are exact. pf_coarsen and pf_two_digits are the publisher's UDFs.
--- Each metric's column is written as its definition says (contracts/metrics.py:
--- disclosure and sensitivity; the slot metric_public).
--- Each row's public values depend on that row only, and a run references the rows of
--- the submissions it reuses (eval.run_results: from_run), so they are computed once per
--- (from_run, submission) into the publisher's cache (catalog pubcache, a private file
--- beside the snapshot, named after this file's text and the disclosure key: any change
--- starts a new one; app/read/snapshot.py) and each publication computes only the rows of
--- the submissions scored since the last one, then copies the rest: a publication no longer
--- costs a coarsening per row of the whole board.
--- The cache holds the rows the snapshot takes: every (from_run, submission)'s headline
--- rows (global, horizon) and the finer rows of those in public_detail only, so that it
--- stays the size of what is published.
-CREATE OR REPLACE TEMP TABLE public_metric_refs AS
-SELECT DISTINCT r.from_run, r.submission_id, x.part
+-- Which stored rows each published run shows: one row per run and member, the run that
+-- scored the member's rows (from_run), whether the run is its footprint's current one, and
+-- whether the member's per-item detail is published on it.
+CREATE TABLE pub.store.run_members AS
+SELECT r.score_run_id, r.submission_id, r.from_run, p.is_current,
+       d.submission_id IS NOT NULL AS detail
 FROM eval.run_results r
 JOIN public_runs p USING (score_run_id)
-LEFT JOIN public_detail d USING (score_run_id, submission_id)
-CROSS JOIN (VALUES ('headline'), ('detail')) x(part)
-WHERE x.part = 'headline' OR d.submission_id IS NOT NULL;
+LEFT JOIN public_detail d USING (score_run_id, submission_id);
 
-CREATE TABLE IF NOT EXISTS pubcache.metric_sets (
-    from_run BIGINT, submission_id BIGINT, part VARCHAR
-);
-
-CREATE OR REPLACE TEMP TABLE public_metric_todo AS
-SELECT from_run, submission_id, part FROM public_metric_refs
-EXCEPT SELECT from_run, submission_id, part FROM pubcache.metric_sets;
-
-CREATE OR REPLACE TEMP TABLE public_metric_new AS
-WITH m AS (
-    SELECT m.*, t.part, s.name AS model, s.source = 'upload' AS is_upload,
-           m.level = 'global' AS is_global, i.item,
-           coalesce(m.statement, i.statement) AS item_statement,
-           m.submission_id || '/' || m.level || '/' || coalesce(CAST(m.horizon AS VARCHAR), '')
-           || '/' || coalesce(i.item, '') || '/' || coalesce(m.statement, '') || '/' AS label
-    FROM eval.metric_rows m
-    JOIN public_metric_todo t
-      ON t.from_run = m.score_run_id AND t.submission_id = m.submission_id
-     AND t.part = CASE WHEN m.level IN ('global', 'horizon') THEN 'headline' ELSE 'detail' END
-    JOIN eval.submissions s ON s.submission_id = m.submission_id
-    LEFT JOIN ref.items i ON i.item_id = m.item_id
-)
-SELECT part, item_id, score_run_id, submission_id, model, level, horizon, item,
-       item_statement AS statement, n,
-       {{ metric_public }}
-FROM m;
-
-CREATE TABLE IF NOT EXISTS pubcache.metrics AS FROM public_metric_new LIMIT 0;
--- (idempotent: rows of a publication that died before recording its sets go first)
-DELETE FROM pubcache.metrics c USING public_metric_todo t
-WHERE c.score_run_id = t.from_run AND c.submission_id = t.submission_id AND c.part = t.part;
-INSERT INTO pubcache.metrics BY NAME FROM public_metric_new;
-INSERT INTO pubcache.metric_sets SELECT from_run, submission_id, part FROM public_metric_todo;
--- rows the snapshot no longer takes (a submission out of the top, a sample that changed)
--- leave the cache
-CREATE OR REPLACE TEMP TABLE public_metric_stale AS
-SELECT from_run, submission_id, part FROM pubcache.metric_sets
-EXCEPT SELECT from_run, submission_id, part FROM public_metric_refs;
-DELETE FROM pubcache.metrics c USING public_metric_stale t
-WHERE c.score_run_id = t.from_run AND c.submission_id = t.submission_id AND c.part = t.part;
-DELETE FROM pubcache.metric_sets c USING public_metric_stale t
-WHERE c.from_run = t.from_run AND c.submission_id = t.submission_id AND c.part = t.part;
-
-CREATE TABLE pub.metrics AS
-SELECT r.score_run_id, c.* EXCLUDE (part, score_run_id, item_id)
-FROM eval.run_results r
-JOIN public_runs p USING (score_run_id)
-JOIN pubcache.metrics c ON c.score_run_id = r.from_run AND c.submission_id = r.submission_id
-LEFT JOIN public_detail d ON d.score_run_id = r.score_run_id AND d.submission_id = r.submission_id
-WHERE c.n >= getvariable('public_min_cells')
-  AND (c.level = 'global' OR (p.is_current AND c.level = 'horizon')
-       OR d.submission_id IS NOT NULL)
-ORDER BY r.score_run_id, c.submission_id, c.level, c.horizon, c.item_id;
+CREATE VIEW pub.metrics AS
+SELECT m.score_run_id, c.* EXCLUDE (part, score_run_id, item_id)
+FROM store.run_members m
+JOIN store.metrics c ON c.score_run_id = m.from_run AND c.submission_id = m.submission_id
+WHERE c.level = 'global' OR (m.is_current AND c.level = 'horizon') OR m.detail;
 
 CREATE TABLE pub.coverage AS
 SELECT score_run_id, submission_id, footprint_cells, predicted_cells, coverage
@@ -193,55 +113,12 @@ JOIN (SELECT submission_id, source = 'upload' AS up FROM eval.submissions) b
   ON b.submission_id = d.submission_b
 ORDER BY d.score_run_id, d.submission_a, d.submission_b, d.loss, d.horizon;
 
--- PIT histograms: an upload's bin counts are withheld and its shares coarsened (8 / n).
--- Like the metrics, a (from_run, submission)'s public bins depend on its own rows only, so
--- they are computed once into the publisher's cache and copied for every run that
--- references them. The current run of each footprint only: an older run's histograms are
--- mostly the same rows again (a run references its members' earlier results), about two
--- thirds of the file's PIT rows for nothing new. Every run's histograms stay in the
--- warehouse (`proforma export`; the pages and GET /api/v1/submissions/{id} show the
--- latest run's).
-CREATE OR REPLACE TEMP TABLE public_pit_refs AS
-SELECT DISTINCT r.from_run, r.submission_id
-FROM eval.run_results r
-JOIN public_runs p USING (score_run_id)
-WHERE p.is_current;
-
-CREATE TABLE IF NOT EXISTS pubcache.pit (
-    from_run INTEGER, submission_id INTEGER, bin TINYINT, n BIGINT, share DOUBLE
-);
-
--- (a submission without PIT bins, a point forecast, is looked for again each time: no rows)
-CREATE OR REPLACE TEMP TABLE public_pit_todo AS
-SELECT from_run, submission_id FROM public_pit_refs
-EXCEPT SELECT DISTINCT from_run, submission_id FROM pubcache.pit;
-
--- (idempotent: the rows of a publication that died half-way go first)
-DELETE FROM pubcache.pit c USING public_pit_todo t
-WHERE c.from_run = t.from_run AND c.submission_id = t.submission_id;
-INSERT INTO pubcache.pit
-SELECT p.score_run_id, p.submission_id, p.bin,
-       CASE WHEN s.source = 'upload' THEN NULL ELSE p.n END,
-       CASE WHEN s.source = 'upload'
-            THEN pf_coarsen(p.share, 8.0 / nullif(sum(p.n) OVER w, 0),
-                            p.submission_id || '/pit/' || p.bin || '/share')
-            ELSE p.share END
-FROM eval.pit_rows p
-JOIN public_pit_todo t ON t.from_run = p.score_run_id AND t.submission_id = p.submission_id
-JOIN eval.submissions s ON s.submission_id = p.submission_id
-WINDOW w AS (PARTITION BY p.score_run_id, p.submission_id);
-
-DELETE FROM pubcache.pit c
-WHERE NOT EXISTS (SELECT 1 FROM public_pit_refs r
-                  WHERE r.from_run = c.from_run AND r.submission_id = c.submission_id);
-
-CREATE TABLE pub.pit AS
-SELECT r.score_run_id, c.submission_id, c.bin, c.n, c.share
-FROM eval.run_results r
-JOIN public_runs p USING (score_run_id)
-JOIN pubcache.pit c ON c.from_run = r.from_run AND c.submission_id = r.submission_id
-WHERE p.is_current
-ORDER BY r.score_run_id, c.submission_id, c.bin;
+-- PIT histograms of the current run of each footprint (stored once, 005).
+CREATE VIEW pub.pit AS
+SELECT m.score_run_id, c.submission_id, c.bin, c.n, c.share
+FROM store.run_members m
+JOIN store.pit c ON c.from_run = m.from_run AND c.submission_id = m.submission_id
+WHERE m.is_current;
 
 -- The quarter losses (per submission, horizon and origin quarter: the finest grain, from
 -- which two uploads differing in one cell per group read 893 truth values back) stay in

@@ -69,6 +69,7 @@ HOSTILE = [
     ("SELECT current_setting('memory_limit')", "current_setting() is not allowed"),
     ("SELECT getvariable('public_min_cells')", "getvariable() is not allowed"),
     ("SELECT * FROM information_schema.tables", "Qualified table names"),
+    ("SELECT * FROM store.metrics", "Qualified table names"),  # the views' stored rows
     ("SELECT * FROM main.leaderboard", "Qualified table names"),
     ("SELECT * FROM warehouse.eval.forecasts", "Qualified table names"),
     ("SELECT * FROM forecasts", "Unknown or non-public table 'forecasts'"),

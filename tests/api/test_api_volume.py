@@ -233,16 +233,37 @@ def test_a_publication_from_the_cache_equals_one_computed_afresh(
             detail = {
                 r[0]
                 for r in con.execute(
-                    "SELECT submission_id FROM metrics WHERE part = 'detail'"
+                    "SELECT submission_id FROM store.metrics WHERE part = 'detail'"
                 ).fetchall()
             }
-            pit_cached = {r[0] for r in con.execute("SELECT submission_id FROM pit").fetchall()}
+            pit_cached = {
+                r[0] for r in con.execute("SELECT submission_id FROM store.pit").fetchall()
+            }
         uploads = dict(
             wh.fetchall("SELECT name, submission_id FROM eval.submissions WHERE source = 'upload'")
         )
         assert uploads["u2"] in detail and uploads["u0"] not in detail
         assert set(uploads.values()) <= pit_cached  # each upload's public PIT, once
         warm = Path(os.path.realpath(publish(wh, settings).version))
+        # the snapshot starts as a copy of the store: its rows are there once each, all
+        # publishable, without the store's bookkeeping
+        with duckdb.connect(str(warm), read_only=True) as con:
+            stored = {
+                t
+                for (t,) in con.execute(
+                    "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'store'"
+                ).fetchall()
+            }
+            assert stored == {"metrics", "pit", "run_members"}
+            small = con.execute(
+                "SELECT count(*) FROM store.metrics WHERE n < ?", [settings.public_min_cells]
+            ).fetchall()
+            assert small == [(0,)]
+            twice = con.execute(
+                "SELECT count(*) FROM (SELECT score_run_id, submission_id, level, horizon, "
+                "item_id, statement FROM store.metrics GROUP BY ALL HAVING count(*) > 1)"
+            ).fetchall()
+            assert twice == [(0,)]
         for path in caches:
             path.unlink()
         cold = Path(os.path.realpath(publish(wh, settings).version))

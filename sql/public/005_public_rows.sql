@@ -1,0 +1,143 @@
+-- The public rows that depend on one (run, submission) only: each scored submission's
+-- public metric rows and PIT bins, kept once per (from_run, submission), the run that
+-- scored them, in the publisher's own file (catalog `pubcache`, schema `store`: a private
+-- file beside the snapshot, app/read/snapshot.py) and extended at each publication with
+-- the rows of the submissions scored since the last one. Each publication starts its
+-- snapshot as a copy of this file: the board's rows are written once, not at every upload,
+-- and the snapshot's views `metrics` and `pit` (040) join them to the runs that reference
+-- them. So everything kept here is public as it stands: an upload's numbers coarsened,
+-- aggregates over fewer than getvariable('public_min_cells') cells left out (the file's
+-- name follows that setting too), only the rows of the (from_run, submission)s that some
+-- published run references.
+-- The runs published (the history is bounded: the latest
+-- getvariable('public_history_runs') runs of each footprint) and, on each current run,
+-- the members whose per-item detail is published (the in-house submissions and the top
+-- getvariable('public_detail_top') of each track's ranking: R2, MAE, CRPS); 040 uses both.
+CREATE OR REPLACE TEMP TABLE public_runs AS
+SELECT score_run_id, k = 1 AS is_current
+FROM (SELECT score_run_id,
+             row_number() OVER (PARTITION BY footprint_name ORDER BY score_run_id DESC) AS k
+      FROM eval.score_runs)
+WHERE k <= getvariable('public_history_runs');
+
+CREATE OR REPLACE TEMP TABLE public_detail AS
+SELECT score_run_id, submission_id
+FROM (SELECT m.score_run_id, m.submission_id, s.source,
+             row_number() OVER (PARTITION BY m.score_run_id
+                                ORDER BY m.r2 DESC NULLS LAST, m.submission_id) AS by_r2,
+             row_number() OVER (PARTITION BY m.score_run_id
+                                ORDER BY m.mae NULLS LAST, m.submission_id) AS by_mae,
+             row_number() OVER (PARTITION BY m.score_run_id
+                                ORDER BY m.crps NULLS LAST, m.submission_id) AS by_crps
+      FROM eval.metrics m
+      JOIN public_runs r USING (score_run_id)
+      JOIN eval.submissions s USING (submission_id)
+      WHERE r.is_current AND m.level = 'global')
+WHERE source <> 'upload' OR least(by_r2, by_mae, by_crps) <= getvariable('public_detail_top');
+
+CREATE SCHEMA IF NOT EXISTS pubcache.store;
+
+-- An upload's truth-derived numbers are coarsened (app/api/disclosure.py: a dithered
+-- quantum of 4 A / n, A the metric's single-cell sensitivity: 240 for MSE, 2 for MAE and
+-- CRPS; 8 / n for coverage shares; NLL and z2 at the global level only, 2 significant
+-- digits), so that differencing two uploads reads no truth value back; other
+-- submissions' numbers are exact. pf_coarsen and pf_two_digits are the publisher's UDFs.
+-- Each metric's column is written as its definition says (contracts/metrics.py:
+-- disclosure and sensitivity; the slot metric_public).
+-- Each row's public values depend on that row only, and a run references the rows of
+-- the submissions it reuses (eval.run_results: from_run), so they are computed once per
+-- (from_run, submission) (the file is named after this file's text, the disclosure key
+-- and the minimum cells: any change starts a new one) and each publication computes only
+-- the rows of the submissions scored since the last one: a publication costs no
+-- coarsening per row of the whole board.
+-- Kept: every (from_run, submission)'s headline rows (global, horizon) and the finer rows
+-- of those in public_detail only, so that the store stays the size of what is published.
+CREATE OR REPLACE TEMP TABLE public_metric_refs AS
+SELECT DISTINCT r.from_run, r.submission_id, x.part
+FROM eval.run_results r
+JOIN public_runs p USING (score_run_id)
+LEFT JOIN public_detail d USING (score_run_id, submission_id)
+CROSS JOIN (VALUES ('headline'), ('detail')) x(part)
+WHERE x.part = 'headline' OR d.submission_id IS NOT NULL;
+
+CREATE TABLE IF NOT EXISTS pubcache.store.metric_sets (
+    from_run BIGINT, submission_id BIGINT, part VARCHAR
+);
+
+CREATE OR REPLACE TEMP TABLE public_metric_todo AS
+SELECT from_run, submission_id, part FROM public_metric_refs
+EXCEPT SELECT from_run, submission_id, part FROM pubcache.store.metric_sets;
+
+CREATE OR REPLACE TEMP TABLE public_metric_new AS
+WITH m AS (
+    SELECT m.*, t.part, s.name AS model, s.source = 'upload' AS is_upload,
+           m.level = 'global' AS is_global, i.item,
+           coalesce(m.statement, i.statement) AS item_statement,
+           m.submission_id || '/' || m.level || '/' || coalesce(CAST(m.horizon AS VARCHAR), '')
+           || '/' || coalesce(i.item, '') || '/' || coalesce(m.statement, '') || '/' AS label
+    FROM eval.metric_rows m
+    JOIN public_metric_todo t
+      ON t.from_run = m.score_run_id AND t.submission_id = m.submission_id
+     AND t.part = CASE WHEN m.level IN ('global', 'horizon') THEN 'headline' ELSE 'detail' END
+    JOIN eval.submissions s ON s.submission_id = m.submission_id
+    LEFT JOIN ref.items i ON i.item_id = m.item_id
+    WHERE m.n >= getvariable('public_min_cells')
+)
+SELECT part, item_id, score_run_id, submission_id, model, level, horizon, item,
+       item_statement AS statement, n,
+       {{ metric_public }}
+FROM m;
+
+CREATE TABLE IF NOT EXISTS pubcache.store.metrics AS FROM public_metric_new LIMIT 0;
+-- (idempotent: rows of a publication that died before recording its sets go first)
+DELETE FROM pubcache.store.metrics c USING public_metric_todo t
+WHERE c.score_run_id = t.from_run AND c.submission_id = t.submission_id AND c.part = t.part;
+INSERT INTO pubcache.store.metrics BY NAME FROM public_metric_new;
+INSERT INTO pubcache.store.metric_sets SELECT from_run, submission_id, part FROM public_metric_todo;
+-- rows the snapshot no longer takes (a submission out of the top, a sample that changed)
+-- leave the cache
+CREATE OR REPLACE TEMP TABLE public_metric_stale AS
+SELECT from_run, submission_id, part FROM pubcache.store.metric_sets
+EXCEPT SELECT from_run, submission_id, part FROM public_metric_refs;
+DELETE FROM pubcache.store.metrics c USING public_metric_stale t
+WHERE c.score_run_id = t.from_run AND c.submission_id = t.submission_id AND c.part = t.part;
+DELETE FROM pubcache.store.metric_sets c USING public_metric_stale t
+WHERE c.from_run = t.from_run AND c.submission_id = t.submission_id AND c.part = t.part;
+
+-- PIT histograms: an upload's bin counts are withheld and its shares coarsened (8 / n).
+-- Like the metrics, a (from_run, submission)'s public bins depend on its own rows only, so
+-- they are computed once and shown for every run that references them. The current run
+-- of each footprint only (040).
+CREATE OR REPLACE TEMP TABLE public_pit_refs AS
+SELECT DISTINCT r.from_run, r.submission_id
+FROM eval.run_results r
+JOIN public_runs p USING (score_run_id)
+WHERE p.is_current;
+
+CREATE TABLE IF NOT EXISTS pubcache.store.pit (
+    from_run INTEGER, submission_id INTEGER, bin TINYINT, n BIGINT, share DOUBLE
+);
+
+-- (a submission without PIT bins, a point forecast, is looked for again each time: no rows)
+CREATE OR REPLACE TEMP TABLE public_pit_todo AS
+SELECT from_run, submission_id FROM public_pit_refs
+EXCEPT SELECT DISTINCT from_run, submission_id FROM pubcache.store.pit;
+
+-- (idempotent: the rows of a publication that died half-way go first)
+DELETE FROM pubcache.store.pit c USING public_pit_todo t
+WHERE c.from_run = t.from_run AND c.submission_id = t.submission_id;
+INSERT INTO pubcache.store.pit
+SELECT p.score_run_id, p.submission_id, p.bin,
+       CASE WHEN s.source = 'upload' THEN NULL ELSE p.n END,
+       CASE WHEN s.source = 'upload'
+            THEN pf_coarsen(p.share, 8.0 / nullif(sum(p.n) OVER w, 0),
+                            p.submission_id || '/pit/' || p.bin || '/share')
+            ELSE p.share END
+FROM eval.pit_rows p
+JOIN public_pit_todo t ON t.from_run = p.score_run_id AND t.submission_id = p.submission_id
+JOIN eval.submissions s ON s.submission_id = p.submission_id
+WINDOW w AS (PARTITION BY p.score_run_id, p.submission_id);
+
+DELETE FROM pubcache.store.pit c
+WHERE NOT EXISTS (SELECT 1 FROM public_pit_refs r
+                  WHERE r.from_run = c.from_run AND r.submission_id = c.submission_id);
