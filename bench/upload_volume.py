@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/upload_volume.py [--firms 4] [--uploads 500]
         [--seed-board N] [--report 1,10,50,100,250,500] [--max-seconds 3000]
-        [--dir /tmp/proforma-volume]
+        [--dir /tmp/proforma-volume] [--resume | --against BOARD [--rounds 5]]
 
 Sets up a fresh warehouse (synthetic panel of --firms firms, the real build, the reference
 baselines scored), starts `proforma serve` on 127.0.0.1 (loopback only) and uploads
@@ -30,6 +30,18 @@ The ratio printed at the end is the median of phase 3's uploads over phase 1's.
 With --resume the folder --dir an earlier run left is used as it is (no setup, no
 seeding): --uploads more uploads go through the API of a fresh server, timed as above
 (phase 3 again, for instance with another version of the code on a copy of the folder).
+
+With --against BOARD (a folder an earlier --seed-board run left, say at 520 submissions)
+the 1st and the 500th upload are timed side by side: each of --rounds rounds sets up a
+fresh board in --dir/fresh and a fresh copy of BOARD in --dir/board, serves both at once
+and alternates their uploads (fresh 1, board k+1, board k+2, fresh 2, ...: which goes
+first alternates), --uploads each, so both meet the same machine; this machine's speed
+drifts by a third over minutes, more than the effect measured. Prints each round's
+medians and their ratio, then the median of the rounds' ratios (the figure to read) and
+the ratio of the pooled medians:
+
+    .venv/bin/python bench/upload_volume.py --against /tmp/board --uploads 6 --rounds 5 \
+        --dir /tmp/proforma-volume
 """
 
 from __future__ import annotations
@@ -105,6 +117,29 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _post_and_wait(c, base: str, auth: dict[str, str], data: bytes, k: int, pid: int):
+    """Upload k through the API and wait until its job is done: (end-to-end seconds, the
+    server's CPU seconds meanwhile)."""
+    t, c0 = time.perf_counter(), _cpu_s(pid)
+    r = c.post(
+        f"{base}/api/v1/submissions",
+        headers=auth,
+        data={"name": f"m{k}", "training_cutoff": "2009Q4", "leakage_statement": "none"},
+        files={"file": ("f.parquet", data)},
+    )
+    if r.status_code != 202:
+        raise SystemExit(f"upload {k}: {r.status_code} {r.text}")
+    job_url = f"{base}{r.json()['status_url']}"
+    while True:
+        job = c.get(job_url, headers=auth).json()
+        if job["status"] in ("done", "failed"):
+            break
+        time.sleep(0.05)
+    if job["status"] != "done":
+        raise SystemExit(f"upload {k} failed: {job['message']}")
+    return time.perf_counter() - t, _cpu_s(pid) - c0
+
+
 def _timed_uploads(
     folder: Path,
     env: dict[str, str],
@@ -132,30 +167,11 @@ def _timed_uploads(
                 if time.monotonic() > deadline:
                     print(f"stopped at the time bound before upload {k}")
                     break
-                data = _file(cells, pa, k, point)
-                t, c0 = time.perf_counter(), _cpu_s(server.pid)
-                r = c.post(
-                    f"{base}/api/v1/submissions",
-                    headers=auth,
-                    data={
-                        "name": f"m{k}",
-                        "training_cutoff": "2009Q4",
-                        "leakage_statement": "none",
-                    },
-                    files={"file": ("f.parquet", data)},
+                seconds, used = _post_and_wait(
+                    c, base, auth, _file(cells, pa, k, point), k, server.pid
                 )
-                if r.status_code != 202:
-                    raise SystemExit(f"upload {k}: {r.status_code} {r.text}")
-                job_url = f"{base}{r.json()['status_url']}"
-                while True:
-                    job = c.get(job_url, headers=auth).json()
-                    if job["status"] in ("done", "failed"):
-                        break
-                    time.sleep(0.05)
-                if job["status"] != "done":
-                    raise SystemExit(f"upload {k} failed: {job['message']}")
-                times.append(time.perf_counter() - t)
-                cpu.append(_cpu_s(server.pid) - c0)
+                times.append(seconds)
+                cpu.append(used)
                 if k in report or k == ks[-1]:
                     near = times[-5:]
                     print(
@@ -223,22 +239,44 @@ def _seed(folder: Path, first: int, last: int, report: list[int], point: bool) -
     print(f"seeded {first}..{last} in {time.perf_counter() - t0:.0f} s", flush=True)
 
 
-def _resume(args: argparse.Namespace, report: list[int]) -> None:
-    """--resume: --uploads more uploads through the API on the board in --dir."""
+def _board(folder: Path) -> tuple[dict[str, str], dict[str, str], int]:
+    """An earlier run's board in `folder`: its environment, a new uploader's token, and how
+    many uploads it holds."""
     import duckdb
 
-    env = scratch_env(args.dir, UPLOADS_PER_DAY="100000", PUBLIC_MIN_CELLS="1")
-    with duckdb.connect(str(args.dir / "warehouse.duckdb"), read_only=True) as con:
+    env = scratch_env(folder, UPLOADS_PER_DAY="100000", PUBLIC_MIN_CELLS="1")
+    with duckdb.connect(str(folder / "warehouse.duckdb"), read_only=True) as con:
         row = con.execute(
             "SELECT count(*) FROM eval.submissions WHERE source = 'upload'"
-        ).fetchone()
-    done = int(row[0]) if row else 0
+        ).fetchall()
+    done = int(row[0][0]) if row else 0
+    auth = _new_user(env, f"resume{time.time_ns()}")
+    return env, auth, done
+
+
+def _new_user(env: dict[str, str], name: str) -> dict[str, str]:
     added = re.search(
-        r"(pf_[0-9a-f]{12}\.[A-Za-z0-9_-]+)",
-        _run([*PROFORMA, "users", "add", f"resume{time.time_ns()}"], env),
+        r"(pf_[0-9a-f]{12}\.[A-Za-z0-9_-]+)", _run([*PROFORMA, "users", "add", name], env)
     )
     assert added is not None
-    auth = {"Authorization": f"Bearer {added.group(1)}"}
+    return {"Authorization": f"Bearer {added.group(1)}"}
+
+
+def _fresh(folder: Path, firms: int, per_day: int) -> tuple[dict[str, str], dict[str, str]]:
+    """A fresh board in `folder`: a synthetic panel of `firms` firms, the real build, the
+    reference baselines scored, and an uploader; (environment, its token)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    env = scratch_env(folder, UPLOADS_PER_DAY=str(per_day), PUBLIC_MIN_CELLS="1")
+    _run([*PROFORMA, "ingest", "synthetic", "--firms", str(firms)], env)
+    _run([*PROFORMA, "build"], env)
+    _run([*PROFORMA, "score"], env)
+    return env, _new_user(env, "volume")
+
+
+def _resume(args: argparse.Namespace, report: list[int]) -> None:
+    """--resume: --uploads more uploads through the API on the board in --dir."""
+    env, auth, done = _board(args.dir)
     cells, pa = _files_base(env)
     cpu: list[float] = []
     times = _timed_uploads(
@@ -258,6 +296,73 @@ def _resume(args: argparse.Namespace, report: list[int]) -> None:
             f"median of uploads {done + 1}-{done + len(times)}: {statistics.median(times):.2f} s "
             f"(server CPU {statistics.median(cpu):.2f} s)"
         )
+
+
+def _interleaved(args: argparse.Namespace) -> None:
+    """--against BOARD: --rounds rounds, each on a fresh board and a fresh copy of BOARD,
+    both served at once; uploads 1..--uploads of the fresh board and the next --uploads of
+    the copy alternate (which goes first alternates too), so both meet the same machine."""
+    import httpx
+
+    fresh_all: list[float] = []
+    board_all: list[float] = []
+    cpu_f: list[float] = []
+    cpu_b: list[float] = []
+    ratios: list[float] = []
+    for r in range(1, args.rounds + 1):
+        fresh, board = args.dir / "fresh", args.dir / "board"
+        env_f, auth_f = _fresh(fresh, args.firms, args.uploads + 1)
+        shutil.rmtree(board, ignore_errors=True)
+        shutil.copytree(args.against, board, ignore=shutil.ignore_patterns("tmp", "server.log"))
+        env_b, auth_b, done = _board(board)
+        sides = {
+            "fresh": (fresh, env_f, auth_f, _files_base(env_f), 0),
+            "board": (board, env_b, auth_b, _files_base(env_b), done),
+        }
+        servers = {name: start_server(side[0], side[1]) for name, side in sides.items()}
+        times: dict[str, list[float]] = {"fresh": [], "board": []}
+        cpus: dict[str, list[float]] = {"fresh": [], "board": []}
+        try:
+            with httpx.Client(timeout=600) as c:
+                for i in range(1, args.uploads + 1):
+                    for name in ("fresh", "board") if i % 2 else ("board", "fresh"):
+                        _, _, auth, (cells, pa), offset = sides[name]
+                        server, _, base = servers[name]
+                        seconds, used = _post_and_wait(
+                            c,
+                            base,
+                            auth,
+                            _file(cells, pa, offset + i, args.point),
+                            offset + i,
+                            server.pid,
+                        )
+                        times[name].append(seconds)
+                        cpus[name].append(used)
+        finally:
+            for server, log, _ in servers.values():
+                stop_server(server, log)
+        a, b = statistics.median(times["fresh"]), statistics.median(times["board"])
+        ratios.append(b / a)
+        fresh_all += times["fresh"]
+        board_all += times["board"]
+        cpu_f += cpus["fresh"]
+        cpu_b += cpus["board"]
+        print(
+            f"round {r}: uploads 1-{args.uploads} of a fresh board, median {a:.2f} s "
+            f"(server CPU {statistics.median(cpus['fresh']):.2f} s); uploads {done + 1}-"
+            f"{done + args.uploads} of the board, median {b:.2f} s (server CPU "
+            f"{statistics.median(cpus['board']):.2f} s): {b / a:.2f}x; snapshots "
+            f"{_sizes(fresh).split(';')[0]} against {_sizes(board).split(';')[0]}; "
+            f"load {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
+    a, b = statistics.median(fresh_all), statistics.median(board_all)
+    ca, cb = statistics.median(cpu_f), statistics.median(cpu_b)
+    print(
+        f"all rounds: median {a:.2f} s against {b:.2f} s: {b / a:.2f}x (per round "
+        f"{min(ratios):.2f}-{max(ratios):.2f}x, median {statistics.median(ratios):.2f}x); "
+        f"server CPU {ca:.2f} against {cb:.2f} s: {cb / ca:.2f}x"
+    )
 
 
 def main() -> None:
@@ -282,6 +387,13 @@ def main() -> None:
         action="store_true",
         help="time --uploads more uploads on the board an earlier run left in --dir",
     )
+    ap.add_argument(
+        "--against",
+        type=Path,
+        help="a board an earlier run left (a folder): alternate uploads to a fresh board "
+        "and to a copy of it, --uploads each, --rounds times",
+    )
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seed-range", help=argparse.SUPPRESS)  # phase 2's own process
     args = ap.parse_args()
     report = sorted({int(x) for x in args.report.split(",")})
@@ -292,25 +404,17 @@ def main() -> None:
     if args.resume:
         _resume(args, report)
         return
+    if args.against:
+        _interleaved(args)
+        return
     if args.uploads + args.seed_board > 1000:
         raise SystemExit("Bounded: at most 1,000 submissions.")
     if args.seed_board and args.seed_board < args.uploads:
         raise SystemExit("--seed-board must be at least --uploads.")
 
-    shutil.rmtree(args.dir, ignore_errors=True)
-    args.dir.mkdir(parents=True)
     total = args.uploads + args.seed_board if args.seed_board else args.uploads
-    env = scratch_env(args.dir, UPLOADS_PER_DAY=str(total + 1), PUBLIC_MIN_CELLS="1")
-    proforma = PROFORMA
     t0 = time.perf_counter()
-    _run([*proforma, "ingest", "synthetic", "--firms", str(args.firms)], env)
-    _run([*proforma, "build"], env)
-    _run([*proforma, "score"], env)
-    added = re.search(
-        r"(pf_[0-9a-f]{12}\.[A-Za-z0-9_-]+)", _run([*proforma, "users", "add", "volume"], env)
-    )
-    assert added is not None
-    auth = {"Authorization": f"Bearer {added.group(1)}"}
+    env, auth = _fresh(args.dir, args.firms, total + 1)
     cells, pa = _files_base(env)
     print(
         f"setup: {args.firms} firms, {cells.num_rows:,} test cells per file, "
