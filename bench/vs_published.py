@@ -272,7 +272,8 @@ def scoring_only(args: argparse.Namespace) -> None:
     )
     rows.append(("reference baselines", pkg_refs, ours_refs))
     print_rows(rows)
-    print(f"load at the end {load()}")
+    used = sum(f.stat().st_size for f in work.rglob("*") if f.is_file())
+    print(f"load at the end {load()}; the workdir holds {used / 1e9:.1f} GB")
 
 
 def main() -> None:
@@ -419,14 +420,26 @@ def main() -> None:
         )
     if forecast.exists():
         write_density_files(work, args.files)
-        # the warehouse before any scoring, for --scoring-only
-        shutil.copy(env["PROFORMA_WAREHOUSE"], work / BEFORE_SCORING)
+        # the warehouse before any scoring, for --scoring-only (a copy as large as the
+        # warehouse: left out where it would leave less than the warehouse's size free,
+        # as at 30,000 firms on this machine's disk)
+        warehouse = Path(env["PROFORMA_WAREHOUSE"])
+        size = warehouse.stat().st_size
+        if shutil.disk_usage(work).free > 2 * size:
+            shutil.copy(warehouse, work / BEFORE_SCORING)
+        else:
+            print(
+                f"(the copy of the warehouse for --scoring-only left out: {size / 1e9:.1f} GB, "
+                f"{shutil.disk_usage(work).free / 1e9:.1f} GB free)",
+                flush=True,
+            )
         rows += file_rows(work, env, cli if package_ok else None, args.files)
 
     print(f"\nsetup: {'; '.join(m.line().strip() for m in setup)}")
     print_rows(rows)
     print(f"\nparts: {build.line().strip()}; {export.line().strip()}")
-    print(f"load at the end {load()}")
+    used = sum(f.stat().st_size for f in work.rglob("*") if f.is_file())
+    print(f"load at the end {load()}; the workdir holds {used / 1e9:.1f} GB")
 
 
 if __name__ == "__main__":
