@@ -225,9 +225,9 @@ def _created(statements: list[exp.Expression], table: str) -> exp.Select:
 @pytest.mark.parametrize(
     "step, table",
     [
-        # each row's public values are computed once into the publisher's cache (the
-        # incremental publication); pub.metrics copies them from there
-        ("public/040_scores", "public_metric_new"),
+        # each row's public values are computed once into the publisher's store (the
+        # incremental publication); the view pub.metrics shows them from there
+        ("public/005_public_rows", "public_metric_new"),
         ("public/050_rounds", "pub.round_metrics"),
     ],
 )
@@ -248,8 +248,9 @@ def test_public_metrics_are_the_registry_coarsened_as_defined(step: str, table: 
             isinstance(lit, exp.Literal) and float(lit.this) == k_a
             for lit in quantum.find_all(exp.Literal)
         ), f"{m.name}: quantum {quantum.sql('duckdb')} is not {k_a} / n"
-    if step == "public/040_scores":
-        board = [e.alias_or_name for e in _created(statements, "pub.leaderboard").expressions]
+    if step == "public/005_public_rows":
+        scores = _statements("public/040_scores")
+        board = [e.alias_or_name for e in _created(scores, "pub.leaderboard").expressions]
         assert set(METRICS) <= set(board)
 
 
