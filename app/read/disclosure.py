@@ -24,7 +24,7 @@ cell: quantum 8 / n. NLL and z^2 move without bound as sigma shrinks: an upload'
 published for the whole footprint only (global level), to 2 significant digits.
 
 Each metric's treatment and its A are part of its definition (contracts/metrics.py:
-`disclosure`, `sensitivity`); sql/public/040 coarsens with the same ones.
+`disclosure`, `sensitivity`); sql/public/005 coarsens with the same ones.
 """
 
 from __future__ import annotations

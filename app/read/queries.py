@@ -154,7 +154,7 @@ def _coarse_leaderboard(wh: Warehouse, table: pa.Table, by: str) -> pa.Table:
 
 
 def _label(level: str, horizon: Any, item: Any, statement: Any) -> str:
-    """The group of a metrics row as sql/public/040 names it (level/horizon/item/statement)."""
+    """The group of a metrics row as sql/public/005 names it (level/horizon/item/statement)."""
     parts = ["" if v is None else str(v) for v in (horizon, item, statement)]
     return "/".join([level, *parts])
 
@@ -322,7 +322,7 @@ def submission_scores(wh: Warehouse, submission_id: int) -> list[dict[str, Any]]
         )
         key = disclosure.Dither(wh) if upload else None
         if key is not None and pit:
-            # as sql/public/040: shares coarsened to 8 / n
+            # as sql/public/005: shares coarsened to 8 / n
             total = wh.scalar(
                 "SELECT sum(n) FROM eval.pit WHERE score_run_id = ? AND submission_id = ?",
                 [run, submission_id],

@@ -2,7 +2,7 @@
 
 `proforma.contracts.metrics` defines every metric once (its sums as SQL aggregates over
 one cell's inputs, its finish as SQL over the sums). The steps that aggregate
-(sql/eval/064, 065, 066, 070, sql/rounds/050, sql/public/040) keep their shape (joins,
+(sql/eval/064, 065, 066, 070, sql/rounds/050, sql/public/005, 040) keep their shape (joins,
 groupings, levels) in SQL and write the per-metric lists as slots, `{{ metric_... }}`,
 which `expand` fills when a step is read (`proforma.app.store.sqlfiles`). The filled
 text is what runs, what is checksummed (so the scoring-SQL version moves with a
