@@ -98,7 +98,10 @@ def leaderboard(
     density_filter = f"AND {HAS_DENSITY}" if track == "density" else ""
     rows = wh.arrow(
         f"""
-        SELECT {group} AS grp, m.submission_id, s.name AS model, s.source, s.family,
+        SELECT {group} AS grp, m.submission_id, s.name AS model, s.source,
+               -- a submission without sigma or quantiles forecasts points: its stored
+               -- family (gaussian, the default) would say a density it does not have
+               CASE WHEN {HAS_DENSITY} THEN s.family ELSE 'point' END AS family,
                s.n_components, m.n, {", ".join("m." + c for c in columns)}, m.horizon
         FROM eval.metrics m
         JOIN eval.submissions s USING (submission_id)

@@ -26,6 +26,8 @@ def test_upload_scores_and_appears_everywhere(api: Api) -> None:
     board = c.get("/api/v1/leaderboards/full").json()
     models = [row["model"] for row in board["rows"]]
     assert "model-a" in models and "Seasonal random walk" in models
+    family = {row["model"]: row["family"] for row in board["rows"]}
+    assert family["model-a"] == "gaussian" and family["Seasonal random walk"] == "point"
     assert board["score_run"]["eval_sql_version"] and board["track"] == "squared"
     for by in ("horizon", "item", "statement"):
         rows = c.get(f"/api/v1/leaderboards/full?by={by}&track=absolute").json()["rows"]
