@@ -3,7 +3,7 @@
 -- tests, PIT histograms, coherence). Aggregates over fewer than
 -- getvariable('public_min_cells') cells are withheld, the truth sums (sum_y, sum_y2) and
 -- the per-quarter loss sums are not published, and an upload's numbers are coarsened
--- (below), so no firm-level value can be read back.
+-- (005, and the tests below), so no firm-level value can be read back.
 -- The public history is bounded: the latest getvariable('public_history_runs') runs of
 -- each footprint (the current board and a few before it); every run stays in the
 -- warehouse (GET /api/v1/leaderboards/{footprint}?run=ID), so the snapshot does not grow
