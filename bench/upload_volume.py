@@ -298,6 +298,18 @@ def _resume(args: argparse.Namespace, report: list[int]) -> None:
         )
 
 
+def _compared(
+    name_a: str, a: list[float], cpu_a: list[float], name_b: str, b: list[float], cpu_b: list[float]
+) -> str:
+    """The medians of two sets of uploads' seconds and of the server's CPU, and their ratio."""
+    ma, mb = statistics.median(a), statistics.median(b)
+    ca, cb = statistics.median(cpu_a), statistics.median(cpu_b)
+    return (
+        f"median of {name_a} {ma:.2f} s, of {name_b} {mb:.2f} s: {mb / ma:.2f}x "
+        f"(server CPU {ca:.2f} -> {cb:.2f} s: {cb / ca:.2f}x)"
+    )
+
+
 def _interleaved(args: argparse.Namespace) -> None:
     """--against BOARD: --rounds rounds, each on a fresh board and a fresh copy of BOARD,
     both served at once; uploads 1..--uploads of the fresh board and the next --uploads of
@@ -356,12 +368,10 @@ def _interleaved(args: argparse.Namespace) -> None:
             f"load {os.getloadavg()[0]:.1f}",
             flush=True,
         )
-    a, b = statistics.median(fresh_all), statistics.median(board_all)
-    ca, cb = statistics.median(cpu_f), statistics.median(cpu_b)
     print(
-        f"all rounds: median {a:.2f} s against {b:.2f} s: {b / a:.2f}x (per round "
-        f"{min(ratios):.2f}-{max(ratios):.2f}x, median {statistics.median(ratios):.2f}x); "
-        f"server CPU {ca:.2f} against {cb:.2f} s: {cb / ca:.2f}x"
+        f"all rounds: per round {min(ratios):.2f}-{max(ratios):.2f}x, median "
+        f"{statistics.median(ratios):.2f}x; pooled, "
+        + _compared("the fresh boards' uploads", fresh_all, cpu_f, "the board's", board_all, cpu_b)
     )
 
 
@@ -468,13 +478,8 @@ def main() -> None:
             cpu_last,
         )
         if first and times:
-            a, b = statistics.median(first), statistics.median(times)
-            ca, cb = statistics.median(cpu_first), statistics.median(cpu_last)
-            print(
-                f"median of uploads 1-{len(first)} {a:.2f} s, of uploads "
-                f"{args.seed_board + 1}-{args.seed_board + len(times)} {b:.2f} s: {b / a:.2f}x "
-                f"(server CPU {ca:.2f} -> {cb:.2f} s: {cb / ca:.2f}x)"
-            )
+            last = f"uploads {args.seed_board + 1}-{args.seed_board + len(times)}"
+            print(_compared(f"uploads 1-{len(first)}", first, cpu_first, last, times, cpu_last))
         return
     if len(times) >= 10:
         a, b = statistics.median(times[:5]), statistics.median(times[-5:])
