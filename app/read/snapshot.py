@@ -315,8 +315,6 @@ def _write_public(
             shutil.copyfile(cache, tmp)
         wh.execute(f"ATTACH {_sql_string(str(tmp))} AS pub")
         try:
-            if stored:  # the store's bookkeeping (which row sets it holds) stays private
-                wh.execute("DROP TABLE IF EXISTS pub.store.metric_sets")
             for step in steps[len(stored) :]:
                 wh.run_step(step, params)
             return check_public(wh)

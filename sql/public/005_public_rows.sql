@@ -95,7 +95,7 @@ WHERE c.score_run_id = t.from_run AND c.submission_id = t.submission_id AND c.pa
 INSERT INTO pubcache.store.metrics BY NAME FROM public_metric_new;
 INSERT INTO pubcache.store.metric_sets SELECT from_run, submission_id, part FROM public_metric_todo;
 -- rows the snapshot no longer takes (a submission out of the top, a sample that changed)
--- leave the cache
+-- leave the store
 CREATE OR REPLACE TEMP TABLE public_metric_stale AS
 SELECT from_run, submission_id, part FROM pubcache.store.metric_sets
 EXCEPT SELECT from_run, submission_id, part FROM public_metric_refs;

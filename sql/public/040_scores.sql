@@ -23,6 +23,9 @@
 -- publication); `metrics` and `pit` are views that show them for each run referencing
 -- them, so a publication writes the runs' membership (store.run_members: an integer row
 -- per run and member), not every member's rows again.
+-- The store's bookkeeping (which row sets it holds, 005) stays private.
+DROP TABLE IF EXISTS pub.store.metric_sets;
+
 CREATE TABLE pub.score_runs AS
 SELECT score_run_id, footprint_id, footprint_name, footprint_version, submission_ids,
        footprint_cells, n_cells, build_id,
