@@ -212,6 +212,12 @@ def print_rows(rows: list[tuple[str, Measured | None, Measured]]) -> None:
         print(f"{label:<30} {p:>30}   {o:>30}   {r}")
 
 
+def print_end(work: Path) -> None:
+    """The closing line: the load and the disk the run's folder holds."""
+    used = sum(f.stat().st_size for f in work.rglob("*") if f.is_file())
+    print(f"load at the end {load()}; the workdir holds {used / 1e9:.1f} GB")
+
+
 def scoring_only(args: argparse.Namespace) -> None:
     """The scoring rows alone, again, on what a full run left in the workdir."""
     work = args.workdir
@@ -272,8 +278,7 @@ def scoring_only(args: argparse.Namespace) -> None:
     )
     rows.append(("reference baselines", pkg_refs, ours_refs))
     print_rows(rows)
-    used = sum(f.stat().st_size for f in work.rglob("*") if f.is_file())
-    print(f"load at the end {load()}; the workdir holds {used / 1e9:.1f} GB")
+    print_end(work)
 
 
 def main() -> None:
@@ -424,13 +429,13 @@ def main() -> None:
         # warehouse: left out where it would leave less than the warehouse's size free,
         # as at 30,000 firms on this machine's disk)
         warehouse = Path(env["PROFORMA_WAREHOUSE"])
-        size = warehouse.stat().st_size
-        if shutil.disk_usage(work).free > 2 * size:
+        size, free = warehouse.stat().st_size, shutil.disk_usage(work).free
+        if free > 2 * size:
             shutil.copy(warehouse, work / BEFORE_SCORING)
         else:
             print(
                 f"(the copy of the warehouse for --scoring-only left out: {size / 1e9:.1f} GB, "
-                f"{shutil.disk_usage(work).free / 1e9:.1f} GB free)",
+                f"{free / 1e9:.1f} GB free)",
                 flush=True,
             )
         rows += file_rows(work, env, cli if package_ok else None, args.files)
@@ -438,8 +443,7 @@ def main() -> None:
     print(f"\nsetup: {'; '.join(m.line().strip() for m in setup)}")
     print_rows(rows)
     print(f"\nparts: {build.line().strip()}; {export.line().strip()}")
-    used = sum(f.stat().st_size for f in work.rglob("*") if f.is_file())
-    print(f"load at the end {load()}; the workdir holds {used / 1e9:.1f} GB")
+    print_end(work)
 
 
 if __name__ == "__main__":
