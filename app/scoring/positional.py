@@ -17,8 +17,10 @@ from __future__ import annotations
 import contextlib
 import itertools
 import mmap
+import os
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,18 +106,40 @@ def dense_upload(wh: Warehouse, g: Grid, rec: dict[str, Any]) -> Dense:
     # row group by row group (the store writes groups of about 123,000 rows): the
     # temporaries of a group's positions stay small (read whole, a 10M-row file's keys,
     # positions and masks took about 700 MB at once), and so do the reader's buffers
-    # (iter_batches read ahead: 170 against 50 MB for a 15.7M-row density file); one
-    # thread, as Arrow's pool decoded the same groups with three times the CPU
+    # (iter_batches read ahead: 170 against 50 MB for a 15.7M-row density file). Arrow's
+    # own pool decoded the same groups with three times the CPU, so each group is read on
+    # one thread, and the groups are shared out to `layout_workers` threads (the decoding
+    # and numpy's arithmetic release the GIL); a cell lies at one position, so the
+    # threads write disjoint places.
     source = pq.ParquetFile(rec["path"])
     names = [n for n in ("mu", "sigma") if n in source.schema_arrow.names]
-    values = {name: np.full(g.size, np.nan) for name in names}
-    for group in range(source.num_row_groups):
-        batch = source.read_row_group(group, columns=["cell", *names], use_threads=False)
-        pos = g.positions(batch.column("cell").to_numpy())
-        inside = pos >= 0
-        at = pos[inside]
+    values = {name: np.empty(g.size) for name in names}
+
+    def blank(part: range) -> None:
         for name in names:
-            values[name][at] = batch.column(name).to_numpy()[inside]
+            values[name][part.start : part.stop] = np.nan
+
+    def place(groups: range) -> None:
+        reader = pq.ParquetFile(rec["path"])
+        for group in groups:
+            batch = reader.read_row_group(group, columns=["cell", *names], use_threads=False)
+            pos = g.positions(batch.column("cell").to_numpy())
+            inside = pos >= 0
+            at = pos[inside]
+            for name in names:
+                values[name][at] = batch.column(name).to_numpy()[inside]
+
+    workers = layout_workers()
+    shares = _shares(source.num_row_groups, workers)
+    if len(shares) == 1:
+        blank(range(g.size))
+        place(shares[0])
+    else:
+        with ThreadPoolExecutor(len(shares)) as pool:
+            # every position blanked (the pages first touched on all threads) before any
+            # is placed
+            list(pool.map(blank, _shares(g.size, len(shares))))
+            list(pool.map(place, shares))
     dense = Dense(values["mu"], values.get("sigma"))
     del source
     pa.default_memory_pool().release_unused()  # the batches' buffers, kept by the pool
@@ -124,6 +148,21 @@ def dense_upload(wh: Warehouse, g: Grid, rec: dict[str, Any]) -> Dense:
             _dense.pop(next(iter(_dense)))
         _dense[key] = dense
     return dense
+
+
+def layout_workers() -> int:
+    """Threads that lay an upload out on the grid: DuckDB's thread setting (the
+    machine's cores when unset), at most 4."""
+    configured = get_settings().threads
+    return max(1, min(4, configured if configured else (os.cpu_count() or 1)))
+
+
+def _shares(n: int, workers: int) -> list[range]:
+    """0..n-1 (row groups, positions) in `workers` contiguous ranges of nearly equal
+    size."""
+    workers = max(1, min(workers, n))
+    bounds = [n * i // workers for i in range(workers + 1)]
+    return [range(lo, hi) for lo, hi in itertools.pairwise(bounds)]
 
 
 def frame(

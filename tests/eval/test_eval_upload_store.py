@@ -335,3 +335,47 @@ def test_scores_span_by_span_equal_scores_at_once(wh, tmp_path, monkeypatch, sig
                 assert x == pytest.approx(y, rel=1e-12, nan_ok=True), (a, b)
             else:
                 assert x == y, (a, b)
+
+
+@pytest.mark.parametrize("sigma", [False, True])
+def test_the_layout_on_several_threads_is_the_layout_on_one(wh, tmp_path, monkeypatch, sigma):
+    """An upload's row groups are shared out to threads that lay it out on the grid: any
+    number of threads gives the same arrays, NaN exactly where the upload has no cell."""
+    from proforma.app.scoring import positional
+    from proforma.app.scoring.submissions.store import stored_file
+
+    sid = scoring.ingest_parquet(
+        wh, _file(wh, tmp_path / "threads.parquet", 31 + sigma, sigma=sigma), f"threads {sigma}"
+    )
+    # the stored file again in groups of 500 rows (the store writes groups of about
+    # 123,000): many groups for the threads to share
+    kept = stored_file(wh, sid)
+    regrouped = tmp_path / f"regrouped_{sigma}.parquet"
+    pq.write_table(pq.read_table(kept["path"]), regrouped, row_group_size=500)
+    assert pq.ParquetFile(regrouped).num_row_groups >= 8
+    rec = {**kept, "path": str(regrouped)}
+    layouts = []
+    for workers in (1, 3, 4):
+        positional._dense.clear()
+        monkeypatch.setattr(positional, "layout_workers", lambda n=workers: n)
+        with positional.pinned(wh):
+            layouts.append(positional.dense_upload(wh, positional.grid(wh, "test"), rec))
+    one = layouts[0]
+    assert np.isfinite(one.mu).sum() > 1000 and np.isnan(one.mu).any()
+    for other in layouts[1:]:
+        np.testing.assert_array_equal(other.mu, one.mu)
+        if sigma:
+            np.testing.assert_array_equal(other.sigma, one.sigma)
+        else:
+            assert other.sigma is None and one.sigma is None
+
+
+def test_shares_cover_every_index_once():
+    from proforma.app.scoring.positional import _shares
+
+    for n, workers in ((0, 2), (1, 4), (7, 2), (10, 3), (129, 4), (5, 9)):
+        shares = _shares(n, workers)
+        assert [i for share in shares for i in share] == list(range(n))
+        assert len(shares) == max(1, min(workers, n))
+        sizes = [len(share) for share in shares]
+        assert max(sizes) - min(sizes) <= 1

@@ -53,6 +53,10 @@ def validate_predicate(text: str) -> str:
     Allowed: the columns firm (gvkey), origin (quarter-end DATE), item (name), horizon;
     literals (DATE '...' too); comparisons, IN, BETWEEN, AND, OR, NOT, parentheses.
     """
+    if text is not None and text.strip().upper() == "TRUE":
+        # the whole split (the standard footprint `full`): nothing to parse, and a score
+        # run of it no longer imports sqlglot (0.2 s) and parses (0.1 s) for it
+        return "TRUE"
     # sqlglot is imported where a predicate is read, not by every process (0.15 s)
     import sqlglot
     import sqlglot.errors
