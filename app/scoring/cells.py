@@ -213,11 +213,15 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
     started, t0 = utcnow(), time.perf_counter()
     # the grid and the upload's layout on it are made outside the transaction
     grid = positional.grid(wh, "test") if stored is not None else None
-    dense = positional.dense_upload(wh, grid, stored) if grid is not None and stored else None
+    params = single_params(sub, ctx)
+    dense = (
+        positional.dense_upload(wh, grid, stored, float32_sigma=params["float32_residuals"])
+        if grid is not None and stored
+        else None
+    )
     try:
         with wh.transaction():
             forget_cell_scores(wh, [sid])
-            params = single_params(sub, ctx)
             if grid is not None and dense is not None:
                 cells = density = 0
                 for view in positional.span_terms(wh, grid, dense, params):
@@ -263,8 +267,8 @@ def cell_score_rows(wh: Warehouse, sid: int, split: str = "test") -> pa.Table:
             [sid],
         )
     grid = positional.grid(wh, split)
-    dense = positional.dense_upload(wh, grid, stored)
     params = single_params(submission_row(wh, sid), ctx)
+    dense = positional.dense_upload(wh, grid, stored, float32_sigma=params["float32_residuals"])
     with positional.terms(wh, positional.frame(grid, dense, with_pos=True), params) as view:
         rows = wh.arrow(f"SELECT pos, {columns.replace('cell, ', '')} FROM {view}")
     cell = grid.cells(rows["pos"].to_numpy())

@@ -94,11 +94,19 @@ def pinned(wh: Warehouse) -> Iterator[None]:
                 _pins.pop(id(wh.con), None)
 
 
-def dense_upload(wh: Warehouse, g: Grid, rec: dict[str, Any]) -> Dense:
+def dense_upload(
+    wh: Warehouse, g: Grid, rec: dict[str, Any], *, float32_sigma: bool = False
+) -> Dense:
     """The stored upload `rec` (from stored_file) laid out on grid `g`: its (cell, mu,
     sigma) file read, each cell's position computed and its values placed there (the
-    last two layouts stay in memory for the run's next steps)."""
-    key = (rec["path"], g.build_id, g.split, g.fingerprint)
+    last two layouts stay in memory for the run's next steps).
+
+    float32_sigma (the published rules' getvariable('float32_residuals'), under which
+    057 reads sigma as CAST(sigma AS FLOAT)): sigma laid out as 32-bit floats, the same
+    values for 057 in half the memory. The checks keep every sigma of a finite
+    prediction in the 32-bit normal range, so none turns 0 or infinite; mu stays 64-bit
+    (its residual is rounded, not mu)."""
+    key = (rec["path"], g.build_id, g.split, g.fingerprint, float32_sigma)
     with _lock:
         hit = _dense.get(key)
     if hit is not None:
@@ -113,7 +121,10 @@ def dense_upload(wh: Warehouse, g: Grid, rec: dict[str, Any]) -> Dense:
     # threads write disjoint places.
     source = pq.ParquetFile(rec["path"])
     names = [n for n in ("mu", "sigma") if n in source.schema_arrow.names]
-    values = {name: np.empty(g.size) for name in names}
+    values = {
+        name: np.empty(g.size, dtype=np.float32 if name == "sigma" and float32_sigma else None)
+        for name in names
+    }
 
     def blank(part: range) -> None:
         for name in names:

@@ -324,7 +324,7 @@ def _aggregate_by_position(
     common = grid.relation_mask(wh, "common_cells", n)
     for sid, rec in stored.items():
         params = {**single_params(submission_row(wh, sid), ctx), **grid.keys_params()}
-        dense = positional.dense_upload(wh, grid, rec)
+        dense = positional.dense_upload(wh, grid, rec, float32_sigma=params["float32_residuals"])
         step = (
             "067_cell_aggregates_positional"
             if rec["sigma"]

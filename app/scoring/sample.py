@@ -127,8 +127,8 @@ class _ByPosition:
             self._mask = (grid.relation_mask(wh, "fp_cells", self.n_cells),)
         footprint = self._mask[0]
         n_fp = grid.n_scoreable if footprint is None else int(np.count_nonzero(footprint))
-        dense = positional.dense_upload(wh, grid, stored)
         params = single_params(submission_row(wh, sid), ctx)
+        dense = positional.dense_upload(wh, grid, stored, float32_sigma=params["float32_residuals"])
         # The whole test split is what its cell record counted (compute_cell_scores).
         counted = (
             wh.scalar(

@@ -350,6 +350,7 @@ def test_the_layout_on_several_threads_is_the_layout_on_one(wh, tmp_path, monkey
     # the stored file again in groups of 500 rows (the store writes groups of about
     # 123,000): many groups for the threads to share
     kept = stored_file(wh, sid)
+    assert kept is not None
     regrouped = tmp_path / f"regrouped_{sigma}.parquet"
     pq.write_table(pq.read_table(kept["path"]), regrouped, row_group_size=500)
     assert pq.ParquetFile(regrouped).num_row_groups >= 8
@@ -379,3 +380,47 @@ def test_shares_cover_every_index_once():
         assert len(shares) == max(1, min(workers, n))
         sizes = [len(share) for share in shares]
         assert max(sizes) - min(sizes) <= 1
+
+
+def test_a_float32_sigma_layout_gives_the_published_terms_of_a_float64_one(wh, tmp_path):
+    """Under the published rules 057 reads sigma as a 32-bit float, so the layout keeps
+    it as one: every per-cell term equals the one from a 64-bit layout, exactly."""
+    from proforma.app.scoring import positional
+    from proforma.app.scoring.cells import (
+        register_functions,
+        rule_params,
+        scoring_context,
+        single_params,
+        submission_row,
+    )
+    from proforma.app.scoring.submissions.store import stored_file
+    from proforma.contracts.panel import RuleSet
+
+    sid = scoring.ingest_parquet(
+        wh, _file(wh, tmp_path / "f32.parquet", 41, sigma=True), "float32 sigma"
+    )
+    # this module's panel is built under the paper's rules: the published ones given here
+    params = {
+        **single_params(submission_row(wh, sid), scoring_context(wh)),
+        **rule_params(RuleSet.published),
+    }
+    assert params["float32_residuals"]
+    register_functions(wh)
+    rec = stored_file(wh, sid)
+    assert rec is not None
+    terms = []
+    with positional.pinned(wh):
+        grid = positional.grid(wh, "test")
+        for narrow in (True, False):
+            positional._dense.clear()
+            dense = positional.dense_upload(wh, grid, rec, float32_sigma=narrow)
+            assert dense.sigma is not None
+            assert dense.sigma.dtype == (np.float32 if narrow else np.float64)
+            frame = positional.frame(grid, dense, with_pos=True)
+            with positional.terms(wh, frame, params) as view:
+                terms.append(
+                    wh.fetchall(
+                        f"SELECT pos, r, nll, crps, z, u, in50, in95 FROM {view} ORDER BY pos"
+                    )
+                )
+    assert len(terms[0]) > 1000 and terms[0] == terms[1]
