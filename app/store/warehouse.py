@@ -63,6 +63,23 @@ def out_of_disk(exc: BaseException) -> bool:
     )
 
 
+def streamed_error(exc: OSError) -> BaseException:
+    """The DuckDB exception behind an error raised while reading a query's Arrow stream
+    (`Warehouse.reader`): Arrow hands a failure of the query mid-stream over as an
+    OSError without errno whose text starts with DuckDB's kind ("Out of Memory Error:
+    ...", "IO Error: ..."), so callers that tell the machine's limits (out_of_resources)
+    from bad input by DuckDB's classes would see neither. A real OS error (it has an
+    errno: a full disk under Arrow's own writer) is returned as it is."""
+    if exc.errno is not None:
+        return exc
+    text = str(exc)
+    kind = text.split(" Error:", 1)[0] if " Error:" in text else ""
+    name = "".join(word[:1].upper() + word[1:] for word in kind.split()) + "Exception"
+    found = getattr(duckdb, name, None)
+    cls = found if isinstance(found, type) and issubclass(found, duckdb.Error) else duckdb.Error
+    return cls(text)
+
+
 def out_of_resources(exc: BaseException) -> bool:
     """Whether an error came from the machine's limits (DuckDB's memory limit, a full disk),
     not from the input: callers report it as such instead of blaming the data."""

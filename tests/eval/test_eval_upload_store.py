@@ -424,3 +424,86 @@ def test_a_float32_sigma_layout_gives_the_published_terms_of_a_float64_one(wh, t
                     )
                 )
     assert len(terms[0]) > 1000 and terms[0] == terms[1]
+
+
+def test_a_full_disk_while_the_file_is_written_leaves_nothing(wh, tmp_path, monkeypatch):
+    """Arrow's writer failing for space (errno 28) mid-file: the temporary file is
+    removed, no submission is recorded, and the error is the machine's disk (the CLI and
+    the service say so), not the upload's."""
+    import errno
+
+    from proforma.app.scoring.submissions import store
+    from proforma.app.store.warehouse import out_of_disk
+
+    path = _file(wh, tmp_path / "nospace.parquet", 51)
+    before = wh.scalar("SELECT count(*) FROM eval.submissions")
+    store_dir(wh).mkdir(parents=True, exist_ok=True)  # (alone, this test's store is new)
+    listing = sorted(p.name for p in store_dir(wh).iterdir())
+
+    class FullDisk(pq.ParquetWriter):
+        def write_batch(self, *args, **kwargs):
+            super().write_batch(*args, **kwargs)
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(store.pq, "ParquetWriter", FullDisk)
+    with pytest.raises(OSError) as caught:
+        scoring.ingest_parquet(wh, path, "no space")
+    assert out_of_disk(caught.value)
+    assert wh.scalar("SELECT count(*) FROM eval.submissions") == before
+    assert sorted(p.name for p in store_dir(wh).iterdir()) == listing
+
+
+def test_a_file_damaged_past_its_first_groups_is_rejected_as_unreadable(wh, tmp_path, monkeypatch):
+    """A footer that reads and pages that do not: DuckDB fails while the rows stream to
+    the store's writer (Arrow hands its error over as an OSError), and the upload is
+    rejected as an unreadable file, the store left as it was."""
+    import duckdb
+
+    from proforma.app.scoring.submissions import store
+    from proforma.app.store.warehouse import streamed_error
+    from proforma.contracts.errors import ValidationError
+
+    translated: list[BaseException] = []
+
+    def spy(exc: OSError) -> BaseException:
+        translated.append(streamed_error(exc))
+        return translated[-1]
+
+    monkeypatch.setattr(store, "streamed_error", spy)
+
+    table = pq.read_table(_file(wh, tmp_path / "base.parquet", 61))
+    while table.num_rows < 400_000:  # groups past the store's first batches
+        table = pa.concat_tables([table, table])
+    whole = tmp_path / "whole.parquet"
+    pq.write_table(table, whole, row_group_size=20_000, compression="snappy")
+    meta = pq.ParquetFile(whole).metadata
+    last = meta.row_group(meta.num_row_groups - 2).column(4)  # prediction, late in the file
+    data = bytearray(whole.read_bytes())
+    start = last.data_page_offset + 64
+    data[start : start + 4096] = bytes(np.random.default_rng(5).integers(0, 255, 4096, np.uint8))
+    damaged = tmp_path / "damaged.parquet"
+    damaged.write_bytes(bytes(data))
+    before = wh.scalar("SELECT count(*) FROM eval.submissions")
+    store_dir(wh).mkdir(parents=True, exist_ok=True)
+    listing = sorted(p.name for p in store_dir(wh).iterdir())
+    with pytest.raises(ValidationError, match="not a readable parquet file"):
+        scoring.ingest_parquet(wh, damaged, "damaged")
+    assert len(translated) == 1 and isinstance(translated[0], duckdb.Error)  # mid-stream
+    assert wh.scalar("SELECT count(*) FROM eval.submissions") == before
+    assert sorted(p.name for p in store_dir(wh).iterdir()) == listing
+
+    # the translation itself: DuckDB's kind by name, an errno kept as the OS's
+    streamed = wh.con.sql(
+        "SELECT CASE WHEN i > 300000 THEN error('late') ELSE i END FROM range(600000) t(i)"
+    ).to_arrow_reader(100_000)
+    with pytest.raises(OSError) as caught:
+        for _ in streamed:
+            pass
+    assert isinstance(streamed_error(caught.value), duckdb.InvalidInputException)
+    assert isinstance(
+        streamed_error(OSError("Out of Memory Error: failed to allocate")),
+        duckdb.OutOfMemoryException,
+    )
+    assert type(streamed_error(OSError("something else"))) is duckdb.Error
+    full = OSError(28, "No space left on device")
+    assert streamed_error(full) is full

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from proforma.app.store.settings import get_settings
-from proforma.app.store.warehouse import Warehouse
+from proforma.app.store.warehouse import Warehouse, streamed_error
 from proforma.contracts.errors import UserError
 from proforma.contracts.provenance import utcnow
 
@@ -85,19 +85,31 @@ def write_upload(wh: Warehouse, checksum: str, build_id: int | None, *, sigma: b
         # of distinct doubles and with statistics for the key only, it writes the same
         # file for a third less CPU (0.5 s of a 15.7M-row upload). Groups of ROW_GROUP
         # rows, as COPY wrote them: a scoring's layout reads one group at a time.
-        reader = wh.reader(
-            f"SELECT cell, mu{', sigma' if sigma else ''} FROM upload_cells",
-            batch_size=ROW_GROUP,
-        )
-        with pq.ParquetWriter(
-            tmp,
-            reader.schema,
-            compression="lz4",
-            use_dictionary=False,
-            write_statistics=["cell"],
-        ) as out:
+        # (the reader closed whatever happens: a result left open on the connection
+        # would fail the rollback and the explanation that follow a failed write)
+        with (
+            wh.reader(
+                f"SELECT cell, mu{', sigma' if sigma else ''} FROM upload_cells",
+                batch_size=ROW_GROUP,
+            ) as reader,
+            pq.ParquetWriter(
+                tmp,
+                reader.schema,
+                compression="lz4",
+                use_dictionary=False,
+                write_statistics=["cell"],
+            ) as out,
+        ):
             for batch in reader:
                 out.write_batch(batch, row_group_size=ROW_GROUP)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        # DuckDB's error mid-stream comes through Arrow as an OSError: raised as DuckDB's
+        # own, so that the caller tells a bad file from the machine's limits as before
+        cause = streamed_error(exc)
+        if cause is exc:
+            raise
+        raise cause from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
