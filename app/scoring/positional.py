@@ -104,8 +104,9 @@ def dense_upload(
     float32_sigma (the published rules' getvariable('float32_residuals'), under which
     057 reads sigma as CAST(sigma AS FLOAT)): sigma laid out as 32-bit floats, the same
     values for 057 in half the memory. The checks keep every sigma of a finite
-    prediction in the 32-bit normal range, so none turns 0 or infinite; mu stays 64-bit
-    (its residual is rounded, not mu)."""
+    prediction in the 32-bit normal range, so none turns 0 or infinite; a file with
+    one that is not (it passed older checks) is laid out in 64 bits, and 057 meets it
+    as before. mu stays 64-bit (its residual is rounded, not mu)."""
     key = (rec["path"], g.build_id, g.split, g.fingerprint, float32_sigma)
     with _lock:
         hit = _dense.get(key)
@@ -121,27 +122,62 @@ def dense_upload(
     # threads write disjoint places.
     source = pq.ParquetFile(rec["path"])
     names = [n for n in ("mu", "sigma") if n in source.schema_arrow.names]
+    shares = _shares(source.num_row_groups, layout_workers())
+    del source
+    values = _layout(g, rec["path"], names, shares, float32_sigma)
+    if values is None:
+        # a sigma the 32-bit float does not hold as it is (only an upload that passed
+        # older checks has one): the 64-bit layout, so that 057 meets it as before
+        values = _layout(g, rec["path"], names, shares, False)
+    assert values is not None
+    dense = Dense(values["mu"], values.get("sigma"))
+    pa.default_memory_pool().release_unused()  # the batches' buffers, kept by the pool
+    with _lock:
+        while len(_dense) >= 2:
+            _dense.pop(next(iter(_dense)))
+        _dense[key] = dense
+    return dense
+
+
+#: The 32-bit float's normal range: a sigma in it, or 0, NaN or infinite, is the same
+#: value to 057 once narrowed (CAST(sigma AS FLOAT)); the checks keep every sigma of a
+#: finite prediction in it.
+_FLOAT32_NORMAL = (float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max))
+
+
+def _layout(
+    g: Grid, path: str, names: list[str], shares: list[range], narrow: bool
+) -> dict[str, np.ndarray] | None:
+    """The file's columns `names` at every position of `g` (NaN where it has no cell),
+    its row groups shared out as `shares`, one thread each; sigma as 32-bit floats when
+    `narrow`, or None when a sigma would not be the same value narrowed."""
     values = {
-        name: np.empty(g.size, dtype=np.float32 if name == "sigma" and float32_sigma else None)
+        name: np.empty(g.size, dtype=np.float32 if name == "sigma" and narrow else None)
         for name in names
     }
+    lo, hi = _FLOAT32_NORMAL
+    unnarrowed: list[bool] = []
 
     def blank(part: range) -> None:
         for name in names:
             values[name][part.start : part.stop] = np.nan
 
     def place(groups: range) -> None:
-        reader = pq.ParquetFile(rec["path"])
+        reader = pq.ParquetFile(path)
         for group in groups:
             batch = reader.read_row_group(group, columns=["cell", *names], use_threads=False)
             pos = g.positions(batch.column("cell").to_numpy())
             inside = pos >= 0
             at = pos[inside]
             for name in names:
-                values[name][at] = batch.column(name).to_numpy()[inside]
+                column = batch.column(name).to_numpy()[inside]
+                if narrow and name == "sigma":
+                    size = np.abs(column)
+                    if np.any(np.isfinite(size) & (size != 0) & ((size < lo) | (size > hi))):
+                        unnarrowed.append(True)
+                        return
+                values[name][at] = column
 
-    workers = layout_workers()
-    shares = _shares(source.num_row_groups, workers)
     if len(shares) == 1:
         blank(range(g.size))
         place(shares[0])
@@ -151,14 +187,7 @@ def dense_upload(
             # is placed
             list(pool.map(blank, _shares(g.size, len(shares))))
             list(pool.map(place, shares))
-    dense = Dense(values["mu"], values.get("sigma"))
-    del source
-    pa.default_memory_pool().release_unused()  # the batches' buffers, kept by the pool
-    with _lock:
-        while len(_dense) >= 2:
-            _dense.pop(next(iter(_dense)))
-        _dense[key] = dense
-    return dense
+    return None if unnarrowed else values
 
 
 def layout_workers() -> int:

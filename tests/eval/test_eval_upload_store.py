@@ -425,6 +425,25 @@ def test_a_float32_sigma_layout_gives_the_published_terms_of_a_float64_one(wh, t
                 )
     assert len(terms[0]) > 1000 and terms[0] == terms[1]
 
+    # a sigma no 32-bit float holds (a file that passed older checks): laid out in 64
+    # bits, so that 057 meets it as it is (and fails it, as tests/api/test_api_poison.py
+    # shows)
+    table = pq.read_table(rec["path"])
+    sigma = table["sigma"].to_numpy().copy()
+    with positional.pinned(wh):
+        placed = positional.grid(wh, "test").positions(table["cell"].to_numpy()) >= 0
+    sigma[np.flatnonzero(placed)[0]] = 1e39
+    poisoned = tmp_path / "poisoned.parquet"
+    at = table.schema.get_field_index("sigma")
+    pq.write_table(table.set_column(at, "sigma", pa.array(sigma)), poisoned)
+    positional._dense.clear()
+    with positional.pinned(wh):
+        wide = positional.dense_upload(
+            wh, positional.grid(wh, "test"), {**rec, "path": str(poisoned)}, float32_sigma=True
+        )
+    assert wide.sigma is not None and wide.sigma.dtype == np.float64
+    assert np.nanmax(wide.sigma) == 1e39
+
 
 def test_a_full_disk_while_the_file_is_written_leaves_nothing(wh, tmp_path, monkeypatch):
     """Arrow's writer failing for space (errno 28) mid-file: the temporary file is
