@@ -102,16 +102,12 @@ def write_upload(wh: Warehouse, checksum: str, build_id: int | None, *, sigma: b
         ):
             for batch in reader:
                 out.write_batch(batch, row_group_size=ROW_GROUP)
-    except OSError as exc:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
         # DuckDB's error mid-stream comes through Arrow as an OSError: raised as DuckDB's
         # own, so that the caller tells a bad file from the machine's limits as before
-        cause = streamed_error(exc)
-        if cause is exc:
-            raise
-        raise cause from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and (cause := streamed_error(exc)) is not exc:
+            raise cause from None
         raise
     return tmp
 
