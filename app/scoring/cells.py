@@ -26,6 +26,7 @@ from duckdb.sqltypes import DOUBLE
 from proforma.app.scoring import positional
 from proforma.app.scoring.provenance import current_build, eval_sql_version
 from proforma.app.scoring.submissions.store import CELL_VIEW, StoreError, stored_file
+from proforma.app.store.columns import to_arrow, to_numpy
 from proforma.app.store.rules import build_rules
 from proforma.app.store.warehouse import IN_IDS, Warehouse, out_of_resources
 from proforma.contracts.errors import UserError
@@ -63,9 +64,9 @@ def _t_cdf(x: pa.Array, nu: pa.Array) -> pa.Array:
     """Student-t CDF for the SQL UDF eval_t_cdf (SQL has no incomplete beta function)."""
     from scipy import special  # here, not at the top: scipy costs every CLI start 0.1 s
 
-    xs = x.to_numpy(zero_copy_only=False).astype(float)
-    ns = nu.to_numpy(zero_copy_only=False).astype(float)
-    return pa.array(special.stdtr(ns, xs), mask=np.isnan(xs) | np.isnan(ns))
+    xs = to_numpy(x).astype(float)
+    ns = to_numpy(nu).astype(float)
+    return to_arrow(special.stdtr(ns, xs), mask=np.isnan(xs) | np.isnan(ns))
 
 
 def register_functions(wh: Warehouse) -> None:
@@ -271,8 +272,8 @@ def cell_score_rows(wh: Warehouse, sid: int, split: str = "test") -> pa.Table:
     dense = positional.dense_upload(wh, grid, stored, float32_sigma=params["float32_residuals"])
     with positional.terms(wh, positional.frame(grid, dense, with_pos=True), params) as view:
         rows = wh.arrow(f"SELECT pos, {columns.replace('cell, ', '')} FROM {view}")
-    cell = grid.cells(rows["pos"].to_numpy())
-    out = rows.drop(["pos"]).add_column(0, "cell", pa.array(cell))
+    cell = grid.cells(to_numpy(rows["pos"]))
+    out = rows.drop(["pos"]).add_column(0, "cell", to_arrow(cell))
     return out.sort_by("cell")
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from proforma.app.scoring.provenance import current_build_id
+from proforma.app.store.columns import to_numpy
 from proforma.app.store.warehouse import Warehouse
 
 #: Horizons per item slot.
@@ -127,7 +128,7 @@ class Grid:
             n = int(wh.scalar(f"SELECT count(*) FROM {relation}"))
         if n == self.n_scoreable:
             return None
-        return self.mask(wh.arrow(f"SELECT cell FROM {relation}")["cell"].to_numpy())
+        return self.mask(to_numpy(wh.arrow(f"SELECT cell FROM {relation}")["cell"]))
 
     def cells_fingerprint(self, wh: Warehouse, relation: str) -> str:
         """The sample fingerprint (`relation_fingerprint`) of every scoreable cell of the
@@ -252,8 +253,8 @@ def _load(wh: Warehouse, build_id: int, split: str, n_slots: int, cache_root: Pa
         "ORDER BY row",
         [build_id, split],
     )
-    row_firm = rows["firm_id"].to_numpy().astype(np.int32)
-    row_origin = rows["origin_q"].to_numpy().astype(np.int32)
+    row_firm = to_numpy(rows["firm_id"]).astype(np.int32)
+    row_origin = to_numpy(rows["origin_q"]).astype(np.int32)
     n_rows = len(row_firm)
     q0 = int(row_origin.min()) if n_rows else 0
     n_q = int(row_origin.max()) - q0 + 1 if n_rows else 1
@@ -267,11 +268,9 @@ def _load(wh: Warehouse, build_id: int, split: str, n_slots: int, cache_root: Pa
     row_b = np.repeat(block_first, block_rows)
     row_base = row_b * n_slots + (np.arange(n_rows, dtype=np.int64) - row_b)
     row_stride = np.repeat(block_rows, block_rows)
-    slot_item = (
+    slot_item = to_numpy(
         wh.arrow("SELECT item_id FROM ref.items WHERE is_target ORDER BY item_id")["item_id"]
-        .to_numpy()
-        .astype(np.int16)
-    )
+    ).astype(np.int16)
     item_slot = np.full(128, -1, dtype=np.int64)
     item_slot[slot_item] = np.arange(len(slot_item))
     layout = hashlib.sha256(row_firm.tobytes() + row_origin.tobytes() + slot_item.tobytes())
@@ -372,9 +371,9 @@ def _write_dense(
                     if batch is None:
                         break
                     left = (
-                        batch.column(0).to_numpy(),
-                        batch.column(1).to_numpy(zero_copy_only=False),
-                        batch.column(2).to_numpy(zero_copy_only=False),
+                        to_numpy(batch.column(0)),
+                        to_numpy(batch.column(1)),
+                        to_numpy(batch.column(2)),
                     )
                 pos, act, chg = left
                 cut = int(np.searchsorted(pos, hi))

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from proforma.app.scoring.grid import Grid, grid_build_id, grid_for
+from proforma.app.store.columns import to_arrow, to_numpy
 from proforma.app.store.settings import get_settings
 from proforma.app.store.warehouse import Warehouse
 
@@ -166,11 +167,11 @@ def _layout(
         reader = pq.ParquetFile(path)
         for group in groups:
             batch = reader.read_row_group(group, columns=["cell", *names], use_threads=False)
-            pos = g.positions(batch.column("cell").to_numpy())
+            pos = g.positions(to_numpy(batch.column("cell")))
             inside = pos >= 0
             at = pos[inside]
             for name in names:
-                column = batch.column(name).to_numpy()[inside]
+                column = to_numpy(batch.column(name))[inside]
                 if narrow and name == "sigma":
                     size = np.abs(column)
                     if np.any(np.isfinite(size) & (size != 0) & ((size < lo) | (size > hi))):
@@ -220,21 +221,21 @@ def frame(
     lo, hi = span if span is not None else (0, g.size)
     part = slice(lo, hi)
     columns: dict[str, Any] = {
-        "sh": pa.array(g.sh[part]),
-        "oq": pa.array(g.oq[part]),
-        "actual": pa.array(g.actual[part]),
-        "y": pa.array(g.change[part]),
-        "mu": pa.array(dense.mu[part]),
+        "sh": to_arrow(g.sh[part]),
+        "oq": to_arrow(g.oq[part]),
+        "actual": to_arrow(g.actual[part]),
+        "y": to_arrow(g.change[part]),
+        "mu": to_arrow(dense.mu[part]),
         "sigma": (
-            pa.array(dense.sigma[part])
+            to_arrow(dense.sigma[part])
             if dense.sigma is not None
             else pa.nulls(hi - lo, pa.float64())
         ),
     }
     if keep is not None:
-        columns["keep"] = pa.array(keep[part])
+        columns["keep"] = to_arrow(keep[part])
     if with_pos:
-        columns["pos"] = pa.array(np.arange(lo, hi, dtype=np.int64))
+        columns["pos"] = to_arrow(np.arange(lo, hi, dtype=np.int64))
     return pa.table(columns)
 
 

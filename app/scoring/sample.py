@@ -25,6 +25,7 @@ from proforma.app.scoring.footprints.store import (
 )
 from proforma.app.scoring.grid import relation_fingerprint
 from proforma.app.scoring.submissions.store import stored_file
+from proforma.app.store.columns import to_arrow, to_numpy
 from proforma.app.store.warehouse import IN_IDS, Warehouse
 
 #: A submission's gaps are stored when it predicts at least this share of a footprint;
@@ -156,7 +157,7 @@ class _ByPosition:
         if keep_gaps and predicted < n_fp:
             scored = np.concatenate(
                 [
-                    wh.arrow(f"SELECT pos FROM {view}")["pos"].to_numpy()
+                    to_numpy(wh.arrow(f"SELECT pos FROM {view}")["pos"])
                     for view in positional.span_terms(
                         wh, grid, dense, params, footprint, with_pos=True
                     )
@@ -188,7 +189,7 @@ class _ByPosition:
                 ],
             )
             if gap_cells is not None and len(gap_cells):
-                with wh.registered(f"gaps_{sid}", pa.table({"cell": gap_cells})) as view:
+                with wh.registered(f"gaps_{sid}", pa.table({"cell": to_arrow(gap_cells)})) as view:
                     wh.execute(
                         f"INSERT INTO eval.sample_gaps SELECT ?, ?, cell FROM {view}",
                         [self.footprint_id, sid],
