@@ -113,7 +113,10 @@ def _cover(u):
     return [np.mean((u >= (1 - p) / 2) & (u <= (1 + p) / 2)) for p in (0.5, 0.8, 0.9, 0.95)]
 
 
-@pytest.mark.parametrize("family,df", [("gaussian", None), ("laplace", None), ("student_t", 4.0)])
+@pytest.mark.parametrize(
+    "family,df",
+    [("gaussian", None), ("laplace", None), ("student_t", 4.0), ("student_t", 5.0)],
+)
 def test_single_density_metrics_match_scipy(wh, family, df):
     if "small" not in {r[0] for r in wh.fetchall("SELECT name FROM eval.footprints")}:
         scoring.create_footprint(wh, "small", predicate=SMALL)
