@@ -5,6 +5,7 @@ publication. (Timings: bench/upload_volume.py.)"""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 from pathlib import Path
@@ -123,8 +124,8 @@ def test_the_snapshot_keeps_detail_for_the_top_of_the_board_only(
             assert api.wait(job.json()["job_id"])["status"] == "done"
         wh = api.wh
         narrow = Path(os.path.realpath(settings.public_snapshot))
-        wide_settings = settings.model_copy(
-            update={"public_detail_top": 1000, "public_snapshot": tmp_path / "wide.duckdb"}
+        wide_settings = dataclasses.replace(
+            settings, public_detail_top=1000, public_snapshot=tmp_path / "wide.duckdb"
         )
         wide = Path(os.path.realpath(publish(wh, wide_settings).version))
         run = wh.scalar(
@@ -219,7 +220,7 @@ def test_a_publication_from_the_cache_equals_one_computed_afresh(
     """The publisher's cache of public metric and PIT rows (computed once per run and
     submission) gives the snapshot a publication without it gives, and follows the board:
     a submission that leaves the top loses its cached detail."""
-    settings = panel.model_copy(update={"public_detail_top": 1})
+    settings = dataclasses.replace(panel, public_detail_top=1)
     with TestClient(create_app(settings)) as client:
         api = Api(client)
         for seed, noise in enumerate((0.9, 0.6, 0.1)):  # each upload leads the board
