@@ -472,6 +472,44 @@ def test_a_full_disk_while_the_file_is_written_leaves_nothing(wh, tmp_path, monk
     assert sorted(p.name for p in store_dir(wh).iterdir()) == listing
 
 
+def test_the_file_is_on_the_disk_before_it_is_kept(wh, tmp_path, monkeypatch):
+    """The written file's fsync runs on a thread beside the checks; `keep` waits for it
+    before the rename, and a failed fsync (an I/O error) fails the upload: no
+    submission, no file, the error the disk's."""
+    import errno
+    import threading
+
+    from proforma.app.scoring.submissions import store
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        synced.append(threading.current_thread().name)
+        real_fsync(fd)
+
+    monkeypatch.setattr(store.os, "fsync", fsync)
+    replaced = []
+    real_replace = os.replace
+    monkeypatch.setattr(
+        store.os, "replace", lambda a, b: (replaced.append(len(synced)), real_replace(a, b))
+    )
+    sid = scoring.ingest_parquet(wh, _file(wh, tmp_path / "synced.parquet", 61), "synced")
+    assert _record(wh, sid) is not None
+    assert replaced == [1] and synced[0] != threading.main_thread().name
+
+    def failing(fd):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(store.os, "fsync", failing)
+    before = wh.scalar("SELECT count(*) FROM eval.submissions")
+    listing = sorted(p.name for p in store_dir(wh).iterdir())
+    with pytest.raises(OSError, match="Input/output error"):
+        scoring.ingest_parquet(wh, _file(wh, tmp_path / "eio.parquet", 62), "eio")
+    assert wh.scalar("SELECT count(*) FROM eval.submissions") == before
+    assert sorted(p.name for p in store_dir(wh).iterdir()) == listing
+
+
 def test_a_file_damaged_past_its_first_groups_is_rejected_as_unreadable(wh, tmp_path, monkeypatch):
     """A footer that reads and pages that do not: DuckDB fails while the rows stream to
     the store's writer (Arrow hands its error over as an OSError), and the upload is

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,7 @@ def write_upload(wh: Warehouse, checksum: str, build_id: int | None, *, sigma: b
         ):
             for batch in reader:
                 out.write_batch(batch, row_group_size=ROW_GROUP)
+        _start_sync(tmp)
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
         # DuckDB's error mid-stream comes through Arrow as an OSError: raised as DuckDB's
@@ -138,8 +140,7 @@ def keep(
     transaction). Returns the file."""
     final = store_dir(wh) / file_name(checksum, build_id)
     if path != final:
-        with open(path, "rb") as fh:
-            os.fsync(fh.fileno())
+        _wait_sync(path)  # on the disk before its name says it is kept
         os.replace(path, final)
     rows = pq.ParquetFile(final).metadata.num_rows
     wh.execute(
@@ -152,7 +153,55 @@ def keep(
 def discard(path: Path | None) -> None:
     """Remove a temporary upload file `keep` did not take (a rejected upload)."""
     if path is not None and path.name.endswith(".tmp"):
+        with _syncs_lock:
+            sync = _syncs.pop(path, None)
+        if sync is not None:
+            sync.thread.join()  # its error, if any, goes with the file
         path.unlink(missing_ok=True)
+
+
+class _Sync:
+    """A written file's fsync, run on a thread of its own while the checks read the
+    file (0.3 s of a 15.7M-row upload on this machine's disk) and waited for before
+    `keep` renames it into place. A daemon thread: a process that ends before `keep`
+    keeps nothing of the file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.error: OSError | None = None
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self) -> None:
+        try:
+            with open(self.path, "rb") as fh:
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            self.error = exc
+
+
+_syncs: dict[Path, _Sync] = {}
+_syncs_lock = threading.Lock()
+
+
+def _start_sync(path: Path) -> None:
+    sync = _Sync(path)
+    with _syncs_lock:
+        _syncs[path] = sync
+    sync.thread.start()
+
+
+def _wait_sync(path: Path) -> None:
+    """The fsync of `path` has finished (done here when none was started); its error
+    is raised."""
+    with _syncs_lock:
+        sync = _syncs.pop(path, None)
+    if sync is None:
+        sync = _Sync(path)
+        sync.run()
+    else:
+        sync.thread.join()
+    if sync.error is not None:
+        raise sync.error
 
 
 def _intact(path: Path, rows: int | None = None) -> bool:
