@@ -270,7 +270,7 @@ def cell_score_rows(wh: Warehouse, sid: int, split: str = "test") -> pa.Table:
     grid = positional.grid(wh, split)
     params = single_params(submission_row(wh, sid), ctx)
     dense = positional.dense_upload(wh, grid, stored, float32_sigma=params["float32_residuals"])
-    with positional.terms(wh, positional.frame(grid, dense, with_pos=True), params) as view:
+    with positional.terms(wh, positional.frame(grid, dense, with_pos=True), params) as (view, _):
         rows = wh.arrow(f"SELECT pos, {columns.replace('cell, ', '')} FROM {view}")
     cell = grid.cells(to_numpy(rows["pos"]))
     out = rows.drop(["pos"]).add_column(0, "cell", to_arrow(cell))

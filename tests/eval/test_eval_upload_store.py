@@ -417,7 +417,7 @@ def test_a_float32_sigma_layout_gives_the_published_terms_of_a_float64_one(wh, t
             assert dense.sigma is not None
             assert dense.sigma.dtype == (np.float32 if narrow else np.float64)
             frame = positional.frame(grid, dense, with_pos=True)
-            with positional.terms(wh, frame, params) as view:
+            with positional.terms(wh, frame, params) as (view, _):
                 terms.append(
                     wh.fetchall(
                         f"SELECT pos, r, nll, crps, z, u, in50, in95 FROM {view} ORDER BY pos"
