@@ -6,11 +6,10 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from proforma.app.cli.common import console, status_console, summary, writer
-from proforma.app.flows.oracle import submit_oracle
-from proforma.app.sources import ingest
-from proforma.app.sources.synthetic import SyntheticConfig, SyntheticSource
-from proforma.app.sources.synthetic.validation import check_sql, render, validation_report
 from proforma.contracts.quarters import parse_quarter
+
+# The simulator, its checks and the oracle are imported by the commands that use them:
+# every `proforma` command loads this module, and the simulator took 50 ms of each start.
 
 
 def ingest_synthetic(
@@ -54,6 +53,9 @@ def ingest_synthetic(
 ) -> None:
     """Generate the synthetic panel (raw.fundq with YTD cash flows, company_industry,
     ccm_link) and the oracle paths, replacing the raw tables in one transaction."""
+    from proforma.app.sources import ingest
+    from proforma.app.sources.synthetic import SyntheticConfig, SyntheticSource
+
     cfg = SyntheticConfig.for_scale(
         scale,
         firms=firms,
@@ -94,6 +96,8 @@ def validate(
     """Print the validation report of the current raw tables: identity residuals,
     availability by split vs items.csv, joint availability vs the paper, YTD
     consistency, persistence and seasonality."""
+    from proforma.app.sources.synthetic.validation import check_sql, render, validation_report
+
     check_sql()
     with writer() as wh:
         report = validation_report(wh)
@@ -113,5 +117,7 @@ def oracle_command(
     origin's frozen parameters, averaged (mu) with their spread (sigma). Needs
     `proforma ingest synthetic` and `proforma build`."""
     with writer() as wh:
+        from proforma.app.flows.oracle import submit_oracle
+
         submission_id, rows = submit_oracle(wh, name)
     summary(f"oracle submission {submission_id} ({name}): {rows:,} forecast cells")
