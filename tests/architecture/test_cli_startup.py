@@ -10,7 +10,18 @@ import subprocess
 import sys
 
 #: Imported only by the commands that use them, never by `import proforma.app.cli`.
-LAZY = ("scipy", "torch", "lightgbm", "sklearn", "fastapi", "uvicorn", "matplotlib", "jinja2")
+LAZY = (
+    "scipy",
+    "torch",
+    "lightgbm",
+    "sklearn",
+    "fastapi",
+    "uvicorn",
+    "matplotlib",
+    "jinja2",
+    "pandas",
+    "pydantic",
+)
 
 
 def test_cli_start_up_imports_no_heavy_library():
