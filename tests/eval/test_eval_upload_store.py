@@ -489,11 +489,14 @@ def test_the_file_is_on_the_disk_before_it_is_kept(wh, tmp_path, monkeypatch):
         real_fsync(fd)
 
     monkeypatch.setattr(store.os, "fsync", fsync)
-    replaced = []
+    replaced: list[int] = []
     real_replace = os.replace
-    monkeypatch.setattr(
-        store.os, "replace", lambda a, b: (replaced.append(len(synced)), real_replace(a, b))
-    )
+
+    def replace(a, b):
+        replaced.append(len(synced))  # fsyncs done when the file took its name
+        real_replace(a, b)
+
+    monkeypatch.setattr(store.os, "replace", replace)
     sid = scoring.ingest_parquet(wh, _file(wh, tmp_path / "synced.parquet", 61), "synced")
     assert _record(wh, sid) is not None
     assert replaced == [1] and synced[0] != threading.main_thread().name
