@@ -58,14 +58,14 @@ single_w AS (
 single_t AS (
     SELECT *,
            CASE WHEN getvariable('family') = 'gaussian' THEN eval.norm_tail(aw) END AS tail,
-           CASE WHEN getvariable('family') <> 'student_t' THEN NULL
+           CASE WHEN getvariable('family') = 'student_t' THEN CASE
                 WHEN getvariable('t_series') IS NULL THEN eval_t_cdf(aw, getvariable('df'))
                 WHEN getvariable('df') % 2 = 1
                 THEN 0.5 + (atan(aw / sqrt(getvariable('df')))
                             + aw * sqrt(getvariable('df')) / (getvariable('df') + aw * aw)
                               * t_poly) / pi()
                 ELSE 0.5 + 0.5 * aw / sqrt(getvariable('df') + aw * aw) * t_poly
-           END AS t_cdf_abs
+           END END AS t_cdf_abs
     FROM (SELECT *,
                  -- p(c) by Horner's rule (the series' last coefficient first)
                  CASE WHEN getvariable('t_series') IS NOT NULL
