@@ -18,7 +18,7 @@ def test_numbers_read_as_arrow_reads_them(kind):
     values = pa.array([3, 1, 4, 1, 5, 9, 2, 6], kind)
     for column in (values, values.slice(3), values.slice(2, 4), pa.chunked_array([values] * 3)):
         got = to_numpy(column)
-        want = column.to_numpy() if isinstance(column, pa.ChunkedArray) else column.to_numpy()
+        want = column.to_numpy()
         assert got.dtype == want.dtype and np.array_equal(got, want)
     assert to_numpy(pa.chunked_array([], kind)).shape == (0,)
     assert to_numpy(values.slice(8)).shape == (0,)
