@@ -34,16 +34,12 @@ def to_numpy(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if isinstance(column, pa.ChunkedArray):
         if column.num_chunks == 1:
             return to_numpy(column.chunk(0))
-        if column.num_chunks == 0:
-            dtype = _NUMERIC.get(column.type)
-            if dtype is not None:
-                return np.empty(0, dtype=dtype)
-        else:
+        if column.num_chunks > 1:
             return np.concatenate([to_numpy(chunk) for chunk in column.chunks])
-        return column.to_numpy()
+        empty = _NUMERIC.get(column.type)
+        return np.empty(0, dtype=empty) if empty is not None else column.to_numpy()
     if column.type == pa.bool_() and not column.null_count:
-        validity, data = column.buffers()
-        bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8), bitorder="little")
+        bits = np.unpackbits(np.frombuffer(column.buffers()[1], dtype=np.uint8), bitorder="little")
         return bits[column.offset : column.offset + len(column)].astype(bool)
     dtype = _NUMERIC.get(column.type)
     floating = dtype is not None and np.issubdtype(dtype, np.floating)
@@ -63,18 +59,16 @@ def to_numpy(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
 def to_arrow(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
     """A 1-d numeric or boolean numpy array as an Arrow array, sharing a number's memory:
     null where `mask` is true, else no nulls (NaN stays a value, as in pa.array)."""
-    if mask is not None and mask.any():
-        if _ARROW.get(values.dtype) is None or values.ndim != 1:
-            return pa.array(values, mask=mask)
-        validity = pa.py_buffer(np.packbits(~mask, bitorder="little"))
-        data = pa.py_buffer(np.ascontiguousarray(values))
-        return pa.Array.from_buffers(_ARROW[values.dtype], len(values), [validity, data])
-    if values.dtype == np.bool_ and values.ndim == 1:
+    if mask is not None and not mask.any():
+        mask = None
+    if values.ndim != 1:
+        return pa.array(values, mask=mask)
+    if values.dtype == np.bool_ and mask is None:
         bits = np.packbits(values, bitorder="little")
         return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
     kind = _ARROW.get(values.dtype)
-    if kind is None or values.ndim != 1:
-        return pa.array(values)
-    if not values.flags.c_contiguous:
-        values = np.ascontiguousarray(values)
-    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
+    if kind is None:
+        return pa.array(values, mask=mask)
+    validity = None if mask is None else pa.py_buffer(np.packbits(~mask, bitorder="little"))
+    data = pa.py_buffer(np.ascontiguousarray(values))
+    return pa.Array.from_buffers(kind, len(values), [validity, data])

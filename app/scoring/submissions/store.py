@@ -153,10 +153,7 @@ def keep(
 def discard(path: Path | None) -> None:
     """Remove a temporary upload file `keep` did not take (a rejected upload)."""
     if path is not None and path.name.endswith(".tmp"):
-        with _syncs_lock:
-            sync = _syncs.pop(path, None)
-        if sync is not None:
-            sync.thread.join()  # its error, if any, goes with the file
+        _finished_sync(path)  # its error, if any, goes with the file
         path.unlink(missing_ok=True)
 
 
@@ -190,16 +187,22 @@ def _start_sync(path: Path) -> None:
     sync.thread.start()
 
 
+def _finished_sync(path: Path) -> _Sync | None:
+    """The fsync started for `path`, finished; None when none was started."""
+    with _syncs_lock:
+        sync = _syncs.pop(path, None)
+    if sync is not None:
+        sync.thread.join()
+    return sync
+
+
 def _wait_sync(path: Path) -> None:
     """The fsync of `path` has finished (done here when none was started); its error
     is raised."""
-    with _syncs_lock:
-        sync = _syncs.pop(path, None)
+    sync = _finished_sync(path)
     if sync is None:
         sync = _Sync(path)
         sync.run()
-    else:
-        sync.thread.join()
     if sync.error is not None:
         raise sync.error
 
