@@ -1,5 +1,5 @@
 """`python -m proforma.app.cli` runs the `proforma` command line."""
 
-from proforma.app.cli import main
+from proforma.app.cli import entry
 
-main()
+entry()

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from proforma.app.cli.common import status_console, summary, writer
 from proforma.app.flows.baselines import parse_which, run_baselines
@@ -14,6 +14,9 @@ from proforma.contracts.errors import UserError
 from proforma.models.baselines import suite
 from proforma.models.baselines.fanout import ENGINES, Tracker
 from proforma.models.baselines.presets import PRESETS
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 
 class RichTracker(Tracker):
@@ -103,6 +106,15 @@ def impute_command() -> None:
 
 
 def _progress() -> Progress:
+    # rich.progress is imported by the commands that show one (70 ms of every start)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),

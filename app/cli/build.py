@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from proforma.app.cli.common import console, status_console, summary, writer
@@ -53,6 +52,8 @@ def build_command(
     rule_set = RuleSet.parse(rules)
     space = "estimated from this panel" if reg_stats == "estimate" else f"pinned from {reg_stats}"
     status_console.print(f"rule set: {rule_set}; standardization statistics: {space}")
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     with writer() as wh:
         with Progress(
             TextColumn("[bold]{task.description}"),

@@ -9,9 +9,6 @@ import json
 import os
 import re
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,6 +106,12 @@ class RunningServer:
 
     def get(self, path: str, **params: Any) -> Any:
         """GET `path` (JSON) from the server; a failure is a UserError with its message."""
+        # urllib.request brings ssl and http.client: 20 ms of every start, for the
+        # commands that ask a running server only
+        import urllib.error
+        import urllib.parse
+        import urllib.request
+
         query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
         url = f"{self.url}{path}" + (f"?{query}" if query else "")
         try:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from proforma.app.cli.common import console, summary, writer
@@ -55,6 +54,14 @@ def run_llm_command(
 
     Answers are cached, so a rerun never pays twice and an interrupted run resumes.
     """
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     from proforma.app.flows.llm import run_llm
     from proforma.models.llm.providers import make_provider
 

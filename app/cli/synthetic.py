@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from proforma.app.cli.common import console, status_console, summary, writer
 from proforma.contracts.quarters import parse_quarter
@@ -70,6 +69,14 @@ def ingest_synthetic(
         fyr_change_rate=fyr_change_rate,
         through=parse_quarter(through) if through else None,
     )
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     with Progress(
         TextColumn("[bold]synthetic"),
         BarColumn(),

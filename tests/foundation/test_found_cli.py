@@ -79,3 +79,61 @@ def test_help(args: list[str], expected: list[str]) -> None:
     flat = " ".join(result.output.split())
     for word in expected:
         assert word in flat, (word, flat)
+
+
+def _python(code: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_command_ends_at_once_with_its_status_and_its_output_whole(
+    settings: Settings,
+) -> None:
+    listing = _python("from proforma.app.cli import entry; entry()", "--help")
+    assert listing.returncode == 0 and listing.stdout.rstrip().endswith(
+        CliRunner().invoke(app, ["--help"]).output.rstrip().splitlines()[-1]
+    )
+    refused = _python(
+        "import os; os.environ['PROFORMA_THREADS'] = 'x'\n"
+        "from proforma.app.cli import entry; entry()",
+        "db",
+        "status",
+    )
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [
+        "error: setting PROFORMA_THREADS: 'x' is not an integer"
+    ]
+
+
+def test_an_output_that_cannot_be_flushed_ends_with_the_interpreters_status() -> None:
+    closed = _python(
+        "import sys; from proforma.app.cli import leave\n"
+        "sys.stdout.write('x'); sys.stdout.close(); leave(0)"
+    )
+    assert closed.returncode == 120
+
+
+def test_a_thread_still_running_ends_the_usual_way_after_it() -> None:
+    # the interpreter waits for a non-daemon thread, and os._exit would not
+    waited = _python(
+        "import threading, time; from proforma.app.cli import leave\n"
+        "def late(): time.sleep(0.3); print('late', flush=True)\n"
+        "threading.Thread(target=late).start(); leave(5)"
+    )
+    assert waited.returncode == 5 and waited.stdout == "late\n"
+
+
+def test_main_in_a_process_that_goes_on_raises_system_exit(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import proforma.app.cli as cli
+
+    monkeypatch.setattr(sys, "argv", ["proforma", "db", "status"])
+    with pytest.raises(SystemExit) as done:
+        cli.main()
+    assert done.value.code == 0
