@@ -13,8 +13,8 @@ import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import pyarrow as pa
 
+from proforma.app.store.columns import to_numpy
 from proforma.app.store.warehouse import IN_IDS, Warehouse
 
 POOLED_HORIZON = 20  # pooled tests use h = 20, i.e. bandwidth 19
@@ -124,7 +124,14 @@ def run_dm_tests(
     out = dm_test_rows(wh, score_run_id, pairs, groups)
     if not out["score_run_id"]:
         return 0
-    return wh.write_arrow("eval.dm_test_rows", pa.table(out))
+    # one statement of list parameters, zipped by unnest: Arrow's conversion of Python
+    # lists (pa.table) imports pandas, half a second of the first run with two members
+    wh.execute(
+        "INSERT INTO eval.dm_test_rows SELECT "
+        + ", ".join(f"unnest(?::{_DM_TYPES[name]}[])" for name in _DM_COLUMNS),
+        [out[name] for name in _DM_COLUMNS],
+    )
+    return len(out["score_run_id"])
 
 
 def dm_test_rows(
@@ -156,7 +163,7 @@ def dm_test_rows(
         return out
 
     def col(name: str) -> np.ndarray:
-        return t[name].to_numpy(zero_copy_only=False).astype(float)
+        return to_numpy(t[name]).astype(float)
 
     quarters = np.unique(col("origin_q"))
     horizons = np.unique(col("horizon"))
@@ -214,18 +221,20 @@ def dm_test_rows(
     return out
 
 
-_DM_COLUMNS = (
-    "score_run_id",
-    "submission_a",
-    "submission_b",
-    "loss",
-    "horizon",
-    "n_quarters",
-    "bandwidth",
-    "mean_diff",
-    "dm_stat",
-    "p_value",
-)
+#: eval.dm_test_rows' columns, in order, and their types.
+_DM_TYPES = {
+    "score_run_id": "INTEGER",
+    "submission_a": "INTEGER",
+    "submission_b": "INTEGER",
+    "loss": "VARCHAR",
+    "horizon": "TINYINT",
+    "n_quarters": "INTEGER",
+    "bandwidth": "INTEGER",
+    "mean_diff": "DOUBLE",
+    "dm_stat": "DOUBLE",
+    "p_value": "DOUBLE",
+}
+_DM_COLUMNS = tuple(_DM_TYPES)
 
 
 def _nan_none(x: float) -> float | None:

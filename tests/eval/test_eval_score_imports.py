@@ -15,6 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from scoring_fixtures import module_warehouse
 
+from proforma.app.store.settings import Settings
+from proforma.app.store.warehouse import connect
+
 #: Runs the CLI in this process and prints which of these modules it loaded.
 PROBE = (
     "import json, sys\n"
@@ -46,6 +49,9 @@ def test_submit_and_score_import_neither_pandas_nor_pydantic(tmp_path_factory):
         "prediction", pa.array(cells["actual"].to_numpy() + rng.normal(0, 0.3, n))
     ).append_column("sigma", pa.array(np.full(n, 0.5)))
     pq.write_table(table, upload)
+    # a second member: a run of two makes Diebold-Mariano tests (significance.py)
+    wider = folder / "gauss_wide.parquet"
+    pq.write_table(table.set_column(5, "sigma", pa.array(np.full(n, 0.9))), wider)
     env = {
         **os.environ,
         "PROFORMA_WAREHOUSE": str(wh.path),
@@ -56,6 +62,8 @@ def test_submit_and_score_import_neither_pandas_nor_pydantic(tmp_path_factory):
     for args in (
         ["submit", str(upload), "--name", "gauss"],
         ["score", "-s", "gauss", "--no-coherence"],
+        ["submit", str(wider), "--name", "wide"],
+        ["score", "-s", "gauss", "-s", "wide", "--no-coherence"],
     ):
         done = subprocess.run(
             [sys.executable, "-c", PROBE, *args],
@@ -68,3 +76,5 @@ def test_submit_and_score_import_neither_pandas_nor_pydantic(tmp_path_factory):
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout.strip().splitlines()[-1]) == [], (args, done.stdout)
     assert "score run" in done.stderr
+    with connect(Settings(warehouse=wh.path), read_only=True) as after:
+        assert after.scalar("SELECT count(*) FROM eval.dm_test_rows") > 0
