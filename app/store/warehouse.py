@@ -137,6 +137,9 @@ class Warehouse:
         #: Python functions known to be in this database instance's catalog (shared by
         #: its cursors: a function one registers is there for all while it lives).
         self.functions: set[str] = functions if functions is not None else set()
+        #: Inside `transaction` (the project's only BEGIN): a failed statement there
+        #: aborts the whole transaction, outside it only itself.
+        self.in_transaction = False
 
     # -- lifecycle -------------------------------------------------------------------
     def cursor(self) -> Warehouse:
@@ -156,6 +159,7 @@ class Warehouse:
     def transaction(self) -> Iterator[Warehouse]:
         """All or nothing: commit on success, roll back on any exception."""
         self.con.execute("BEGIN TRANSACTION")
+        self.in_transaction = True
         try:
             yield self
         except BaseException:
@@ -163,6 +167,8 @@ class Warehouse:
             raise
         else:
             self.con.execute("COMMIT")
+        finally:
+            self.in_transaction = False
 
     # -- statements ------------------------------------------------------------------
     def execute(self, sql: str | duckdb.Statement, params: Any = None) -> None:

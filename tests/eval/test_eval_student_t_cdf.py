@@ -73,3 +73,29 @@ def test_t_cdf_series_only_for_whole_df_from_2_to_100(wh):
     for df in (1.0, 2.5, 101.0, 0.5):
         _pit(wh, df, np.array([0.5]))
         assert wh.scalar("SELECT getvariable('t_series')") is None
+
+
+def test_the_udf_is_registered_once_whichever_connection_asks_and_no_transaction_aborts(
+    tmp_path,
+):
+    """Two warehouses of one file share DuckDB's database instance and its catalog: the
+    second one's registration finds the function there, outside a transaction by
+    trying (the failure harms nothing) and inside one by looking it up (a failure would
+    abort the transaction)."""
+    from proforma.app.store.warehouse import connect
+
+    path = tmp_path / "udf.duckdb"
+    first, second, third = (connect(path=path) for _ in range(3))
+    try:
+        register_functions(first)
+        register_functions(second)
+        assert "eval_t_cdf" in second.functions
+        with third.transaction():
+            third.execute("CREATE TABLE kept AS SELECT 1 AS x")
+            register_functions(third)
+            assert third.scalar("SELECT eval_t_cdf(0.0, 3.0)") == pytest.approx(0.5)
+        assert third.scalar("SELECT count(*) FROM kept") == 1
+        assert second.scalar("SELECT eval_t_cdf(0.0, 3.0)") == pytest.approx(0.5)
+    finally:
+        for wh in (first, second, third):
+            wh.close()
