@@ -55,9 +55,16 @@ single_w AS (
     -- Stages keep each expression computed once per row (the CDF is a long polynomial).
     SELECT *, -r / s AS w, abs(r / s) AS aw FROM single
 ),
+single_e AS (
+    -- a Gaussian cell's exponent exp(-w^2 / 2), shared by its tail, density and CRPS
+    SELECT *,
+           CASE WHEN getvariable('family') = 'gaussian' THEN exp(-aw * aw / 2) END AS gauss_exp
+    FROM single_w
+),
 single_t AS (
     SELECT *,
-           CASE WHEN getvariable('family') = 'gaussian' THEN eval.norm_tail(aw) END AS tail,
+           CASE WHEN getvariable('family') = 'gaussian'
+                THEN eval.norm_tail_given(aw, gauss_exp) END AS tail,
            CASE WHEN getvariable('family') = 'student_t' THEN CASE
                 WHEN getvariable('t_series') IS NULL THEN eval_t_cdf(aw, getvariable('df'))
                 WHEN getvariable('df') % 2 = 1
@@ -73,12 +80,12 @@ single_t AS (
                                        lambda acc, a: acc * getvariable('df')
                                                       / (getvariable('df') + aw * aw) + a)
                  END AS t_poly
-          FROM single_w)
+          FROM single_e)
 ),
 single_scored AS (
     -- w = (actual - mu) / s; nll, crps, z and u are NULL together when s is.
     SELECT
-        * EXCLUDE (s, w, aw, tail, t_poly, t_cdf_abs),
+        * EXCLUDE (s, w, aw, gauss_exp, tail, t_poly, t_cdf_abs),
         CASE getvariable('family')
             WHEN 'gaussian' THEN 0.5 * ln(2 * pi()) + ln(s) + w * w / 2
             WHEN 'laplace' THEN ln(2 * s / sqrt(2)) + aw * sqrt(2)
@@ -86,7 +93,8 @@ single_scored AS (
         END AS nll,
         CASE getvariable('family')
             -- Phi(w) = 1 - tail when w > 0, else tail; w (2 Phi(w) - 1) = |w| (1 - 2 tail).
-            WHEN 'gaussian' THEN s * (aw * (1 - 2 * tail) + 2 * eval.norm_pdf(aw) - 1 / sqrt(pi()))
+            WHEN 'gaussian'
+            THEN s * (aw * (1 - 2 * tail) + 2 * gauss_exp / sqrt(2 * pi()) - 1 / sqrt(pi()))
             WHEN 'laplace' THEN (s / sqrt(2)) * (aw * sqrt(2) + exp(-aw * sqrt(2)) - 0.75)
             WHEN 'student_t' THEN CASE WHEN getvariable('df') > 1 THEN s * (
                 aw * (2 * t_cdf_abs - 1)
