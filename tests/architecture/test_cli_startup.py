@@ -28,23 +28,23 @@ LAZY = (
 LAZY_PARTS = ("rich.progress", "pyarrow.compute", "urllib.request")
 
 
-def test_cli_start_up_imports_no_heavy_library():
+def _loaded_at_start(names: tuple[str, ...], *, top_level: bool) -> list[str]:
+    """Which of `names` a fresh `import proforma.app.cli` loads (by top-level package
+    when `top_level`, else by full module name)."""
+    loaded = "{m.split('.')[0] for m in sys.modules}" if top_level else "set(sys.modules)"
     code = (
         "import json, sys; import proforma.app.cli; "
-        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({LAZY!r}))))"
+        f"print(json.dumps(sorted({loaded} & set({names!r}))))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], check=True, capture_output=True, text=True
     ).stdout
-    assert json.loads(out.strip().splitlines()[-1]) == []
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_cli_start_up_imports_no_heavy_library():
+    assert _loaded_at_start(LAZY, top_level=True) == []
 
 
 def test_cli_start_up_imports_no_part_only_some_commands_use():
-    code = (
-        "import json, sys; import proforma.app.cli; "
-        f"print(json.dumps(sorted(set(sys.modules) & set({LAZY_PARTS!r}))))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True, text=True
-    ).stdout
-    assert json.loads(out.strip().splitlines()[-1]) == []
+    assert _loaded_at_start(LAZY_PARTS, top_level=False) == []
