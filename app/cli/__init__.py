@@ -17,7 +17,9 @@ import gc
 
 # The start-up's imports make some 45,000 objects, and the collector's passes over them
 # while they do cost 50-150 ms of every command: it waits until they are made, and
-# leaves them out of its later passes (gc.freeze at the end of this module).
+# leaves them out of its later passes (gc.freeze at the end of this module). A program
+# that imports this module with the collector off finds it off after.
+_collecting = gc.isenabled()
 gc.disable()
 
 import logging
@@ -130,7 +132,8 @@ users_group.command("list")(serve.users_list)
 db_group = group("db", "Inspect the warehouse.")
 db_group.command("status")(db.db_status)
 
-gc.enable()
+if _collecting:
+    gc.enable()
 gc.freeze()
 
 

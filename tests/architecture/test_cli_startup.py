@@ -28,18 +28,22 @@ LAZY = (
 LAZY_PARTS = ("rich.progress", "pyarrow.compute", "urllib.request")
 
 
-def _loaded_at_start(names: tuple[str, ...], *, top_level: bool) -> list[str]:
-    """Which of `names` a fresh `import proforma.app.cli` loads (by top-level package
-    when `top_level`, else by full module name)."""
-    loaded = "{m.split('.')[0] for m in sys.modules}" if top_level else "set(sys.modules)"
-    code = (
-        "import json, sys; import proforma.app.cli; "
-        f"print(json.dumps(sorted({loaded} & set({names!r}))))"
-    )
+def _printed(code: str) -> object:
+    """The JSON value a fresh interpreter running `code` prints last."""
     out = subprocess.run(
         [sys.executable, "-c", code], check=True, capture_output=True, text=True
     ).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+def _loaded_at_start(names: tuple[str, ...], *, top_level: bool) -> object:
+    """Which of `names` a fresh `import proforma.app.cli` loads (by top-level package
+    when `top_level`, else by full module name)."""
+    loaded = "{m.split('.')[0] for m in sys.modules}" if top_level else "set(sys.modules)"
+    return _printed(
+        "import json, sys; import proforma.app.cli; "
+        f"print(json.dumps(sorted({loaded} & set({names!r}))))"
+    )
 
 
 def test_cli_start_up_imports_no_heavy_library():
@@ -48,3 +52,12 @@ def test_cli_start_up_imports_no_heavy_library():
 
 def test_cli_start_up_imports_no_part_only_some_commands_use():
     assert _loaded_at_start(LAZY_PARTS, top_level=False) == []
+
+
+def test_the_collector_is_as_the_importer_left_it():
+    # off while the start's modules load, then back as it was: on, or off when the
+    # importing program had turned it off
+    assert _printed("import gc, json; import proforma.app.cli; print(json.dumps(gc.isenabled()))")
+    assert not _printed(
+        "import gc, json; gc.disable(); import proforma.app.cli; print(json.dumps(gc.isenabled()))"
+    )
