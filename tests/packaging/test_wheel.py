@@ -159,7 +159,7 @@ def test_the_build_context_makes_a_wheel_with_every_package_file(wheel: Path) ->
     tops = {n.split("/")[0] for n in names if not n.startswith("proforma-")}
     assert tops == {"proforma"}, tops
     entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "proforma = proforma.app.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    assert "proforma = proforma.app.cli:entry" in zipfile.ZipFile(wheel).read(entry).decode()
 
 
 # -- the installed wheel --------------------------------------------------------------------
