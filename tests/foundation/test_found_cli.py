@@ -131,7 +131,7 @@ def test_a_thread_still_running_ends_the_usual_way_after_it() -> None:
 def test_main_in_a_process_that_goes_on_raises_system_exit(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import proforma.app.cli as cli
+    from proforma.app import cli
 
     monkeypatch.setattr(sys, "argv", ["proforma", "db", "status"])
     with pytest.raises(SystemExit) as done:
