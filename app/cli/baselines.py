@@ -14,6 +14,7 @@ from proforma.contracts.errors import UserError
 from proforma.models.baselines import suite
 from proforma.models.baselines.fanout import ENGINES, Tracker
 from proforma.models.baselines.presets import PRESETS
+from proforma.models.numerics import torch_threads
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -62,17 +63,14 @@ def baselines_command(
 ) -> None:
     """Fit the tabular competitors, write their forecasts and score them (resumable)."""
     models = parse_which(which)
-    if threads and any(suite.get(m).torch for m in models):
-        import torch
-
-        torch.set_num_threads(threads)
+    uses_torch = any(suite.get(m).torch for m in models)
     if preset_name not in PRESETS:
         raise UserError(f"Unknown preset {preset_name!r}; choose one of {', '.join(PRESETS)}")
     if preset_name == "demo":
         notes = {suite.get(m).demo_note: m for m in reversed(models)}
         for note, m in reversed(notes.items()):
             status_console.print(f"[dim]demo preset, {m}: {note}[/]", highlight=False)
-    with writer() as wh, _progress() as progress:
+    with torch_threads(threads if uses_torch else 0), writer() as wh, _progress() as progress:
         results = run_baselines(
             wh,
             models,

@@ -10,6 +10,7 @@ import typer
 from proforma.app.cli.common import summary, writer
 from proforma.models.chronos import QUANTILE_LEVELS
 from proforma.models.chronos.loading import DEVICES, DTYPES, PUBLIC_CHECKPOINT
+from proforma.models.numerics import torch_threads
 
 
 def chronos_command(
@@ -56,10 +57,6 @@ def chronos_command(
     """Chronos-2 zero-shot: 21 quantiles per test cell, one quantile submission, scored (resumable)."""
     from proforma.app.flows.chronos import ChronosOptions, run_chronos
 
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
     options = ChronosOptions(
         model=model,
         device=device,
@@ -70,7 +67,7 @@ def chronos_command(
         name=name,
         score=score,
     )
-    with writer() as wh:
+    with torch_threads(threads), writer() as wh:
         r = run_chronos(wh, options)
     computed, cached = r["computed_origins"], r["origins"] - r["computed_origins"]
     where = []

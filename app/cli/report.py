@@ -11,6 +11,7 @@ import typer
 from proforma.app.cli.common import running_server, status_console, summary, writer
 from proforma.app.store.settings import get_settings
 from proforma.contracts.errors import UserError, WarehouseLocked
+from proforma.models.numerics import torch_threads
 
 
 def reconcile_command(
@@ -75,10 +76,6 @@ def report_command(
     folder = out or get_settings().report_dir
     if folder.exists() and not folder.is_dir():
         raise UserError(f"--out {folder} is a file, not a folder")
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
     try:
         wh = connect(read_only=True)
     except WarehouseLocked as locked:
@@ -92,7 +89,7 @@ def report_command(
             + (f" ({served})" if served.is_file() else "")
             + "; stop the server to write a new one."
         ) from None
-    with wh:
+    with wh, torch_threads(threads):
         result = write_report(
             wh,
             folder,

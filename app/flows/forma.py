@@ -27,6 +27,7 @@ from proforma.app.store.settings import get_settings
 from proforma.app.store.warehouse import Warehouse, connect
 from proforma.contracts import ROOT
 from proforma.contracts.errors import UserError
+from proforma.models.numerics import numerics_record, torch_threads
 
 Log = Callable[[str], None]
 #: Checkpoints that ship with the package (package data), trained by the command in
@@ -56,11 +57,9 @@ def shipped_path(preset: str, family: str, seed: int) -> Path:
     return SHIPPED_DIR / f"{preset}-{family}-seed{seed}.pt"
 
 
-def resolve_device(device: str, threads: int = 0) -> str:
+def resolve_device(device: str) -> str:
     import torch
 
-    if threads:
-        torch.set_num_threads(threads)
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -162,14 +161,9 @@ def hold_out_for_calibration(store, n: int) -> tuple[Any, dict[str, list[int]]]:
 
 
 def panel_signature(store) -> str:
-    """SHA-256 (16 hex digits) of the training windows themselves: every origin's keys,
-    split and tuples as the model reads them. Two panels with this signature train the
-    same model; any change to the data, the build rules or the standardization shows."""
-    h = hashlib.sha256()
-    for arr in (store.firm_id, store.origin_q, store.offsets, store.rel_q, store.item_id, store.x):
-        h.update(np.ascontiguousarray(arr).tobytes())
-    h.update("\n".join(store.split.tolist()).encode())
-    return h.hexdigest()[:16]
+    """The training windows' data signature (WindowStore.data_signature): what a shipped
+    checkpoint must match to be installed."""
+    return store.data_signature()
 
 
 def load_models(preset: str, family: str, seeds: list[int], device: str):
@@ -284,6 +278,38 @@ def install_shipped(preset: str, family: str, seed: int, signature: str, log: Lo
     return True
 
 
+#: How a fresh clone's default panel is made, and how the shipped checkpoints are remade
+#: on it (named by the guard test and docs/forma.md, "Shipped checkpoint").
+DEFAULT_PANEL_COMMANDS = "proforma ingest synthetic --scale demo && proforma build"
+RETRAIN_SHIPPED = "proforma train forma --preset mid --seeds 60,61 --jobs 2 --ship"
+
+
+def shipped_checkpoint_problems(signature: str) -> list[str]:
+    """Why each shipped checkpoint would not be installed on a panel with this signature,
+    or trains another model than its preset now defines (empty: every one matches)."""
+    from proforma.models.forma.presets import FormaConfig
+    from proforma.models.forma.presets import preset as get_preset
+
+    problems = []
+    shipped = sorted(SHIPPED_DIR.glob("*.pt"))
+    if not shipped:
+        problems.append(f"no checkpoint is shipped in {SHIPPED_DIR}")
+    for path in shipped:
+        ck = _load_checkpoint_meta(path)
+        trained_on = ck.get("panel_signature")
+        if trained_on != signature:
+            problems.append(
+                f"{path.name} was trained on panel {trained_on}, the default panel is {signature}"
+            )
+        name = ck["config"]["name"]
+        family = ck["config"].get("family", "gaussian")
+        if FormaConfig.from_dict(ck["config"]) != get_preset(name, family=family):
+            problems.append(f"{path.name} was trained with another configuration of `{name}`")
+        if not ck.get("complete"):
+            problems.append(f"{path.name} is not a finished run")
+    return problems
+
+
 def ship_checkpoint(path: Path, dest: Path) -> Path:
     """The inference part of a finished checkpoint (no optimizer state), for the repository."""
     import torch
@@ -331,89 +357,96 @@ def train(
     from proforma.models.forma.train import fit
 
     cfg = get_preset(preset, family=family, **(overrides or {}))
-    dev = resolve_device(device, threads)
-    t0 = time.perf_counter()
-    with read_only() as wh:
-        store = load_store(wh, ["train", "val"], future=True)
-        ids = Identities.from_arrow(identities_table(wh))
-    signature = panel_signature(store)
-    report = TrainReport(cfg.name, family, len(store), signature, 0.0)
-    store, held_out = hold_out_for_calibration(store, cfg.calibration_origins)
-    log(
-        f"forma: {len(store):,} train+val origins, {len(store.rel_q):,} tuples, panel {signature}; "
-        f"preset {cfg.name}, {cfg.epochs} epochs x {cfg.origins_per_epoch or len(store):,} origins, "
-        f"family {family}, device {dev}"
-        + (f"; {len(held_out['firm_id']):,} val origins held out to calibrate" if held_out else "")
-    )
-    todo = []
-    for s in seeds:
-        path = checkpoint_path(preset, family, s)
-        if (use_shipped or shipped_only) and install_shipped(preset, family, s, signature, log):
-            report.checkpoints[s], report.shipped = path, [*report.shipped, s]
-            continue
-        if shipped_only:
-            log(f"seed {s}: no shipped checkpoint for this panel; not trained (--shipped-only)")
-            continue
-        if path.exists() and not resume:
-            raise UserError(f"{path} exists; pass --resume to continue it or delete it to retrain")
-        ck = _load_checkpoint_meta(path) if path.exists() else None
-        trained_on = ck.get("panel_signature") if ck else None
-        if ck and trained_on not in (None, signature):
-            # continuing weights of another panel would mix two panels in one model
-            log(
-                f"{path} was trained on panel {trained_on}, this panel is {signature}: training afresh"
+    with torch_threads(threads):
+        dev = resolve_device(device)
+        t0 = time.perf_counter()
+        with read_only() as wh:
+            store = load_store(wh, ["train", "val"], future=True)
+            ids = Identities.from_arrow(identities_table(wh))
+        signature = panel_signature(store)
+        report = TrainReport(cfg.name, family, len(store), signature, 0.0)
+        store, held_out = hold_out_for_calibration(store, cfg.calibration_origins)
+        log(
+            f"forma: {len(store):,} train+val origins, {len(store.rel_q):,} tuples, panel {signature}; "
+            f"preset {cfg.name}, {cfg.epochs} epochs x {cfg.origins_per_epoch or len(store):,} origins, "
+            f"family {family}, device {dev}"
+            + (
+                f"; {len(held_out['firm_id']):,} val origins held out to calibrate"
+                if held_out
+                else ""
             )
-            path.unlink()
-        elif ck and not _same_setup(ck, cfg, s):
-            # e.g. a models folder kept from before the preset changed: its weights belong
-            # to another model, so they are set aside (not deleted: they may be someone's
-            # long run with other options) and this one trains from the start
-            aside = path.with_name(f"{path.stem}.other-config-{int(time.time())}.pt")
-            path.rename(aside)
-            log(
-                f"{path} was trained with another configuration of preset {preset} (an "
-                f"earlier version of it, or other options): kept as {aside.name}, "
-                f"training afresh"
-            )
-        todo.append(s)
-
-    def one_seed(s: int, progress: bool = True) -> tuple[float, int]:
-        path = checkpoint_path(preset, family, s)
-
-        def keep(row: dict, _model: object) -> None:
-            if row["epoch"] in keep_epochs:
-                shutil.copyfile(path, kept_path(preset, family, s, row["epoch"]))
-
-        res = fit(
-            store,
-            ids,
-            cfg,
-            seed=s,
-            checkpoint=checkpoint_path(preset, family, s),
-            resume=resume,
-            device=dev,
-            log=log,
-            workers=workers,
-            extra={"panel_signature": signature, "calibration_holdout": held_out},
-            progress=progress,
-            on_epoch=keep if keep_epochs else None,
         )
-        return res.final_loss, res.parameters
+        todo = []
+        for s in seeds:
+            path = checkpoint_path(preset, family, s)
+            if (use_shipped or shipped_only) and install_shipped(preset, family, s, signature, log):
+                report.checkpoints[s], report.shipped = path, [*report.shipped, s]
+                continue
+            if shipped_only:
+                log(f"seed {s}: no shipped checkpoint for this panel; not trained (--shipped-only)")
+                continue
+            if path.exists() and not resume:
+                raise UserError(
+                    f"{path} exists; pass --resume to continue it or delete it to retrain"
+                )
+            ck = _load_checkpoint_meta(path) if path.exists() else None
+            trained_on = ck.get("panel_signature") if ck else None
+            if ck and trained_on not in (None, signature):
+                # continuing weights of another panel would mix two panels in one model
+                log(
+                    f"{path} was trained on panel {trained_on}, this panel is {signature}: training afresh"
+                )
+                path.unlink()
+            elif ck and not _same_setup(ck, cfg, s):
+                # e.g. a models folder kept from before the preset changed: its weights belong
+                # to another model, so they are set aside (not deleted: they may be someone's
+                # long run with other options) and this one trains from the start
+                aside = path.with_name(f"{path.stem}.other-config-{int(time.time())}.pt")
+                path.rename(aside)
+                log(
+                    f"{path} was trained with another configuration of preset {preset} (an "
+                    f"earlier version of it, or other options): kept as {aside.name}, "
+                    f"training afresh"
+                )
+            todo.append(s)
 
-    if jobs > 1 and len(todo) > 1:
-        results = _fit_in_processes(one_seed, todo, jobs, threads or 1)
-    else:
-        results = {s: one_seed(s) for s in todo}
-    for s in todo:
-        path = checkpoint_path(preset, family, s)
-        loss, parameters = results[s]
-        report.checkpoints[s], report.final_losses[s] = path, loss
-        log(f"seed {s}: {parameters:,} parameters, final loss {loss:.4f} -> {path}")
-        if ship:
-            dest = ship_checkpoint(path, shipped_path(preset, family, s))
-            log(f"seed {s}: shipped as {dest} ({dest.stat().st_size / 1e6:.2f} MB)")
-    report.seconds = time.perf_counter() - t0
-    return report
+        def one_seed(s: int, progress: bool = True) -> tuple[float, int]:
+            path = checkpoint_path(preset, family, s)
+
+            def keep(row: dict, _model: object) -> None:
+                if row["epoch"] in keep_epochs:
+                    shutil.copyfile(path, kept_path(preset, family, s, row["epoch"]))
+
+            res = fit(
+                store,
+                ids,
+                cfg,
+                seed=s,
+                checkpoint=checkpoint_path(preset, family, s),
+                resume=resume,
+                device=dev,
+                log=log,
+                workers=workers,
+                extra={"panel_signature": signature, "calibration_holdout": held_out},
+                progress=progress,
+                on_epoch=keep if keep_epochs else None,
+            )
+            return res.final_loss, res.parameters
+
+        if jobs > 1 and len(todo) > 1:
+            results = _fit_in_processes(one_seed, todo, jobs, threads or 1)
+        else:
+            results = {s: one_seed(s) for s in todo}
+        for s in todo:
+            path = checkpoint_path(preset, family, s)
+            loss, parameters = results[s]
+            report.checkpoints[s], report.final_losses[s] = path, loss
+            log(f"seed {s}: {parameters:,} parameters, final loss {loss:.4f} -> {path}")
+            if ship:
+                dest = ship_checkpoint(path, shipped_path(preset, family, s))
+                log(f"seed {s}: shipped as {dest} ({dest.stat().st_size / 1e6:.2f} MB)")
+        report.seconds = time.perf_counter() - t0
+        return report
 
 
 # -- predict -------------------------------------------------------------------------
@@ -517,61 +550,70 @@ def predict(
     from proforma.models.forma.calibration import scaled
     from proforma.models.forma.predict import predict as forecast
 
-    dev = resolve_device(device, threads)
-    models, ckpts = load_models(preset, family, seeds, dev)
-    name = name or f"forma-{preset}-{family}"
-    t0 = time.perf_counter()
-    try:
-        from proforma.app import scoring
-    except ImportError as exc:
-        raise UserError(
-            "proforma.app.scoring is missing: scoring (issue 'scoring') is not installed"
-        ) from exc
-    with writer() as wh:
-        calibration = (
-            calibrate_intervals(wh, models, ckpts, family, dev, batch_size, log)
-            if calibrate
-            else None
-        )
-        store = load_store(wh, [split], future=False)
-        if not len(store):
-            raise UserError(f"No {split} origins in the panel")
-        metadata = {
-            "model": "forma",
-            "preset": preset,
-            "family": family,
-            "split": split,
-            "seeds": seeds,
-            "components": {str(k): s for k, s in enumerate(seeds)},
-            "parameters": int(ckpts[0][1]["parameters"]),
-            "checkpoints": {str(s): file_sha(p) for s, (p, _) in zip(seeds, ckpts)},
-            "panel_signatures": {
-                str(s): ck.get("panel_signature") for s, (_, ck) in zip(seeds, ckpts)
-            },
-            "config": ckpts[0][1]["config"],
-            "calibration": calibration or {"applied": False},
-        }
-        forecasts = forecast(models, store, batch_size=batch_size, device=dev, progress=progress)
-        if calibration:
-            forecasts = scaled(forecasts, calibration["scale_by_horizon"])
-        # ingest_forecasts spools the generator in this thread: PyTorch never runs
-        # inside DuckDB's scan threads.
-        sub_id = scoring.ingest_forecasts(
-            wh,
-            name,
-            forecasts,
-            family=family,
-            source="model",
-            metadata=metadata,
-        )
-        report = PredictReport(sub_id, name, len(store), 0.0)
-        # scoring runs DuckDB up to its memory limit in this same process: give the windows,
-        # the networks and their freed heap back first, so the peak is the larger of the two
-        # phases, not their sum
-        del store, models, ckpts
-        release_memory()
-        if score:
-            report.score_run_id = scoring.score(wh)
-            report.board = scoring.leaderboard(wh, score_run_id=report.score_run_id).to_pylist()
-    report.seconds = time.perf_counter() - t0
-    return report
+    with torch_threads(threads):
+        dev = resolve_device(device)
+        models, ckpts = load_models(preset, family, seeds, dev)
+        name = name or f"forma-{preset}-{family}"
+        t0 = time.perf_counter()
+        try:
+            from proforma.app import scoring
+        except ImportError as exc:
+            raise UserError(
+                "proforma.app.scoring is missing: scoring (issue 'scoring') is not installed"
+            ) from exc
+        with writer() as wh:
+            calibration = (
+                calibrate_intervals(wh, models, ckpts, family, dev, batch_size, log)
+                if calibrate
+                else None
+            )
+            store = load_store(wh, [split], future=False)
+            if not len(store):
+                raise UserError(f"No {split} origins in the panel")
+            metadata = {
+                "model": "forma",
+                "preset": preset,
+                "family": family,
+                "split": split,
+                "seeds": seeds,
+                "components": {str(k): s for k, s in enumerate(seeds)},
+                "parameters": int(ckpts[0][1]["parameters"]),
+                "checkpoints": {str(s): file_sha(p) for s, (p, _) in zip(seeds, ckpts)},
+                "panel_signatures": {
+                    str(s): ck.get("panel_signature") for s, (_, ck) in zip(seeds, ckpts)
+                },
+                "config": ckpts[0][1]["config"],
+                # what the forecasts' matmuls computed in on this machine (and the
+                # checkpoints' own training record, seed by seed)
+                "numerics": numerics_record(models[0].matmul_precision, dev),
+                "trained_numerics": {
+                    str(s): ck.get("numerics") for s, (_, ck) in zip(seeds, ckpts)
+                },
+                "calibration": calibration or {"applied": False},
+            }
+            forecasts = forecast(
+                models, store, batch_size=batch_size, device=dev, progress=progress
+            )
+            if calibration:
+                forecasts = scaled(forecasts, calibration["scale_by_horizon"])
+            # ingest_forecasts spools the generator in this thread: PyTorch never runs
+            # inside DuckDB's scan threads.
+            sub_id = scoring.ingest_forecasts(
+                wh,
+                name,
+                forecasts,
+                family=family,
+                source="model",
+                metadata=metadata,
+            )
+            report = PredictReport(sub_id, name, len(store), 0.0)
+            # scoring runs DuckDB up to its memory limit in this same process: give the windows,
+            # the networks and their freed heap back first, so the peak is the larger of the two
+            # phases, not their sum
+            del store, models, ckpts
+            release_memory()
+            if score:
+                report.score_run_id = scoring.score(wh)
+                report.board = scoring.leaderboard(wh, score_run_id=report.score_run_id).to_pylist()
+        report.seconds = time.perf_counter() - t0
+        return report

@@ -17,6 +17,7 @@ no slot (slot existence must not depend on later reporting).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -32,6 +33,9 @@ UNKNOWN_INDUSTRY = 49
 # Last calendar quarter (ordinal year*4+quarter-1) whose values a split's targets may use.
 SPLIT_LAST_Q = {"train": 2001 * 4 + 3, "val": 2009 * 4 + 3, "test": 2024 * 4 + 3}
 WINDOW_COLUMNS = ("firm_id", "origin_q", "split", "ff48", "rel_q", "item_id", "x")
+# The data signature's scheme: a change to what it hashes or how is a new version.
+SIGNATURE_VERSION = "forma-windows-v2"
+_HASH_CHUNK = 1 << 20
 
 
 @dataclass
@@ -104,12 +108,68 @@ class WindowStore:
         )
 
     def canonical(self) -> WindowStore:
-        """Sorted by (firm_id, origin_q), duplicate origins dropped (first kept)."""
+        """Sorted by (firm_id, origin_q), duplicate origins dropped (first kept), each
+        origin's tuples in (rel_q, item_id) order: what a model trains on, and what the
+        signature hashes, does not depend on the order a reader delivered them in."""
         order = np.lexsort((self.origin_q, self.firm_id))
         key = self.firm_id[order].astype(np.int64) * 100_000 + self.origin_q[order]
         keep = np.ones(len(order), dtype=bool)
         keep[1:] = key[1:] != key[:-1]
-        return self.take(order[keep])
+        if keep.all() and bool((order == np.arange(len(order))).all()):
+            return self._tuples_in_order()  # the origins are in order already: no copy
+        return self.take(order[keep])._tuples_in_order()
+
+    def _tuples_in_order(self) -> WindowStore:
+        rq, it = self.rel_q, self.item_id
+        ascending = (rq[1:] > rq[:-1]) | ((rq[1:] == rq[:-1]) & (it[1:] >= it[:-1]))
+        inner = self.offsets[1:-1] - 1  # an origin's last tuple, before the next one's first
+        ascending[inner[(inner >= 0) & (inner < len(ascending))]] = True
+        if bool(ascending.all()):  # the readers' order: nothing to do
+            return self
+        owner = np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
+        # one int64 key per tuple: origin, then rel_q (int8), then item_id (int16)
+        key = (owner << 24) + ((rq.astype(np.int64) + 128) << 16) + (it.astype(np.int64) + 32768)
+        order = np.argsort(key, kind="stable")
+        return WindowStore(
+            self.firm_id,
+            self.origin_q,
+            self.split,
+            self.ff48,
+            self.offsets,
+            self.rel_q[order],
+            self.item_id[order],
+            self.x[order],
+        )
+
+    def data_signature(self) -> str:
+        """SHA-256 (16 hex digits) of the windows' values: every origin's keys, split,
+        industry and tuples, in the canonical order and in fixed little-endian types
+        (integers as int64, x as float64 with -0.0 read as 0.0). Two stores with the same
+        windows have the same signature whatever their readers' types, batches or row
+        order; any change of a value, a tuple or an origin moves it. Two panels with
+        this signature train the same model."""
+        store = self.canonical()
+        h = hashlib.sha256(SIGNATURE_VERSION.encode())
+        h.update(np.int64(len(store)).astype("<i8").tobytes())
+
+        def add(name: str, values: np.ndarray, dtype: str) -> None:
+            h.update(f"\n{name}:{len(values)}\n".encode())
+            for lo in range(0, len(values), _HASH_CHUNK):
+                part = np.ascontiguousarray(values[lo : lo + _HASH_CHUNK], dtype=dtype)
+                if dtype == "<f8":
+                    part = part + 0.0  # -0.0 -> 0.0
+                h.update(part.tobytes())
+
+        add("firm_id", store.firm_id, "<i8")
+        add("origin_q", store.origin_q, "<i8")
+        add("ff48", store.ff48, "<i8")
+        add("length", np.diff(store.offsets), "<i8")
+        add("rel_q", store.rel_q, "<i8")
+        add("item_id", store.item_id, "<i8")
+        add("x", store.x, "<f8")
+        h.update(b"\nsplit\n")
+        h.update("\n".join(str(s) for s in store.split.tolist()).encode("utf-8"))
+        return h.hexdigest()[:16]
 
     def take(self, idx: np.ndarray) -> WindowStore:
         """A new store with the origins `idx` in that order."""

@@ -27,6 +27,7 @@ Two options the CPU presets use (docs/forma.md, "Presets"); `paper` has neither:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -35,6 +36,7 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from proforma.models.forma.tokens import TokenEmbedding, sinusoidal
+from proforma.models.numerics import check_matmul_precision, float32_matmul
 
 LOGVAR_MIN, LOGVAR_MAX = -10.0, 10.0
 # Every backend but cuDNN's (see the module docstring); math stays as the fallback.
@@ -60,6 +62,14 @@ def _through_sdpa() -> Iterator[None]:
         torch.backends.mha.set_fastpath_enabled(fast)
 
 
+def _numerics(precision: str):
+    """The model's matmul precision for one pass; nothing while torch.compile traces (a
+    compiled graph takes the precision in force when it runs: fit sets it around each step)."""
+    if torch.compiler.is_compiling():
+        return contextlib.nullcontext()
+    return float32_matmul(precision)
+
+
 def _head(d: int) -> nn.Sequential:
     return nn.Sequential(nn.Linear(2 * d, 2 * d), nn.GELU(), nn.Linear(2 * d, 1))
 
@@ -81,6 +91,7 @@ class Forma(nn.Module):
         anchor: bool = False,
         seasonal: bool = False,
         year_ago: bool = False,
+        matmul_precision: str = "highest",
     ):
         super().__init__()
         if query_attention not in ("full", "context"):
@@ -93,6 +104,9 @@ class Forma(nn.Module):
         # history quarters the model was trained on (rel_q -lookback+1..0); inference
         # builds its sets with the same window (a plain attribute, not a weight)
         self.lookback = lookback
+        # float32 matmul precision of every pass (models/numerics.py): set for the pass and
+        # put back after it, so the model's choice never leaks into the process
+        self.matmul_precision = check_matmul_precision(matmul_precision)
         self.embed = TokenEmbedding(
             n_accounts, n_industries, d_model, anchor=anchor, seasonal=seasonal, year_ago=year_ago
         )
@@ -134,6 +148,12 @@ class Forma(nn.Module):
         """
         if anchor is None or not self.anchor:
             anchor = None
+        with _numerics(self.matmul_precision):
+            return self._forward(
+                account, rel_q, x, hidden, industry, pad, query, anchor, query_index
+            )
+
+    def _forward(self, account, rel_q, x, hidden, industry, pad, query, anchor, query_index):
         h = self.embed(account, rel_q, x, hidden, industry, anchor)
         with _through_sdpa():
             if self.query_attention == "context":

@@ -21,6 +21,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from proforma.contracts.errors import UserError
+from proforma.models.numerics import MATMUL_PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,11 @@ class FormaConfig:
     # speed switches (GPU)
     bf16: bool = False
     compile: bool = False
-    matmul_precision: str = "medium"
+    # float32 matmul precision (models/numerics.py), applied around the model's own passes
+    # and steps and recorded with its checkpoints and forecasts. "highest" computes in
+    # float32 on every CPU. "medium" is bfloat16 wherever the hardware has it, CPUs with
+    # AMX-BF16 or AVX512-BF16 included, so the same run gives other numbers there.
+    matmul_precision: str = "highest"
     extra: dict = field(default_factory=dict)
 
     def replace(self, **changes) -> FormaConfig:
@@ -96,7 +101,9 @@ class FormaConfig:
 
 
 PRESETS: dict[str, FormaConfig] = {
-    "paper": FormaConfig(),
+    # TF32 matmuls on GPUs that have them (the paper's model is trained on one); float32
+    # on CPUs
+    "paper": FormaConfig(matmul_precision="high"),
     # The CPU model (docs/forma.md, "Presets"): the paper's tokens, masking, loss,
     # curriculum and inference, sized for the 2-core machine. Cost on a CPU is attention,
     # and the fused kernel is bound by its softmax (heads x layers x tokens^2), hence one
@@ -192,6 +199,11 @@ def preset(name: str, **overrides) -> FormaConfig:
         )
     if not 0.0 <= cfg.ema_decay < 1.0:
         raise UserError(f"ema_decay must lie in [0, 1), got {cfg.ema_decay}")
+    if cfg.matmul_precision not in MATMUL_PRECISIONS:
+        raise UserError(
+            f"Unknown matmul_precision {cfg.matmul_precision!r}; use one of "
+            f"{', '.join(MATMUL_PRECISIONS)}"
+        )
     if cfg.family not in ("gaussian", "laplace"):
         raise UserError(f"Unknown family {cfg.family!r}; use gaussian or laplace")
     return cfg

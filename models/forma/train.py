@@ -41,6 +41,7 @@ from proforma.models.forma.losses import masked_loss
 from proforma.models.forma.masking import Identities
 from proforma.models.forma.network import Forma, count_parameters
 from proforma.models.forma.presets import FormaConfig, curriculum, preset
+from proforma.models.numerics import float32_matmul, numerics_record
 
 CHECKPOINT_FORMAT = "forma-checkpoint-v1"
 
@@ -73,6 +74,7 @@ def build_model(cfg: FormaConfig) -> Forma:
         anchor=cfg.anchor,
         seasonal=cfg.seasonal,
         year_ago=cfg.year_ago,
+        matmul_precision=cfg.matmul_precision,
     )
 
 
@@ -302,7 +304,6 @@ def fit(
         )
     device = torch.device(device)
     rank, world = _dist()
-    torch.set_float32_matmul_precision(cfg.matmul_precision)
     torch.manual_seed(seed)
     model = build_model(cfg).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -380,7 +381,9 @@ def fit(
                 for g in opt.param_groups:
                     g["lr"] = learning_rate(cfg, step, total_steps)
             step += 1
-            loss_sum, n_batch = train_step(step_fn, model, opt, batch, cfg, device, world)
+            # the backward pass and the step run outside forward(): the same precision
+            with float32_matmul(cfg.matmul_precision):
+                loss_sum, n_batch = train_step(step_fn, model, opt, batch, cfg, device, world)
             if ema is not None:
                 ema.update(model)
             # this rank's summed loss, kept on the device (no per-step host sync)
@@ -431,6 +434,7 @@ def fit(
                     "history": history,
                     "parameters": count_parameters(model),
                     "torch": torch.__version__,
+                    "numerics": numerics_record(cfg.matmul_precision, str(device)),
                     "saved_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                     **(extra or {}),
                 },

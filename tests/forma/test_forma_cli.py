@@ -7,6 +7,7 @@ from typer.testing import CliRunner
 
 from proforma.app.cli import app
 from proforma.app.cli.forma import parse_epochs, parse_pins, parse_seeds
+from proforma.app.flows import forma as forma_flow
 from proforma.contracts.errors import UserError
 from proforma.contracts.quarters import parse_quarter
 
@@ -35,7 +36,7 @@ def test_parse_seeds_quarters_and_pins():
             parse_pins([bad])
 
 
-def test_forma_commands_in_the_command_tree(settings):
+def test_forma_commands_in_the_command_tree(settings, monkeypatch):
     runner = CliRunner()
     for args in (
         ["train", "forma", "--help"],
@@ -51,9 +52,15 @@ def test_forma_commands_in_the_command_tree(settings):
     import torch
 
     before = torch.get_num_threads()
-    try:
-        res = runner.invoke(app, ["predict", "forma", "--seeds", "60", "--threads", "1"])
-        assert torch.get_num_threads() == 1  # --threads reaches PyTorch before any work
-    finally:
-        torch.set_num_threads(before)
+    seen: list[int] = []
+    real_load = forma_flow.load_models
+
+    def spy(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(forma_flow, "load_models", spy)
+    res = runner.invoke(app, ["predict", "forma", "--seeds", "60", "--threads", "1"])
+    assert seen == [1]  # --threads reaches PyTorch before any work
+    assert torch.get_num_threads() == before  # and the process has its own count back
     assert isinstance(res.exception, UserError) and "Train first" in str(res.exception)
