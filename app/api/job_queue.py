@@ -32,6 +32,7 @@ from typing import Any
 import duckdb
 
 from proforma.app.api.job_store import (
+    FAMILY_FROM_FILE,
     UNFINISHED,
     NewJob,
     finish_job,
@@ -40,6 +41,7 @@ from proforma.app.api.job_store import (
     set_job,
     unfinished_jobs,
 )
+from proforma.app.read.errors import http_status
 from proforma.app.scoring.runs import MIN_COVERAGE
 from proforma.app.store.settings import Settings
 from proforma.app.store.warehouse import Warehouse, out_of_disk
@@ -60,6 +62,15 @@ class Scorer:
         from proforma.app import scoring
 
         return scoring.ingest_parquet(wh, path, name, **kw)
+
+    def submit_round(
+        self, wh: Warehouse, path: Path, round_name: str, name: str, **kw: Any
+    ) -> dict:
+        """A round file, checked by the static reader and stored in the round
+        (proforma.app.rounds.submit_file): its record."""
+        from proforma.app.rounds import submit_file
+
+        return submit_file(wh, round_name, path, name, **kw)
 
     def score(self, wh: Warehouse, footprint: str, exclude: list[int] | None = None) -> int:
         from proforma.app import scoring
@@ -309,6 +320,9 @@ class JobQueue:
         if job["status"] == "scoring":
             return True
         set_job(wh, job_id, status="validating")
+        if job["round_name"] is not None:
+            self._enter_round(wh, job)
+            return False
         submission_id = self.scorer.submission_for_job(wh, job_id)
         if submission_id is None:
             metadata = {**job["metadata"], "service_job_id": job_id}
@@ -339,6 +353,60 @@ class JobQueue:
             report={"valid": True, "problems": [], "warnings": warnings},
         )
         return True
+
+    def _enter_round(self, wh: Warehouse, job: dict[str, Any]) -> None:
+        """A round job: the file is checked and stored in its round (no scoring: the round
+        resolves as its quarters are filed). Refusals end the job with the HTTP status the
+        round's own error carries (403 late, 409 taken, 422 refused)."""
+        job_id, round_name = job["job_id"], job["round_name"]
+        prior = (
+            wh.fetchone(
+                "SELECT s.submission_id, s.rows FROM rounds.submissions s JOIN rounds.rounds r "
+                "USING (round_id) WHERE r.name = ? AND json_extract_string(s.metadata, "
+                "'$.service_job_id') = ?",
+                [round_name, str(job_id)],
+            )
+            if wh.table_exists("rounds.submissions")
+            else None
+        )
+        if prior is not None:  # stored before a kill: never twice
+            record = {"submission_id": prior[0], "rows": prior[1], "warnings": []}
+        else:
+            try:
+                record = self.scorer.submit_round(
+                    wh,
+                    Path(job["upload_path"]),
+                    round_name,
+                    job["model_name"],
+                    family=None if job["family"] == FAMILY_FROM_FILE else job["family"],
+                    df=job["df"],
+                    metadata={**job["metadata"], "service_job_id": job_id},
+                )
+            except UserError as exc:
+                finish_job(
+                    wh,
+                    job_id,
+                    "failed",
+                    message=str(exc),
+                    report={
+                        "valid": False,
+                        "status_code": http_status(exc),
+                        "problems": getattr(exc, "problems", None) or [],
+                        "warnings": [],
+                    },
+                )
+                return
+        finish_job(
+            wh,
+            job_id,
+            "done",
+            report={
+                "valid": True,
+                "round": round_name,
+                "record": json.loads(json.dumps(record, default=str)),
+                "warnings": record.get("warnings", []),
+            },
+        )
 
     def _score_jobs(self, wh: Warehouse, job_ids: list[int]) -> None:
         """One scoring pass per footprint for all waiting jobs, then publish and finish.

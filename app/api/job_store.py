@@ -15,6 +15,9 @@ from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.provenance import utcnow
 
 UNFINISHED = ("queued", "validating", "scoring")
+#: A round job whose form named no family: the file's columns settle it (sigma or none,
+#: a quantile_level column). service.jobs.family is NOT NULL.
+FAMILY_FROM_FILE = "from-file"
 
 JOB_COLUMNS = (
     "job_id",
@@ -35,6 +38,7 @@ JOB_COLUMNS = (
     "created_at",
     "started_at",
     "finished_at",
+    "round_name",
 )
 
 
@@ -48,6 +52,8 @@ class NewJob:
     upload_path: Path
     upload_bytes: int
     upload_sha256: str
+    #: the round the file enters; None: the static benchmark
+    round_name: str | None = None
 
 
 def _decode(row: tuple[Any, ...]) -> dict[str, Any]:
@@ -108,8 +114,8 @@ def insert_job(wh: Warehouse, job: NewJob, *, daily_limit: int | None = None) ->
         job_id = wh.scalar(
             """
             INSERT INTO service.jobs (user_id, model_name, family, df, metadata, upload_path,
-                upload_bytes, upload_sha256, status, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)
+                upload_bytes, upload_sha256, status, created_at, round_name)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)
             RETURNING job_id
             """,
             [
@@ -122,6 +128,7 @@ def insert_job(wh: Warehouse, job: NewJob, *, daily_limit: int | None = None) ->
                 job.upload_bytes,
                 job.upload_sha256,
                 now,
+                job.round_name,
             ],
         )
     return int(job_id)
@@ -153,3 +160,21 @@ def finish_job(wh: Warehouse, job_id: int, status: str, **values: Any) -> None:
     if job is not None:
         with contextlib.suppress(OSError):
             Path(job["upload_path"]).unlink(missing_ok=True)
+
+
+def sweep_upload_dir(wh: Warehouse, folder: Path) -> list[Path]:
+    """Remove what a stopped server left in the upload folder: files still streaming when
+    it stopped (`*.partial`) and received files whose job was never recorded (a stop
+    between the rename and the insert). Files of unfinished jobs stay: those jobs are
+    taken up again. Runs at start, before any request; returns what it removed."""
+    if not folder.is_dir():
+        return []
+    kept = {Path(row[3]).name for row in unfinished_jobs(wh)}
+    removed = []
+    for path in [*folder.glob("upload-*.partial"), *folder.glob("upload-*.parquet")]:
+        if path.name in kept:
+            continue
+        with contextlib.suppress(OSError):
+            path.unlink()
+            removed.append(path)
+    return removed

@@ -162,7 +162,9 @@ def check_parquet(path: Path) -> dict[str, Any]:
         meta = pq.ParquetFile(path).metadata
         schema = pq.read_schema(path)
     except (pa.ArrowException, OSError) as exc:
-        raise BadUpload(f"The parquet file is damaged: {str(exc)[:200]}") from None
+        # the reader's message names the server's path: keep only what it says of the file
+        detail = str(exc).splitlines()[0].replace(str(path), "the file")
+        raise BadUpload(f"The parquet file is damaged: {detail[:200]}") from None
     if meta.num_rows == 0:
         raise BadUpload("The parquet file has no rows.")
     found, warnings = column_report(schema.names)

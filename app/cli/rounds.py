@@ -184,7 +184,7 @@ def show_command(
     t = Table("model", "kind", "family", "n", "R2", "MAE", "MSE", "CRPS", "NLL", "cov90")
     for m in board["models"]:
         t.add_row(
-            m["name"],
+            m["name"] + ("" if m.get("common_sample", True) else " (own cells)"),
             m["kind"],
             m["family"],
             *(_fmt(m[k]) for k in ("n", "r2", "mae", "mse", "crps", "nll", "cov90")),
@@ -211,6 +211,8 @@ def submit_command(
 
     with writer() as wh:
         rec = submit_file(wh, round_name, path, name, family=family, df=df)
+    for warning in rec.get("warnings", []):
+        status_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     summary(
         f"{name} entered round {round_name}: {rec['rows']:,} forecasts, sha256 "
         f"{rec['sha256'][:12]}, received {rec['received_at']:%Y-%m-%d %H:%M:%S} UTC"

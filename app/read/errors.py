@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from proforma.contracts.errors import UserError
+from proforma.contracts.errors import UserError, ValidationError, WarehouseLocked
+
+
+def http_status(exc: UserError) -> int:
+    """The HTTP status a user's error answers with, wherever it is raised (a route, or
+    the job worker that records it on the job)."""
+    if isinstance(exc, ValidationError):
+        return 422
+    if isinstance(exc, WarehouseLocked):
+        return 503
+    return int(getattr(exc, "status_code", 400))
 
 
 class ApiError(UserError):

@@ -15,25 +15,27 @@ the level).
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import itertools
 import json
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from proforma.app.rounds.store import get_round
+from proforma.app.scoring.submissions.checks import rejection_summary
+from proforma.app.scoring.submissions.uploads import (
+    ForecastFile,
+    close_forecast_file,
+    file_report,
+    open_forecast_file,
+)
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError, ValidationError
 from proforma.contracts.forecasts import (
     DENSITY_FAMILIES,
     LEVEL_COLUMN,
     QUANTILE_FAMILY,
-    SUBMISSION_COLUMNS,
-    accepted_names,
 )
 from proforma.contracts.provenance import file_sha256, utcnow
 from proforma.contracts.quarters import quarter_label
@@ -96,11 +98,32 @@ def _gate(wh: Warehouse, round_name: str, name: str, sha256: str, now: dt.dateti
     return rnd
 
 
-def _column(names: list[str], canonical: str) -> str | None:
-    for n in accepted_names(canonical):
-        if n in names:
-            return n
-    return None
+def _round_family(family: str | None, opened: ForecastFile) -> str:
+    """The family a round scores the opened file as: its quantile grid, a density (with
+    sigma), or point (no sigma column). A family asked for that the file's columns
+    contradict is refused, never silently changed."""
+    if opened.quantile:
+        if family not in (None, QUANTILE_FAMILY):
+            raise UserError(
+                f"A file with a {LEVEL_COLUMN} column is a quantile grid (family "
+                f"{QUANTILE_FAMILY}), not {family}"
+            )
+        return QUANTILE_FAMILY
+    if family == QUANTILE_FAMILY:
+        raise UserError(f"A quantile submission needs a {LEVEL_COLUMN} column")
+    if not opened.has_sigma:
+        if family in DENSITY_FAMILIES:
+            raise UserError(
+                f"Family {family} needs a sigma column (the file has "
+                f"{', '.join(opened.columns.values())}); without one it would be scored as "
+                "a point forecast, so nothing was written"
+            )
+        return "point"
+    if family == "point":
+        raise UserError(
+            "A point submission has no sigma column: drop it, or give the file's density family"
+        )
+    return family or "gaussian"
 
 
 def submit_file(
@@ -113,72 +136,58 @@ def submit_file(
     df: float | None = None,
     metadata: dict[str, Any] | None = None,
     now: dt.datetime | None = None,
+    kind: str = "upload",
 ) -> dict[str, Any]:
-    """Check and store a parquet submission file for a round; returns the record. A file
-    with a quantile_level column is a quantile grid (family None or "quantile"); a
-    student_t file needs `df`."""
+    """Check and store a parquet submission file for a round; returns the record (with
+    the file's warnings). The file is opened and checked by the static benchmark's own
+    reader (proforma.app.scoring.submissions.uploads.open_forecast_file and its row
+    checks: columns, aliases, types, time zones, ranges), then against the round (its
+    origin, its cells, one row per cell). A file with a quantile_level column is a
+    quantile grid; a student_t file needs `df`; a file without sigma is a point forecast
+    unless a density family is asked for, which is then refused."""
     now = now or utcnow()
+    path = Path(path)
+    if family is not None and family not in ROUND_FAMILIES:
+        raise UserError(f"Rounds score the families {', '.join(ROUND_FAMILIES)} (got {family!r})")
+    if family == "point" and df is not None:
+        raise UserError("--df applies to family student_t only, not point")
     if not path.is_file():
-        raise UserError(f"No such file: {path}")
+        raise UserError(f"No such file: {path.name}")
     sha = file_sha256(path)
     rnd = _gate(wh, round_name, name, sha, now)
-    try:
-        schema = pq.read_schema(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise UserError(f"Not a parquet file: {path} ({str(exc).splitlines()[0]})") from None
-    cols = {c: _column(schema.names, c) for c in (*SUBMISSION_COLUMNS, "sigma", "component")}
-    level_col = next((n for n in schema.names if n.lower() == LEVEL_COLUMN), None)
-    missing = [c for c in SUBMISSION_COLUMNS if cols[c] is None]
-    if missing:
-        raise UserError(f"Missing column(s): {', '.join(missing)} (file has {schema.names})")
-    if not pa.types.is_string(schema.field(cols["firm"]).type) and not pa.types.is_large_string(
-        schema.field(cols["firm"]).type
-    ):
-        raise UserError(
-            f"Column {cols['firm']} must hold gvkey strings, not {schema.field(cols['firm']).type}"
-        )
-    if level_col is not None:
-        if family not in (None, QUANTILE_FAMILY):
-            raise UserError(
-                f"A file with a {LEVEL_COLUMN} column is a quantile grid (family "
-                f"{QUANTILE_FAMILY}), not {family}"
-            )
-        family = QUANTILE_FAMILY
-    elif family == QUANTILE_FAMILY:
-        raise UserError(f"A quantile submission needs a {LEVEL_COLUMN} column")
-    family = family or ("gaussian" if cols["sigma"] else "point")
-    origin_type = schema.field(cols["origin"]).type
-    o = f'"{cols["origin"]}"'
-    if pa.types.is_string(origin_type) or pa.types.is_large_string(origin_type):
-        origin = (
-            f"CASE WHEN regexp_full_match(trim({o}), '\\d{{4}}[Qq][1-4]') "
-            f"THEN CAST(left(trim({o}), 4) AS INTEGER) * 4 + CAST(right(trim({o}), 1) AS INTEGER) - 1 "
-            f"ELSE qord(TRY_CAST({o} AS DATE)) END"
-        )
-    else:
-        origin = f"qord(CAST({o} AS DATE))"
-    sigma = f'CAST("{cols["sigma"]}" AS DOUBLE)' if cols["sigma"] else "CAST(NULL AS DOUBLE)"
-    h = f'"{cols["horizon"]}"'
-    component = f'TRY_CAST("{cols["component"]}" AS DOUBLE)' if cols["component"] else "0.0::DOUBLE"
-    level = f'CAST("{level_col}" AS DOUBLE)' if level_col else "CAST(NULL AS DOUBLE)"
-    select = (
-        f'SELECT "{cols["firm"]}" AS gvkey, "{cols["target"]}" AS target, {origin} AS origin_q, '
-        f'TRY_CAST({h} AS DOUBLE) AS horizon, CAST("{cols["prediction"]}" AS DOUBLE) AS mu, '
-        f"{sigma} AS sigma, {component} AS component, {level} AS level FROM read_parquet(?)"
-    )
+    density = family if family in DENSITY_FAMILIES else "gaussian"
+    opened = open_forecast_file(wh, path, name, family=density, df=df, checksum=sha)
     view = f"round_in_{next(_views)}"
     try:
-        wh.execute(f"CREATE OR REPLACE TEMP TABLE {view} AS {select}", [str(path)])
-    except duckdb.Error as exc:
-        wh.execute(f"DROP TABLE IF EXISTS {view}")
-        raise ValidationError(
-            "Submission refused, nothing was written: cannot read its columns as a "
-            f"forecast file ({str(exc).splitlines()[0]})"
-        ) from None
-    try:
-        return _store(wh, rnd, name, "upload", family, df, sha, view, metadata, now)
+        family = _round_family(family, opened)
+        found = file_report(wh, name, opened)
+        errors = [p for p in found if p["severity"] == "error"]
+        if errors:
+            raise ValidationError(rejection_summary(name, errors), found)
+        # Rows without a finite prediction are left out (a warning, as on the static
+        # benchmark): the entry then does not cover those cells, which is its own loss.
+        # A mixture's or a grid's cell goes whole or not at all.
+        cell = "firm, target, horizon_num"  # an origin other than the round's is refused
+        wh.execute(
+            f"""CREATE OR REPLACE TEMP TABLE {view} AS
+                SELECT s.firm AS gvkey, s.target, s.origin_q, s.horizon_num AS horizon,
+                       s.prediction AS mu, s.sigma, s.component::DOUBLE AS component,
+                       s.quantile_level AS level
+                FROM submission_in AS s
+                ANTI JOIN (SELECT DISTINCT {cell} FROM submission_in
+                           WHERE prediction IS NULL OR NOT isfinite(prediction)) AS gone
+                  USING ({cell})"""
+        )
+        record = _store(wh, rnd, name, kind, family, opened.df, sha, view, metadata, now)
     finally:
         wh.execute(f"DROP TABLE IF EXISTS {view}")
+        close_forecast_file(wh)
+    record["warnings"] = [
+        f"{p['problem']} ({p['count']:,} rows)" if p["count"] else p["problem"]
+        for p in [*opened.notes, *found]
+        if p["severity"] == "warning"
+    ]
+    return record
 
 
 def submit_table(
@@ -193,28 +202,44 @@ def submit_table(
     metadata: dict[str, Any] | None = None,
     now: dt.datetime | None = None,
 ) -> dict[str, Any]:
-    """Store forecasts made here (columns gvkey, target, origin_q, horizon, mu, sigma;
-    optional component, a mixture's member, and level, a quantile grid's level)."""
-    now = now or utcnow()
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as out:
-        out.write_table(table)
-    sha = hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
-    rnd = _gate(wh, round_name, name, sha, now)
-    view = f"round_in_{next(_views)}"
-    wh.con.register(view + "_arrow", table)
-    try:
-        names = table.schema.names
-        component = "component::DOUBLE" if "component" in names else "0.0::DOUBLE"
-        level = "level::DOUBLE" if "level" in names else "NULL::DOUBLE"
-        wh.execute(
-            f"CREATE OR REPLACE TEMP TABLE {view} AS SELECT gvkey, target, origin_q, horizon, "
-            f"mu, sigma, {component} AS component, {level} AS level FROM {view}_arrow"
+    """Enter forecasts made here (columns gvkey, target, origin_q, horizon, mu, sigma;
+    optional component, a mixture's member, and level, a quantile grid's level): they
+    are written as a submission file and go through submit_file, the door every
+    researcher's file takes."""
+    import tempfile
+
+    import pyarrow.parquet as pq
+
+    names = table.schema.names
+    columns: dict[str, Any] = {
+        "firm": table.column("gvkey").cast(pa.string()),
+        "target": table.column("target").cast(pa.string()),
+        "origin": pa.array(
+            [quarter_label(int(q)) for q in table.column("origin_q").to_pylist()], pa.string()
+        ),
+        "horizon": table.column("horizon").cast(pa.int64()),
+        "prediction": table.column("mu").cast(pa.float64()),
+    }
+    if family not in ("point", QUANTILE_FAMILY):
+        columns["sigma"] = table.column("sigma").cast(pa.float64())
+    if "level" in names and family == QUANTILE_FAMILY:
+        columns[LEVEL_COLUMN] = table.column("level").cast(pa.float64())
+    elif "component" in names:
+        columns["component"] = table.column("component").cast(pa.int64())
+    with tempfile.TemporaryDirectory(prefix="round-entry-") as folder:
+        path = Path(folder) / f"{name}.parquet"
+        pq.write_table(pa.table(columns), path)
+        return submit_file(
+            wh,
+            round_name,
+            path,
+            name,
+            family=family,
+            df=df,
+            metadata=metadata,
+            now=now,
+            kind=kind,
         )
-        return _store(wh, rnd, name, kind, family, df, sha, view, metadata, now)
-    finally:
-        wh.con.unregister(view + "_arrow")
-        wh.execute(f"DROP TABLE IF EXISTS {view}")
 
 
 def _store(
@@ -230,38 +255,21 @@ def _store(
     now: dt.datetime,
 ) -> dict[str, Any]:
     from proforma.app.scoring.quantiles import grid_of, grid_problems
-    from proforma.app.scoring.submissions.checks import check_family
 
-    if family not in ROUND_FAMILIES:
-        raise UserError(f"Rounds score the families {', '.join(ROUND_FAMILIES)} (got {family!r})")
-    if family != "point":
-        check_family(family, df)
-    elif df is not None:
-        raise UserError("--df applies to family student_t only, not point")
     quantile = family == QUANTILE_FAMILY
     rid = rnd["round_id"]
-    counts = wh.one(
+    # Keys, ranges, sigmas, components and levels were checked by the static reader's
+    # row checks (submit_file); what is left is the round's own: its origin, its cells.
+    total, wrong_origin, origins, n_components = wh.one(
         f"""SELECT count(*),
-               count(*) FILTER (WHERE gvkey IS NULL OR target IS NULL OR origin_q IS NULL
-                                OR horizon IS NULL),
-               count(*) FILTER (WHERE horizon NOT BETWEEN 1 AND 20 OR horizon <> floor(horizon)),
                count(*) FILTER (WHERE origin_q IS DISTINCT FROM ?),
                string_agg(DISTINCT qlabel(origin_q), ', ') FILTER (WHERE origin_q <> ?),
-               count(*) FILTER (WHERE target NOT IN (SELECT item FROM ref.items)),
-               count(*) FILTER (WHERE sigma IS NOT NULL AND NOT (isfinite(sigma) AND sigma > 0)),
-               count(*) FILTER (WHERE {"sigma IS NULL" if family not in ("point", QUANTILE_FAMILY) else "FALSE"}),
-               count(*) FILTER (WHERE component IS NULL OR component <> floor(component)
-                                OR NOT (component BETWEEN 0 AND {MAX_COMPONENTS - 1})),
-               count(DISTINCT component),
-               count(*) FILTER (WHERE {"sigma IS NOT NULL" if quantile else "FALSE"}),
-               count(*) FILTER (WHERE {"level IS NULL OR NOT (level > 0 AND level < 1)" if quantile else "FALSE"})
+               count(DISTINCT component)
            FROM {view}""",
         [rnd["origin_q"], rnd["origin_q"]],
     )
-    (total, null_keys, bad_h, wrong_origin, origins, bad_item, bad_sigma, no_sigma) = counts[:8]
-    bad_component, n_components, quantile_sigma, bad_level = counts[8:]
     if total == 0:
-        raise UserError("The submission has no rows; nothing was written")
+        raise UserError("The submission has no row with a finite prediction; nothing was written")
     if wrong_origin:
         raise WrongRound(
             f"Wrong round: {wrong_origin:,} row(s) forecast from origin(s) {origins or 'unknown'}, "
@@ -269,27 +277,8 @@ def _store(
             "nothing was written"
         )
     problems = []
-    if null_keys:
-        problems.append(f"{null_keys:,} row(s) with a missing key")
-    if bad_h:
-        problems.append(f"{bad_h:,} row(s) with a horizon outside the integers 1..20")
-    if bad_item:
-        problems.append(f"{bad_item:,} row(s) with an unknown target item")
-    if bad_sigma:
-        problems.append(f"{bad_sigma:,} row(s) with a sigma that is not finite and > 0")
-    if no_sigma:
-        problems.append(f"{no_sigma:,} row(s) without sigma in a {family} submission")
-    if bad_component:
-        problems.append(
-            f"{bad_component:,} row(s) with a component that is not an integer in "
-            f"0..{MAX_COMPONENTS - 1}"
-        )
     grid: list[float] = []
     if quantile:
-        if quantile_sigma:
-            problems.append(f"{quantile_sigma:,} row(s) with a sigma in a quantile grid")
-        if bad_level:
-            problems.append(f"{bad_level:,} row(s) with a {LEVEL_COLUMN} missing or outside (0, 1)")
         grid = grid_of(r[0] for r in wh.fetchall(f"SELECT DISTINCT level FROM {view}"))
         problems += grid_problems(grid)
         if not problems:

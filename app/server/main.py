@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -24,6 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from proforma.app import __version__
 from proforma.app.api.job_queue import JobQueue, Scorer
+from proforma.app.api.job_store import sweep_upload_dir
 from proforma.app.api.routers import (
     footprints,
     health,
@@ -35,6 +37,7 @@ from proforma.app.api.routers import (
     users,
 )
 from proforma.app.flows.warehouse import prepare
+from proforma.app.read.errors import http_status
 from proforma.app.read.snapshot import publish, record_failure
 from proforma.app.store.settings import Settings, get_settings
 from proforma.app.store.warehouse import connect
@@ -42,18 +45,10 @@ from proforma.app.web import STATIC_DIR
 from proforma.app.web import pages as web_pages
 from proforma.app.web import report as web_report
 from proforma.app.web import rounds as web_rounds
-from proforma.contracts.errors import UserError, ValidationError, WarehouseLocked
+from proforma.contracts.errors import UserError
 
 log = logging.getLogger("proforma.api")
 API_PREFIX = "/api/v1"
-
-
-def _status_for(exc: UserError) -> int:
-    if isinstance(exc, ValidationError):
-        return 422
-    if isinstance(exc, WarehouseLocked):
-        return 503
-    return int(getattr(exc, "status_code", 400))
 
 
 def _error_body(message: str, problems: list[Any] | None = None) -> dict[str, Any]:
@@ -98,6 +93,9 @@ def create_app(
         try:
             prepare(wh)
             app.state.wh = wh
+            left = sweep_upload_dir(wh, Path(settings.upload_dir))
+            if left:
+                log.info("removed %d file(s) a stopped server left in the upload folder", len(left))
             queue = JobQueue(
                 wh, settings, scorer=scorer, after_scoring=lambda w: _publish_safely(w, settings)
             )
@@ -111,6 +109,8 @@ def create_app(
         finally:
             if getattr(app.state, "jobs", None) is not None:
                 app.state.jobs.stop()
+            if getattr(app.state, "console_workers", None) is not None:
+                app.state.console_workers.close()
             wh.close()
 
     app = FastAPI(
@@ -130,7 +130,7 @@ def create_app(
 
     @app.exception_handler(UserError)
     async def user_error(request: Request, exc: UserError) -> JSONResponse:
-        status = _status_for(exc)
+        status = http_status(exc)
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else getattr(exc, "headers", None)
         return JSONResponse(
             _error_body(str(exc), getattr(exc, "problems", None)),

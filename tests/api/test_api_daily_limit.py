@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from service_helpers import Api, submission_bytes
 
+from proforma.app.api import admission
 from proforma.app.api.auth import add_user
-from proforma.app.api.routers import submissions
 
 
 def test_concurrent_uploads_cannot_pass_the_daily_limit(
@@ -22,13 +22,13 @@ def test_concurrent_uploads_cannot_pass_the_daily_limit(
     _, token = add_user(wh, "carol", daily_limit=3)
     data = submission_bytes(wh, limit=50)
     wh.close()
-    slow = submissions.check_parquet
+    slow = admission.check_parquet
 
     def slow_check(path: Path) -> dict:
         time.sleep(0.5)  # every upload passes the early check before any job is inserted
         return slow(path)
 
-    monkeypatch.setattr(submissions, "check_parquet", slow_check)
+    monkeypatch.setattr(admission, "check_parquet", slow_check)
     statuses: list[int] = []
     lock = threading.Lock()
 

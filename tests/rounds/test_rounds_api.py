@@ -8,36 +8,19 @@ from __future__ import annotations
 import io
 import json
 import time
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from fastapi.testclient import TestClient
-from rounds_helpers import grow, open_tiny_round
+from rounds_helpers import grow
 
 from proforma.app.api.auth import add_user
-from proforma.app.flows.warehouse import prepare
 from proforma.app.rounds import resolve
 from proforma.app.rounds.store import close_round
 from proforma.app.server.main import create_app
-from proforma.app.store.settings import Settings, get_settings
+from proforma.app.store.settings import Settings
 from proforma.app.store.warehouse import connect
-
-
-@pytest.fixture
-def served(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    monkeypatch.setenv("PROFORMA_UPLOAD_DIR", str(tmp_path / "uploads"))
-    monkeypatch.setenv("PROFORMA_PUBLIC_SNAPSHOT", str(tmp_path / "public.duckdb"))
-    monkeypatch.setenv("PROFORMA_REPORT_DIR", str(tmp_path / "report"))
-    monkeypatch.setenv("PROFORMA_PUBLIC_MIN_CELLS", "5")
-    get_settings.cache_clear()
-    s = get_settings()
-    wh = connect(s)
-    prepare(wh)
-    open_tiny_round(wh, s.warehouse.parent / "rounds")
-    wh.close()
-    return s
 
 
 def _file(table: pa.Table) -> bytes:

@@ -90,6 +90,16 @@ def test_open_freezes_and_submissions_refuse_cleanly(wh: Warehouse, tmp_path: Pa
     pq.write_table(wrong, tmp_path / "wrong.parquet")
     foreign = good.set_column(0, "firm", pa.array(["999999"] * good.num_rows))
     pq.write_table(foreign, tmp_path / "foreign.parquet")
+    # a firm of the panel that is not among the round's cells
+    outsider = wh.scalar(
+        "SELECT min(gvkey) FROM panel.firms WHERE gvkey NOT IN "
+        "(SELECT gvkey FROM rounds.baselines WHERE round_id = ?)",
+        [rid],
+    )
+    pq.write_table(
+        good.set_column(0, "firm", pa.array([outsider] * good.num_rows)),
+        tmp_path / "outsider.parquet",
+    )
     missing = good.drop(["horizon"])
     pq.write_table(missing, tmp_path / "missing.parquet")
     text = good.set_column(
@@ -102,10 +112,11 @@ def test_open_freezes_and_submissions_refuse_cleanly(wh: Warehouse, tmp_path: Pa
         ("good.parquet", "mine", now, "Duplicate"),
         ("changed.parquet", "mine", now, "Changed"),
         ("wrong.parquet", "other", now, "Wrong round"),
-        ("foreign.parquet", "other", now, "not a cell of round"),
-        ("missing.parquet", "other", now, "Missing column"),
+        ("foreign.parquet", "other", now, "unknown firm"),
+        ("outsider.parquet", "other", now, "not a cell of round"),
+        ("missing.parquet", "other", now, "missing column"),
         ("dup.parquet", "other", now, "duplicate"),
-        ("text.parquet", "other", now, "cannot read its columns"),
+        ("text.parquet", "other", now, "wrong type: column 'prediction'"),
         ("changed.parquet", "late", rnd["deadline"] + dt.timedelta(seconds=1), "closed"),
         ("changed.parquet", "late", rnd["deadline"], "closed"),
     ]

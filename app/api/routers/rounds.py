@@ -9,14 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from proforma.app.api.deps import AdminUser, CurrentUser, SettingsDep, WarehouseDep
-from proforma.app.api.uploads import receive_upload
-from proforma.app.read.disclosure import disclosed_round
+from proforma.app.api.admission import admit, finished_job, upload_metadata
+from proforma.app.api.deps import AdminUser, CurrentUser, JobsDep, SettingsDep, WarehouseDep
+from proforma.app.api.job_store import FAMILY_FROM_FILE, NewJob
+from proforma.app.api.uploads import ReceivedUpload
+from proforma.app.read.disclosure import disclosed_live, disclosed_round
 from proforma.app.read.errors import BadUpload
 from proforma.app.read.formats import clean
+from proforma.app.store.warehouse import Warehouse
 
 router = APIRouter(prefix="/rounds", tags=["rounds"])
 
@@ -34,36 +37,47 @@ def list_rounds(wh: WarehouseDep) -> dict[str, Any]:
 
 
 @router.get("/live", summary="The live leaderboard: models ranked across rounds")
-def live(wh: WarehouseDep) -> dict[str, Any]:
+def live(wh: WarehouseDep, settings: SettingsDep) -> dict[str, Any]:
     from proforma.app.rounds import live_leaderboard
 
-    return clean({"models": live_leaderboard(wh)})
+    board = live_leaderboard(wh)
+    return clean({"models": disclosed_live(wh, board, settings.public_min_cells)})
 
 
 @router.get("/{name}", summary="One round: frozen inputs, resolution per horizon, leaderboard")
-def get_round(name: str, wh: WarehouseDep) -> dict[str, Any]:
+def get_round(name: str, wh: WarehouseDep, settings: SettingsDep) -> dict[str, Any]:
     from proforma.app.rounds import leaderboard
 
-    return clean(disclosed_round(wh, leaderboard(wh, name)))
+    return clean(disclosed_round(wh, leaderboard(wh, name), settings.public_min_cells))
+
+
+#: How long a round submission's request waits for its job (a scoring pass of static
+#: uploads may be ahead of it in the queue); after that it answers 202 with the job.
+ROUND_JOB_WAIT_S = 60.0
 
 
 @router.post(
     "/{name}/submissions",
     status_code=201,
     summary="Submit a parquet forecast file to an open round (token); checked and stored now",
+    responses={202: {"description": "Queued behind other jobs: follow status_url"}},
 )
 async def submit(
-    name: str, request: Request, user: CurrentUser, wh: WarehouseDep, settings: SettingsDep
-) -> dict[str, Any]:
+    name: str,
+    request: Request,
+    user: CurrentUser,
+    wh: WarehouseDep,
+    jobs: JobsDep,
+    settings: SettingsDep,
+) -> Any:
     """multipart/form-data: `file` (firm, target, origin, horizon, prediction[, sigma,
     component, quantile_level]), `name` (the model; one submission per name and round),
     optional `family` (gaussian, laplace, student_t, quantile, point) and `df` (Student-t).
-    Late (403), duplicate or changed (409) and wrong-round (422)
-    submissions are refused with nothing stored."""
-    from proforma.app.rounds import submit_file
+    The file comes in by the uploads' door (the same limits, daily count, file checks
+    and job worker) and is checked by the static benchmark's reader. Late (403),
+    duplicate or changed (409) and refused (422) submissions store nothing."""
 
-    received = await receive_upload(request, Path(settings.upload_dir), settings.upload_max_bytes)
-    try:
+    def describe(received: ReceivedUpload) -> NewJob:
         model = (received.fields.get("name") or "").strip()
         if not model:
             raise BadUpload("The form needs a `name` field: the model's name in this round.")
@@ -73,20 +87,57 @@ async def submit(
             df = float(df_text) if df_text else None
         except ValueError:
             raise BadUpload(f"`df` must be a number (got {df_text!r})") from None
-        record = await run_in_threadpool(
-            lambda: submit_file(
-                wh,
-                name,
-                received.path,
-                model,
-                family=family,
-                df=df,
-                metadata={"uploaded_by": user.name, "filename": received.filename},
-            )
+        check_round_form(wh, name, model, family, df)
+        return NewJob(
+            user.user_id,
+            model,
+            family or FAMILY_FROM_FILE,
+            df,
+            upload_metadata(user, received),
+            received.path,
+            received.size,
+            received.sha256,
+            round_name=name,
         )
-    finally:
-        received.path.unlink(missing_ok=True)
-    return clean(record)
+
+    admitted = await admit(request, user, wh, jobs, settings, describe)
+    job = await finished_job(wh, admitted.job_id, ROUND_JOB_WAIT_S)
+    status_url = f"/api/v1/jobs/{admitted.job_id}"
+    if job is None:
+        return JSONResponse(
+            {"job_id": admitted.job_id, "status": "queued", "status_url": status_url},
+            status_code=202,
+        )
+    report = job.get("report") or {}
+    if job["status"] == "failed":
+        return JSONResponse(
+            {
+                "detail": job["message"],
+                **({"problems": report["problems"]} if report.get("problems") else {}),
+                "job_id": admitted.job_id,
+            },
+            status_code=int(report.get("status_code") or 500),
+        )
+    return clean({**report.get("record", {}), "job_id": admitted.job_id, "status_url": status_url})
+
+
+def check_round_form(
+    wh: Warehouse, round_name: str, model: str, family: str | None, df: float | None
+) -> None:
+    """What the form alone says against the round (before the file is queued): the round
+    exists and takes files, the family and df are ones a round scores."""
+    from proforma.app.rounds import get_round
+    from proforma.app.rounds.submit import ROUND_FAMILIES
+
+    get_round(wh, round_name)  # 404 for an unknown round
+    if family is not None and family not in ROUND_FAMILIES:
+        raise BadUpload(f"Rounds score the families {', '.join(ROUND_FAMILIES)} (got {family!r})")
+    if family == "student_t":
+        from proforma.app.scoring.submissions.checks import check_family
+
+        check_family(family, df)
+    elif df is not None:
+        raise BadUpload(f"`df` applies to family student_t only, not {family or 'the default'}")
 
 
 class NewRound(BaseModel):

@@ -54,8 +54,10 @@ def check_family(family: str, df: float | None) -> None:
     if family not in FAMILIES:
         raise UserError(f"Unknown family {family!r}: use one of {', '.join(FAMILIES)}")
     if family == "student_t":
-        if df is None or not 0 < df <= DF_MAX:
-            raise UserError(f"family student_t needs --df NU with 0 < NU <= {DF_MAX:g}")
+        # df > 1: the t's mean, and so its CRPS, exists only there (the upload form's
+        # rule; one rule for every door)
+        if df is None or not 1 < df <= DF_MAX:
+            raise UserError(f"family student_t needs --df NU with 1 < NU <= {DF_MAX:g}")
     elif df is not None:
         raise UserError(f"--df applies to family student_t only, not {family}")
 

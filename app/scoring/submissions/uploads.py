@@ -11,6 +11,7 @@ ValidationError carries every problem with its count and example rows.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -280,6 +281,106 @@ def _unreadable(name: str, path: Path, detail: str) -> ValidationError:
     return ValidationError(rejection_summary(name, problems), problems)
 
 
+@dataclass
+class ForecastFile:
+    """A forecast file opened the way every door opens one: readable, not empty, its
+    family settled, its columns and types accepted; the temp view `submission_in` reads
+    it with canonical columns (firm, target, origin_q, horizon_num, prediction, sigma,
+    component, quantile_level, row_nr)."""
+
+    path: Path
+    family: str
+    df: float | None
+    quantile: bool
+    columns: dict[str, str]
+    checksum: str
+    #: non-blocking notes on the columns (an unknown column and the one it resembles)
+    notes: list[dict]
+    grid: list[float] | None = None
+
+    @property
+    def has_sigma(self) -> bool:
+        return "sigma" in self.columns
+
+    @property
+    def one_row_per_cell(self) -> bool:
+        return not (self.quantile or "component" in self.columns)
+
+
+def open_forecast_file(
+    wh: Warehouse,
+    path: str | Path,
+    name: str,
+    *,
+    family: str = "gaussian",
+    df: float | None = None,
+    checksum: str | None = None,
+) -> ForecastFile:
+    """Open a submission file for any destination (the static benchmark, a round): the
+    checks that need no row, then `submission_in` over it. Raises ValidationError (or
+    UserError for the family) and leaves nothing behind when the file is refused; the
+    caller drops the view with close_forecast_file."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"No file {path.name}")
+    if path.stat().st_size == 0:
+        raise _unreadable(name, path, "the file is empty (0 bytes)")
+    try:
+        meta = pq.ParquetFile(path)
+        schema = meta.schema_arrow
+    except (pa.ArrowException, OSError) as exc:
+        raise _unreadable(name, path, _without_path(str(exc), path)) from None
+    quantile = any(f.name.lower() == quantiles.LEVEL_COLUMN for f in schema)
+    if quantile and family in ("gaussian", quantiles.FAMILY) and df is None:
+        family = quantiles.FAMILY
+    elif quantile or family == quantiles.FAMILY:
+        raise UserError(
+            f"A quantile submission is a file with a {quantiles.LEVEL_COLUMN} column and "
+            f"family {quantiles.FAMILY}: {path.name} "
+            + (f"has that column but family {family}" if quantile else "has no such column")
+        )
+    check_family(family, df)
+    wh.require_panel("panel.firms")
+    if meta.metadata.num_rows == 0:
+        problems = [new_problem("the file holds no rows", 0)]
+        raise ValidationError(rejection_summary(name, problems), problems)
+    view_sql, problems = _schema_view(path, schema, quantile)
+    if problems:
+        raise ValidationError(rejection_summary(name, problems), problems)
+    opened = ForecastFile(
+        path,
+        family,
+        df,
+        quantile,
+        _columns(schema),
+        checksum or file_sha256(path),
+        [new_problem(text, 0, blocking=False) for text in column_report(schema.names)[1]],
+    )
+    try:
+        wh.execute(view_sql)
+        wh.set_params({"has_sigma": opened.has_sigma, "is_quantile": quantile})
+        opened.grid = _file_grid(wh, name) if quantile else None
+    except BaseException:
+        close_forecast_file(wh)
+        raise
+    return opened
+
+
+def close_forecast_file(wh: Warehouse) -> None:
+    wh.execute("DROP VIEW IF EXISTS submission_in")
+
+
+def file_report(wh: Warehouse, name: str, opened: ForecastFile) -> list[dict]:
+    """Every row-level problem of the open file (010: counts and example rows), blocking
+    ones and warnings alike; a door refuses the file when any is an error."""
+    return _row_problems(wh, opened.quantile)
+
+
+def _without_path(detail: str, path: Path) -> str:
+    """A reader's message without the server's folders (only the file's own name)."""
+    return detail.splitlines()[0].replace(str(path), path.name)[:200]
+
+
 def ingest_parquet(
     wh: Warehouse,
     path: str | Path,
@@ -300,54 +401,31 @@ def ingest_parquet(
     as unspecified).
     """
     path = Path(path)
-    if not path.is_file():
-        raise UserError(f"No file {path}")
-    if path.stat().st_size == 0:
-        raise _unreadable(name, path, "the file is empty (0 bytes)")
-    try:
-        meta = pq.ParquetFile(path)
-        schema = meta.schema_arrow
-    except (pa.ArrowException, OSError) as exc:
-        raise _unreadable(name, path, str(exc).splitlines()[0][:200]) from None
-    quantile = any(f.name.lower() == quantiles.LEVEL_COLUMN for f in schema)
-    if quantile and family in ("gaussian", quantiles.FAMILY) and df is None:
-        family = quantiles.FAMILY
-    elif quantile or family == quantiles.FAMILY:
-        raise UserError(
-            f"A quantile submission is a file with a {quantiles.LEVEL_COLUMN} column and "
-            f"family {quantiles.FAMILY}: {path.name} "
-            + (f"has that column but family {family}" if quantile else "has no such column")
-        )
-    check_family(family, df)
-    wh.require_panel("panel.firms")
-    if meta.metadata.num_rows == 0:
-        problems = [new_problem("the file holds no rows", 0)]
-        raise ValidationError(rejection_summary(name, problems), problems)
-    view_sql, problems = _schema_view(path, schema, quantile)
-    if problems:
-        raise ValidationError(rejection_summary(name, problems), problems)
-    checksum = file_sha256(path)
-    notes = [new_problem(text, 0, blocking=False) for text in column_report(schema.names)[1]]
-    columns = _columns(schema)
-    has_sigma = "sigma" in columns
+    opened = open_forecast_file(wh, path, name, family=family, df=df)
+    family, quantile, has_sigma, checksum = (
+        opened.family,
+        opened.quantile,
+        opened.has_sigma,
+        opened.checksum,
+    )
     # A file of one forecast per cell (no component column, not a quantile grid: a point
     # file, or a single-family density file with a sigma) is written to the upload store
     # as it is read (022), its file checked (034) and kept under its checksum, scanned in
     # place for scoring (proforma.app.scoring.submissions.store); mixtures and quantile
     # grids are inserted (020).
-    stored = not (quantile or "component" in columns)
+    stored = opened.one_row_per_cell
     points = stored and not has_sigma
     written = None
     try:
-        wh.execute(view_sql)
-        wh.set_params({"has_sigma": has_sigma, "is_quantile": quantile})
-        grid = _file_grid(wh, name) if quantile else None
+        grid = opened.grid
         # Happy path: ONE streaming pass stores integer-keyed rows (invalid keys as NULL)
         # and 030 or 034 checks them; any problem rolls back and 010 explains the file.
         try:
             with wh.transaction():
                 claim_name(wh, name, replace)
-                sid = new_submission(wh, name, source, family, df, has_sigma, checksum, metadata)
+                sid = new_submission(
+                    wh, name, source, family, opened.df, has_sigma, checksum, metadata
+                )
                 wh.run_step("eval/019_submission_keyed")
                 if stored:
                     build_id = wh.scalar(
@@ -359,7 +437,7 @@ def ingest_parquet(
                 else:
                     wh.run_step("eval/020_submission_insert", {"submission_id": sid})
                 checked = check_and_finish(
-                    wh, sid, name, None, grid, points=points, staged=stored, notes=notes
+                    wh, sid, name, None, grid, points=points, staged=stored, notes=opened.notes
                 )
                 if stored and written is not None:
                     store.keep(
@@ -377,7 +455,7 @@ def ingest_parquet(
     except duckdb.Error as exc:
         if out_of_resources(exc):
             raise  # the machine's limits, not the file: the callers say so (nothing written)
-        raise _unreadable(name, path, str(exc).splitlines()[0][:200]) from None
+        raise _unreadable(name, path, _without_path(str(exc), path)) from None
     finally:
         store.discard(written)
         for view in (
@@ -388,7 +466,7 @@ def ingest_parquet(
             "submission_keyed",
         ):
             wh.execute(f"DROP VIEW IF EXISTS {view}")
-        wh.execute("DROP VIEW IF EXISTS submission_in")
+        close_forecast_file(wh)
     return sid
 
 
@@ -411,8 +489,8 @@ def _file_grid(wh: Warehouse, name: str) -> list[float]:
     return grid
 
 
-def _explain(wh: Warehouse, name: str, found: ValidationError, quantile: bool) -> ValidationError:
-    """The file-level report (010, with example rows) for a rejected upload."""
+def _row_problems(wh: Warehouse, quantile: bool) -> list[dict]:
+    """The problems 010 finds in `submission_in`, with their counts and example rows."""
     counts = wh.query_step("eval/010_submission_checks").to_pylist()[0]
     flagged = [(k, text, b) for k, text, b in _FILE_PROBLEMS if counts[f"{k}_n"]]
     examples = _examples(
@@ -429,6 +507,12 @@ def _explain(wh: Warehouse, name: str, found: ValidationError, quantile: bool) -
     ]
     if counts["n_rows"] == 0:
         problems.insert(0, new_problem("the file holds no rows", 0))
+    return problems
+
+
+def _explain(wh: Warehouse, name: str, found: ValidationError, quantile: bool) -> ValidationError:
+    """The file-level report (010, with example rows) for a rejected upload."""
+    problems = _row_problems(wh, quantile)
     # Problems only the integer-level checks see (duplicates, a cell's quantile grid) are kept.
     keep = ("duplicate key", "cell without every level", "quantile values decrease")
     problems += [p for p in found.problems if p["problem"].startswith(keep)]
