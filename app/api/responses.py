@@ -47,6 +47,15 @@ class ScoringState(_Open):
     last_failure: ScoringFailure | None = Field(None, description="Only while failing")
 
 
+class RoundsState(_Open):
+    status: str = Field(
+        description="ok, failing (the latest resolution left entries unscored) or idle"
+    )
+    last_resolution_id: int | None = None
+    last_resolved_at: dt.datetime | None = None
+    failed_entries: list[dict[str, Any]] | None = Field(None, description="Only while failing")
+
+
 class Limits(_Open):
     upload_max_bytes: int
     uploads_per_day: int
@@ -63,6 +72,7 @@ class Health(_Open):
     jobs_pending: int
     snapshot: SnapshotState
     scoring: ScoringState
+    rounds: RoundsState
     limits: Limits
 
 

@@ -181,19 +181,32 @@ def register(wh: Warehouse) -> None:
     )
 
 
-def disclosed_round(wh: Warehouse, board: dict[str, Any]) -> dict[str, Any]:
-    """A round's leaderboard as the public may see it: an upload's numbers coarsened with
-    the keyed dither of sql/public/050 (the same labels, so the page, the API and the
-    snapshot agree), NLL and z2 to two digits and for all horizons only; the baselines',
-    oracle's and in-house models' numbers exact (no client chooses their forecasts)."""
+def _withheld(row: dict[str, Any], min_cells: int) -> bool:
+    """A row over fewer than `min_cells` cells shows its count, never its metrics (as
+    sql/public withholds it)."""
+    if int(row.get("n") or 0) >= min_cells:
+        return False
+    for metric in (*coarsened(), *unbounded()):
+        if metric in row:
+            row[metric] = None
+    return True
+
+
+def disclosed_round(wh: Warehouse, board: dict[str, Any], min_cells: int) -> dict[str, Any]:
+    """A round's leaderboard as the public may see it: every row over fewer than
+    `min_cells` cells withheld (all entries: a baseline's exact number over a handful of
+    cells is a handful of truth values); an upload's numbers coarsened with the keyed
+    dither of sql/public/050 (the same labels, so the page, the API and the snapshot
+    agree), NLL and z2 to two digits and for all horizons only; the baselines', oracle's
+    and in-house models' numbers otherwise exact (no client chooses their forecasts)."""
     dither: Dither | None = None
     rid = board["round"]["round_id"]
     for model in board["models"]:
-        if model["kind"] != "upload":
-            continue
-        dither = dither or Dither(wh)
         rows = [(model, "global")] + [(r, str(r["horizon"])) for r in model["by_horizon"]]
         for row, group in rows:
+            if _withheld(row, min_cells) or model["kind"] != "upload":
+                continue
+            dither = dither or Dither(wh)
             label = f"round/{rid}/{model['submission_id']}/{group}/"
             original = dict(row)
             for metric in coarsened():
@@ -206,3 +219,41 @@ def disclosed_round(wh: Warehouse, board: dict[str, Any]) -> dict[str, Any]:
             for metric in unbounded():
                 row[metric] = two_digits(original[metric]) if group == "global" else None
     return board
+
+
+def disclosed_live(
+    wh: Warehouse, models: list[dict[str, Any]], min_cells: int
+) -> list[dict[str, Any]]:
+    """The live leaderboard as the public may see it, by the rules of disclosed_round: a
+    model pooled over fewer than `min_cells` cells withheld; a model that entered any
+    round by upload has its metrics coarsened (label live/<name>/global/<metric>) and
+    its Diebold-Mariano statistic and p-value to two digits (each is a function of the
+    truth of the cells it pools)."""
+    uploaders = {
+        r[0]
+        for r in wh.fetchall("SELECT DISTINCT name FROM rounds.submissions WHERE kind = 'upload'")
+    }
+    dither: Dither | None = None
+    for row in models:
+        if _withheld(row, min_cells):
+            row["dm_stat"] = row["dm_p"] = None
+            continue
+        if row["name"] not in uploaders:
+            continue
+        dither = dither or Dither(wh)
+        original = dict(row)
+        for metric in coarsened():
+            if metric in row:
+                row[metric] = coarsen(
+                    original[metric],
+                    quantum(metric, original["n"], original),
+                    dither,
+                    f"live/{row['name']}/global/{metric}",
+                )
+        for metric in unbounded():
+            if metric in row:
+                row[metric] = two_digits(original[metric])
+        for stat in ("dm_stat", "dm_p"):
+            if row.get(stat) is not None:
+                row[stat] = two_digits(row[stat])
+    return models

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 
@@ -86,6 +87,9 @@ def _resolve(
             "SELECT name FROM rounds.rounds WHERE deadline > ? ORDER BY round_id", [now]
         )
     ]
+    # The truth first, in one transaction; then each entry's cells in a transaction of
+    # their own, so that one entry that fails to score (a file an older release let in,
+    # a bug) is isolated and recorded while the others resolve; then the metrics.
     with wh.transaction():
         rid = wh.scalar(
             "INSERT INTO rounds.resolutions (ingest_id, build_id, last_q, panel_source, "
@@ -95,13 +99,14 @@ def _resolve(
         )
         params = {"resolution_id": rid, "ingest_id": ingest_id, "now": now}
         wh.run_step("rounds/030_resolve_truth", params)
-        cells = wh.scalar("SELECT count(*) FROM rounds.truth WHERE resolution_id = ?", [rid])
-        before = wh.scalar("SELECT count(*) FROM rounds.cell_scores")
-        _score_cells(wh, rid, params)
-        scores = wh.scalar("SELECT count(*) FROM rounds.cell_scores") - before
-        for (round_id,) in wh.fetchall(
-            "SELECT DISTINCT round_id FROM rounds.truth WHERE resolution_id = ?", [rid]
-        ):
+    cells = wh.scalar("SELECT count(*) FROM rounds.truth WHERE resolution_id = ?", [rid])
+    before = wh.scalar("SELECT count(*) FROM rounds.cell_scores")
+    failed = _score_cells(wh, rid, params, now)
+    scores = wh.scalar("SELECT count(*) FROM rounds.cell_scores") - before
+    with wh.transaction():
+        # every round with resolved cells: an entry's cells scored late (after an
+        # isolated failure) change its round's board too
+        for (round_id,) in wh.fetchall("SELECT DISTINCT round_id FROM rounds.truth"):
             _store_metrics(wh, round_id, rid)
         per_round = wh.fetchall(
             "SELECT r.name, count(*) FROM rounds.truth t JOIN rounds.rounds r USING (round_id) "
@@ -120,57 +125,117 @@ def _resolve(
         "scores_new": int(scores),
         "per_round": dict(per_round),
         "waiting": waiting,
+        "failed": failed,
         "seconds": seconds,
         "last_q": last_q,
     }
 
 
-def _score_cells(wh: Warehouse, resolution_id: int, params: dict[str, Any]) -> None:
-    """Score the cells of this resolution for every submission of their rounds, one
-    submission at a time, with the static scorer's per-cell terms (sql/eval/057 single,
-    054 mixture, 056 quantile grid) over the submission's forecasts of the resolved cells
-    (sql/rounds/040), under its round's rule set, into rounds.cell_scores (041)."""
-    from proforma.app.scoring.cells import (
-        cell_terms,
-        drop_cell_terms,
-        register_functions,
-        rule_params,
-    )
-    from proforma.contracts.panel import RuleSet
+def _score_cells(
+    wh: Warehouse, resolution_id: int, params: dict[str, Any], now: dt.datetime
+) -> list[dict[str, Any]]:
+    """Score every entry's resolved cells it has no score for yet (this resolution's, and
+    any an earlier one failed on), one entry at a time and each in its own transaction,
+    with the static scorer's per-cell terms (sql/eval/057 single, 054 mixture, 056
+    quantile grid) over the entry's forecasts of those cells (sql/rounds/040), under its
+    round's rule set, into rounds.cell_scores (041). An entry that fails is rolled back,
+    recorded in rounds.entry_failures and returned; the others go on."""
+    from proforma.app.scoring.cells import register_functions
 
     register_functions(wh)
     subs = wh.arrow(
-        """SELECT s.submission_id, s.family, s.df, s.n_components, s.quantile_levels, r.rules
+        """SELECT s.submission_id, s.name, r.name AS round, s.family, s.df, s.n_components,
+                  s.quantile_levels, r.rules
            FROM rounds.submissions s JOIN rounds.rounds r USING (round_id)
-           WHERE s.round_id IN (SELECT DISTINCT round_id FROM rounds.truth
-                                WHERE resolution_id = ?)
-           ORDER BY s.submission_id""",
-        [resolution_id],
+           WHERE s.round_id IN (SELECT DISTINCT round_id FROM rounds.truth)
+           ORDER BY s.submission_id"""
     ).to_pylist()
-    try:
-        for sub in subs:
-            one = {
-                **params,
-                "submission_id": int(sub["submission_id"]),
-                "family": sub["family"],
-                "df": sub["df"],
-                "has_sigma": True,  # a round's density families all carry a sigma
-                **rule_params(RuleSet(sub["rules"])),
-            }
-            terms, one = cell_terms(
-                wh, sub, one, "round_forecast_cells", step="rounds/040_cell_scores"
+    failed = []
+    for sub in subs:
+        try:
+            with wh.transaction():
+                _score_entry(wh, sub, params)
+            _drop_entry_views(wh)
+        except Exception as exc:
+            if isinstance(exc, duckdb.InterruptException):
+                raise
+            error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+            failed.append(
+                {
+                    "submission_id": int(sub["submission_id"]),
+                    "name": sub["name"],
+                    "round": sub["round"],
+                    "error": error,
+                }
             )
-            # the absolute track: a quantile grid's median residual, else the residual
-            r_abs = "r_abs" if sub["family"] == "quantile" else "r"
-            wh.run_step(
-                "rounds/041_cell_scores_insert",
-                one,
-                identifiers={"terms": terms, "r_abs": r_abs},
+            _drop_entry_views(wh)
+            wh.execute(
+                "INSERT INTO rounds.entry_failures VALUES (?, ?, ?, ?)",
+                [resolution_id, int(sub["submission_id"]), error, now],
             )
-    finally:
-        drop_cell_terms(wh)
-        wh.execute("DROP VIEW IF EXISTS round_forecast_cells")
-        wh.execute("DROP TABLE IF EXISTS round_cells")
+    return failed
+
+
+def _score_entry(wh: Warehouse, sub: dict[str, Any], params: dict[str, Any]) -> None:
+    from proforma.app.scoring.cells import cell_terms, rule_params
+    from proforma.contracts.panel import RuleSet
+
+    one = {
+        **params,
+        "submission_id": int(sub["submission_id"]),
+        "family": sub["family"],
+        "df": sub["df"],
+        "has_sigma": True,  # a round's density families all carry a sigma
+        **rule_params(RuleSet(sub["rules"])),
+    }
+    terms, one = cell_terms(wh, sub, one, "round_forecast_cells", step="rounds/040_cell_scores")
+    # the absolute track: a quantile grid's median residual, else the residual
+    r_abs = "r_abs" if sub["family"] == "quantile" else "r"
+    wh.run_step(
+        "rounds/041_cell_scores_insert",
+        one,
+        identifiers={"terms": terms, "r_abs": r_abs},
+    )
+
+
+def _drop_entry_views(wh: Warehouse) -> None:
+    """What _score_entry left (outside its transaction: an aborted one takes no statement)."""
+    from proforma.app.scoring.cells import drop_cell_terms
+
+    drop_cell_terms(wh)
+    wh.execute("DROP VIEW IF EXISTS round_forecast_cells")
+    wh.execute("DROP TABLE IF EXISTS round_cells")
+
+
+def resolution_health(wh: Warehouse) -> dict[str, Any]:
+    """The rounds part of /api/v1/health: `idle` (no resolution yet), `ok`, or `failing`
+    while the latest resolution had entries whose cells could not be scored (isolated:
+    the others resolved; the next resolution tries them again)."""
+    if not wh.table_exists("rounds.entry_failures"):
+        return {"status": "idle"}
+    row = wh.fetchone(
+        "SELECT resolution_id, resolved_at FROM rounds.resolutions "
+        "ORDER BY resolution_id DESC LIMIT 1"
+    )
+    if row is None:
+        return {"status": "idle"}
+    failed = [
+        {"submission_id": r[0], "name": r[1], "round": r[2], "error": r[3]}
+        for r in wh.fetchall(
+            "SELECT f.submission_id, s.name, r.name, f.error FROM rounds.entry_failures f "
+            "JOIN rounds.submissions s USING (submission_id) JOIN rounds.rounds r USING "
+            "(round_id) WHERE f.resolution_id = ? ORDER BY f.submission_id",
+            [row[0]],
+        )
+    ]
+    out: dict[str, Any] = {
+        "status": "failing" if failed else "ok",
+        "last_resolution_id": row[0],
+        "last_resolved_at": row[1],
+    }
+    if failed:
+        out["failed_entries"] = failed
+    return out
 
 
 def _metric_rows(wh: Warehouse, round_id: int, submission_ids: Sequence[int]) -> list[dict]:
@@ -183,8 +248,46 @@ def _metric_rows(wh: Warehouse, round_id: int, submission_ids: Sequence[int]) ->
         wh.execute("DROP TABLE IF EXISTS round_subs")
 
 
+def board_members(wh: Warehouse, round_id: int, submission_ids: Sequence[int]) -> dict[int, float]:
+    """{submission_id: share of the round's resolved cells it scored}. Entries that cover
+    at least MIN_COVERAGE of them share the common board; the static footprints' rule
+    (proforma.app.scoring.runs.MIN_COVERAGE), so that a partial entry never shrinks the
+    others' sample: it is ranked on its own cells instead."""
+    if not submission_ids:
+        return {}
+    rows = wh.fetchall(
+        """WITH resolved AS (
+               SELECT count(*) AS n FROM rounds.truth
+               WHERE round_id = ? AND isfinite(actual) AND isfinite(baseline))
+           SELECT s.sid, coalesce(c.n, 0) / greatest((SELECT n FROM resolved), 1)
+           FROM (SELECT unnest(?::INTEGER[]) AS sid) AS s
+           LEFT JOIN (SELECT submission_id, count(*) AS n FROM rounds.cell_scores
+                      GROUP BY submission_id) AS c ON c.submission_id = s.sid""",
+        [round_id, list(submission_ids)],
+    )
+    return {int(sid): float(share) for sid, share in rows}
+
+
+def _split_board(shares: dict[int, float]) -> tuple[list[int], list[int]]:
+    from proforma.app.scoring.runs import MIN_COVERAGE
+
+    common = [sid for sid, share in shares.items() if share >= MIN_COVERAGE]
+    return common, [sid for sid in shares if sid not in common]
+
+
+def _board_rows(wh: Warehouse, round_id: int, submission_ids: Sequence[int]) -> list[dict]:
+    """Metric rows of the covering entries over their common sample, and of each other
+    entry over its own cells (`sample` says which)."""
+    common, own = _split_board(board_members(wh, round_id, submission_ids))
+    rows = [{**r, "sample": "common"} for r in _metric_rows(wh, round_id, common)] if common else []
+    for sid in own:
+        rows += [{**r, "sample": "own"} for r in _metric_rows(wh, round_id, [sid])]
+    return rows
+
+
 def _store_metrics(wh: Warehouse, round_id: int, resolution_id: int) -> None:
-    """rounds.metrics of a round: all its entries' common sample, replaced."""
+    """rounds.metrics of a round, replaced: its covering entries over their common
+    sample, each other entry over its own cells."""
     subs = [
         r[0]
         for r in wh.fetchall(
@@ -194,8 +297,10 @@ def _store_metrics(wh: Warehouse, round_id: int, resolution_id: int) -> None:
     wh.execute("DELETE FROM rounds.metrics WHERE round_id = ?", [round_id])
     if not subs:
         return
-    rows = _metric_rows(wh, round_id, subs)
-    cols = ("submission_id", "horizon", *METRICS)
+    rows = _board_rows(wh, round_id, subs)
+    if not rows:
+        return
+    cols = ("submission_id", "horizon", *METRICS, "sample")
     table = pa.table({c: [r[c] for r in rows] for c in cols})
     table = table.append_column("round_id", pa.array([round_id] * len(rows), pa.int32()))
     table = table.append_column("resolution_id", pa.array([resolution_id] * len(rows), pa.int32()))
@@ -205,9 +310,10 @@ def _store_metrics(wh: Warehouse, round_id: int, resolution_id: int) -> None:
 def leaderboard(
     wh: Warehouse, round_name: str, models: Sequence[str] | None = None
 ) -> dict[str, Any]:
-    """A round's metrics over the common sample of its submissions (or of `models`):
-    {"round", "models": [{name, kind, family, global metrics, by_horizon: [...]}],
-    "resolved_by_horizon", "n_common"}, best R2 first."""
+    """A round's metrics: {"round", "models": [{name, kind, family, global metrics,
+    coverage, common_sample, by_horizon: [...]}], "n_common"}. The entries (or `models`)
+    that cover at least MIN_COVERAGE of the resolved cells are ranked over their common
+    sample, best R2 first; each other entry follows, over its own cells and marked so."""
     rnd = get_round(wh, round_name)
     subs = wh.fetchall(
         "SELECT submission_id, name, kind, family FROM rounds.submissions WHERE round_id = ? "
@@ -220,18 +326,29 @@ def leaderboard(
             raise UserError(f"Round {round_name!r} has no submission {', '.join(unknown)}")
         subs = [s for s in subs if s[1] in set(models)]
     rows: list[dict] = []
+    shares = board_members(wh, rnd["round_id"], [s[0] for s in subs])
+    common_ids = set(shares)  # before any cell resolves, every entry is on the board
     if subs and rnd["cells_resolved"]:
-        rows = _metric_rows(wh, rnd["round_id"], [s[0] for s in subs])
+        rows = _board_rows(wh, rnd["round_id"], [s[0] for s in subs])
+        common_ids = set(_split_board(shares)[0])
     out = []
     for sid, name, kind, family in subs:
         mine = [r for r in rows if r["submission_id"] == sid]
         overall = next((r for r in mine if r["horizon"] is None), None)
+        on_board = sid in common_ids
         entry: dict[str, Any] = {
             "submission_id": sid,
             "name": name,
             "kind": kind,
             "family": family,
+            "coverage": shares.get(sid, 0.0),
+            "common_sample": on_board,
         }
+        if not on_board:
+            entry["note"] = (
+                f"scores {shares.get(sid, 0.0):.1%} of the resolved cells: ranked on its "
+                "own cells, off the common board"
+            )
         entry.update({m: (overall or {}).get(m) for m in METRICS})
         entry["n"] = int(entry["n"] or 0)
         entry["by_horizon"] = [
@@ -241,12 +358,16 @@ def leaderboard(
         ]
         out.append(entry)
     out.sort(
-        key=lambda e: -(e["r2"] if e["r2"] is not None and not math.isnan(e["r2"]) else -1e300)
+        key=lambda e: (
+            not e["common_sample"],
+            -(e["r2"] if e["r2"] is not None and not math.isnan(e["r2"]) else -1e300),
+        )
     )
+    common = [e for e in out if e["common_sample"]]
     return {
         "round": rnd,
         "models": out,
-        "n_common": out[0]["n"] if out else 0,
+        "n_common": common[0]["n"] if common else 0,
     }
 
 

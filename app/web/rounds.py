@@ -7,8 +7,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from proforma.app.read.deps import WarehouseDep
-from proforma.app.read.disclosure import disclosed_round
+from proforma.app.read.deps import SettingsDep, WarehouseDep
+from proforma.app.read.disclosure import disclosed_live, disclosed_round
 from proforma.app.read.formats import clean
 from proforma.app.web.pages import _render
 
@@ -16,7 +16,7 @@ router = APIRouter(include_in_schema=False)
 
 
 @router.get("/rounds", response_class=HTMLResponse)
-def rounds_page(request: Request, wh: WarehouseDep) -> HTMLResponse:
+def rounds_page(request: Request, wh: WarehouseDep, settings: SettingsDep) -> HTMLResponse:
     from proforma.app.rounds import list_rounds, live_leaderboard
 
     has = wh.table_exists("rounds.rounds")
@@ -25,13 +25,17 @@ def rounds_page(request: Request, wh: WarehouseDep) -> HTMLResponse:
         "rounds.html",
         "rounds",
         rounds=list_rounds(wh) if has else [],
-        live=clean(live_leaderboard(wh)) if has else [],
+        live=clean(disclosed_live(wh, live_leaderboard(wh), settings.public_min_cells))
+        if has
+        else [],
     )
 
 
 @router.get("/rounds/{name}", response_class=HTMLResponse)
-def round_page(request: Request, name: str, wh: WarehouseDep) -> HTMLResponse:
+def round_page(
+    request: Request, name: str, wh: WarehouseDep, settings: SettingsDep
+) -> HTMLResponse:
     from proforma.app.rounds import leaderboard
 
-    board = disclosed_round(wh, leaderboard(wh, name))
+    board = disclosed_round(wh, leaderboard(wh, name), settings.public_min_cells)
     return _render(request, "round.html", "rounds", board=clean(board), rnd=board["round"])

@@ -1,7 +1,8 @@
 -- Public rounds (docs/rounds.md): every round's frozen description (origin quarter,
 -- deadline, sizes, rule set), its resolution per horizon (cell counts), its entries
--- (names, kinds, checksums, receipt times) and its metrics over all entries' common
--- sample (rounds.metrics, written by each resolution). Aggregates over fewer than
+-- (names, kinds, checksums, receipt times) and its metrics (rounds.metrics, written by
+-- each resolution: the covering entries' common sample, each other entry's own cells,
+-- as `sample` says). Aggregates over fewer than
 -- getvariable('public_min_cells') cells are withheld, and an upload's numbers are
 -- coarsened as sql/public/040 coarsens them (each metric as its definition says:
 -- contracts/metrics.py, the slot metric_public; the publisher's pf_coarsen, pf_two_digits),
@@ -36,7 +37,7 @@ WITH m AS (
     JOIN rounds.submissions AS s USING (submission_id)
     WHERE m.n >= getvariable('public_min_cells')
 )
-SELECT round_id, submission_id, model, horizon, n,
+SELECT round_id, submission_id, model, horizon, sample, n,
        {{ metric_public }}
 FROM m
 ORDER BY round_id, submission_id, horizon NULLS FIRST;

@@ -1,5 +1,7 @@
--- The cells resolution getvariable('resolution_id') resolved for ONE submission of their
--- round (getvariable('submission_id')), as the static scorer's per-cell terms read them
+-- The resolved cells ONE submission of their round (getvariable('submission_id')) has no
+-- score for yet: those this resolution resolved, and those an earlier resolution could
+-- not score for it (its failure was isolated there), as the static scorer's per-cell
+-- terms read them
 -- (sql/eval/057 single, 054 mixture, 056 quantile grid: the same terms and rules; the
 -- round's rule set, rounds.rounds.rules, sets their variables):
 -- * temp table round_cells: each resolved cell of finite actual and baseline with a
@@ -13,8 +15,10 @@ SELECT row_number() OVER (ORDER BY t.gvkey, t.item_id, t.horizon) AS cell,
 FROM rounds.truth AS t
 JOIN rounds.submissions AS s USING (round_id)
 WHERE s.submission_id = getvariable('submission_id')
-  AND t.resolution_id = getvariable('resolution_id')
-  AND isfinite(t.actual) AND isfinite(t.baseline);
+  AND isfinite(t.actual) AND isfinite(t.baseline)
+  AND NOT EXISTS (SELECT 1 FROM rounds.cell_scores AS done
+                  WHERE done.submission_id = s.submission_id AND done.gvkey = t.gvkey
+                    AND done.item_id = t.item_id AND done.horizon = t.horizon);
 
 CREATE OR REPLACE TEMP VIEW round_forecast_cells AS
 SELECT c.cell, c.actual, f.component, f.mu, f.sigma

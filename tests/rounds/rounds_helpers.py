@@ -68,3 +68,37 @@ def probe_fit(r: suite.FitRequest) -> Forecast:
     cube = (np.broadcast_to(mu, (r.test.n, *mu.shape)) + offset).astype(np.float32)
     spread = np.broadcast_to(sigma, cube.shape).astype(np.float32)
     return Forecast(r.test, [(cube, spread)], {"run": ""})
+
+
+def static_by_board(
+    wh: Warehouse, board: dict[str, Any], ids: dict[str, int], tracks: tuple[str, ...]
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """The static scorer's numbers for a round's board, sample by sample as the board
+    takes them: one score run over the entries on its common sample (footprint
+    round_cells, their static copies `ids`), one per entry ranked on its own cells.
+    Returns {track: {model: leaderboard row}}."""
+    from proforma.app import scoring
+
+    common = [m["name"] for m in board["models"] if m["common_sample"]]
+    groups = ([common] if common else []) + [
+        [m["name"]] for m in board["models"] if not m["common_sample"]
+    ]
+    out: dict[str, dict[str, dict[str, Any]]] = {t: {} for t in tracks}
+    for group in groups:
+        run = scoring.score(
+            wh,
+            "round_cells",
+            submissions=[ids[n] for n in group],
+            coherence=False,
+            baselines=False,
+        )
+        for track in tracks:
+            out[track].update(
+                {
+                    r["model"].removeprefix("static_"): r
+                    for r in scoring.leaderboard(
+                        wh, "round_cells", track=track, score_run_id=run
+                    ).to_pylist()
+                }
+            )
+    return out

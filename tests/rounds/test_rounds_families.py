@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from rounds_helpers import grow, open_tiny_round
+from rounds_helpers import grow, open_tiny_round, static_by_board
 
 from proforma.app import scoring
 from proforma.app.rounds import leaderboard, resolve, submit_file
@@ -167,20 +167,10 @@ def test_new_families_score_as_static(wh: Warehouse, tmp_path: Path, rules: str)
             f"(SELECT item_id FROM ref.items WHERE item IN ({items}))"
         )
     scoring.create_footprint(wh, "round_cells", predicate=predicate)
-    run = scoring.score(
-        wh, "round_cells", submissions=list(ids.values()), coherence=False, baselines=False
-    )
-
-    def static(track: str) -> dict[str, dict[str, Any]]:
-        return {
-            r["model"].removeprefix("static_"): r
-            for r in scoring.leaderboard(
-                wh, "round_cells", track=track, score_run_id=run
-            ).to_pylist()
-        }
-
-    squared, absolute, density = static("squared"), static("absolute"), static("density")
-    board = {m["name"]: m for m in leaderboard(wh, rnd["name"])["models"]}
+    whole = leaderboard(wh, rnd["name"])
+    by_track = static_by_board(wh, whole, ids, ("squared", "absolute", "density"))
+    squared, absolute, density = by_track["squared"], by_track["absolute"], by_track["density"]
+    board = {m["name"]: m for m in whole["models"]}
     assert set(board) == set(squared)
     for name, m in board.items():
         assert m["n"] == squared[name]["n"], name
@@ -194,23 +184,32 @@ def test_new_families_score_as_static(wh: Warehouse, tmp_path: Path, rules: str)
             else:
                 assert board[name][key] == pytest.approx(want, rel=1e-9), (name, key)
     assert not math.isnan(board["t5"]["crps"]) and board["q"]["nll"] is None
+
     # The absolute track and the coverages from the cells' r_abs and interval flags
     # (a quantile grid's MAE is its median's, its coverage its level pairs'), on the
     # round's common sample
-    cells = {
-        name: row
-        for name, *row in wh.fetchall(
-            """WITH common AS (
-                   SELECT gvkey, item_id, horizon FROM rounds.cell_scores
-                   JOIN rounds.submissions s USING (submission_id) WHERE s.round_id = ?
-                   GROUP BY ALL HAVING count(*) = (SELECT count(*) FROM rounds.submissions
-                                                   WHERE round_id = ?))
-               SELECT s.name, avg(abs(c.r_abs)), avg(c.in50::INT), avg(c.in90::INT)
-               FROM rounds.cell_scores c JOIN common USING (gvkey, item_id, horizon)
-               JOIN rounds.submissions s USING (submission_id) GROUP BY s.name""",
-            [rnd["round_id"], rnd["round_id"]],
-        )
-    }
+    def cell_means(sids: list[int]) -> dict[str, list[Any]]:
+        return {
+            name: row
+            for name, *row in wh.fetchall(
+                """WITH subs AS (SELECT unnest(?::INTEGER[]) AS submission_id),
+                   common AS (
+                       SELECT gvkey, item_id, horizon FROM rounds.cell_scores JOIN subs
+                       USING (submission_id)
+                       GROUP BY ALL HAVING count(*) = (SELECT count(*) FROM subs))
+                   SELECT s.name, avg(abs(c.r_abs)), avg(c.in50::INT), avg(c.in90::INT)
+                   FROM rounds.cell_scores c JOIN subs USING (submission_id)
+                   JOIN common USING (gvkey, item_id, horizon)
+                   JOIN rounds.submissions s USING (submission_id) GROUP BY s.name""",
+                [sids],
+            )
+        }
+
+    # on the board's samples: the covering entries' common one, each other entry's own
+    cells = cell_means([m["submission_id"] for m in board.values() if m["common_sample"]])
+    for m in board.values():
+        if not m["common_sample"]:
+            cells.update(cell_means([m["submission_id"]]))
     for name, (mae, cov50, cov90) in cells.items():
         assert mae == pytest.approx(absolute[name]["mae"], rel=1e-9), name
         if name in ("t5", "mix", "q", "oracle"):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from rounds_helpers import grow, open_tiny_round
+from rounds_helpers import grow, open_tiny_round, static_by_board
 
 from proforma.app import scoring
 from proforma.app.flows.build import run_build
@@ -93,7 +93,7 @@ def test_incremental_resolution_first_value_counts(wh: Warehouse, tmp_path: Path
     assert [n > 0 for n in board["round"]["resolved_by_horizon"]] == [True] * 4 + [False] * 16
     by_name = {m["name"]: m for m in board["models"]}
     assert by_name["oracle"]["r2"] > by_name["seasonal_rw"]["r2"]
-    assert {m["n"] for m in board["models"]} == {board["n_common"]}
+    assert {m["n"] for m in board["models"] if m["common_sample"]} == {board["n_common"]}
     live = live_leaderboard(wh)
     assert {r["name"] for r in live} == {"seasonal_rw", "fade", "oracle"}
     # one round: each model's pooled live metrics (sql/rounds/055) are the round's metrics
@@ -180,26 +180,15 @@ def test_fully_resolved_round_scores_as_static(wh: Warehouse, tmp_path: Path, ru
             f"(SELECT item_id FROM ref.items WHERE item IN ({items}))"
         )
     scoring.create_footprint(wh, "round_cells", predicate=predicate)
-    run = scoring.score(
-        wh, "round_cells", submissions=list(ids.values()), coherence=False, baselines=False
-    )
-    static = {
-        r["model"].removeprefix("static_"): r
-        for r in scoring.leaderboard(wh, "round_cells", score_run_id=run).to_pylist()
-    }
     board = leaderboard(wh, rnd["name"])
+    by_track = static_by_board(wh, board, ids, ("squared", "density"))
+    static, density = by_track["squared"], by_track["density"]
     assert {m["name"] for m in board["models"]} == set(static)
     for m in board["models"]:
         s = static[m["name"]]
         assert m["n"] == s["n"]
         for key in ("r2", "mae", "mse"):
             assert m[key] == pytest.approx(s[key], rel=1e-9, abs=1e-12), (m["name"], key)
-    density = {
-        r["model"].removeprefix("static_"): r
-        for r in scoring.leaderboard(
-            wh, "round_cells", track="density", score_run_id=run
-        ).to_pylist()
-    }
     oracle = next(m for m in board["models"] if m["name"] == "oracle")
     for key in ("crps", "nll", "cov90"):
         if key in density["oracle"]:

@@ -27,10 +27,14 @@ def health(wh: WarehouseDep, jobs: JobsDep, settings: SettingsDep) -> dict[str, 
     succeeded and the worker's last scoring pass had no failure; `degraded` while
     publishing fails (`snapshot.last_failure` says why; pages and the SQL console serve
     the previous snapshot) or scoring fails (`scoring.last_failure`: the submissions left
-    out, the footprints not scored). Also the schema version and queue."""
+    out, the footprints not scored) or the latest round resolution left entries unscored
+    (`rounds.failed_entries`; the others resolved). Also the schema version and queue."""
+    from proforma.app.rounds.resolve import resolution_health
+
     snapshot = snapshot_health(wh)
     scoring = scoring_health(wh)
-    failing = snapshot["status"] == "failing" or scoring["status"] == "failing"
+    rounds = resolution_health(wh)
+    failing = "failing" in (snapshot["status"], scoring["status"], rounds["status"])
     return {
         "status": "degraded" if failing else "ok",
         "version": __version__,
@@ -38,6 +42,7 @@ def health(wh: WarehouseDep, jobs: JobsDep, settings: SettingsDep) -> dict[str, 
         "jobs_pending": jobs.pending(),
         "snapshot": snapshot,
         "scoring": scoring,
+        "rounds": rounds,
         "limits": {
             "upload_max_bytes": settings.upload_max_bytes,
             "uploads_per_day": settings.uploads_per_day,
