@@ -7,8 +7,9 @@ Three bounds, all checked before a query takes a thread:
 - **per client, concurrency**: at most `PROFORMA_QUERY_PER_CLIENT` of one client's
   queries run or wait at once; another is a 429 at once.
 - **overall concurrency**: at most `PROFORMA_QUERY_CONCURRENCY` console queries run at a
-  time (default: the CPU count less one, at least one; each query runs on one DuckDB
-  thread), so the remaining cores and the server's thread pool stay free for pages, the
+  time (default: the CPU count less one, at least two, and always one more than a client
+  may hold, so one slow client never takes every place; each query runs on one DuckDB
+  thread, in a worker process killed at its time limit: app/read/console_workers.py), so the remaining cores and the server's thread pool stay free for pages, the
   API and the job worker. A query waits for a place on the event loop (holding no
   thread) for at most `PROFORMA_QUERY_QUEUE_S`; then 429 with Retry-After. The wait
   counts against the query's time limit (`PROFORMA_QUERY_TIMEOUT_S`), so an answer,
@@ -43,7 +44,7 @@ class ConsoleBusy(RateLimited):
 
 
 def default_concurrency() -> int:
-    return max(1, (os.cpu_count() or 2) - 1)
+    return max(2, (os.cpu_count() or 2) - 1)
 
 
 @dataclass
@@ -71,7 +72,11 @@ class ConsoleGate:
             rate_per_min=float(settings.query_rate_per_min),
             burst=int(settings.query_burst),
             per_client=int(settings.query_per_client),
-            concurrency=int(settings.query_concurrency or default_concurrency()),
+            # one more place than a client may hold: one slow client never holds them all
+            concurrency=max(
+                int(settings.query_concurrency or default_concurrency()),
+                int(settings.query_per_client) + 1,
+            ),
             queue_s=float(settings.query_queue_s),
         )
 

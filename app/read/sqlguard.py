@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import sqlglot
@@ -32,8 +32,11 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import traverse_scope
 
 from proforma.app.read.errors import ApiError
+
+if TYPE_CHECKING:
+    from proforma.app.read.console_workers import ConsoleWorkers
 from proforma.app.read.snapshot import reading
-from proforma.app.store.warehouse import one_row
+from proforma.app.read.snapshot_connection import open_snapshot
 
 MAX_SQL_CHARS = 20_000
 
@@ -211,25 +214,6 @@ _connections: dict[str, duckdb.DuckDBPyConnection] = {}
 _open_lock = threading.Lock()
 
 
-def _open_snapshot(real: Path, memory_limit: str) -> duckdb.DuckDBPyConnection:
-    """A new read-only, external-access-free, configuration-locked connection."""
-    con = duckdb.connect(
-        str(real),
-        read_only=True,
-        config={
-            "enable_external_access": False,
-            "autoinstall_known_extensions": False,
-            "autoload_known_extensions": False,
-            "allow_community_extensions": False,
-            "memory_limit": memory_limit,
-            "threads": 1,
-        },
-    )
-    if not one_row(con.execute("SELECT current_setting('lock_configuration')"))[0]:
-        con.execute("SET lock_configuration = true")
-    return con
-
-
 def _cursor_on(real: Path, memory_limit: str) -> duckdb.DuckDBPyConnection:
     """A cursor on the (cached) connection to the leased snapshot version `real`."""
     if not real.exists():
@@ -238,7 +222,7 @@ def _cursor_on(real: Path, memory_limit: str) -> duckdb.DuckDBPyConnection:
     with _open_lock:
         con = _connections.get(key)
         if con is None:
-            con = _open_snapshot(real, memory_limit)
+            con = open_snapshot(real, memory_limit)
             # the previous version stays open only while its cursors run (no explicit close)
             _connections.clear()
             _connections[key] = con
@@ -285,18 +269,56 @@ def run_query(
     timeout_s: float,
     memory_limit: str = "512MB",
     timeout_label: float | None = None,
+    workers: ConsoleWorkers | None = None,
 ) -> QueryResult:
     """Check `sql`, then run it on the snapshot under the row, time and memory limits
-    (`timeout_label`: the limit the 408 names, when `timeout_s` is what is left of it)."""
+    (`timeout_label`: the limit the 408 names, when `timeout_s` is what is left of it).
+    With `workers` (the service) it runs in a worker process that is killed at the time
+    limit (proforma.app.read.console_workers); without, in this process, interrupted."""
     with reading(path) as real:
         schema = _schema_on(real, memory_limit)
         if not schema:
             raise SnapshotMissing(_MISSING)
         checked = check_sql(sql, schema)
+        if workers is not None:
+            return _run_in_worker(
+                workers, real, checked, max_rows=max_rows, timeout_s=timeout_s, label=timeout_label
+            )
         con = _cursor_on(real, memory_limit)
         return _run_checked(
             con, checked, max_rows=max_rows, timeout_s=timeout_s, label=timeout_label
         )
+
+
+def _run_in_worker(
+    workers: ConsoleWorkers,
+    real: Path,
+    checked: CheckedQuery,
+    *,
+    max_rows: int,
+    timeout_s: float,
+    label: float | None,
+) -> QueryResult:
+    started = time.perf_counter()
+    kind, payload = workers.execute(real, checked.sql, max_rows, timeout_s)
+    if kind == "timeout":
+        raise QueryTimeout(
+            f"The query ran past the {timeout_s if label is None else label:g} s time limit "
+            f"and was stopped; aggregate more or filter earlier."
+        )
+    if kind == "memory":
+        raise QueryRejected("The query needs more memory than public queries may use.")
+    if kind == "rejected":
+        raise QueryRejected(f"DuckDB rejected the query: {payload}")
+    columns, types, rows = payload
+    return QueryResult(
+        columns=columns,
+        types=types,
+        rows=rows[:max_rows],
+        truncated=len(rows) > max_rows,
+        elapsed_ms=(time.perf_counter() - started) * 1000,
+        tables=checked.tables,
+    )
 
 
 def _run_checked(

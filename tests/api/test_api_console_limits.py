@@ -104,3 +104,44 @@ def test_overall_concurrency_waits_then_refuses() -> None:
     assert out[0] == "a runs" and out[-1] == "b runs"
     assert out[1].startswith("b refused: The SQL console is busy (1 query at a time)")
     assert gate.clients["a"].active == 0 and gate.clients["b"].active == 0
+
+
+def test_every_query_stops_at_its_time_limit_and_others_still_answer(
+    panel: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One scalar call DuckDB cannot interrupt (issue 47: repeat('x', 2e9) answered after
+    12-47 s against a 5 s limit, and every other client got 429 meanwhile): its worker is
+    killed at the limit, and another client's query answers while it runs."""
+    monkeypatch.setenv("PROFORMA_QUERY_TIMEOUT_S", "2")
+    monkeypatch.setenv("PROFORMA_QUERY_PER_CLIENT", "1")
+    monkeypatch.setenv("PROFORMA_QUERY_CONCURRENCY", "1")  # raised to 2: one per client + 1
+    get_settings.cache_clear()
+    settings = get_settings()
+    with TestClient(create_app(settings)) as client:
+        Api(client)
+        assert client.post("/api/v1/query", json={"sql": "SELECT 1 AS one"}).status_code == 200
+        answers: dict[str, tuple[int, float]] = {}
+
+        def timed(name: str, sql: str, host: str) -> None:
+            other = TestClient(client.app, client=(host, 50000))
+            started = time.monotonic()
+            r = other.post("/api/v1/query", json={"sql": sql})
+            answers[name] = (r.status_code, time.monotonic() - started)
+
+        heavy = [
+            "SELECT length(repeat('x', 2000000000)) AS n",
+            "SELECT count(*) FROM range(100000000000) AS t(i)",
+        ]
+        for k, sql in enumerate(heavy):
+            slow = threading.Thread(target=timed, args=(f"slow{k}", sql, f"10.0.0.{k + 1}"))
+            slow.start()
+            time.sleep(0.3)
+            timed(f"quick{k}", "SELECT count(*) AS n FROM items", f"10.0.1.{k + 1}")
+            slow.join(30)
+            status, seconds = answers[f"slow{k}"]
+            assert status in (400, 408), (sql, status)
+            assert seconds < 2 + 1.5, (sql, seconds)  # stopped within a moment of its limit
+            assert answers[f"quick{k}"][0] == 200, answers
+        # the killed worker is replaced: the console still answers
+        time.sleep(0.5)
+        assert client.post("/api/v1/query", json={"sql": "SELECT 2 AS two"}).status_code == 200

@@ -9,11 +9,11 @@ import duckdb
 import pytest
 from service_helpers import Api
 
+from proforma.app.read.snapshot_connection import open_snapshot
 from proforma.app.read.sqlguard import (
     QueryRejected,
     QueryTimeout,
     SnapshotMissing,
-    _open_snapshot,
     check_sql,
     run_query,
     snapshot_schema,
@@ -150,7 +150,7 @@ def test_time_limit(snap: Path) -> None:
 def test_duckdb_guards_behind_the_allow_list(snap: Path, tmp_path: Path) -> None:
     """Even SQL that skipped sqlglot cannot read files, change settings or write."""
     (tmp_path / "x.csv").write_text("a\n1\n")
-    con = _open_snapshot(snap, "128MB")
+    con = open_snapshot(snap, "128MB")
     try:
         for sql, fragment in [
             (f"SELECT * FROM read_csv('{tmp_path / 'x.csv'}')", "permission"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Annotated, Any
 
 import pyarrow as pa
@@ -13,6 +14,7 @@ from pydantic import BaseModel, Field
 from proforma.app.api.console_gate import ConsoleGate
 from proforma.app.api.deps import SettingsDep
 from proforma.app.api.responses import PublicTables
+from proforma.app.read.console_workers import ConsoleWorkers
 from proforma.app.read.formats import Format, FormatQuery, clean, csv_bytes
 from proforma.app.read.sqlguard import QueryResult, SnapshotMissing, run_query, snapshot_schema
 from proforma.app.store.settings import Settings
@@ -25,7 +27,9 @@ class QueryBody(BaseModel):
     format: Format = Format.json
 
 
-def _run(sql: str, settings: Settings, waited_s: float = 0.0) -> QueryResult:
+def _run(
+    sql: str, settings: Settings, workers: ConsoleWorkers, waited_s: float = 0.0
+) -> QueryResult:
     return run_query(
         sql,
         settings.public_snapshot,
@@ -33,6 +37,7 @@ def _run(sql: str, settings: Settings, waited_s: float = 0.0) -> QueryResult:
         timeout_s=max(0.1, settings.query_timeout_s - waited_s),
         timeout_label=settings.query_timeout_s,
         memory_limit=settings.query_memory_limit,
+        workers=workers,
     )
 
 
@@ -68,14 +73,31 @@ def _gate(request: Request, settings: Settings) -> ConsoleGate:
     return gate
 
 
+_workers_lock = threading.Lock()
+
+
+def _workers(request: Request, settings: Settings) -> ConsoleWorkers:
+    """The app's console worker processes, one per console place (started on the first
+    query; the server's shutdown stops them)."""
+    with _workers_lock:
+        workers = getattr(request.app.state, "console_workers", None)
+        if workers is None:
+            workers = request.app.state.console_workers = ConsoleWorkers(
+                _gate(request, settings).concurrency, settings.query_memory_limit
+            )
+        return workers
+
+
 def _client_key(request: Request) -> str:
     """The client a console query counts against: its address as the server sees it."""
     return request.client.host if request.client else "unknown"
 
 
 async def _bounded(request: Request, sql: str, settings: Settings) -> QueryResult:
-    async with _gate(request, settings).admit(_client_key(request)) as waited:
-        return await run_in_threadpool(_run, sql, settings, waited)
+    gate = _gate(request, settings)
+    async with gate.admit(_client_key(request)) as waited:
+        workers = await run_in_threadpool(_workers, request, settings)
+        return await run_in_threadpool(_run, sql, settings, workers, waited)
 
 
 @router.post("", summary="Run one SELECT on the public snapshot")
