@@ -48,7 +48,7 @@ def _switch(torch: Any, path: tuple[str, ...]) -> tuple[Any, str] | None:
 
 
 def _snapshot(torch: Any) -> dict[tuple[str, ...], str]:
-    out = {}
+    out: dict[tuple[str, ...], str] = {}
     for path in _BACKEND_SWITCHES:
         found = _switch(torch, path)
         if found is not None:

@@ -5,6 +5,8 @@ with AMX-BF16 it turned every later float32 matmul into a bfloat16 one)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -26,6 +28,8 @@ from proforma.models.numerics import (
 from tests.forma.conftest import TINY, TOY_IDENTITIES, make_windows
 
 BF16_CPU = cpu_has_bf16_matmul()
+#: PyTorch's oneDNN switches (typed loosely: its stubs do not declare the per-backend API)
+MKLDNN: Any = torch.backends.mkldnn
 
 
 def _batch():
@@ -42,7 +46,7 @@ def test_the_precision_is_put_back_exactly_after_the_block_and_after_an_error():
     before = _snapshot(torch)
     with float32_matmul("medium"):
         assert torch.get_float32_matmul_precision() == "medium"
-        assert torch.backends.mkldnn.matmul.fp32_precision == "bf16"
+        assert MKLDNN.matmul.fp32_precision == "bf16"
     assert _snapshot(torch) == before
     assert torch.get_float32_matmul_precision() == "highest"
     with pytest.raises(KeyError), float32_matmul("medium"):
@@ -54,14 +58,14 @@ def test_the_precision_is_put_back_exactly_after_the_block_and_after_an_error():
 
 def test_settings_made_through_the_per_backend_api_come_back_too():
     before = _snapshot(torch)
-    torch.backends.mkldnn.matmul.fp32_precision = "bf16"
+    MKLDNN.matmul.fp32_precision = "bf16"
     try:
         mixed = _snapshot(torch)
         with float32_matmul("highest"):
-            assert torch.backends.mkldnn.matmul.fp32_precision == "ieee"
+            assert MKLDNN.matmul.fp32_precision == "ieee"
         assert _snapshot(torch) == mixed
     finally:
-        torch.backends.mkldnn.matmul.fp32_precision = before[("mkldnn", "matmul", "fp32_precision")]
+        MKLDNN.matmul.fp32_precision = before[("mkldnn", "matmul", "fp32_precision")]
     assert _snapshot(torch) == before
 
 
