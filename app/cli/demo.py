@@ -8,13 +8,14 @@ serving; `--fresh` starts from an empty warehouse.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import resource
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import typer
@@ -308,6 +309,50 @@ def score_footprints(wh: Warehouse) -> dict[str, int]:
     return runs
 
 
+@dataclass
+class StageTime:
+    title: str
+    wall: float = 0.0
+    cpu: float = 0.0
+
+
+class StageClock:
+    """Wall and CPU seconds of each stage the demo ran (its child processes' CPU and its
+    own), for the closing table (docs/forma.md, "The demo's stages")."""
+
+    def __init__(self) -> None:
+        self.rows: list[StageTime] = []
+
+    @staticmethod
+    def _cpu() -> float:
+        return sum(
+            u.ru_utime + u.ru_stime
+            for u in (
+                resource.getrusage(resource.RUSAGE_CHILDREN),
+                resource.getrusage(resource.RUSAGE_SELF),
+            )
+        )
+
+    @contextlib.contextmanager
+    def stage(self, title: str) -> Iterator[StageTime]:
+        row = StageTime(title)
+        started, cpu = time.perf_counter(), self._cpu()
+        try:
+            yield row
+        finally:
+            row.wall, row.cpu = time.perf_counter() - started, self._cpu() - cpu
+            self.rows.append(row)
+
+    def print_table(self, total: float) -> None:
+        from rich.table import Table
+
+        table = Table("stage", "wall s", "CPU s", title="demo stages (this run)")
+        for row in self.rows:
+            table.add_row(row.title, f"{row.wall:.0f}", f"{row.cpu:.0f}")
+        table.add_row("total", f"{total:.0f}", f"{sum(r.cpu for r in self.rows):.0f}")
+        console.print(table)
+
+
 def demo_command(
     host: str = typer.Option("127.0.0.1", help="Address to serve on."),
     port: int = typer.Option(8000, help="Port to serve on."),
@@ -346,24 +391,24 @@ def demo_command(
             f"{', '.join(suite.names())} or 'all'"
         )
     t0 = time.perf_counter()
-    _run(["migrate"])
+    clock = StageClock()
+    with clock.stage("set-up (migrate)"):
+        _run(["migrate"])
     for stage in stages(firms, chosen):
         with connect() as wh:
             done = stage.done(wh)
         if done:
             console.print(f"[dim]{stage.title}: already done, skipped[/]")
             continue
-        started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-        _run(stage.command())
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        with clock.stage(stage.title) as row:
+            _run(stage.command())
         # ru_maxrss of children is the largest child so far (KiB on Linux), not this stage's.
         console.print(
-            f"[dim]{stage.title}: {time.perf_counter() - started:.0f}s, {cpu:.0f} CPU-s, "
-            f"peak RSS so far {after.ru_maxrss / 2**20:.1f} GiB[/]",
+            f"[dim]{stage.title}: {row.wall:.0f}s, {row.cpu:.0f} CPU-s, "
+            f"peak RSS so far {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20:.1f} GiB[/]",
             highlight=False,
         )
-    with connect() as wh:
+    with clock.stage("scoring the footprints"), connect() as wh:
         from proforma.app import scoring
 
         runs = score_footprints(wh)
@@ -377,12 +422,15 @@ def demo_command(
     if report_is_current(runs):
         console.print("[dim]report: written from these score runs already, kept[/]")
     else:
-        _run(["report", "--oracle-origins", str(REPORT_ORACLE_ORIGINS)])
+        with clock.stage("report"):
+            _run(["report", "--oracle-origins", str(REPORT_ORACLE_ORIGINS)])
     # a prospective round on the panel's last quarter, resolved by its next vintage
     # the learned competitors the demo fit enter its round (those scored on the full
     # footprint: a model of a few items would shrink the round's common sample)
     full = tuple(c for c in chosen if "full" in suite.get(c).footprints)
-    rounds.demo_round(_run, firms, forma_preset(), full)
+    with clock.stage("prospective round"):
+        rounds.demo_round(_run, firms, forma_preset(), full)
+    clock.print_table(time.perf_counter() - t0)
     summary(
         f"demo ready in {time.perf_counter() - t0:.0f}s: score runs "
         + ", ".join(f"{k} {v}" for k, v in runs.items())

@@ -137,3 +137,24 @@ def test_forma_stages_take_the_shipped_mid_checkpoint_only_when_installed(
     assert forma_preset() == "small"  # a mid trained here on another panel is not it
     torch.save({"panel_signature": "a" * 16, "complete": True}, installed)
     assert forma_preset() == "mid"  # ... one trained on the shipped one's panel is
+
+
+def test_the_stage_clock_counts_children_and_failed_stages(capsys) -> None:
+    import subprocess
+    import sys
+
+    import pytest
+
+    from proforma.app.cli.demo import StageClock
+
+    clock = StageClock()
+    with clock.stage("a child that computes"):
+        subprocess.run([sys.executable, "-c", "sum(i * i for i in range(3_000_000))"], check=True)
+    with pytest.raises(RuntimeError), clock.stage("a stage that fails"):
+        raise RuntimeError("stopped")
+    busy, failed = clock.rows
+    assert busy.title == "a child that computes" and busy.cpu > 0.05 and busy.wall >= busy.cpu * 0.5
+    assert failed.title == "a stage that fails" and failed.wall >= 0
+    clock.print_table(busy.wall + failed.wall)
+    out = capsys.readouterr().out
+    assert "a child that computes" in out and "total" in out
