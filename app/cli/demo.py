@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import typer
 
@@ -343,6 +344,16 @@ class StageClock:
             row.wall, row.cpu = time.perf_counter() - started, self._cpu() - cpu
             self.rows.append(row)
 
+    def write_json(self, path: Path, total: float) -> None:
+        """The table as JSON (bench/demo_stages.py reads it)."""
+        import json
+
+        rows = [
+            {"stage": r.title, "wall_s": round(r.wall, 1), "cpu_s": round(r.cpu, 1)}
+            for r in self.rows
+        ]
+        path.write_text(json.dumps({"stages": rows, "total_wall_s": round(total, 1)}, indent=2))
+
     def print_table(self, total: float) -> None:
         from rich.table import Table
 
@@ -431,6 +442,7 @@ def demo_command(
     with clock.stage("prospective round"):
         rounds.demo_round(_run, firms, forma_preset(), full)
     clock.print_table(time.perf_counter() - t0)
+    clock.write_json(settings.warehouse.with_name("demo_stages.json"), time.perf_counter() - t0)
     summary(
         f"demo ready in {time.perf_counter() - t0:.0f}s: score runs "
         + ", ".join(f"{k} {v}" for k, v in runs.items())
