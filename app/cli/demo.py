@@ -202,6 +202,12 @@ def stages(firms: int | None, competitors: tuple[str, ...] = DEMO_COMPETITORS) -
                 "--seeds",
                 FORMA_SEEDS,
                 "--no-score",
+                # two processes of one thread: the cores stay busy, and a machine shared
+                # with other work slows them in proportion (bench/demo_stages.py --busy)
+                "--jobs",
+                "2",
+                "--threads",
+                "1",
             ],
             lambda wh: _has_model(wh, f"forma-{forma_preset()}%"),
         ),

@@ -7,6 +7,7 @@ layer parses arguments and prints. models/forma never touches the database.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -154,6 +155,7 @@ def train_forma(
         jobs=jobs,
         keep_epochs=parse_epochs(keep_epochs),
         log=console.print,
+        command="proforma " + " ".join(sys.argv[1:]),
     )
     trained = ", ".join(f"{s} loss {v:.3f}" for s, v in rep.final_losses.items())
     shipped = (
@@ -188,6 +190,13 @@ def predict_forma(
         "out of training (presets with calibration_origins; docs/forma.md).",
     ),
     threads: int = THREADS_OPT,
+    jobs: int = typer.Option(
+        1,
+        "--jobs",
+        min=1,
+        help="Forecast in this many processes side by side, each with --threads threads "
+        "(default 1): on a CPU they keep the cores busy where one process's threads wait.",
+    ),
 ) -> None:
     """Forecast every origin of a split (all future hidden, one pass), write the seeds as
     mixture components through the common forecast path, and score them."""
@@ -203,6 +212,7 @@ def predict_forma(
         score=score,
         calibrate=calibrate,
         threads=threads,
+        jobs=jobs,
         log=console.print,
     )
     scored = ""

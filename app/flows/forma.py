@@ -310,6 +310,66 @@ def shipped_checkpoint_problems(signature: str) -> list[str]:
     return problems
 
 
+#: How the shipped checkpoints were made (command, seeds, time, machine) and their files'
+#: SHA-256: written by `train --ship`, checked by tests/forma/test_forma_shipped_guard.py.
+TRAINING_RECORD = "training.json"
+
+
+def _machine() -> dict[str, Any]:
+    import os
+    import platform
+
+    model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            model = next(
+                (ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), ""
+            )
+    except OSError:
+        pass
+    return {
+        "cpu": model or platform.processor(),
+        "cores": os.cpu_count(),
+        "system": platform.platform(),
+    }
+
+
+def write_training_record(
+    shipped: dict[int, Path], command: str, seconds: float, cpu_seconds: float | None = None
+) -> Path:
+    """The record of the shipped checkpoints `shipped` ({seed: file}) beside them."""
+    import json
+
+    import torch
+
+    seeds = {}
+    for seed, path in sorted(shipped.items()):
+        ck = _load_checkpoint_meta(path)
+        seeds[str(seed)] = {
+            "file": path.name,
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "preset": ck["config"]["name"],
+            "family": ck["config"].get("family"),
+            "panel_signature": ck.get("panel_signature"),
+            "epochs": len(ck.get("history", [])),
+            "final_loss": (ck.get("history") or [{}])[-1].get("loss"),
+            "epoch_seconds": [h.get("seconds") for h in ck.get("history", [])],
+            "numerics": ck.get("numerics"),
+            "saved_at": ck.get("saved_at"),
+        }
+    record = {
+        "command": command,
+        "wall_seconds": round(seconds, 1),
+        "cpu_seconds": None if cpu_seconds is None else round(cpu_seconds, 1),
+        "machine": _machine(),
+        "torch": torch.__version__,
+        "seeds": seeds,
+    }
+    out = SHIPPED_DIR / TRAINING_RECORD
+    out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    return out
+
+
 def ship_checkpoint(path: Path, dest: Path) -> Path:
     """The inference part of a finished checkpoint (no optimizer state), for the repository."""
     import torch
@@ -342,6 +402,7 @@ def train(
     jobs: int = 1,
     keep_epochs: tuple[int, ...] = (),
     log: Log = _quiet,
+    command: str | None = None,
 ) -> TrainReport:
     """Train Forma seeds on the train + validation windows (each origin once). With
     `use_shipped`, a shipped checkpoint trained on this very panel is installed instead of
@@ -351,7 +412,8 @@ def train(
     one seed's threads waiting on each other (the same weights either way). After each
     epoch in `keep_epochs` a copy of the checkpoint stays beside it as
     `seed{N}.epoch{E}.pt`: one run then gives a learning curve (bench/forma_curve.py
-    --checkpoints)."""
+    --checkpoints). With `ship`, the record of the run (`command`, time, machine, the
+    files' SHA-256) is written beside the shipped files (TRAINING_RECORD)."""
     from proforma.models.forma.masking import Identities
     from proforma.models.forma.presets import preset as get_preset
     from proforma.models.forma.train import fit
@@ -377,6 +439,7 @@ def train(
             )
         )
         todo = []
+        shipped: dict[int, Path] = {}
         for s in seeds:
             path = checkpoint_path(preset, family, s)
             if (use_shipped or shipped_only) and install_shipped(preset, family, s, signature, log):
@@ -444,8 +507,18 @@ def train(
             log(f"seed {s}: {parameters:,} parameters, final loss {loss:.4f} -> {path}")
             if ship:
                 dest = ship_checkpoint(path, shipped_path(preset, family, s))
+                shipped[s] = dest
                 log(f"seed {s}: shipped as {dest} ({dest.stat().st_size / 1e6:.2f} MB)")
         report.seconds = time.perf_counter() - t0
+        if shipped:
+            import resource
+
+            usage = [
+                resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+            ]
+            cpu = sum(u.ru_utime + u.ru_stime for u in usage)
+            record = write_training_record(shipped, command or "", report.seconds, cpu)
+            log(f"training record -> {record}")
         return report
 
 
@@ -526,6 +599,76 @@ def calibrate_intervals(
     return result
 
 
+def _forecast_part(
+    checkpoints: list[str], part: str, out: str, batch_size: int, threads: int
+) -> None:
+    """One forecasting process (spawned): the seeds' checkpoints, one part of the
+    origins (an .npz of WindowStore arrays), its forecast batches to an Arrow IPC file."""
+    import torch
+
+    from proforma.models import FORECAST_SCHEMA
+    from proforma.models.forma.batching import WindowStore
+    from proforma.models.forma.predict import predict as forecast
+    from proforma.models.forma.train import load_checkpoint
+
+    torch.set_num_threads(threads)
+    models = [load_checkpoint(path, "cpu")[0] for path in checkpoints]
+    with np.load(part, allow_pickle=True) as arrays:
+        store = WindowStore(**{k: arrays[k] for k in arrays.files})
+    with pa.OSFile(out, "wb") as sink, pa.ipc.new_stream(sink, FORECAST_SCHEMA) as writer:
+        for batch in forecast(models, store, batch_size=batch_size, device="cpu"):
+            writer.write_batch(batch)
+
+
+def forecast_in_processes(
+    checkpoints: list[Path],
+    store: Any,
+    *,
+    jobs: int,
+    threads: int = 1,
+    batch_size: int = 64,
+    folder: Path,
+) -> Iterator[pa.RecordBatch]:
+    """The forecasts of every origin of `store`, made by `jobs` spawned processes of
+    `threads` PyTorch threads each, on contiguous parts of the origins; yielded part by
+    part once all are done. On a CPU, processes side by side keep the cores busy where
+    one process's threads wait on each other (most of all on a machine shared with other
+    work); spawned, not forked, so the parent's PyTorch and DuckDB threads are not
+    copied into them."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    folder.mkdir(parents=True, exist_ok=True)
+    parts = [idx for idx in np.array_split(np.arange(len(store)), jobs) if len(idx)]
+    procs, outs = [], []
+    for k, idx in enumerate(parts):
+        piece = store.take(idx)
+        part = folder / f"part{k}.npz"
+        np.savez(part, **{f: getattr(piece, f) for f in piece.__dataclass_fields__})
+        out = folder / f"part{k}.arrow"
+        outs.append(out)
+        procs.append(
+            ctx.Process(
+                target=_forecast_part,
+                args=([str(c) for c in checkpoints], str(part), str(out), batch_size, threads),
+                name=f"forma-forecast-{k}",
+            )
+        )
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join()
+    failed = [p.name for p in procs if p.exitcode != 0]
+    if failed:
+        raise UserError(
+            f"Forma forecasting failed in process(es) {', '.join(failed)} (see the log "
+            "above); run with --jobs 1 to see the error in this process"
+        )
+    for out in outs:
+        with pa.OSFile(str(out), "rb") as source, pa.ipc.open_stream(source) as reader:
+            yield from reader
+
+
 def predict(
     preset: str,
     seeds: list[int],
@@ -538,6 +681,7 @@ def predict(
     score: bool = True,
     calibrate: bool = True,
     threads: int = 0,
+    jobs: int = 1,
     progress: bool = True,
     log: Log = _quiet,
 ) -> PredictReport:
@@ -546,7 +690,11 @@ def predict(
     current submission on the full footprint. With `calibrate`, checkpoints that held
     validation origins out of training have their sigmas scaled per horizon so the
     mixture's central intervals cover those origins' realized cells at least nominally
-    (models/forma/calibration.py); the factors go into the submission's metadata."""
+    (models/forma/calibration.py); the factors go into the submission's metadata.
+    `jobs` > 1 forecasts in that many processes of `threads` (default 1) threads each
+    (forecast_in_processes): the same forecasts, the cores kept busy."""
+    import tempfile
+
     from proforma.models.forma.calibration import scaled
     from proforma.models.forma.predict import predict as forecast
 
@@ -561,7 +709,7 @@ def predict(
             raise UserError(
                 "proforma.app.scoring is missing: scoring (issue 'scoring') is not installed"
             ) from exc
-        with writer() as wh:
+        with writer() as wh, contextlib.ExitStack() as stack:
             calibration = (
                 calibrate_intervals(wh, models, ckpts, family, dev, batch_size, log)
                 if calibrate
@@ -590,10 +738,22 @@ def predict(
                     str(s): ck.get("numerics") for s, (_, ck) in zip(seeds, ckpts)
                 },
                 "calibration": calibration or {"applied": False},
+                "forecast_processes": jobs if jobs > 1 and dev == "cpu" else 1,
             }
-            forecasts = forecast(
-                models, store, batch_size=batch_size, device=dev, progress=progress
-            )
+            if jobs > 1 and dev == "cpu":
+                spool = stack.enter_context(tempfile.TemporaryDirectory(prefix="forma-forecast-"))
+                forecasts = forecast_in_processes(
+                    [p for p, _ in ckpts],
+                    store,
+                    jobs=jobs,
+                    threads=threads or 1,
+                    batch_size=batch_size,
+                    folder=Path(spool),
+                )
+            else:
+                forecasts = forecast(
+                    models, store, batch_size=batch_size, device=dev, progress=progress
+                )
             if calibration:
                 forecasts = scaled(forecasts, calibration["scale_by_horizon"])
             # ingest_forecasts spools the generator in this thread: PyTorch never runs
