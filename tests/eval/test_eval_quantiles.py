@@ -193,8 +193,12 @@ def test_chronos_grid_without_median_has_no_absolute_track(wh):
     sid = scoring.ingest_forecasts(wh, "no median", _batches(cells, grid, q), family="quantile")
     warnings = wh.scalar("SELECT warnings FROM eval.submissions WHERE submission_id = ?", [sid])
     assert "no quantile level 0.5" in warnings
-    other = wh.scalar(
-        "SELECT max(submission_id) FROM eval.submissions WHERE name = 'hand-made grid'"
+    # a second submission to score beside it, whichever test of this module ran first
+    other = scoring.ingest_forecasts(
+        wh,
+        "hand-made grid, beside no median",
+        _batches(cells, GRID, _hand_made(actual, GRID, seed=7)),
+        family="quantile",
     )
     run = scoring.score(wh, "small", [other, sid], coherence=False)
     g = wh.arrow(
