@@ -21,8 +21,9 @@ def wh(tmp_path_factory):
     w.close()
 
 
-def test_far_tail_mixture_nll_is_finite_and_exact(wh):
-    """Components 30-60 sigmas away: a naive sum of densities underflows to log(0)."""
+def _far_tails(wh, name: str):
+    """A two-component mixture whose components lie 30-60 sigmas from the truth: (the
+    submission, the cells, the components' means and sds)."""
     cells = wh.arrow(
         "SELECT t.firm_id, t.origin_q, t.item_id, t.horizon, t.actual FROM panel.truth t "
         "JOIN ref.items i USING (item_id) WHERE t.split = 'test' AND t.horizon IN (1, 7) "
@@ -35,7 +36,12 @@ def test_far_tail_mixture_nll_is_finite_and_exact(wh):
         [rng.uniform(0.3, 0.6, actual.size), -rng.uniform(0.6, 1.2, actual.size)]
     )
     table = pa.concat_tables([forecasts_from(cells, mus[j], sds[j], component=j) for j in range(2)])
-    sid = scoring.ingest_forecasts(wh, "far tails", table)
+    return scoring.ingest_forecasts(wh, name, table), actual, mus, sds
+
+
+def test_far_tail_mixture_nll_is_finite_and_exact(wh):
+    """Components 30-60 sigmas away: a naive sum of densities underflows to log(0)."""
+    sid, actual, mus, sds = _far_tails(wh, "far tails")
     run = scoring.score(wh, "small", [sid], coherence=False)
     g = wh.arrow(
         "SELECT nll, crps FROM eval.metrics WHERE score_run_id = ? AND level = 'global'", [run]
@@ -50,7 +56,7 @@ def test_far_tail_mixture_nll_is_finite_and_exact(wh):
 
 def test_mixture_cell_ids_round_trip(wh):
     """The mixture scores decode origin, item and horizon from the packed cell key."""
-    sid = int(wh.scalar("SELECT max(submission_id) FROM eval.submissions"))
+    sid = _far_tails(wh, "far tails, cell ids")[0]
     scores = cell_scores(wh, "small", [sid])
     truth = wh.arrow(
         "SELECT t.origin_q, t.item_id, t.horizon FROM panel.truth t JOIN ref.items i "
