@@ -359,15 +359,11 @@ class JobQueue:
         resolves as its quarters are filed). Refusals end the job with the HTTP status the
         round's own error carries (403 late, 409 taken, 422 refused)."""
         job_id, round_name = job["job_id"], job["round_name"]
-        prior = (
-            wh.fetchone(
-                "SELECT s.submission_id, s.rows FROM rounds.submissions s JOIN rounds.rounds r "
-                "USING (round_id) WHERE r.name = ? AND json_extract_string(s.metadata, "
-                "'$.service_job_id') = ?",
-                [round_name, str(job_id)],
-            )
-            if wh.table_exists("rounds.submissions")
-            else None
+        prior = wh.fetchone(
+            "SELECT s.submission_id, s.rows FROM rounds.submissions s JOIN rounds.rounds r "
+            "USING (round_id) WHERE r.name = ? AND json_extract_string(s.metadata, "
+            "'$.service_job_id') = ?",
+            [round_name, str(job_id)],
         )
         if prior is not None:  # stored before a kill: never twice
             record = {"submission_id": prior[0], "rows": prior[1], "warnings": []}

@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 
 from proforma.app.rounds.store import get_round
@@ -29,6 +30,7 @@ from proforma.app.scoring.submissions.uploads import (
     close_forecast_file,
     file_report,
     open_forecast_file,
+    read_failure,
 )
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError, ValidationError
@@ -160,7 +162,10 @@ def submit_file(
     view = f"round_in_{next(_views)}"
     try:
         family = _round_family(family, opened)
-        found = file_report(wh, name, opened)
+        try:
+            found = file_report(wh, opened)
+        except duckdb.Error as exc:  # a damaged page past the footer
+            raise read_failure(name, opened, exc) from None
         errors = [p for p in found if p["severity"] == "error"]
         if errors:
             raise ValidationError(rejection_summary(name, errors), found)
@@ -178,7 +183,9 @@ def submit_file(
                            WHERE prediction IS NULL OR NOT isfinite(prediction)) AS gone
                   USING ({cell})"""
         )
-        record = _store(wh, rnd, name, kind, family, opened.df, sha, view, metadata, now)
+        record = _store(
+            wh, rnd, name, kind, family, opened.df, sha, view, metadata, now, opened.grid
+        )
     finally:
         wh.execute(f"DROP TABLE IF EXISTS {view}")
         close_forecast_file(wh)
@@ -253,9 +260,11 @@ def _store(
     view: str,
     metadata: dict[str, Any] | None,
     now: dt.datetime,
+    grid: list[float] | None = None,
 ) -> dict[str, Any]:
-    from proforma.app.scoring.quantiles import grid_of, grid_problems
-
+    """Store the rows of temp table `view` in the round. A quantile grid's `grid` is the
+    file's, as the static reader settled and checked it (its rows' components are their
+    levels' places in it already)."""
     quantile = family == QUANTILE_FAMILY
     rid = rnd["round_id"]
     # Keys, ranges, sigmas, components and levels were checked by the static reader's
@@ -277,15 +286,8 @@ def _store(
             "nothing was written"
         )
     problems = []
-    grid: list[float] = []
-    if quantile:
-        grid = grid_of(r[0] for r in wh.fetchall(f"SELECT DISTINCT level FROM {view}"))
-        problems += grid_problems(grid)
-        if not problems:
-            wh.execute(
-                f"UPDATE {view} SET component = list_position(?::DOUBLE[], level) - 1", [grid]
-            )
-    elif n_components > 1 and family == "point":
+    grid = grid or []
+    if not quantile and n_components > 1 and family == "point":
         problems.append("a mixture (several components) needs a sigma per component")
     multi = quantile or n_components > 1
     if not problems:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from fastapi.testclient import TestClient
 
 from proforma.app.api.auth import add_user
@@ -195,3 +196,29 @@ def test_the_sweep_keeps_the_files_of_unfinished_jobs(wh, tmp_path: Path) -> Non
     removed = sweep_upload_dir(wh, folder)
     assert removed == [orphan] and queued.exists()
     assert np.array_equal(sorted(p.name for p in folder.iterdir()), [queued.name])
+
+
+def test_a_file_damaged_past_its_footer_is_refused_and_writes_nothing(wh, tmp_path: Path) -> None:
+    from rounds_helpers import open_tiny_round
+
+    from proforma.app.rounds import submit_file
+    from proforma.contracts.errors import ValidationError
+
+    rnd = open_tiny_round(wh, tmp_path / "rounds")
+    cells = pq.read_table(tmp_path / "rounds" / rnd["name"] / f"cells__{rnd['name']}.parquet")
+    n = cells.num_rows
+    table = cells.append_column("prediction", pa.array(np.linspace(-1, 1, n))).append_column(
+        "sigma", pa.array(np.linspace(0.5, 1.5, n))
+    )
+    path = tmp_path / "damaged.parquet"
+    pq.write_table(table, path, row_group_size=n // 4, compression="snappy")
+    raw = bytearray(path.read_bytes())
+    footer = int.from_bytes(raw[-8:-4], "little") + 8  # the footer and its length stay
+    end = len(raw) - footer
+    raw[4:end] = os.urandom(end - 4)  # every data page after the magic bytes
+    path.write_bytes(bytes(raw))
+    before = wh.scalar("SELECT count(*) FROM rounds.submissions")
+    with pytest.raises(ValidationError, match="not a readable parquet file") as refused:
+        submit_file(wh, rnd["name"], path, "damaged")
+    assert str(tmp_path) not in str(refused.value)
+    assert wh.scalar("SELECT count(*) FROM rounds.submissions") == before

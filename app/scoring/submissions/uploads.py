@@ -281,6 +281,15 @@ def _unreadable(name: str, path: Path, detail: str) -> ValidationError:
     return ValidationError(rejection_summary(name, problems), problems)
 
 
+def read_failure(name: str, opened: ForecastFile, exc: duckdb.Error) -> Exception:
+    """What a door raises when DuckDB fails while reading an open file's rows: the
+    machine's limits as they are (nothing written, the caller says so), anything else
+    the file's fault, named without the server's folders."""
+    if out_of_resources(exc):
+        return exc
+    return _unreadable(name, opened.path, _without_path(str(exc), opened.path))
+
+
 @dataclass
 class ForecastFile:
     """A forecast file opened the way every door opens one: readable, not empty, its
@@ -360,6 +369,9 @@ def open_forecast_file(
         wh.execute(view_sql)
         wh.set_params({"has_sigma": opened.has_sigma, "is_quantile": quantile})
         opened.grid = _file_grid(wh, name) if quantile else None
+    except duckdb.Error as exc:
+        close_forecast_file(wh)
+        raise read_failure(name, opened, exc) from None
     except BaseException:
         close_forecast_file(wh)
         raise
@@ -370,7 +382,7 @@ def close_forecast_file(wh: Warehouse) -> None:
     wh.execute("DROP VIEW IF EXISTS submission_in")
 
 
-def file_report(wh: Warehouse, name: str, opened: ForecastFile) -> list[dict]:
+def file_report(wh: Warehouse, opened: ForecastFile) -> list[dict]:
     """Every row-level problem of the open file (010: counts and example rows), blocking
     ones and warnings alike; a door refuses the file when any is an error."""
     return _row_problems(wh, opened.quantile)
