@@ -240,9 +240,13 @@ def resolution_health(wh: Warehouse) -> dict[str, Any]:
 
 def _metric_rows(wh: Warehouse, round_id: int, submission_ids: Sequence[int]) -> list[dict]:
     """sql/rounds/050 over the common sample of `submission_ids` (one round's)."""
-    wh.execute("CREATE OR REPLACE TEMP TABLE round_subs (submission_id INTEGER)")
+    wh.execute("CREATE OR REPLACE TEMP TABLE round_subs (submission_id INTEGER, shapes BOOLEAN)")
     try:
-        wh.execute("INSERT INTO round_subs SELECT unnest(?::INTEGER[])", [list(submission_ids)])
+        wh.execute(
+            "INSERT INTO round_subs SELECT submission_id, kind <> 'upload' "
+            "FROM rounds.submissions WHERE submission_id IN (SELECT unnest(?::INTEGER[]))",
+            [list(submission_ids)],
+        )
         return wh.query_step("rounds/050_metrics", {"round_id": round_id}).to_pylist()
     finally:
         wh.execute("DROP TABLE IF EXISTS round_subs")

@@ -312,8 +312,9 @@ def span_terms(
 
 @contextlib.contextmanager
 def terms(wh: Warehouse, table: pa.Table, params: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """057's view single_cell_terms over a `frame`: the positions with scoreable truth
-    (and in the mask, when the frame has one), with the submission's parameters; yields
+    """057's view single_cell_terms over a `frame`: the positions with scoreable truth and
+    a forecast (an upload's gap can lie in the common sample: uploads do not shape it), and
+    in the mask when the frame has one, with the submission's parameters; yields
     the view's name and the name the frame is registered under (a frame of the same
     columns registered under it in its place is what the view reads next)."""
     release(wh)
@@ -324,7 +325,7 @@ def terms(wh: Warehouse, table: pa.Table, params: dict[str, Any]) -> Iterator[tu
     try:
         wh.execute(
             f"CREATE OR REPLACE TEMP VIEW {cells} AS SELECT * FROM {name} "
-            f"WHERE isfinite(actual){keep}"
+            f"WHERE isfinite(actual) AND isfinite(mu){keep}"
         )
         wh.run_step("eval/057_single_cell_terms", params, identifiers={"cells": cells})
         yield "single_cell_terms", name

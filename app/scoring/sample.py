@@ -201,7 +201,9 @@ def _stored_cells(wh: Warehouse, split: str) -> None:
     """Temp table run_stored_cells: the scored cells of the run's uploads kept in the store
     whose gaps are not stored (058 intersects them; they have no rows in eval.cell_scores)."""
     wh.execute("CREATE OR REPLACE TEMP TABLE run_stored_cells (submission_id INTEGER, cell BIGINT)")
-    for (sid,) in wh.fetchall("SELECT submission_id FROM run_subs WHERE NOT gaps_stored"):
+    for (sid,) in wh.fetchall(
+        "SELECT submission_id FROM run_subs WHERE NOT gaps_stored AND shapes_sample"
+    ):
         if stored_file(wh, int(sid)) is None:
             continue
         cells = cell_score_rows(wh, int(sid), split).select(["cell"])
@@ -210,21 +212,33 @@ def _stored_cells(wh: Warehouse, split: str) -> None:
 
 
 def prepare_run_subs(
-    wh: Warehouse, submission_ids: list[int], gaps_stored: dict[int, bool] | None = None
+    wh: Warehouse,
+    submission_ids: list[int],
+    gaps_stored: dict[int, bool] | None = None,
+    *,
+    uploads_shape: bool = False,
 ) -> None:
-    """Temp table run_subs: the run's submissions with family and whether their gaps on
-    the footprint are stored (without a map: none is, so 058 intersects their cells)."""
+    """Temp table run_subs: the run's submissions with family, whether their gaps on the
+    footprint are stored (without a map: none is, so 058 intersects their cells) and
+    whether they shape the common sample: every submission but an upload does. An
+    upload's gaps never remove a cell from the others' sample: one upload that leaves out
+    one cell would otherwise move every in-house model's exact numbers by that cell's
+    loss alone and give its truth back (docs/service.md, "The truth: threat model");
+    an upload is scored on its own cells of the sample, and its coverage says so. A
+    footprint frozen from submissions (`uploads_shape`) takes every one's cells."""
     stored = gaps_stored or {}
     wh.set_params(
         {
             "submission_ids": [int(s) for s in submission_ids],
             "gaps_stored_ids": [int(s) for s in submission_ids if stored.get(s)],
+            "uploads_shape": uploads_shape,
         }
     )
     wh.execute(
         "CREATE OR REPLACE TEMP TABLE run_subs AS "
         "SELECT submission_id, family, family = 'quantile' AS is_quantile, "
-        "submission_id IN (SELECT unnest(getvariable('gaps_stored_ids'))) AS gaps_stored "
+        "submission_id IN (SELECT unnest(getvariable('gaps_stored_ids'))) AS gaps_stored, "
+        "(source <> 'upload' OR getvariable('uploads_shape')) AS shapes_sample "
         "FROM eval.submissions WHERE submission_id IN (SELECT unnest(getvariable('submission_ids')))"
     )
 
@@ -242,9 +256,9 @@ def common_sample(
     run reads no truth for it."""
     drop_temp(wh, "common_cells")
     whole = footprint_id is not None and wh.scalar(
-        "SELECT coalesce(bool_and(gaps_stored), false) AND NOT EXISTS ("
+        "SELECT coalesce(bool_and(gaps_stored), true) AND NOT EXISTS ("
         "SELECT 1 FROM eval.sample_gaps g JOIN run_subs r USING (submission_id) "
-        "WHERE g.footprint_id = ?) FROM run_subs",
+        "WHERE g.footprint_id = ? AND r.shapes_sample) FROM run_subs WHERE shapes_sample",
         [footprint_id],
     )
     if whole:

@@ -110,6 +110,41 @@ def test_a_partial_entry_never_shrinks_the_common_sample(wh: Warehouse, tmp_path
     assert stored == [("own",)]
 
 
+def test_an_upload_one_cell_short_moves_no_other_entrys_numbers(
+    wh: Warehouse, tmp_path: Path
+) -> None:
+    """An upload that covers the round but one cell is on the common board, scored on its
+    own cells; the baselines' exact numbers keep every cell (else the two boards, before
+    and after it, would differ by that one cell's loss: its truth)."""
+    rnd = open_tiny_round(wh, tmp_path / "rounds")
+    close_round(wh, rnd["name"])
+    grow(wh, "2011Q2")
+    resolve(wh)
+    before = {m["name"]: m for m in leaderboard(wh, rnd["name"])["models"]}
+    wh.execute(
+        "UPDATE rounds.rounds SET deadline = ? WHERE round_id = ?",
+        [dt.datetime(2100, 1, 1), rnd["round_id"]],
+    )
+    cells = pq.read_table(tmp_path / "rounds" / rnd["name"] / f"cells__{rnd['name']}.parquet")
+    first_h1 = cells["horizon"].to_pylist().index(1)  # a cell that has resolved
+    short = cells.filter(pa.array([i != first_h1 for i in range(cells.num_rows)]))
+    n = short.num_rows
+    short = short.append_column("prediction", pa.array([0.05] * n)).append_column(
+        "sigma", pa.array([1.0] * n)
+    )
+    pq.write_table(short, tmp_path / "short.parquet")
+    submit_file(wh, rnd["name"], tmp_path / "short.parquet", "short", now=dt.datetime.now())
+    close_round(wh, rnd["name"])
+    resolve(wh)
+    by = {m["name"]: m for m in leaderboard(wh, rnd["name"])["models"]}
+    assert by["short"]["common_sample"] and by["short"]["coverage"] >= 0.95
+    for name, m in before.items():
+        assert by[name]["n"] == m["n"], name
+        assert by[name]["mse"] == pytest.approx(m["mse"], rel=1e-12), name
+    common = [m["n"] for name, m in before.items() if m["common_sample"]]
+    assert common and by["short"]["n"] == common[0] - 1
+
+
 def test_public_round_boards_withhold_small_groups_and_coarsen_uploads(
     wh: Warehouse, tmp_path: Path
 ) -> None:

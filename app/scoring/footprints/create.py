@@ -63,7 +63,7 @@ def create_footprint(
             # The predicate scope first, then the common sample of the submissions in it
             # (intersected cell by cell: no gaps are stored for a footprint being made).
             prepare_footprint_cells(wh, {**get_footprint_by_id(wh, fid), "kind": "predicate"})
-            prepare_run_subs(wh, [int(s) for s in submissions])
+            prepare_run_subs(wh, [int(s) for s in submissions], uploads_shape=True)
             common_sample(wh, None, split)
             wh.run_step("eval/046_footprint_freeze", {"footprint_id": fid})
         elif n_origins:
