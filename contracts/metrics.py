@@ -78,16 +78,20 @@ class Kind(str, Enum):
 
 
 class Disclosure(str, Enum):
-    """How an upload's value leaves the warehouse (app/read/disclosure.py, sql/public/040).
+    """How an upload's value leaves the warehouse (app/read/disclosure.py, sql/public;
+    docs/service.md, "The truth: threat model").
 
-    `quantum`: rounded with a keyed dither to K * sensitivity / n; `r2`: to the quantum of
-    its MSE scaled by the truth's spread (mse / (1 - r2)); `global_two_digits`: unbounded
-    as sigma shrinks, published for the whole footprint only, to two significant digits.
+    `noise`: with keyed Gaussian noise of standard deviation sigma * sensitivity / n, at
+    every published level; `headline_noise`: the same, at the headline levels only (the
+    whole footprint or round, and per horizon), withheld at the finer ones; `from_mse`:
+    computed from the published MSE (R2 = 1 - MSE (1 - r2) / mse, so no second draw);
+    `withheld`: not published for an upload (unbounded as its sigma shrinks).
     """
 
-    quantum = "quantum"
-    r2 = "r2"
-    global_two_digits = "global_two_digits"
+    noise = "noise"
+    headline_noise = "headline_noise"
+    from_mse = "from_mse"
+    withheld = "withheld"
 
 
 @dataclass(frozen=True)
@@ -127,8 +131,9 @@ class Metric:
     #: Tracks (contracts.tracks) whose leaderboards show it.
     tracks: tuple[str, ...]
     disclosure: Disclosure
-    #: |d(term_1 - term_2)/dy| for one cell of two uploads (Disclosure.quantum; for r2
-    #: the MSE's).
+    #: The most one cell's term moves per standardized unit of its truth y, for any
+    #: forecast an upload may hold (Disclosure.noise and headline_noise): the noise of
+    #: an upload's mean over n cells is sigma * sensitivity / n.
     sensitivity: float | None = None
     #: The ideal value where `better` is `target`.
     target: float | None = None
@@ -172,7 +177,14 @@ STORED_SUMS: tuple[str, ...] = ("sum_y", "sum_y2", "sse", "sae", "n_density")
 
 #: A group's truth variance around the baseline, times n (shared by every submission).
 _TRUTH_SS = "sum_y2 - sum_y * sum_y / n"
-_COVERAGE_SENSITIVITY = 2.0  # a share moves by 1 / n per cell: K * 2 / n = 8 / n
+#: A share moves by at most 1 / n when one cell's truth moves (the cell enters or leaves
+#: the interval).
+_COVERAGE_SENSITIVITY = 1.0
+#: MSE: d (mu - y)^2 / dy = 2 (y - mu), |mu| <= 60 (the upload checks) and |y| <= 12 (the
+#: change of two standardized values, each clipped to +-6: sql/build/110).
+_MSE_SENSITIVITY = 2.0 * (60.0 + 12.0)
+#: MAE and CRPS: d |mu - y| / dy and d CRPS / dy = 2 F(y) - 1 lie in [-1, 1].
+_ABSOLUTE_SENSITIVITY = 1.0
 
 
 def _coverage(p: int) -> Metric:
@@ -191,7 +203,7 @@ def _coverage(p: int) -> Metric:
         finish=f"in{p} / nullif(n{p}, 0)",
         digits=4,
         tracks=("density",),
-        disclosure=Disclosure.quantum,
+        disclosure=Disclosure.headline_noise,
         sensitivity=_COVERAGE_SENSITIVITY,
         target=p / 100,
     )
@@ -220,8 +232,7 @@ METRICS: dict[str, Metric] = _registry(
         ),
         digits=4,
         tracks=("squared", "absolute"),
-        disclosure=Disclosure.r2,
-        sensitivity=240.0,
+        disclosure=Disclosure.from_mse,
     ),
     Metric(
         name="mse",
@@ -233,8 +244,8 @@ METRICS: dict[str, Metric] = _registry(
         finish="sse / n",
         digits=4,
         tracks=("squared", "absolute"),
-        disclosure=Disclosure.quantum,
-        sensitivity=240.0,
+        disclosure=Disclosure.noise,
+        sensitivity=_MSE_SENSITIVITY,
     ),
     Metric(
         name="mae",
@@ -249,8 +260,8 @@ METRICS: dict[str, Metric] = _registry(
         finish="sae / nullif(n_abs, 0)",
         digits=4,
         tracks=("squared", "absolute"),
-        disclosure=Disclosure.quantum,
-        sensitivity=2.0,
+        disclosure=Disclosure.noise,
+        sensitivity=_ABSOLUTE_SENSITIVITY,
     ),
     Metric(
         name="nll",
@@ -262,7 +273,7 @@ METRICS: dict[str, Metric] = _registry(
         finish="sum_nll / nullif(n_nll, 0)",
         digits=4,
         tracks=("density",),
-        disclosure=Disclosure.global_two_digits,
+        disclosure=Disclosure.withheld,
     ),
     Metric(
         name="crps",
@@ -274,8 +285,8 @@ METRICS: dict[str, Metric] = _registry(
         finish="sum_crps / nullif(n_crps, 0)",
         digits=4,
         tracks=("density",),
-        disclosure=Disclosure.quantum,
-        sensitivity=2.0,
+        disclosure=Disclosure.noise,
+        sensitivity=_ABSOLUTE_SENSITIVITY,
     ),
     Metric(
         name="z2",
@@ -290,7 +301,7 @@ METRICS: dict[str, Metric] = _registry(
         finish="sum_z2 / nullif(n_z, 0)",
         digits=4,
         tracks=("density",),
-        disclosure=Disclosure.global_two_digits,
+        disclosure=Disclosure.withheld,
         target=1.0,
     ),
     *(_coverage(p) for p in COVERAGE_LEVELS),

@@ -4,6 +4,7 @@ the response."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pyarrow as pa
@@ -115,42 +116,73 @@ def leaderboard_table(
         None if by == "global" else by,
         against=against or None,
         score_run_id=score_run_id,
+        leader_not_upload=True,
     )
     return _coarse_leaderboard(wh, table, by)
 
 
 def _coarse_leaderboard(wh: Warehouse, table: pa.Table, by: str) -> pa.Table:
-    """The leaderboard as the public sees it: an upload's numbers coarsened as in the
-    public snapshot (proforma.app.read.disclosure)."""
+    """The leaderboard as the public sees it (proforma.app.read.disclosure): an upload's
+    numbers with its keyed noise, or withheld on a footprint made after it was admitted;
+    every test that involves an upload withheld (the leader of the tests is already the
+    best submission that is not one); the ranks those of the public numbers."""
     if table.num_rows == 0 or "source" not in table.column_names:
         return table
     rows = table.to_pylist()
     if not any(r.get("source") == "upload" for r in rows):
         return table
-    key = disclosure.Dither(wh)
-    key.prefetch(
-        [
-            x
-            for r in rows
-            if r.get("source") == "upload"
-            for x in disclosure.metric_labels(
-                int(r["submission_id"]),
-                _label(by, r.get("horizon"), r.get("item"), r.get("statement")),
-            )
-        ]
+    meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+    run = int(meta["score_run_id"]) if "score_run_id" in meta else None
+    footprint_id = (
+        wh.scalar("SELECT footprint_id FROM eval.score_runs WHERE score_run_id = ?", [run])
+        if run is not None
+        else None
     )
+    reference = meta.get("dm_reference", "leader")
+    reference_is_upload = reference != "leader" and any(
+        r.get("source") == "upload" and r.get("model") == reference for r in rows
+    )
+    key = disclosure.Dither(wh)
     out = []
     for r in rows:
         if r.get("source") == "upload":
             label = _label(by, r.get("horizon"), r.get("item"), r.get("statement"))
-            r = disclosure.coarsen_metrics(r, key, int(r["submission_id"]), label)
-            for col in ("dm_vs_leader", "dm_vs_reference"):
-                if r.get(col) is not None:
-                    r[col] = round(float(r[col]), 1)
-            if r.get("p_value") is not None:
-                r["p_value"] = round(float(r["p_value"]), 2)
+            sid = int(r["submission_id"])
+            if key.public_on(sid, footprint_id):
+                r = disclosure.coarsen_metrics(r, key, sid, label)
+            else:
+                r = {**r, **{m: None for m in METRICS if m in r}}
+        if r.get("source") == "upload" or reference_is_upload:
+            for col in ("dm_vs_leader", "dm_vs_reference", "p_value"):
+                if col in r:
+                    r[col] = None
+            if "sig" in r:
+                r["sig"] = ""
         out.append(r)
-    return pa.Table.from_pylist(out, schema=table.schema)
+    return pa.Table.from_pylist(_public_ranks(out, meta.get("track"), by), schema=table.schema)
+
+
+def _public_ranks(rows: list[dict[str, Any]], track: str | None, by: str) -> list[dict[str, Any]]:
+    """`rows` ranked within their groups by the track's metric as published."""
+    spec = TRACKS.get(track or "")
+    if spec is None or "rank" not in (rows[0] if rows else {}):
+        return rows
+    group = None if by == "global" else by
+
+    def key(r: dict[str, Any]) -> tuple[Any, ...]:
+        v = r.get(spec.metric)
+        if v is None or math.isnan(float(v)):
+            return (True, 0.0)
+        return (False, float(v) if spec.ascending else -float(v))
+
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(r.get(group) if group else None, []).append(r)
+    out = []
+    for members in groups.values():
+        for rank, r in enumerate(sorted(members, key=key), 1):
+            out.append({**r, "rank": rank})
+    return out
 
 
 def _label(level: str, horizon: Any, item: Any, statement: Any) -> str:
@@ -159,18 +191,30 @@ def _label(level: str, horizon: Any, item: Any, statement: Any) -> str:
     return "/".join([level, *parts])
 
 
-def _uploads_coarse(wh: Warehouse, rows: list[tuple[Any, ...]], fix: Any) -> list[tuple[Any, ...]]:
-    """`rows` with `fix(row, key)` applied to rows of uploads (first column: the
-    submission; last: whether it is an upload, dropped)."""
+def _uploads_coarse(
+    wh: Warehouse, score_run_id: int, rows: list[tuple[Any, ...]], fix: Any
+) -> list[tuple[Any, ...]]:
+    """`rows` of run `score_run_id` with `fix(row, key)` applied to rows of uploads (first
+    column: the submission; last: whether it is an upload, dropped), or None for an
+    upload's row on a footprint made after it was admitted."""
     if not any(r[-1] for r in rows):
         return [r[:-1] for r in rows]
     key = disclosure.Dither(wh)
-    return [fix(r[:-1], key) if r[-1] else r[:-1] for r in rows]
+    footprint_id = wh.scalar(
+        "SELECT footprint_id FROM eval.score_runs WHERE score_run_id = ?", [score_run_id]
+    )
+    out = []
+    for r in rows:
+        if not r[-1]:
+            out.append(r[:-1])
+        elif key.public_on(int(r[0]), footprint_id):
+            out.append(fix(r[:-1], key))
+    return out
 
 
 def horizon_series(wh: Warehouse, score_run_id: int, metric: str) -> list[tuple[Any, ...]]:
     """(submission_id, name, horizon, value) of a run's metric by horizon (the page's chart;
-    an upload's values coarsened as everywhere in public, proforma.app.read.disclosure)."""
+    an upload's values as everywhere in public, proforma.app.read.disclosure)."""
     rows = wh.fetchall(
         f"""
         SELECT m.submission_id, s.name, m.horizon, m.{metric}, m.n, m.mse, m.r2,
@@ -192,7 +236,7 @@ def horizon_series(wh: Warehouse, score_run_id: int, metric: str) -> list[tuple[
         )
         return (sid, name, h, row[metric])
 
-    return [r[:4] for r in _uploads_coarse(wh, rows, fix)]
+    return [r[:4] for r in _uploads_coarse(wh, score_run_id, rows, fix)]
 
 
 def density_coverage(wh: Warehouse, score_run_id: int) -> list[tuple[Any, ...]]:
@@ -220,36 +264,24 @@ def density_coverage(wh: Warehouse, score_run_id: int) -> list[tuple[Any, ...]]:
         )
         return (r[0], r[1], *(row[c] for c in names), r[2 + k])
 
-    return [r[: 2 + k] for r in _uploads_coarse(wh, rows, fix)]
+    return [r[: 2 + k] for r in _uploads_coarse(wh, score_run_id, rows, fix)]
 
 
 def pit_histograms(wh: Warehouse, score_run_id: int) -> list[tuple[Any, ...]]:
-    """(submission_id, name, bin shares) of a run's density forecasts."""
-    rows = wh.fetchall(
-        f"""
-        SELECT p.submission_id, s.name, list(p.share ORDER BY p.bin), list(p.bin ORDER BY p.bin),
-               sum(p.n), s.source = 'upload'
-        FROM eval.pit p JOIN eval.submissions s USING (submission_id)
-        WHERE p.score_run_id = ? AND {HAS_DENSITY} GROUP BY ALL ORDER BY s.name
-        """,
-        [score_run_id],
-    )
-
-    def fix(r: tuple[Any, ...], key: disclosure.Dither) -> tuple[Any, ...]:
-        sid, name, shares, bins, total = r
-        q = disclosure.SHARE_QUANTUM / float(total) if total else None
-        return (
-            sid,
-            name,
-            [
-                disclosure.coarsen(v, q, key, f"{sid}/pit/{b}/share")
-                for v, b in zip(shares, bins, strict=True)
-            ],
-            bins,
-            total,
+    """(submission_id, name, bin shares) of a run's density forecasts (an upload's PIT
+    histogram is not public: proforma.app.read.disclosure)."""
+    return [
+        tuple(r)
+        for r in wh.fetchall(
+            f"""
+            SELECT p.submission_id, s.name, list(p.share ORDER BY p.bin)
+            FROM eval.pit p JOIN eval.submissions s USING (submission_id)
+            WHERE p.score_run_id = ? AND {HAS_DENSITY} AND s.source <> 'upload'
+            GROUP BY ALL ORDER BY s.name
+            """,
+            [score_run_id],
         )
-
-    return [r[:3] for r in _uploads_coarse(wh, rows, fix)]
+    ]
 
 
 # -- submissions -----------------------------------------------------------------------------
@@ -321,25 +353,20 @@ def submission_scores(wh: Warehouse, submission_id: int) -> list[dict[str, Any]]
             )
         )
         key = disclosure.Dither(wh) if upload else None
-        if key is not None and pit:
-            # as sql/public/005: shares coarsened to 8 / n
-            total = wh.scalar(
-                "SELECT sum(n) FROM eval.pit WHERE score_run_id = ? AND submission_id = ?",
-                [run, submission_id],
+        hidden = False
+        if key is not None:
+            # as sql/public/005: no PIT histogram; nothing on a footprint made after it
+            pit = []
+            hidden = not key.public_on(
+                submission_id,
+                wh.scalar("SELECT footprint_id FROM eval.score_runs WHERE score_run_id = ?", [run]),
             )
-            pit = [
-                disclosure.coarsen(
-                    v,
-                    disclosure.SHARE_QUANTUM / float(total) if total else None,
-                    key,
-                    f"{submission_id}/pit/{b}/share",
-                )
-                for b, v in bins
-            ]
         by_level: dict[str, list[dict[str, Any]]] = {}
         for m in metrics:
             own = m.pop("own_statement")
-            if key is not None:
+            if key is not None and hidden:
+                m = {**m, **{name: None for name in METRICS}}
+            elif key is not None:
                 label = _label(m["level"], m["horizon"], m["item"], own)
                 m = disclosure.coarsen_metrics(m, key, submission_id, label)
             by_level.setdefault(m.pop("level"), []).append(m)

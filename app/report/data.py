@@ -176,10 +176,19 @@ def run_by_id(wh: Warehouse, score_run_id: int) -> Run:
     return load_run(wh, Run(r[0], r[1], r[2], r[3], list(r[4]), r[5]))
 
 
+#: The report is public (/report): it shows the in-house models and reference baselines,
+#: whose numbers are exact, never an upload's (docs/service.md, "The truth: threat model";
+#: an upload is on the leaderboards, with its noise).
+_NOT_UPLOAD = "(SELECT submission_id FROM eval.submissions WHERE source <> 'upload')"
+
+
 def load_run(wh: Warehouse, run: Run) -> Run:
+    kept = {int(r[0]) for r in wh.fetchall(f"SELECT submission_id FROM {_NOT_UPLOAD}")}
+    run.submission_ids[:] = [s for s in run.submission_ids if int(s) in kept]
     table = wh.arrow(
         f"SELECT submission_id, level, horizon, statement, n, {', '.join(METRICS)} "
-        "FROM eval.metrics WHERE score_run_id = ? AND level IN ('global', 'horizon')",
+        "FROM eval.metrics WHERE score_run_id = ? AND level IN ('global', 'horizon') "
+        f"AND submission_id IN {_NOT_UPLOAD}",
         [run.score_run_id],
     )
     for row in table.to_pylist():
@@ -187,7 +196,8 @@ def load_run(wh: Warehouse, run: Run) -> Run:
         run.metrics[(row["submission_id"], row["level"], h)] = row
     for a, b, loss, h, stat, p in wh.fetchall(
         "SELECT submission_a, submission_b, loss, horizon, dm_stat, p_value FROM eval.dm_tests "
-        "WHERE score_run_id = ?",
+        f"WHERE score_run_id = ? AND submission_a IN {_NOT_UPLOAD} "
+        f"AND submission_b IN {_NOT_UPLOAD}",
         [run.score_run_id],
     ):
         run.dm[(a, b, loss, int(h))] = (stat, p)
@@ -197,7 +207,7 @@ def load_run(wh: Warehouse, run: Run) -> Run:
 def pit(wh: Warehouse, run: Run) -> dict[int, list[float]]:
     rows = wh.fetchall(
         "SELECT submission_id, list(share ORDER BY bin) FROM eval.pit "
-        "WHERE score_run_id = ? GROUP BY submission_id",
+        f"WHERE score_run_id = ? AND submission_id IN {_NOT_UPLOAD} GROUP BY submission_id",
         [run.score_run_id],
     )
     return {sid: [float(x) for x in shares] for sid, shares in rows}

@@ -367,6 +367,7 @@ def leaderboard(
             -(e["r2"] if e["r2"] is not None and not math.isnan(e["r2"]) else -1e300),
         )
     )
+    rank_round_board(out)
     common = [e for e in out if e["common_sample"]]
     return {
         "round": rnd,
@@ -375,12 +376,23 @@ def leaderboard(
     }
 
 
+def rank_round_board(models: list[dict[str, Any]]) -> None:
+    """Each entry's rank on the common board, in the order given (best R2 first); None
+    for an entry ranked on its own cells."""
+    rank = 0
+    for e in models:
+        if e["common_sample"]:
+            rank += 1
+        e["rank"] = rank if e["common_sample"] else None
+
+
 def live_leaderboard(wh: Warehouse) -> list[dict[str, Any]]:
     """Models ranked across rounds by MSE: every metric of each model's resolved cells in
     every round it entered, pooled (sql/rounds/055, from the metric definitions: R2 over
     the pooled cells with the truth-only denominator of those cells, the MAE from the
     median of a quantile grid), the rounds entered, and a Diebold-Mariano test
-    of squared loss against the leader over the rounds both entered (one mean loss
+    of squared loss against the leader (the best model that entered no round by upload)
+    over the rounds both entered (one mean loss
     differential per round, on the cells both scored; bandwidth 0, needs two rounds)."""
     if not wh.table_exists("rounds.rounds"):
         return []
@@ -389,10 +401,17 @@ def live_leaderboard(wh: Warehouse) -> list[dict[str, Any]]:
         for row in wh.query_step("rounds/055_live_metrics").to_pylist()
     ]
     out.sort(key=lambda e: e["mse"])
-    if out:
+    # the leader of the tests: the best model that entered no round by upload, so that
+    # no test reads an upload's cells (docs/service.md, "The truth: threat model")
+    uploaders = {
+        r[0]
+        for r in wh.fetchall("SELECT DISTINCT name FROM rounds.submissions WHERE kind = 'upload'")
+    }
+    lead = next((e["name"] for e in out if e["name"] not in uploaders), None)
+    if lead is not None:
         from proforma.app.scoring import diebold_mariano
 
-        leader = out[0]["name"]
+        leader = lead
         for e in out:
             d = [
                 r[0]

@@ -68,6 +68,7 @@ def leaderboard(
     *,
     score_run_id: int | None = None,
     against: int | str | None = None,
+    leader_not_upload: bool = False,
 ) -> pa.Table:
     """One row per submission (and group when `by` is horizon, item or statement).
 
@@ -76,7 +77,9 @@ def leaderboard(
     numbered by `against` (column dm_vs_reference; the paper marks Table 1 against Forma):
     a statistic > 0 favours the row's model; stars mark the reference better at 10/5/1%,
     a dagger the model better at 1%. The table's schema metadata holds the run's
-    provenance and `dm_reference` ('leader' or the reference's name).
+    provenance and `dm_reference` ('leader' or the reference's name). With
+    `leader_not_upload` (the public board) the leader of the tests is the best submission
+    that is not an upload (docs/service.md, "The truth: threat model").
     """
     if track not in TRACKS:
         raise UserError(
@@ -128,7 +131,11 @@ def leaderboard(
         leaders = sorted(
             {reference}
             if reference is not None
-            else {min(g, key=key)["submission_id"] for g in groups.values()}
+            else {
+                lead["submission_id"]
+                for g in groups.values()
+                if (lead := _leader(sorted(g, key=key), leader_not_upload)) is not None
+            }
         )
         for a, b, h, stat, p in wh.fetchall(
             "SELECT submission_a, submission_b, horizon, dm_stat, p_value FROM eval.dm_tests "
@@ -138,14 +145,14 @@ def leaderboard(
         ):
             dm[(a, b, h)] = (stat, p)
         if level in ("global", "horizon"):
-            _missing_tests(wh, run, loss, level, groups, key, reference, dm)
+            _missing_tests(wh, run, loss, level, groups, key, reference, dm, leader_not_upload)
 
     for grp in sorted(groups, key=lambda g: (g is None, g)):
         ranked = sorted(groups[grp], key=key)
         leader = (
             next((r for r in ranked if r["submission_id"] == reference), None)
             if reference is not None
-            else ranked[0]
+            else _leader(ranked, leader_not_upload)
         )
         for rank, r in enumerate(ranked, 1):
             row: dict[str, Any] = {"rank": rank}
@@ -189,6 +196,11 @@ def leaderboard(
     return table.replace_schema_metadata(_metadata(meta))
 
 
+def _leader(ranked: list[dict], not_upload: bool) -> dict | None:
+    """The first of `ranked`, or its first that is not an upload."""
+    return next((r for r in ranked if not not_upload or r["source"] != "upload"), None)
+
+
 def _missing_tests(
     wh: Warehouse,
     run: int,
@@ -198,6 +210,7 @@ def _missing_tests(
     key: Callable[[dict], float],
     reference: int | None,
     dm: dict[tuple, tuple],
+    leader_not_upload: bool = False,
 ) -> None:
     """Tests the board shows that the run does not hold, computed now (not stored) from
     the run's quarter losses: a run keeps each member's tests against its group's leader
@@ -207,7 +220,8 @@ def _missing_tests(
     wanted: dict[Group, list[Pair]] = {}
     for rows in groups.values():
         h = 0 if level != "horizon" else int(rows[0]["horizon"])
-        lead = reference if reference is not None else min(rows, key=key)["submission_id"]
+        first = _leader(sorted(rows, key=key), leader_not_upload)
+        lead = reference if reference is not None else first["submission_id"] if first else None
         if lead not in {r["submission_id"] for r in rows}:
             continue
         for r in rows:

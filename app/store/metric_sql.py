@@ -32,9 +32,6 @@ import re
 from proforma.contracts import metrics as registry
 from proforma.contracts.metrics import COVERAGE_LEVELS, PIT_BINS, Disclosure, coverage_bounds
 
-#: K of the disclosure quantum K * sensitivity / n (app/read/disclosure.py).
-DISCLOSURE_K = 4.0
-
 _SLOT = re.compile(r"\{\{\s*(metric_[a-z_]+)\s*\}\}")
 
 
@@ -106,31 +103,35 @@ def _coverage_columns() -> str:
     return ", ".join(f"c.in{p}" for p in COVERAGE_LEVELS)
 
 
-def _quantum(sensitivity: float | None) -> str:
-    return f"{DISCLOSURE_K * (sensitivity or 0.0)!r} / n"
+def _noised(m: registry.Metric) -> str:
+    """An upload's value of `m` with its keyed noise (pf_coarsen: app/read/disclosure.py)."""
+    return f"pf_coarsen({m.name}, noise_sigma * {m.sensitivity!r} / n, label || '{m.name}')"
 
 
 def _public() -> str:
-    """An upload's value coarsened as its `disclosure` says (the publisher's UDFs
-    pf_coarsen and pf_two_digits; the row's `label`, `is_upload` and `is_global`, the
-    whole footprint or round); others exact."""
+    """An upload's value as its `disclosure` says (the publisher's macro pf_coarsen; the
+    row's `label`, `is_upload`, `noise_sigma` (its grant), `is_headline` (a global or
+    per-horizon row) and `upload_hidden` (a footprint past those its grant counted));
+    others exact."""
+    mse = registry.METRICS["mse"]
     parts = []
     for m in registry.METRICS.values():
         name = m.name
-        if m.disclosure is Disclosure.global_two_digits:
-            expr = (
-                f"CASE WHEN NOT is_upload THEN {name} WHEN is_global THEN pf_two_digits({name}) END"
+        if m.disclosure is Disclosure.withheld:
+            public = "NULL"
+        elif m.disclosure is Disclosure.from_mse:
+            public = (
+                f"CASE WHEN mse > 0 AND isfinite({name}) "
+                f"THEN 1 - {_noised(mse)} * (1 - {name}) / mse ELSE {name} END"
             )
+        elif m.disclosure is Disclosure.headline_noise:
+            public = f"CASE WHEN is_headline THEN {_noised(m)} END"
         else:
-            if m.disclosure is Disclosure.r2:
-                q = f"CASE WHEN mse > 0 THEN {_quantum(m.sensitivity)} * (1 - {name}) / mse END"
-            else:
-                q = _quantum(m.sensitivity)
-            expr = (
-                f"CASE WHEN is_upload THEN pf_coarsen({name}, {q}, label || '{name}') "
-                f"ELSE {name} END"
-            )
-        parts.append(f"{expr} AS {name}")
+            public = _noised(m)
+        parts.append(
+            f"CASE WHEN NOT is_upload THEN {name} WHEN upload_hidden THEN NULL "
+            f"ELSE {public} END AS {name}"
+        )
     return ", ".join(parts)
 
 

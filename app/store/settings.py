@@ -61,6 +61,9 @@ class Settings:
     upload_store: Path | None = None
     upload_max_bytes: int = 2 * 1024**3
     uploads_per_day: int = 20  # per user, UTC day; a user's own daily_limit overrides it
+    # footprints an upload's numbers are public on (the first names made; its noise is
+    # budgeted for them: app/read/noise_budget.py)
+    upload_footprints: int = 4
     # Public SQL runs on this read-only snapshot (aggregates only), bounded in rows and time.
     public_snapshot: Path = Path("data/public.duckdb")
     query_max_rows: int = 10_000

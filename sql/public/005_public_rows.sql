@@ -20,28 +20,47 @@ FROM (SELECT score_run_id,
       FROM eval.score_runs)
 WHERE k <= getvariable('public_history_runs');
 
+-- (ranked by the public numbers: an upload's exact ones, compared with the others', would
+-- tell which side of a known number its own lies)
 CREATE OR REPLACE TEMP TABLE public_detail AS
+WITH g AS (
+    SELECT m.*, s.source, s.source = 'upload' AS is_upload, TRUE AS is_headline,
+           coalesce(u.sigma, getvariable('disclosure_fallback_sigma')) AS noise_sigma,
+           coalesce(fp.place > coalesce(u.footprints,
+                                        getvariable('disclosure_fallback_footprints')), TRUE)
+               AS upload_hidden,
+           m.submission_id || '/global////' AS label
+    FROM eval.metrics m
+    JOIN public_runs r USING (score_run_id)
+    JOIN eval.score_runs sr USING (score_run_id)
+    LEFT JOIN service.footprint_places fp ON fp.footprint_id = sr.footprint_id
+    JOIN eval.submissions s USING (submission_id)
+    LEFT JOIN service.upload_noise u ON u.door = 'static' AND u.submission_id = m.submission_id
+    WHERE r.is_current AND m.level = 'global'
+),
+p AS (
+    SELECT score_run_id, submission_id, source, {{ metric_public }}
+    FROM g
+)
 SELECT score_run_id, submission_id
-FROM (SELECT m.score_run_id, m.submission_id, s.source,
-             row_number() OVER (PARTITION BY m.score_run_id
-                                ORDER BY m.r2 DESC NULLS LAST, m.submission_id) AS by_r2,
-             row_number() OVER (PARTITION BY m.score_run_id
-                                ORDER BY m.mae NULLS LAST, m.submission_id) AS by_mae,
-             row_number() OVER (PARTITION BY m.score_run_id
-                                ORDER BY m.crps NULLS LAST, m.submission_id) AS by_crps
-      FROM eval.metrics m
-      JOIN public_runs r USING (score_run_id)
-      JOIN eval.submissions s USING (submission_id)
-      WHERE r.is_current AND m.level = 'global')
+FROM (SELECT score_run_id, submission_id, source,
+             row_number() OVER (PARTITION BY score_run_id
+                                ORDER BY r2 DESC NULLS LAST, submission_id) AS by_r2,
+             row_number() OVER (PARTITION BY score_run_id
+                                ORDER BY mae NULLS LAST, submission_id) AS by_mae,
+             row_number() OVER (PARTITION BY score_run_id
+                                ORDER BY crps NULLS LAST, submission_id) AS by_crps
+      FROM p)
 WHERE source <> 'upload' OR least(by_r2, by_mae, by_crps) <= getvariable('public_detail_top');
 
 CREATE SCHEMA IF NOT EXISTS pubcache.store;
 
--- An upload's truth-derived numbers are coarsened (app/api/disclosure.py: a dithered
--- quantum of 4 A / n, A the metric's single-cell sensitivity: 240 for MSE, 2 for MAE and
--- CRPS; 8 / n for coverage shares; NLL and z2 at the global level only, 2 significant
--- digits), so that differencing two uploads reads no truth value back; other
--- submissions' numbers are exact. pf_coarsen and pf_two_digits are the publisher's UDFs.
+-- An upload's truth-derived numbers carry keyed noise (app/read/disclosure.py: standard
+-- deviation sigma * sensitivity / n, sigma the upload's grant, service.upload_noise; R2
+-- from the noised MSE; coverage shares at the headline levels only; NLL and z2 withheld;
+-- nothing on a footprint past the first ones its grant counted), so that no combination of
+-- public numbers reads a truth value back; other submissions' numbers are exact.
+-- pf_coarsen is the publisher's macro.
 -- Each metric's column is written as its definition says (contracts/metrics.py:
 -- disclosure and sensitivity; the slot metric_public).
 -- Each row's public values depend on that row only, and a run references the rows of
@@ -71,7 +90,11 @@ EXCEPT SELECT from_run, submission_id, part FROM pubcache.store.metric_sets;
 CREATE OR REPLACE TEMP TABLE public_metric_new AS
 WITH m AS (
     SELECT m.*, t.part, s.name AS model, s.source = 'upload' AS is_upload,
-           m.level = 'global' AS is_global, i.item,
+           m.level IN ('global', 'horizon') AS is_headline, i.item,
+           coalesce(g.sigma, getvariable('disclosure_fallback_sigma')) AS noise_sigma,
+           coalesce(fp.place > coalesce(g.footprints,
+                                        getvariable('disclosure_fallback_footprints')), TRUE)
+               AS upload_hidden,
            coalesce(m.statement, i.statement) AS item_statement,
            m.submission_id || '/' || m.level || '/' || coalesce(CAST(m.horizon AS VARCHAR), '')
            || '/' || coalesce(i.item, '') || '/' || coalesce(m.statement, '') || '/' AS label
@@ -80,6 +103,9 @@ WITH m AS (
       ON t.from_run = m.score_run_id AND t.submission_id = m.submission_id
      AND t.part = CASE WHEN m.level IN ('global', 'horizon') THEN 'headline' ELSE 'detail' END
     JOIN eval.submissions s ON s.submission_id = m.submission_id
+    JOIN eval.score_runs r ON r.score_run_id = m.score_run_id
+    LEFT JOIN service.footprint_places fp ON fp.footprint_id = r.footprint_id
+    LEFT JOIN service.upload_noise g ON g.door = 'static' AND g.submission_id = m.submission_id
     LEFT JOIN ref.items i ON i.item_id = m.item_id
     WHERE m.n >= getvariable('public_min_cells')
 )
@@ -104,7 +130,8 @@ WHERE c.score_run_id = t.from_run AND c.submission_id = t.submission_id AND c.pa
 DELETE FROM pubcache.store.metric_sets c USING public_metric_stale t
 WHERE c.from_run = t.from_run AND c.submission_id = t.submission_id AND c.part = t.part;
 
--- PIT histograms: an upload's bin counts are withheld and its shares coarsened (8 / n).
+-- PIT histograms: an upload's are withheld (each of its 20 shares would be a channel of
+-- its own; its coverage shares tell its calibration).
 -- Like the metrics, a (from_run, submission)'s public bins depend on its own rows only, so
 -- they are computed once and shown for every run that references them. The current run
 -- of each footprint only (040).
@@ -127,16 +154,11 @@ EXCEPT SELECT DISTINCT from_run, submission_id FROM pubcache.store.pit;
 DELETE FROM pubcache.store.pit c USING public_pit_todo t
 WHERE c.from_run = t.from_run AND c.submission_id = t.submission_id;
 INSERT INTO pubcache.store.pit
-SELECT p.score_run_id, p.submission_id, p.bin,
-       CASE WHEN s.source = 'upload' THEN NULL ELSE p.n END,
-       CASE WHEN s.source = 'upload'
-            THEN pf_coarsen(p.share, 8.0 / nullif(sum(p.n) OVER w, 0),
-                            p.submission_id || '/pit/' || p.bin || '/share')
-            ELSE p.share END
+SELECT p.score_run_id, p.submission_id, p.bin, p.n, p.share
 FROM eval.pit_rows p
 JOIN public_pit_todo t ON t.from_run = p.score_run_id AND t.submission_id = p.submission_id
 JOIN eval.submissions s ON s.submission_id = p.submission_id
-WINDOW w AS (PARTITION BY p.score_run_id, p.submission_id);
+WHERE s.source <> 'upload';
 
 DELETE FROM pubcache.store.pit c
 WHERE NOT EXISTS (SELECT 1 FROM public_pit_refs r

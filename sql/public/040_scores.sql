@@ -57,11 +57,13 @@ FROM eval.coverage
 WHERE score_run_id IN (SELECT score_run_id FROM public_runs)
 ORDER BY score_run_id, submission_id;
 
--- A test between two submissions one of which is an upload: the statistic to one decimal
--- and the p-value to two (the mean loss difference, a difference of two uploads' exact
--- sums, is withheld). Only the tests against each group's leader are published (per run,
--- loss and horizon, 0 pooled: the submission with the lowest mean loss, MSE or MAE; the
--- leaderboard's dm_vs_leader): a run holds every pair, k^2 / 2 for k submissions, which
+-- A test between two submissions one of which is an upload is withheld (its statistic is
+-- a function of the upload's per-quarter losses: rounded, one pair of uploads read a
+-- cell's truth from it). Only the tests against each group's leader are published (per
+-- run, loss and horizon, 0 pooled: the submission that is not an upload with the lowest
+-- mean loss, MSE or MAE: an upload's exact loss compared with the others' would tell which
+-- side of a known number it lies; the leaderboard's dm_vs_leader as the public sees it):
+-- a run holds every pair, k^2 / 2 for k submissions, which
 -- stay in the warehouse, so the snapshot grows with the board, not its square.
 -- Which of those, like the metrics: the pooled tests of every member of every run of the
 -- history; the per-horizon tests (20 horizons x 2 losses a member, most of the file's
@@ -74,9 +76,10 @@ SELECT m.score_run_id, l.loss, coalesce(m.horizon, 0) AS horizon,
        arg_min(m.submission_id, CASE l.loss WHEN 'squared' THEN m.mse ELSE m.mae END) AS leader
 FROM eval.metrics m
 JOIN public_runs r USING (score_run_id)
+JOIN eval.submissions s USING (submission_id)
 CROSS JOIN (VALUES ('squared'), ('absolute')) l(loss)
 -- (per-horizon leaders of the current runs only: an older run publishes pooled tests)
-WHERE (m.level = 'global' OR (r.is_current AND m.level = 'horizon'))
+WHERE (m.level = 'global' OR (r.is_current AND m.level = 'horizon')) AND s.source <> 'upload'
   AND CASE l.loss WHEN 'squared' THEN m.mse ELSE m.mae END IS NOT NULL
 GROUP BY ALL;
 
@@ -103,8 +106,8 @@ WITH tests AS (
 SELECT d.score_run_id, d.submission_a, d.submission_b, d.loss, d.horizon, d.n_quarters,
        d.bandwidth,
        CASE WHEN a.up OR b.up THEN NULL ELSE d.mean_diff END AS mean_diff,
-       CASE WHEN a.up OR b.up THEN round(d.dm_stat, 1) ELSE d.dm_stat END AS dm_stat,
-       CASE WHEN a.up OR b.up THEN round(d.p_value, 2) ELSE d.p_value END AS p_value
+       CASE WHEN a.up OR b.up THEN NULL ELSE d.dm_stat END AS dm_stat,
+       CASE WHEN a.up OR b.up THEN NULL ELSE d.p_value END AS p_value
 FROM kept d
 SEMI JOIN eval.run_results ra
   ON ra.score_run_id = d.score_run_id AND ra.submission_id = d.submission_a

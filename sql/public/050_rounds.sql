@@ -3,10 +3,10 @@
 -- (names, kinds, checksums, receipt times) and its metrics (rounds.metrics, written by
 -- each resolution: the covering entries' common sample, each other entry's own cells,
 -- as `sample` says). Aggregates over fewer than
--- getvariable('public_min_cells') cells are withheld, and an upload's numbers are
--- coarsened as sql/public/040 coarsens them (each metric as its definition says:
--- contracts/metrics.py, the slot metric_public; the publisher's pf_coarsen, pf_two_digits),
--- so that differencing two submissions reads no truth value back. No firm appears.
+-- getvariable('public_min_cells') cells are withheld, and an upload's numbers carry the
+-- keyed noise of its grant as in sql/public/005 (each metric as its definition says:
+-- contracts/metrics.py, the slot metric_public; the publisher's pf_coarsen), so that no
+-- combination of public numbers reads a truth value back. No firm appears.
 CREATE TABLE pub.rounds AS
 SELECT r.round_id, r.name, qlabel(r.origin_q) AS origin, r.deadline, r.opened_at, r.rules,
        r.n_origins, r.n_cells,
@@ -30,11 +30,13 @@ ORDER BY round_id, submission_id;
 CREATE TABLE pub.round_metrics AS
 WITH m AS (
     SELECT m.*, s.name AS model, s.kind = 'upload' AS is_upload,
-           m.horizon IS NULL AS is_global,
+           TRUE AS is_headline, FALSE AS upload_hidden,
+           coalesce(g.sigma, getvariable('disclosure_fallback_sigma')) AS noise_sigma,
            'round/' || m.round_id || '/' || m.submission_id || '/'
            || coalesce(CAST(m.horizon AS VARCHAR), 'global') || '/' AS label
     FROM rounds.metrics AS m
     JOIN rounds.submissions AS s USING (submission_id)
+    LEFT JOIN service.upload_noise AS g ON g.door = 'round' AND g.submission_id = m.submission_id
     WHERE m.n >= getvariable('public_min_cells')
 )
 SELECT round_id, submission_id, model, horizon, sample, n,

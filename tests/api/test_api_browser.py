@@ -148,7 +148,9 @@ def test_leaderboard_switch_upload_new_row(server, browser, tmp_path: Path) -> N
     # the charts were drawn by the page's own JS (SVG polylines, one per model)
     assert browser.find_elements(By.CSS_SELECTOR, "#chart-r2 polyline")
     assert browser.find_elements(By.CSS_SELECTOR, "#chart-coverage circle")
-    assert browser.find_elements(By.CSS_SELECTOR, "#chart-pit rect")
+    # an upload's PIT histogram is not public (docs/service.md, "The truth: threat model")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#chart-pit rect")
+    assert "not an upload's" in browser.find_element(By.ID, "pit-none").text
     browser.save_screenshot(str(shots / "leaderboard.png"))
 
     # switch footprint: the page reloads on the geert footprint

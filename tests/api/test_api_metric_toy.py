@@ -36,8 +36,8 @@ BIAS = Metric(
     finish="sum_r / n",
     digits=4,
     tracks=("squared",),
-    disclosure=Disclosure.quantum,
-    sensitivity=2.0,
+    disclosure=Disclosure.noise,
+    sensitivity=1.0,  # d (mu - y) / dy
 )
 # Step 2: its migration (the next free number).
 MIGRATION = """\

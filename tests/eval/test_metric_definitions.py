@@ -115,7 +115,7 @@ def test_each_metric_finishes_from_its_own_sums() -> None:
         if m.point:  # a point metric must be computable for a point-only submission
             assert not any(SUMS[s].density for s in m.sums), m.name
         assert (m.target is not None) == (m.better is registry.Better.target), m.name
-        if m.disclosure is not Disclosure.global_two_digits:
+        if m.disclosure in (Disclosure.noise, Disclosure.headline_noise):
             assert m.sensitivity and m.sensitivity > 0, m.name
     assert registry.coverage_names() == tuple(f"cov{p}" for p in COVERAGE_LEVELS)
 
@@ -231,23 +231,30 @@ def _created(statements: list[exp.Expression], table: str) -> exp.Select:
         ("public/050_rounds", "pub.round_metrics"),
     ],
 )
-def test_public_metrics_are_the_registry_coarsened_as_defined(step: str, table: str) -> None:
+def test_public_metrics_are_the_registry_noised_as_defined(step: str, table: str) -> None:
     statements = _statements(step)
     select = _created(statements, table)
     names = [e.alias_or_name for e in select.expressions]
     assert names[names.index("n") + 1 :] == list(METRICS)
     got = _projections(select)
+    mse = METRICS["mse"]
     for m in METRICS.values():
-        calls = {f.name.lower(): f for f in got[m.name].find_all(exp.Anonymous)}
-        if m.disclosure is Disclosure.global_two_digits:
-            assert "pf_two_digits" in calls and "pf_coarsen" not in calls, m.name
+        calls = [f for f in got[m.name].find_all(exp.Anonymous) if f.name.lower() == "pf_coarsen"]
+        if m.disclosure is Disclosure.withheld:
+            assert not calls, m.name
             continue
-        quantum = calls["pf_coarsen"].expressions[1]
-        k_a = metric_sql.DISCLOSURE_K * (m.sensitivity or 0.0)
-        assert any(
-            isinstance(lit, exp.Literal) and float(lit.this) == k_a
-            for lit in quantum.find_all(exp.Literal)
-        ), f"{m.name}: quantum {quantum.sql('duckdb')} is not {k_a} / n"
+        # the noise's scale: the grant times the sensitivity over n (R2: the MSE's)
+        spec = mse if m.disclosure is Disclosure.from_mse else m
+        assert calls, m.name
+        for call in calls:
+            value, scale, label = call.expressions
+            assert value.sql("duckdb") == spec.name, m.name
+            assert any(
+                isinstance(lit, exp.Literal) and float(lit.this) == spec.sensitivity
+                for lit in scale.find_all(exp.Literal)
+            ), f"{m.name}: scale {scale.sql('duckdb')} is not noise_sigma * {spec.sensitivity} / n"
+            assert {c.name for c in scale.find_all(exp.Column)} == {"noise_sigma", "n"}
+            assert f"'{spec.name}'" in label.sql("duckdb"), m.name
     if step == "public/005_public_rows":
         scores = _statements("public/040_scores")
         board = [e.alias_or_name for e in _created(scores, "pub.leaderboard").expressions]
