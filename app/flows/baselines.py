@@ -170,7 +170,7 @@ def _ingest(
 ) -> int:
     from proforma.app import scoring
 
-    name = spec.name if preset_name == "paper" else f"{spec.name} ({preset_name})"
+    name = suite.submission_name(spec.name, preset_name)
     return scoring.ingest_forecasts(
         wh,
         name,

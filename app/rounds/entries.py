@@ -1,6 +1,6 @@
 """The entries every round receives at its open (docs/rounds.md): the reference baselines
-(seasonal random walk and fade / AR(1), by the rules of sql/eval/090 and 091, computed
-over the round's cells: sql/rounds/080, 081) and, on a grown synthetic panel, the oracle
+(seasonal random walk and fade / AR(1), by the static baselines' rules and fit,
+sql/eval/087 and 089, over the round's cells: sql/rounds/080, 081) and, on a grown synthetic panel, the oracle
 from the frontier's simulated futures (sql/rounds/082). They go through the same checks
 and storage as any submission (app/rounds/submit.submit_table)."""
 
@@ -13,14 +13,17 @@ import pyarrow as pa
 
 from proforma.app.rounds.store import get_round
 from proforma.app.rounds.submit import RoundClosed, submit_table
+from proforma.app.scoring.baselines import BASELINE_RULES, FADE, FADE_FIT, SEASONAL_RW
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.panel import RuleSet
 from proforma.contracts.provenance import utcnow
 
+#: (name, step, family): the reference baselines under their static boards' names
+#: (app/scoring/baselines.REFERENCE_BASELINES), one name for one model everywhere.
 BASELINES = (
-    ("seasonal_rw", "rounds/080_entry_seasonal_rw", "point"),
-    ("fade", "rounds/081_entry_fade", "point"),
+    (SEASONAL_RW, "rounds/080_entry_seasonal_rw", "point"),
+    (FADE, "rounds/081_entry_fade", "point"),
 )
 
 
@@ -49,8 +52,14 @@ def enter_entries(wh: Warehouse, round_name: str) -> list[dict[str, Any]]:
     if "oracle" not in have and _oracle_ready(wh, rnd["origin_q"]):
         todo.append(("oracle", "rounds/082_entry_oracle", "gaussian"))
     entered = []
-    for name, step, family in todo:
-        table = wh.query_step(step, params)
+    # the static baselines' rules and fade fit (one definition: sql/eval/087, 089)
+    wh.run_step(BASELINE_RULES)
+    wh.run_step(FADE_FIT[0])
+    try:
+        tables = [(name, wh.query_step(step, params), step, family) for name, step, family in todo]
+    finally:
+        wh.execute(f"DROP TABLE IF EXISTS {FADE_FIT[1]}")
+    for name, table, step, family in tables:
         if table.num_rows == 0:
             continue
         entered.append(
@@ -159,9 +168,11 @@ def round_views(wh: Warehouse, rnd: dict[str, Any], data: str) -> dict[str, Any]
 
 
 def competitor_name(spec_name: str, preset: str) -> str:
-    """A competitor's entry name in a round (`enet`, `enet-demo`: round names take no
-    spaces or brackets)."""
-    return spec_name if preset == "paper" else f"{spec_name}-{preset}"
+    """A competitor's entry name in a round: its name on the static boards (`enet`,
+    `enet (demo)`), so that one model has one name everywhere."""
+    from proforma.models.baselines import suite
+
+    return suite.submission_name(spec_name, preset)
 
 
 def enter_competitors(

@@ -24,7 +24,7 @@ import duckdb
 import pyarrow as pa
 
 from proforma.app.rounds.store import get_round
-from proforma.app.scoring.submissions.checks import rejection_summary
+from proforma.app.scoring.submissions.checks import check_model_name, rejection_summary
 from proforma.app.scoring.submissions.uploads import (
     ForecastFile,
     close_forecast_file,
@@ -76,12 +76,7 @@ def _gate(wh: Warehouse, round_name: str, name: str, sha256: str, now: dt.dateti
             f"Round {round_name!r} closed at {rnd['deadline']:%Y-%m-%d %H:%M:%S} UTC "
             f"(server time now {now:%Y-%m-%d %H:%M:%S} UTC): late submissions are refused"
         )
-    if (
-        not name
-        or len(name) > 100
-        or not name.replace("-", "").replace("_", "").replace(".", "").isalnum()
-    ):
-        raise UserError(f"Model names use letters, digits, '.', '-' and '_' (got {name!r})")
+    check_model_name(name)
     prior = wh.fetchone(
         "SELECT sha256, received_at FROM rounds.submissions WHERE round_id = ? AND name = ?",
         [rnd["round_id"], name],
@@ -234,7 +229,7 @@ def submit_table(
     elif "component" in names:
         columns["component"] = table.column("component").cast(pa.int64())
     with tempfile.TemporaryDirectory(prefix="round-entry-") as folder:
-        path = Path(folder) / f"{name}.parquet"
+        path = Path(folder) / "entry.parquet"  # (a name may hold any printable character)
         pq.write_table(pa.table(columns), path)
         return submit_file(
             wh,

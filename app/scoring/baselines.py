@@ -30,14 +30,20 @@ from proforma.contracts.panel import RuleSet
 #: Truth cells per block of a reference baseline's forecasts (sql/eval/088; a block holds
 #: whole origin quarters, so up to one quarter more). Memory grows with it, time barely.
 BLOCK_CELLS = 1 << 21
-#: Steps run once before a baseline's blocks (the fade fit, a temp table 091 reads).
-_PREPARE = {"eval/091_baseline_fade": ("eval/089_baseline_fade_fit", "baseline_fade_fit")}
+#: The baselines' forecast rules (temp macros), shared with a round's entries.
+BASELINE_RULES = "eval/087_baseline_rules"
+#: The fade fit (a temp table 091 and a round's fade entry read), its step and table.
+FADE_FIT = ("eval/089_baseline_fade_fit", "baseline_fade_fit")
+#: Steps run once before a baseline's blocks.
+_PREPARE = {"eval/091_baseline_fade": FADE_FIT}
+#: The reference baselines' names, on the static boards and in every round.
+SEASONAL_RW, FADE = "Seasonal random walk", "Fade / AR(1)"
 REFERENCE_BASELINES = {
-    "Seasonal random walk": {
+    SEASONAL_RW: {
         RuleSet.paper: "eval/090_baseline_seasonal_rw",
         RuleSet.published: "eval/092_baseline_seasonal_rw_published",
     },
-    "Fade / AR(1)": {
+    FADE: {
         RuleSet.paper: "eval/091_baseline_fade",
         RuleSet.published: "eval/091_baseline_fade",
     },
@@ -148,6 +154,7 @@ def _make_reference(
         )
         params = {"submission_id": sid, "split": split, "published": rules is RuleSet.published}
         prepare, temp = _PREPARE.get(step, (None, None))
+        wh.run_step(BASELINE_RULES)
         if prepare:
             wh.run_step(prepare, params)
         for first_q, last_q in blocks:

@@ -266,6 +266,11 @@ def unregister(name: str) -> None:
     SUITE.pop(name, None)
 
 
+def submission_name(model: str, preset_name: str) -> str:
+    """A competitor's name on every board, static or round: "enet", "enet (demo)"."""
+    return model if preset_name == "paper" else f"{model} ({preset_name})"
+
+
 def model_of(submission_name: str) -> ModelSpec | None:
     """The spec behind a submission the suite wrote ("enet", "gbm-l1 (demo)"), else None."""
     return SUITE.get(submission_name.split(" (", 1)[0])

@@ -5,12 +5,12 @@
 -- item's value at that calendar lag (panel.values) standardized with the ORIGIN's
 -- deflator z_t (panel.origins), parameters (panel.origin_params) and k (panel.item_k),
 -- clipped at +-6. When the lagged quarter was not reported the forecast falls back to
--- x_t (the baseline). Every input is read for the block's quarters only (and the
+-- x_t (the baseline): 087's pf_seasonal_rw_forecast. Every input is read for the block's quarters only (and the
 -- values of the three quarters before it), so the joins hold one block at a time.
 INSERT INTO eval.forecast_points
 WITH cells AS (
     SELECT firm_id, origin_q, item_id, horizon, baseline,
-           (4 - horizon % 4) % 4 AS lag
+           pf_seasonal_lag(horizon) AS lag
     FROM panel.truth
     WHERE split = getvariable('split')
       AND origin_q BETWEEN getvariable('first_q') AND getvariable('last_q')
@@ -23,11 +23,9 @@ lagged AS (
 SELECT
     getvariable('submission_id'),
     c.firm_id, c.origin_q, c.item_id, c.horizon,
-    CASE
-        WHEN c.lag = 0 OR v.v IS NULL THEN c.baseline
-        ELSE greatest(-6.0, least(6.0,
-            (asinh(k.k * v.v / o.z) - op.mu) / op.sigma))
-    END AS mu
+    pf_seasonal_rw_forecast(c.lag, c.baseline,
+                            panel.pf_standardize(v.v, k.k, o.z, op.mu, op.sigma),
+                            c.baseline) AS mu
 FROM cells c
 JOIN panel.origins o ON o.firm_id = c.firm_id AND o.origin_q = c.origin_q
 JOIN panel.origin_params op ON op.item_id = c.item_id AND op.q = c.origin_q

@@ -12,7 +12,7 @@
 -- it), so the joins hold one block at a time.
 INSERT INTO eval.forecast_points
 WITH cells AS (
-    SELECT firm_id, origin_q, item_id, horizon, baseline, (4 - horizon % 4) % 4 AS lag
+    SELECT firm_id, origin_q, item_id, horizon, baseline, pf_seasonal_lag(horizon) AS lag
     FROM panel.truth
     WHERE split = getvariable('split')
       AND origin_q BETWEEN getvariable('first_q') AND getvariable('last_q')
@@ -30,10 +30,9 @@ fills AS (
 SELECT
     getvariable('submission_id'),
     c.firm_id, c.origin_q, c.item_id, c.horizon,
-    CASE WHEN c.lag = 0 THEN c.baseline
-         WHEN v.v IS NOT NULL THEN panel.pf_standardize(v.v, k.k, o.z, op.mu, op.sigma)
-         ELSE fill.value
-    END AS mu
+    pf_seasonal_rw_forecast(c.lag, c.baseline,
+                            panel.pf_standardize(v.v, k.k, o.z, op.mu, op.sigma),
+                            fill.value) AS mu
 FROM cells AS c
 JOIN panel.origins AS o ON o.firm_id = c.firm_id AND o.origin_q = c.origin_q
 JOIN panel.origin_params AS op ON op.item_id = c.item_id AND op.q = c.origin_q

@@ -1,16 +1,18 @@
 -- The seasonal random walk's forecasts for round getvariable('round_id'), by the rule of
--- sql/eval/090: for every cell of the round, p(h) = x_{t - ((4 - h) mod 4)}, the item's
--- value at that calendar lag (panel.values at the open) standardized with the round's
--- frozen z, k, mu, sigma and clipped at +-6; x_t (the baseline) where the lag is 0 or the
--- lagged quarter was not reported. Columns of app/rounds/submit.submit_table.
+-- the static baseline (sql/eval/087's pf_seasonal_rw_forecast, as sql/eval/090 applies
+-- it): for every cell of the round, the item's value at the calendar lag (panel.values at
+-- the open) standardized with the round's frozen z, k, mu, sigma and clipped at +-6; x_t
+-- (the baseline) where the lag is 0 or the lagged quarter was not reported. Columns of
+-- app/rounds/submit.submit_table.
 WITH cells AS (
-    SELECT b.gvkey, b.item_id, b.baseline, h.horizon, (4 - h.horizon % 4) % 4 AS lag
+    SELECT b.gvkey, b.item_id, b.baseline, h.horizon, pf_seasonal_lag(h.horizon) AS lag
     FROM rounds.baselines AS b, range(1, 21) AS h(horizon)
     WHERE b.round_id = getvariable('round_id')
 )
 SELECT c.gvkey, i.item AS target, r.origin_q, c.horizon::TINYINT AS horizon,
-       CASE WHEN c.lag = 0 OR v.v IS NULL THEN c.baseline::DOUBLE
-            ELSE panel.pf_standardize(v.v, p.k, o.z, p.mu, p.sigma) END AS mu,
+       pf_seasonal_rw_forecast(c.lag, c.baseline::DOUBLE,
+                               panel.pf_standardize(v.v, p.k, o.z, p.mu, p.sigma),
+                               c.baseline::DOUBLE) AS mu,
        CAST(NULL AS DOUBLE) AS sigma
 FROM cells AS c
 JOIN rounds.rounds AS r ON r.round_id = getvariable('round_id')

@@ -197,3 +197,37 @@ def good_columns(n: int = 40) -> dict[str, list]:
         "horizon": [i % 20 + 1 for i in range(n)],
         "prediction": [0.1 * (i % 7) for i in range(n)],
     }
+
+
+def upload_file(
+    wh: Warehouse,
+    path: Any,
+    seed: int,
+    *,
+    component: bool = False,
+    sigma: bool = False,
+    drop: int | None = None,
+) -> Any:
+    """A submission file of every scoreable test cell (actual + noise; with a component
+    column, a sigma, or without row `drop`), written to `path`."""
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    cells = wh.arrow(
+        "SELECT f.gvkey AS firm, i.item AS target, qend(t.origin_q) AS origin, "
+        "CAST(t.horizon AS BIGINT) AS horizon, t.actual FROM panel.truth t "
+        "JOIN panel.firms f USING (firm_id) JOIN ref.items i USING (item_id) "
+        "WHERE t.split = 'test' AND isfinite(t.actual) "
+        "ORDER BY t.firm_id, t.origin_q, t.item_id, t.horizon"
+    )
+    cols = {c: cells[c] for c in ("firm", "target", "origin", "horizon")}
+    cols["prediction"] = pa.array(cells["actual"].to_numpy() + rng.normal(0, 0.4, cells.num_rows))
+    if component:
+        cols["component"] = pa.array(np.zeros(cells.num_rows, np.int64))
+    if sigma:
+        cols["sigma"] = pa.array(np.exp(rng.normal(-1, 0.3, cells.num_rows)))
+    table = pa.table(cols)
+    if drop is not None:
+        table = table.filter(pa.array([i != drop for i in range(table.num_rows)]))
+    pq.write_table(table, path, row_group_size=1000)
+    return path

@@ -12,11 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from scoring_fixtures import module_warehouse
+from scoring_fixtures import module_warehouse, upload_file
 
 from proforma.app import scoring
 from proforma.app.scoring.footprints.create import create_footprint
@@ -30,25 +27,7 @@ def wh(tmp_path_factory):
 
 
 def _file(wh, path: Path, seed: int, *, drop: int | None = None, component: bool = False) -> Path:
-    rng = np.random.default_rng(seed)
-    cells = wh.arrow(
-        "SELECT f.gvkey AS firm, i.item AS target, qend(t.origin_q) AS origin, "
-        "CAST(t.horizon AS BIGINT) AS horizon, t.actual FROM panel.truth t "
-        "JOIN panel.firms f USING (firm_id) JOIN ref.items i USING (item_id) "
-        "WHERE t.split = 'test' AND isfinite(t.actual) "
-        "ORDER BY t.firm_id, t.origin_q, t.item_id, t.horizon"
-    )
-    cols = {c: cells[c] for c in ("firm", "target", "origin", "horizon")}
-    cols["prediction"] = pa.array(cells["actual"].to_numpy() + rng.normal(0, 0.4, cells.num_rows))
-    if component:
-        cols["component"] = pa.array(np.zeros(cells.num_rows, np.int64))
-    table = pa.table(cols)
-    if drop is not None:
-        keep = np.ones(table.num_rows, bool)
-        keep[drop] = False
-        table = table.filter(pa.array(keep))
-    pq.write_table(table, path)
-    return path
+    return upload_file(wh, path, seed, component=component, drop=drop)
 
 
 def _metrics(wh, run: int, sid: int) -> list[tuple]:

@@ -81,7 +81,11 @@ def test_rounds_api_pages_and_snapshot(served: Settings) -> None:
         page = client.get("/rounds")
         assert page.status_code == 200 and "2010Q4" in page.text
         one = client.get("/rounds/2010Q4")
-        assert one.status_code == 200 and "round-form" in one.text and "seasonal_rw" in one.text
+        assert (
+            one.status_code == 200
+            and "round-form" in one.text
+            and "Seasonal random walk" in one.text
+        )
         assert client.post("/api/v1/rounds/resolve", headers=auth).status_code == 403
         app_wh.close()
 
@@ -108,15 +112,31 @@ def test_rounds_api_pages_and_snapshot(served: Settings) -> None:
         board = client.get("/api/v1/rounds/2010Q4").json()
         assert board["round"]["state"] == "resolving"
         models = {m["name"]: m for m in board["models"]}
-        assert set(models) == {"seasonal_rw", "fade", "oracle", "alice-zero", "alice-t"}
+        assert set(models) == {
+            "Seasonal random walk",
+            "Fade / AR(1)",
+            "oracle",
+            "alice-zero",
+            "alice-t",
+        }
         exact_mse = dict(exact)
-        assert models["fade"]["mse"] == pytest.approx(exact_mse["fade"], rel=1e-12)
+        assert models["Fade / AR(1)"]["mse"] == pytest.approx(exact_mse["Fade / AR(1)"], rel=1e-12)
         # the upload's numbers are coarsened (a dither moves them), the baselines' exact
         assert models["alice-zero"]["mse"] != exact_mse["alice-zero"]
-        quantum = 960.0 / models["alice-zero"]["n"]  # app/read/disclosure.py: 4 x 240 / n
-        assert abs(models["alice-zero"]["mse"] - exact_mse["alice-zero"]) <= quantum / 2
+        # the noise of its grant: sigma x 144 / n (app/read/disclosure.py), within 6 sd
+        cur = client.app.state.wh.cursor()  # type: ignore[attr-defined]
+        try:
+            sigma = cur.scalar(
+                "SELECT g.sigma FROM service.upload_noise g JOIN rounds.submissions s "
+                "ON g.door = 'round' AND g.submission_id = s.submission_id "
+                "WHERE s.name = 'alice-zero'"
+            )
+        finally:
+            cur.close()
+        scale = sigma * 144.0 / models["alice-zero"]["n"]
+        assert abs(models["alice-zero"]["mse"] - exact_mse["alice-zero"]) <= 6 * scale
         live = client.get("/api/v1/rounds/live").json()["models"]
-        assert {m["name"] for m in live} >= {"fade", "alice-zero"}
+        assert {m["name"] for m in live} >= {"Fade / AR(1)", "alice-zero"}
 
         def sql(text: str) -> dict:
             out = client.post("/api/v1/query", json={"sql": text})
@@ -126,7 +146,7 @@ def test_rounds_api_pages_and_snapshot(served: Settings) -> None:
         public = dict(
             map(tuple, sql("SELECT model, mse FROM round_metrics WHERE horizon IS NULL")["rows"])
         )
-        assert public["fade"] == pytest.approx(exact_mse["fade"], rel=1e-12)
+        assert public["Fade / AR(1)"] == pytest.approx(exact_mse["Fade / AR(1)"], rel=1e-12)
         assert public["alice-zero"] == models["alice-zero"]["mse"]
         assert sql("SELECT count(*) FROM rounds")["rows"] == [[1]]
         columns = set()

@@ -41,7 +41,7 @@ def test_competitors_enter_from_data_known_at_the_open(
 ) -> None:
     rnd = open_tiny_round(wh, tmp_path / "rounds")
     entered = enter_competitors(wh, rnd["name"], ["probe"], "demo")
-    assert [e["name"] for e in entered] == ["probe-demo"]
+    assert [e["name"] for e in entered] == ["probe (demo)"]
     (seen,) = SEEN
     # the fit sees the splits of the build at the open, as the static fit does: train and
     # val to fit on, and the test split, whose last quarter is the round's origin
@@ -77,7 +77,7 @@ def test_competitors_enter_from_data_known_at_the_open(
     (enet,) = enter_competitors(
         wh, rnd["name"], ["enet"], "demo", items=("revtq",), horizons=(1, 2)
     )
-    assert enet["name"] == "enet-demo" and enet["family"] == "point"
+    assert enet["name"] == "enet (demo)" and enet["family"] == "point"
     assert 0 < enet["rows"] <= 2 * len(frozen)
     # the static run of the same preset on the same build reuses the round's fits (and
     # the other way round): one registry run, no new fit
@@ -96,10 +96,13 @@ def test_competitors_enter_from_data_known_at_the_open(
         enter_competitors(wh, rnd["name"], ["probe"], "paper")
     close_round(wh, rnd["name"])
     resolve(wh)
-    board = {m["name"]: m for m in leaderboard(wh, rnd["name"], ["probe-demo", "fade"])["models"]}
-    assert board["probe-demo"]["n"] == board["fade"]["n"] > 0
+    board = {
+        m["name"]: m
+        for m in leaderboard(wh, rnd["name"], ["probe (demo)", "Fade / AR(1)"])["models"]
+    }
+    assert board["probe (demo)"]["n"] == board["Fade / AR(1)"]["n"] > 0
     scored = {s["name"]: s["scored"] for s in round_submissions(wh, rnd["round_id"])}
-    assert scored["probe-demo"] > 0 and scored["enet-demo"] > 0
+    assert scored["probe (demo)"] > 0 and scored["enet (demo)"] > 0
 
 
 def test_round_open_enters_competitors(
@@ -115,10 +118,10 @@ def test_round_open_enters_competitors(
         app, ["round", "open", "--days", "1", "--competitors", "probe", "--preset", "demo"]
     )
     assert res.exit_code == 0, res.output
-    assert "entered probe-demo" in res.output
+    assert "entered probe (demo)" in res.output
     with connect(settings) as w:
         names = {s["name"] for s in round_submissions(w, get_round(w, "2010Q4")["round_id"])}
-    assert names == {"seasonal_rw", "fade", "oracle", "probe-demo"}
+    assert names == {"Seasonal random walk", "Fade / AR(1)", "oracle", "probe (demo)"}
 
 
 def test_origins_outside_the_test_split_are_forecast_by_a_fit_on_them(

@@ -39,8 +39,8 @@ def test_demo_round(wh: Warehouse, settings: Settings, probe: Any) -> None:
         assert [n > 0 for n in rnd["resolved_by_horizon"]] == [True] * 4 + [False] * 16
         assert rnd["submissions"] == 3  # seasonal_rw, fade and the demo's competitor
         board = {m["name"]: m for m in leaderboard(w, "demo")["models"]}
-        assert set(board) == {"seasonal_rw", "fade", "probe-demo"}
-        assert board["probe-demo"]["n"] > 0
+        assert set(board) == {"Seasonal random walk", "Fade / AR(1)", "probe (demo)"}
+        assert board["probe (demo)"]["n"] > 0
         raw_last = w.scalar("SELECT max(datadate) FROM raw.fundq")
     assert raw_last.year == 2024  # the main warehouse keeps its vintage
     done = len(calls)

@@ -140,7 +140,14 @@ def test_new_families_score_as_static(wh: Warehouse, tmp_path: Path, rules: str)
             "SELECT name, n_components FROM rounds.submissions WHERE round_id = ?",
             [rnd["round_id"]],
         )
-    ) == {"seasonal_rw": 1, "fade": 1, "oracle": 1, "t5": 1, "mix": 2, "q": len(LEVELS)}
+    ) == {
+        "Seasonal random walk": 1,
+        "Fade / AR(1)": 1,
+        "oracle": 1,
+        "t5": 1,
+        "mix": 2,
+        "q": len(LEVELS),
+    }
     close_round(wh, rnd["name"])
     grow(wh, "2015Q4", rules=rules)
     resolve(wh)

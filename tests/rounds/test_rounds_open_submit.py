@@ -140,4 +140,4 @@ def test_open_freezes_and_submissions_refuse_cleanly(wh: Warehouse, tmp_path: Pa
     assert get_round(wh, "2010Q4", now)["state"] == "open"
     # entries entered at the open
     names = {r[0] for r in wh.fetchall("SELECT name FROM rounds.submissions")}
-    assert {"seasonal_rw", "fade", "oracle", "mine"} <= names
+    assert {"Seasonal random walk", "Fade / AR(1)", "oracle", "mine"} <= names

@@ -92,10 +92,10 @@ def test_incremental_resolution_first_value_counts(wh: Warehouse, tmp_path: Path
     assert board["round"]["state"] == "resolving"
     assert [n > 0 for n in board["round"]["resolved_by_horizon"]] == [True] * 4 + [False] * 16
     by_name = {m["name"]: m for m in board["models"]}
-    assert by_name["oracle"]["r2"] > by_name["seasonal_rw"]["r2"]
+    assert by_name["oracle"]["r2"] > by_name["Seasonal random walk"]["r2"]
     assert {m["n"] for m in board["models"] if m["common_sample"]} == {board["n_common"]}
     live = live_leaderboard(wh)
-    assert {r["name"] for r in live} == {"seasonal_rw", "fade", "oracle"}
+    assert {r["name"] for r in live} == {"Seasonal random walk", "Fade / AR(1)", "oracle"}
     # one round: each model's pooled live metrics (sql/rounds/055) are the round's metrics
     # (050) of that model alone, on all of its cells, both from the metric definitions
     from proforma.app.rounds.resolve import _metric_rows
@@ -206,7 +206,7 @@ def test_two_rounds_live_leaderboard(wh: Warehouse, tmp_path: Path) -> None:
     second = open_round(wh, tmp_path / "rounds", days=1)
     assert second["origin"] == "2011Q2"
     entered = {e["name"] for e in enter_entries(wh, second["name"])}
-    assert entered == {"seasonal_rw", "fade", "oracle"}  # the frontier at 2011Q2
+    assert entered == {"Seasonal random walk", "Fade / AR(1)", "oracle"}  # the frontier at 2011Q2
     close_round(wh, second["name"])
     grow(wh, "2012Q2")
     out = resolve(wh)

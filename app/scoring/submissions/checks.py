@@ -62,9 +62,17 @@ def check_family(family: str, df: float | None) -> None:
         raise UserError(f"--df applies to family student_t only, not {family}")
 
 
+def check_model_name(name: str) -> None:
+    """The one rule for a model's name, on every door (uploads, rounds, the in-house
+    models): 1 to 200 printable characters, not only spaces."""
+    if not name or not name.strip() or len(name) > 200 or not name.isprintable():
+        raise UserError(
+            f"A model name is 1 to 200 printable characters, not only spaces (got {name!r})"
+        )
+
+
 def claim_name(wh: Warehouse, name: str, replace: bool) -> None:
-    if not name or len(name) > 200:
-        raise UserError("A submission needs a name of 1 to 200 characters")
+    check_model_name(name)
     old = wh.fetchall(
         "SELECT submission_id FROM eval.submissions WHERE name = ? AND retired_at IS NULL", [name]
     )
