@@ -26,6 +26,7 @@ import queue
 import threading
 import traceback
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +172,13 @@ class JobQueue:
                 self._cursor.con.interrupt()
         if self._thread is not None:
             self._thread.join(timeout)
+        while True:  # a backup asked for and never started is answered, not left waiting
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(item, tuple) and item[0] == "backup":
+                item[2].cancel()
         if self._cursor is not None:
             with contextlib.suppress(Exception):
                 self._cursor.close()
@@ -218,6 +226,14 @@ class JobQueue:
         the server answers meanwhile, with the previous snapshot."""
         self._queue.put(("publish",))
 
+    def request_backup(self, folder: Path) -> Future:
+        """Back up the warehouse and its files into `folder` in the worker, between jobs
+        (proforma.app.flows.backup): no upload is validated or scored meanwhile, so each
+        submission is in the backup whole or not at all. The future holds the result."""
+        done: Future = Future()
+        self._queue.put(("backup", folder, done))
+        return done
+
     def request_score(self, footprint: str) -> None:
         """Score every current submission on `footprint` in the worker (after queued jobs)."""
         self._queue.put(("score", footprint))
@@ -242,6 +258,8 @@ class JobQueue:
             if isinstance(item, tuple) and item[0] == "publish":
                 if self.after_scoring is not None:
                     self.after_scoring(cur)  # (its failures are recorded for /health)
+            elif isinstance(item, tuple) and item[0] == "backup":
+                self._backup(cur, item[1], item[2])
             elif isinstance(item, tuple):
                 if ready:  # finish validated jobs first: the footprint run includes them
                     self._guarded(ready, self._score_jobs, cur, ready)
@@ -250,6 +268,21 @@ class JobQueue:
             elif self._guarded([item], self._validate, cur, item):
                 ready.append(item)
             self.current = None
+
+    def _backup(self, wh: Warehouse, folder: Path, done: Future) -> None:
+        from proforma.app.flows.backup import make_backup
+
+        if not done.set_running_or_notify_cancel():
+            return
+        try:
+            result = make_backup(wh, self.settings, folder)
+        except Exception as exc:  # noqa: BLE001 - handed to the requester, worker goes on
+            if not isinstance(exc, UserError):
+                log.error("backup to %s failed:\n%s", folder, traceback.format_exc())
+            done.set_exception(exc)
+        else:
+            log.info(result.line())
+            done.set_result(result)
 
     def _guarded(self, job_ids: list[int], step: Callable[..., Any], *args: Any) -> Any:
         """Run a step; any error fails its jobs with one clear message (shutdown excepted)."""

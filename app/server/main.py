@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ from proforma.app import __version__
 from proforma.app.api.job_queue import JobQueue, Scorer
 from proforma.app.api.job_store import sweep_upload_dir
 from proforma.app.api.routers import (
+    backups,
     footprints,
     health,
     jobs,
@@ -36,6 +39,7 @@ from proforma.app.api.routers import (
     submissions,
     users,
 )
+from proforma.app.flows.backup import server_key_path
 from proforma.app.flows.warehouse import prepare
 from proforma.app.read.errors import http_status
 from proforma.app.read.snapshot import publish, record_failure
@@ -78,6 +82,27 @@ def _publish_safely(wh: Any, settings: Settings) -> None:
         record_failure(wh, exc)
 
 
+def _write_server_key(settings: Settings) -> str:
+    """A fresh operator key in `<warehouse>.server.key`, readable by this user only (see
+    app/api/routers/backups.py)."""
+    key = secrets.token_urlsafe(32)
+    path = server_key_path(settings)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(key)
+    os.replace(tmp, path)
+    return key
+
+
+def _remove_server_key(settings: Settings, key: str | None) -> None:
+    """The key file, removed when it is still this server's."""
+    path = server_key_path(settings)
+    with contextlib.suppress(OSError):
+        if key is not None and path.read_text() == key:
+            path.unlink()
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -100,6 +125,7 @@ def create_app(
                 wh, settings, scorer=scorer, after_scoring=lambda w: _publish_safely(w, settings)
             )
             app.state.jobs = queue
+            app.state.server_key = _write_server_key(settings)
             if start_jobs:  # the worker publishes first; the server answers meanwhile
                 queue.request_publish()
                 queue.start()
@@ -111,6 +137,7 @@ def create_app(
                 app.state.jobs.stop()
             if getattr(app.state, "console_workers", None) is not None:
                 app.state.console_workers.close()
+            _remove_server_key(settings, getattr(app.state, "server_key", None))
             wh.close()
 
     app = FastAPI(
@@ -156,7 +183,17 @@ def create_app(
             headers=getattr(exc, "headers", None),
         )
 
-    for module in (health, users, submissions, jobs, leaderboards, footprints, query, rounds):
+    for module in (
+        health,
+        users,
+        submissions,
+        jobs,
+        leaderboards,
+        footprints,
+        query,
+        rounds,
+        backups,
+    ):
         app.include_router(module.router, prefix=API_PREFIX)
     app.include_router(web_pages.router)
     app.include_router(web_report.router)
