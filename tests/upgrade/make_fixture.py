@@ -120,7 +120,7 @@ def serve_and_upload(files: list[tuple[str, bytes]]) -> tuple[str, list[dict]]:
     auth = module("app.api.auth")
     jobs = []
     with TestClient(main.create_app(settings_module.get_settings())) as client:
-        wh = client.app.state.wh.cursor()
+        wh = client.app.state.wh.cursor()  # type: ignore[attr-defined]
         _, token = auth.add_user(wh, "alice")
         wh.close()
         for name, data in files:
@@ -155,10 +155,11 @@ def inventory() -> dict[str, Any]:
         def rows(sql: str) -> list[list[Any]]:
             return [list(r) for r in con.execute(sql).fetchall()]
 
+        def value(sql: str) -> Any:
+            return rows(sql)[0][0]
+
         return {
-            "schema_version": con.execute("SELECT max(version) FROM schema_migrations").fetchone()[
-                0
-            ],
+            "schema_version": value("SELECT max(version) FROM schema_migrations"),
             "submissions": rows(
                 "SELECT submission_id, name, checksum FROM eval.submissions ORDER BY 1"
             ),
@@ -166,10 +167,10 @@ def inventory() -> dict[str, Any]:
             "files": rows(
                 "SELECT submission_id, file, rows, bytes FROM eval.submission_files ORDER BY 1"
             )
-            if con.execute(
+            if value(
                 "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'eval' "
                 "AND table_name = 'submission_files'"
-            ).fetchone()[0]
+            )
             else [],
             "users": rows("SELECT user_id, name, is_admin FROM service.users ORDER BY 1"),
             "tokens": rows(
