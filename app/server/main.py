@@ -15,14 +15,16 @@ import contextlib
 import logging
 import os
 import secrets
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from proforma.app import __version__
@@ -39,6 +41,13 @@ from proforma.app.api.routers import (
     submissions,
     users,
 )
+from proforma.app.api.telemetry import (
+    REQUEST_ID_HEADER,
+    ServiceMetrics,
+    new_request_id,
+    request_id,
+    route_template,
+)
 from proforma.app.flows.backup import server_key_path
 from proforma.app.flows.warehouse import prepare
 from proforma.app.read.errors import http_status
@@ -52,6 +61,8 @@ from proforma.app.web import rounds as web_rounds
 from proforma.contracts.errors import UserError
 
 log = logging.getLogger("proforma.api")
+#: One JSON line per request when `proforma serve` logs as JSON (app/server/logs.py).
+access = logging.getLogger("proforma.access")
 API_PREFIX = "/api/v1"
 
 
@@ -71,15 +82,21 @@ def _describe_validation(exc: RequestValidationError) -> tuple[str, list[dict[st
     return f"Invalid {first['field']}: {first['problem']}.", problems
 
 
-def _publish_safely(wh: Any, settings: Settings) -> None:
+def _publish_safely(wh: Any, settings: Settings, metrics: ServiceMetrics | None = None) -> None:
     """Republish public.duckdb; a failure is logged and recorded for /api/v1/health and the
     previous snapshot stays (the scores themselves are already committed, so jobs still
     finish)."""
+    started = time.perf_counter()
     try:
         log.info(publish(wh, settings).line())
     except Exception as exc:  # the service keeps running on the last snapshot
         log.exception("publishing the public snapshot failed; the previous one stays")
         record_failure(wh, exc)
+        if metrics is not None:
+            metrics.publication_failures.inc()
+    finally:
+        if metrics is not None:
+            metrics.publication.observe(time.perf_counter() - started)
 
 
 def _write_server_key(settings: Settings) -> str:
@@ -111,6 +128,7 @@ def create_app(
 ) -> FastAPI:
     """The service over the warehouse in `settings` (default: the environment's)."""
     settings = settings or get_settings()
+    metrics = ServiceMetrics()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -122,7 +140,11 @@ def create_app(
             if left:
                 log.info("removed %d file(s) a stopped server left in the upload folder", len(left))
             queue = JobQueue(
-                wh, settings, scorer=scorer, after_scoring=lambda w: _publish_safely(w, settings)
+                wh,
+                settings,
+                scorer=scorer,
+                after_scoring=lambda w: _publish_safely(w, settings, metrics),
+                metrics=metrics,
             )
             app.state.jobs = queue
             app.state.server_key = _write_server_key(settings)
@@ -130,7 +152,7 @@ def create_app(
                 queue.request_publish()
                 queue.start()
             else:
-                _publish_safely(wh, settings)
+                _publish_safely(wh, settings, metrics)
             yield
         finally:
             if getattr(app.state, "jobs", None) is not None:
@@ -154,6 +176,52 @@ def create_app(
         redoc_url=None,
     )
     app.state.settings = settings
+    app.state.metrics = metrics
+
+    @app.middleware("http")
+    async def observe(request: Request, call_next: Any) -> Any:
+        """Each request: its id (answered, logged, carried by the jobs it queues), its
+        access line and its measures (by route template, not path: ids in paths would
+        make a series per submission)."""
+        rid = new_request_id(request.headers.get(REQUEST_ID_HEADER))
+        token = request_id.set(rid)
+        started = time.perf_counter()
+        status = 500
+        try:
+            response = await call_next(request)
+            status = response.status_code
+            response.headers[REQUEST_ID_HEADER] = rid
+            return response
+        finally:
+            seconds = time.perf_counter() - started
+            route = route_template(request.scope)
+            metrics.observe_request(route, request.method, status, seconds)
+            access.info(
+                "%s %s %s",
+                request.method,
+                request.url.path,
+                status,
+                extra={
+                    "method": request.method,
+                    "path": request.url.path,
+                    "route": route,
+                    "status": status,
+                    "duration_ms": round(seconds * 1000, 2),
+                    "client": request.client.host if request.client else None,
+                },
+            )
+            request_id.reset(token)
+
+    @app.get("/metrics", include_in_schema=False)
+    def prometheus_metrics(request: Request) -> Response:
+        """The Prometheus text format (docs/operations.md, "Monitoring")."""
+        cursor = request.app.state.wh.cursor()
+        try:
+            jobs = request.app.state.jobs
+            body = metrics.exposition(cursor, jobs.pending(), jobs.alive())
+        finally:
+            cursor.close()
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
 
     @app.exception_handler(UserError)
     async def user_error(request: Request, exc: UserError) -> JSONResponse:
