@@ -22,6 +22,14 @@ def backup_command(
     verify: Annotated[
         bool, typer.Option("--verify", help="Check an existing backup instead of making one.")
     ] = False,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            help="Ask the server at this URL (e.g. http://proforma:8000 from the compose "
+            "backup service); its operator key is read beside the warehouse. Default: the "
+            "server holding the warehouse, if any."
+        ),
+    ] = None,
 ) -> None:
     """Back up the warehouse, the upload store, pending uploads, the rounds' inputs and the
     public snapshot at one point in time, with a manifest (also while `proforma serve`
@@ -35,11 +43,17 @@ def backup_command(
         return
     settings = get_settings()
     try:
+        if server is not None:
+            raise WarehouseLocked("the server named by --server holds the warehouse")
         wh = connect(settings)
     except WarehouseLocked as locked:
-        server = running_server(locked)
-        answer = _ask_server(server, folder.absolute())
-        status_console.print(server.note(), highlight=False, soft_wrap=True)
+        holder = (
+            RunningServer(0, server.rstrip("/"), settings.warehouse)
+            if server is not None
+            else running_server(locked)
+        )
+        answer = _ask_server(holder, folder.absolute())
+        status_console.print(holder.note(), highlight=False, soft_wrap=True)
         summary(
             f"backup {answer['folder']}: {answer['tables']} tables ({answer['rows']:,} rows), "
             f"{answer['files']} files, {answer['bytes']:,} bytes in {answer['seconds']:.1f} s"
@@ -62,8 +76,8 @@ def _ask_server(server: RunningServer, folder: Path) -> dict:
         key = server_key_path(get_settings()).read_text().strip()
     except OSError as exc:
         raise UserError(
-            f"The warehouse is held by `proforma serve` (pid {server.pid}) and its operator "
-            f"key cannot be read ({exc}); run this as the server's user."
+            f"The server {server.url} holds the warehouse and its operator key cannot be read "
+            f"({exc}); run this as the server's user, beside its warehouse."
         ) from None
     request = urllib.request.Request(
         f"{server.url}/api/v1/backups",
