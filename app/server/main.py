@@ -103,6 +103,8 @@ def _write_server_key(settings: Settings) -> str:
     """A fresh operator key in `<warehouse>.server.key`, readable by this user only (see
     app/api/routers/backups.py)."""
     key = secrets.token_urlsafe(32)
+    if str(settings.warehouse) == ":memory:":
+        return key  # no folder to leave it in: only an admin token asks for a backup
     path = server_key_path(settings)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
