@@ -141,6 +141,6 @@ def test_the_deployment_around_the_service() -> None:
     assert "proforma backup --verify" in script and "PROFORMA_BACKUP_KEEP" in script
     assert {v.split(":")[0] for v in backup["volumes"]} == {"warehouse", "backups"}
     assert "warehouse:/data:ro" in backup["volumes"]
-    assert backup["depends_on"]["proforma"]["condition"] == "service_healthy"
+    assert backup["depends_on"] == ["proforma"] and "/api/v1/health" in script
     # the server writes backups where the backup service finds them
     assert "backups:/backups" in services["proforma"]["volumes"]
