@@ -10,6 +10,7 @@ warehouse. The folder is a path on the server's machine.
 from __future__ import annotations
 
 import hmac
+from concurrent.futures import CancelledError
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,9 +19,14 @@ from pydantic import BaseModel, Field
 
 from proforma.app.api.deps import JobsDep, get_admin, get_current_user
 from proforma.app.read.deps import SettingsDep, WarehouseDep
-from proforma.app.read.errors import Forbidden
+from proforma.app.read.errors import ApiError, Forbidden
 
 router = APIRouter(prefix="/backups", tags=["operations"])
+
+
+class Unavailable(ApiError):
+    status_code = 503
+
 
 #: The header carrying the operator's key.
 KEY_HEADER = "X-Proforma-Server-Key"
@@ -62,8 +68,13 @@ def backup(
 ) -> dict[str, Any]:
     from proforma.app.flows.backup import prepare_folder
 
+    if not jobs.alive():
+        raise Unavailable("The job worker is not running; no backup can be made now.")
     folder = prepare_folder(Path(body.folder))  # refused here, before the worker's turn
-    result = jobs.request_backup(folder).result()
+    try:
+        result = jobs.request_backup(folder).result()
+    except CancelledError:
+        raise Unavailable("The server stopped before the backup started; ask again.") from None
     m = result.manifest
     return {
         "folder": str(result.folder),
