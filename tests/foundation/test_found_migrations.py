@@ -107,13 +107,15 @@ def test_an_earlier_release_s_checksums_keep_opening(
     late.write_text("CREATE TABLE raw.late (x INTEGER);  -- added after the table\n")
     migrate(bare, folder)
     for m in discover(folder):
-        bare.execute(
-            "UPDATE schema_migrations SET checksum = ? WHERE version = ?",
-            [sqlfiles.checksum(m.sql), m.version],
-        )
+        if m.version in LEGACY or m.version == 998:  # (later ones were never recorded so)
+            bare.execute(
+                "UPDATE schema_migrations SET checksum = ? WHERE version = ?",
+                [sqlfiles.checksum(m.sql), m.version],
+            )
     assert set(LEGACY) <= {m.version for m in discover(folder)}
     states = status(bare, folder)
-    assert {s.status for s in states} == {"applied"} and all(s.legacy for s in states)
+    assert {s.status for s in states} == {"applied"}
+    assert {s.version for s in states if s.legacy} == {*LEGACY, 998}
     # sqlglot now prints otherwise: the frozen table still knows the shipped files' old
     # checksums; only the late one (not in it) cannot be told from an edit any more
     _parser_prints_differently(monkeypatch)
