@@ -42,6 +42,8 @@ def backup_command(
         )
         return
     settings = get_settings()
+    if server is None and not settings.warehouse.exists():
+        raise UserError(f"No warehouse at {settings.warehouse}: nothing to back up.")
     try:
         if server is not None:
             raise WarehouseLocked("the server named by --server holds the warehouse")

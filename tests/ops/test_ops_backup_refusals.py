@@ -69,6 +69,12 @@ def test_backup_verify_and_restore_from_the_command_line(
     assert code == 2 and "A restore goes into an empty location" in out, out
 
 
+def test_no_warehouse_nothing_to_back_up(settings: Settings, tmp_path: Path) -> None:
+    code, out = _cli("backup", str(tmp_path / "b"))
+    assert code == 2 and "nothing to back up" in out
+    assert not settings.warehouse.exists() and not (tmp_path / "b").exists()
+
+
 def test_a_backup_goes_to_a_new_folder(backup: Path, settings: Settings) -> None:
     code, out = _cli("backup", str(backup))
     assert code == 2 and "is not an empty folder" in out
