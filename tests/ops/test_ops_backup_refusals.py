@@ -140,3 +140,35 @@ def test_a_restore_that_fails_midway_removes_what_it_wrote(
     assert code == 3 and "no space left" in out.lower(), out
     assert not target.warehouse.exists()
     shutil.rmtree(target.warehouse.parent, ignore_errors=True)
+
+
+def test_a_queued_upload_comes_back_with_its_job(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job still queued at the backup: its received file is in the backup (uploads/)
+    and the restored job points at the restored file, so the worker takes it up."""
+    from proforma.app.api.job_store import NewJob, insert_job
+    from proforma.app.flows.warehouse import prepare
+
+    monkeypatch.setenv("PROFORMA_UPLOAD_DIR", str(tmp_path / "site" / "uploads"))
+    get_settings.cache_clear()
+    site = get_settings()
+    received = Path(site.upload_dir) / "job-1.parquet"
+    received.parent.mkdir(parents=True)
+    received.write_bytes(b"the bytes a client sent")
+    wh = connect(site)
+    prepare(wh)
+    user, _ = add_user(wh, "alice")
+    job = NewJob(user.user_id, "m", "gaussian", None, {}, received.absolute(), 23, "ab" * 32)
+    job_id = insert_job(wh, job)
+    wh.close()
+    assert _cli("backup", str(tmp_path / "backup"))[0] == 0
+    target = _elsewhere(tmp_path, monkeypatch)
+    assert _cli("restore", str(tmp_path / "backup"))[0] == 0
+    wh = connect(target, read_only=True)
+    path, status = wh.fetchone(
+        "SELECT upload_path, status FROM service.jobs WHERE job_id = ?", [job_id]
+    ) or (None, None)
+    wh.close()
+    assert status == "queued" and Path(path).parent == Path(target.upload_dir).absolute()
+    assert Path(path).read_bytes() == b"the bytes a client sent"
