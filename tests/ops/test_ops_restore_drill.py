@@ -26,6 +26,7 @@ from proforma.app.server.main import create_app
 from proforma.app.store.settings import Settings, get_settings
 from proforma.app.store.warehouse import connect
 from tests.api.service_helpers import submission_bytes
+from tests.ops.ops_helpers import upload_and_wait
 from tests.rounds.rounds_helpers import grow, open_tiny_round
 
 #: What must come back: (table, its key columns) compared row for row.
@@ -62,31 +63,6 @@ def _point(root: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
     monkeypatch.setenv("PROFORMA_PUBLIC_MIN_CELLS", "5")
     get_settings.cache_clear()
     return get_settings()
-
-
-def _wait(client: TestClient, job_id: int, token: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        job = client.get(
-            f"/api/v1/jobs/{job_id}", headers={"Authorization": f"Bearer {token}"}
-        ).json()
-        if job["status"] in ("done", "failed"):
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"job {job_id} did not finish")
-
-
-def _upload(client: TestClient, token: str, data: bytes, name: str) -> dict[str, Any]:
-    answer = client.post(
-        "/api/v1/submissions",
-        headers={"Authorization": f"Bearer {token}"},
-        data={"name": name, "training_cutoff": "2009Q4", "leakage_statement": "none"},
-        files={"file": ("f.parquet", data, "application/octet-stream")},
-    )
-    assert answer.status_code == 202, answer.text
-    job = _wait(client, answer.json()["job_id"], token)
-    assert job["status"] == "done", job
-    return job
 
 
 def _rows(settings: Settings) -> dict[str, str]:
@@ -139,7 +115,7 @@ def test_the_restore_drill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
     backup = tmp_path / "backups" / "drill"
     with TestClient(create_app(first)) as client:
-        _upload(client, alice, upload, "alice static")
+        upload_and_wait(client, alice, upload, "alice static")
         admin_auth = {"Authorization": f"Bearer {admin}"}
         resolved = client.post("/api/v1/rounds/resolve", headers=admin_auth)
         assert resolved.status_code == 200 and resolved.json()["cells_new"] > 0
@@ -198,7 +174,7 @@ def test_the_restore_drill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         assert _boards(client) == before
         me = client.get("/api/v1/users/me", headers={"Authorization": f"Bearer {alice}"})
         assert me.status_code == 200 and me.json()["name"] == "alice"  # the token works
-        _upload(client, alice, submission_bytes_from(client, seed=9), "alice after restore")
+        upload_and_wait(client, alice, submission_bytes_from(client, seed=9), "alice after restore")
 
 
 def submission_bytes_from(client: TestClient, seed: int) -> bytes:

@@ -22,7 +22,7 @@ from proforma.app.store.migrations import discover, status
 from proforma.app.store.settings import Settings, get_settings
 from proforma.app.store.warehouse import Warehouse, connect
 from tests.api.service_helpers import submission_bytes
-from tests.ops.test_ops_restore_drill import _upload
+from tests.ops.ops_helpers import upload_and_wait
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.tar.xz"))
 
@@ -116,7 +116,7 @@ def test_an_earlier_release_s_warehouse_upgrades_and_loses_nothing(
     finally:
         wh.close()
     with TestClient(create_app(settings)) as client:  # the release's token still works
-        job = _upload(client, made["token"], upload, "upload after the upgrade")
+        job = upload_and_wait(client, made["token"], upload, "upload after the upgrade")
         assert job["submission_id"] > max(sid for sid, _, _ in made["submissions"])
         after = _kept(client.app.state.wh.cursor())  # type: ignore[attr-defined]
     for key in ("submissions", "users", "tokens", "jobs"):
