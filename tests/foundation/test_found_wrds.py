@@ -306,6 +306,7 @@ class _EngineSpy:
 
 
 @pytest.mark.parametrize("fails", [False, True])
+@pytest.mark.filterwarnings("ignore:pandas only supports SQLAlchemy")  # the spy's connection
 def test_default_login_is_one_connection_through_public_interfaces(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: bool
 ) -> None:
