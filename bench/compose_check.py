@@ -9,14 +9,20 @@
 2. builds the image on it (`docker build`, the Dockerfile's BASE_IMAGE and
    TORCH_FIND_LINKS arguments; the CPU torch wheel comes from --wheels, default pip's
    find-links folder, served over loopback HTTP for the build);
-3. `docker compose up -d` (or docker-compose 1.29), waits until /api/v1/health answers
-   (the demo runs inside first), takes a headless-Chromium screenshot of the page, and
-   runs `proforma leaderboard` in the container beside the server (it reads the board
-   through the running server);
+   and the TLS proxy's image (deploy/proxy: Debian's nginx on the same base);
+3. `docker compose up -d` (or docker-compose 1.29): the service, the proxy and the backup
+   service; waits until /api/v1/health answers (the demo runs inside first), then until
+   it answers through the proxy over HTTPS, checked against the proxy's own (first
+   start: self-signed) certificate; checks that plain HTTP redirects to HTTPS, that
+   /metrics parses as Prometheus text, and that backups cannot be asked for from
+   outside; waits for the backup service's first backup and verifies it in its
+   container; takes a headless-Chromium screenshot of the page, and runs `proforma
+   leaderboard` in the container beside the server (it reads the board through the
+   running server);
 4. stops the service, creates an admin with `proforma users add` (the server is the
-   warehouse's only writer), starts it again, uploads one submission through the API on
-   cells the public SQL console lists, freezes a footprint on it and waits until that
-   footprint's leaderboard ranks the upload;
+   warehouse's only writer), starts it again, uploads one submission THROUGH THE PROXY
+   (HTTPS) on cells the public SQL console lists, freezes a footprint on it and waits
+   until that footprint's leaderboard ranks the upload;
 5. takes everything down (volumes and images too, unless --keep).
 
 --quick keeps the image, the compose file, its volumes, healthcheck and every check, but
@@ -51,6 +57,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 IMAGE = "proforma20q:latest"
+PROXY_IMAGE = "proforma20q-proxy:latest"
 LOCAL_BASE = "proforma-debian-base:bookworm"
 PROJECT = "proforma-check"
 BASE_PACKAGES = "python3,python3-venv,make,ca-certificates"
@@ -204,7 +211,15 @@ class Compose:
             )
             files = ["-f", str(ROOT / "docker-compose.yml"), "-f", str(override)]
         self.cmd = [*compose_command(), "-p", PROJECT, *files]  # type: ignore[misc]
-        self.env = {**os.environ, "PROFORMA_PORT": str(port)}
+        self.https_port = free_port(8443)
+        self.http_port = free_port(8080)
+        self.env = {
+            **os.environ,
+            "PROFORMA_PORT": str(port),
+            "PROFORMA_HTTPS_PORT": str(self.https_port),
+            "PROFORMA_HTTP_PORT": str(self.http_port),
+            "PROFORMA_DOMAIN": "localhost",
+        }
 
     def __call__(self, *args: str, capture: bool = False) -> str:
         result = subprocess.run(
@@ -217,8 +232,8 @@ class Compose:
         )
         return result.stdout if capture else ""
 
-    def container(self) -> str:
-        return self("ps", "-q", "proforma", capture=True).strip()
+    def container(self, service: str = "proforma") -> str:
+        return self("ps", "-q", service, capture=True).strip()
 
 
 def container_cpu_s(container: str) -> float | None:
@@ -234,14 +249,15 @@ def container_cpu_s(container: str) -> float | None:
     return None
 
 
-def wait_healthy(base: str, compose: Compose, timeout_s: float) -> float:
+def wait_healthy(base: str, compose: Compose, timeout_s: float, verify: str | bool = True) -> float:
     import httpx
 
     started = time.perf_counter()
     last = ""
     while time.perf_counter() - started < timeout_s:
         with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{base}/api/v1/health", timeout=5).status_code == 200:
+            answer = httpx.get(f"{base}/api/v1/health", timeout=5, verify=verify)
+            if answer.status_code == 200:
                 return time.perf_counter() - started
         tail = subprocess.run(
             ["docker", "logs", "--tail", "1", compose.container()],
@@ -277,15 +293,17 @@ def screenshot(url: str, out: Path) -> None:
         )
 
 
-def upload_one(base: str, token: str) -> dict:
+def upload_one(base: str, token: str, verify: str | bool = True) -> dict:
     """One submission on cells the public console lists; a footprint frozen on it; its
-    leaderboard once scored."""
+    leaderboard once scored (`verify`: the CA file the HTTPS answers are checked with)."""
     import httpx
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    client = httpx.Client(verify=verify)
+
     auth = {"Authorization": f"Bearer {token}"}
-    cells = httpx.post(
+    cells = client.post(
         f"{base}/api/v1/query",
         timeout=60,
         json={
@@ -309,7 +327,7 @@ def upload_one(base: str, token: str) -> dict:
     buf = io.BytesIO()
     pq.write_table(table, buf)
     started = time.perf_counter()
-    job = httpx.post(
+    job = client.post(
         f"{base}/api/v1/submissions",
         headers=auth,
         timeout=120,
@@ -321,14 +339,14 @@ def upload_one(base: str, token: str) -> dict:
         files={"file": ("check.parquet", buf.getvalue(), "application/octet-stream")},
     ).json()
     while True:
-        state = httpx.get(f"{base}/api/v1/jobs/{job['job_id']}", headers=auth, timeout=30).json()
+        state = client.get(f"{base}/api/v1/jobs/{job['job_id']}", headers=auth, timeout=30).json()
         if state["status"] in ("done", "failed"):
             break
         time.sleep(3)
     if state["status"] != "done":
         raise RuntimeError(f"upload failed: {state['message']}")
     scored_s = time.perf_counter() - started
-    created = httpx.post(
+    created = client.post(
         f"{base}/api/v1/footprints",
         headers=auth,
         timeout=60,
@@ -341,7 +359,7 @@ def upload_one(base: str, token: str) -> dict:
     created.raise_for_status()
     board: dict = {}
     for _ in range(120):
-        answer = httpx.get(f"{base}/api/v1/leaderboards/compose-check", timeout=30)
+        answer = client.get(f"{base}/api/v1/leaderboards/compose-check", timeout=30)
         if answer.status_code == 200:
             board = answer.json()
             if any(r["model"] == "compose check (level 0)" for r in board["rows"]):
@@ -354,6 +372,68 @@ def upload_one(base: str, token: str) -> dict:
         "upload_to_done_s": scored_s,
         "leaderboard_rows": len(board.get("rows", [])),
     }
+
+
+def proxy_certificate(compose: Compose) -> Path:
+    """The proxy's certificate (self-signed on a first start), to check HTTPS against."""
+    pem = compose("exec", "-T", "proxy", "cat", "/etc/proforma/tls/fullchain.pem", capture=True)
+    path = Path(tempfile.mkdtemp(prefix="compose-tls-")) / "fullchain.pem"
+    path.write_text(pem)
+    return path
+
+
+def check_proxy(compose: Compose, https: str, cert: Path) -> dict:
+    """Plain HTTP redirects to HTTPS; /metrics answers in the Prometheus text format
+    (from this machine: a private address); backups cannot be asked for from outside."""
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    plain = httpx.get(
+        f"http://localhost:{compose.http_port}/api/v1/health", follow_redirects=False, timeout=10
+    )
+    if plain.status_code != 301 or not plain.headers["location"].startswith("https://"):
+        raise RuntimeError(f"port 80 does not redirect to HTTPS: {plain.status_code}")
+    metrics = httpx.get(f"{https}/metrics", verify=str(cert), timeout=30)
+    metrics.raise_for_status()
+    families = {f.name for f in text_string_to_metric_families(metrics.text)}
+    backups = httpx.post(
+        f"{https}/api/v1/backups", json={"folder": "/backups/x"}, verify=str(cert), timeout=30
+    )
+    if backups.status_code != 403:
+        raise RuntimeError(f"POST /api/v1/backups from outside answered {backups.status_code}")
+    return {
+        "http_redirect": plain.headers["location"],
+        "metric_families": len(families),
+        "backups_from_outside": backups.status_code,
+    }
+
+
+def first_backup(compose: Compose, timeout_s: float) -> tuple[str, float, str]:
+    """The backup service's first backup (it runs once the service is healthy), verified
+    inside that container: (its folder, seconds waited, the verification line)."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < timeout_s:
+        found = subprocess.run(
+            [*compose.cmd, "exec", "-T", "backup", "sh", "-c", "ls -1d /backups/2*Z 2>/dev/null"],
+            cwd=ROOT,
+            env=compose.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split()
+        if found:
+            waited = time.perf_counter() - started
+            checked = subprocess.run(
+                [*compose.cmd, "exec", "-T", "backup", "proforma", "backup", "--verify", found[0]],
+                cwd=ROOT,
+                env=compose.env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            return found[0], waited, checked.stderr.strip().splitlines()[-1]
+        time.sleep(5)
+    raise TimeoutError(f"no backup in the backups volume after {timeout_s:.0f}s")
 
 
 def main() -> int:
@@ -402,12 +482,34 @@ def main() -> int:
             run([*build, str(ROOT)])
             times["image build"] = time.perf_counter() - started
         started = time.perf_counter()
+        run(
+            [
+                "docker",
+                "build",
+                "--network",
+                "host",
+                "-t",
+                PROXY_IMAGE,
+                "--build-arg",
+                f"BASE_IMAGE={base}",
+                str(ROOT / "deploy/proxy"),
+            ]
+        )
+        times["proxy image build"] = time.perf_counter() - started
+        started = time.perf_counter()
         compose("up", "-d", "--no-build")
         inside = "quick pipeline" if args.quick else "demo"
         times[f"compose up to healthy ({inside} inside)"] = wait_healthy(
             url, compose, args.timeout_min * 60
         )
         cpu = container_cpu_s(compose.container())
+        cert = proxy_certificate(compose)
+        https = f"https://localhost:{compose.https_port}"
+        times["proxy healthy over HTTPS"] = wait_healthy(https, compose, 300, verify=str(cert))
+        proxy = check_proxy(compose, https, cert)
+        backup_dir, backup_wait, verified = first_backup(compose, 600)
+        times["first backup (backup service)"] = backup_wait
+        log(f"backup service: {backup_dir}: {verified}")
         screenshot(url + "/", args.screenshot)
         log(f"screenshot: {args.screenshot}")
         board = compose(
@@ -435,15 +537,17 @@ def main() -> int:
         started = time.perf_counter()
         compose("up", "-d", "--no-build")
         times["restart to healthy"] = wait_healthy(url, compose, args.timeout_min * 60)
-        result = upload_one(url, token.group(1))
-        times["upload to scored"] = result["upload_to_done_s"]
+        result = upload_one(https, token.group(1), verify=str(cert))  # through the proxy
+        times["upload to scored (HTTPS)"] = result["upload_to_done_s"]
         print(
             json.dumps(
                 {
                     "times_s": {k: round(v, 1) for k, v in times.items()},
                     "container_cpu_s_at_first_health": cpu and round(cpu, 1),
                     "leaderboard_rows_beside_the_server": board_rows,
-                    "upload": result,
+                    "proxy": proxy,
+                    "backup": {"folder": backup_dir, "verify": verified},
+                    "upload_through_https": result,
                 },
                 indent=1,
             )
@@ -454,7 +558,7 @@ def main() -> int:
         if not args.keep:
             with contextlib.suppress(subprocess.CalledProcessError):
                 compose("down", "-v", "--remove-orphans")
-            for image in (IMAGE, *(() if args.base else (LOCAL_BASE,))):
+            for image in (IMAGE, PROXY_IMAGE, *(() if args.base else (LOCAL_BASE,))):
                 subprocess.run(
                     ["docker", "image", "rm", "-f", image], check=False, capture_output=True
                 )

@@ -24,8 +24,10 @@ import json
 import logging
 import queue
 import threading
+import time
 import traceback
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,7 @@ from proforma.app.api.job_store import (
     set_job,
     unfinished_jobs,
 )
+from proforma.app.api.telemetry import ServiceMetrics, request_id
 from proforma.app.read.errors import http_status
 from proforma.app.scoring.runs import MIN_COVERAGE
 from proforma.app.store.settings import Settings
@@ -142,6 +145,7 @@ class JobQueue:
         *,
         scorer: Scorer | None = None,
         after_scoring: Callable[[Warehouse], Any] | None = None,
+        metrics: ServiceMetrics | None = None,
     ):
         self.wh = wh
         self.settings = settings
@@ -152,6 +156,9 @@ class JobQueue:
         self._cursor: Warehouse | None = None
         self._stopping = threading.Event()
         self.current: int | None = None
+        self.metrics = metrics
+        #: the request that queued each job (for its log lines; not kept across restarts)
+        self._origins: dict[int, str | None] = {}
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self) -> list[int]:
@@ -171,6 +178,13 @@ class JobQueue:
                 self._cursor.con.interrupt()
         if self._thread is not None:
             self._thread.join(timeout)
+        while True:  # a backup asked for and never started is answered, not left waiting
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(item, tuple) and item[0] == "backup":
+                item[2].cancel()
         if self._cursor is not None:
             with contextlib.suppress(Exception):
                 self._cursor.close()
@@ -210,13 +224,44 @@ class JobQueue:
         None (nothing recorded) when the user has made `daily_limit` jobs today."""
         job_id = insert_job(wh, job, daily_limit=daily_limit)
         if job_id is not None:
+            self._origins[job_id] = request_id.get()
+            log.info("job %s queued", job_id, extra={"job_id": job_id, "status": "queued"})
             self._queue.put(job_id)
         return job_id
+
+    def alive(self) -> bool:
+        """Whether the worker thread runs (False before start and after it stopped)."""
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def started(self) -> bool:
+        """Whether the worker was started (an app made with start_jobs=False has none)."""
+        return self._thread is not None
+
+    def _finish(self, wh: Warehouse, job_id: int, status: str, **values: Any) -> None:
+        """End a job (job_store.finish_job) and write its log line."""
+        finish_job(wh, job_id, status, **values)
+        origin = self._origins.pop(job_id, None)
+        log.info(
+            "job %s %s%s",
+            job_id,
+            status,
+            f": {values['message']}" if values.get("message") else "",
+            extra={"job_id": job_id, "status": status, "request_id": origin},
+        )
 
     def request_publish(self) -> None:
         """Republish the public snapshot in the worker (first, when called before start):
         the server answers meanwhile, with the previous snapshot."""
         self._queue.put(("publish",))
+
+    def request_backup(self, folder: Path) -> Future:
+        """Back up the warehouse and its files into `folder` in the worker, between jobs
+        (proforma.app.flows.backup): no upload is validated or scored meanwhile, so each
+        submission is in the backup whole or not at all. The future holds the result."""
+        done: Future = Future()
+        self._queue.put(("backup", folder, done))
+        return done
 
     def request_score(self, footprint: str) -> None:
         """Score every current submission on `footprint` in the worker (after queued jobs)."""
@@ -239,17 +284,47 @@ class JobQueue:
             if item is _STOP:
                 break
             self.current = item
-            if isinstance(item, tuple) and item[0] == "publish":
-                if self.after_scoring is not None:
-                    self.after_scoring(cur)  # (its failures are recorded for /health)
-            elif isinstance(item, tuple):
-                if ready:  # finish validated jobs first: the footprint run includes them
-                    self._guarded(ready, self._score_jobs, cur, ready)
-                    ready = []
-                self._score_footprint(cur, item[1])
-            elif self._guarded([item], self._validate, cur, item):
-                ready.append(item)
+            token = request_id.set(None if isinstance(item, tuple) else self._origins.get(item))
+            try:
+                self._take(cur, item, ready)
+            finally:
+                request_id.reset(token)
             self.current = None
+
+    def _take(self, cur: Warehouse, item: Any, ready: list[int]) -> None:
+        """One item of the queue: a publication, a backup, a footprint to score or a job
+        to validate (added to `ready` when it waits for scoring)."""
+        if isinstance(item, tuple) and item[0] == "publish":
+            if self.after_scoring is not None:
+                self.after_scoring(cur)  # (its failures are recorded for /health)
+        elif isinstance(item, tuple) and item[0] == "backup":
+            self._backup(cur, item[1], item[2])
+        elif isinstance(item, tuple):
+            if ready:  # finish validated jobs first: the footprint run includes them
+                self._guarded(list(ready), self._score_jobs, cur, list(ready))
+                ready.clear()
+            self._score_footprint(cur, item[1])
+        elif self._guarded([item], self._validate, cur, item):
+            ready.append(item)
+
+    def _backup(self, wh: Warehouse, folder: Path, done: Future) -> None:
+        from proforma.app.flows.backup import make_backup
+
+        if not done.set_running_or_notify_cancel():
+            return
+        try:
+            result = make_backup(wh, self.settings, folder)
+        except Exception as exc:  # noqa: BLE001 - handed to the requester, worker goes on
+            if not isinstance(exc, UserError):
+                log.error("backup to %s failed:\n%s", folder, traceback.format_exc())
+            if self.metrics is not None:
+                self.metrics.backups.labels("failed").inc()
+            done.set_exception(exc)
+        else:
+            log.info(result.line())
+            if self.metrics is not None:
+                self.metrics.backups.labels("ok").inc()
+            done.set_result(result)
 
     def _guarded(self, job_ids: list[int], step: Callable[..., Any], *args: Any) -> Any:
         """Run a step; any error fails its jobs with one clear message (shutdown excepted)."""
@@ -288,6 +363,8 @@ class JobQueue:
                 self._fail(self._cursor, job_id, message)
         with contextlib.suppress(Exception):
             record_pass(self._cursor, [{"jobs": job_ids, "error": message}])
+        if self.metrics is not None:
+            self.metrics.scoring_failures.inc()
         return None
 
     def _fail(self, wh: Warehouse, job_id: int, message: str, **values: Any) -> None:
@@ -295,21 +372,30 @@ class JobQueue:
         job = get_job(wh, job_id)
         if job is not None and job["submission_id"] is not None:
             self.scorer.retire(wh, int(job["submission_id"]))
-        finish_job(wh, job_id, "failed", message=message, **values)
+        self._finish(wh, job_id, "failed", message=message, **values)
+
+    def _passed(self, wh: Warehouse, failures: list[dict[str, Any]], started: float) -> None:
+        """Record a scoring pass (for /health) and measure it (for /metrics)."""
+        record_pass(wh, failures)
+        if self.metrics is not None:
+            self.metrics.scoring.observe(time.perf_counter() - started)
+            if failures:
+                self.metrics.scoring_failures.inc(len(failures))
 
     def _score_footprint(self, wh: Warehouse, footprint: str) -> None:
+        started = time.perf_counter()
         try:
             run = self.scorer.score(wh, footprint)
             if self.after_scoring is not None:
                 self.after_scoring(wh)
             log.info("footprint %s scored: run %s", footprint, run)
-            record_pass(wh, [])
+            self._passed(wh, [], started)
         except UserError as exc:
             log.warning("footprint %s not scored: %s", footprint, exc)
         except Exception as exc:  # noqa: BLE001 - the worker must survive
             log.error("footprint %s not scored:\n%s", footprint, traceback.format_exc())
             with contextlib.suppress(Exception):
-                record_pass(wh, [{"footprint": footprint, "error": _describe(exc)}])
+                self._passed(wh, [{"footprint": footprint, "error": _describe(exc)}], started)
 
     def _validate(self, wh: Warehouse, job_id: int) -> bool:
         """Ingest the job's file (once); True when the job waits for scoring."""
@@ -336,7 +422,7 @@ class JobQueue:
                     metadata=metadata,
                 )
             except ValidationError as exc:
-                finish_job(
+                self._finish(
                     wh,
                     job_id,
                     "failed",
@@ -379,7 +465,7 @@ class JobQueue:
                     metadata={**job["metadata"], "service_job_id": job_id},
                 )
             except UserError as exc:
-                finish_job(
+                self._finish(
                     wh,
                     job_id,
                     "failed",
@@ -392,7 +478,7 @@ class JobQueue:
                     },
                 )
                 return
-        finish_job(
+        self._finish(
             wh,
             job_id,
             "done",
@@ -411,6 +497,7 @@ class JobQueue:
         (proforma.app.scoring.runs.MIN_COVERAGE); otherwise it is noted on its job, like a dash
         in the paper's tables: the submission is simply not on that leaderboard.
         """
+        started = time.perf_counter()
         jobs = [j for j in (get_job(wh, i) for i in job_ids) if j and j["status"] == "scoring"]
         if not jobs:
             return
@@ -474,7 +561,7 @@ class JobQueue:
                     score_runs=runs,
                 )
         jobs = [j for j in jobs if int(j["submission_id"]) not in failed]
-        record_pass(wh, failures)
+        self._passed(wh, failures, started)
         if self.after_scoring is not None:
             self.after_scoring(wh)
         for job in jobs:
@@ -490,7 +577,7 @@ class JobQueue:
             }
             scored = ", ".join(fp for fp in runs if fp not in mine) or "none"
             note = f" Not on {', '.join(mine)}: too few of its cells predicted." if mine else ""
-            finish_job(
+            self._finish(
                 wh,
                 job["job_id"],
                 "done",

@@ -47,13 +47,31 @@ class ScoringState(_Open):
     last_failure: ScoringFailure | None = Field(None, description="Only while failing")
 
 
+class ResolutionFailure(_Open):
+    failed_at: dt.datetime
+    error: str
+
+
 class RoundsState(_Open):
     status: str = Field(
-        description="ok, failing (the latest resolution left entries unscored) or idle"
+        description="ok, failing (the latest resolution failed, or left entries unscored) or idle"
     )
     last_resolution_id: int | None = None
     last_resolved_at: dt.datetime | None = None
     failed_entries: list[dict[str, Any]] | None = Field(None, description="Only while failing")
+    last_failure: ResolutionFailure | None = Field(
+        None, description="Only while the latest resolution failed as a whole"
+    )
+
+
+class WorkerState(_Open):
+    status: str = Field(
+        description="ok, failing when the job worker thread has stopped, off when the "
+        "app was made without one"
+    )
+    oldest_job_age_s: float | None = Field(
+        None, description="Seconds the oldest unfinished job has waited"
+    )
 
 
 class Limits(_Open):
@@ -64,15 +82,21 @@ class Limits(_Open):
 
 
 class Health(_Open):
-    status: str = Field(
-        description="ok, or degraded while publishing the snapshot or scoring fails"
+    status: str = Field(description="ok, or degraded while any part fails (`failing` lists them)")
+    failing: list[str] = Field(
+        default_factory=list,
+        description="Every failing part: warehouse, snapshot, scoring, rounds, worker",
     )
     version: str
     schema_version: int | None
     jobs_pending: int
-    snapshot: SnapshotState
-    scoring: ScoringState
-    rounds: RoundsState
+    snapshot: SnapshotState | None = None
+    scoring: ScoringState | None = None
+    rounds: RoundsState | None = None
+    worker: WorkerState | None = None
+    errors: dict[str, str] | None = Field(
+        None, description="A part that could not be read at all: why"
+    )
     limits: Limits
 
 

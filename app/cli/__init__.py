@@ -32,6 +32,7 @@ import duckdb
 import typer
 
 from proforma.app.cli import (
+    backup,
     baselines,
     build,
     chronos,
@@ -131,6 +132,8 @@ users_group.command("list")(serve.users_list)
 
 db_group = group("db", "Inspect the warehouse.")
 db_group.command("status")(db.db_status)
+app.command("backup")(backup.backup_command)
+app.command("restore")(backup.restore_command)
 
 if _collecting:
     gc.enable()

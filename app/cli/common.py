@@ -132,8 +132,9 @@ class RunningServer:
             ) from None
 
     def note(self) -> str:
+        pid = f" (pid {self.pid})" if self.pid else ""  # 0: named by URL, not by record
         return (
-            f"read from the running server {self.url} (pid {self.pid}), which holds the "
+            f"read from the running server {self.url}{pid}, which holds the "
             f"warehouse {self.warehouse} for writing"
         )
 

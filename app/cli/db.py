@@ -36,8 +36,9 @@ def db_status() -> None:
         states = status(wh)
         for s in states:
             colour = {"applied": "green", "pending": "yellow"}.get(s.status, "red")
+            shown = f"{s.status} (earlier checksum)" if s.legacy else s.status
             table.add_row(
-                f"V{s.version:04d}", s.name, f"[{colour}]{s.status}[/]", str(s.applied_at or "")
+                f"V{s.version:04d}", s.name, f"[{colour}]{shown}[/]", str(s.applied_at or "")
             )
         console.print(table)
         counts = Table(title="tables")

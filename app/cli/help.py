@@ -29,7 +29,7 @@ WORKFLOW: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("Scores", ("submit", "score", "leaderboard", "footprint", "report", "export", "round")),
     ("Service", ("serve", "users")),
-    ("Warehouse", ("db",)),
+    ("Warehouse", ("db", "backup", "restore")),
 )
 OTHER = "Other commands"
 

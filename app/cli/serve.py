@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-
 import typer
 from rich.table import Table
 
@@ -11,18 +9,26 @@ from proforma.app.cli.common import console, server_record, status_console, summ
 from proforma.contracts.errors import UserError
 
 
-def run_server(host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
+def run_server(
+    host: str = "127.0.0.1", port: int = 8000, log_level: str = "info", log_format: str = "json"
+) -> None:
     """Apply migrations, print the URL, serve until stopped (ONE worker: the warehouse's
     only writer). `proforma demo` calls this after preparing the demo warehouse."""
     import uvicorn
 
+    from proforma.app.server import logs
     from proforma.app.server.main import create_app
     from proforma.app.store.settings import get_settings
+
+    if log_format not in ("json", "text"):
+        raise UserError(f"--log-format is json or text, not {log_format!r}")
 
     with writer() as wh:  # migrations and reference data, then release the file
         version = wh.scalar("SELECT max(version) FROM schema_migrations")
     settings = get_settings()
-    logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    # one line per event on stderr: JSON by default (docs/operations.md, "Logs"); the
+    # access lines are the app's own (with request ids), not uvicorn's
+    logs.configure(log_level, log_format)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     console.print(
         f"[bold]ProForma-20Q[/] serving {settings.warehouse} (schema V{version:04d}) at "
@@ -31,7 +37,15 @@ def run_server(host: str = "127.0.0.1", port: int = 8000, log_level: str = "info
     )
     # the record lets `proforma leaderboard` and the other reads ask this server meanwhile
     with server_record(host, port):
-        uvicorn.run(create_app(settings), host=host, port=port, workers=1, log_level=log_level)
+        uvicorn.run(
+            create_app(settings),
+            host=host,
+            port=port,
+            workers=1,
+            log_level=log_level,
+            log_config=None,
+            access_log=False,
+        )
 
 
 def serve(
@@ -40,10 +54,13 @@ def serve(
     ),
     port: int = typer.Option(8000, help="TCP port."),
     log_level: str = typer.Option("info", help="uvicorn log level."),
+    log_format: str = typer.Option(
+        "json", help="json (one object a line, with request ids) or text."
+    ),
 ) -> None:
     """Serve the API and leaderboard pages. Applies migrations first; runs ONE worker,
     because the server is the warehouse's only writer (stop it before `proforma build`)."""
-    run_server(host, port, log_level)
+    run_server(host, port, log_level, log_format)
     summary(f"server on {host}:{port} stopped")
 
 

@@ -13,6 +13,7 @@ quarter).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
 import time
@@ -46,6 +47,27 @@ def resolve(
     now = now or utcnow()
     if not wh.table_exists("rounds.rounds"):
         raise UserError("This warehouse has no rounds tables: run `proforma migrate`.")
+    try:
+        return _resolve_from(wh, now, panel)
+    except Exception as exc:
+        record_failure(wh, exc)  # /health says so until a resolution succeeds
+        raise
+
+
+def record_failure(wh: Warehouse, exc: BaseException) -> None:
+    """Record a resolution that failed as a whole (V0160); never hides the error itself."""
+    if wh.in_transaction or not wh.table_exists("rounds.resolution_failures"):
+        return  # the caller's transaction rolls back; nothing could be kept
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:500]
+    with contextlib.suppress(Exception):
+        wh.execute(
+            "INSERT INTO rounds.resolution_failures (failed_at, error, after_resolution_id) "
+            "SELECT ?, ?, (SELECT max(resolution_id) FROM rounds.resolutions)",
+            [utcnow(), f"{type(exc).__name__}: {text}"],
+        )
+
+
+def _resolve_from(wh: Warehouse, now: dt.datetime, panel: Path | None) -> dict[str, Any]:
     t0 = time.perf_counter()
     if panel is None:
         wh.require_panel("panel.values", "panel.firms")
@@ -217,6 +239,23 @@ def resolution_health(wh: Warehouse) -> dict[str, Any]:
         "SELECT resolution_id, resolved_at FROM rounds.resolutions "
         "ORDER BY resolution_id DESC LIMIT 1"
     )
+    failure = (
+        wh.fetchone(
+            "SELECT failed_at, error, after_resolution_id FROM rounds.resolution_failures "
+            "ORDER BY failure_id DESC LIMIT 1"
+        )
+        if wh.table_exists("rounds.resolution_failures")
+        else None
+    )
+    if failure is not None and failure[2] == (row[0] if row is not None else None):
+        # the latest resolution failed as a whole: nothing of it was kept
+        out_failed: dict[str, Any] = {
+            "status": "failing",
+            "last_failure": {"failed_at": failure[0], "error": failure[1]},
+        }
+        if row is not None:
+            out_failed |= {"last_resolution_id": row[0], "last_resolved_at": row[1]}
+        return out_failed
     if row is None:
         return {"status": "idle"}
     failed = [

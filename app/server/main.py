@@ -13,20 +13,25 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import secrets
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from proforma.app import __version__
 from proforma.app.api.job_queue import JobQueue, Scorer
 from proforma.app.api.job_store import sweep_upload_dir
 from proforma.app.api.routers import (
+    backups,
     footprints,
     health,
     jobs,
@@ -36,6 +41,14 @@ from proforma.app.api.routers import (
     submissions,
     users,
 )
+from proforma.app.api.telemetry import (
+    REQUEST_ID_HEADER,
+    ServiceMetrics,
+    new_request_id,
+    request_id,
+    route_template,
+)
+from proforma.app.flows.backup import server_key_path
 from proforma.app.flows.warehouse import prepare
 from proforma.app.read.errors import http_status
 from proforma.app.read.snapshot import publish, record_failure
@@ -48,6 +61,8 @@ from proforma.app.web import rounds as web_rounds
 from proforma.contracts.errors import UserError
 
 log = logging.getLogger("proforma.api")
+#: One JSON line per request when `proforma serve` logs as JSON (app/server/logs.py).
+access = logging.getLogger("proforma.access")
 API_PREFIX = "/api/v1"
 
 
@@ -67,15 +82,44 @@ def _describe_validation(exc: RequestValidationError) -> tuple[str, list[dict[st
     return f"Invalid {first['field']}: {first['problem']}.", problems
 
 
-def _publish_safely(wh: Any, settings: Settings) -> None:
+def _publish_safely(wh: Any, settings: Settings, metrics: ServiceMetrics | None = None) -> None:
     """Republish public.duckdb; a failure is logged and recorded for /api/v1/health and the
     previous snapshot stays (the scores themselves are already committed, so jobs still
     finish)."""
+    started = time.perf_counter()
     try:
         log.info(publish(wh, settings).line())
     except Exception as exc:  # the service keeps running on the last snapshot
         log.exception("publishing the public snapshot failed; the previous one stays")
         record_failure(wh, exc)
+        if metrics is not None:
+            metrics.publication_failures.inc()
+    finally:
+        if metrics is not None:
+            metrics.publication.observe(time.perf_counter() - started)
+
+
+def _write_server_key(settings: Settings) -> str:
+    """A fresh operator key in `<warehouse>.server.key`, readable by this user only (see
+    app/api/routers/backups.py)."""
+    key = secrets.token_urlsafe(32)
+    if str(settings.warehouse) == ":memory:":
+        return key  # no folder to leave it in: only an admin token asks for a backup
+    path = server_key_path(settings)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(key)
+    os.replace(tmp, path)
+    return key
+
+
+def _remove_server_key(settings: Settings, key: str | None) -> None:
+    """The key file, removed when it is still this server's."""
+    path = server_key_path(settings)
+    with contextlib.suppress(OSError):
+        if key is not None and path.read_text() == key:
+            path.unlink()
 
 
 def create_app(
@@ -86,6 +130,7 @@ def create_app(
 ) -> FastAPI:
     """The service over the warehouse in `settings` (default: the environment's)."""
     settings = settings or get_settings()
+    metrics = ServiceMetrics()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -97,20 +142,26 @@ def create_app(
             if left:
                 log.info("removed %d file(s) a stopped server left in the upload folder", len(left))
             queue = JobQueue(
-                wh, settings, scorer=scorer, after_scoring=lambda w: _publish_safely(w, settings)
+                wh,
+                settings,
+                scorer=scorer,
+                after_scoring=lambda w: _publish_safely(w, settings, metrics),
+                metrics=metrics,
             )
             app.state.jobs = queue
+            app.state.server_key = _write_server_key(settings)
             if start_jobs:  # the worker publishes first; the server answers meanwhile
                 queue.request_publish()
                 queue.start()
             else:
-                _publish_safely(wh, settings)
+                _publish_safely(wh, settings, metrics)
             yield
         finally:
             if getattr(app.state, "jobs", None) is not None:
                 app.state.jobs.stop()
             if getattr(app.state, "console_workers", None) is not None:
                 app.state.console_workers.close()
+            _remove_server_key(settings, getattr(app.state, "server_key", None))
             wh.close()
 
     app = FastAPI(
@@ -127,6 +178,52 @@ def create_app(
         redoc_url=None,
     )
     app.state.settings = settings
+    app.state.metrics = metrics
+
+    @app.middleware("http")
+    async def observe(request: Request, call_next: Any) -> Any:
+        """Each request: its id (answered, logged, carried by the jobs it queues), its
+        access line and its measures (by route template, not path: ids in paths would
+        make a series per submission)."""
+        rid = new_request_id(request.headers.get(REQUEST_ID_HEADER))
+        token = request_id.set(rid)
+        started = time.perf_counter()
+        status = 500
+        try:
+            response = await call_next(request)
+            status = response.status_code
+            response.headers[REQUEST_ID_HEADER] = rid
+            return response
+        finally:
+            seconds = time.perf_counter() - started
+            route = route_template(request.scope)
+            metrics.observe_request(route, request.method, status, seconds)
+            access.info(
+                "%s %s %s",
+                request.method,
+                request.url.path,
+                status,
+                extra={
+                    "method": request.method,
+                    "path": request.url.path,
+                    "route": route,
+                    "status": status,
+                    "duration_ms": round(seconds * 1000, 2),
+                    "client": request.client.host if request.client else None,
+                },
+            )
+            request_id.reset(token)
+
+    @app.get("/metrics", include_in_schema=False)
+    def prometheus_metrics(request: Request) -> Response:
+        """The Prometheus text format (docs/operations.md, "Monitoring")."""
+        cursor = request.app.state.wh.cursor()
+        try:
+            jobs = request.app.state.jobs
+            body = metrics.exposition(cursor, jobs.pending(), jobs.alive())
+        finally:
+            cursor.close()
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
 
     @app.exception_handler(UserError)
     async def user_error(request: Request, exc: UserError) -> JSONResponse:
@@ -156,7 +253,17 @@ def create_app(
             headers=getattr(exc, "headers", None),
         )
 
-    for module in (health, users, submissions, jobs, leaderboards, footprints, query, rounds):
+    for module in (
+        health,
+        users,
+        submissions,
+        jobs,
+        leaderboards,
+        footprints,
+        query,
+        rounds,
+        backups,
+    ):
         app.include_router(module.router, prefix=API_PREFIX)
     app.include_router(web_pages.router)
     app.include_router(web_report.router)

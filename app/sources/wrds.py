@@ -3,10 +3,11 @@
 Safety first: WRDS deactivates an account after repeated failed two-factor (Duo)
 attempts, so a run makes AT MOST ONE login attempt, and none when every chunk is
 already cached. `wrds.Connection()` on its own retries (it prompts for a password
-and connects a second time when the first attempt fails), so the default
-connection factory builds the client with `autoconnect=False` and drives the
-client's single-attempt connect directly. A failed login is one UserError that
-says not to retry in a loop.
+and connects a second time when the first attempt fails), and its single-attempt
+connect is private, so the default connection factory (`WrdsSession`) makes the one
+connection itself, through SQLAlchemy and libpq as the client would, and reads rows as
+the client's `raw_sql` does. A failed login is one UserError that says not to retry in
+a loop.
 
 The pull asks only for the columns the benchmark needs (keys, the 52 balance-sheet
 and income-statement items, the 20 year-to-date cash-flow sources: 77 columns of
@@ -196,28 +197,56 @@ class Chunk:
 ConnectionFactory = Callable[[str, Server], Any]
 
 
+class WrdsSession:
+    """One login to the WRDS PostgreSQL server and the queries of a pull.
+
+    The login is ours, not the `wrds` client's: the client's public `connect()` retries
+    (it tries PGHOST, the default host, then prompts for a password and connects once
+    more), and its one-attempt connect is a private, name-mangled method that a minor
+    release may rename. So the session makes the one connection the client would make
+    (the same URL, SSL required, autocommit, an application name) with SQLAlchemy,
+    which the client is built on, and reads a query's rows as the client's `raw_sql`
+    does (pandas' `read_sql_query`, nullable numpy dtypes, floats coerced). libpq reads
+    the password from ~/.pgpass (or PGPASSFILE); nothing prompts.
+    """
+
+    def __init__(self, user: str, server: Server) -> None:
+        import sqlalchemy as sa  # heavy: only a real pull needs it
+
+        url = sa.engine.URL.create(
+            "postgresql+psycopg2",
+            username=user,
+            host=server.host,
+            port=server.port,
+            database=server.database,
+        )
+        self.engine = sa.create_engine(
+            url,
+            isolation_level="AUTOCOMMIT",
+            connect_args={"sslmode": "require", "application_name": "proforma ingest wrds"},
+        )
+        try:
+            self.connection = self.engine.connect()  # the one attempt
+        except BaseException:
+            self.engine.dispose()
+            raise
+
+    def raw_sql(self, sql: str) -> Any:
+        """A query's rows as a pandas DataFrame (converted to Arrow at once by the pull)."""
+        import pandas as pd
+
+        return pd.read_sql_query(
+            sql, self.connection, coerce_float=True, dtype_backend="numpy_nullable"
+        )
+
+    def close(self) -> None:
+        self.connection.close()
+        self.engine.dispose()
+
+
 def _login(user: str, server: Server) -> Any:
     """The default connection factory: one single-attempt WRDS login."""
-    import wrds  # heavy (pandas, sqlalchemy): only a real pull needs it
-
-    # Host, port and database always given: the client would otherwise take PGHOST.
-    db = wrds.Connection(
-        wrds_username=user,
-        wrds_hostname=server.host,
-        wrds_port=server.port,
-        wrds_dbname=server.database,
-        autoconnect=False,
-    )
-    single = getattr(db, "_Connection__make_sa_engine_conn", None)
-    if single is None:
-        # Connection.connect() would prompt and try again: refuse rather than risk it.
-        raise UserError(
-            f"The installed wrds client ({getattr(wrds, '__version__', '?')}) has no "
-            f"single-attempt connect; refusing to use its retrying connect(). Install "
-            f"wrds>=3.3,<4 as pinned in pyproject.toml."
-        )
-    single(raise_err=True)
-    return db
+    return WrdsSession(user, server)
 
 
 class WrdsSource(Source):

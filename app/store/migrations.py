@@ -1,10 +1,13 @@
 """Numbered, checksummed migrations (migrations/V0001__name.sql, ...).
 
 Each pending migration runs once, in version order, inside its own transaction and is
-recorded in `schema_migrations` with the checksum of its normalized SQL. A migration
+recorded in `schema_migrations` with the checksum of its text, comments removed and
+whitespace normalized (proforma.app.store.migration_checksums: no parser is involved, so
+no SQL library's release can make an applied migration read as edited). A migration
 that fails leaves nothing behind; an applied migration whose file changed (beyond
-whitespace, comments or keyword case) is an error, as is a recorded migration whose
-file has gone.
+whitespace or comments) is an error, as is a recorded migration whose file has gone. A
+row an earlier release recorded with its parser-based checksum is accepted and rewritten
+to the text checksum by the next `migrate`.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from proforma.app.store.sqlfiles import checksum
+from proforma.app.store.migration_checksums import accepted, text_checksum
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts import ROOT
 from proforma.contracts.errors import MigrationError
@@ -45,7 +48,7 @@ class Migration:
 
     @property
     def checksum(self) -> str:
-        return checksum(self.sql)
+        return text_checksum(self.sql)
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,8 @@ class MigrationState:
     name: str
     status: str  # applied | pending | edited | missing
     applied_at: object = None
+    #: applied with an earlier release's checksum (rewritten by the next `migrate`)
+    legacy: bool = False
 
 
 def discover(folder: Path = MIGRATIONS_DIR) -> list[Migration]:
@@ -91,10 +96,17 @@ def status(wh: Warehouse, folder: Path = MIGRATIONS_DIR) -> list[MigrationState]
             )
         elif version not in applied:
             states.append(MigrationState(version, m.name, "pending"))
-        elif m.checksum != applied[version][1]:
-            states.append(MigrationState(version, m.name, "edited", applied[version][2]))
         else:
-            states.append(MigrationState(version, m.name, "applied", applied[version][2]))
+            how = accepted(version, m.sql, applied[version][1])
+            states.append(
+                MigrationState(
+                    version,
+                    m.name,
+                    "edited" if how is None else "applied",
+                    applied[version][2],
+                    legacy=how == "legacy",
+                )
+            )
     return states
 
 
@@ -110,6 +122,15 @@ def migrate(wh: Warehouse, folder: Path = MIGRATIONS_DIR) -> list[Migration]:
             f"are immutable: restore the file and add a new migration for the change."
         )
     pending = {s.version for s in states if s.status == "pending"}
+    legacy = [s.version for s in states if s.legacy]
+    if legacy:  # once: from then on the ledger holds text checksums only
+        files = {m.version: m for m in discover(folder)}
+        with wh.transaction():
+            for version in legacy:
+                wh.execute(
+                    "UPDATE schema_migrations SET checksum = ? WHERE version = ?",
+                    [files[version].checksum, version],
+                )
     done = []
     for m in discover(folder):
         if m.version not in pending:

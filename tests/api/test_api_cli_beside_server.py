@@ -132,3 +132,21 @@ def test_a_holder_without_a_record_keeps_the_lock_message(panel: Settings) -> No
         assert f"open for writing in process {os.getpid()}" in board.stderr
     finally:
         wh.close()
+
+
+def test_backup_beside_the_server(serving, tmp_path: Path) -> None:
+    """`proforma backup DIR` while the server holds the warehouse: the server's worker
+    makes it (the command sends the operator key beside the warehouse), as it does for
+    `--server URL` (the compose backup service); the backup verifies."""
+    base, _app, _record = serving
+    found = cli("backup", str(tmp_path / "one"))
+    assert found.returncode == 0, found.stderr
+    assert "done: backup" in found.stderr and f"running server {base}" in found.stderr
+    named = cli("backup", str(tmp_path / "two"), "--server", base)
+    assert named.returncode == 0, named.stderr
+    for name in ("one", "two"):
+        checked = cli("backup", "--verify", str(tmp_path / name))
+        assert checked.returncode == 0 and "is whole" in checked.stderr, checked.stderr
+    wrong = cli("backup", str(tmp_path / "three"), "--server", "http://127.0.0.1:9")
+    assert wrong.returncode == 2 and "does not answer" in wrong.stderr
+    assert not (tmp_path / "three").exists()

@@ -39,7 +39,7 @@ def test_the_schema_rejects_a_broken_file() -> None:
 def test_demo_service_essentials() -> None:
     svc = _compose()["services"]["proforma"]
     mounts = {v.split(":")[1] for v in svc["volumes"]}
-    assert mounts == {"/data", "/duckdb-tmp"}
+    assert mounts == {"/data", "/duckdb-tmp", "/backups"}
     assert svc["mem_limit"] and svc["healthcheck"]["test"][0] == "CMD"
     assert "/api/v1/health" in " ".join(svc["healthcheck"]["test"])
     command = " ".join(svc["command"])
@@ -111,3 +111,36 @@ def test_compose_check_finds_the_debian_mirror_in_either_source_format(tmp_path)
     check = _compose_check()
     assert check.debian_mirror([deb822]) == "http://mirror.example/debian"
     assert check.debian_mirror([classic]) == "http://old.example/debian"
+
+
+def test_the_deployment_around_the_service() -> None:
+    """Everything that must survive lies in a named volume; the proxy terminates TLS
+    (Debian's nginx, configured in deploy/proxy) in front of the service; every service
+    has resource limits; the backup service asks the server, verifies and prunes."""
+    compose = _compose()
+    services, named = compose["services"], set(compose["volumes"])
+    for name in ("proforma", "proxy", "backup"):
+        svc = services[name]
+        assert svc["mem_limit"] and svc["cpus"] and svc["pids_limit"], name
+        for volume in svc["volumes"]:
+            assert volume.split(":")[0] in named, (name, volume)  # no bind mount
+    proxy = services["proxy"]
+    assert proxy["build"]["context"] == "deploy/proxy"
+    assert {p.split(":")[-1] for p in proxy["ports"]} == {"443", "80"}
+    assert proxy["volumes"] == ["tls:/etc/proforma/tls"]
+    assert "https://" in " ".join(proxy["healthcheck"]["test"])
+    conf = (ROOT / "deploy/proxy/nginx.conf.in").read_text()
+    assert "listen 443 ssl" in conf and "proxy_pass http://proforma;" in conf
+    assert "return 301 https://" in conf and "ssl_certificate " in conf
+    assert re.search(r"location /api/v1/backups \{\s*deny all;", conf)
+    dockerfile = (ROOT / "deploy/proxy/Dockerfile").read_text()
+    assert "apt-get install" in dockerfile and " nginx " in dockerfile
+    backup = services["backup"]
+    script = " ".join(backup["command"])
+    assert "proforma backup" in script and "--server http://proforma:8000" in script
+    assert "proforma backup --verify" in script and "PROFORMA_BACKUP_KEEP" in script
+    assert {v.split(":")[0] for v in backup["volumes"]} == {"warehouse", "backups"}
+    assert "warehouse:/data:ro" in backup["volumes"]
+    assert backup["depends_on"] == ["proforma"] and "/api/v1/health" in script
+    # the server writes backups where the backup service finds them
+    assert "backups:/backups" in services["proforma"]["volumes"]

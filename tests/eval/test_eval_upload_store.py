@@ -461,18 +461,21 @@ def test_a_full_disk_while_the_file_is_written_leaves_nothing(wh, tmp_path, monk
 
 def test_the_file_is_on_the_disk_before_it_is_kept(wh, tmp_path, monkeypatch):
     """The written file's fsync runs on a thread beside the checks; `keep` waits for it
-    before the rename, and a failed fsync (an I/O error) fails the upload: no
-    submission, no file, the error the disk's."""
+    before the rename, then syncs the store's folder (the rename is durable only then);
+    a failed fsync (an I/O error) fails the upload: no submission, no file, the error the
+    disk's."""
     import errno
     import threading
 
     from proforma.app.scoring.submissions import store
 
     synced: list[str] = []
+    what: list[str] = []
     real_fsync = os.fsync
 
     def fsync(fd):
         synced.append(threading.current_thread().name)
+        what.append(os.path.realpath(f"/proc/self/fd/{fd}"))
         real_fsync(fd)
 
     monkeypatch.setattr(store.os, "fsync", fsync)
@@ -487,6 +490,8 @@ def test_the_file_is_on_the_disk_before_it_is_kept(wh, tmp_path, monkeypatch):
     sid = scoring.ingest_parquet(wh, _file(wh, tmp_path / "synced.parquet", 61), "synced")
     assert _record(wh, sid) is not None
     assert replaced == [1] and synced[0] != threading.main_thread().name
+    # after the rename: the folder holding the new name
+    assert what[1:] == [os.path.realpath(store_dir(wh))]
 
     def failing(fd):
         raise OSError(errno.EIO, "Input/output error")

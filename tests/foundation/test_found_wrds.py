@@ -280,42 +280,47 @@ def test_cli_wrds_pulls_and_ingests(settings, monkeypatch: pytest.MonkeyPatch) -
     assert factory.calls == ["jdoe"]
 
 
-class _ClientSpy:
-    """Stands in for the `wrds` module: records how the real client would be driven."""
+class _EngineSpy:
+    """Stands in for sqlalchemy.create_engine: records the engines made and their
+    connection attempts (each refused or answered)."""
 
-    def __init__(self, single_attempt: bool, fails: bool):
+    def __init__(self, fails: bool):
         self.events: list[tuple] = []
+        self.fails = fails
+
+    def __call__(self, url, **kwargs):
         spy = self
+        spy.events.append(("engine", url.username, url.host, url.port, url.database, kwargs))
 
-        class Connection:
-            def __init__(self, **kwargs):
-                spy.events.append(("init", kwargs))
-
-            def connect(self):  # the retrying path: must never be used
+        class Engine:
+            def connect(self):
                 spy.events.append(("connect",))
+                if spy.fails:
+                    raise RuntimeError("FATAL: password authentication failed")
+                return object()
 
-        if single_attempt:
+            def dispose(self):
+                spy.events.append(("dispose",))
 
-            def single(self, raise_err=False):
-                spy.events.append(("single", raise_err))
-                if fails:
-                    raise RuntimeError("FATAL: PAM authentication failed")
-
-            # the client's one-attempt login is a private (name-mangled) method, added to
-            # the fake only on this path
-            Connection._Connection__make_sa_engine_conn = single  # type: ignore[attr-defined]
-        self.Connection = Connection
-        self.__version__ = "spy"
+        return Engine()
 
 
 @pytest.mark.parametrize("fails", [False, True])
-def test_default_login_uses_the_single_attempt_path(
+@pytest.mark.filterwarnings("ignore:pandas only supports SQLAlchemy")  # the spy's connection
+def test_default_login_is_one_connection_through_public_interfaces(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: bool
 ) -> None:
+    """The default login makes ONE connection attempt of its own (SQLAlchemy, SSL
+    required, autocommit), touching none of the wrds client's private methods and not its
+    retrying connect(): a client release that renames them changes nothing here."""
     import sys
 
-    spy = _ClientSpy(single_attempt=True, fails=fails)
-    monkeypatch.setitem(sys.modules, "wrds", spy)
+    import sqlalchemy
+
+    spy = _EngineSpy(fails)
+    monkeypatch.setattr(sqlalchemy, "create_engine", spy)
+    # a `wrds` module that fails whatever is used of it
+    monkeypatch.setitem(sys.modules, "wrds", None)
     src = WrdsSource("jdoe", 2001, 2001, cache_dir=tmp_path, progress=False)
     if fails:
         with pytest.raises(UserError, match="one attempt"):
@@ -325,31 +330,11 @@ def test_default_login_uses_the_single_attempt_path(
     else:
         with pytest.raises(UserError, match="failed after 0 of 3"):  # the spy answers no SQL
             src.pull()
-    assert spy.events == [
-        (
-            "init",
-            {
-                "wrds_username": "jdoe",
-                "wrds_hostname": "wrds-pgdata.wharton.upenn.edu",
-                "wrds_port": 9737,
-                "wrds_dbname": "wrds",
-                "autoconnect": False,
-            },
-        ),
-        ("single", True),
-    ]
-
-
-def test_default_login_refuses_a_client_without_single_attempt(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import sys
-
-    spy = _ClientSpy(single_attempt=False, fails=False)
-    monkeypatch.setitem(sys.modules, "wrds", spy)
-    with pytest.raises(UserError, match="refusing to use its retrying connect"):
-        WrdsSource("jdoe", 2001, 2001, cache_dir=tmp_path, progress=False).pull()
-    assert ("connect",) not in spy.events
+    engine = spy.events[0]
+    assert engine[1:5] == ("jdoe", "wrds-pgdata.wharton.upenn.edu", 9737, "wrds")
+    assert engine[5]["isolation_level"] == "AUTOCOMMIT"
+    assert engine[5]["connect_args"]["sslmode"] == "require"
+    assert [e for e in spy.events if e[0] in ("engine", "connect")] == [engine, ("connect",)]
 
 
 def test_no_second_login_after_a_failed_query_in_the_same_run(tmp_path: Path) -> None:

@@ -142,12 +142,25 @@ def keep(
     if path != final:
         _wait_sync(path)  # on the disk before its name says it is kept
         os.replace(path, final)
+        # the rename itself is an entry of the folder: until the folder is on the disk,
+        # a power loss can leave the row this transaction commits pointing at no file
+        sync_folder(final.parent)
     rows = pq.ParquetFile(final).metadata.num_rows
     wh.execute(
         "INSERT INTO eval.submission_files VALUES (?, ?, ?, ?, ?, ?, ?)",
         [sid, final.name, rows, final.stat().st_size, first_q, last_q, utcnow()],
     )
     return final
+
+
+def sync_folder(folder: Path) -> None:
+    """fsync a folder, so that the names renamed into it survive a power loss (POSIX
+    makes a rename durable only once its directory is synced)."""
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def discard(path: Path | None) -> None:
