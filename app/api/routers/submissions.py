@@ -69,6 +69,8 @@ async def upload(
         "rows": admitted.info["rows"],
         "sha256": admitted.received.sha256,
         "warnings": admitted.info["warnings"],
+        # an earlier request with the same Idempotency-Key made the job (a client's retry)
+        "repeated": admitted.repeated,
     }
 
 
