@@ -31,6 +31,7 @@ from proforma.app.api.routers import (
     health,
     jobs,
     leaderboards,
+    public,
     query,
     rounds,
     submissions,
@@ -156,7 +157,17 @@ def create_app(
             headers=getattr(exc, "headers", None),
         )
 
-    for module in (health, users, submissions, jobs, leaderboards, footprints, query, rounds):
+    for module in (
+        health,
+        users,
+        public,
+        submissions,
+        jobs,
+        leaderboards,
+        footprints,
+        query,
+        rounds,
+    ):
         app.include_router(module.router, prefix=API_PREFIX)
     app.include_router(web_pages.router)
     app.include_router(web_report.router)
