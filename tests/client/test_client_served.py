@@ -193,9 +193,15 @@ def test_a_round_submission_and_the_round_reads(served: Served) -> None:
     path = served.folder / "round.parquet"
     pq.write_table(cells.append_column("prediction", pa.array([0.0] * cells.num_rows)), path)
     with Client(served.url, served.tokens["alice"]) as pf:
-        done = pf.submit_round("2010Q4", path, "alice-round")
+        used = pf.me()["uploads_today"]
+        key = "alice-round-0001"
+        done = pf.submit_round("2010Q4", path, "alice-round", idempotency_key=key)
         assert done.record is not None and done.record["rows"] == cells.num_rows
-        with pytest.raises(Conflict):
+        # the same upload again (a retry): its job and record, nothing counted twice
+        again = pf.submit_round("2010Q4", path, "alice-round", idempotency_key=key)
+        assert (again.job_id, again.record) == (done.job_id, done.record)
+        assert pf.me()["uploads_today"] == used + 1
+        with pytest.raises(Conflict):  # a new upload under the name
             pf.submit_round("2010Q4", path, "alice-round")
         rounds = pf.rounds()
         assert rounds["name"].to_pylist() == ["2010Q4"]
