@@ -3,8 +3,8 @@ what `proforma export --submission` writes locally and what the service hands th
 for the caller's own submissions and the in-house models.
 
 The file is the published package's (SUBMISSION.md): firm, target, origin (quarter-end
-timestamp), horizon, prediction (standardized level, float32), and sigma for a density
-forecast, with the family declared beside it in `{stem}.nll.json` ({"family", "df"}),
+timestamp), horizon, prediction (standardized level, the doubles this service scored),
+and sigma for a density forecast, with the family declared beside it in `{stem}.nll.json` ({"family", "df"}),
 which the package's `evaluate` and this project's `submit` both read. A mixture keeps its
 `component` column and a quantile grid its `quantile_level` column: the forms this
 service reads (docs/scoring.md) that the package has no place for. The rows come from

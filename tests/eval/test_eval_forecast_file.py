@@ -66,10 +66,10 @@ def test_in_house_forecasts_come_out_and_go_back_in(
     table = pq.read_table(out)
     assert table.column_names == columns and written.rows == table.num_rows > 0
     assert table.schema.field("origin").type == pa.timestamp("us")
-    assert table.schema.field("prediction").type == pa.float32()
+    assert table.schema.field("prediction").type == pa.float64()  # the numbers scored
     assert json.loads(out.with_name(f"{name}.nll.json").read_text()) == sidecar
     # the file is a submission: the one reader takes it, family from its sidecar, and
-    # holds the same forecasts (to float32, the file's precision)
+    # holds the same forecasts
     family, df = family_sidecar(out) or ("gaussian", None)
     ingest_parquet(wh, out, f"{name}-again", family=family, df=df)
     again = _stored(wh, f"{name}-again")
@@ -89,7 +89,7 @@ def test_a_stored_upload_and_a_quantile_grid(wh: Warehouse, tmp_path: Path) -> N
     grid = pa.concat_tables(
         [
             point.append_column("quantile_level", pa.array([q] * point.num_rows)).set_column(
-                4, "prediction", pa.array(np.asarray(point["prediction"]) + (q - 0.5), pa.float32())
+                4, "prediction", pa.array(np.asarray(point["prediction"]) + (q - 0.5))
             )
             for q in levels
         ]
