@@ -46,12 +46,15 @@ def ours(env: dict[str, str], label: str, args: list[str], work: Path) -> None:
 
 def metric_rows(con: duckdb.DuckDBPyConnection, name: str) -> dict[tuple[str, str], float]:
     """{(metric label, key): value} of submission `name`'s latest full-footprint run."""
-    sid, run_id = con.execute(
+    found = con.execute(
         "SELECT s.submission_id, max(r.score_run_id) FROM eval.submissions s "
         "JOIN eval.score_runs r ON list_contains(r.submission_ids, s.submission_id) "
         "WHERE s.name = ? AND s.retired_at IS NULL AND r.footprint_name = 'full' GROUP BY 1",
         [name],
     ).fetchone()
+    if found is None:
+        raise SystemExit(f"{name} has no score run on the full footprint")
+    sid, run_id = found
     items = dict(con.execute("SELECT item_id, item FROM ref.items").fetchall())
     out: dict[tuple[str, str], float] = {}
     for level, (sql_level, _) in LEVELS.items():
@@ -64,7 +67,7 @@ def metric_rows(con: duckdb.DuckDBPyConnection, name: str) -> dict[tuple[str, st
             key = {
                 "global": "global",
                 "horizon": str(h),
-                "item": items.get(iid),
+                "item": str(items.get(iid)),
                 "item_horizon": f"{items.get(iid)}|{h}",
             }[sql_level]
             if sql_level == "global":

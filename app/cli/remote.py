@@ -59,8 +59,18 @@ def _print_table(table: pa.Table, fmt: str, title: str | None = None) -> None:
         console.print_json(json.dumps(table.to_pylist(), default=str))
         return
     if fmt == "csv":
+        import pyarrow as pa
         import pyarrow.csv as pacsv
 
+        # CSV holds no nested values: a job's report, a round's resolution as JSON text
+        table = pa.table(
+            {
+                name: pa.array([_cell(v) if v is not None else None for v in column.to_pylist()])
+                if pa.types.is_nested(column.type)
+                else column
+                for name, column in zip(table.column_names, table.columns, strict=True)
+            }
+        )
         sink = sys.stdout.buffer
         sys.stdout.flush()
         pacsv.write_csv(table, sink)
@@ -85,17 +95,26 @@ def _cell(value: Any) -> str:
 
 
 def _progress() -> tuple[Any, Any]:
-    """A bytes bar on stderr (tqdm), and the callback the client reports to."""
+    """A bytes bar on stderr (tqdm), shown once the upload starts, and the callback the
+    client reports to; close() ends it."""
     from tqdm import tqdm
 
-    bar = tqdm(total=0, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr, leave=False)
+    bars: list[Any] = []
 
     def on_progress(sent: int, total: int) -> None:
-        bar.total = total
-        bar.n = sent
-        bar.refresh()
+        if not bars:
+            bars.append(
+                tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr)
+            )
+        bars[0].n = sent
+        bars[0].refresh()
 
-    return bar, on_progress
+    class Closer:
+        def close(self) -> None:
+            for bar in bars:
+                bar.close()
+
+    return Closer(), on_progress
 
 
 def _say(text: str) -> None:
@@ -250,19 +269,22 @@ def submit(
     summary(f"{name}: submission {done.submission_id} scored (job {done.job_id})")
 
 
+#: What the scores table shows of each footprint's global metrics, when present.
+_SHOWN = ("r2", "mae", "crps", "nll", "coverage")
+
+
 def _print_scores(done: Any) -> None:
     table = Table(title=f"submission {done.submission_id}")
-    for col in ("footprint", "track", "rank", "metrics"):
-        table.add_column(col, overflow="fold")
+    tracks = sorted({t for ranks in done.ranks.values() for t in ranks})
+    for col in ("footprint", *(f"rank {t}" for t in tracks), *_SHOWN):
+        table.add_column(col)
     for footprint, metrics in done.scores.items():
-        shown = ", ".join(
-            f"{k}={v:.4g}"
-            for k, v in metrics.items()
-            if isinstance(v, float) and k not in ("horizon",)
+        ranks = done.ranks.get(footprint, {})
+        table.add_row(
+            footprint,
+            *(f"{ranks[t][0]} of {ranks[t][1]}" if t in ranks else "-" for t in tracks),
+            *(_cell(metrics.get(m)) for m in _SHOWN),
         )
-        ranks = done.ranks.get(footprint) or {"-": None}
-        for track, rank in ranks.items():
-            table.add_row(footprint, track, f"{rank[0]} of {rank[1]}" if rank else "-", shown)
     console.print(table)
 
 

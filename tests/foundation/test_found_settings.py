@@ -67,9 +67,9 @@ def test_empty_optional_is_none_and_bad_values_name_the_variable(clean_env, monk
         assert name in str(caught.value)
         monkeypatch.delenv(name)
     assert Settings().share_inhouse_forecasts is False
-    for text, value in (("true", True), ("YES", True), ("1", True), ("no", False), ("0", False)):
+    for text, meant in (("true", True), ("YES", True), ("1", True), ("no", False), ("0", False)):
         monkeypatch.setenv("PROFORMA_SHARE_INHOUSE_FORECASTS", text)
-        assert Settings().share_inhouse_forecasts is value
+        assert Settings().share_inhouse_forecasts is meant
     monkeypatch.delenv("PROFORMA_SHARE_INHOUSE_FORECASTS")
     with pytest.raises(UserError, match="threads: 2.5 is not an integer"):
         Settings(threads=2.5)
