@@ -7,8 +7,8 @@ It reads the panel's keys (firms, targets, test origins), writes a forecast file
 every cell of them (a deliberately plain model: the standardized level 0, sigma 1; put
 your own model's numbers here), checks it with the server's checks, submits it once,
 follows the job, prints its ranks and the board, and downloads the public snapshot for
-local SQL. Run it again and it submits under the same name: the server retires the
-earlier submission of the name (or says the name is taken while its job runs).
+local SQL. A model name is taken once: run it again with another MODEL_NAME (the server
+answers a name in use with a 409, which the script prints).
 """
 
 from __future__ import annotations
