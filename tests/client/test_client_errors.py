@@ -65,9 +65,9 @@ def test_each_error_answer_is_its_kind(
 ) -> None:
     error = error_for(_answer(status, body, headers), SERVER)
     assert type(error) is kind and words in str(error) and error.status == status
-    if kind is FileRefused:
+    if isinstance(error, FileRefused):
         assert error.problems == body["problems"]
-    if kind is ServerBusy and headers:
+    if isinstance(error, ServerBusy) and headers:
         assert error.retry_after_s == float(headers["Retry-After"])
 
 
