@@ -31,7 +31,8 @@ RUN set -e; \
     fi
 
 # Stage 1: the wheel, from the whole build context, and its dependency list (a file whose
-# content, not pyproject.toml's, keys the cache of the dependency layer below).
+# content, not pyproject.toml's, keys the cache of the dependency layer below): the core's
+# and the `all` extra's, the extras that name other extras (proforma[...]) expanded.
 FROM python AS wheel
 WORKDIR /src
 COPY . .
@@ -39,7 +40,11 @@ RUN python3 -m venv /tmp/build \
     && /tmp/build/bin/pip install -q --upgrade pip \
     && /tmp/build/bin/pip wheel -q --no-deps --wheel-dir /wheels . \
     && ls /wheels/proforma-*.whl \
-    && python3 -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /wheels/requirements.txt
+    && python3 -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+x = p['optional-dependencies']; \
+f = lambda e: [d for r in x[e] for d in (sum((f(n) for n in r[9:-1].split(',')), []) \
+               if r.startswith('proforma[') else [r])]; \
+print('\n'.join(dict.fromkeys(p['dependencies'] + f('all'))))" > /wheels/requirements.txt
 
 # Stage 2: the service, the wheel installed into /opt/proforma (outside any checkout).
 FROM python
@@ -65,7 +70,7 @@ RUN python3 -m venv /opt/proforma \
 COPY --from=wheel /wheels/requirements.txt /tmp/requirements.txt
 RUN /opt/proforma/bin/pip install -q -r /tmp/requirements.txt && rm /tmp/requirements.txt
 COPY --from=wheel /wheels /tmp/wheels
-RUN /opt/proforma/bin/pip install -q /tmp/wheels/proforma-*.whl \
+RUN /opt/proforma/bin/pip install -q "$(ls /tmp/wheels/proforma-*.whl)[all]" \
     && rm -rf /tmp/wheels \
     && mkdir -p /data /duckdb-tmp /srv/proforma \
     && proforma --help >/dev/null

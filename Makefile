@@ -45,8 +45,8 @@ postgres:
 
 # mypy checks the packages named in pyproject.toml ([tool.mypy] files).
 lint: setup
-	$(VENV)/bin/ruff check proforma/__init__.py app models contracts tests bench tools
-	$(VENV)/bin/ruff format --check proforma/__init__.py app models contracts tests bench tools docs
+	$(VENV)/bin/ruff check proforma/__init__.py app models contracts client tests bench tools docs/examples
+	$(VENV)/bin/ruff format --check proforma/__init__.py app models contracts client tests bench tools docs
 	$(VENV)/bin/mypy
 
 serve: setup

@@ -37,6 +37,7 @@ from proforma.app.api.job_store import (
     FAMILY_FROM_FILE,
     UNFINISHED,
     NewJob,
+    Queued,
     finish_job,
     get_job,
     insert_job,
@@ -219,15 +220,22 @@ class JobQueue:
         return self._queue.qsize() + (1 if self.current is not None else 0)
 
     # -- submitting ------------------------------------------------------------------
-    def submit(self, wh: Warehouse, job: NewJob, *, daily_limit: int | None = None) -> int | None:
+    def submit(
+        self, wh: Warehouse, job: NewJob, *, daily_limit: int | None = None
+    ) -> Queued | None:
         """Record a queued job (committed before this returns) and hand it to the worker;
-        None (nothing recorded) when the user has made `daily_limit` jobs today."""
-        job_id = insert_job(wh, job, daily_limit=daily_limit)
-        if job_id is not None:
-            self._origins[job_id] = request_id.get()
-            log.info("job %s queued", job_id, extra={"job_id": job_id, "status": "queued"})
-            self._queue.put(job_id)
-        return job_id
+        None (nothing recorded) when the user has made `daily_limit` jobs today; the
+        earlier job, not handed over again, when the job repeats an idempotency key."""
+        queued = insert_job(wh, job, daily_limit=daily_limit)
+        if queued is not None and not queued.repeated:
+            self._origins[queued.job_id] = request_id.get()
+            log.info(
+                "job %s queued",
+                queued.job_id,
+                extra={"job_id": queued.job_id, "status": "queued"},
+            )
+            self._queue.put(queued.job_id)
+        return queued
 
     def alive(self) -> bool:
         """Whether the worker thread runs (False before start and after it stopped)."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from proforma.app.read.disclosure import grant
+from proforma.app.read.errors import Conflict
 from proforma.app.store.settings import get_settings
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.provenance import utcnow
@@ -41,6 +42,7 @@ JOB_COLUMNS = (
     "started_at",
     "finished_at",
     "round_name",
+    "idempotency_key",
 )
 
 
@@ -56,6 +58,17 @@ class NewJob:
     upload_sha256: str
     #: the round the file enters; None: the static benchmark
     round_name: str | None = None
+    #: the client's name for this upload (the Idempotency-Key header): a repeat of it by
+    #: the same user is answered with this job
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True)
+class Queued:
+    job_id: int
+    #: True when an earlier request with the same idempotency key made the job: nothing
+    #: new was recorded or counted
+    repeated: bool = False
 
 
 def _decode(row: tuple[Any, ...]) -> dict[str, Any]:
@@ -103,11 +116,53 @@ def uploads_since(wh: Warehouse, user_id: int, start: Any) -> int:
     )
 
 
-def insert_job(wh: Warehouse, job: NewJob, *, daily_limit: int | None = None) -> int | None:
-    """Record a queued job (committed when this returns); returns its id, or None when
-    `daily_limit` is given and the user has already made that many jobs today (UTC):
-    the count and the insert are one atomic step."""
+def job_for_key(wh: Warehouse, user_id: int, key: str) -> dict[str, Any] | None:
+    """The job `user_id` made with idempotency key `key`, if any."""
+    row = wh.fetchone(
+        f"SELECT {', '.join(JOB_COLUMNS)} FROM service.jobs "
+        "WHERE user_id = ? AND idempotency_key = ? ORDER BY job_id LIMIT 1",
+        [user_id, key],
+    )
+    return _decode(row) if row else None
+
+
+def check_repeat(earlier: dict[str, Any], sha256: str, key: str) -> None:
+    """A request repeating key `key` must send the file the key's job received; a key
+    reused for another file is refused (409), never taken as that job."""
+    if earlier["upload_sha256"] != sha256:
+        raise Conflict(
+            f"The idempotency key {key!r} names job {earlier['job_id']}, an upload of another "
+            f"file (model {earlier['model_name']!r}); use a new key for a new upload."
+        )
+
+
+def recorded_job(record: dict[str, Any]) -> NewJob:
+    """The NewJob a `service.jobs` row was inserted from (a repeated request's answer)."""
+    return NewJob(
+        record["user_id"],
+        record["model_name"],
+        record["family"],
+        record["df"],
+        record["metadata"],
+        Path(record["upload_path"]),
+        record["upload_bytes"],
+        record["upload_sha256"],
+        record["round_name"],
+        record["idempotency_key"],
+    )
+
+
+def insert_job(wh: Warehouse, job: NewJob, *, daily_limit: int | None = None) -> Queued | None:
+    """Record a queued job (committed when this returns); None when `daily_limit` is
+    given and the user has already made that many jobs today (UTC): the count and the
+    insert are one atomic step. A job whose idempotency key the user has used already is
+    not recorded again: the earlier job comes back (`repeated`), whatever the limit."""
     with _ADMIT:
+        if job.idempotency_key is not None:
+            earlier = job_for_key(wh, job.user_id, job.idempotency_key)
+            if earlier is not None:
+                check_repeat(earlier, job.upload_sha256, job.idempotency_key)
+                return Queued(int(earlier["job_id"]), repeated=True)
         now = utcnow()
         if daily_limit is not None:
             start = now.replace(hour=0, minute=0, second=0, microsecond=0)
@@ -116,8 +171,8 @@ def insert_job(wh: Warehouse, job: NewJob, *, daily_limit: int | None = None) ->
         job_id = wh.scalar(
             """
             INSERT INTO service.jobs (user_id, model_name, family, df, metadata, upload_path,
-                upload_bytes, upload_sha256, status, created_at, round_name)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)
+                upload_bytes, upload_sha256, status, created_at, round_name, idempotency_key)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)
             RETURNING job_id
             """,
             [
@@ -131,12 +186,13 @@ def insert_job(wh: Warehouse, job: NewJob, *, daily_limit: int | None = None) ->
                 job.upload_sha256,
                 now,
                 job.round_name,
+                job.idempotency_key,
             ],
         )
         # the noise its public numbers will carry, from the user's uploads of the week
         # (both doors); fixed now, never drawn again
         grant(wh, int(job_id), job.user_id, now, daily_limit or get_settings().uploads_per_day)
-    return int(job_id)
+    return Queued(int(job_id))
 
 
 def unfinished_jobs(wh: Warehouse) -> list[tuple[Any, ...]]:

@@ -121,6 +121,10 @@ class Job(_Open):
     finished_at: str | None
     metadata: dict[str, Any]
     submission_url: str | None = Field(None, description="Once the file is ingested")
+    round_name: str | None = Field(None, description="The round the file entered, if any")
+    idempotency_key: str | None = Field(
+        None, description="The client's Idempotency-Key of the upload, if it sent one"
+    )
 
 
 # -- footprints -----------------------------------------------------------------------------

@@ -1,27 +1,19 @@
-"""The upload form of POST /api/v1/submissions: its metadata fields (validated with
-pydantic, one clear 422 per bad field) and the cheap checks of the parquet file that run
-before a job is queued (the full validation runs in the job: proforma.app.scoring)."""
+"""The upload form of POST /api/v1/submissions: its OpenAPI description, and its metadata
+fields and the parquet file's cheap checks as the door answers them (BadUpload, a 422
+with its problems). The checks themselves live in proforma.app.scoring.submissions.form,
+where the client's local check runs the same code."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-from pydantic import BaseModel, Field, field_validator, model_validator
-from pydantic import ValidationError as PydanticError
-
 from proforma.app.read.errors import BadUpload
-from proforma.app.scoring.submissions.checks import DF_MAX
-from proforma.app.scoring.submissions.uploads import column_report
-from proforma.contracts.forecasts import FAMILIES, SUBMISSION_COLUMNS, accepted_names
-from proforma.contracts.quarters import check_quarter_or_date
+from proforma.app.scoring.submissions import form
+from proforma.app.scoring.submissions.form import REQUIRED_COLUMNS, SubmissionMeta
+from proforma.contracts.forecasts import FAMILIES
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.:+()\-]{0,79}$")
-# Key columns of a submission file and their accepted aliases (docs/scoring.md).
-REQUIRED_COLUMNS = {column: accepted_names(column) for column in SUBMISSION_COLUMNS}
+__all__ = ["REQUIRED_COLUMNS", "UPLOAD_SCHEMA", "SubmissionMeta", "check_parquet", "parse_meta"]
 
 UPLOAD_SCHEMA = {
     "requestBody": {
@@ -62,124 +54,15 @@ UPLOAD_SCHEMA = {
 }
 
 
-class SubmissionMeta(BaseModel):
-    """The metadata fields of an upload form."""
-
-    name: str
-    description: str = Field(default="", max_length=4000)
-    code_url: str = Field(default="", max_length=500)
-    family: str = "gaussian"
-    df: float | None = None
-    training_cutoff: str
-    leakage_statement: str = Field(min_length=1, max_length=4000)
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        v = v.strip()
-        if not _NAME.match(v):
-            raise ValueError(
-                "use 1-80 letters, digits, spaces or _ . : + ( ) -, starting with a letter or digit"
-            )
-        return v
-
-    @field_validator("code_url")
-    @classmethod
-    def _url(cls, v: str) -> str:
-        v = v.strip()
-        if v and not re.match(r"^https?://[^\s<>\"']+$", v):
-            raise ValueError("must be an http:// or https:// link")
-        return v
-
-    @field_validator("family")
-    @classmethod
-    def _family(cls, v: str) -> str:
-        v = v.strip().lower().replace("-", "_") or "gaussian"
-        if v not in FAMILIES:
-            raise ValueError(f"must be {', '.join(FAMILIES[:-1])} or {FAMILIES[-1]}")
-        return v
-
-    @field_validator("training_cutoff")
-    @classmethod
-    def _cutoff(cls, v: str) -> str:
-        return check_quarter_or_date(v)
-
-    @field_validator("leakage_statement")
-    @classmethod
-    def _statement(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("say what the model saw of the test period (for example 'none')")
-        return v.strip()
-
-    @model_validator(mode="after")
-    def _df(self) -> SubmissionMeta:
-        if self.family == "student_t" and (self.df is None or self.df <= 1):
-            raise ValueError("family student_t needs df > 1")
-        if self.df is not None and not self.df <= DF_MAX:
-            raise ValueError(f"df must be at most {DF_MAX:g} (beyond, use family gaussian)")
-        if self.family != "student_t" and self.df is not None:
-            raise ValueError("df applies only to family student_t")
-        return self
-
-
 def parse_meta(fields: dict[str, str]) -> SubmissionMeta:
-    values: dict[str, Any] = {k: v for k, v in fields.items() if k in SubmissionMeta.model_fields}
-    if values.get("df", "").strip() == "":
-        values.pop("df", None)
     try:
-        return SubmissionMeta(**values)
-    except PydanticError as exc:
-        problems = [
-            {
-                "field": ".".join(str(p) for p in e["loc"]) or "form",
-                "problem": e["msg"].removeprefix("Value error, "),
-            }
-            for e in exc.errors()
-        ]
-        first = problems[0]
-        missing = first["problem"] == "Field required"
-        message = (
-            f"The form field {first['field']!r} is required."
-            if missing
-            else f"Invalid form field {first['field']!r}: {first['problem']}."
-        )
-        raise BadUpload(message, problems) from None
+        return form.parse_meta(fields)
+    except form.FormRefused as exc:
+        raise BadUpload(str(exc), exc.problems) from None
 
 
 def check_parquet(path: Path) -> dict[str, Any]:
-    """Cheap checks before queueing: parquet magic, readable footer, rows, key columns,
-    column names (duplicate or ambiguous ones refused; unknown ones are `warnings`)."""
-    with open(path, "rb") as f:
-        head = f.read(4)
-        f.seek(-4, 2)
-        tail = f.read(4)
-    if head != b"PAR1" or tail != b"PAR1":
-        raise BadUpload(
-            "The file is not parquet (no PAR1 magic bytes); export the forecasts with "
-            "pyarrow.parquet.write_table or DataFrame.to_parquet."
-        )
     try:
-        meta = pq.ParquetFile(path).metadata
-        schema = pq.read_schema(path)
-    except (pa.ArrowException, OSError) as exc:
-        # the reader's message names the server's path: keep only what it says of the file
-        detail = str(exc).splitlines()[0].replace(str(path), "the file")
-        raise BadUpload(f"The parquet file is damaged: {detail[:200]}") from None
-    if meta.num_rows == 0:
-        raise BadUpload("The parquet file has no rows.")
-    found, warnings = column_report(schema.names)
-    if found:
-        raise BadUpload(
-            f"The file's columns are ambiguous: {found[0]}.",
-            [{"column": "", "problem": text} for text in found],
-        )
-    names = {n.lower() for n in schema.names}
-    problems = [
-        {"column": key, "problem": f"missing (accepted names: {', '.join(aliases)})"}
-        for key, aliases in REQUIRED_COLUMNS.items()
-        if not names.intersection(aliases)
-    ]
-    if problems:
-        missing = ", ".join(p["column"] for p in problems)
-        raise BadUpload(f"The file lacks required column(s): {missing}.", problems)
-    return {"rows": meta.num_rows, "columns": schema.names, "warnings": warnings}
+        return form.check_parquet(path)
+    except form.FormRefused as exc:
+        raise BadUpload(str(exc), exc.problems) from None

@@ -42,6 +42,7 @@ from proforma.app.cli import (
     forma,
     ingest,
     llm,
+    remote,
     report,
     rounds,
     score,
@@ -129,6 +130,8 @@ users_group.command("add")(serve.users_add)
 users_group.command("token")(serve.users_token)
 users_group.command("revoke")(serve.users_revoke)
 users_group.command("list")(serve.users_list)
+
+app.add_typer(remote.remote_app, name="remote")
 
 db_group = group("db", "Inspect the warehouse.")
 db_group.command("status")(db.db_status)

@@ -1,5 +1,5 @@
-"""`proforma export`: the built panel in a published file layout, or an eval result table
-as CSV or JSON."""
+"""`proforma export`: the built panel in a published file layout, a submission's forecasts
+as the published submission file, or an eval result table as CSV or JSON."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from proforma.app.cli.common import status_console, summary, writer
 def export_command(
     target: str = typer.Argument(
         ...,
-        help="With --layout: the folder to write into. Without: an eval table "
+        help="With --layout: the folder to write into. With --submission: the .parquet "
+        "file to write. Without either: an eval table "
         "(metrics | quarter_losses | dm_tests | pit | coverage | score_runs | "
         "coherence | submissions | footprints), as `proforma export` of scoring.",
     ),
@@ -40,8 +41,19 @@ def export_command(
         "--imputation/--no-imputation",
         help="(layout) Tabular features factor-imputed, as the package ships them (default).",
     ),
+    submission: str = typer.Option(
+        None,
+        "--submission",
+        help="Write this submission's forecasts (its id, or the current one of this name: an "
+        "upload, a model, a reference baseline) as the published submission file TARGET, "
+        "with its family sidecar {stem}.nll.json beside it.",
+    ),
 ) -> None:
-    """Export the panel (--layout proforma20q|compustat DIR) or an eval result table."""
+    """Export the panel (--layout proforma20q|compustat DIR), a submission's forecasts
+    (--submission NAME FILE.parquet) or an eval result table."""
+    if submission is not None:
+        _export_forecasts(submission, Path(target))
+        return
     if layout is None:
         _export_table(target, run, fmt, out)
         return
@@ -69,3 +81,17 @@ def _export_table(table: str, run: int | None, fmt: str, out: Path | None) -> No
         result = export_table(wh, table, score_run_id=run)
     write_text(table_to_text(result, fmt), out)
     summary(f"{result.num_rows:,} row(s) of eval.{table} written to {out or 'stdout'}")
+
+
+def _export_forecasts(submission: str, out: Path) -> None:
+    """A submission's forecasts as the published submission file (and its sidecar)."""
+    from proforma.app.flows.forecast_file import write_forecast_file
+
+    key: int | str = int(submission) if submission.isdigit() else submission
+    with writer() as wh:
+        written = write_forecast_file(wh, key, out)
+    side = f" and {written.sidecar.name} ({written.family})" if written.sidecar else ""
+    summary(
+        f"{written.rows:,} rows of submission {written.submission_id} ({written.name}) "
+        f"written to {out}{side}"
+    )

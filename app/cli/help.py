@@ -29,6 +29,7 @@ WORKFLOW: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("Scores", ("submit", "score", "leaderboard", "footprint", "report", "export", "round")),
     ("Service", ("serve", "users")),
+    ("Researchers: a server from the terminal", ("remote",)),
     ("Warehouse", ("db", "backup", "restore")),
 )
 OTHER = "Other commands"

@@ -36,6 +36,7 @@ from proforma.app.api.routers import (
     health,
     jobs,
     leaderboards,
+    public,
     query,
     rounds,
     submissions,
@@ -256,6 +257,7 @@ def create_app(
     for module in (
         health,
         users,
+        public,
         submissions,
         jobs,
         leaderboards,

@@ -78,6 +78,10 @@ class Settings:
     query_queue_s: float = 2.0
     # Aggregates over fewer cells than this stay out of the public snapshot.
     public_min_cells: int = 30
+    # The in-house models' forecasts (firm-level values; a random walk's are the panel's own
+    # lagged levels) go to any user's client only where the data may be shared (the
+    # synthetic panel); admins may always fetch them, a user always their own uploads.
+    share_inhouse_forecasts: bool = False
     # The snapshot keeps each footprint's latest runs only (older ones stay in the warehouse).
     public_history_runs: int = 3
     # Per-item detail of the current board's top N per track (and the in-house models).
@@ -156,7 +160,14 @@ def _read(name: str, hint: Any, value: Any, variable: str) -> Any:
         raise UserError(f"setting {variable or name}: {value!r} is not {what}") from None
 
 
-_KINDS = {int: "an integer", float: "a number", Path: "a path", str: "text"}
+_KINDS = {
+    int: "an integer",
+    float: "a number",
+    Path: "a path",
+    str: "text",
+    bool: "true or false (1, 0, yes, no)",
+}
+_BOOLS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
 
 
 def _convert(kind: Any, value: Any) -> Any:
@@ -173,6 +184,12 @@ def _convert(kind: Any, value: Any) -> Any:
         return float(text)
     if kind is str:
         return str(value)
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        if str(text).lower() not in _BOOLS:
+            raise ValueError(value)
+        return _BOOLS[str(text).lower()]
     raise TypeError(f"no reader for {kind}")
 
 

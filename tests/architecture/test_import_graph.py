@@ -1,8 +1,8 @@
 """The import graph of the packages (parsed with ast, nothing imported) against the layer
 table of docs/architecture.md ("Layers"): every module lives in a room of a layer, every
 import points down the table (or stays inside its room), no module takes part in an
-import circle, the API and the pages never import each other, `contracts` imports
-nothing of the project and `models` nothing from `app`."""
+import circle, the API, the pages and the client never import each other, `contracts`
+imports nothing of the project and `models` nothing from `app`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("contracts", "app", "models")
+PACKAGES = ("contracts", "app", "models", "client")
 #: The one top-level package they are installed under (proforma/ links to the folders).
 DISTRIBUTION = "proforma"
 
@@ -22,7 +22,7 @@ DISTRIBUTION = "proforma"
 #: (or, for `app`, the package's own __init__: the version).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("entry points", ("app.cli", "app.server")),
-    ("interfaces", ("app.api", "app.web")),
+    ("interfaces", ("app.api", "app.web", "client")),
     ("read", ("app.read",)),
     ("flows", ("app.flows", "app.report", "app.rounds")),
     ("scoring", ("app.scoring",)),
@@ -210,7 +210,7 @@ def test_the_table_is_the_documented_one() -> None:
     section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line]
     documented = [
-        (cells[0], tuple(re.findall(r"`app/([a-z]+)/`|`(models|contracts)/`", cells[1])))
+        (cells[0], tuple(re.findall(r"`app/([a-z]+)/`|`(models|contracts|client)/`", cells[1])))
         for cells in ([c.strip() for c in row.strip("|").split("|")] for row in rows[1:])
     ]
     names = [layer for layer, _ in documented]

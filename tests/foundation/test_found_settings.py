@@ -59,12 +59,18 @@ def test_empty_optional_is_none_and_bad_values_name_the_variable(clean_env, monk
         ("PROFORMA_THREADS", "two", "'two' is not an integer"),
         ("PROFORMA_QUERY_TIMEOUT_S", "5s", "'5s' is not a number"),
         ("PROFORMA_WRDS_PORT", "", "'' is not an integer"),
+        ("PROFORMA_SHARE_INHOUSE_FORECASTS", "maybe", "'maybe' is not true or false"),
     ):
         monkeypatch.setenv(name, value)
         with pytest.raises(UserError, match=words) as caught:
             Settings()
         assert name in str(caught.value)
         monkeypatch.delenv(name)
+    assert Settings().share_inhouse_forecasts is False
+    for text, meant in (("true", True), ("YES", True), ("1", True), ("no", False), ("0", False)):
+        monkeypatch.setenv("PROFORMA_SHARE_INHOUSE_FORECASTS", text)
+        assert Settings().share_inhouse_forecasts is meant
+    monkeypatch.delenv("PROFORMA_SHARE_INHOUSE_FORECASTS")
     with pytest.raises(UserError, match="threads: 2.5 is not an integer"):
         Settings(threads=2.5)
     with pytest.raises(TypeError, match="no field colour"):

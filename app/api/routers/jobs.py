@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from proforma.app.api.deps import CurrentUser, WarehouseDep
-from proforma.app.api.job_store import get_job, list_jobs
+from proforma.app.api.job_store import get_job, job_for_key, list_jobs
 from proforma.app.api.responses import Job
 from proforma.app.read.errors import Forbidden, NotFound
 from proforma.app.read.formats import clean
@@ -30,6 +30,8 @@ _PUBLIC = (
     "created_at",
     "started_at",
     "finished_at",
+    "round_name",
+    "idempotency_key",
 )
 
 
@@ -48,8 +50,17 @@ def _view(job: dict[str, Any]) -> dict[str, Any]:
     response_model_exclude_unset=True,
 )
 def my_jobs(
-    user: CurrentUser, wh: WarehouseDep, limit: Annotated[int, Query(ge=1, le=500)] = 50
+    user: CurrentUser,
+    wh: WarehouseDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    idempotency_key: Annotated[
+        str | None,
+        Query(description="Only the caller's job of this key (a client checking a retry)"),
+    ] = None,
 ) -> list[dict[str, Any]]:
+    if idempotency_key is not None:
+        keyed = job_for_key(wh, user.user_id, idempotency_key)
+        return [_view(keyed)] if keyed is not None else []
     jobs = list_jobs(wh, user_id=None if user.is_admin else user.user_id, limit=limit)
     return [_view(j) for j in jobs]
 

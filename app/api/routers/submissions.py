@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from proforma.app.api.admission import admit, upload_metadata
 from proforma.app.api.deps import CurrentUser, JobsDep, SettingsDep, WarehouseDep
-from proforma.app.api.job_store import NewJob
+from proforma.app.api.job_store import NewJob, get_job
 from proforma.app.api.responses import SubmissionDetail, SubmissionTable
 from proforma.app.api.upload_form import UPLOAD_SCHEMA, parse_meta
 from proforma.app.api.uploads import ReceivedUpload
@@ -60,15 +61,20 @@ async def upload(
         )
 
     admitted = await admit(request, user, wh, jobs, settings, describe)
+    # a repeated key's job may have moved on since its first request
+    found = await run_in_threadpool(get_job, wh, admitted.job_id) if admitted.repeated else None
+    status = (found or {}).get("status")
     return {
         "job_id": admitted.job_id,
-        "status": "queued",
+        "status": status or "queued",
         "status_url": f"/api/v1/jobs/{admitted.job_id}",
         "name": admitted.job.model_name,
         "bytes": admitted.received.size,
         "rows": admitted.info["rows"],
         "sha256": admitted.received.sha256,
         "warnings": admitted.info["warnings"],
+        # an earlier request with the same Idempotency-Key made the job (a client's retry)
+        "repeated": admitted.repeated,
     }
 
 
