@@ -170,10 +170,10 @@ def run_probe(api: Api, days: int, pairs_a_day: int, daily_limit: int) -> Outcom
         body = api.client.post("/api/v1/query", json={"sql": sql}).json()
         return [dict(zip(body["columns"], r, strict=True)) for r in body.get("rows", [])]
 
-    deadline = time.monotonic() + 60  # the last publication holds every upload
-    while not all(snapshot(sid) for sid in uploads):
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    deadline = time.monotonic() + 300  # the last publication holds every upload
+    while missing := [sid for sid in uploads if not snapshot(sid)]:
+        assert time.monotonic() < deadline, f"not in the snapshot: {missing}"
+        time.sleep(0.5)
 
     def exact(sid: int) -> list[dict]:
         return wh.arrow(

@@ -160,7 +160,9 @@ def test_a_queued_upload_comes_back_with_its_job(
     prepare(wh)
     user, _ = add_user(wh, "alice")
     job = NewJob(user.user_id, "m", "gaussian", None, {}, received.absolute(), 23, "ab" * 32)
-    job_id = insert_job(wh, job)
+    queued = insert_job(wh, job)
+    assert queued is not None
+    job_id = queued.job_id
     wh.close()
     assert _cli("backup", str(tmp_path / "backup"))[0] == 0
     target = _elsewhere(tmp_path, monkeypatch)
