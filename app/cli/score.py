@@ -161,6 +161,7 @@ def _score_and_report(
         run_summary,
         score,
     )
+    from proforma.app.scoring.runs import refresh_board
 
     missing = missing_reference_baselines(wh) if wh.table_exists("panel.truth") else []
     if missing and submissions is None:
@@ -199,6 +200,17 @@ def _score_and_report(
             f"{c['coverage']:.1%}" if c["coverage"] is not None else "-",
         )
     console.print(table)
+    if submissions is not None:
+        # a run of named submissions is not the board: the board is the footprint's
+        # whole current membership on its common sample (eval.board_runs)
+        with status_console.status(f"the board of footprint {footprint} ..."):
+            board = refresh_board(wh, footprint)
+        members = wh.scalar(
+            "SELECT len(submission_ids) FROM eval.score_runs WHERE score_run_id = ?", [board]
+        )
+        status_console.print(
+            f"board of {footprint}: score run {board}, {members} submission(s)", highlight=False
+        )
     summary(
         f"score run {run}: {len(info['submission_ids'])} submission(s) on "
         f"{info['n_cells']:,} common cells of {info['footprint_cells']:,} in "

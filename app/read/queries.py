@@ -78,7 +78,7 @@ def score_run(
     wh: Warehouse, footprint: str, score_run_id: int | None = None
 ) -> dict[str, Any] | None:
     """The record of one score run of a footprint, with its provenance (build and eval
-    versions): run `score_run_id`, or the newest. A leaderboard is built from the
+    versions): run `score_run_id`, or the footprint's board (eval.board_runs). A leaderboard is built from the
     record's `score_run_id`, so that it and its description are of the same run even
     when another run lands in between."""
     table = wh.arrow(
@@ -87,10 +87,10 @@ def score_run(
                n_cells, build_id, json_extract_string(build, '$.sql_checksum') AS build_sql_version,
                eval_sql_version, started_at, finished_at, elapsed_s
         FROM eval.score_runs WHERE footprint_name = ?
-          AND (CAST(? AS INTEGER) IS NULL OR score_run_id = ?)
-        ORDER BY score_run_id DESC LIMIT 1
+          AND score_run_id = coalesce(CAST(? AS INTEGER),
+              (SELECT score_run_id FROM eval.board_runs WHERE footprint_name = ?))
         """,
-        [footprint, score_run_id, score_run_id],
+        [footprint, score_run_id, footprint],
     )
     return table.to_pylist()[0] if table.num_rows else None
 

@@ -149,13 +149,13 @@ def point_masses(wh: Warehouse, subs: dict[int, Submission]) -> dict[int, Submis
 
 
 def latest_runs(wh: Warehouse) -> list[Run]:
-    """Each scored footprint's newest run, with its metrics and DM tests loaded."""
+    """Each scored footprint's board (eval.board_runs), with its metrics and DM tests
+    loaded."""
     if not wh.table_exists("eval.score_runs"):
         raise UserError("No scores in the warehouse: run `proforma score` first")
     rows = wh.fetchall(
         "SELECT score_run_id, footprint_name, footprint_version, n_cells, submission_ids, finished_at "
-        "FROM eval.score_runs QUALIFY row_number() OVER (PARTITION BY footprint_name "
-        "ORDER BY score_run_id DESC) = 1"
+        "FROM eval.score_runs WHERE score_run_id IN (SELECT score_run_id FROM eval.board_runs)"
     )
     runs = [Run(r[0], r[1], r[2], r[3], list(r[4]), r[5]) for r in rows]
     order = {name: i for i, name in enumerate(FOOTPRINT_ORDER)}

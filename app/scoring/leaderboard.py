@@ -34,14 +34,22 @@ RESULT_TABLES = (
 )
 
 
-def latest_run(wh: Warehouse, footprint: str = "full") -> int:
-    """The newest score run of a footprint ('name' or 'name@version')."""
+def board_run(wh: Warehouse, footprint: str = "full") -> int:
+    """The score run that is a footprint's board ('name' or 'name@version'): its newest
+    run of the whole current membership (eval.board_runs), whatever scored last; a run of
+    named submissions (`proforma score -s`) is on the board only until a board run
+    follows it (proforma.app.scoring.runs.refresh_board)."""
     name, _, version = footprint.partition("@")
-    sql = "SELECT max(score_run_id) FROM eval.score_runs WHERE footprint_name = ?"
-    params: list[Any] = [name]
     if version:
-        sql += " AND footprint_version = ?"
-        params.append(int(version))
+        sql = (
+            "SELECT coalesce(max(score_run_id) FILTER (WHERE board IS NOT false), "
+            "max(score_run_id)) FROM eval.score_runs "
+            "WHERE footprint_name = ? AND footprint_version = ?"
+        )
+        params: list[Any] = [name, int(version)]
+    else:
+        sql = "SELECT score_run_id FROM eval.board_runs WHERE footprint_name = ?"
+        params = [name]
     run = wh.scalar(sql, params)
     if run is None:
         raise UserError(
@@ -84,7 +92,7 @@ def leaderboard(
         )
     if by not in BY:
         raise UserError(f"Unknown --by {by!r}: use horizon, item or statement")
-    run = score_run_id or latest_run(wh, footprint)
+    run = score_run_id or board_run(wh, footprint)
     reference = None if against is None else reference_submission(wh, run, against)
     spec = TRACKS[track]
     columns, sort, ascending, loss = list(spec.columns), spec.metric, spec.ascending, spec.dm_loss
