@@ -15,6 +15,7 @@ import pyarrow as pa
 from proforma.app.scoring.significance import Group, Pair, dm_test_rows
 from proforma.app.store.warehouse import IN_IDS, Warehouse
 from proforma.contracts.errors import UserError
+from proforma.contracts.metrics import UNCERTAINTY_METRICS
 from proforma.contracts.tracks import TRACK_NAMES, TRACKS
 
 #: SQL over eval.submissions s: the submission has a forecast distribution (a sigma, or a
@@ -180,6 +181,7 @@ def leaderboard(
                 row["p_value"] = p
                 row["sig"] = dm_stars(p, stat is not None and stat > 0)
             out.append(row)
+    uncertainty = _add_uncertainty(wh, run, track, out) if level == "global" else None
     run_row = wh.arrow(
         "SELECT footprint_name, footprint_version, n_cells, footprint_cells, build_id, "
         "eval_sql_version, finished_at FROM eval.score_runs WHERE score_run_id = ?",
@@ -192,9 +194,47 @@ def leaderboard(
         "by": level,
         "dm_reference": "leader" if reference is None else names.get(reference, str(reference)),
         **run_row,
+        "uncertainty": uncertainty,
     }
     table = pa.Table.from_pylist(out) if out else pa.table({"rank": pa.array([], pa.int64())})
     return table.replace_schema_metadata(_metadata(meta))
+
+
+def _add_uncertainty(wh: Warehouse, run: int, track: str, rows: list[dict]) -> dict | None:
+    """The board's rank uncertainty on its global rows (proforma.app.scoring.uncertainty):
+    each headline metric's interval ({metric}_lo, {metric}_hi), the probability of
+    ranking first (p_best), the MCS p-value and membership; returns how it was computed
+    (seed, replications, block size, levels), None when the run has none."""
+    record = wh.arrow(
+        "SELECT method, seed, replications, block_size, ci_level, mcs_alpha, mcs_statistic, "
+        "n_firms, n_quarters FROM eval.uncertainty_runs WHERE score_run_id = ?",
+        [run],
+    ).to_pylist()
+    if not record:
+        return None
+    metrics = [m for m in TRACKS[track].columns if m in UNCERTAINTY_METRICS]
+    bounds = {
+        (int(sid), str(m)): (lo, hi)
+        for sid, m, lo, hi in wh.fetchall(
+            "SELECT submission_id, metric, lo, hi FROM eval.metric_intervals "
+            "WHERE score_run_id = ?",
+            [run],
+        )
+    }
+    sets = {
+        int(sid): (p, mp, inside)
+        for sid, p, mp, inside in wh.fetchall(
+            "SELECT submission_id, p_best, mcs_p, in_mcs FROM eval.rank_sets "
+            "WHERE score_run_id = ? AND track = ?",
+            [run, track],
+        )
+    }
+    for row in rows:
+        sid = int(row["submission_id"])
+        for m in metrics:
+            row[f"{m}_lo"], row[f"{m}_hi"] = bounds.get((sid, m), (None, None))
+        row["p_best"], row["mcs_p"], row["in_mcs"] = sets.get(sid, (None, None, None))
+    return record[0]
 
 
 def _missing_tests(

@@ -47,6 +47,7 @@ from proforma.contracts.provenance import utcnow
 
 _RUN_TEMP = (
     "run_agg",
+    "run_clusters",
     "run_pit",
     "run_fine",
     "agg_subs",
@@ -188,6 +189,11 @@ def _score(
             f"footprint {fp['name']}@{fp['version']}: score run {run_id}, "
             f"{time.perf_counter() - t0:.1f}s"
         )
+    if board:
+        # a board shows how sure its ranking is (issue 49): seconds at demo scale
+        from proforma.app.scoring.uncertainty import compute_board_uncertainty
+
+        compute_board_uncertainty(wh, run_id)
     if coherence:
         from proforma.app.scoring.coherence import ensure_coherence
 
@@ -367,7 +373,7 @@ def _aggregate_by_position(
             else "069_cell_aggregates_positional_point"
         )
         # span by span: the sums of a group are all in one span (positional.spans)
-        for _ in positional.span_terms(wh, grid, dense, params, common):
+        for _ in positional.span_terms(wh, grid, dense, params, common, with_row=True):
             wh.run_step(f"eval/{step}", params)
 
 
