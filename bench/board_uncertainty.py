@@ -32,8 +32,8 @@ def synthetic_board(wh: Warehouse, firms: int, quarters: int, members: int, seed
     """One board run (id 1) with clusters whose losses share firm and quarter effects."""
     rng = np.random.default_rng(seed)
     per = 78 * 20 // 4  # cells a (firm, origin quarter) holds, about
-    f, q = np.meshgrid(np.arange(firms), np.arange(quarters), indexing="ij")
-    f, q = f.ravel(), q.ravel()
+    f = np.repeat(np.arange(firms), quarters)
+    q = np.tile(np.arange(quarters), firms)
     firm_fx = rng.gamma(2.0, 0.5, firms)[f]
     quarter_fx = rng.gamma(2.0, 0.5, quarters)[q]
     y = rng.normal(0, 1, f.size)
@@ -97,7 +97,7 @@ def main() -> None:
                 t0 = time.perf_counter()
                 assert compute_board_uncertainty(wh, run, cfg)
                 times.append(time.perf_counter() - t0)
-            firms, quarters, members = wh.fetchone(
+            firms, quarters, members = wh.one(
                 "SELECT u.n_firms, u.n_quarters, len(r.submission_ids) FROM eval.uncertainty_runs "
                 "u JOIN eval.score_runs r USING (score_run_id) WHERE score_run_id = ?",
                 [run],

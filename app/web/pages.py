@@ -28,6 +28,7 @@ from proforma.app.read.queries import (
     submission_scores,
 )
 from proforma.app.read.sqlguard import snapshot_schema
+from proforma.app.scoring.leaderboard import provenance
 from proforma.app.store.warehouse import Warehouse
 from proforma.app.web import TEMPLATES_DIR
 from proforma.contracts.metrics import METRICS, Better, Metric, coverage_names
@@ -44,12 +45,17 @@ _LABELS = {
     "dm_vs_leader": "DM vs leader",
     "dm_vs_reference": "DM vs reference",
     "p_value": "p",
+    "p_best": "P(best)",
 }
+#: Which way each direction of `Better` points on a metric's header (issue 49).
+_ARROWS = {Better.lower: "↓", Better.higher: "↑", Better.target: "→·←"}
 
 
 def _label(column: str) -> str:
     spec = METRICS.get(column)
-    return spec.label if spec is not None else _LABELS.get(column, column)
+    if spec is None:
+        return _LABELS.get(column, column)
+    return f"{spec.label} {_ARROWS[spec.better]}"
 
 
 def score_metrics() -> list[Metric]:
@@ -98,7 +104,8 @@ def _columns(names: list[str], types: dict[str, str], metric: str) -> list[dict[
     """Displayed columns of a scoring.leaderboard table; the DM mark sits on the track's metric."""
     cols = []
     for c in names:
-        if c in _HIDDEN:
+        # the board's uncertainty shows inside the metric's and the model's cells
+        if c in _HIDDEN or c in ("in_mcs", "mcs_p") or c.endswith(("_lo", "_hi")):
             continue
         col: dict[str, Any] = {
             "name": c,
@@ -109,6 +116,8 @@ def _columns(names: list[str], types: dict[str, str], metric: str) -> list[dict[
         }
         if c == metric and "sig" in names:
             col["mark"] = "sig"
+        if f"{c}_lo" in names:
+            col["interval"] = (f"{c}_lo", f"{c}_hi")
         cols.append(col)
     return cols
 
@@ -190,6 +199,7 @@ def leaderboard_page(
             rows=table.to_pylist(),
             chart=_chart(wh, run, track, [r.get("model") for r in table.to_pylist()]),
             models=scored,
+            uncertainty=provenance(table).get("uncertainty"),
             against=against or "",
             dm_note=f"Diebold–Mariano tests against {against or 'the leader'} (quarter-clustered, "
             "Newey–West, HLN; DM > 0 favours the row's model): * / ** / *** "

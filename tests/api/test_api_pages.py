@@ -40,6 +40,19 @@ def test_pages_render_before_and_after_scoring(api: Api) -> None:
     page = c.get("/?footprint=geert&track=density").text
     assert 'value="geert" selected' in page and "model (v2)" in page
     assert 'id="chart-data"' in page and "sql/eval" in page
+    # the board's rank uncertainty (issue 49): intervals, the confidence set and P(best)
+    # on the page and in the API, an upload's probabilities coarsened
+    board = c.get("/?footprint=full&track=squared").text
+    assert 'id="uncertainty-note"' in board and "R² ↑" in board and "MSE ↓" in board
+    assert 'class="muted ci"' in board and ">MCS</span>" in board
+    rows = c.get("/api/v1/leaderboards/full?track=squared").json()["rows"]
+    assert {"r2_lo", "r2_hi", "p_best", "in_mcs"} <= set(rows[0])
+    assert sum(r["in_mcs"] for r in rows) >= 1
+    for r in rows:
+        if r["source"] == "upload" and r["p_best"] is not None:
+            assert abs(r["p_best"] / 0.05 - round(r["p_best"] / 0.05)) < 1e-6
+        elif r["source"] != "upload":
+            assert r["r2_lo"] <= r["r2"] <= r["r2_hi"]
     detail = c.get(f"/submissions/{job['submission_id']}").text
     assert "<script>alert" not in detail and "&lt;script&gt;alert" in detail
     assert c.get("/submissions/999").status_code == 404
