@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from proforma.app.read import disclosure, rank_disclosure
+from proforma.app.read import board_disclosure, disclosure
 from proforma.app.scoring.leaderboard import HAS_DENSITY
 from proforma.app.store.sqlfiles import query_text
 from proforma.app.store.warehouse import IN_IDS, Warehouse
@@ -144,7 +144,7 @@ def _coarse_leaderboard(wh: Warehouse, table: pa.Table, by: str) -> pa.Table:
         if r.get("source") == "upload":
             label = _label(by, r.get("horizon"), r.get("item"), r.get("statement"))
             exact, r = r, disclosure.coarsen_metrics(r, key, int(r["submission_id"]), label)
-            r = rank_disclosure.coarsen_uncertainty(r, exact, key, label)
+            r = board_disclosure.coarsen_board_row(r, exact, key, label)
             for col in ("dm_vs_leader", "dm_vs_reference"):
                 if r.get(col) is not None:
                     r[col] = round(float(r[col]), 1)

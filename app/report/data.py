@@ -84,6 +84,12 @@ class Run:
     dm: dict[tuple[int, int, str, int], tuple[float | None, float | None]] = field(
         default_factory=dict
     )
+    #: the board's rank uncertainty (eval.metric_intervals, eval.rank_sets): (sid,
+    #: metric) -> (lo, hi); (track, sid) -> (p_best, in the model confidence set)
+    intervals: dict[tuple[int, str], tuple[float | None, float | None]] = field(
+        default_factory=dict
+    )
+    rank_sets: dict[tuple[str, int], tuple[float, bool]] = field(default_factory=dict)
 
     def metric(
         self, sid: int, name: str, level: str = "global", horizon: int | None = None
@@ -191,6 +197,16 @@ def load_run(wh: Warehouse, run: Run) -> Run:
         [run.score_run_id],
     ):
         run.dm[(a, b, loss, int(h))] = (stat, p)
+    for sid, metric, lo, hi in wh.fetchall(
+        "SELECT submission_id, metric, lo, hi FROM eval.metric_intervals WHERE score_run_id = ?",
+        [run.score_run_id],
+    ):
+        run.intervals[(int(sid), str(metric))] = (lo, hi)
+    for track, sid, p_best, in_mcs in wh.fetchall(
+        "SELECT track, submission_id, p_best, in_mcs FROM eval.rank_sets WHERE score_run_id = ?",
+        [run.score_run_id],
+    ):
+        run.rank_sets[(str(track), int(sid))] = (float(p_best), bool(in_mcs))
     return run
 
 

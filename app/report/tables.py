@@ -23,6 +23,12 @@ STAR_NOTE = (
     "Newey–West, HLN-corrected); * / ** / *** {ref} better at 10 / 5 / 1%, † the "
     "row's model better at 1%. Dashes: no forecast on that sample."
 )
+MCS_NOTE = (
+    "° in the column's 90% model confidence set (Hansen, Lunde and Nason 2011, range "
+    "statistic, the track's loss), from a two-way bootstrap that resamples firms and "
+    "blocks of origin quarters (docs/scoring.md); the data file gives each value's 95% "
+    "interval and probability of ranking first."
+)
 
 
 TABLE2_NOTE = (
@@ -116,6 +122,10 @@ def headline(
                 if v is not None and ref is not None and ref.submission_id != sid:
                     stat, p = run.compare(ref.submission_id, sid, loss)
                     mark = dm_mark(stat, p)
+                p_best, in_mcs = run.rank_sets.get((track, sid), (None, None))
+                lo, hi = run.intervals.get((sid, metric), (None, None))
+                if in_mcs:
+                    mark += "°"
                 row.append(Cell(fmt(v), bold=best[run.score_run_id] == i, mark=mark))
                 if v is not None:
                     data.append(
@@ -131,6 +141,10 @@ def headline(
                             "dm_stat": stat,
                             "p_value": p,
                             "mark": mark,
+                            "ci_lo": lo,
+                            "ci_hi": hi,
+                            "p_best": p_best,
+                            "in_mcs": in_mcs,
                         }
                     )
             rows.append(row)
@@ -138,7 +152,10 @@ def headline(
     parts.append(_density_panel(runs, subs, order))
     named = {r.name for r in list(refs_a.values()) + list(refs_b.values()) if r is not None}
     ref_text = " / ".join(sorted(named)) or "the reference"
-    return parts, [STAR_NOTE.format(ref=ref_text)]
+    notes = [STAR_NOTE.format(ref=ref_text)]
+    if any(r.rank_sets for r in runs):
+        notes.append(MCS_NOTE)
+    return parts, notes
 
 
 #: Panel C's metrics (the paper's Table 1); labels, directions and nominal levels are the

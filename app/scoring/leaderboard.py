@@ -13,9 +13,11 @@ from typing import Any
 import pyarrow as pa
 
 from proforma.app.scoring.significance import Group, Pair, dm_test_rows
+from proforma.app.scoring.slices import add_clean_columns, parse_slice, slice_rows
 from proforma.app.store.warehouse import IN_IDS, Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.metrics import UNCERTAINTY_METRICS
+from proforma.contracts.quarters import quarter_label
 from proforma.contracts.tracks import TRACK_NAMES, TRACKS
 
 #: SQL over eval.submissions s: the submission has a forecast distribution (a sigma, or a
@@ -77,6 +79,7 @@ def leaderboard(
     *,
     score_run_id: int | None = None,
     against: int | str | None = None,
+    clean_after: str | None = None,
 ) -> pa.Table:
     """One row per submission (and group when `by` is horizon, item or statement).
 
@@ -86,6 +89,11 @@ def leaderboard(
     a statistic > 0 favours the row's model; stars mark the reference better at 10/5/1%,
     a dagger the model better at 1%. The table's schema metadata holds the run's
     provenance and `dm_reference` ('leader' or the reference's name).
+
+    Every row says its declared training cutoff and whether it is at or after the split's
+    first origin (`after_test_start`); a global board adds each row's score on its own
+    clean slice (proforma.app.scoring.slices). `clean_after` ('2015Q4') ranks the board
+    on the origins after that quarter instead, its entrants the members clean there.
     """
     if track not in TRACKS:
         raise UserError(
@@ -94,6 +102,8 @@ def leaderboard(
     if by not in BY:
         raise UserError(f"Unknown --by {by!r}: use horizon, item or statement")
     run = score_run_id or board_run(wh, footprint)
+    if clean_after is not None:
+        return _slice_board(wh, run, track, by, clean_after)
     reference = None if against is None else reference_submission(wh, run, against)
     spec = TRACKS[track]
     columns, sort, ascending, loss = list(spec.columns), spec.metric, spec.ascending, spec.dm_loss
@@ -182,6 +192,8 @@ def leaderboard(
                 row["sig"] = dm_stars(p, stat is not None and stat > 0)
             out.append(row)
     uncertainty = _add_uncertainty(wh, run, track, out) if level == "global" else None
+    headline = [m for m in columns if m in UNCERTAINTY_METRICS] if level == "global" else []
+    add_clean_columns(wh, run, out, headline)
     run_row = wh.arrow(
         "SELECT footprint_name, footprint_version, n_cells, footprint_cells, build_id, "
         "eval_sql_version, finished_at FROM eval.score_runs WHERE score_run_id = ?",
@@ -197,6 +209,32 @@ def leaderboard(
         "uncertainty": uncertainty,
     }
     table = pa.Table.from_pylist(out) if out else pa.table({"rank": pa.array([], pa.int64())})
+    return table.replace_schema_metadata(_metadata(meta))
+
+
+def _slice_board(wh: Warehouse, run: int, track: str, by: str | None, after: str) -> pa.Table:
+    """The board ranked on its clean slice after quarter `after` (global only)."""
+    if by is not None:
+        raise UserError("A clean slice is ranked over all its cells: leave out --by")
+    q = parse_slice(after)
+    spec = TRACKS[track]
+    rows = slice_rows(wh, run, spec.metric, q, not spec.ascending)
+    if track == "density":
+        rows = [r for r in rows if r.get("crps") is not None]
+    meta = {
+        "score_run_id": run,
+        "track": track,
+        "by": "global",
+        "clean_after": quarter_label(q),
+        **wh.arrow(
+            "SELECT footprint_name, footprint_version, n_cells, build_id, eval_sql_version, "
+            "finished_at FROM eval.score_runs WHERE score_run_id = ?",
+            [run],
+        ).to_pylist()[0],
+    }
+    table = pa.Table.from_pylist(rows) if rows else pa.table({"rank": pa.array([], pa.int64())})
+    if rows:
+        table = table.select(["rank", *(c for c in table.column_names if c != "rank")])
     return table.replace_schema_metadata(_metadata(meta))
 
 

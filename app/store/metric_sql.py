@@ -24,7 +24,9 @@ Slots:
 - `metric_public`: each metric as the snapshot publishes it (an upload's coarsened);
 - `metric_cluster_columns`, `metric_cluster_sums`, `metric_cluster_point_sums`,
   `metric_cluster_names`: the same for the sums kept per (firm, origin quarter) for the
-  bootstrap (`registry.cluster_sums()`, eval.cluster_loss_rows).
+  bootstrap (`registry.cluster_sums()`, eval.cluster_loss_rows);
+- `metric_interval_quantum`: the quantum of an upload's published interval bound, by
+  the row's `metric` (sql/public/045).
 """
 
 from __future__ import annotations
@@ -81,6 +83,22 @@ def _cluster_point_sums() -> str:
 
 def _cluster_names() -> str:
     return ", ".join(registry.cluster_sums())
+
+
+def _interval_quantum() -> str:
+    """The disclosure quantum of an upload's interval bound of metric `metric` over the
+    row's `n` cells (as its value's: `_public`; r2 from the row's `mse` and `r2`)."""
+    parts = []
+    for name in registry.UNCERTAINTY_METRICS:
+        m = registry.METRICS[name]
+        if m.disclosure is Disclosure.r2:
+            q = f"CASE WHEN mse > 0 THEN {_quantum(m.sensitivity)} * (1 - r2) / mse END"
+        elif m.disclosure is Disclosure.quantum:
+            q = _quantum(m.sensitivity)
+        else:
+            q = "NULL"
+        parts.append(f"WHEN '{name}' THEN {q}")
+    return f"CASE metric {' '.join(parts)} END"
 
 
 def _sum_rollup() -> str:
@@ -179,6 +197,7 @@ SLOTS = {
     "metric_cluster_sums": _cluster_sums,
     "metric_cluster_point_sums": _cluster_point_sums,
     "metric_cluster_names": _cluster_names,
+    "metric_interval_quantum": _interval_quantum,
 }
 
 
