@@ -202,6 +202,11 @@ class SubmissionRecord(_Open):
     training_cutoff: str | None
     leakage_statement: str | None
     uploaded_by: str | None
+    model_family: str | None = Field(default=None, description="The family (default: the name)")
+    parameters: int | None = None
+    compute_hours: float | None = None
+    hardware: str | None = None
+    seeds: str | None = None
 
 
 class SubmissionTable(_Open):

@@ -245,8 +245,17 @@ def leaderboard_command(
             "--against", help="DM reference: a submission name or id (default: the leader)."
         ),
     ] = None,
+    clean_after: Annotated[
+        str | None,
+        typer.Option(
+            "--clean-after",
+            help="Rank on the clean slice of the origins after this quarter (e.g. 2015Q4): "
+            "the members whose declared training cutoff is at or before it.",
+        ),
+    ] = None,
 ) -> None:
-    """Print the leaderboard of a footprint's latest score run (or export it)."""
+    """Print a footprint's board (or export it): every current submission on its common
+    sample, with bootstrap intervals, P(best) and the model confidence set."""
     from proforma.app.scoring import leaderboard, table_to_text
     from proforma.app.scoring.leaderboard import provenance, write_text
 
@@ -254,10 +263,10 @@ def leaderboard_command(
         raise UserError(f"Unknown format {fmt!r}: use table, csv or json")
     try:
         with writer() as wh:
-            table = leaderboard(wh, footprint, track, by, against=against)
+            table = leaderboard(wh, footprint, track, by, against=against, clean_after=clean_after)
     except WarehouseLocked as locked:
         server = running_server(locked)
-        table = _served_leaderboard(server, footprint, track, by, against)
+        table = _served_leaderboard(server, footprint, track, by, against, clean_after)
         status_console.print(server.note(), highlight=False, soft_wrap=True)
     meta = provenance(table)
     if fmt == "table":
@@ -265,8 +274,13 @@ def leaderboard_command(
             title=f"{track} track, {meta.get('footprint_name')}@"
             f"{meta.get('footprint_version')} ({int(meta.get('n_cells') or 0):,} cells)"
         )
-        hidden = {"submission_id", "source", "family", "n_components"}
-        cols = [c for c in table.column_names if c not in hidden]
+        hidden = {"submission_id", "source", "family", "n_components", "mcs_p", "clean_after"}
+        # the intervals and clean-slice scores are in --format csv / json
+        cols = [
+            c
+            for c in table.column_names
+            if c not in hidden and not c.endswith(("_lo", "_hi", "_clean", "clean_cells"))
+        ]
         for c in cols:
             t.add_column(c, justify="left" if c in ("model", "item", "statement") else "right")
         for row in table.to_pylist():
@@ -281,7 +295,12 @@ def leaderboard_command(
 
 
 def _served_leaderboard(
-    server: RunningServer, footprint: str, track: str, by: str | None, against: str | None
+    server: RunningServer,
+    footprint: str,
+    track: str,
+    by: str | None,
+    against: str | None,
+    clean_after: str | None = None,
 ) -> pa.Table:
     """The same leaderboard (proforma.app.scoring.leaderboard, run by the server) from its API."""
     if "@" in footprint:
@@ -294,6 +313,7 @@ def _served_leaderboard(
         track=track,
         by=by or "global",
         against=against,
+        clean_after=clean_after,
     )
     columns = answer["columns"]
     table = pa.Table.from_pylist(

@@ -103,6 +103,8 @@ def leaderboard_table(
     against: str | None = None,
     *,
     score_run_id: int,
+    clean_after: str | None = None,
+    cards: Any = None,
 ) -> pa.Table:
     """proforma.app.scoring's leaderboard of run `score_run_id` (from `score_run`), `by` =
     global for the overall ranking."""
@@ -115,6 +117,8 @@ def leaderboard_table(
         None if by == "global" else by,
         against=against or None,
         score_run_id=score_run_id,
+        clean_after=clean_after or None,
+        cards=cards,
     )
     return _coarse_leaderboard(wh, table, by)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from proforma.app.scoring.cards import CardFilter, shown
 from proforma.app.scoring.significance import Group, Pair, dm_test_rows
 from proforma.app.scoring.slices import add_clean_columns, parse_slice, slice_rows
 from proforma.app.store.warehouse import IN_IDS, Warehouse
@@ -80,6 +81,7 @@ def leaderboard(
     score_run_id: int | None = None,
     against: int | str | None = None,
     clean_after: str | None = None,
+    cards: CardFilter | None = None,
 ) -> pa.Table:
     """One row per submission (and group when `by` is horizon, item or statement).
 
@@ -94,6 +96,8 @@ def leaderboard(
     first origin (`after_test_start`); a global board adds each row's score on its own
     clean slice (proforma.app.scoring.slices). `clean_after` ('2015Q4') ranks the board
     on the origins after that quarter instead, its entrants the members clean there.
+    `cards` picks the entries shown (proforma.app.scoring.cards: by default each
+    uploader's latest per model family); the ranks and the leader are among those.
     """
     if track not in TRACKS:
         raise UserError(
@@ -103,7 +107,7 @@ def leaderboard(
         raise UserError(f"Unknown --by {by!r}: use horizon, item or statement")
     run = score_run_id or board_run(wh, footprint)
     if clean_after is not None:
-        return _slice_board(wh, run, track, by, clean_after)
+        return _slice_board(wh, run, track, by, clean_after, cards)
     reference = None if against is None else reference_submission(wh, run, against)
     spec = TRACKS[track]
     columns, sort, ascending, loss = list(spec.columns), spec.metric, spec.ascending, spec.dm_loss
@@ -129,6 +133,8 @@ def leaderboard(
         """,
         [run, level],
     ).to_pylist()
+    keep = shown(wh, sorted({int(r["submission_id"]) for r in rows}), cards)
+    rows = [r for r in rows if int(r["submission_id"]) in keep]
     groups: dict[Any, list[dict]] = {}
     for r in rows:
         groups.setdefault(r["grp"], []).append(r)
@@ -212,15 +218,21 @@ def leaderboard(
     return table.replace_schema_metadata(_metadata(meta))
 
 
-def _slice_board(wh: Warehouse, run: int, track: str, by: str | None, after: str) -> pa.Table:
+def _slice_board(
+    wh: Warehouse, run: int, track: str, by: str | None, after: str, cards: CardFilter | None
+) -> pa.Table:
     """The board ranked on its clean slice after quarter `after` (global only)."""
     if by is not None:
         raise UserError("A clean slice is ranked over all its cells: leave out --by")
     q = parse_slice(after)
     spec = TRACKS[track]
     rows = slice_rows(wh, run, spec.metric, q, not spec.ascending)
+    keep = shown(wh, [int(r["submission_id"]) for r in rows], cards)
+    rows = [r for r in rows if r["submission_id"] in keep]
     if track == "density":
         rows = [r for r in rows if r.get("crps") is not None]
+    for rank, r in enumerate(rows, 1):
+        r["rank"] = rank
     meta = {
         "score_run_id": run,
         "track": track,

@@ -28,6 +28,7 @@ from proforma.app.read.queries import (
     submission_scores,
 )
 from proforma.app.read.sqlguard import snapshot_schema
+from proforma.app.scoring.cards import CardFilter, cards
 from proforma.app.scoring.leaderboard import provenance
 from proforma.app.store.warehouse import Warehouse
 from proforma.app.web import TEMPLATES_DIR
@@ -46,6 +47,7 @@ _LABELS = {
     "dm_vs_reference": "DM vs reference",
     "p_value": "p",
     "p_best": "P(best)",
+    "training_cutoff": "cutoff",
 }
 #: Which way each direction of `Better` points on a metric's header (issue 49).
 _ARROWS = {Better.lower: "↓", Better.higher: "↑", Better.target: "→·←"}
@@ -105,7 +107,11 @@ def _columns(names: list[str], types: dict[str, str], metric: str) -> list[dict[
     cols = []
     for c in names:
         # the board's uncertainty shows inside the metric's and the model's cells
-        if c in _HIDDEN or c in ("in_mcs", "mcs_p") or c.endswith(("_lo", "_hi")):
+        if (
+            c in _HIDDEN
+            or c in ("in_mcs", "mcs_p", "after_test_start", "clean_cells", "clean_after")
+            or c.endswith(("_lo", "_hi", "_clean"))
+        ):
             continue
         col: dict[str, Any] = {
             "name": c,
@@ -118,6 +124,8 @@ def _columns(names: list[str], types: dict[str, str], metric: str) -> list[dict[
             col["mark"] = "sig"
         if f"{c}_lo" in names:
             col["interval"] = (f"{c}_lo", f"{c}_hi")
+        if f"{c}_clean" in names:
+            col["clean"] = f"{c}_clean"
         cols.append(col)
     return cols
 
@@ -167,6 +175,9 @@ def leaderboard_page(
     footprint: str | None = None,
     track: str = TRACK_INFO[0]["name"],
     against: str | None = None,
+    clean_after: str | None = None,
+    model_family: str | None = None,
+    all_entries: bool = False,
 ) -> HTMLResponse:
     names = footprint_names(wh)
     if track not in {t["name"] for t in TRACK_INFO}:
@@ -186,9 +197,29 @@ def leaderboard_page(
         scored = queries.submission_names(wh, run["submission_ids"])
         if against not in scored:
             against = None  # a model not on this footprint: back to the leader
-        table = leaderboard_table(
-            wh, footprint, track, "global", against, score_run_id=run["score_run_id"]
+        families = sorted(
+            {str(c["model_family"]) for c in cards(wh, run["submission_ids"]).values()}
         )
+        if model_family not in families:
+            model_family = None
+        chosen = CardFilter(all_entries=all_entries, model_family=model_family)
+        table = leaderboard_table(
+            wh, footprint, track, "global", against, score_run_id=run["score_run_id"], cards=chosen
+        )
+        # the clean slices a reader can rank on: after each member's declared cutoff
+        cutoffs = sorted({c for c in table.column("training_cutoff").to_pylist() if c})
+        if clean_after in cutoffs:
+            table = leaderboard_table(
+                wh,
+                footprint,
+                track,
+                "global",
+                score_run_id=run["score_run_id"],
+                clean_after=clean_after,
+                cards=chosen,
+            )
+        else:
+            clean_after = None
         types = {
             f.name: ("string" if str(f.type) in ("string", "large_string") else "number")
             for f in table.schema
@@ -199,6 +230,11 @@ def leaderboard_page(
             rows=table.to_pylist(),
             chart=_chart(wh, run, track, [r.get("model") for r in table.to_pylist()]),
             models=scored,
+            cutoffs=cutoffs,
+            families=families,
+            model_family=model_family or "",
+            all_entries=all_entries,
+            clean_after=clean_after or "",
             uncertainty=provenance(table).get("uncertainty"),
             against=against or "",
             dm_note=f"Diebold–Mariano tests against {against or 'the leader'} (quarter-clustered, "
