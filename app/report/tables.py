@@ -24,7 +24,7 @@ STAR_NOTE = (
     "row's model better at 1%. Dashes: no forecast on that sample."
 )
 MCS_NOTE = (
-    "° in the column's 90% model confidence set (Hansen, Lunde and Nason 2011, range "
+    "° in the column's 90% model confidence set (Hansen, Lunde and Nason 2011, T_max "
     "statistic, the track's loss), from a two-way bootstrap that resamples firms and "
     "blocks of origin quarters (docs/scoring.md); the data file gives each value's 95% "
     "interval and probability of ranking first."

@@ -49,7 +49,9 @@ class BootstrapSettings:
     block_size: int = 4
     ci_level: float = 0.95
     mcs_alpha: float = 0.10
-    mcs_statistic: str = "R"
+    #: T_max (each model against the set's average): O(replications x members) a step,
+    #: where the range statistic T_R ("R") costs replications x members^2 a step
+    mcs_statistic: str = "max"
 
 
 def compute_board_uncertainty(
@@ -82,21 +84,28 @@ def compute_board_uncertainty(
     quarters, quarter_ix = np.unique(rows["origin_q"].to_numpy(), return_inverse=True)
     member_ix = np.searchsorted(members, rows["submission_id"].to_numpy())
     names = cluster_sums()
-    sums = np.zeros((len(members), len(firms), len(quarters), len(names)))
-    for k, name in enumerate(names):
-        values = rows[name].to_numpy(zero_copy_only=False).astype(np.float64)
-        sums[member_ix, firm_ix, quarter_ix, k] = np.nan_to_num(values)
+    values = np.column_stack(
+        [np.nan_to_num(rows[n].to_numpy(zero_copy_only=False).astype(np.float64)) for n in names]
+    )
     draws = two_way_draws(len(firms), len(quarters), cfg.replications, cfg.block_size, cfg.seed)
-    # (M, B, K) replicate sums and the full sample's (M, K)
-    reps = np.stack([replicate_sums(sums[m], draws) for m in range(len(members))])
-    full = sums.sum(axis=(1, 2))
+    # (M, B, K) replicate sums and the full sample's (M, K), one member's (F, T, K)
+    # clusters at a time (a board of hundreds never holds all of them at once)
+    reps = np.empty((len(members), cfg.replications, len(names)))
+    full = np.empty((len(members), len(names)))
+    order = np.argsort(member_ix, kind="stable")
+    bounds = np.searchsorted(member_ix[order], np.arange(len(members) + 1))
+    for m in range(len(members)):
+        mine = order[bounds[m] : bounds[m + 1]]
+        sums = np.zeros((len(firms), len(quarters), len(names)))
+        sums[firm_ix[mine], quarter_ix[mine]] = values[mine]
+        reps[m] = replicate_sums(sums, draws)
+        full[m] = sums.sum(axis=(0, 1))
     boot = finish(wh, reps.reshape(-1, len(names)), names)
     point = finish(wh, full, names)
     B = cfg.replications
     intervals = []
     for metric in UNCERTAINTY_METRICS:
-        values = boot[metric].reshape(len(members), B).T
-        lo, hi = percentile_interval(values, cfg.ci_level)
+        lo, hi = percentile_interval(boot[metric].reshape(len(members), B).T, cfg.ci_level)
         for j, sid in enumerate(members):
             if np.isfinite(point[metric][j]):
                 intervals.append((sid, metric, point[metric][j], lo[j], hi[j]))
@@ -110,16 +119,22 @@ def compute_board_uncertainty(
         idx = np.flatnonzero((full[:, ci] > 0) & np.isfinite(every_loss))
         if not idx.size:
             continue
-        values = boot[spec.metric].reshape(len(members), B).T[:, idx]
-        p_best = probability_best(values, METRICS[spec.metric].better is Better.higher)
+        ranked = boot[spec.metric].reshape(len(members), B).T[:, idx]
+        p_best = probability_best(ranked, METRICS[spec.metric].better is Better.higher)
         mean_loss = every_loss[idx]
         with np.errstate(divide="ignore", invalid="ignore"):
             boot_loss = (reps[idx, :, ti] / reps[idx, :, ci]).T
         boot_loss = np.where(np.isfinite(boot_loss), boot_loss, mean_loss[None, :])
         mcs = model_confidence_set(mean_loss, boot_loss, cfg.mcs_alpha, cfg.mcs_statistic)
-        for j, m in enumerate(idx):
+        for j, member in enumerate(idx):
             sets.append(
-                (track, members[m], float(p_best[j]), float(mcs.pvalues[j]), bool(mcs.included[j]))
+                (
+                    track,
+                    members[int(member)],
+                    float(p_best[j]),
+                    float(mcs.pvalues[j]),
+                    bool(mcs.included[j]),
+                )
             )
     with wh.transaction():
         for table in ("uncertainty_runs", "metric_intervals", "rank_sets"):
