@@ -23,6 +23,7 @@ from proforma.app.scoring.bootstrap import (
     replicate_sums,
     two_way_draws,
 )
+from proforma.app.store.columns import to_arrow, to_numpy
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.metrics import METRICS, UNCERTAINTY_METRICS, Better, cluster_sums
 from proforma.contracts.provenance import utcnow
@@ -80,13 +81,11 @@ def compute_board_uncertainty(
     if not members or any(m not in present for m in members):
         return False
     members.sort()
-    firms, firm_ix = np.unique(rows["firm_id"].to_numpy(), return_inverse=True)
-    quarters, quarter_ix = np.unique(rows["origin_q"].to_numpy(), return_inverse=True)
-    member_ix = np.searchsorted(members, rows["submission_id"].to_numpy())
+    firms, firm_ix = np.unique(to_numpy(rows["firm_id"]), return_inverse=True)
+    quarters, quarter_ix = np.unique(to_numpy(rows["origin_q"]), return_inverse=True)
+    member_ix = np.searchsorted(members, to_numpy(rows["submission_id"]))
     names = cluster_sums()
-    values = np.column_stack(
-        [np.nan_to_num(rows[n].to_numpy(zero_copy_only=False).astype(np.float64)) for n in names]
-    )
+    values = np.column_stack([np.nan_to_num(to_numpy(rows[n]).astype(np.float64)) for n in names])
     draws = two_way_draws(len(firms), len(quarters), cfg.replications, cfg.block_size, cfg.seed)
     # (M, B, K) replicate sums and the full sample's (M, K), one member's (F, T, K)
     # clusters at a time (a board of hundreds never holds all of them at once)
@@ -182,11 +181,11 @@ def _floats(values: list[Any]) -> list[float | None]:
 def finish(wh: Warehouse, sums: np.ndarray, names: tuple[str, ...]) -> dict[str, np.ndarray]:
     """The UNCERTAINTY_METRICS of each row of (R, K) sums, by the registry's finish SQL
     (contracts/metrics.py), in row order."""
-    table = pa.table({name: pa.array(sums[:, k]) for k, name in enumerate(names)})
-    table = table.append_column("i", pa.array(np.arange(sums.shape[0])))
+    table = pa.table(
+        {name: to_arrow(np.ascontiguousarray(sums[:, k])) for k, name in enumerate(names)}
+    )
+    table = table.append_column("i", to_arrow(np.arange(sums.shape[0])))
     exprs = ", ".join(f"CAST({METRICS[m].finish} AS DOUBLE) AS {m}" for m in UNCERTAINTY_METRICS)
     with wh.registered("bootstrap_sums", table) as view:
         out = wh.arrow(f"SELECT {exprs} FROM {view} ORDER BY i")
-    return {
-        m: out[m].to_numpy(zero_copy_only=False).astype(np.float64) for m in UNCERTAINTY_METRICS
-    }
+    return {m: to_numpy(out[m]).astype(np.float64) for m in UNCERTAINTY_METRICS}
