@@ -47,7 +47,6 @@ _LABELS = {
     "dm_vs_reference": "DM vs reference",
     "p_value": "p",
     "p_best": "P(best)",
-    "training_cutoff": "cutoff",
 }
 #: Which way each direction of `Better` points on a metric's header (issue 49).
 _ARROWS = {Better.lower: "↓", Better.higher: "↑", Better.target: "→·←"}
@@ -109,7 +108,15 @@ def _columns(names: list[str], types: dict[str, str], metric: str) -> list[dict[
         # the board's uncertainty shows inside the metric's and the model's cells
         if (
             c in _HIDDEN
-            or c in ("in_mcs", "mcs_p", "after_test_start", "clean_cells", "clean_after")
+            or c
+            in (
+                "in_mcs",
+                "mcs_p",
+                "after_test_start",
+                "clean_cells",
+                "clean_after",
+                "training_cutoff",
+            )
             or c.endswith(("_lo", "_hi", "_clean"))
         ):
             continue
