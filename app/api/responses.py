@@ -176,6 +176,10 @@ class LeaderboardTable(_Open):
     by: str
     score_run: ScoreRun
     against: str = Field(description="The Diebold-Mariano reference: 'leader' or a submission")
+    better: dict[str, str] = Field(
+        default_factory=dict,
+        description="Which way each metric column improves: higher, lower or target",
+    )
     columns: list[str]
     rows: list[dict[str, Any]] = Field(description="rank, model, n, the track's metrics, DM marks")
 

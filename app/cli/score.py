@@ -258,6 +258,7 @@ def leaderboard_command(
     sample, with bootstrap intervals, P(best) and the model confidence set."""
     from proforma.app.scoring import leaderboard, table_to_text
     from proforma.app.scoring.leaderboard import provenance, write_text
+    from proforma.contracts.metrics import METRICS, Better
 
     if fmt not in ("table", "csv", "json"):
         raise UserError(f"Unknown format {fmt!r}: use table, csv or json")
@@ -281,8 +282,11 @@ def leaderboard_command(
             for c in table.column_names
             if c not in hidden and not c.endswith(("_lo", "_hi", "_clean", "clean_cells"))
         ]
+        arrows = {Better.higher: " ↑", Better.lower: " ↓", Better.target: " →←"}
         for c in cols:
-            t.add_column(c, justify="left" if c in ("model", "item", "statement") else "right")
+            # a metric's header says which way is better (contracts/metrics.py)
+            head = c + (arrows[METRICS[c].better] if c in METRICS else "")
+            t.add_column(head, justify="left" if c in ("model", "item", "statement") else "right")
         for row in table.to_pylist():
             t.add_row(*[_fmt(row[c]) for c in cols])
         console.print(t)

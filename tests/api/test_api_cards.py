@@ -55,6 +55,8 @@ def test_cards_are_columns_with_filters_and_one_entry_per_family(api: Api) -> No
         rows = c.get(f"/api/v1/leaderboards/full?track=absolute{query}").json()["rows"]
         return {r["model"]: r for r in rows}
 
+    better = c.get("/api/v1/leaderboards/full?track=absolute").json()["better"]
+    assert (better["mae"], better["r2"]) == ("lower", "higher")
     default = board()
     # one entry per uploader and family: the latest of fade-net; every in-house model
     assert "fade v2" in default and "fade v1" not in default and "solo" in default

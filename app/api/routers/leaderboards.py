@@ -15,6 +15,7 @@ from proforma.app.read import queries
 from proforma.app.read.errors import NotFound
 from proforma.app.read.formats import TABLE_RESPONSE, Format, FormatQuery, clean, table_response
 from proforma.app.scoring.cards import CardFilter
+from proforma.contracts.metrics import METRICS
 from proforma.contracts.tracks import Track
 
 router = APIRouter(prefix="/leaderboards", tags=["leaderboards"])
@@ -125,6 +126,8 @@ def leaderboard(
             "score_run": run,
             "against": against or "leader",
             "clean_after": clean_after,
+            # which way each metric column improves (contracts/metrics.py `better`)
+            "better": {c: METRICS[c].better.value for c in table.column_names if c in METRICS},
             "all_entries": all_entries,
             "model_family": model_family,
             "max_parameters": max_parameters,
