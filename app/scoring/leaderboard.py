@@ -226,7 +226,8 @@ def _slice_board(
         raise UserError("A clean slice is ranked over all its cells: leave out --by")
     q = parse_slice(after)
     spec = TRACKS[track]
-    rows = slice_rows(wh, run, spec.metric, q, not spec.ascending)
+    shown_metrics = [m for m in spec.columns if m in UNCERTAINTY_METRICS]
+    rows = slice_rows(wh, run, spec.metric, q, not spec.ascending, shown_metrics)
     keep = shown(wh, [int(r["submission_id"]) for r in rows], cards)
     rows = [r for r in rows if r["submission_id"] in keep]
     if track == "density":

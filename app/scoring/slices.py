@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from proforma.app.store.warehouse import IN_IDS, Warehouse
-from proforma.contracts.metrics import METRICS, UNCERTAINTY_METRICS, cluster_sums
+from proforma.contracts.metrics import METRICS, SUMS, UNCERTAINTY_METRICS, cluster_sums
 from proforma.contracts.quarters import parse_quarter, quarter_label
 
 #: The declared cutoff as a quarter ordinal (a date counts as its quarter).
@@ -63,7 +63,9 @@ def slice_metrics(
     without a cell on its slice is left out."""
     if not after:
         return {}
-    sums = ", ".join(f"sum({s}) AS {s}" for s in cluster_sums())
+    sums = ", ".join(
+        f"CAST(sum({s}) AS {SUMS[s].type}) AS {s}" for s in cluster_sums()
+    )  # (a sum of BIGINT is a HUGEINT)
     rows = wh.arrow(
         f"""
         SELECT submission_id, n, {_finish()}
@@ -109,7 +111,12 @@ def parse_slice(text: str) -> int:
 
 
 def slice_rows(
-    wh: Warehouse, score_run_id: int, track_metric: str, after_q: int, higher: bool
+    wh: Warehouse,
+    score_run_id: int,
+    track_metric: str,
+    after_q: int,
+    higher: bool,
+    shown_metrics: Sequence[str] = UNCERTAINTY_METRICS,
 ) -> list[dict[str, Any]]:
     """The board ranked on the origins after `after_q`: its members whose cutoff is at or
     before `after_q` (or undeclared), each with n and the headline metrics on the slice,
@@ -140,7 +147,7 @@ def slice_rows(
                 "submission_id": sid,
                 "source": source,
                 "n": values["n"],
-                **{m: values[m] for m in UNCERTAINTY_METRICS},
+                **{m: values[m] for m in shown_metrics},
                 "training_cutoff": None if q is None else quarter_label(q),
                 "clean_after": quarter_label(after_q),
             }
