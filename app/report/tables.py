@@ -26,8 +26,9 @@ STAR_NOTE = (
 MCS_NOTE = (
     "° in the column's 90% model confidence set (Hansen, Lunde and Nason 2011, T_max "
     "statistic, the track's loss), from a two-way bootstrap that resamples firms and "
-    "blocks of origin quarters (docs/scoring.md); the data file gives each value's 95% "
-    "interval and probability of ranking first."
+    "blocks of origin quarters (docs/scoring.md); the set is over the footprint's whole "
+    "board, which may hold models not shown here (a column with no ° has its set among "
+    "them). The data file gives each value's 95% interval and probability of ranking first."
 )
 
 
