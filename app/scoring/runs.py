@@ -511,6 +511,14 @@ def _reusable(
         "GROUP BY s.submission_id",
         [ids],
     )
+    # results stored before their per-(firm, origin quarter) sums were kept (V0180) are
+    # computed again, once, so that every board has its rank uncertainty
+    wh.execute(
+        "DELETE FROM reuse u WHERE NOT EXISTS (SELECT 1 FROM eval.run_results r "
+        "JOIN eval.cluster_loss_rows c "
+        "ON c.score_run_id = r.from_run AND c.submission_id = r.submission_id "
+        "WHERE r.score_run_id = u.from_run AND r.submission_id = u.submission_id)"
+    )
     return {int(s): int(r) for s, r in wh.fetchall("SELECT submission_id, from_run FROM reuse")}
 
 

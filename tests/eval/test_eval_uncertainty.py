@@ -212,3 +212,34 @@ def test_a_board_run_stores_clusters_intervals_and_sets(wh, tmp_path):
         "SELECT * EXCLUDE (score_run_id) FROM eval.rank_sets WHERE score_run_id = ? ORDER BY ALL",
         [run],
     )
+
+
+def test_results_stored_without_clusters_are_computed_again(wh):
+    """A result from before the clusters were kept (V0180) is not reused as it is: the
+    next run aggregates it again, so its board has its uncertainty."""
+    cells = truth_cells(wh)
+    mu = cells["actual"].to_numpy() + 0.2
+    sid = scoring.ingest_forecasts(wh, "old result", forecasts_from(cells, mu))
+    first = scoring.score(wh, "full", coherence=False, baselines=False)
+    source = wh.scalar(
+        "SELECT from_run FROM eval.run_results WHERE score_run_id = ? AND submission_id = ?",
+        [first, sid],
+    )
+    wh.execute(
+        "DELETE FROM eval.cluster_loss_rows WHERE score_run_id = ? AND submission_id = ?",
+        [source, sid],
+    )
+    second = scoring.score(wh, "full", coherence=False, baselines=False)
+    assert (
+        wh.scalar(
+            "SELECT from_run FROM eval.run_results WHERE score_run_id = ? AND submission_id = ?",
+            [second, sid],
+        )
+        == second
+    )
+    assert wh.scalar("SELECT count(*) FROM eval.uncertainty_runs WHERE score_run_id = ?", [second])
+    # the others' results are still referenced, not recomputed
+    assert wh.scalar(
+        "SELECT count(*) FROM eval.run_results WHERE score_run_id = ? AND from_run < ?",
+        [second, second],
+    )
