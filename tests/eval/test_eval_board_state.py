@@ -65,6 +65,13 @@ def test_submit_and_score_one_keeps_the_whole_board(settings, wh, tmp_path):
         )
         assert [(r[1], r[2]) for r in runs] == [(before, True), (1, False), (before + 1, True)]
         assert w.scalar("SELECT score_run_id FROM eval.board_runs") == 3
+        # what GET /api/v1/leaderboards/full and the pages read
+        from proforma.app.read.queries import score_run
+
+        assert score_run(w, "full")["score_run_id"] == 3
+        assert score_run(w, "full", 2)["submission_ids"] == [
+            w.scalar("SELECT submission_id FROM eval.submissions WHERE name = 'fade-new'")
+        ]
         # the fresh member's numbers on the board are those of its named run (same sample)
         assert (
             w.scalar(
