@@ -68,8 +68,8 @@ def test_submit_and_score_one_keeps_the_whole_board(settings, wh, tmp_path):
         # what GET /api/v1/leaderboards/full and the pages read
         from proforma.app.read.queries import score_run
 
-        board, named = score_run(w, "full"), score_run(w, "full", 2)
-        assert board is not None and board["score_run_id"] == 3
+        current, named = score_run(w, "full"), score_run(w, "full", 2)
+        assert current is not None and current["score_run_id"] == 3
         assert named is not None and named["submission_ids"] == [
             w.scalar("SELECT submission_id FROM eval.submissions WHERE name = 'fade-new'")
         ]
