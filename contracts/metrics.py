@@ -324,3 +324,15 @@ def used_sums() -> tuple[str, ...]:
     order."""
     needed = {"n", *STORED_SUMS, *(s for m in METRICS.values() for s in m.sums)}
     return tuple(s for s in SUMS if s in needed)
+
+
+#: The headline metrics a board shows with bootstrap intervals (issue 49; docs/scoring.md,
+#: "Rank uncertainty"): each track's ranking metric and the MSE its squared loss means.
+UNCERTAINTY_METRICS: tuple[str, ...] = ("r2", "mse", "mae", "crps")
+
+
+def cluster_sums() -> tuple[str, ...]:
+    """The sums eval.cluster_loss_rows keeps per (submission, firm, origin quarter): n and
+    those UNCERTAINTY_METRICS finish from, in SUMS order."""
+    needed = {"n", *(s for m in UNCERTAINTY_METRICS for s in METRICS[m].sums)}
+    return tuple(s for s in SUMS if s in needed)

@@ -204,6 +204,10 @@ class LeaderboardTable(_Open):
     by: str
     score_run: ScoreRun
     against: str = Field(description="The Diebold-Mariano reference: 'leader' or a submission")
+    better: dict[str, str] = Field(
+        default_factory=dict,
+        description="Which way each metric column improves: higher, lower or target",
+    )
     columns: list[str]
     rows: list[dict[str, Any]] = Field(description="rank, model, n, the track's metrics, DM marks")
 
@@ -230,6 +234,11 @@ class SubmissionRecord(_Open):
     training_cutoff: str | None
     leakage_statement: str | None
     uploaded_by: str | None
+    model_family: str | None = Field(default=None, description="The family (default: the name)")
+    parameters: int | None = None
+    compute_hours: float | None = None
+    hardware: str | None = None
+    seeds: str | None = None
 
 
 class SubmissionTable(_Open):

@@ -46,6 +46,25 @@ UPLOAD_SCHEMA = {
                             "type": "string",
                             "description": "What the model saw of the test period",
                         },
+                        # the model card (issue 49): columns of the submission's record
+                        "model_family": {
+                            "type": "string",
+                            "description": "Model family (default: the name); a board shows "
+                            "one entry per uploader and family by default, the latest",
+                        },
+                        "parameters": {"type": "integer", "description": "Parameter count"},
+                        "compute_hours": {
+                            "type": "number",
+                            "description": "Training compute in hours",
+                        },
+                        "hardware": {
+                            "type": "string",
+                            "description": "Training hardware (e.g. 1x H100)",
+                        },
+                        "seeds": {
+                            "type": "string",
+                            "description": "Random seeds of the run (e.g. 1, 2, 3)",
+                        },
                     },
                 }
             }

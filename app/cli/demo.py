@@ -261,6 +261,7 @@ def current_score_run(wh: Warehouse, footprint: str) -> int | None:
         WHERE r.footprint_id = (SELECT footprint_id FROM eval.footprints WHERE name = ?
                                 ORDER BY version DESC LIMIT 1)
           AND r.build_id IS NOT DISTINCT FROM ? AND r.eval_sql_version = ?
+          AND r.board IS NOT false
           AND r.finished_at >= (SELECT max(greatest(created_at, coalesce(retired_at, created_at)))
                                 FROM eval.submissions)
         ORDER BY r.score_run_id DESC LIMIT 1

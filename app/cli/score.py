@@ -161,6 +161,7 @@ def _score_and_report(
         run_summary,
         score,
     )
+    from proforma.app.scoring.runs import refresh_board
 
     missing = missing_reference_baselines(wh) if wh.table_exists("panel.truth") else []
     if missing and submissions is None:
@@ -199,6 +200,17 @@ def _score_and_report(
             f"{c['coverage']:.1%}" if c["coverage"] is not None else "-",
         )
     console.print(table)
+    if submissions is not None:
+        # a run of named submissions is not the board: the board is the footprint's
+        # whole current membership on its common sample (eval.board_runs)
+        with status_console.status(f"the board of footprint {footprint} ..."):
+            board = refresh_board(wh, footprint)
+        members = wh.scalar(
+            "SELECT len(submission_ids) FROM eval.score_runs WHERE score_run_id = ?", [board]
+        )
+        status_console.print(
+            f"board of {footprint}: score run {board}, {members} submission(s)", highlight=False
+        )
     summary(
         f"score run {run}: {len(info['submission_ids'])} submission(s) on "
         f"{info['n_cells']:,} common cells of {info['footprint_cells']:,} in "
@@ -233,19 +245,29 @@ def leaderboard_command(
             "--against", help="DM reference: a submission name or id (default: the leader)."
         ),
     ] = None,
+    clean_after: Annotated[
+        str | None,
+        typer.Option(
+            "--clean-after",
+            help="Rank on the clean slice of the origins after this quarter (e.g. 2015Q4): "
+            "the members whose declared training cutoff is at or before it.",
+        ),
+    ] = None,
 ) -> None:
-    """Print the leaderboard of a footprint's latest score run (or export it)."""
+    """Print a footprint's board (or export it): every current submission on its common
+    sample, with bootstrap intervals, P(best) and the model confidence set."""
     from proforma.app.scoring import leaderboard, table_to_text
     from proforma.app.scoring.leaderboard import provenance, write_text
+    from proforma.contracts.metrics import METRICS, Better
 
     if fmt not in ("table", "csv", "json"):
         raise UserError(f"Unknown format {fmt!r}: use table, csv or json")
     try:
         with writer() as wh:
-            table = leaderboard(wh, footprint, track, by, against=against)
+            table = leaderboard(wh, footprint, track, by, against=against, clean_after=clean_after)
     except WarehouseLocked as locked:
         server = running_server(locked)
-        table = _served_leaderboard(server, footprint, track, by, against)
+        table = _served_leaderboard(server, footprint, track, by, against, clean_after)
         status_console.print(server.note(), highlight=False, soft_wrap=True)
     meta = provenance(table)
     if fmt == "table":
@@ -253,10 +275,18 @@ def leaderboard_command(
             title=f"{track} track, {meta.get('footprint_name')}@"
             f"{meta.get('footprint_version')} ({int(meta.get('n_cells') or 0):,} cells)"
         )
-        hidden = {"submission_id", "source", "family", "n_components"}
-        cols = [c for c in table.column_names if c not in hidden]
+        hidden = {"submission_id", "source", "family", "n_components", "mcs_p", "clean_after"}
+        # the intervals and clean-slice scores are in --format csv / json
+        cols = [
+            c
+            for c in table.column_names
+            if c not in hidden and not c.endswith(("_lo", "_hi", "_clean", "clean_cells"))
+        ]
+        arrows = {Better.higher: " ↑", Better.lower: " ↓", Better.target: " →←"}
         for c in cols:
-            t.add_column(c, justify="left" if c in ("model", "item", "statement") else "right")
+            # a metric's header says which way is better (contracts/metrics.py)
+            head = c + (arrows[METRICS[c].better] if c in METRICS else "")
+            t.add_column(head, justify="left" if c in ("model", "item", "statement") else "right")
         for row in table.to_pylist():
             t.add_row(*[_fmt(row[c]) for c in cols])
         console.print(t)
@@ -269,7 +299,12 @@ def leaderboard_command(
 
 
 def _served_leaderboard(
-    server: RunningServer, footprint: str, track: str, by: str | None, against: str | None
+    server: RunningServer,
+    footprint: str,
+    track: str,
+    by: str | None,
+    against: str | None,
+    clean_after: str | None = None,
 ) -> pa.Table:
     """The same leaderboard (proforma.app.scoring.leaderboard, run by the server) from its API."""
     if "@" in footprint:
@@ -282,6 +317,7 @@ def _served_leaderboard(
         track=track,
         by=by or "global",
         against=against,
+        clean_after=clean_after,
     )
     columns = answer["columns"]
     table = pa.Table.from_pylist(

@@ -208,5 +208,5 @@ def score_suite(wh: Warehouse) -> dict[str, int]:
     for footprint in ("full", "geert"):
         chosen = joins(wh, footprint, ids)
         if chosen:
-            runs[footprint] = score(wh, footprint, chosen, baselines=False)
+            runs[footprint] = score(wh, footprint, chosen, baselines=False, board=True)
     return runs

@@ -312,4 +312,4 @@ def score_llm_footprint(wh: Warehouse) -> int:
         )
     )
     ids = [i for i in active_submissions(wh) if not repeated.get(i)]
-    return score(wh, LLM_FOOTPRINT, joins(wh, LLM_FOOTPRINT, ids), baselines=False)
+    return score(wh, LLM_FOOTPRINT, joins(wh, LLM_FOOTPRINT, ids), baselines=False, board=True)

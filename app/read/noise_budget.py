@@ -34,6 +34,9 @@ BUDGET = 1.0 / TOLERANCE**2 - 1.0 / PRIOR_SD**2
 #: Levels of the static boards an upload is published at; the headline ones.
 STATIC_LEVELS = ("global", "horizon", "item", "statement", "item_horizon")
 HEADLINE_LEVELS = ("global", "horizon")
+#: An upload's score on its own clean slice (the origins after its declared cutoff: one
+#: fixed slice, the noise metrics only; app/read/board_disclosure.py).
+CLEAN_LEVEL = "clean"
 #: A round board's levels (the round, per horizon), and the live board's (pooled).
 ROUND_LEVELS = ("global", "horizon")
 LIVE_LEVELS = ("global",)
@@ -56,7 +59,7 @@ def metric_channels(levels: tuple[str, ...]) -> int:
 def channels(footprints: int) -> int:
     """C: every channel one upload's cell can be read through, static or round (a round
     file is an upload too; the larger door counts)."""
-    static = metric_channels(STATIC_LEVELS) * VERSIONS * max(footprints, 0)
+    static = metric_channels((*STATIC_LEVELS, CLEAN_LEVEL)) * VERSIONS * max(footprints, 0)
     rounds = (metric_channels(ROUND_LEVELS) + metric_channels(LIVE_LEVELS)) * VERSIONS
     return max(static, rounds)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from proforma.app.read import disclosure
+from proforma.app.read import board_disclosure, disclosure
 from proforma.app.scoring.leaderboard import HAS_DENSITY
 from proforma.app.store.sqlfiles import query_text
 from proforma.app.store.warehouse import IN_IDS, Warehouse
@@ -79,7 +79,7 @@ def score_run(
     wh: Warehouse, footprint: str, score_run_id: int | None = None
 ) -> dict[str, Any] | None:
     """The record of one score run of a footprint, with its provenance (build and eval
-    versions): run `score_run_id`, or the newest. A leaderboard is built from the
+    versions): run `score_run_id`, or the footprint's board (eval.board_runs). A leaderboard is built from the
     record's `score_run_id`, so that it and its description are of the same run even
     when another run lands in between."""
     table = wh.arrow(
@@ -88,10 +88,10 @@ def score_run(
                n_cells, build_id, json_extract_string(build, '$.sql_checksum') AS build_sql_version,
                eval_sql_version, started_at, finished_at, elapsed_s
         FROM eval.score_runs WHERE footprint_name = ?
-          AND (CAST(? AS INTEGER) IS NULL OR score_run_id = ?)
-        ORDER BY score_run_id DESC LIMIT 1
+          AND score_run_id = coalesce(CAST(? AS INTEGER),
+              (SELECT score_run_id FROM eval.board_runs WHERE footprint_name = ?))
         """,
-        [footprint, score_run_id, score_run_id],
+        [footprint, score_run_id, footprint],
     )
     return table.to_pylist()[0] if table.num_rows else None
 
@@ -104,6 +104,8 @@ def leaderboard_table(
     against: str | None = None,
     *,
     score_run_id: int,
+    clean_after: str | None = None,
+    cards: Any = None,
 ) -> pa.Table:
     """proforma.app.scoring's leaderboard of run `score_run_id` (from `score_run`), `by` =
     global for the overall ranking."""
@@ -116,7 +118,9 @@ def leaderboard_table(
         None if by == "global" else by,
         against=against or None,
         score_run_id=score_run_id,
-        leader_not_upload=True,
+        public=True,
+        clean_after=clean_after or None,
+        cards=cards,
     )
     return _coarse_leaderboard(wh, table, by)
 
@@ -138,6 +142,7 @@ def _coarse_leaderboard(wh: Warehouse, table: pa.Table, by: str) -> pa.Table:
         if run is not None
         else None
     )
+    on_slice = bool(meta.get("clean_after"))
     reference = meta.get("dm_reference", "leader")
     reference_is_upload = reference != "leader" and any(
         r.get("source") == "upload" and r.get("model") == reference for r in rows
@@ -149,9 +154,10 @@ def _coarse_leaderboard(wh: Warehouse, table: pa.Table, by: str) -> pa.Table:
             label = _label(by, r.get("horizon"), r.get("item"), r.get("statement"))
             sid = int(r["submission_id"])
             if key.public_on(sid, footprint_id):
-                r = disclosure.coarsen_metrics(r, key, sid, label)
+                exact, r = r, disclosure.coarsen_metrics(r, key, sid, label)
+                r = board_disclosure.public_board_row(r, exact, key, on_slice=on_slice)
             else:
-                r = {**r, **{m: None for m in METRICS if m in r}}
+                r = board_disclosure.public_board_row(r, r, key, on_slice=True)
         if r.get("source") == "upload" or reference_is_upload:
             for col in ("dm_vs_leader", "dm_vs_reference", "p_value"):
                 if col in r:

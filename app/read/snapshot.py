@@ -81,6 +81,7 @@ GRACE_VERSIONS = 1
 #: Temp tables sql/public makes (dropped after each publication).
 _PUBLIC_TEMP = (
     "public_runs",
+    "public_uncertainty_rows",
     "public_detail",
     "public_dm_leaders",
     "public_metric_refs",

@@ -84,6 +84,12 @@ class Run:
     dm: dict[tuple[int, int, str, int], tuple[float | None, float | None]] = field(
         default_factory=dict
     )
+    #: the board's rank uncertainty (eval.metric_intervals, eval.rank_sets): (sid,
+    #: metric) -> (lo, hi); (track, sid) -> (p_best, in the model confidence set)
+    intervals: dict[tuple[int, str], tuple[float | None, float | None]] = field(
+        default_factory=dict
+    )
+    rank_sets: dict[tuple[str, int], tuple[float, bool]] = field(default_factory=dict)
 
     def metric(
         self, sid: int, name: str, level: str = "global", horizon: int | None = None
@@ -149,13 +155,13 @@ def point_masses(wh: Warehouse, subs: dict[int, Submission]) -> dict[int, Submis
 
 
 def latest_runs(wh: Warehouse) -> list[Run]:
-    """Each scored footprint's newest run, with its metrics and DM tests loaded."""
+    """Each scored footprint's board (eval.board_runs), with its metrics and DM tests
+    loaded."""
     if not wh.table_exists("eval.score_runs"):
         raise UserError("No scores in the warehouse: run `proforma score` first")
     rows = wh.fetchall(
         "SELECT score_run_id, footprint_name, footprint_version, n_cells, submission_ids, finished_at "
-        "FROM eval.score_runs QUALIFY row_number() OVER (PARTITION BY footprint_name "
-        "ORDER BY score_run_id DESC) = 1"
+        "FROM eval.score_runs WHERE score_run_id IN (SELECT score_run_id FROM eval.board_runs)"
     )
     runs = [Run(r[0], r[1], r[2], r[3], list(r[4]), r[5]) for r in rows]
     order = {name: i for i, name in enumerate(FOOTPRINT_ORDER)}
@@ -201,6 +207,17 @@ def load_run(wh: Warehouse, run: Run) -> Run:
         [run.score_run_id],
     ):
         run.dm[(a, b, loss, int(h))] = (stat, p)
+    for sid, metric, lo, hi in wh.fetchall(
+        "SELECT submission_id, metric, lo, hi FROM eval.metric_intervals WHERE score_run_id = ?",
+        [run.score_run_id],
+    ):
+        run.intervals[(int(sid), str(metric))] = (lo, hi)
+    for track, sid, p_best, in_mcs in wh.fetchall(
+        "SELECT track, submission_id, p_best, in_mcs FROM eval.rank_sets WHERE score_run_id = ? "
+        "AND scope = 'public'",
+        [run.score_run_id],
+    ):
+        run.rank_sets[(str(track), int(sid))] = (float(p_best), bool(in_mcs))
     return run
 
 

@@ -23,6 +23,13 @@ STAR_NOTE = (
     "Newey–West, HLN-corrected); * / ** / *** {ref} better at 10 / 5 / 1%, † the "
     "row's model better at 1%. Dashes: no forecast on that sample."
 )
+MCS_NOTE = (
+    "° in the column's 90% model confidence set (Hansen, Lunde and Nason 2011, T_max "
+    "statistic, the track's loss), from a two-way bootstrap that resamples firms and "
+    "blocks of origin quarters (docs/scoring.md); the set is over the footprint's whole "
+    "board, which may hold models not shown here (a column with no ° has its set among "
+    "them). The data file gives each value's 95% interval and probability of ranking first."
+)
 
 
 TABLE2_NOTE = (
@@ -116,6 +123,10 @@ def headline(
                 if v is not None and ref is not None and ref.submission_id != sid:
                     stat, p = run.compare(ref.submission_id, sid, loss)
                     mark = dm_mark(stat, p)
+                p_best, in_mcs = run.rank_sets.get((track, sid), (None, None))
+                lo, hi = run.intervals.get((sid, metric), (None, None))
+                if in_mcs:
+                    mark += "°"
                 row.append(Cell(fmt(v), bold=best[run.score_run_id] == i, mark=mark))
                 if v is not None:
                     data.append(
@@ -131,6 +142,10 @@ def headline(
                             "dm_stat": stat,
                             "p_value": p,
                             "mark": mark,
+                            "ci_lo": lo,
+                            "ci_hi": hi,
+                            "p_best": p_best,
+                            "in_mcs": in_mcs,
                         }
                     )
             rows.append(row)
@@ -138,7 +153,10 @@ def headline(
     parts.append(_density_panel(runs, subs, order))
     named = {r.name for r in list(refs_a.values()) + list(refs_b.values()) if r is not None}
     ref_text = " / ".join(sorted(named)) or "the reference"
-    return parts, [STAR_NOTE.format(ref=ref_text)]
+    notes = [STAR_NOTE.format(ref=ref_text)]
+    if any(r.rank_sets for r in runs):
+        notes.append(MCS_NOTE)
+    return parts, notes
 
 
 #: Panel C's metrics (the paper's Table 1); labels, directions and nominal levels are the

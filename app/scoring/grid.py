@@ -110,6 +110,17 @@ class Grid:
         item = self.slot_item[slot].astype(np.int64)
         return ((firm * 16384 + origin) * 128 + item) * 32 + h + 1
 
+    def rows(self, lo: int, hi: int) -> np.ndarray:
+        """The grid row (a firm and origin quarter, eval.grid_rows) of each position in
+        [lo, hi): within an origin quarter's block the rows cycle slot by slot."""
+        pos = np.arange(lo, hi, dtype=np.int64)
+        block = np.searchsorted(self.block_first * self.n_slots, pos, side="right") - 1
+        first = self.block_first[block].astype(np.int64)
+        pos -= first * self.n_slots
+        pos %= self.block_rows[block]
+        pos += first
+        return pos.astype(np.int32)
+
     def mask(self, cell: np.ndarray) -> np.ndarray:
         """A boolean array over the positions, true at these cells' (those in the grid)."""
         out = np.zeros(self.size, dtype=bool)
@@ -154,8 +165,14 @@ class Grid:
         return found
 
     def keys_params(self) -> dict[str, object]:
-        """SQL variables that turn (sh, oq) back into item_id, horizon and origin_q."""
-        return {"grid_slot_items": [int(i) for i in self.slot_item], "grid_q0": self.q0}
+        """SQL variables that turn (sh, oq) back into item_id, horizon and origin_q, and a
+        frame's `row` into its firm and origin quarter (eval.grid_rows of this grid)."""
+        return {
+            "grid_slot_items": [int(i) for i in self.slot_item],
+            "grid_q0": self.q0,
+            "grid_build_id": self.build_id,
+            "grid_split": self.split,
+        }
 
 
 def relation_fingerprint(wh: Warehouse, relation: str) -> tuple[int, str]:

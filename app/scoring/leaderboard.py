@@ -12,9 +12,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from proforma.app.scoring.cards import CardFilter, shown
 from proforma.app.scoring.significance import Group, Pair, dm_test_rows
+from proforma.app.scoring.slices import add_clean_columns, parse_slice, slice_rows
 from proforma.app.store.warehouse import IN_IDS, Warehouse
 from proforma.contracts.errors import UserError
+from proforma.contracts.metrics import UNCERTAINTY_METRICS
+from proforma.contracts.quarters import quarter_label
 from proforma.contracts.tracks import TRACK_NAMES, TRACKS
 
 #: SQL over eval.submissions s: the submission has a forecast distribution (a sigma, or a
@@ -34,14 +38,22 @@ RESULT_TABLES = (
 )
 
 
-def latest_run(wh: Warehouse, footprint: str = "full") -> int:
-    """The newest score run of a footprint ('name' or 'name@version')."""
+def board_run(wh: Warehouse, footprint: str = "full") -> int:
+    """The score run that is a footprint's board ('name' or 'name@version'): its newest
+    run of the whole current membership (eval.board_runs), whatever scored last; a run of
+    named submissions (`proforma score -s`) is on the board only until a board run
+    follows it (proforma.app.scoring.runs.refresh_board)."""
     name, _, version = footprint.partition("@")
-    sql = "SELECT max(score_run_id) FROM eval.score_runs WHERE footprint_name = ?"
-    params: list[Any] = [name]
     if version:
-        sql += " AND footprint_version = ?"
-        params.append(int(version))
+        sql = (
+            "SELECT coalesce(max(score_run_id) FILTER (WHERE board IS NOT false), "
+            "max(score_run_id)) FROM eval.score_runs "
+            "WHERE footprint_name = ? AND footprint_version = ?"
+        )
+        params: list[Any] = [name, int(version)]
+    else:
+        sql = "SELECT score_run_id FROM eval.board_runs WHERE footprint_name = ?"
+        params = [name]
     run = wh.scalar(sql, params)
     if run is None:
         raise UserError(
@@ -68,7 +80,9 @@ def leaderboard(
     *,
     score_run_id: int | None = None,
     against: int | str | None = None,
-    leader_not_upload: bool = False,
+    public: bool = False,
+    clean_after: str | None = None,
+    cards: CardFilter | None = None,
 ) -> pa.Table:
     """One row per submission (and group when `by` is horizon, item or statement).
 
@@ -77,9 +91,17 @@ def leaderboard(
     numbered by `against` (column dm_vs_reference; the paper marks Table 1 against Forma):
     a statistic > 0 favours the row's model; stars mark the reference better at 10/5/1%,
     a dagger the model better at 1%. The table's schema metadata holds the run's
-    provenance and `dm_reference` ('leader' or the reference's name). With
-    `leader_not_upload` (the public board) the leader of the tests is the best submission
-    that is not an upload (docs/service.md, "The truth: threat model").
+    provenance and `dm_reference` ('leader' or the reference's name).
+
+    Every row says its declared training cutoff and whether it is at or after the split's
+    first origin (`after_test_start`); a global board adds each row's score on its own
+    clean slice (proforma.app.scoring.slices). `clean_after` ('2015Q4') ranks the board
+    on the origins after that quarter instead, its entrants the members clean there.
+    `cards` picks the entries shown (proforma.app.scoring.cards: by default each
+    uploader's latest per model family); the ranks and the leader are among those.
+    `public`: the board as the public may see it, its tests' leader and its rank sets
+    among the submissions that are not uploads (docs/service.md, "The truth: threat
+    model"; proforma.app.read.queries then noises or withholds an upload's numbers).
     """
     if track not in TRACKS:
         raise UserError(
@@ -87,7 +109,9 @@ def leaderboard(
         )
     if by not in BY:
         raise UserError(f"Unknown --by {by!r}: use horizon, item or statement")
-    run = score_run_id or latest_run(wh, footprint)
+    run = score_run_id or board_run(wh, footprint)
+    if clean_after is not None:
+        return _slice_board(wh, run, track, by, clean_after, cards)
     reference = None if against is None else reference_submission(wh, run, against)
     spec = TRACKS[track]
     columns, sort, ascending, loss = list(spec.columns), spec.metric, spec.ascending, spec.dm_loss
@@ -113,6 +137,8 @@ def leaderboard(
         """,
         [run, level],
     ).to_pylist()
+    keep = shown(wh, sorted({int(r["submission_id"]) for r in rows}), cards)
+    rows = [r for r in rows if int(r["submission_id"]) in keep]
     groups: dict[Any, list[dict]] = {}
     for r in rows:
         groups.setdefault(r["grp"], []).append(r)
@@ -134,7 +160,7 @@ def leaderboard(
             else {
                 lead["submission_id"]
                 for g in groups.values()
-                if (lead := _leader(sorted(g, key=key), leader_not_upload)) is not None
+                if (lead := _leader(sorted(g, key=key), public)) is not None
             }
         )
         for a, b, h, stat, p in wh.fetchall(
@@ -145,14 +171,14 @@ def leaderboard(
         ):
             dm[(a, b, h)] = (stat, p)
         if level in ("global", "horizon"):
-            _missing_tests(wh, run, loss, level, groups, key, reference, dm, leader_not_upload)
+            _missing_tests(wh, run, loss, level, groups, key, reference, dm, public)
 
     for grp in sorted(groups, key=lambda g: (g is None, g)):
         ranked = sorted(groups[grp], key=key)
         leader = (
             next((r for r in ranked if r["submission_id"] == reference), None)
             if reference is not None
-            else _leader(ranked, leader_not_upload)
+            else _leader(ranked, public)
         )
         for rank, r in enumerate(ranked, 1):
             row: dict[str, Any] = {"rank": rank}
@@ -179,6 +205,9 @@ def leaderboard(
                 row["p_value"] = p
                 row["sig"] = dm_stars(p, stat is not None and stat > 0)
             out.append(row)
+    uncertainty = _add_uncertainty(wh, run, track, out, public) if level == "global" else None
+    headline = [m for m in columns if m in UNCERTAINTY_METRICS] if level == "global" else []
+    add_clean_columns(wh, run, out, headline)
     run_row = wh.arrow(
         "SELECT footprint_name, footprint_version, n_cells, footprint_cells, build_id, "
         "eval_sql_version, finished_at FROM eval.score_runs WHERE score_run_id = ?",
@@ -191,6 +220,7 @@ def leaderboard(
         "by": level,
         "dm_reference": "leader" if reference is None else names.get(reference, str(reference)),
         **run_row,
+        "uncertainty": uncertainty,
     }
     table = pa.Table.from_pylist(out) if out else pa.table({"rank": pa.array([], pa.int64())})
     return table.replace_schema_metadata(_metadata(meta))
@@ -199,6 +229,80 @@ def leaderboard(
 def _leader(ranked: list[dict], not_upload: bool) -> dict | None:
     """The first of `ranked`, or its first that is not an upload."""
     return next((r for r in ranked if not not_upload or r["source"] != "upload"), None)
+
+
+def _slice_board(
+    wh: Warehouse, run: int, track: str, by: str | None, after: str, cards: CardFilter | None
+) -> pa.Table:
+    """The board ranked on its clean slice after quarter `after` (global only)."""
+    if by is not None:
+        raise UserError("A clean slice is ranked over all its cells: leave out --by")
+    q = parse_slice(after)
+    spec = TRACKS[track]
+    shown_metrics = [m for m in spec.columns if m in UNCERTAINTY_METRICS]
+    rows = slice_rows(wh, run, spec.metric, q, not spec.ascending, shown_metrics)
+    keep = shown(wh, [int(r["submission_id"]) for r in rows], cards)
+    rows = [r for r in rows if r["submission_id"] in keep]
+    if track == "density":
+        rows = [r for r in rows if r.get("crps") is not None]
+    for rank, r in enumerate(rows, 1):
+        r["rank"] = rank
+    meta = {
+        "score_run_id": run,
+        "track": track,
+        "by": "global",
+        "clean_after": quarter_label(q),
+        **wh.arrow(
+            "SELECT footprint_name, footprint_version, n_cells, build_id, eval_sql_version, "
+            "finished_at FROM eval.score_runs WHERE score_run_id = ?",
+            [run],
+        ).to_pylist()[0],
+    }
+    table = pa.Table.from_pylist(rows) if rows else pa.table({"rank": pa.array([], pa.int64())})
+    if rows:
+        table = table.select(["rank", *(c for c in table.column_names if c != "rank")])
+    return table.replace_schema_metadata(_metadata(meta))
+
+
+def _add_uncertainty(
+    wh: Warehouse, run: int, track: str, rows: list[dict], public: bool = False
+) -> dict | None:
+    """The board's rank uncertainty on its global rows (proforma.app.scoring.uncertainty):
+    each headline metric's interval ({metric}_lo, {metric}_hi), the probability of
+    ranking first (p_best), the MCS p-value and membership; returns how it was computed
+    (seed, replications, block size, levels), None when the run has none. `public`: the
+    probabilities and the set among the members that are not uploads (an upload has
+    none)."""
+    record = wh.arrow(
+        "SELECT method, seed, replications, block_size, ci_level, mcs_alpha, mcs_statistic, "
+        "n_firms, n_quarters FROM eval.uncertainty_runs WHERE score_run_id = ?",
+        [run],
+    ).to_pylist()
+    if not record:
+        return None
+    metrics = [m for m in TRACKS[track].columns if m in UNCERTAINTY_METRICS]
+    bounds = {
+        (int(sid), str(m)): (lo, hi)
+        for sid, m, lo, hi in wh.fetchall(
+            "SELECT submission_id, metric, lo, hi FROM eval.metric_intervals "
+            "WHERE score_run_id = ?",
+            [run],
+        )
+    }
+    sets = {
+        int(sid): (p, mp, inside)
+        for sid, p, mp, inside in wh.fetchall(
+            "SELECT submission_id, p_best, mcs_p, in_mcs FROM eval.rank_sets "
+            "WHERE score_run_id = ? AND track = ? AND scope = ?",
+            [run, track, "public" if public else "all"],
+        )
+    }
+    for row in rows:
+        sid = int(row["submission_id"])
+        for m in metrics:
+            row[f"{m}_lo"], row[f"{m}_hi"] = bounds.get((sid, m), (None, None))
+        row["p_best"], row["mcs_p"], row["in_mcs"] = sets.get(sid, (None, None, None))
+    return record[0]
 
 
 def _missing_tests(
@@ -210,7 +314,7 @@ def _missing_tests(
     key: Callable[[dict], float],
     reference: int | None,
     dm: dict[tuple, tuple],
-    leader_not_upload: bool = False,
+    public: bool = False,
 ) -> None:
     """Tests the board shows that the run does not hold, computed now (not stored) from
     the run's quarter losses: a run keeps each member's tests against its group's leader
@@ -220,7 +324,7 @@ def _missing_tests(
     wanted: dict[Group, list[Pair]] = {}
     for rows in groups.values():
         h = 0 if level != "horizon" else int(rows[0]["horizon"])
-        first = _leader(sorted(rows, key=key), leader_not_upload)
+        first = _leader(sorted(rows, key=key), public)
         lead = reference if reference is not None else first["submission_id"] if first else None
         if lead not in {r["submission_id"] for r in rows}:
             continue

@@ -212,12 +212,13 @@ def frame(
     keep: np.ndarray | None = None,
     *,
     with_pos: bool = False,
+    with_row: bool = False,
     span: tuple[int, int] | None = None,
 ) -> pa.Table:
     """The grid's and the upload's columns side by side, one row per position (no copy
     of the arrays), over the positions of `span` (lo, hi) or all: sh, oq, actual, y (the
-    truth's change), mu, sigma, keep when a mask is given, and pos (the position) when
-    with_pos."""
+    truth's change), mu, sigma, keep when a mask is given, pos (the position) when
+    with_pos and row (the grid row: firm and origin quarter) when with_row."""
     lo, hi = span if span is not None else (0, g.size)
     part = slice(lo, hi)
     columns: dict[str, Any] = {
@@ -236,6 +237,8 @@ def frame(
         columns["keep"] = to_arrow(keep[part])
     if with_pos:
         columns["pos"] = to_arrow(np.arange(lo, hi, dtype=np.int64))
+    if with_row:
+        columns["row"] = to_arrow(g.rows(lo, hi))
     return pa.table(columns)
 
 
@@ -290,6 +293,7 @@ def span_terms(
     keep: np.ndarray | None = None,
     *,
     with_pos: bool = False,
+    with_row: bool = False,
 ) -> Iterator[str]:
     """`terms` over the grid span by span: yields 057's view once per span (read it
     before asking for the next); the span's grid pages are released after it. One view
@@ -298,13 +302,15 @@ def span_terms(
     cut = list(spans(g))
     if not cut:
         return
-    first = frame(g, dense, keep, with_pos=with_pos, span=cut[0])
+    first = frame(g, dense, keep, with_pos=with_pos, with_row=with_row, span=cut[0])
     with terms(wh, first, params) as (view, name):
         del first
         for i, span in enumerate(cut):
             try:
                 if i:
-                    wh.con.register(name, frame(g, dense, keep, with_pos=with_pos, span=span))
+                    wh.con.register(
+                        name, frame(g, dense, keep, with_pos=with_pos, with_row=with_row, span=span)
+                    )
                 yield view
             finally:
                 release_pages(g, span)

@@ -47,6 +47,7 @@ from proforma.contracts.provenance import utcnow
 
 _RUN_TEMP = (
     "run_agg",
+    "run_clusters",
     "run_pit",
     "run_fine",
     "agg_subs",
@@ -76,9 +77,14 @@ def score(
     full: bool = False,
     progress: Progress | None = None,
     exclude: Sequence[int] = (),
+    board: bool | None = None,
 ) -> int:
     """Score submissions (default: all current ones but `exclude`) on a footprint; returns
     score_run_id.
+
+    The run is the footprint's board (eval.board_runs) when `board`, by default when no
+    list is given; a caller that lists every current submission by its own rule (the
+    competitor suite's footprints) says board=True.
 
     The common sample is the footprint's finite truth cells that every submission
     predicts finitely. With no explicit list, only submissions covering at least
@@ -106,6 +112,7 @@ def score(
             full=full,
             progress=progress,
             exclude=exclude,
+            board=submissions is None if board is None else board,
         )
 
 
@@ -120,6 +127,7 @@ def _score(
     full: bool,
     progress: Progress | None,
     exclude: Sequence[int],
+    board: bool,
 ) -> int:
     wh.require_panel("panel.truth", "panel.firms")
     if baselines and submissions is None:
@@ -159,7 +167,17 @@ def _score(
         positional.grid(wh, fp["split"])  # made (if it must be) before the run's transaction
         with wh.transaction():
             run_id = _write_run(
-                wh, fp, ctx, ids, candidates, coverage, n_fp, full=full, started=started, t0=t0
+                wh,
+                fp,
+                ctx,
+                ids,
+                candidates,
+                coverage,
+                n_fp,
+                full=full,
+                started=started,
+                t0=t0,
+                board=board,
             )
     finally:
         positional.release(wh)
@@ -171,11 +189,32 @@ def _score(
             f"footprint {fp['name']}@{fp['version']}: score run {run_id}, "
             f"{time.perf_counter() - t0:.1f}s"
         )
+    if board:
+        # a board shows how sure its ranking is (issue 49): seconds at demo scale
+        from proforma.app.scoring.uncertainty import compute_board_uncertainty
+
+        compute_board_uncertainty(wh, run_id)
     if coherence:
         from proforma.app.scoring.coherence import ensure_coherence
 
         ensure_coherence(wh, ids)
     return run_id
+
+
+def refresh_board(wh: Warehouse, footprint: str = "full", progress: Progress | None = None) -> int:
+    """A board run of `footprint` after a run of named submissions, so that its board
+    (eval.board_runs) holds every current submission again whatever scored last; returns
+    the board's score_run_id (the one it had when nothing covers the footprint).
+
+    The named run's results are referenced, not recomputed, when the common sample did
+    not move (068), so this costs the common sample and the new members' tests. It makes
+    no reference baselines and checks no identities: the named run's caller chose those."""
+    try:
+        return score(wh, footprint, None, coherence=False, baselines=False, progress=progress)
+    except NothingToScore:
+        from proforma.app.scoring.leaderboard import board_run
+
+        return board_run(wh, footprint)
 
 
 def footprint_shares(wh: Warehouse, footprint: str, submission_ids: list[int]) -> dict[int, float]:
@@ -217,8 +256,10 @@ def _write_run(
     full: bool,
     started: Any,
     t0: float,
+    board: bool,
 ) -> int:
-    """The run's rows (inside the caller's transaction); returns its score_run_id."""
+    """The run's rows (inside the caller's transaction); returns its score_run_id.
+    `board`: its members are the footprint's whole current membership (eval.board_runs)."""
     run_id = int(wh.scalar("SELECT nextval('eval.score_run_id_seq')"))
     prepare_run_subs(wh, ids, {s: coverage[s].gaps_stored for s in ids})
     n, fingerprint = common_sample(wh, fp["footprint_id"], fp["split"], n_fp)
@@ -290,7 +331,7 @@ def _write_run(
         "? AS footprint_name, ? AS footprint_version, ? AS submission_ids, "
         "? AS footprint_cells, ? AS n_cells, ? AS build_id, ? AS build, "
         "? AS eval_sql_version, ? AS submission_checksums, ? AS started_at, ? AS finished_at, "
-        "? AS elapsed_s, ? AS rules, ? AS sample_fingerprint, ? AS reused",
+        "? AS elapsed_s, ? AS rules, ? AS sample_fingerprint, ? AS reused, ? AS board",
         [
             run_id,
             fp["footprint_id"],
@@ -309,6 +350,7 @@ def _write_run(
             ctx.rules,
             fingerprint,
             to_json({str(s): r for s, r in reused.items()}),
+            board,
         ],
     )
     return run_id
@@ -331,7 +373,7 @@ def _aggregate_by_position(
             else "069_cell_aggregates_positional_point"
         )
         # span by span: the sums of a group are all in one span (positional.spans)
-        for _ in positional.span_terms(wh, grid, dense, params, common):
+        for _ in positional.span_terms(wh, grid, dense, params, common, with_row=True):
             wh.run_step(f"eval/{step}", params)
 
 
@@ -468,6 +510,14 @@ def _reusable(
         "FROM same_sample_runs) r USING (submission_id) "
         "GROUP BY s.submission_id",
         [ids],
+    )
+    # results stored before their per-(firm, origin quarter) sums were kept (V0180) are
+    # computed again, once, so that every board has its rank uncertainty
+    wh.execute(
+        "DELETE FROM reuse u WHERE NOT EXISTS (SELECT 1 FROM eval.run_results r "
+        "JOIN eval.cluster_loss_rows c "
+        "ON c.score_run_id = r.from_run AND c.submission_id = r.submission_id "
+        "WHERE r.score_run_id = u.from_run AND r.submission_id = u.submission_id)"
     )
     return {int(s): int(r) for s, r in wh.fetchall("SELECT submission_id, from_run FROM reuse")}
 

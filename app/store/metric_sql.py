@@ -21,7 +21,10 @@ Slots:
 - `metric_pit_columns`, `metric_pit_counts`, `metric_pit_zeros`, `metric_pit_sums`: the
   per-group PIT bin columns pit0.. with their types, counted from pit_bin, as constant 0
   (point forecasts, and rows whose bins are counted per submission) and summed up;
-- `metric_public`: each metric as the snapshot publishes it (an upload's coarsened).
+- `metric_public`: each metric as the snapshot publishes it (an upload's coarsened);
+- `metric_cluster_columns`, `metric_cluster_sums`, `metric_cluster_point_sums`,
+  `metric_cluster_names`: the same for the sums kept per (firm, origin quarter) for the
+  bootstrap (`registry.cluster_sums()`, eval.cluster_loss_rows);
 """
 
 from __future__ import annotations
@@ -52,6 +55,29 @@ def _point_sums() -> str:
         else:
             parts.append(f"{'0' if s.type == 'BIGINT' else 'NULL'}::{s.type} AS {name}")
     return ", ".join(parts)
+
+
+def _cluster_columns() -> str:
+    return ", ".join(f"{s} {registry.SUMS[s].type}" for s in registry.cluster_sums())
+
+
+def _cluster_sums() -> str:
+    return ", ".join(f"{registry.SUMS[s].sql} AS {s}" for s in registry.cluster_sums())
+
+
+def _cluster_point_sums() -> str:
+    parts = []
+    for name in registry.cluster_sums():
+        s = registry.SUMS[name]
+        if not s.density:
+            parts.append(f"{s.sql} AS {name}")
+        else:
+            parts.append(f"{'0' if s.type == 'BIGINT' else 'NULL'}::{s.type} AS {name}")
+    return ", ".join(parts)
+
+
+def _cluster_names() -> str:
+    return ", ".join(registry.cluster_sums())
 
 
 def _sum_rollup() -> str:
@@ -150,6 +176,10 @@ SLOTS = {
     "metric_pit_zeros": _pit_zeros,
     "metric_pit_sums": _pit_sums,
     "metric_public": _public,
+    "metric_cluster_columns": _cluster_columns,
+    "metric_cluster_sums": _cluster_sums,
+    "metric_cluster_point_sums": _cluster_point_sums,
+    "metric_cluster_names": _cluster_names,
 }
 
 

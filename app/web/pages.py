@@ -28,6 +28,8 @@ from proforma.app.read.queries import (
     submission_scores,
 )
 from proforma.app.read.sqlguard import snapshot_schema
+from proforma.app.scoring.cards import CardFilter, cards
+from proforma.app.scoring.leaderboard import provenance
 from proforma.app.store.warehouse import Warehouse
 from proforma.app.web import TEMPLATES_DIR
 from proforma.contracts.metrics import METRICS, Better, Metric, coverage_names
@@ -44,12 +46,17 @@ _LABELS = {
     "dm_vs_leader": "DM vs leader",
     "dm_vs_reference": "DM vs reference",
     "p_value": "p",
+    "p_best": "P(best)",
 }
+#: Which way each direction of `Better` points on a metric's header (issue 49).
+_ARROWS = {Better.lower: "↓", Better.higher: "↑", Better.target: "→·←"}
 
 
 def _label(column: str) -> str:
     spec = METRICS.get(column)
-    return spec.label if spec is not None else _LABELS.get(column, column)
+    if spec is None:
+        return _LABELS.get(column, column)
+    return f"{spec.label} {_ARROWS[spec.better]}"
 
 
 def score_metrics() -> list[Metric]:
@@ -98,7 +105,20 @@ def _columns(names: list[str], types: dict[str, str], metric: str) -> list[dict[
     """Displayed columns of a scoring.leaderboard table; the DM mark sits on the track's metric."""
     cols = []
     for c in names:
-        if c in _HIDDEN:
+        # the board's uncertainty shows inside the metric's and the model's cells
+        if (
+            c in _HIDDEN
+            or c
+            in (
+                "in_mcs",
+                "mcs_p",
+                "after_test_start",
+                "clean_cells",
+                "clean_after",
+                "training_cutoff",
+            )
+            or c.endswith(("_lo", "_hi", "_clean"))
+        ):
             continue
         col: dict[str, Any] = {
             "name": c,
@@ -109,6 +129,10 @@ def _columns(names: list[str], types: dict[str, str], metric: str) -> list[dict[
         }
         if c == metric and "sig" in names:
             col["mark"] = "sig"
+        if f"{c}_lo" in names:
+            col["interval"] = (f"{c}_lo", f"{c}_hi")
+        if f"{c}_clean" in names:
+            col["clean"] = f"{c}_clean"
         cols.append(col)
     return cols
 
@@ -158,6 +182,9 @@ def leaderboard_page(
     footprint: str | None = None,
     track: str = TRACK_INFO[0]["name"],
     against: str | None = None,
+    clean_after: str | None = None,
+    model_family: str | None = None,
+    all_entries: bool = False,
 ) -> HTMLResponse:
     names = footprint_names(wh)
     if track not in {t["name"] for t in TRACK_INFO}:
@@ -177,9 +204,29 @@ def leaderboard_page(
         scored = queries.submission_names(wh, run["submission_ids"])
         if against not in scored:
             against = None  # a model not on this footprint: back to the leader
-        table = leaderboard_table(
-            wh, footprint, track, "global", against, score_run_id=run["score_run_id"]
+        families = sorted(
+            {str(c["model_family"]) for c in cards(wh, run["submission_ids"]).values()}
         )
+        if model_family not in families:
+            model_family = None
+        chosen = CardFilter(all_entries=all_entries, model_family=model_family)
+        table = leaderboard_table(
+            wh, footprint, track, "global", against, score_run_id=run["score_run_id"], cards=chosen
+        )
+        # the clean slices a reader can rank on: after each member's declared cutoff
+        cutoffs = sorted({c for c in table.column("training_cutoff").to_pylist() if c})
+        if clean_after in cutoffs:
+            table = leaderboard_table(
+                wh,
+                footprint,
+                track,
+                "global",
+                score_run_id=run["score_run_id"],
+                clean_after=clean_after,
+                cards=chosen,
+            )
+        else:
+            clean_after = None
         types = {
             f.name: ("string" if str(f.type) in ("string", "large_string") else "number")
             for f in table.schema
@@ -190,6 +237,12 @@ def leaderboard_page(
             rows=table.to_pylist(),
             chart=_chart(wh, run, track, [r.get("model") for r in table.to_pylist()]),
             models=scored,
+            cutoffs=cutoffs,
+            families=families,
+            model_family=model_family or "",
+            all_entries=all_entries,
+            clean_after=clean_after or "",
+            uncertainty=provenance(table).get("uncertainty"),
             against=against or "",
             dm_note=f"Diebold–Mariano tests against {against or 'the leader'} (quarter-clustered, "
             "Newey–West, HLN; DM > 0 favours the row's model): * / ** / *** "

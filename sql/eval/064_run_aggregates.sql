@@ -14,6 +14,16 @@ CREATE OR REPLACE TEMP TABLE run_agg (
     {{ metric_pit_columns }}
 );
 
+-- The same sums per (submission, firm, origin quarter) for the headline metrics only
+-- (contracts/metrics.py cluster_sums): the clusters a board's bootstrap resamples
+-- (proforma.app.scoring.uncertainty); 070 keeps them in eval.cluster_loss_rows.
+CREATE OR REPLACE TEMP TABLE run_clusters (
+    submission_id INTEGER,
+    firm_id INTEGER,
+    origin_q INTEGER,
+    {{ metric_cluster_columns }}
+);
+
 -- PIT bin counts per submission, from steps that count them over a whole submission
 -- (067) rather than per (item, horizon, origin quarter) as run_agg's pit columns; 070
 -- adds both.

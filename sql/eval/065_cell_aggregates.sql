@@ -22,3 +22,13 @@ FROM (SELECT c.* REPLACE (CASE WHEN a.is_quantile THEN c.r_abs ELSE c.r END AS r
       JOIN agg_subs a ON a.submission_id = c.submission_id AND NOT a.point_only
       JOIN common_cells t ON t.cell = c.cell) c
 GROUP BY c.submission_id, c.item_id, c.horizon, c.origin_q;
+
+-- run_clusters rows (064): the headline sums per (submission, firm, origin quarter)
+INSERT INTO run_clusters
+SELECT c.submission_id, c.firm_id, c.origin_q, {{ metric_cluster_sums }}
+FROM (SELECT c.* REPLACE (CASE WHEN a.is_quantile THEN c.r_abs ELSE c.r END AS r_abs),
+             t.firm_id, t.origin_q, t.change AS y
+      FROM eval.cell_density_scores c
+      JOIN agg_subs a ON a.submission_id = c.submission_id AND NOT a.point_only
+      JOIN common_cells t ON t.cell = c.cell) c
+GROUP BY c.submission_id, c.firm_id, c.origin_q;

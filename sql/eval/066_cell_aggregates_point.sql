@@ -16,3 +16,12 @@ FROM (SELECT c.submission_id, t.item_id, t.horizon, t.origin_q, t.change AS y, c
       JOIN agg_subs a ON a.submission_id = c.submission_id AND a.point_only
       JOIN common_cells t ON t.cell = c.cell) c
 GROUP BY c.submission_id, c.item_id, c.horizon, c.origin_q;
+
+-- run_clusters rows (064): the headline sums per (submission, firm, origin quarter)
+INSERT INTO run_clusters
+SELECT c.submission_id, c.firm_id, c.origin_q, {{ metric_cluster_point_sums }}
+FROM (SELECT c.submission_id, t.firm_id, t.origin_q, t.change AS y, c.r, c.r AS r_abs
+      FROM eval.cell_point_scores c
+      JOIN agg_subs a ON a.submission_id = c.submission_id AND a.point_only
+      JOIN common_cells t ON t.cell = c.cell) c
+GROUP BY c.submission_id, c.firm_id, c.origin_q;

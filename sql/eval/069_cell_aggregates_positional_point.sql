@@ -16,3 +16,13 @@ SELECT
 -- the cell inputs a point forecast has (contracts/metrics.py POINT_INPUTS)
 FROM (SELECT sh, oq, y, r, r AS r_abs FROM single_cell_terms) c
 GROUP BY c.sh, c.oq;
+
+-- run_clusters rows (064): the headline sums per grid row (the frame's `row`: a firm and
+-- origin quarter)
+INSERT INTO run_clusters
+SELECT getvariable('submission_id'), g.firm_id, g.origin_q, {{ metric_cluster_point_sums }}
+FROM (SELECT row, y, r, r AS r_abs FROM single_cell_terms) c
+JOIN eval.grid_rows g
+  ON g.build_id = getvariable('grid_build_id') AND g.split = getvariable('grid_split')
+ AND g.row = c.row
+GROUP BY g.firm_id, g.origin_q;

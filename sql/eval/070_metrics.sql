@@ -68,6 +68,11 @@ SELECT getvariable('score_run_id'), submission_id, bin, n,
 FROM bins
 WHERE n > 0;
 
+-- the headline sums per (firm, origin quarter): the bootstrap's clusters
+INSERT INTO eval.cluster_loss_rows BY NAME
+SELECT getvariable('score_run_id') AS score_run_id, *
+FROM run_clusters;
+
 INSERT INTO eval.run_results
 SELECT DISTINCT getvariable('score_run_id'), submission_id, getvariable('score_run_id')
 FROM agg_subs;

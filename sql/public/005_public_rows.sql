@@ -13,12 +13,16 @@
 -- getvariable('public_history_runs') runs of each footprint) and, on each current run,
 -- the members whose per-item detail is published (the in-house submissions and the top
 -- getvariable('public_detail_top') of each track's ranking: R2, MAE, CRPS); 040 uses both.
+-- A footprint's current run is its board (eval.board_runs: its newest run of the whole
+-- current membership, whatever scored last), published even when runs of named
+-- submissions came after it.
 CREATE OR REPLACE TEMP TABLE public_runs AS
-SELECT score_run_id, k = 1 AS is_current
+SELECT score_run_id, score_run_id IN (SELECT score_run_id FROM eval.board_runs) AS is_current
 FROM (SELECT score_run_id,
              row_number() OVER (PARTITION BY footprint_name ORDER BY score_run_id DESC) AS k
       FROM eval.score_runs)
-WHERE k <= getvariable('public_history_runs');
+WHERE k <= getvariable('public_history_runs')
+   OR score_run_id IN (SELECT score_run_id FROM eval.board_runs);
 
 -- (ranked by the public numbers: an upload's exact ones, compared with the others', would
 -- tell which side of a known number its own lies)

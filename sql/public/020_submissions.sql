@@ -1,7 +1,7 @@
 -- Public submission records from the temp view submission_records (made by the
 -- publisher from sql/service/submission_records.sql over eval.submissions): names,
 -- density family, size, checksum and the declared metadata (description, code link,
--- training cutoff, leakage statement, uploader), without the row count and the
+-- training cutoff, leakage statement, uploader, the model card), without the row count and the
 -- retirement time. The raw metadata JSON stays private.
 CREATE TABLE pub.submissions AS
 SELECT
@@ -20,6 +20,11 @@ SELECT
     training_cutoff,
     leakage_statement,
     uploaded_by,
+    model_family,
+    parameters,
+    compute_hours,
+    hardware,
+    seeds,
     created_at
 FROM submission_records
 ORDER BY submission_id;

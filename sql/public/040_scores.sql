@@ -30,7 +30,7 @@ CREATE TABLE pub.score_runs AS
 SELECT score_run_id, footprint_id, footprint_name, footprint_version, submission_ids,
        footprint_cells, n_cells, build_id,
        json_extract_string(build, '$.sql_checksum') AS build_sql_version,
-       eval_sql_version, started_at, finished_at, elapsed_s
+       eval_sql_version, started_at, finished_at, elapsed_s, board IS NOT false AS board
 FROM eval.score_runs
 WHERE score_run_id IN (SELECT score_run_id FROM public_runs)
 ORDER BY score_run_id;
@@ -136,11 +136,11 @@ FROM eval.coherence
 WHERE n_instances >= getvariable('public_min_cells')
 ORDER BY submission_id, identity;
 
--- The latest score run of each footprint, pooled over all cells: the leaderboard rows.
+-- The board of each footprint (eval.board_runs), pooled over all cells: the leaderboard
+-- rows.
 CREATE TABLE pub.leaderboard AS
 WITH latest AS (
-    SELECT footprint_name, max(score_run_id) AS score_run_id
-    FROM eval.score_runs GROUP BY footprint_name
+    SELECT footprint_name, score_run_id FROM eval.board_runs
 )
 SELECT l.footprint_name AS footprint, m.score_run_id, m.submission_id, m.model, m.n,
        {{ metric_columns }}

@@ -313,3 +313,51 @@ def test_every_page_loads_its_images_scripts_and_styles(server, browser, tmp_pat
     for path in (f"/submissions/{sid}", "/upload", "/query", "/rounds"):
         kinds = _check_page(browser, f"{base}{path}")
         assert kinds.get("link", 0) >= 1, (path, kinds)  # the stylesheet
+
+
+def test_board_shows_intervals_the_set_and_the_clean_slice(server, browser, tmp_path) -> None:
+    """Issue 49 in Chromium: bootstrap intervals and the MCS mark on the board, a cutoff
+    inside the test period flagged, and the page ranked on that model's clean slice."""
+    base, token, app = server
+    shots = _shots(tmp_path)
+    wh = app.state.wh.cursor()
+    files = {
+        "clean-model": (submission_bytes(wh, seed=1, noise=0.3), "2009Q4"),
+        "late-model": (submission_bytes(wh, seed=2, noise=0.2), "2011Q2"),
+    }
+    wh.close()
+    for name, (data, cutoff) in files.items():
+        r = httpx.post(
+            f"{base}/api/v1/submissions",
+            headers={"Authorization": f"Bearer {token}"},
+            data={"name": name, "training_cutoff": cutoff, "leakage_statement": "none"},
+            files={"file": ("a.parquet", data)},
+            timeout=30,
+        )
+        assert r.status_code == 202, r.text
+        url = f"{base}{r.json()['status_url']}"
+        for _ in range(600):
+            if httpx.get(url, headers={"Authorization": f"Bearer {token}"}).json()["status"] in (
+                "done",
+                "failed",
+            ):
+                break
+            time.sleep(0.1)
+    wait = WebDriverWait(browser, 60)
+    browser.get(f"{base}/?footprint=full&track=squared")
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#leaderboard tbody tr")))
+    assert {"clean-model", "late-model"} <= set(_models(browser))
+    assert browser.find_elements(By.CSS_SELECTOR, "#leaderboard span.ci")
+    assert browser.find_elements(By.CSS_SELECTOR, "#leaderboard span.mcs")
+    assert "seed" in browser.find_element(By.ID, "uncertainty-note").text
+    late = browser.find_element(By.CSS_SELECTOR, "#leaderboard span.leak")
+    assert "cutoff" in late.text
+    assert browser.find_elements(By.CSS_SELECTOR, "#leaderboard tr.inhouse")
+    browser.save_screenshot(str(shots / "board-uncertainty.png"))
+    # rank on the clean slice after the late model's cutoff
+    Select(browser.find_element(By.ID, "clean-after")).select_by_value("2011Q2")
+    wait.until(ec.url_contains("clean_after=2011Q2"))
+    wait.until(ec.presence_of_element_located((By.ID, "slice-note")))
+    assert "2011Q2" in browser.find_element(By.ID, "slice-note").text
+    assert "late-model" in _models(browser)
+    browser.save_screenshot(str(shots / "board-clean-slice.png"))

@@ -4,6 +4,7 @@ footprints, snapshot and public SQL."""
 from __future__ import annotations
 
 import duckdb
+import pytest
 from service_helpers import Api, submission_bytes
 
 from proforma.app.read.snapshot import FORBIDDEN_COLUMNS
@@ -78,8 +79,30 @@ def test_snapshot_has_no_firm_values(api: Api) -> None:
         assert not names & {"forecasts", "truth", "values", "firms"}
         small = con.execute("SELECT count(*) FROM metrics WHERE n < 5").fetchall()[0][0]
         assert small == 0  # aggregates over fewer than public_min_cells cells are withheld
+        # the boards' rank uncertainty (issue 49): how, the intervals and the sets, an
+        # upload's as the API shows them (one disclosure, two implementations)
+        assert {"uncertainty_runs", "metric_intervals", "rank_sets"} <= names
+        seeds = con.execute("SELECT DISTINCT seed FROM uncertainty_runs").fetchall()
+        assert seeds == [(20260049,)]
+        published = dict(
+            con.execute(
+                "SELECT k.submission_id, k.p_best FROM rank_sets k JOIN score_runs r "
+                "USING (score_run_id) WHERE r.footprint_name = 'full' AND k.track = 'squared'"
+            ).fetchall()
+        )
+        bounds = dict(
+            con.execute(
+                "SELECT i.submission_id, i.lo FROM metric_intervals i JOIN score_runs r "
+                "USING (score_run_id) WHERE r.footprint_name = 'full' AND i.metric = 'r2'"
+            ).fetchall()
+        )
     finally:
         con.close()
+    rows = api.client.get("/api/v1/leaderboards/full").json()["rows"]
+    assert published and {r["submission_id"]: r["p_best"] for r in rows} == published
+    assert {r["submission_id"]: r["r2_lo"] for r in rows} == pytest.approx(bounds)
+    upload = next(r for r in rows if r["submission_id"] == job["submission_id"])
+    assert upload["p_best"] is not None
 
 
 def test_footprints_routes_and_admin_create(api: Api) -> None:

@@ -40,6 +40,30 @@ def test_pages_render_before_and_after_scoring(api: Api) -> None:
     page = c.get("/?footprint=geert&track=density").text
     assert 'value="geert" selected' in page and "model (v2)" in page
     assert 'id="chart-data"' in page and "sql/eval" in page
+    # the board's rank uncertainty (issue 49): intervals, the confidence set and P(best)
+    # on the page and in the API, an upload's probabilities coarsened
+    board = c.get("/?footprint=full&track=squared").text
+    assert 'id="uncertainty-note"' in board and "R² ↑" in board and "MSE ↓" in board
+    assert 'class="muted ci"' in board and ">MCS</span>" in board
+    rows = c.get("/api/v1/leaderboards/full?track=squared").json()["rows"]
+    assert {"r2_lo", "r2_hi", "p_best", "in_mcs"} <= set(rows[0])
+    assert sum(r["in_mcs"] for r in rows) >= 1
+    run = c.get("/api/v1/leaderboards/full").json()["score_run"]["score_run_id"]
+    exact = dict(
+        api.wh.fetchall(
+            "SELECT submission_id, p_best FROM eval.rank_sets WHERE score_run_id = ? "
+            "AND track = 'squared'",
+            [run],
+        )
+    )
+    for r in rows:
+        if r["source"] == "upload" and r["p_best"] is not None:
+            # on a dithered grid of 0.05, to two digits
+            assert abs(r["p_best"] - exact[r["submission_id"]]) <= 0.055
+            assert round(r["p_best"], 2) == r["p_best"]
+        elif r["source"] != "upload":
+            assert r["r2_lo"] <= r["r2"] <= r["r2_hi"]
+            assert r["p_best"] == exact[r["submission_id"]]
     detail = c.get(f"/submissions/{job['submission_id']}").text
     assert "<script>alert" not in detail and "&lt;script&gt;alert" in detail
     assert c.get("/submissions/999").status_code == 404

@@ -72,8 +72,9 @@ def test_quantile_upload_is_scored_on_every_track_with_a_dash_for_nll(api: Api) 
     assert row is not None and head is not None
     cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.DOTALL)
     labels = [h.strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", head.group(1), re.DOTALL)]
-    assert cells[labels.index("NLL")].strip() == "–"
-    assert cells[labels.index("CRPS")].strip() not in ("", "–")
+    # (each metric's header carries its direction, issue 49)
+    assert cells[labels.index("NLL ↓")].strip() == "–"
+    assert cells[labels.index("CRPS ↓")].strip() not in ("", "–")
     assert "quantile levels" in c.get(f"/submissions/{sid}").text
 
 

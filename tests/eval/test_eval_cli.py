@@ -85,7 +85,9 @@ def test_submit_score_leaderboard_export(settings, wh, tmp_path):
     assert again.exit_code == 0, again.output
     assert f"{n:,} rows" in again.output and "done: score run" in again.output
     assert "1 submission(s)" in again.output and "short@1" in again.output
-    run = wh_scalar(settings, "SELECT max(score_run_id) FROM eval.score_runs")
+    # the named run, then the board of every current submission after it (issue 49)
+    run = wh_scalar(settings, "SELECT max(score_run_id) FROM eval.score_runs WHERE NOT board")
+    assert "board of short: score run" in again.output
     assert wh_scalar(
         settings, f"SELECT submission_ids FROM eval.score_runs WHERE score_run_id = {run}"
     ) == [

@@ -24,6 +24,7 @@ from proforma.contracts.metrics import (
     STORED_SUMS,
     SUMS,
     Disclosure,
+    cluster_sums,
     coverage_bounds,
     used_sums,
 )
@@ -123,9 +124,21 @@ def test_each_metric_finishes_from_its_own_sums() -> None:
 # -- the steps ------------------------------------------------------------------------------
 
 
+def _cluster_sums_match(got: dict[str, exp.Expression], step: str) -> None:
+    for name in cluster_sums():
+        assert got[name] == _parse(SUMS[name].sql), f"{step}: cluster sum {name}"
+
+
 def test_run_agg_columns_are_the_sums() -> None:
-    create, pit = _statements("eval/064_run_aggregates")
+    create, clusters, pit = _statements("eval/064_run_aggregates")
     assert [c.name for c in pit.this.expressions] == ["submission_id", "bin", "n"]
+    # the bootstrap's clusters (issue 49): the headline metrics' sums per firm and quarter
+    assert [c.name for c in clusters.this.expressions] == [
+        "submission_id",
+        "firm_id",
+        "origin_q",
+        *cluster_sums(),
+    ]
     defs = [c for c in create.this.expressions if isinstance(c, exp.ColumnDef)]
     names = [c.name for c in defs]
     first, last = names.index("origin_q") + 1, names.index("pit0")
@@ -135,14 +148,16 @@ def test_run_agg_columns_are_the_sums() -> None:
 
 
 def test_cell_aggregates_follow_the_sums() -> None:
-    (insert,) = _statements("eval/065_cell_aggregates")
+    insert, clusters = _statements("eval/065_cell_aggregates")
     select = insert.expression
     _sums_match(_projections(select), "065")
+    _cluster_sums_match(_projections(clusters.expression), "065")
     # the cells: the stored score columns (c.*) with r_abs replaced, and y
     named = {a.alias for a in _source(select).find_all(exp.Alias)}
     assert {"y", "r_abs"} <= named, "065 gives the cells no y or r_abs"
     # the point-only step: point sums as defined, density sums constant
-    (insert,) = _statements("eval/066_cell_aggregates_point")
+    insert, clusters = _statements("eval/066_cell_aggregates_point")
+    assert clusters.this.sql("duckdb") == "run_clusters"
     select = insert.expression
     got = _projections(select)
     assert set(_projections(_source(select))) >= set(POINT_INPUTS)
@@ -158,14 +173,16 @@ def test_positional_aggregates_follow_the_sums() -> None:
     """067 and 069 (uploads met by position) sum as 065 and 066: the same sums over
     057's terms, a single forecast's absolute track its residual, PIT in run_pit: 067's
     one pass (grouping sets) sums by group and counts the PIT bins, then fills both."""
-    create, insert, pit, drop = _statements("eval/067_cell_aggregates_positional")
+    create, insert, clusters, pit, drop = _statements("eval/067_cell_aggregates_positional")
+    assert clusters.this.sql("duckdb") == "run_clusters"
     select = create.expression
     _sums_match(_projections(select), "067")
     assert _projections(_source(select))["r_abs"] == _parse("r")
     assert insert.this.sql("duckdb") == "run_agg"
     assert pit.this.sql("duckdb") == "run_pit"
     assert isinstance(drop, exp.Drop)
-    (insert,) = _statements("eval/069_cell_aggregates_positional_point")
+    insert, clusters = _statements("eval/069_cell_aggregates_positional_point")
+    assert clusters.this.sql("duckdb") == "run_clusters"
     got = _projections(insert.expression)
     for name in used_sums():
         if SUMS[name].density:

@@ -14,6 +14,8 @@ from proforma.app.api.responses import LeaderboardIndex, LeaderboardTable
 from proforma.app.read import queries
 from proforma.app.read.errors import NotFound
 from proforma.app.read.formats import TABLE_RESPONSE, Format, FormatQuery, clean, table_response
+from proforma.app.scoring.cards import CardFilter
+from proforma.contracts.metrics import METRICS
 from proforma.contracts.tracks import Track
 
 router = APIRouter(prefix="/leaderboards", tags=["leaderboards"])
@@ -69,6 +71,24 @@ def leaderboard(
             "footprint (default: the leader). Stars mark the reference better."
         ),
     ] = None,
+    clean_after: Annotated[
+        str | None,
+        Query(
+            description="Rank on a clean slice: the origins after this quarter (e.g. 2015Q4), "
+            "among the members whose declared training cutoff is at or before it",
+        ),
+    ] = None,
+    all_entries: Annotated[
+        bool,
+        Query(
+            description="Every entry (default: each uploader's latest per model family; "
+            "every in-house model)"
+        ),
+    ] = False,
+    model_family: Annotated[str | None, Query(description="Only this model family")] = None,
+    max_parameters: Annotated[
+        int | None, Query(ge=0, description="Only models declaring at most this many parameters")
+    ] = None,
     run_id: Annotated[
         int | None,
         Query(
@@ -86,7 +106,14 @@ def leaderboard(
             raise NotFound(f"No score run {run_id} of footprint {footprint!r}.")
         raise NotFound(f"Footprint {footprint!r} has not been scored yet.")
     table = queries.leaderboard_table(
-        wh, footprint, track.value, by.value, against, score_run_id=run["score_run_id"]
+        wh,
+        footprint,
+        track.value,
+        by.value,
+        against,
+        score_run_id=run["score_run_id"],
+        clean_after=clean_after,
+        cards=CardFilter(all_entries, model_family, max_parameters),
     )
     return table_response(
         table,
@@ -98,5 +125,11 @@ def leaderboard(
             "by": by.value,
             "score_run": run,
             "against": against or "leader",
+            "clean_after": clean_after,
+            # which way each metric column improves (contracts/metrics.py `better`)
+            "better": {c: METRICS[c].better.value for c in table.column_names if c in METRICS},
+            "all_entries": all_entries,
+            "model_family": model_family,
+            "max_parameters": max_parameters,
         },
     )

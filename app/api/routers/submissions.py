@@ -3,9 +3,9 @@ scores by footprint, horizon and item."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
@@ -16,6 +16,7 @@ from proforma.app.api.responses import SubmissionDetail, SubmissionTable
 from proforma.app.api.upload_form import UPLOAD_SCHEMA, parse_meta
 from proforma.app.api.uploads import ReceivedUpload
 from proforma.app.read import queries
+from proforma.app.read.card_filters import filter_records
 from proforma.app.read.errors import Conflict, NotFound
 from proforma.app.read.formats import TABLE_RESPONSE, Format, FormatQuery, clean, table_response
 from proforma.app.store.warehouse import Warehouse
@@ -83,8 +84,26 @@ async def upload(
     summary="All submissions (public records); JSON or CSV",
     responses={200: {**TABLE_RESPONSE, "model": SubmissionTable}},
 )
-def list_submissions(wh: WarehouseDep, format: FormatQuery = Format.json) -> Response:
-    return table_response(queries.submission_table(wh), format, "submissions")
+def list_submissions(
+    wh: WarehouseDep,
+    format: FormatQuery = Format.json,
+    model_family: Annotated[str | None, Query(description="Model family (the card)")] = None,
+    uploaded_by: Annotated[str | None, Query(description="Uploader")] = None,
+    source: Annotated[str | None, Query(description="upload, or an in-house kind")] = None,
+    max_parameters: Annotated[
+        int | None, Query(ge=0, description="Declared parameters at most")
+    ] = None,
+    has_code: Annotated[bool | None, Query(description="With (or without) a code link")] = None,
+) -> Response:
+    table = filter_records(
+        queries.submission_table(wh),
+        model_family=model_family,
+        uploaded_by=uploaded_by,
+        source=source,
+        max_parameters=max_parameters,
+        has_code=has_code,
+    )
+    return table_response(table, format, "submissions")
 
 
 @router.get(

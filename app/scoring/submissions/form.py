@@ -46,6 +46,12 @@ class SubmissionMeta(BaseModel):
     df: float | None = None
     training_cutoff: str
     leakage_statement: str = Field(min_length=1, max_length=4000)
+    # the model card (issue 49; sql/service/submission_records.sql makes them columns)
+    model_family: str = Field(default="", max_length=80)
+    parameters: int | None = Field(default=None, ge=0)
+    compute_hours: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    hardware: str = Field(default="", max_length=200)
+    seeds: str = Field(default="", max_length=200)
 
     @field_validator("name")
     @classmethod
@@ -78,6 +84,11 @@ class SubmissionMeta(BaseModel):
     def _cutoff(cls, v: str) -> str:
         return check_quarter_or_date(v)
 
+    @field_validator("model_family", "hardware", "seeds")
+    @classmethod
+    def _card_text(cls, v: str) -> str:
+        return v.strip()
+
     @field_validator("leakage_statement")
     @classmethod
     def _statement(cls, v: str) -> str:
@@ -98,8 +109,9 @@ class SubmissionMeta(BaseModel):
 
 def parse_meta(fields: dict[str, str]) -> SubmissionMeta:
     values: dict[str, Any] = {k: v for k, v in fields.items() if k in SubmissionMeta.model_fields}
-    if values.get("df", "").strip() == "":
-        values.pop("df", None)
+    for optional in ("df", "parameters", "compute_hours"):  # an empty field is no value
+        if values.get(optional, "").strip() == "":
+            values.pop(optional, None)
     try:
         return SubmissionMeta(**values)
     except PydanticError as exc:

@@ -37,7 +37,9 @@
   function initLeaderboard() {
     const form = $("#switches");
     if (!form) return;
-    form.querySelectorAll("select").forEach((s) => s.addEventListener("change", () => form.submit()));
+    form
+      .querySelectorAll("select, input[type=checkbox]")
+      .forEach((s) => s.addEventListener("change", () => form.submit()));
     const data = PF.readJSON("chart-data");
     if (!data) return;
     const r2 = $("#chart-r2");
