@@ -195,21 +195,40 @@ def run_probe(api: Api, days: int, pairs_a_day: int, daily_limit: int) -> Outcom
         )
         return rms(found, [t["truth"] for t in targets])
 
+    def api_rows(sid: int) -> list[dict]:
+        """The API's levels of an upload (global, horizon, item, statement)."""
+        scores = api.client.get(f"/api/v1/submissions/{sid}").json()["scores"]
+        full = next(s for s in scores if s["footprint"] == "full")
+        rows = [{"level": "global", **full["global"]}]
+        for level, key in (("horizon", "by_horizon"), ("item", "by_item")):
+            rows += [{"level": level, **r} for r in full[key]]
+        rows += [{"level": "statement", **r} for r in full["by_statement"]]
+        return rows
+
+    def public(sid: int) -> list[dict]:
+        """Every level an attacker reads: the snapshot's (the item x horizon detail of the
+        top of the board) and the API's, which serves the rest from the warehouse."""
+        got = {(r["level"], r["horizon"], r["item"], r["statement"]): r for r in api_rows(sid)}
+        for r in snapshot(sid):
+            key = (r["level"], r["horizon"], r["item"], r["statement"])
+            if key in got:  # the API and the snapshot publish the same numbers
+                assert got[key]["mse"] == r["mse"] and got[key]["crps"] == r["crps"], key
+            got[key] = r
+        return list(got.values())
+
     exact_rms = attack(exact)
-    levels = {r["level"] for r in snapshot(pairs[0][0])}
+    detailed = [sid for sid in uploads if len({r["level"] for r in snapshot(sid)}) > 2]
+    assert detailed, "no upload's detail in the snapshot"
+    levels = {r["level"] for r in public(detailed[0])}
     assert levels == set(noise_budget.STATIC_LEVELS)  # every level is in the attack
-    # the API and the leaderboards publish the snapshot's numbers
+    # the leaderboards publish the same numbers, and no test of an upload
     sid = pairs[0][0]
-    public = {(r["level"], r["horizon"], r["item"]): r for r in snapshot(sid)}
-    scores = api.client.get(f"/api/v1/submissions/{sid}").json()["scores"]
-    full = next(s for s in scores if s["footprint"] == "full")
-    for r in full["by_horizon"]:
-        assert r["mse"] == public[("horizon", r["horizon"], None)]["mse"]
+    mine = {(r["level"], r["horizon"]): r for r in public(sid)}
     board = api.client.get("/api/v1/leaderboards/full?by=horizon").json()["rows"]
     for r in (r for r in board if r["submission_id"] == sid):
-        assert r["mse"] == public[("horizon", r["horizon"], None)]["mse"]
+        assert r["mse"] == mine[("horizon", r["horizon"])]["mse"]
         assert r["dm_vs_leader"] is None and r["p_value"] is None
-    found = attack(snapshot)
+    found = attack(public)
     # The quarter losses (one group per horizon and origin quarter) are not public.
     tables = api.client.get("/api/v1/query/tables").json()["tables"]
     assert "quarter_losses" not in tables
