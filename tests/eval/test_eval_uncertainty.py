@@ -192,14 +192,20 @@ def test_a_board_run_stores_clusters_intervals_and_sets(wh, tmp_path):
         assert est == pytest.approx(exact), (sid, metric)
         assert lo - 1e-9 <= est <= hi + 1e-9, (sid, metric)  # (a constant error: lo = hi)
     sets = wh.fetchall(
-        "SELECT track, sum(p_best), list(submission_id) FILTER (in_mcs) FROM eval.rank_sets "
-        "WHERE score_run_id = ? GROUP BY track ORDER BY track",
+        "SELECT track, scope, sum(p_best), list(submission_id) FILTER (in_mcs), "
+        "list(submission_id) FROM eval.rank_sets "
+        "WHERE score_run_id = ? GROUP BY track, scope ORDER BY track, scope",
         [run],
     )
-    assert [s[0] for s in sets] == ["absolute", "density", "squared"]
-    for track, total, in_set in sets:
+    assert [s[:2] for s in sets] == [
+        (t, scope) for t in ("absolute", "density", "squared") for scope in ("all", "public")
+    ]
+    for track, scope, total, in_set, members in sets:
         assert total == pytest.approx(1.0)
         assert worse not in in_set, track
+        # the public sets are taken without the upload (its losses would be a channel);
+        # it is a point forecast, so on the density track in neither
+        assert (up in members) == (scope == "all" and track != "density"), (track, scope)
     # deterministic for the recorded seed
     before = wh.fetchall(
         "SELECT * EXCLUDE (score_run_id) FROM eval.rank_sets WHERE score_run_id = ? ORDER BY ALL",
