@@ -92,7 +92,8 @@ def build_command(
         status_console.print(f"standard footprints made: {', '.join(made)}")
     warning = result.warning()
     if warning:
-        console.print(warning, style="yellow", highlight=False, soft_wrap=True, markup=False)
+        # a warning is about the run, so stderr: `proforma build > steps.txt` keeps it apart
+        status_console.print(warning, style="yellow", highlight=False, soft_wrap=True, markup=False)
     summary(result.line())
 
 

@@ -116,8 +116,9 @@ def test_build_warns_about_fallbacks_and_score_s_leaves_references_alone(setting
     wh.close()
     result = runner.invoke(app, ["build"], terminal_width=80)
     assert result.exit_code == 0, result.output
-    warning = [ln for ln in result.output.splitlines() if ln.startswith("warning:")]
+    warning = [ln for ln in result.stderr.splitlines() if ln.startswith("warning:")]
     assert len(warning) == 1 and "k = 1" in warning[0], result.output
+    assert "warning:" not in result.stdout  # warnings go to stderr (README)
     assert "atq" in warning[0] and "seqq" in warning[0]
     # scoring named submissions makes no reference baseline, and says so in one line
     result = runner.invoke(app, ["score", "-s", "nope"], terminal_width=200)
