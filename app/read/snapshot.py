@@ -281,7 +281,7 @@ def _prepare(wh: Warehouse) -> None:
             "CREATE OR REPLACE TEMP VIEW submission_records AS "
             + query_text("service/submission_records")
         )
-    register_disclosure(wh)  # pf_coarsen, pf_two_digits: an upload's coarse numbers
+    register_disclosure(wh)  # pf_coarsen: an upload's numbers with their keyed noise
 
 
 def _write_public(

@@ -21,7 +21,7 @@ Slots:
 - `metric_pit_columns`, `metric_pit_counts`, `metric_pit_zeros`, `metric_pit_sums`: the
   per-group PIT bin columns pit0.. with their types, counted from pit_bin, as constant 0
   (point forecasts, and rows whose bins are counted per submission) and summed up;
-- `metric_public`: each metric as the snapshot publishes it (an upload's coarsened);
+- `metric_public`: each metric as the snapshot publishes it (an upload's noised or withheld);
 - `metric_cluster_columns`, `metric_cluster_sums`, `metric_cluster_point_sums`,
   `metric_cluster_names`: the same for the sums kept per (firm, origin quarter) for the
   bootstrap (`registry.cluster_sums()`, eval.cluster_loss_rows);
