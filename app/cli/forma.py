@@ -197,10 +197,34 @@ def predict_forma(
         help="Forecast in this many processes side by side, each with --threads threads "
         "(default 1): on a CPU they keep the cores busy where one process's threads wait.",
     ),
+    ship_calibration: bool = typer.Option(
+        False,
+        "--ship-calibration",
+        help="Only calibrate the intervals afresh and record the result beside the shipped "
+        "checkpoints (models/forma/checkpoints/calibration.json; no forecast): later "
+        "forecasts with the same weights and held-out windows take it as it is.",
+    ),
 ) -> None:
     """Forecast every origin of a split (all future hidden, one pass), write the seeds as
     mixture components through the common forecast path, and score them."""
     seed_list = parse_seeds(seeds)
+    if ship_calibration:
+        got = flows.ship_interval_calibration(
+            preset,
+            seed_list,
+            family,
+            device=device,
+            batch_size=batch_size,
+            threads=threads,
+            log=console.print,
+        )
+        summary(
+            "forma: no validation origins held out: nothing to calibrate"
+            if got is None
+            else f"forma: calibration of seeds {seed_list} recorded in "
+            f"{flows.SHIPPED_DIR / flows.SHIPPED_CALIBRATION}"
+        )
+        return
     rep = flows.predict(
         preset,
         seed_list,

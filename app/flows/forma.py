@@ -282,6 +282,11 @@ def install_shipped(preset: str, family: str, seed: int, signature: str, log: Lo
 #: on it (named by the guard test and docs/forma.md, "Shipped checkpoint").
 DEFAULT_PANEL_COMMANDS = "proforma ingest synthetic --scale demo && proforma build"
 RETRAIN_SHIPPED = "proforma train forma --preset mid --seeds 60,61 --jobs 2 --ship"
+#: How the shipped calibration is remade after them (the demo's seed, and the mixture).
+SHIP_CALIBRATION = (
+    "proforma predict forma --preset mid --seeds 60 --ship-calibration && "
+    "proforma predict forma --preset mid --seeds 60,61 --ship-calibration"
+)
 
 
 def shipped_checkpoint_problems(signature: str) -> list[str]:
@@ -546,11 +551,80 @@ class PredictReport:
     board: list[dict] = field(default_factory=list)
 
 
+#: The shipped checkpoints' interval calibrations (written by `predict forma
+#: --ship-calibration`: ship_interval_calibration; read by every later forecast with the same weights on the same
+#: held-out validation windows: the demo skips its single-threaded calibration pass).
+SHIPPED_CALIBRATION = "calibration.json"
+
+
+def calibration_key(ckpts, family: str, held_out: Any) -> dict[str, Any]:
+    """What a calibration is a function of: the checkpoints' files, the family and the
+    held-out validation windows (their data signature)."""
+    return {
+        "family": family,
+        "checkpoints": {str(ck.get("seed")): file_sha(Path(p)) for p, ck in ckpts},
+        "held_out": held_out.data_signature(),
+    }
+
+
+def shipped_calibration(key: dict[str, Any]) -> dict[str, Any] | None:
+    """The shipped calibration made under exactly this key, if any."""
+    import json
+
+    path = SHIPPED_DIR / SHIPPED_CALIBRATION
+    if not path.exists():
+        return None
+    for entry in json.loads(path.read_text(encoding="utf-8")).get("entries", []):
+        if entry.get("key") == key:
+            return dict(entry["result"])
+    return None
+
+
+def ship_calibration(key: dict[str, Any], result: dict[str, Any]) -> Path:
+    """Record `result` under `key` beside the shipped checkpoints (replacing one of the
+    same key)."""
+    import json
+
+    path = SHIPPED_DIR / SHIPPED_CALIBRATION
+    entries = (
+        json.loads(path.read_text(encoding="utf-8")).get("entries", []) if path.exists() else []
+    )
+    entries = [e for e in entries if e.get("key") != key] + [{"key": key, "result": result}]
+    path.write_text(json.dumps({"entries": entries}, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def held_out_windows(wh: Warehouse, held: dict[str, list[int]]) -> Any:
+    """The validation windows a checkpoint held out of training (its calibration_holdout
+    keys), with their futures."""
+    keys = np.asarray(held["firm_id"], np.int64) * 100_000 + np.asarray(held["origin_q"], np.int64)
+    val = load_store(wh, ["val"], future=True)
+    have = val.firm_id.astype(np.int64) * 100_000 + val.origin_q
+    rows = np.flatnonzero(np.isin(have, keys))
+    if len(rows) != len(keys):
+        raise UserError(
+            f"{len(keys) - len(rows):,} of the {len(keys):,} held-out validation origins "
+            "are not in this panel: the checkpoints were trained on another build; "
+            "retrain, or pass --no-calibrate"
+        )
+    return val.take(rows)
+
+
 def calibrate_intervals(
-    wh: Warehouse, models, ckpts, family: str, device: str, batch_size: int, log: Log = _quiet
+    wh: Warehouse,
+    models,
+    ckpts,
+    family: str,
+    device: str,
+    batch_size: int,
+    log: Log = _quiet,
+    *,
+    ship: bool = False,
 ) -> dict | None:
     """Per-horizon sigma factors from the validation origins the checkpoints held out of
-    training, or None (with a line in the log) when they held none out."""
+    training, or None (with a line in the log) when they held none out. A calibration
+    shipped for the same checkpoints and held-out windows is taken as it is; with `ship`,
+    the one computed here is recorded beside the shipped checkpoints."""
     from proforma.models.forma.calibration import calibrate
 
     held = [ck.get("calibration_holdout") or {} for _, ck in ckpts]
@@ -563,20 +637,18 @@ def calibrate_intervals(
             "calibration_origins or on another panel), so no origins are unseen by all of "
             "them: retrain them alike, or pass --no-calibrate"
         )
-    keys = np.asarray(held[0]["firm_id"], np.int64) * 100_000 + np.asarray(
-        held[0]["origin_q"], np.int64
-    )
-    val = load_store(wh, ["val"], future=True)
-    have = val.firm_id.astype(np.int64) * 100_000 + val.origin_q
-    rows = np.flatnonzero(np.isin(have, keys))
-    if len(rows) != len(keys):
-        raise UserError(
-            f"{len(keys) - len(rows):,} of the {len(keys):,} held-out validation origins "
-            "are not in this panel: the checkpoints were trained on another build; "
-            "retrain, or pass --no-calibrate"
+    truth = held_out_windows(wh, held[0])
+    key = calibration_key(ckpts, family, truth)
+    shipped = None if ship else shipped_calibration(key)
+    if shipped is not None:
+        log(
+            f"forma: intervals calibrated as shipped with the checkpoints (the same weights, "
+            f"the same {shipped['origins']:,} held-out validation origins: "
+            f"models/forma/checkpoints/{SHIPPED_CALIBRATION}): sigma x "
+            f"{min(shipped['scale_by_horizon']):.3f} to {max(shipped['scale_by_horizon']):.3f} "
+            "by horizon"
         )
-    truth = val.take(rows)
-    del val
+        return {**shipped, "applied": True, "shipped": True}
     t0 = time.perf_counter()
     result = calibrate(models, truth, family, batch_size=batch_size, device=device)
     scales = result["scale_by_horizon"]
@@ -596,6 +668,8 @@ def calibrate_intervals(
         )
     )
     result["applied"] = True
+    if ship:
+        log(f"forma: calibration recorded in {ship_calibration(key, result)}")
     return result
 
 
@@ -667,6 +741,26 @@ def forecast_in_processes(
     for out in outs:
         with pa.OSFile(str(out), "rb") as source, pa.ipc.open_stream(source) as reader:
             yield from reader
+
+
+def ship_interval_calibration(
+    preset: str,
+    seeds: list[int],
+    family: str = "gaussian",
+    *,
+    device: str = "auto",
+    batch_size: int = 64,
+    threads: int = 0,
+    log: Log = _quiet,
+) -> dict | None:
+    """Calibrate the intervals of these checkpoints afresh on the validation windows they
+    held out and record the result beside the shipped checkpoints (SHIPPED_CALIBRATION),
+    where every later forecast with the same weights and windows takes it; no forecast."""
+    with torch_threads(threads):
+        dev = resolve_device(device)
+        models, ckpts = load_models(preset, family, seeds, dev)
+        with writer() as wh:
+            return calibrate_intervals(wh, models, ckpts, family, dev, batch_size, log, ship=True)
 
 
 def predict(

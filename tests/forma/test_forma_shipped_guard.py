@@ -32,13 +32,22 @@ def default_panel(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest
             res = runner.invoke(app, args)
             assert res.exit_code == 0, res.output
         with flows.read_only() as wh:
-            yield flows.load_store(wh, ["train", "val"], future=True)
+            store = flows.load_store(wh, ["train", "val"], future=True)
+            # the validation windows each shipped checkpoint held out (its calibration's)
+            held = {
+                p.name: flows.held_out_windows(
+                    wh, flows._load_checkpoint_meta(p)["calibration_holdout"]
+                )
+                for p in sorted(flows.SHIPPED_DIR.glob("*.pt"))
+            }
+        yield store, held
     finally:
         patch.undo()
         flows.get_settings.cache_clear()
 
 
 def test_the_shipped_checkpoints_match_the_default_panel(default_panel):
+    default_panel, _ = default_panel
     problems = flows.shipped_checkpoint_problems(flows.panel_signature(default_panel))
     assert not problems, (
         "The shipped Forma checkpoints no longer fit a fresh clone's demo: "
@@ -52,6 +61,7 @@ def test_the_training_record_describes_the_shipped_files(default_panel):
     import hashlib
     import json
 
+    default_panel, _ = default_panel
     record = json.loads((flows.SHIPPED_DIR / flows.TRAINING_RECORD).read_text())
     shipped = {p.name for p in flows.SHIPPED_DIR.glob("*.pt")}
     assert {s["file"] for s in record["seeds"].values()} == shipped
@@ -65,6 +75,7 @@ def test_the_training_record_describes_the_shipped_files(default_panel):
 
 
 def test_the_guard_fails_on_a_changed_panel(default_panel):
+    default_panel, _ = default_panel
     changed = default_panel.take(list(range(1, len(default_panel))))  # one origin fewer
     problems = flows.shipped_checkpoint_problems(flows.panel_signature(changed))
     assert problems and all("was trained on panel" in p for p in problems)
@@ -72,3 +83,30 @@ def test_the_guard_fails_on_a_changed_panel(default_panel):
     x[len(x) // 2] += 1e-3  # one value moved
     moved = type(default_panel)(**{**vars(default_panel), "x": x})
     assert flows.shipped_checkpoint_problems(flows.panel_signature(moved))
+
+
+def test_the_shipped_calibration_is_of_the_shipped_checkpoints_on_the_default_panel(
+    default_panel,
+):
+    """The calibration the demo takes as shipped (it skips its single-threaded pass) is of
+    these very files and of the validation windows they held out on the default panel;
+    otherwise the demo calibrates afresh, and this says how to ship it again."""
+    import json
+
+    _, held = default_panel
+    path = flows.SHIPPED_DIR / flows.SHIPPED_CALIBRATION
+    assert path.exists(), f"no shipped calibration: {flows.SHIP_CALIBRATION}"
+    shas = {
+        str(flows._load_checkpoint_meta(p).get("seed")): flows.file_sha(p)
+        for p in flows.SHIPPED_DIR.glob("*.pt")
+    }
+    entries = json.loads(path.read_text())["entries"]
+    assert entries
+    for entry in entries:
+        key = entry["key"]
+        stale = {s for s, sha in key["checkpoints"].items() if shas.get(s) != sha}
+        assert not stale, f"calibration of other weights (seeds {stale}): {flows.SHIP_CALIBRATION}"
+        for seed in key["checkpoints"]:
+            file = next(n for n in held if n.endswith(f"-seed{seed}.pt"))
+            assert held[file].data_signature() == key["held_out"], flows.SHIP_CALIBRATION
+        assert len(entry["result"]["scale_by_horizon"]) == 20
