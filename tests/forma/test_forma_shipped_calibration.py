@@ -44,7 +44,8 @@ def test_a_calibration_is_taken_back_under_its_own_key_only(
     )
     # shipped again under the same key: replaced, not added
     flows.ship_calibration(key, {**result, "origins": 8})
-    assert flows.shipped_calibration(key)["origins"] == 8
+    again = flows.shipped_calibration(key)
+    assert again is not None and again["origins"] == 8
     import json
 
     assert len(json.loads((tmp_path / flows.SHIPPED_CALIBRATION).read_text())["entries"]) == 1
