@@ -38,42 +38,48 @@ from proforma.contracts.metrics import COVERAGE_LEVELS, PIT_BINS, Disclosure, co
 _SLOT = re.compile(r"\{\{\s*(metric_[a-z_]+)\s*\}\}")
 
 
+def _columns_of(names: tuple[str, ...]) -> str:
+    return ", ".join(f"{s} {registry.SUMS[s].type}" for s in names)
+
+
+def _sums_of(names: tuple[str, ...]) -> str:
+    return ", ".join(f"{registry.SUMS[s].sql} AS {s}" for s in names)
+
+
+def _point_sums_of(names: tuple[str, ...]) -> str:
+    """The sums over a point-only submission's cells: a density sum is 0 (a count) or NULL."""
+    parts = []
+    for name in names:
+        s = registry.SUMS[name]
+        if not s.density:
+            parts.append(f"{s.sql} AS {name}")
+        else:
+            parts.append(f"{'0' if s.type == 'BIGINT' else 'NULL'}::{s.type} AS {name}")
+    return ", ".join(parts)
+
+
 def _sum_columns() -> str:
-    return ", ".join(f"{s} {registry.SUMS[s].type}" for s in registry.used_sums())
+    return _columns_of(tuple(registry.used_sums()))
 
 
 def _cell_sums() -> str:
-    return ", ".join(f"{registry.SUMS[s].sql} AS {s}" for s in registry.used_sums())
+    return _sums_of(tuple(registry.used_sums()))
 
 
 def _point_sums() -> str:
-    parts = []
-    for name in registry.used_sums():
-        s = registry.SUMS[name]
-        if not s.density:
-            parts.append(f"{s.sql} AS {name}")
-        else:
-            parts.append(f"{'0' if s.type == 'BIGINT' else 'NULL'}::{s.type} AS {name}")
-    return ", ".join(parts)
+    return _point_sums_of(tuple(registry.used_sums()))
 
 
 def _cluster_columns() -> str:
-    return ", ".join(f"{s} {registry.SUMS[s].type}" for s in registry.cluster_sums())
+    return _columns_of(tuple(registry.cluster_sums()))
 
 
 def _cluster_sums() -> str:
-    return ", ".join(f"{registry.SUMS[s].sql} AS {s}" for s in registry.cluster_sums())
+    return _sums_of(tuple(registry.cluster_sums()))
 
 
 def _cluster_point_sums() -> str:
-    parts = []
-    for name in registry.cluster_sums():
-        s = registry.SUMS[name]
-        if not s.density:
-            parts.append(f"{s.sql} AS {name}")
-        else:
-            parts.append(f"{'0' if s.type == 'BIGINT' else 'NULL'}::{s.type} AS {name}")
-    return ", ".join(parts)
+    return _point_sums_of(tuple(registry.cluster_sums()))
 
 
 def _cluster_names() -> str:

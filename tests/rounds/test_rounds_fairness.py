@@ -48,6 +48,23 @@ def _submit(
     return submit_file(wh, rnd["name"], path, name, now=rnd["opened_at"] + dt.timedelta(minutes=1))
 
 
+def _resolved_then_reopened(wh: Warehouse, tmp_path: Path, *entries: str) -> tuple[dict, dict]:
+    """A tiny round with `entries`, closed and resolved through 2011Q2, its board then, and
+    the round opened again (one round per origin: a later file enters this one)."""
+    rnd = open_tiny_round(wh, tmp_path / "rounds")
+    for name in entries:
+        _submit(wh, rnd, tmp_path, name)
+    close_round(wh, rnd["name"])
+    grow(wh, "2011Q2")
+    resolve(wh)
+    before = {m["name"]: m for m in leaderboard(wh, rnd["name"])["models"]}
+    wh.execute(
+        "UPDATE rounds.rounds SET deadline = ? WHERE round_id = ?",
+        [dt.datetime(2100, 1, 1), rnd["round_id"]],
+    )
+    return rnd, before
+
+
 def test_a_failing_entry_is_isolated_recorded_and_retried(
     wh: Warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -93,18 +110,7 @@ def test_a_failing_entry_is_isolated_recorded_and_retried(
 
 
 def test_a_partial_entry_never_shrinks_the_common_sample(wh: Warehouse, tmp_path: Path) -> None:
-    rnd = open_tiny_round(wh, tmp_path / "rounds")
-    _submit(wh, rnd, tmp_path, "whole")
-    close_round(wh, rnd["name"])
-    grow(wh, "2011Q2")
-    resolve(wh)
-    before = {m["name"]: m for m in leaderboard(wh, rnd["name"])["models"]}
-    # a 50-row entry in a second round at the same cells is not possible (one round per
-    # origin), so the partial file enters this round's board through the store directly
-    wh.execute(
-        "UPDATE rounds.rounds SET deadline = ? WHERE round_id = ?",
-        [dt.datetime(2100, 1, 1), rnd["round_id"]],
-    )
+    rnd, before = _resolved_then_reopened(wh, tmp_path, "whole")
     partial = _submit(wh, {**rnd, "opened_at": dt.datetime.now()}, tmp_path, "partial", rows=50)
     close_round(wh, rnd["name"])
     resolve(wh)
@@ -130,15 +136,7 @@ def test_an_upload_one_cell_short_moves_no_other_entrys_numbers(
     """An upload that covers the round but one cell is on the common board, scored on its
     own cells; the baselines' exact numbers keep every cell (else the two boards, before
     and after it, would differ by that one cell's loss: its truth)."""
-    rnd = open_tiny_round(wh, tmp_path / "rounds")
-    close_round(wh, rnd["name"])
-    grow(wh, "2011Q2")
-    resolve(wh)
-    before = {m["name"]: m for m in leaderboard(wh, rnd["name"])["models"]}
-    wh.execute(
-        "UPDATE rounds.rounds SET deadline = ? WHERE round_id = ?",
-        [dt.datetime(2100, 1, 1), rnd["round_id"]],
-    )
+    rnd, before = _resolved_then_reopened(wh, tmp_path)
     first_h1 = _cells(tmp_path, rnd)["horizon"].to_pylist().index(1)  # a resolved cell
     _submit(wh, {**rnd, "opened_at": dt.datetime.now()}, tmp_path, "short", drop=first_h1)
     close_round(wh, rnd["name"])
