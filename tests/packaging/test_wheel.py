@@ -231,7 +231,9 @@ def test_the_installed_package_stays_clear_of_the_users_names(
     root = Path(seen["root"])
     assert root.name == "proforma" and root.parent.name == "site-packages"
     assert not root.is_relative_to(REPO) and Path(seen["sql"]) == root / "sql"
-    assert seen["shipped"] and all(n.endswith(".pt") for n in seen["shipped"])
+    # the checkpoints, their training record and their interval calibration
+    assert {"training.json", "calibration.json"} <= set(seen["shipped"])
+    assert all(n.endswith((".pt", ".json")) for n in seen["shipped"])
 
 
 def _free_port() -> int:
