@@ -39,20 +39,6 @@ from proforma.contracts.metrics import METRICS, Disclosure
 _TWO52 = 2**52
 
 
-def noised() -> tuple[str, ...]:
-    """The metrics an upload publishes with noise (their definitions say so)."""
-    return tuple(
-        m.name
-        for m in METRICS.values()
-        if m.disclosure in (Disclosure.noise, Disclosure.headline_noise)
-    )
-
-
-def withheld() -> tuple[str, ...]:
-    """The metrics an upload never publishes."""
-    return tuple(m.name for m in METRICS.values() if m.disclosure is Disclosure.withheld)
-
-
 def secret(wh: Warehouse) -> bytes:
     """The warehouse's noise key (created on first use; never leaves the warehouse)."""
     value = wh.scalar("SELECT secret FROM service.disclosure_key LIMIT 1")
@@ -123,6 +109,7 @@ class Dither:
         self.wh = wh
         self.cache: dict[tuple[str, float], float] = {}
         self._grants: dict[tuple[str, int], tuple[float, int]] | None = None
+        self._places: dict[int, int] | None = None
         wh.set_params({"disclosure_key": secret(wh).hex()})
 
     def grants(self) -> dict[tuple[str, int], tuple[float, int]]:
@@ -146,9 +133,11 @@ class Dither:
             return True
         got = self.grants().get(("static", int(submission_id)))
         allowed = got[1] if got is not None else fallback_footprints()
-        place = self.wh.scalar(
-            "SELECT place FROM service.footprint_places WHERE footprint_id = ?", [footprint_id]
-        )
+        if self._places is None:  # one read per Dither, not one per row
+            self._places = dict(
+                self.wh.fetchall("SELECT footprint_id, place FROM service.footprint_places")
+            )
+        place = self._places.get(int(footprint_id))
         return place is not None and int(place) <= allowed
 
     def prefetch(self, pairs: Iterable[tuple[str, Any]]) -> None:
@@ -194,10 +183,6 @@ def quantum(metric: str, n: Any, row: dict[str, Any] | None = None, sigma: float
     return None
 
 
-def metric_labels(submission_id: int, group: str) -> list[str]:
-    return [f"{submission_id}/{group}/{m}" for m in noised()]
-
-
 def _level(group: str) -> str:
     return group.split("/", 1)[0]
 
@@ -205,18 +190,22 @@ def _level(group: str) -> str:
 def coarsen_metrics(
     row: dict[str, Any],
     dither: Dither,
-    submission_id: int,
+    submission_id: int | None,
     group: str,
     *,
     door: str = "static",
     headline: bool | None = None,
     label: str | None = None,
+    sigma: float | None = None,
 ) -> dict[str, Any]:
     """One metrics row of an upload as published (`group`: its level and group key, as
-    sql/public/005 names it; `label`: the labels' prefix when not `submission/group/`)."""
+    sql/public/005 names it; `label`: the labels' prefix when not `submission/group/`;
+    `sigma`: the grant, when not the submission's own)."""
     out = dict(row)
     n = row.get("n")
-    sigma = dither.sigma(submission_id, door)
+    if sigma is None:
+        assert submission_id is not None, "a grant is the submission's or given"
+        sigma = dither.sigma(submission_id, door)
     prefix = label if label is not None else f"{submission_id}/{group}/"
     top = _level(group) in noise_budget.HEADLINE_LEVELS if headline is None else headline
     for name, spec in METRICS.items():
@@ -241,13 +230,6 @@ def r2_from_mse(r2: Any, mse: Any, public_mse: Any) -> Any:
     if not (math.isfinite(r2) and mse > 0):
         return r2
     return 1.0 - float(public_mse) * (1.0 - r2) / mse
-
-
-def upload_ids(wh: Warehouse) -> set[int]:
-    return {
-        int(r[0])
-        for r in wh.fetchall("SELECT submission_id FROM eval.submissions WHERE source = 'upload'")
-    }
 
 
 def register(wh: Warehouse) -> None:
@@ -340,22 +322,16 @@ def disclosed_live(
         if row["name"] not in sigmas:
             continue
         assert dither is not None
-        n = row.get("n")
-        original = dict(row)
-        for name, spec in METRICS.items():
-            if name not in row:
-                continue
-            if spec.disclosure is Disclosure.withheld:
-                row[name] = None
-            elif spec.disclosure in (Disclosure.noise, Disclosure.headline_noise):
-                row[name] = coarsen(
-                    original[name],
-                    quantum(name, n, original, sigmas[row["name"]]),
-                    dither,
-                    f"live/{row['name']}/global/{name}",
-                )
-        if "r2" in row:
-            row["r2"] = r2_from_mse(original.get("r2"), original.get("mse"), row.get("mse"))
+        row.update(
+            coarsen_metrics(
+                row,
+                dither,
+                None,
+                "global",
+                label=f"live/{row['name']}/global/",
+                sigma=sigmas[row["name"]],
+            )
+        )
         row["dm_stat"] = row["dm_p"] = None
     models.sort(key=lambda m: float(m["mse"]) if m.get("mse") is not None else math.inf)
     return models

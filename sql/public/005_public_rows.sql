@@ -24,22 +24,33 @@ FROM (SELECT score_run_id,
 WHERE k <= getvariable('public_history_runs')
    OR score_run_id IN (SELECT score_run_id FROM eval.board_runs);
 
+-- The uploads' noise as the slot metric_public reads it (app/read/disclosure.py), by
+-- footprint and upload: the grant's sigma (service.upload_noise; the fallback without
+-- one) and whether the footprint is past those the grant counted
+-- (service.footprint_places).
+CREATE OR REPLACE TEMP TABLE public_upload_noise AS
+SELECT fp.footprint_id, s.submission_id,
+       coalesce(u.sigma, getvariable('disclosure_fallback_sigma')) AS noise_sigma,
+       coalesce(fp.place > coalesce(u.footprints,
+                                    getvariable('disclosure_fallback_footprints')), TRUE)
+           AS upload_hidden
+FROM service.footprint_places fp
+CROSS JOIN eval.submissions s
+LEFT JOIN service.upload_noise u ON u.door = 'static' AND u.submission_id = s.submission_id
+WHERE s.source = 'upload';
+
 -- (ranked by the public numbers: an upload's exact ones, compared with the others', would
 -- tell which side of a known number its own lies)
 CREATE OR REPLACE TEMP TABLE public_detail AS
 WITH g AS (
     SELECT m.*, s.source, s.source = 'upload' AS is_upload, TRUE AS is_headline,
-           coalesce(u.sigma, getvariable('disclosure_fallback_sigma')) AS noise_sigma,
-           coalesce(fp.place > coalesce(u.footprints,
-                                        getvariable('disclosure_fallback_footprints')), TRUE)
-               AS upload_hidden,
-           m.submission_id || '/global////' AS label
+           n.noise_sigma, n.upload_hidden, m.submission_id || '/global////' AS label
     FROM eval.metrics m
     JOIN public_runs r USING (score_run_id)
     JOIN eval.score_runs sr USING (score_run_id)
-    LEFT JOIN service.footprint_places fp ON fp.footprint_id = sr.footprint_id
     JOIN eval.submissions s USING (submission_id)
-    LEFT JOIN service.upload_noise u ON u.door = 'static' AND u.submission_id = m.submission_id
+    LEFT JOIN public_upload_noise n
+      ON n.footprint_id = sr.footprint_id AND n.submission_id = m.submission_id
     WHERE r.is_current AND m.level = 'global'
 ),
 p AS (
@@ -95,10 +106,7 @@ CREATE OR REPLACE TEMP TABLE public_metric_new AS
 WITH m AS (
     SELECT m.*, t.part, s.name AS model, s.source = 'upload' AS is_upload,
            m.level IN ('global', 'horizon') AS is_headline, i.item,
-           coalesce(g.sigma, getvariable('disclosure_fallback_sigma')) AS noise_sigma,
-           coalesce(fp.place > coalesce(g.footprints,
-                                        getvariable('disclosure_fallback_footprints')), TRUE)
-               AS upload_hidden,
+           n.noise_sigma, n.upload_hidden,
            coalesce(m.statement, i.statement) AS item_statement,
            m.submission_id || '/' || m.level || '/' || coalesce(CAST(m.horizon AS VARCHAR), '')
            || '/' || coalesce(i.item, '') || '/' || coalesce(m.statement, '') || '/' AS label
@@ -108,8 +116,8 @@ WITH m AS (
      AND t.part = CASE WHEN m.level IN ('global', 'horizon') THEN 'headline' ELSE 'detail' END
     JOIN eval.submissions s ON s.submission_id = m.submission_id
     JOIN eval.score_runs r ON r.score_run_id = m.score_run_id
-    LEFT JOIN service.footprint_places fp ON fp.footprint_id = r.footprint_id
-    LEFT JOIN service.upload_noise g ON g.door = 'static' AND g.submission_id = m.submission_id
+    LEFT JOIN public_upload_noise n
+      ON n.footprint_id = r.footprint_id AND n.submission_id = m.submission_id
     LEFT JOIN ref.items i ON i.item_id = m.item_id
     WHERE m.n >= getvariable('public_min_cells')
 )
