@@ -25,6 +25,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def demo_env(work: Path) -> dict[str, str]:
+    """Every path the demo writes, inside `work` (bench/demo_screenshots.py serves it)."""
+    return {
+        "PROFORMA_WAREHOUSE": str(work / "warehouse.duckdb"),
+        "PROFORMA_MODELS_DIR": str(work / "models"),
+        "PROFORMA_REPORT_DIR": str(work / "report"),
+        "PROFORMA_UPLOAD_DIR": str(work / "uploads"),
+        "PROFORMA_CACHE_DIR": str(work / "cache"),
+        "PROFORMA_TEMP_DIRECTORY": str(work / "tmp"),
+        "PROFORMA_PUBLIC_SNAPSHOT": str(work / "public.duckdb"),
+    }
+
+
 def load() -> str:
     with open("/proc/loadavg") as fh:
         return " ".join(fh.read().split()[:3])
@@ -45,16 +58,7 @@ def main() -> None:
     args = ap.parse_args()
     work = args.workdir.resolve()
     work.mkdir(parents=True, exist_ok=True)
-    env = {
-        **os.environ,
-        "PROFORMA_WAREHOUSE": str(work / "warehouse.duckdb"),
-        "PROFORMA_MODELS_DIR": str(work / "models"),
-        "PROFORMA_REPORT_DIR": str(work / "report"),
-        "PROFORMA_UPLOAD_DIR": str(work / "uploads"),
-        "PROFORMA_CACHE_DIR": str(work / "cache"),
-        "PROFORMA_TEMP_DIRECTORY": str(work / "tmp"),
-        "PROFORMA_PUBLIC_SNAPSHOT": str(work / "public.duckdb"),
-    }
+    env = {**os.environ, **demo_env(work)}
     cmd = [str(ROOT / ".venv" / "bin" / "proforma"), "demo", "--fresh", "--no-serve"]
     if args.firms:
         cmd += ["--firms", str(args.firms)]
