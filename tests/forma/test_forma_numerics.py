@@ -91,8 +91,8 @@ def test_the_model_computes_in_its_own_precision_whatever_the_process_has():
     gap = float(np.abs(reduced[0] - exact[0]).max())
     if BF16_CPU:  # the stated precision is the one computed in: bfloat16 moves the numbers
         assert gap > 1e-4
-    else:
-        assert gap == 0.0
+    else:  # float32 still, though "medium" may pick another kernel (an AMD EPYC: 4e-7)
+        assert gap < 1e-5
 
 
 def test_training_at_reduced_precision_leaves_the_process_at_its_own(tmp_path):
