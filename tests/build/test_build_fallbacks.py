@@ -26,7 +26,7 @@ import pytest
 
 from proforma.app.flows.build import BuildParams, fallback_warning, run_build
 from proforma.app.readers.views import tabular_reader
-from proforma.contracts.panel import RuleSet
+from proforma.contracts.rules import PUBLISHED, RuleSet
 from tests.build.conftest import insert_fundq, qdate
 from tests.build.test_build_k_stats import brute_force_k
 from tests.conftest import temp_settings
@@ -148,7 +148,7 @@ def _build(tmp_path, rules: str):
     wh = connect(temp_settings(tmp_path, f"{rules}.duckdb"))
     prepare(wh)
     insert_fundq(wh, rows())
-    result = run_build(wh, "estimate", BuildParams(rules=RuleSet(rules)))
+    result = run_build(wh, "estimate", BuildParams(rules=RuleSet.parse(rules)))
     return wh, result
 
 
@@ -246,7 +246,7 @@ def test_item_without_any_pool_has_no_value_under_published(built):
     assert wh.scalar("SELECT count(*) FROM panel.origin_params WHERE item_id = ?", [item]) == 0
     assert wh.scalar("SELECT count(*) FROM panel.truth_cells WHERE item_id = ?", [item]) == 0
     # items nobody reports are not warned about
-    assert "cheq" not in (fallback_warning("published", result.fallbacks) or "")
+    assert "cheq" not in (fallback_warning(PUBLISHED, result.fallbacks) or "")
 
 
 def _origins(wh, gvkey: str) -> list[int]:
