@@ -116,15 +116,15 @@ def k_fallback_texts(rules: RuleSet, k_lo: float = BuildParams.k_lo) -> dict[str
     """The k rules other than the training-window search (sql/build/080_k_grid_search.sql,
     panel.item_k.k_rule) as the build's warning describes them under `rules`."""
     undefined = (
-        "k = 1" if rules.k_undefined_kurtosis == "one" else f"k = {k_lo:g} (the grid's smallest)"
+        "k = 1" if rules.k_undefined_kurtosis == "one" else f"k = {k_lo:g}, the grid's smallest"
     )
     return {
         "whole_panel": "k searched on the whole panel, which looks ahead "
         "(no training-period observation; the package's fall-back)",
-        "whole_panel_no_kurtosis": f"{undefined}: no training-period observation and no "
-        "defined kurtosis on the whole panel",
-        "no_kurtosis": f"{undefined}: a training pool without spread or under 4 values, "
-        "no defined kurtosis",
+        "whole_panel_no_kurtosis": f"{undefined} (no training-period observation and no "
+        "defined kurtosis on the whole panel)",
+        "no_kurtosis": f"{undefined} (a training pool without spread or under 4 values: "
+        "no defined kurtosis)",
         "no_pool": "k = 1 and no statistics, so no values (no lagged-ratio pool at all; the "
         "package skips the item)",
         "statement_median": "the median k of its statement (no training-period observation, "

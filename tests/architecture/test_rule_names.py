@@ -101,3 +101,9 @@ def test_every_rule_read_in_sql_is_declared_and_every_rule_is_read() -> None:
     for path, name, literal in compared:
         if name in RULES:
             assert literal in RULES[name].choices, f"{path.name}: {name} = {literal!r}"
+
+
+def test_the_rule_table_names_every_rule() -> None:
+    text = (ROOT / "docs" / "contracts.md").read_text()
+    table = text[text.index("## Rule sets") :]
+    assert [name for name in RULES if f"| `{name}` |" not in table] == []

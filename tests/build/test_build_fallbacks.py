@@ -226,9 +226,9 @@ def test_training_pool_without_spread(built):
     assert _k(pub)["drcq"] == (1.0, "no_kurtosis")
     assert same(_k(built["paper"][0])["drcq"], 0.01, "no_kurtosis")
     # the warning says the k each rule set stores
-    assert "k = 1: a training pool without spread" in (pub_result.warning() or "")
+    assert "k = 1 (a training pool without spread" in (pub_result.warning() or "")
     paper_line = built["paper"][1].warning() or ""
-    assert "k = 0.01 (the grid's smallest): a training pool without spread" in paper_line
+    assert "k = 0.01, the grid's smallest (a training pool without spread" in paper_line
     assert "k = 1" not in paper_line
     # every training-period ratio is 0: asinh(k 0) = 0 with no spread, so mu_raw 0 and
     # sigma_raw 1 (+ 1e-8); the trailing divisor 1 + 2e-8
