@@ -251,8 +251,10 @@ class RuleSet:
                     f"Rule set {self.name!r}: {rule.name} = {value!r} is none of "
                     f"{', '.join(map(repr, rule.choices))}"
                 )
-            if not rule.choices and value is not None and not _positive_number(value):
-                raise UserError(f"Rule set {self.name!r}: {rule.name} = {value!r} is no number")
+            if not rule.choices and value is not None and not _non_negative_number(value):
+                raise UserError(
+                    f"Rule set {self.name!r}: {rule.name} = {value!r} is no number >= 0"
+                )
 
     def __str__(self) -> str:
         return self.name
@@ -272,8 +274,15 @@ class RuleSet:
     @classmethod
     def parse(cls, value: object, where: str = "") -> RuleSet:
         """The declared rule set named `value` (a RuleSet or its name); a UserError naming
-        the choices otherwise. `where` says whose value it is ("The build records ...")."""
+        the choices otherwise. `where` says whose value it is ("The build records ...").
+        A RuleSet must be the one declared by its name: what a build records by name must
+        read back as the same rules."""
         if isinstance(value, RuleSet):
+            if _DECLARED.get(value.name) != value:
+                raise UserError(
+                    f"Rule set {value.name!r} is not declared: declare it (contracts/rules.py) "
+                    "before a build or a score uses it"
+                )
             return value
         found = _DECLARED.get(value) if isinstance(value, str) else None
         if found is None:
@@ -282,7 +291,7 @@ class RuleSet:
         return found
 
 
-def _positive_number(value: object) -> bool:
+def _non_negative_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
 
 

@@ -40,7 +40,9 @@ def both(wh: Warehouse, rule: str, upto: str, query: str) -> tuple[Any, Any]:
     """The query's answer after the steps through `upto` under `published`, then under
     `published` with `rule` flipped."""
     out = []
-    for rules in (PUBLISHED, flipped(rule)):
+    run_steps(wh, upto, rules=PUBLISHED)  # type: ignore[arg-type]
+    out.append(wh.fetchall(query))
+    with declared(flipped(rule)) as rules:
         run_steps(wh, upto, rules=rules)  # type: ignore[arg-type]
         out.append(wh.fetchall(query))
     return out[0], out[1]
@@ -119,11 +121,10 @@ def _k(wh: Warehouse, *items: str) -> list[Any]:
     )
 
 
-def _fallback_panel(wh: Warehouse, rule: str, upto: str = "080") -> RuleSet:
+def _fallback_panel(wh: Warehouse, rule: str, upto: str = "080") -> None:
     insert_fundq(wh, fb.rows())
-    rules = flipped(rule)
-    run_steps(wh, upto, rules=rules)  # type: ignore[arg-type]
-    return rules
+    with declared(flipped(rule)) as rules:
+        run_steps(wh, upto, rules=rules)  # type: ignore[arg-type]
 
 
 def test_k_window_includes_cutoff(wh):
@@ -133,9 +134,8 @@ def test_k_window_includes_cutoff(wh):
     load_scale_pool(wh, z, first_q=7990)
     qs = 7990 + np.arange(200) % 40
     assert run_k(wh, rules=PUBLISHED)[0][0] == pytest.approx(brute_force_k(z[qs <= 8006]))
-    assert run_k(wh, rules=flipped("k_window_includes_cutoff"))[0][0] == pytest.approx(
-        brute_force_k(z[qs <= 8007])
-    )
+    with declared(flipped("k_window_includes_cutoff")) as rules:
+        assert run_k(wh, rules=rules)[0][0] == pytest.approx(brute_force_k(z[qs <= 8007]))
 
 
 def test_k_undefined_kurtosis(wh):

@@ -88,6 +88,10 @@ def test_a_rule_set_is_one_declaration() -> None:
     assert toy.builds_like(PUBLISHED) and not PAPER.builds_like(PUBLISHED)
     with pytest.raises(UserError, match="Unknown rule set 'toy'"):
         RuleSet.parse("toy")
+    with pytest.raises(UserError, match="'toy' is not declared"):
+        BuildParams(rules=toy)
+    with pytest.raises(UserError, match="'paper' is not declared"):
+        RuleSet.parse(dataclasses.replace(PAPER, sigma_floor=None))  # not the shipped one
     with declared(toy):
         assert RuleSet.parse("toy") is toy
         assert build_rules({"parameters": {"rules": "toy"}}) is toy
