@@ -422,7 +422,7 @@ def rule_counts(published: Path, paper: Path) -> None:
                            (SELECT count(*) FROM pap.panel.origin_params)""")
     print(
         f"  origin parameter rows: published {params[0]:,} (quarters with statistics), "
-        f"paper {params[1]:,} (every quarter)"
+        f"paper {params[1]:,} (every quarter with an available statistic in t-3..t)"
     )
     dedup = one("""SELECT count(*) FROM (SELECT gvkey, year(datadate) * 4 + quarter(datadate) AS q
                    FROM pub.raw.fundq GROUP BY ALL

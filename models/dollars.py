@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from proforma.contracts.forecasts import DENSITY_FAMILIES
+from proforma.models.standardization import destandardize
 
 
 def plug_in_dollars(
@@ -33,7 +34,7 @@ def plug_in_dollars(
     sigma_t: np.ndarray | float,
 ) -> np.ndarray:
     """z sinh(x sigma_t + mu_t) / k: the dollars of a standardized value (or of a mean)."""
-    return np.asarray(z) * np.sinh(np.asarray(x) * sigma_t + mu_t) / np.asarray(k)
+    return destandardize(x, k, z, mu_t, sigma_t)
 
 
 def expected_dollars(

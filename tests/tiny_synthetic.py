@@ -3,14 +3,18 @@ tests/ folder is on sys.path through its conftest.py, so any test folder imports
 
 from __future__ import annotations
 
-from proforma.app.flows.build import run_build
+from proforma.app.flows.build import BuildParams, run_build
 from proforma.app.sources import ingest
 from proforma.app.sources.synthetic import SyntheticConfig, SyntheticSource
 from proforma.app.store.warehouse import Warehouse
+from proforma.contracts.rules import DEFAULT_RULES, RuleSet
 
 
-def build_tiny_synthetic(wh: Warehouse, *, firms: int, start: int, end: int, seed: int) -> None:
-    """Ingest `firms` synthetic firms over start..end (two short oracle paths) and build."""
+def build_tiny_synthetic(
+    wh: Warehouse, *, firms: int, start: int, end: int, seed: int, rules: RuleSet = DEFAULT_RULES
+) -> None:
+    """Ingest `firms` synthetic firms over start..end (two short oracle paths) and build
+    under `rules`."""
     cfg = SyntheticConfig.for_scale(
         "demo",
         firms=firms,
@@ -22,4 +26,4 @@ def build_tiny_synthetic(wh: Warehouse, *, firms: int, start: int, end: int, see
         oracle_horizon=4,
     )
     ingest(wh, SyntheticSource(cfg))
-    run_build(wh)
+    run_build(wh, params=BuildParams(rules=rules))

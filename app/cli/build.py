@@ -13,7 +13,7 @@ from proforma.app.flows.build import BuildParams, explain, run_build
 from proforma.app.scoring.footprints.standard import ensure_standard_footprints
 from proforma.app.scoring.positional import grid as cell_grid
 from proforma.app.store.sqlfiles import sql_file
-from proforma.contracts.panel import DEFAULT_RULES, RuleSet
+from proforma.contracts.rules import DEFAULT_RULES, RuleSet
 
 
 def build_command(
@@ -24,10 +24,11 @@ def build_command(
         "statistics parquet (quarter, feature, mu, sigma, k) to pin.",
     ),
     rules: str = typer.Option(
-        DEFAULT_RULES.value,
+        DEFAULT_RULES.name,
         "--rules",
         help="Rule set: 'published' (the published package's panel and scores) or "
-        "'paper' (the paper's literal text where the two differ; docs/contracts.md).",
+        "'paper' (the paper's text, and the project's documented reading where the text "
+        "leaves a case open; docs/contracts.md, 'Rule sets').",
     ),
     explain_only: bool = typer.Option(
         False, "--explain", help="Print the plan (steps, checksums, purposes) and exit."

@@ -25,8 +25,8 @@ from typing import Any
 from proforma.app.store.sqlfiles import SqlFile, folder_checksum, steps_in
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
-from proforma.contracts.panel import DEFAULT_RULES, RuleSet
 from proforma.contracts.provenance import file_sha256, utcnow
+from proforma.contracts.rules import DEFAULT_RULES, RuleSet
 
 BUILD_FOLDER = "build"
 _CREATES = re.compile(
@@ -68,12 +68,13 @@ class BuildParams:
         object.__setattr__(self, "rules", RuleSet.parse(self.rules))
 
     def variables(self, pinned: bool) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        out["rules"] = self.rules.value
+        """The SQL variables of the build: its parameters, the rule set's name (`rules`)
+        and every rule by its own name (contracts/rules.py)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["rules"] = self.rules.name
         out["train_end_q"] = self.train_end_q
         out["reg_stats_pinned"] = pinned
-        out["published"] = self.rules is RuleSet.published
-        return out
+        return {**out, **self.rules.variables()}
 
 
 @dataclass
@@ -95,10 +96,11 @@ class BuildResult:
     row_counts: dict[str, Any] = field(default_factory=dict)
     rules: RuleSet = DEFAULT_RULES
     fallbacks: dict[str, list[str]] = field(default_factory=dict)
+    k_lo: float = BuildParams.k_lo
 
     def warning(self) -> str | None:
         """One line naming the items whose k a fallback rule decided (None if none did)."""
-        return fallback_warning(self.rules, self.fallbacks)
+        return fallback_warning(self.rules, self.fallbacks, self.k_lo)
 
     def line(self) -> str:
         origins = self.row_counts.get("panel.origins", {})
@@ -110,26 +112,33 @@ class BuildResult:
         )
 
 
-# The k rules other than the training-window search (sql/build/080_k_grid_search.sql,
-# panel.item_k.k_rule), as the build's warning describes them.
-K_FALLBACK_RULES = {
-    "whole_panel": "k searched on the whole panel, which looks ahead "
-    "(no training-period observation; the package's fall-back)",
-    "whole_panel_no_kurtosis": "k = 1 (no training-period observation and no defined "
-    "kurtosis on the whole panel)",
-    "no_kurtosis": "k = 1 (a training pool without spread or under 4 values: no defined kurtosis)",
-    "no_pool": "no statistics, so no values (no lagged-ratio pool at all; the package "
-    "skips the item)",
-    "statement_median": "the median k of its statement (no training-period observation)",
-}
+def k_fallback_texts(rules: RuleSet, k_lo: float = BuildParams.k_lo) -> dict[str, str]:
+    """The k rules other than the training-window search (sql/build/080_k_grid_search.sql,
+    panel.item_k.k_rule) as the build's warning describes them under `rules`."""
+    undefined = (
+        "k = 1" if rules.k_undefined_kurtosis == "one" else f"k = {k_lo:g}, the grid's smallest"
+    )
+    return {
+        "whole_panel": "k searched on the whole panel, which looks ahead "
+        "(no training-period observation; the package's fall-back)",
+        "whole_panel_no_kurtosis": f"{undefined} (no training-period observation and no "
+        "defined kurtosis on the whole panel)",
+        "no_kurtosis": f"{undefined} (a training pool without spread or under 4 values: "
+        "no defined kurtosis)",
+        "no_pool": "k = 1 and no statistics, so no values (no lagged-ratio pool at all; the "
+        "package skips the item)",
+        "statement_median": "the median k of its statement (no training-period observation, "
+        "or no lagged-ratio pool)",
+    }
 
 
-def fallback_warning(rules: str, fallbacks: dict[str, list[str]]) -> str | None:
+def fallback_warning(
+    rules: RuleSet, fallbacks: dict[str, list[str]], k_lo: float = BuildParams.k_lo
+) -> str | None:
     """The build's one warning line about the k fallback rules applied (docs/contracts.md)."""
+    texts = k_fallback_texts(rules, k_lo)
     parts = [
-        f"{K_FALLBACK_RULES.get(rule, rule)}: {', '.join(items)}"
-        for rule, items in fallbacks.items()
-        if items
+        f"{texts.get(rule, rule)}: {', '.join(items)}" for rule, items in fallbacks.items() if items
     ]
     if not parts:
         return None
@@ -420,4 +429,5 @@ def run_build(
         counts,
         params.rules,
         fallbacks,
+        params.k_lo,
     )

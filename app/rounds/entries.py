@@ -16,8 +16,8 @@ from proforma.app.rounds.submit import RoundClosed, submit_table
 from proforma.app.scoring.baselines import BASELINE_RULES, FADE, FADE_FIT, SEASONAL_RW
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
-from proforma.contracts.panel import RuleSet
 from proforma.contracts.provenance import utcnow
+from proforma.contracts.rules import RuleSet
 
 #: (name, step, family): the reference baselines under their static boards' names
 #: (app/scoring/baselines.REFERENCE_BASELINES), one name for one model everywhere.
@@ -46,7 +46,7 @@ def enter_entries(wh: Warehouse, round_name: str) -> list[dict[str, Any]]:
     params = {
         "round_id": rnd["round_id"],
         "origin_q": rnd["origin_q"],
-        "published": RuleSet.parse(rnd["rules"], "The round records") is RuleSet.published,
+        "fade_fallback": RuleSet.parse(rnd["rules"], "The round records").fade_fallback,
     }
     todo = [b for b in BASELINES if b[0] not in have]
     if "oracle" not in have and _oracle_ready(wh, rnd["origin_q"]):

@@ -90,7 +90,7 @@ def open_round(
         )
     build_id = wh.scalar("SELECT max(build_id) FROM meta.builds")
     ingest_id = wh.scalar("SELECT max(ingest_id) FROM raw.ingests")
-    rules = current_rules(wh).value
+    rules = current_rules(wh).name
     folder = inputs_root / name
     if folder.exists():
         raise UserError(f"{folder} exists already: move it away or choose another round name")

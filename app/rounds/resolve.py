@@ -200,7 +200,7 @@ def _score_cells(
 
 def _score_entry(wh: Warehouse, sub: dict[str, Any], params: dict[str, Any]) -> None:
     from proforma.app.scoring.cells import cell_terms, rule_params
-    from proforma.contracts.panel import RuleSet
+    from proforma.contracts.rules import RuleSet
 
     one = {
         **params,
@@ -208,7 +208,7 @@ def _score_entry(wh: Warehouse, sub: dict[str, Any], params: dict[str, Any]) -> 
         "family": sub["family"],
         "df": sub["df"],
         "has_sigma": True,  # a round's density families all carry a sigma
-        **rule_params(RuleSet(sub["rules"])),
+        **rule_params(RuleSet.parse(sub["rules"], "The round records")),
     }
     terms, one = cell_terms(wh, sub, one, "round_forecast_cells", step="rounds/040_cell_scores")
     # the absolute track: a quantile grid's median residual, else the residual

@@ -1,7 +1,7 @@
 """Reference baselines produced in SQL for every build: the leaderboard's floor.
 
-Seasonal random walk (sql/eval/090 under the `paper` rules, 092 under `published`, which
-reads the factor-imputed tabular view and so makes it first when missing) and fade /
+Seasonal random walk (the rule seasonal_rw_fill: sql/eval/090 falls back to x_t, 092
+fills from the factor-imputed tabular view and so makes it first when missing) and fade /
 AR(1) (sql/eval/089 fits it once, 091 applies it) are written as ordinary submissions
 (source 'reference'), checked and scored like any other.
 
@@ -25,7 +25,7 @@ from proforma.app.store.rules import current_rules
 from proforma.app.store.settings import get_settings
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
-from proforma.contracts.panel import RuleSet
+from proforma.contracts.rules import RuleSet
 
 #: Truth cells per block of a reference baseline's forecasts (sql/eval/088; a block holds
 #: whole origin quarters, so up to one quarter more). Memory grows with it, time barely.
@@ -38,16 +38,20 @@ FADE_FIT = ("eval/089_baseline_fade_fit", "baseline_fade_fit")
 _PREPARE = {"eval/091_baseline_fade": FADE_FIT}
 #: The reference baselines' names, on the static boards and in every round.
 SEASONAL_RW, FADE = "Seasonal random walk", "Fade / AR(1)"
-REFERENCE_BASELINES = {
-    SEASONAL_RW: {
-        RuleSet.paper: "eval/090_baseline_seasonal_rw",
-        RuleSet.published: "eval/092_baseline_seasonal_rw_published",
-    },
-    FADE: {
-        RuleSet.paper: "eval/091_baseline_fade",
-        RuleSet.published: "eval/091_baseline_fade",
-    },
+REFERENCE_BASELINES = (SEASONAL_RW, FADE)
+#: The seasonal random walk's step by the rule seasonal_rw_fill (the fade's fall-back is a
+#: variable of its one step, the rule fade_fallback).
+SEASONAL_RW_STEPS = {
+    "baseline": "eval/090_baseline_seasonal_rw",
+    "imputed": "eval/092_baseline_seasonal_rw_published",
 }
+
+
+def reference_steps(rules: RuleSet) -> dict[str, str]:
+    """Each reference baseline's step under `rules`."""
+    return {SEASONAL_RW: SEASONAL_RW_STEPS[rules.seasonal_rw_fill], FADE: "eval/091_baseline_fade"}
+
+
 _NEEDS = (
     "panel.truth",
     "panel.origins",
@@ -108,13 +112,12 @@ def run_reference_baselines(
     version = eval_sql_version()
     rules = current_rules(wh)
     ids = []
-    for name, steps in REFERENCE_BASELINES.items():
-        step = steps[rules]
+    for name, step in reference_steps(rules).items():
         row = _current_reference(wh, name)
         if row is not None and not force:
             ids.append(row)
             continue
-        if step.endswith("_published"):
+        if step == SEASONAL_RW_STEPS["imputed"]:
             _ensure_imputed(wh)
         if blocks is None:
             blocks = baseline_blocks(wh, split, block_cells)
@@ -150,9 +153,9 @@ def _make_reference(
             None,
             False,
             f"sql:{version}",
-            {"eval_sql_version": version, "sql": step, "split": split, "rules": rules.value},
+            {"eval_sql_version": version, "sql": step, "split": split, "rules": rules.name},
         )
-        params = {"submission_id": sid, "split": split, "published": rules is RuleSet.published}
+        params = {"submission_id": sid, "split": split, "fade_fallback": rules.fade_fallback}
         prepare, temp = _PREPARE.get(step, (None, None))
         wh.run_step(BASELINE_RULES)
         if prepare:

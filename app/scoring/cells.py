@@ -30,12 +30,9 @@ from proforma.app.store.columns import to_arrow, to_numpy
 from proforma.app.store.rules import build_rules
 from proforma.app.store.warehouse import IN_IDS, Warehouse, out_of_resources
 from proforma.contracts.errors import UserError
-from proforma.contracts.panel import RuleSet
 from proforma.contracts.provenance import utcnow
+from proforma.contracts.rules import RuleSet
 
-#: Sigma floor of the density terms per rule set (None: sigma as given); the rule sets
-#: differ in two scoring rules (docs/scoring.md, "Rule sets").
-SIGMA_FLOOR = {RuleSet.paper: 1e-4, RuleSet.published: None}
 #: Central interval probabilities whose coverage is reported.
 COVERAGE_LEVELS = (0.50, 0.80, 0.90, 0.95)
 
@@ -150,12 +147,9 @@ def forget_cell_scores(wh: Warehouse, submission_ids: list[int]) -> None:
 
 
 def rule_params(rules: RuleSet) -> dict[str, Any]:
-    """The SQL variables by which a rule set's per-cell terms differ (057, 054)."""
-    return {
-        "sigma_floor": SIGMA_FLOOR[rules],
-        "sigma_in_sample": rules is RuleSet.paper,
-        "float32_residuals": rules is RuleSet.published,
-    }
+    """The SQL variables of the rules the per-cell terms read (053, 054, 057: sigma_floor,
+    sigma_in_sample, float32_residuals; docs/contracts.md, "Rule sets")."""
+    return rules.variables()
 
 
 def single_params(sub: dict[str, Any], ctx: Context) -> dict[str, Any]:
@@ -240,7 +234,7 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
                     sid,
                     ctx.build_id,
                     ctx.eval_sql_version,
-                    ctx.rules,
+                    ctx.rules.name,
                     cells,
                     density,
                     started,
@@ -323,7 +317,7 @@ def ensure_cell_scores(
         for r in wh.fetchall(
             "SELECT submission_id FROM eval.cell_score_sets WHERE build_id IS NOT DISTINCT FROM ? "
             f"AND eval_sql_version = ? AND rules = ? AND submission_id {IN_IDS}",
-            [ctx.build_id, ctx.eval_sql_version, ctx.rules, submission_ids],
+            [ctx.build_id, ctx.eval_sql_version, ctx.rules.name, submission_ids],
         )
     }
     todo = [s for s in submission_ids if recompute or s not in current]
@@ -363,7 +357,7 @@ def record_failure(wh: Warehouse, sid: int, ctx: Context, error: str) -> None:
         forget_cell_scores(wh, [sid])
         wh.execute(
             "INSERT INTO eval.submission_failures VALUES (?, ?, ?, ?, ?, ?)",
-            [sid, ctx.build_id, ctx.eval_sql_version, ctx.rules, utcnow(), error[:1000]],
+            [sid, ctx.build_id, ctx.eval_sql_version, ctx.rules.name, utcnow(), error[:1000]],
         )
 
 
@@ -377,7 +371,7 @@ def failed_submissions(wh: Warehouse, ctx: Context, submission_ids: list[int]) -
             "SELECT submission_id, arg_max(error, failed_at) FROM eval.submission_failures "
             "WHERE build_id IS NOT DISTINCT FROM ? AND eval_sql_version = ? AND rules = ? "
             f"AND submission_id {IN_IDS} GROUP BY submission_id",
-            [ctx.build_id, ctx.eval_sql_version, ctx.rules, submission_ids],
+            [ctx.build_id, ctx.eval_sql_version, ctx.rules.name, submission_ids],
         )
     }
 

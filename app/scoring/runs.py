@@ -347,7 +347,7 @@ def _write_run(
             started,
             utcnow(),
             time.perf_counter() - t0,
-            ctx.rules,
+            ctx.rules.name,
             fingerprint,
             to_json({str(s): r for s, r in reused.items()}),
             board,
@@ -500,7 +500,7 @@ def _reusable(
         "SELECT score_run_id, submission_ids FROM eval.score_runs "
         "WHERE footprint_id = ? AND build_id IS NOT DISTINCT FROM ? AND eval_sql_version = ? "
         "AND rules = ? AND sample_fingerprint = ?",
-        [footprint_id, ctx.build_id, ctx.eval_sql_version, ctx.rules, fingerprint],
+        [footprint_id, ctx.build_id, ctx.eval_sql_version, ctx.rules.name, fingerprint],
     )
     wh.execute(
         "CREATE OR REPLACE TEMP TABLE reuse AS "

@@ -73,7 +73,7 @@ def ensure_coverage(
         "FROM eval.footprint_coverage WHERE footprint_id = ? AND build_id IS NOT DISTINCT FROM ? "
         f"AND eval_sql_version = ? AND rules = ? AND submission_id {IN_IDS}"
     )
-    args = [footprint_id, ctx.build_id, ctx.eval_sql_version, ctx.rules, submission_ids]
+    args = [footprint_id, ctx.build_id, ctx.eval_sql_version, ctx.rules.name, submission_ids]
     have = {r[0]: Coverage(int(r[1]), int(r[2]), bool(r[3])) for r in wh.fetchall(sql, args)}
     by_position = _ByPosition(wh, footprint_id, ctx, n_cells)
     for sid in submission_ids:
@@ -97,7 +97,7 @@ def ensure_coverage(
                     "submission_id": sid,
                     "build_id": ctx.build_id,
                     "eval_sql_version": ctx.eval_sql_version,
-                    "rules": ctx.rules,
+                    "rules": ctx.rules.name,
                     "gaps_min_share": GAPS_MIN_SHARE,
                 },
             )
@@ -135,7 +135,7 @@ class _ByPosition:
             wh.scalar(
                 "SELECT cells FROM eval.cell_score_sets WHERE submission_id = ? "
                 "AND build_id IS NOT DISTINCT FROM ? AND eval_sql_version = ? AND rules = ?",
-                [sid, ctx.build_id, ctx.eval_sql_version, ctx.rules],
+                [sid, ctx.build_id, ctx.eval_sql_version, ctx.rules.name],
             )
             if footprint is None and self.split == "test"
             else None
@@ -182,7 +182,7 @@ class _ByPosition:
                     sid,
                     ctx.build_id,
                     ctx.eval_sql_version,
-                    ctx.rules,
+                    ctx.rules.name,
                     cov.footprint_cells,
                     cov.predicted_cells,
                     cov.gaps_stored,

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from proforma.app.store.warehouse import Warehouse
-from proforma.contracts.panel import UNRECORDED_RULES, RuleSet
+from proforma.contracts.rules import UNRECORDED_RULES, RuleSet
 
 
 def current_rules(wh: Warehouse) -> RuleSet:

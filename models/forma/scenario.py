@@ -3,7 +3,7 @@
 Pinned future tuples stay visible as inputs; every other query token of the ex-ante grid
 is forecast conditional on them in one forward pass per checkpoint. Values cross between
 dollars and the standardized space with the ORIGIN's parameters (panel.item_k,
-panel.origin_params at q = origin, the origin deflator z):
+panel.origin_params at q = origin, the origin deflator z), by models/standardization.py:
 
     x = clip((asinh(k v / z) - mu) / sigma, -6, 6)
     v = z / k * sinh(x sigma + mu)
@@ -28,9 +28,9 @@ import pyarrow as pa
 from proforma.models.forma.batching import WindowStore, build_example, collate
 from proforma.models.forma.network import Forma
 from proforma.models.forma.predict import mixture_moments, mixture_quantile, run_batch
+from proforma.models.standardization import destandardize, standardize
 
 LEVELS = (0.5, 0.8, 0.9, 0.95)
-CLIP = 6.0
 
 
 @dataclass(frozen=True)
@@ -45,12 +45,11 @@ class OriginParams:
     def to_std(self, item: int, v: float) -> float:
         if item not in self.k:
             raise KeyError(item)
-        raw = (np.arcsinh(self.k[item] * v / self.z) - self.mu[item]) / self.sigma[item]
-        return float(np.clip(raw, -CLIP, CLIP))
+        return float(standardize(v, self.k[item], self.z, self.mu[item], self.sigma[item]))
 
     def to_dollars(self, item: int, x: np.ndarray | float) -> np.ndarray:
         x = np.asarray(x, dtype=float)
-        return self.z / self.k[item] * np.sinh(x * self.sigma[item] + self.mu[item])
+        return destandardize(x, self.k[item], self.z, self.mu[item], self.sigma[item])
 
 
 def conditional_forecast(

@@ -4,16 +4,16 @@
 -- its link windows [linkdt, linkenddt] (a missing linkdt is open to the past, a missing
 -- linkenddt means the link is still active); a firm absent from the link table is kept
 -- whole. A row inside several windows of its firm (overlapping links, e.g. an LC and an
--- LU link to two permnos) is kept once under `paper`; under `published` it is kept once
--- per window that holds it, as the released package's left join on gvkey does, so its
--- modal SIC (060) counts those copies. The copies share raw_row, so the calendar-quarter
+-- LU link to two permnos) is kept once, or with the rule link_window_copies (the
+-- released package's left join on gvkey) once per window that holds it, so its modal
+-- SIC (060) counts those copies. The copies share raw_row, so the calendar-quarter
 -- de-duplication (030) keeps at most one of them. Steps 010-030 work on these narrow
 -- keys; 030 fetches the surviving rows' items.
 CREATE OR REPLACE VIEW stage.fundq_linked AS
 SELECT f.rowid AS raw_row, f.gvkey, f.datadate, f.fyearq, f.fqtr
 FROM raw.fundq AS f
 WHERE NOT EXISTS (SELECT 1 FROM raw.ccm_link AS l WHERE l.gvkey = f.gvkey)
-   OR (NOT getvariable('published') AND EXISTS (
+   OR (NOT getvariable('link_window_copies') AND EXISTS (
         SELECT 1
         FROM raw.ccm_link AS l
         WHERE l.gvkey = f.gvkey
@@ -27,4 +27,4 @@ JOIN raw.ccm_link AS l
   ON l.gvkey = f.gvkey
  AND (l.linkdt IS NULL OR f.datadate >= l.linkdt)
  AND (l.linkenddt IS NULL OR f.datadate <= l.linkenddt)
-WHERE getvariable('published');
+WHERE getvariable('link_window_copies');

@@ -1,12 +1,10 @@
 -- Calendar quarter and de-duplication: stage.fundq_dedup from stage.fundq_nonfin (keys)
 -- and raw.fundq (items). Each row is indexed by the calendar quarter of its datadate
 -- (q = qord(datadate)); of several rows sharing (gvkey, q), e.g. around a fiscal-year
--- change, the one with the highest (fyearq, fqtr) is kept. Rule sets differ only in
--- missing fiscal fields and exact ties: `paper` ranks a missing fyearq/fqtr lowest and
--- then takes the latest datadate and the first raw row; `published` (the released
--- package sorts by (fyearq, fqtr) with missing values last and keeps the last row)
--- ranks a missing fyearq/fqtr highest and then takes the latest datadate and the last
--- raw row. The window runs on the narrow keys; the kept rows' items are then fetched
+-- change, the one with the highest (fyearq, fqtr) is kept, then the latest datadate,
+-- then the last raw row (the paper's "sorted ... and the last record is kept"). A
+-- missing fyearq/fqtr ranks lowest, or with the rule dedup_missing_fiscal_first highest
+-- (the released package sorts missing values last and keeps the last row). The window runs on the narrow keys; the kept rows' items are then fetched
 -- from raw.fundq by rowid.
 CREATE OR REPLACE TABLE stage.fundq_dedup AS
 WITH kept AS (
@@ -14,10 +12,9 @@ WITH kept AS (
     FROM stage.fundq_nonfin
     QUALIFY row_number() OVER (
         PARTITION BY gvkey, qord(datadate)
-        ORDER BY (fyearq IS NULL) = getvariable('published') DESC, fyearq DESC,
-                 (fqtr IS NULL) = getvariable('published') DESC, fqtr DESC,
-                 datadate DESC,
-                 CASE WHEN getvariable('published') THEN -raw_row ELSE raw_row END
+        ORDER BY (fyearq IS NULL) = getvariable('dedup_missing_fiscal_first') DESC, fyearq DESC,
+                 (fqtr IS NULL) = getvariable('dedup_missing_fiscal_first') DESC, fqtr DESC,
+                 datadate DESC, raw_row DESC
     ) = 1
 )
 SELECT f.*, k.q, k.sich

@@ -2,16 +2,17 @@
 -- Each firm takes its modal historical SIC (sich; ties -> the smallest SIC) and the
 -- Fama-French 48 industry whose SIC range holds it; a firm with no sich, or a SIC outside
 -- every range, gets industry 49 (Unknown). The mode is counted over the firm's
--- non-financial rows: `paper` after de-duplication (one row per calendar quarter),
--- `published` before it (the released package counts every non-financial raw row, a
--- row inside several link windows once per window: stage.fundq_linked, step 010).
+-- non-financial rows after de-duplication (one row per calendar quarter), or with the
+-- rule industry_over_raw_rows before it (the released package counts every
+-- non-financial raw row, a row inside several link windows once per window:
+-- stage.fundq_linked, step 010).
 -- Step 020 gave each row the sich of one raw.company_industry record, which the sources
 -- keep unique per (gvkey, datadate), so the count does not depend on DuckDB's plan.
 CREATE OR REPLACE TABLE stage.firm_industry AS
 WITH rows_counted AS (
-    SELECT gvkey, sich FROM stage.fq_items WHERE NOT getvariable('published')
+    SELECT gvkey, sich FROM stage.fq_items WHERE NOT getvariable('industry_over_raw_rows')
     UNION ALL
-    SELECT gvkey, sich FROM stage.fundq_nonfin WHERE getvariable('published')
+    SELECT gvkey, sich FROM stage.fundq_nonfin WHERE getvariable('industry_over_raw_rows')
 ),
 counts AS (
     SELECT gvkey, sich, count(*) AS n

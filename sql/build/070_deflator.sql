@@ -1,12 +1,12 @@
 -- Deflator: panel.firms, stage.fq and panel.values from stage.fq_items and
 -- stage.firm_industry. z = |ltq| + |seqq| + z_eps when both are reported and the sum is
 -- finite and positive; otherwise |atq| + z_eps when that is; otherwise the firm-quarter
--- has no valid deflator (z NULL). `paper` drops such firm-quarters from the panel;
--- `published` keeps their reported values (the released package deflates every lead
--- and lag by the ORIGIN's z, so they still serve as targets and lagged features) but
--- they are never origins and never enter the statistics. Firms get dense integer keys
--- (firm_id in gvkey order; `paper`: firms with a valid z somewhere, `published`: every
--- firm); pos = the position among the firm's scale-valid quarters (NULL without z).
+-- has no valid deflator (z NULL). Such firm-quarters are dropped from the panel; with
+-- the rule keep_undeflatable_quarters their reported values are kept (the released
+-- package deflates every lead and lag by the ORIGIN's z, so they still serve as targets
+-- and lagged features) but they are never origins and never enter the statistics.
+-- Firms get dense integer keys (firm_id in gvkey order: firms with a valid z somewhere,
+-- with keep_undeflatable_quarters every firm); pos = the position among the firm's scale-valid quarters (NULL without z).
 -- stage.fq holds each kept firm-quarter's z, pos and its 78 item values as a list in
 -- item_id order. panel.values is the tuple view: one row per reported (firm, quarter,
 -- item) value, with item 0 (`scale`) holding z where valid; sorted by (q, firm_id,
@@ -27,7 +27,7 @@ CREATE OR REPLACE TABLE panel.firms AS
 SELECT (row_number() OVER (ORDER BY f.gvkey))::INTEGER AS firm_id,
        f.gvkey, f.sic, f.ff48
 FROM stage.firm_industry AS f
-WHERE getvariable('published')
+WHERE getvariable('keep_undeflatable_quarters')
    OR f.gvkey IN (SELECT gvkey FROM stage.fq_items WHERE pf_deflator(ltq, seqq, atq) IS NOT NULL)
 ORDER BY firm_id;
 
@@ -37,7 +37,7 @@ WITH d AS (
            list_value(*COLUMNS(i.* EXCLUDE (gvkey, q, sich))) AS vals
     FROM stage.fq_items AS i
     JOIN panel.firms AS f USING (gvkey)
-    WHERE pf_deflator(i.ltq, i.seqq, i.atq) IS NOT NULL OR getvariable('published')
+    WHERE pf_deflator(i.ltq, i.seqq, i.atq) IS NOT NULL OR getvariable('keep_undeflatable_quarters')
 ),
 p AS (
     SELECT firm_id, q, (row_number() OVER (PARTITION BY firm_id ORDER BY q))::INTEGER AS pos

@@ -18,19 +18,20 @@
 -- objective is flat (more grid points within the screen's error than
 -- k_max_candidates: the plateau of positive items at large k), the choice is exact among
 -- the best screened points and within the screen's error of the optimum.
--- Rule sets: the training window is quarters <= train_end_q (2001Q4) under `paper` and
--- < train_end_q under `published` (the released package compares quarter-end instants
--- with midnight of 2001-12-31, which leaves 2001Q4 out); a pool whose kurtosis is never
--- defined gets the smallest k under `paper` and k = 1 under `published` (the package's
--- default). An item (or the scale) with no training-period observation at all:
--- `published` searches its whole pool, every quarter of the panel (the package's
--- fall-back, which looks ahead); `paper` takes the median k of the items of its
--- statement that have one (k = 1 if none). An item without any pool (no firm reports it
--- at positions n and n-4 with deflators): `published` k = 1 and no statistics at all
--- (the package skips it), `paper` the statement median. panel.item_k.k_rule records
--- which rule decided each k (window, whole_panel, no_kurtosis, whole_panel_no_kurtosis,
--- statement_median, no_pool, unreported: no value at all, pinned); app/build.py warns
--- about every rule but window, unreported and pinned.
+-- Rules (contracts/rules.py): the training window is quarters <= train_end_q (2001Q4),
+-- or < train_end_q without k_window_includes_cutoff (the released package compares
+-- quarter-end instants with midnight of 2001-12-31, which leaves 2001Q4 out); a pool
+-- whose kurtosis is never defined gets k_undefined_kurtosis ('one': 1, the package's
+-- default; 'smallest_grid_k'). An item (or the scale) with no training-period
+-- observation at all: k_untrained 'whole_panel' searches its whole pool, every quarter
+-- of the panel (the package's fall-back, which looks ahead); 'statement_median' takes
+-- the median k of the items of its statement that have one (k = 1 if none). An item
+-- without any pool (no firm reports it at positions n and n-4 with deflators):
+-- k_without_pool 'one' (k = 1, recorded no_pool: the package skips it) or
+-- 'statement_median'. panel.item_k.k_rule records which rule decided each k (window,
+-- whole_panel, no_kurtosis, whole_panel_no_kurtosis, statement_median, no_pool,
+-- unreported: no value at all, pinned); app/flows/build.py warns about every rule but
+-- window, unreported and pinned.
 -- With reg_stats pinned, k comes from the pinned statistics instead (stage.reg_stats_pinned).
 CREATE OR REPLACE TABLE stage.lag_pool AS
 WITH series AS (
@@ -51,7 +52,7 @@ FROM (
 WHERE r IS NOT NULL;
 
 CREATE OR REPLACE TEMP TABLE k_window_end AS
-SELECT getvariable('train_end_q') - CASE WHEN getvariable('published') THEN 1 ELSE 0 END AS q;
+SELECT getvariable('train_end_q') - CASE WHEN getvariable('k_window_includes_cutoff') THEN 0 ELSE 1 END AS q;
 
 -- Every pool over all quarters; `trained` marks the items with a training-period value.
 CREATE OR REPLACE TEMP TABLE k_all AS
@@ -66,12 +67,12 @@ SELECT DISTINCT item_id FROM panel.values WHERE NOT getvariable('reg_stats_pinne
 CREATE OR REPLACE TEMP TABLE k_trained AS
 SELECT DISTINCT item_id FROM k_all WHERE q <= (SELECT q FROM k_window_end);
 
--- The pool searched: the training window; `published`: the whole pool of an item
--- without a training-period value.
+-- The pool searched: the training window; with k_untrained 'whole_panel' the whole pool
+-- of an item without a training-period value.
 CREATE OR REPLACE TEMP TABLE k_pool AS
 SELECT item_id, r FROM k_all
 WHERE q <= (SELECT q FROM k_window_end)
-   OR (getvariable('published') AND item_id NOT IN (SELECT item_id FROM k_trained));
+   OR (getvariable('k_untrained') = 'whole_panel' AND item_id NOT IN (SELECT item_id FROM k_trained));
 
 -- numpy.logspace(log10(lo), log10(hi), n): start + j * step, the last point exactly hi.
 CREATE OR REPLACE TEMP TABLE k_grid AS
@@ -190,10 +191,12 @@ chosen AS (
     GROUP BY e.item_id
 ),
 searched AS (
-    -- items with a pool searched: the grid point chosen, or the rule set's default
+    -- items with a pool searched: the grid point chosen, or k_undefined_kurtosis's k
     SELECT it.item_id, it.statement,
-           coalesce(g.k, CASE WHEN getvariable('published') THEN 1.0
-                              ELSE (SELECT k FROM k_grid WHERE j = 0) END) AS k,
+           coalesce(g.k, CASE getvariable('k_undefined_kurtosis')
+                              WHEN 'one' THEN 1.0
+                              WHEN 'smallest_grid_k' THEN (SELECT k FROM k_grid WHERE j = 0)
+                          END) AS k,
            c.n_pool, c.objective, c.n_exact,
            it.item_id IN (SELECT item_id FROM k_trained) AS trained
     FROM ref.items AS it
@@ -208,15 +211,19 @@ statement_k AS (
     GROUP BY statement
 )
 SELECT it.item_id,
+       -- not searched: an item with a pool but no training-period value (k_untrained
+       -- 'statement_median'), or without any pool (k_without_pool)
        CASE WHEN s.item_id IS NOT NULL THEN s.k
-            WHEN getvariable('published') THEN 1.0
+            WHEN it.item_id NOT IN (SELECT item_id FROM k_all)
+                 AND getvariable('k_without_pool') = 'one' THEN 1.0
             ELSE coalesce(sk.k, 1.0) END AS k,
        coalesce(s.n_pool, 0)::BIGINT AS n_pool,
        s.objective,
        coalesce(s.n_exact, 0)::INTEGER AS n_exact,
        CASE WHEN s.item_id IS NULL AND it.item_id NOT IN (SELECT item_id FROM k_reported)
                 THEN 'unreported'
-            WHEN s.item_id IS NULL AND getvariable('published') THEN 'no_pool'
+            WHEN s.item_id IS NULL AND it.item_id NOT IN (SELECT item_id FROM k_all)
+                 AND getvariable('k_without_pool') = 'one' THEN 'no_pool'
             WHEN s.item_id IS NULL THEN 'statement_median'
             WHEN s.trained AND s.objective IS NOT NULL THEN 'window'
             WHEN s.trained THEN 'no_kurtosis'

@@ -7,8 +7,8 @@
 -- the whole divisor (its numerical floor included, see 100_origin_params), so a
 -- published statistics file pins it unchanged. The scale item is standardized from its
 -- own value (z = 1: not divided by itself). pf_clip_yoy(d, bound) clips a year-over-year
--- change of unclipped levels at +-bound: the build's panel.rule_set.yoy_clip, 6 sqrt 2
--- under `paper` and 6 x 1.4142 under `published` (the released package's literal).
+-- change of unclipped levels at +-bound: the build's panel.rule_set.yoy_clip (the rule
+-- yoy_clip: 6 sqrt 2, or the released package's literal 6 x 1.4142).
 -- pf_destandardize is the exact inverse of pf_unclipped:
 -- v = z sinh(x sigma + mu) / k. Clipping is written with CASE (not greatest/least, which
 -- skip NULLs) so a missing value stays missing.
@@ -24,5 +24,4 @@ CREATE OR REPLACE MACRO panel.pf_destandardize(x, k, z, mu, sigma) AS
     z * sinh(x * sigma + mu) / k;
 
 CREATE OR REPLACE TABLE panel.rule_set AS
-SELECT CASE WHEN getvariable('published') THEN 'published' ELSE 'paper' END AS rules,
-       CASE WHEN getvariable('published') THEN 6.0 * 1.4142 ELSE 6.0 * sqrt(2.0) END AS yoy_clip;
+SELECT getvariable('rules')::VARCHAR AS rules, getvariable('yoy_clip')::DOUBLE AS yoy_clip;

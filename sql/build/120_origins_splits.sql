@@ -2,12 +2,12 @@
 -- panel.origins from stage.fq, panel.firms, panel.item_k and panel.origin_params.
 -- stage.param_lists holds each quarter's parameters of items 1..78 as lists in item_id
 -- order (k, mu, sigma; NULL where an item has no statistics at that quarter).
--- Every origin has a valid deflator. Beyond that:
--- `paper`: at least min_history quarters of the firm's scale-valid history through it
--- (pos >= min_history) and a calendar year in a split: train [train_first_year,
--- train_last_year], val (.. val_last_year], test (.. test_last_year].
--- `published` (the released package's tabular build): any scale-valid firm-quarter from
--- the panel's (min_history)th calendar quarter on (it drops the panel's first
+-- Every origin has a valid deflator. Beyond that (the rule origin_history):
+-- 'firm_history': at least min_history quarters of the firm's scale-valid history
+-- through it (pos >= min_history) and a calendar year in a split: train
+-- [train_first_year, train_last_year], val (.. val_last_year], test (.. test_last_year].
+-- 'panel_calendar' (the released package's tabular build): any scale-valid firm-quarter
+-- from the panel's (min_history)th calendar quarter on (it drops the panel's first
 -- min_history - 1 quarters globally, not per firm), with standardization statistics for
 -- the scale at t and, for at least one item, statistics at t and a value reported at
 -- one of t-3..t; train is every year through train_last_year.
@@ -24,7 +24,7 @@ WITH panel_start AS (
 )
 SELECT * FROM (VALUES
     ('train',
-     CASE WHEN getvariable('published') THEN (SELECT q FROM panel_start)
+     CASE WHEN getvariable('origin_history') = 'panel_calendar' THEN (SELECT q FROM panel_start)
           ELSE getvariable('train_first_year') * 4 END,
      getvariable('train_last_year') * 4 + 3),
     ('val', getvariable('train_last_year') * 4 + 4, getvariable('val_last_year') * 4 + 3),
@@ -57,7 +57,7 @@ item_masks AS (
            bit_or(CASE WHEN item_id <= 64 THEN 1::UBIGINT << (item_id - 1) ELSE 0::UBIGINT END) AS m0,
            bit_or(CASE WHEN item_id > 64 THEN 1::UBIGINT << (item_id - 65) ELSE 0::UBIGINT END) AS m1
     FROM panel.values
-    WHERE item_id > 0 AND getvariable('published')
+    WHERE item_id > 0 AND getvariable('origin_history') = 'panel_calendar'
     GROUP BY firm_id, q
 ),
 stats_masks AS (
@@ -66,11 +66,11 @@ stats_masks AS (
            bit_or(CASE WHEN item_id <= 64 THEN 1::UBIGINT << (item_id - 1) ELSE 0::UBIGINT END) AS m0,
            bit_or(CASE WHEN item_id > 64 THEN 1::UBIGINT << (item_id - 65) ELSE 0::UBIGINT END) AS m1
     FROM panel.origin_params
-    WHERE item_id > 0 AND getvariable('published')
+    WHERE item_id > 0 AND getvariable('origin_history') = 'panel_calendar'
     GROUP BY q
 ),
 recent AS (
-    -- published: some item has statistics at t and a value reported at one of t-3..t
+    -- panel_calendar: some item has statistics at t and a value reported at one of t-3..t
     SELECT DISTINCT c.firm_id, c.q
     FROM candidates AS c
     CROSS JOIN range(0, 4) AS r(lag)
@@ -87,6 +87,7 @@ JOIN panel.splits AS s ON c.q BETWEEN s.first_q AND s.last_q
 JOIN panel.firms AS fi USING (firm_id)
 LEFT JOIN recent AS r ON r.firm_id = c.firm_id AND r.q = c.q
 LEFT JOIN scale_params AS sp ON sp.q = c.q
-WHERE CASE WHEN getvariable('published') THEN r.firm_id IS NOT NULL AND sp.q IS NOT NULL
-           ELSE c.pos >= getvariable('min_history') END
+WHERE CASE getvariable('origin_history')
+          WHEN 'panel_calendar' THEN r.firm_id IS NOT NULL AND sp.q IS NOT NULL
+          WHEN 'firm_history' THEN c.pos >= getvariable('min_history') END
 ORDER BY c.q, c.firm_id;

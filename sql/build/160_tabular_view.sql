@@ -5,7 +5,7 @@
 -- CALENDAR grid (a quarter the firm did not report is missing, gaps do not collapse)
 -- u_j = the unclipped standardized level at t-j (origin's z and parameters);
 -- level_j = clip(u_j, +-6) for j = 0..3 and yoy_j = clip(u_j - u_(j+4), +-yoy_clip)
--- for j = 0..7 (panel.rule_set.yoy_clip: 6 sqrt 2, or 6 x 1.4142 under `published`). Item 0 (scale) gives scale_level_0 (its own parameters, no
+-- for j = 0..7 (panel.rule_set.yoy_clip, the rule yoy_clip). Item 0 (scale) gives scale_level_0 (its own parameters, no
 -- self-deflation). Targets: the truth cells' actual per (origin, item, horizon);
 -- absent cells (missing, not present_in_q0, purged) are NULL in the wide view that
 -- app.views.tabular_reader assembles (985 features: 78 x (4 + 8) + 1 + 48 FF48 dummies

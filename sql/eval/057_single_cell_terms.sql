@@ -43,9 +43,11 @@ WITH single AS (
         -- the published evaluator keeps residuals and sigmas in float32 arrays
         CASE WHEN getvariable('float32_residuals') THEN CAST(f.mu - f.actual AS FLOAT)::DOUBLE
              ELSE f.mu - f.actual END AS r,
+        -- the rules float32_residuals and sigma_floor each apply whatever the other says
         CASE WHEN f.sigma IS NULL OR NOT (isfinite(f.sigma) AND f.sigma > 0) THEN NULL
-             WHEN getvariable('float32_residuals') THEN CAST(f.sigma AS FLOAT)::DOUBLE
-             ELSE greatest(f.sigma, coalesce(getvariable('sigma_floor'), 0.0)) END AS s
+             ELSE greatest(CASE WHEN getvariable('float32_residuals')
+                                THEN CAST(f.sigma AS FLOAT)::DOUBLE ELSE f.sigma END,
+                           coalesce(getvariable('sigma_floor'), 0.0)) END AS s
     FROM {{ cells }} f
     WHERE isfinite(f.mu)
       AND (NOT getvariable('sigma_in_sample') OR f.sigma IS NULL

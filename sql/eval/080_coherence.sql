@@ -3,7 +3,7 @@
 -- file): its point
 -- forecasts (mean of mixture components) on origins of split getvariable('split'),
 -- de-standardized with the ORIGIN's frozen parameters, v = z_t sinh(x sigma_t
--- + mu_t) / k (panel.origins, panel.origin_params, panel.item_k); for every identity
+-- + mu_t) / k (panel.pf_destandardize; panel.origins, panel.origin_params, panel.item_k); for every identity
 -- instance (firm, origin, horizon, identity) whose members are all forecast, the share
 -- |sum_j s_j v_j| / sum_j |v_j|; median (and mean) by identity and overall ('ALL').
 INSERT INTO eval.coherence
@@ -16,7 +16,7 @@ WITH points AS (
 ),
 dollars AS (
     SELECT p.firm_id, p.origin_q, p.item_id, p.horizon,
-           o.z * sinh(p.x * op.sigma + op.mu) / k.k AS v
+           panel.pf_destandardize(p.x, k.k, o.z, op.mu, op.sigma) AS v
     FROM points p
     JOIN panel.origins o
       ON o.firm_id = p.firm_id AND o.origin_q = p.origin_q AND o.split = getvariable('split')

@@ -3,12 +3,13 @@
 -- x_{t+h} = a + rho x_t of 089 (temp table baseline_fade_fit, on the finite truth cells of
 -- the train and val splits) applied to every truth cell of split getvariable('split')
 -- whose origin lies in the block getvariable('first_q')..getvariable('last_q') (088).
--- The rule, and where the rule sets differ, is 087's pf_fade_forecast.
+-- The rule, and its fall-back where OLS is impossible (the rule fade_fallback), is 087's
+-- pf_fade_forecast.
 INSERT INTO eval.forecast_points
 SELECT
     getvariable('submission_id'),
     t.firm_id, t.origin_q, t.item_id, t.horizon,
-    pf_fade_forecast(getvariable('published'), f.n, f.a, f.rho, f.sxx, f.mean_actual,
+    pf_fade_forecast(getvariable('fade_fallback'), f.n, f.a, f.rho, f.sxx, f.mean_actual,
                      f.mean_change, t.baseline) AS mu
 FROM panel.truth t
 LEFT JOIN baseline_fade_fit f ON f.item_id = t.item_id AND f.horizon = t.horizon

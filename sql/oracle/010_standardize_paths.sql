@@ -1,7 +1,7 @@
 -- Oracle forecasts from raw.oracle_paths (dollar futures simulated from the true latent
 -- state at each sampled origin; one column per item): every path value is standardized
 -- with the ORIGIN's frozen parameters, x = clip((asinh(k v / z_t) - mu_t) / sigma_t,
--- -6, 6), with k from panel.item_k, (mu_t, sigma_t: the divisor) from panel.origin_params at the
+-- -6, 6) (the build's panel.pf_standardize), with k from panel.item_k, (mu_t, sigma_t: the divisor) from panel.origin_params at the
 -- origin quarter and z_t the origin deflator (panel.origins). mu = mean of x over paths
 -- (the squared-error optimum), sigma = its standard deviation over paths (floored at
 -- 1e-4). Rows follow the forecast contract (firm_id, origin_q, item_id, horizon,
@@ -17,7 +17,7 @@ x AS (
         oo.origin_q,
         i.item_id,
         p.horizon,
-        least(greatest((asinh(k.k * p.v / po.z) - op.mu) / op.sigma, -6.0), 6.0) AS x
+        panel.pf_standardize(p.v, k.k, po.z, op.mu, op.sigma) AS x
     FROM long AS p
     JOIN ref.items AS i ON i.item = p.item
     JOIN raw.oracle_origins AS oo ON oo.origin_id = p.origin_id

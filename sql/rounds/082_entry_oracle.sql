@@ -1,8 +1,8 @@
 -- The synthetic oracle's forecasts for round getvariable('round_id'), as sql/oracle/010
 -- makes them for the static test: the simulated dollar futures of raw.oracle_paths from
 -- the oracle origins at the round's quarter (a grown synthetic panel's frontier,
--- docs/rounds.md) that are cells of the round, standardized with the round's frozen z, k,
--- mu and sigma; mu = the mean over paths, sigma = their standard deviation (floored at
+-- docs/rounds.md) that are cells of the round, standardized (panel.pf_standardize) with
+-- the round's frozen z, k, mu and sigma; mu = the mean over paths, sigma = their standard deviation (floored at
 -- 1e-4).
 WITH long AS (
     UNPIVOT (SELECT * FROM raw.oracle_paths WHERE horizon BETWEEN 1 AND 20)
@@ -11,7 +11,7 @@ WITH long AS (
 ),
 x AS (
     SELECT oo.gvkey, i.item, p.horizon,
-           least(greatest((asinh(pr.k * p.v / o.z) - pr.mu) / pr.sigma, -6.0), 6.0) AS x
+           panel.pf_standardize(p.v, pr.k, o.z, pr.mu, pr.sigma) AS x
     FROM long AS p
     JOIN ref.items AS i ON i.item = p.item
     JOIN raw.oracle_origins AS oo ON oo.origin_id = p.origin_id

@@ -9,7 +9,7 @@ import pytest
 from proforma.app.flows.build import BuildParams, _ensure_pinned_table
 from proforma.app.store.sqlfiles import steps_in
 from proforma.app.store.warehouse import Warehouse
-from proforma.contracts.panel import RuleSet
+from proforma.contracts.rules import RuleSet
 
 
 def qdate(year: int, quarter: int) -> dt.date:
@@ -31,7 +31,7 @@ def insert_fundq(wh: Warehouse, rows: list[dict]) -> None:
 def run_steps(wh: Warehouse, upto: str, pinned: bool = False, rules: str = "published") -> None:
     """Run sql/build steps in order through the one whose name starts with `upto`."""
     _ensure_pinned_table(wh)
-    wh.set_params(BuildParams(rules=RuleSet(rules)).variables(pinned))
+    wh.set_params(BuildParams(rules=RuleSet.parse(rules)).variables(pinned))
     for step in steps_in("build"):
         wh.run_step(step)
         if step.name.startswith(upto):

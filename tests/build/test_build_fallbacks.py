@@ -26,7 +26,7 @@ import pytest
 
 from proforma.app.flows.build import BuildParams, fallback_warning, run_build
 from proforma.app.readers.views import tabular_reader
-from proforma.contracts.panel import RuleSet
+from proforma.contracts.rules import PUBLISHED, RuleSet
 from tests.build.conftest import insert_fundq, qdate
 from tests.build.test_build_k_stats import brute_force_k
 from tests.conftest import temp_settings
@@ -148,7 +148,7 @@ def _build(tmp_path, rules: str):
     wh = connect(temp_settings(tmp_path, f"{rules}.duckdb"))
     prepare(wh)
     insert_fundq(wh, rows())
-    result = run_build(wh, "estimate", BuildParams(rules=RuleSet(rules)))
+    result = run_build(wh, "estimate", BuildParams(rules=RuleSet.parse(rules)))
     return wh, result
 
 
@@ -222,9 +222,14 @@ def test_no_training_observation_takes_the_statement_median_under_paper(built):
 
 
 def test_training_pool_without_spread(built):
-    pub, _ = built["published"]
+    pub, pub_result = built["published"]
     assert _k(pub)["drcq"] == (1.0, "no_kurtosis")
     assert same(_k(built["paper"][0])["drcq"], 0.01, "no_kurtosis")
+    # the warning says the k each rule set stores
+    assert "k = 1 (a training pool without spread" in (pub_result.warning() or "")
+    paper_line = built["paper"][1].warning() or ""
+    assert "k = 0.01, the grid's smallest (a training pool without spread" in paper_line
+    assert "k = 1" not in paper_line
     # every training-period ratio is 0: asinh(k 0) = 0 with no spread, so mu_raw 0 and
     # sigma_raw 1 (+ 1e-8); the trailing divisor 1 + 2e-8
     item = _item(pub, "drcq")
@@ -246,7 +251,7 @@ def test_item_without_any_pool_has_no_value_under_published(built):
     assert wh.scalar("SELECT count(*) FROM panel.origin_params WHERE item_id = ?", [item]) == 0
     assert wh.scalar("SELECT count(*) FROM panel.truth_cells WHERE item_id = ?", [item]) == 0
     # items nobody reports are not warned about
-    assert "cheq" not in (fallback_warning("published", result.fallbacks) or "")
+    assert "cheq" not in (fallback_warning(PUBLISHED, result.fallbacks) or "")
 
 
 def _origins(wh, gvkey: str) -> list[int]:

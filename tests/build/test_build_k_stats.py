@@ -215,8 +215,10 @@ def test_raw_stats_and_trailing_origin_params_paper(wh, fundq):
         assert params[q0 + c][0] == pytest.approx(np.mean([w[0] for w in window]), rel=1e-12)
         assert params[q0 + c][1] == pytest.approx(np.mean([w[1] for w in window]) + 1e-8, rel=1e-12)
     # revtq: mu_raw = asinh(k v / z) of the one reporting firm; sigma: the lag pool needs
-    # 4 earlier reported positions, so quarters 0..3 have no pool -> sigma 1; at position 5
-    # (q0 + 4) the pool is {v_5 / z_1} (no position -3), one value -> std missing -> 1.
+    # 4 earlier reported positions, so quarters 0..3 have no pool -> no sigma (the rule
+    # stats_quarters 'calendar': available observations only, no placeholder); at
+    # position 5 (q0 + 4) the pool is {v_5 / z_1} (no position -3), one value -> std
+    # missing -> 1.
     rs = {
         r[0]: r[1:]
         for r in wh.fetchall(
@@ -225,9 +227,22 @@ def test_raw_stats_and_trailing_origin_params_paper(wh, fundq):
     }
     for c in range(6):
         assert rs[q0 + c][0] == pytest.approx(math.asinh(k[rev] * (c + 1) / z_a[c]), rel=1e-12)
-        assert rs[q0 + c][1] == 1.0
-    # Quarters no item reports still get stats: mu 0, sigma 1 (none here beyond the panel).
+        assert rs[q0 + c][1] == (1.0 if c >= 4 else None)
+    # The origin's parameters average what is available over t-3..t: revtq has none before
+    # its first sigma (q0 + 4), then the mean of the available mu over the window.
+    got = {
+        q: (mu, sigma)
+        for q, mu, sigma in wh.fetchall(
+            "SELECT q, mu, sigma FROM panel.origin_params WHERE item_id = ?", [rev]
+        )
+    }
+    assert sorted(got) == [q0 + 4, q0 + 5]
+    for c in (4, 5):
+        mus = [rs[q0 + j][0] for j in range(c - 3, c + 1)]
+        assert got[q0 + c] == pytest.approx((np.mean(mus), 1.0 + 1e-8), rel=1e-12)
+    # A quarter where an item has nothing has no statistic (NULL), no 0 or 1 placeholder.
     assert wh.scalar("SELECT count(*) FROM stage.raw_stats") == 79 * 6
+    assert wh.scalar("SELECT count(*) FROM stage.raw_stats WHERE mu_raw = 0") == 0
 
 
 def test_raw_stats_and_trailing_origin_params_published(wh, fundq):

@@ -17,7 +17,7 @@ import pytest
 from proforma.app.flows.build import run_build
 from proforma.app.readers.views import raw_windows, tabular_reader, tuple_windows
 from proforma.contracts.errors import UserError
-from proforma.contracts.panel import RuleSet
+from proforma.contracts.rules import RuleSet
 from tests.build.conftest import insert_fundq, qdate
 from tests.conftest import temp_settings
 
@@ -67,7 +67,7 @@ def make_built(tmp_path, rules: str = "published"):
         f"COPY (SELECT qend(q)::TIMESTAMP AS quarter, item AS feature, 0.0 AS mu, 1.0 AS sigma, "
         f"1.0 AS k FROM range(7990, 8050) t(q), ref.items) TO '{stats}' (FORMAT parquet)"
     )
-    result = run_build(wh, stats, BuildParams(rules=RuleSet(rules)))
+    result = run_build(wh, stats, BuildParams(rules=RuleSet.parse(rules)))
     return wh, result, stats
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from proforma.app.flows.build import BuildParams, run_build
 from proforma.app.readers.views import tabular_reader, tuple_windows
-from proforma.contracts.panel import RuleSet
+from proforma.contracts.rules import RuleSet
 from tests.build.conftest import insert_fundq, qdate
 from tests.conftest import temp_settings
 
@@ -61,7 +61,7 @@ def _panel(tmp_path, rules: str):
         f"COPY (SELECT qend(q)::TIMESTAMP AS quarter, item AS feature, 0.0 AS mu, 1.0 AS sigma, "
         f"1.0 AS k FROM range(7990, 8050) t(q), ref.items) TO '{stats}' (FORMAT parquet)"
     )
-    run_build(wh, stats, BuildParams(rules=RuleSet(rules)))
+    run_build(wh, stats, BuildParams(rules=RuleSet.parse(rules)))
     return wh
 
 

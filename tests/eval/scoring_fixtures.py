@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from proforma.app.store.warehouse import Warehouse
+from proforma.contracts.rules import UNRECORDED_RULES
 from tests.conftest import temp_settings
 
 ITEMS = ["atq", "ltq", "mibtq", "seqq", "revtq", "cogsq", "gpq", "niq"]
@@ -77,7 +78,11 @@ def make_panel(wh: Warehouse, n_firms: int = 12, seed: int = 0, items=ITEMS, tes
         FROM panel.item_k k, (SELECT unnest(range(7990, 8100)) AS q) q
         """
     )
-    wh.run_step("build/110_standardize")  # the standardization macros a build defines
+    # the standardization macros a build defines; the panel records a build made without
+    # a rule set, so it scores under the rules of an unrecorded build
+    wh.run_step(
+        "build/110_standardize", {"rules": UNRECORDED_RULES.name, **UNRECORDED_RULES.variables()}
+    )
     splits = (
         [(q, "train") for q in TRAIN_Q]
         + [(q, "val") for q in VAL_Q]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import duckdb
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ from proforma.app import scoring
 from proforma.app.scoring.baselines import baseline_blocks
 from proforma.app.scoring.coherence import compute_coherence
 from proforma.contracts.errors import UserError
+from proforma.contracts.rules import PUBLISHED, declared
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +86,48 @@ def test_reference_baselines_match_numpy(wh):
         want = a + rho * c["baseline"] if kind == "ols" else c["baseline"] + a
         got = fade[(c["firm_id"], c["origin_q"], c["item_id"], c["horizon"])]
         assert got == pytest.approx(want, rel=1e-8, abs=1e-10)
+
+
+def test_seasonal_rw_fill_switched_alone(tmp_path_factory):
+    """`published` with the rule seasonal_rw_fill at `paper`'s 'baseline': the seasonal
+    random walk falls back to x_t (no imputation is made), while the fade keeps the
+    package's fall-back, the mean of x_(t+h) where OLS is impossible."""
+    rules = dataclasses.replace(
+        PUBLISHED, name="published-seasonal_rw_fill", seasonal_rw_fill="baseline"
+    )
+    wh = module_warehouse(tmp_path_factory, "seasonal_rw_fill")
+    wh.execute("UPDATE panel.rule_set SET rules = ?", [rules.name])
+    with declared(rules):
+        ids = scoring.run_reference_baselines(wh)
+    names = dict(wh.fetchall("SELECT submission_id, name FROM eval.submissions"))
+    rw = _forecasts(wh, next(i for i in ids if names[i] == "Seasonal random walk"))
+    fade = _forecasts(wh, next(i for i in ids if names[i] == "Fade / AR(1)"))
+    assert wh.scalar("SELECT count(*) FROM meta.imputations") == 0
+    values = {(f, q, i) for f, q, i in wh.fetchall("SELECT firm_id, q, item_id FROM panel.values")}
+    truth = truth_cells(wh).to_pylist()
+    fell_back = [
+        c
+        for c in truth
+        if (4 - c["horizon"] % 4) % 4
+        and (c["firm_id"], c["origin_q"] - (4 - c["horizon"] % 4) % 4, c["item_id"]) not in values
+    ]
+    assert fell_back
+    for c in fell_back:
+        assert rw[(c["firm_id"], c["origin_q"], c["item_id"], c["horizon"])] == c["baseline"]
+    means = {
+        (i, h): (n, m)
+        for i, h, n, m in wh.fetchall(
+            "SELECT item_id, horizon, count(*), avg(actual) FROM panel.truth "
+            "WHERE split IN ('train', 'val') AND isfinite(actual) AND isfinite(baseline) "
+            "GROUP BY ALL"
+        )
+    }
+    few = [c for c in truth if means.get((c["item_id"], c["horizon"]), (100, 0))[0] < 100]
+    assert few
+    for c in few:
+        got = fade[(c["firm_id"], c["origin_q"], c["item_id"], c["horizon"])]
+        assert got == pytest.approx(means[(c["item_id"], c["horizon"])][1], rel=1e-12)
+    wh.close()
 
 
 def test_coherence_matches_numpy(wh):

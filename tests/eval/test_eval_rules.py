@@ -1,8 +1,13 @@
-"""The build's rule set chooses two scoring rules: the sigma floor (paper 1e-4,
-published none) and whether an unusable sigma leaves the common sample (paper) or only
-the density sums (published)."""
+"""The build's rule set chooses three scoring rules (contracts/rules.py): the sigma floor
+(sigma_floor: paper 1e-4, published none), whether an unusable sigma leaves the common
+sample (sigma_in_sample: paper) or only the density sums (published), and float32
+residuals and sigmas (float32_residuals: published). Each is checked under both shipped
+rule sets and switched alone in a declared one (`published` with that rule flipped)."""
 
 from __future__ import annotations
+
+import dataclasses
+from contextlib import nullcontext
 
 import numpy as np
 import pyarrow as pa
@@ -13,8 +18,19 @@ from scoring_fixtures import forecasts_from, module_warehouse
 from proforma.app import scoring
 from proforma.app.scoring.cells import build_rules
 from proforma.contracts.errors import UserError
+from proforma.contracts.rules import PAPER, PUBLISHED, RuleSet, declared
 
 SMALL = "horizon IN (1, 7) AND item IN ('atq', 'niq')"
+
+
+RULE_SETS = ["published", "paper", "sigma_floor", "sigma_in_sample", "float32_residuals"]
+
+
+def _rule_set(name: str) -> RuleSet:
+    """A shipped rule set, or `published` with the rule `name` at `paper`'s value."""
+    if name in ("published", "paper"):
+        return RuleSet.parse(name)
+    return dataclasses.replace(PUBLISHED, name=f"published-{name}", **{name: getattr(PAPER, name)})
 
 
 def _with_build(tmp_path_factory, rules: str | None):
@@ -30,16 +46,22 @@ def _with_build(tmp_path_factory, rules: str | None):
 
 
 def test_rules_of_a_build():
-    assert build_rules(None) == "paper"
-    assert build_rules({"parameters": '{"k_lo": 0.01}'}) == "paper"
-    assert build_rules({"parameters": '{"rules": "published"}'}) == "published"
+    assert build_rules(None) is PAPER
+    assert build_rules({"parameters": '{"k_lo": 0.01}'}) is PAPER
+    assert build_rules({"parameters": '{"rules": "published"}'}) is PUBLISHED
     with pytest.raises(UserError, match="unknown rule set 'other'"):
         build_rules({"parameters": {"rules": "other"}})
 
 
-@pytest.mark.parametrize("rules", ["published", "paper"])
-def test_sigma_floor_and_unusable_sigma_follow_the_rules(tmp_path_factory, rules):
-    wh = _with_build(tmp_path_factory, rules)
+@pytest.mark.parametrize("name", RULE_SETS)
+def test_sigma_floor_and_unusable_sigma_follow_the_rules(tmp_path_factory, name):
+    rs = _rule_set(name)
+    with declared(rs) if rs.name not in ("published", "paper") else nullcontext():
+        _sigma_floor_and_unusable_sigma(_with_build(tmp_path_factory, rs.name), rs)
+
+
+def _sigma_floor_and_unusable_sigma(wh, rs: RuleSet) -> None:
+    rules = rs.name
     cells = wh.arrow(
         "SELECT t.firm_id, t.origin_q, t.item_id, t.horizon, t.actual FROM panel.truth t "
         "JOIN ref.items i USING (item_id) WHERE t.split = 'test' AND t.horizon IN (1, 7) "
@@ -92,17 +114,20 @@ def test_sigma_floor_and_unusable_sigma_follow_the_rules(tmp_path_factory, rules
         mask[list(positions)] = False
         return mask
 
-    if rules == "published":
+    if not rs.sigma_in_sample:
         # Every cell with finite points is in the sample; density sums skip unusable sigmas.
-        sample, s = np.ones(actual.size, bool), sigma
+        sample = np.ones(actual.size, bool)
         dens_single, dens_mixture = without(5, 6), without(7)
     else:
-        sample, s = without(*bad), np.maximum(sigma, 1e-4)
+        sample = without(*bad)
         dens_single = dens_mixture = sample
-    # published: a single forecast's residual and sigma as float32 (the package's arrays)
-    res = mu - actual
-    if rules == "published":
+    # float32_residuals: a single forecast's residual and sigma as float32 (the package's
+    # arrays); sigma_floor: then floored
+    res, s = mu - actual, sigma
+    if rs.float32_residuals:
         res, s = res.astype(np.float32).astype(np.float64), s.astype(np.float32).astype(np.float64)
+    if rs.sigma_floor is not None:
+        s = np.maximum(s, rs.sigma_floor)
     assert all(m["n"] == sample.sum() for m in g.values())
     assert g[points]["mse"] == pytest.approx(np.mean(res[sample] ** 2), rel=1e-12)
     assert g[single]["n_density"] == dens_single.sum()
@@ -143,11 +168,16 @@ def test_sigma_floor_and_unusable_sigma_follow_the_rules(tmp_path_factory, rules
     wh.close()
 
 
-@pytest.mark.parametrize("rules", ["published", "paper"])
-def test_published_residuals_and_sigmas_are_float32(tmp_path_factory, rules):
+@pytest.mark.parametrize("name", ["published", "paper", "float32_residuals"])
+def test_published_residuals_and_sigmas_are_float32(tmp_path_factory, name):
     """published: residual and sigma are rounded to float32 before any score, as the
     published evaluator stores them; paper keeps double precision."""
-    wh = _with_build(tmp_path_factory, rules)
+    rs = _rule_set(name)
+    with declared(rs) if rs.name not in ("published", "paper") else nullcontext():
+        _float32_residuals(_with_build(tmp_path_factory, rs.name), rs)
+
+
+def _float32_residuals(wh, rs: RuleSet) -> None:
     cells = wh.arrow(
         "SELECT firm_id, origin_q, item_id, horizon, actual FROM panel.truth "
         "WHERE split = 'test' ORDER BY ALL LIMIT 200"
@@ -167,7 +197,7 @@ def test_published_residuals_and_sigmas_are_float32(tmp_path_factory, rules):
     by_cell = {r["cell"]: r for r in got}
     for i, key in enumerate(keys["cell"].to_pylist()):
         r, s = mu[i] - actual[i], sigma[i]
-        if rules == "published":
+        if rs.float32_residuals:
             r, s = float(np.float32(r)), float(np.float32(s))
         assert by_cell[key]["r"] == pytest.approx(r, rel=1e-15, abs=0)
         assert by_cell[key]["z"] == pytest.approx(r / s, rel=1e-14)

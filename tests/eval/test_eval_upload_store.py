@@ -381,7 +381,7 @@ def test_a_float32_sigma_layout_gives_the_published_terms_of_a_float64_one(wh, t
         submission_row,
     )
     from proforma.app.scoring.submissions.store import stored_file
-    from proforma.contracts.panel import RuleSet
+    from proforma.contracts.rules import PUBLISHED
 
     sid = scoring.ingest_parquet(
         wh, _file(wh, tmp_path / "f32.parquet", 41, sigma=True), "float32 sigma"
@@ -389,7 +389,7 @@ def test_a_float32_sigma_layout_gives_the_published_terms_of_a_float64_one(wh, t
     # this module's panel is built under the paper's rules: the published ones given here
     params = {
         **single_params(submission_row(wh, sid), scoring_context(wh)),
-        **rule_params(RuleSet.published),
+        **rule_params(PUBLISHED),
     }
     assert params["float32_residuals"]
     register_functions(wh)

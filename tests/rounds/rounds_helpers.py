@@ -15,8 +15,8 @@ from proforma.app.rounds.entries import enter_entries
 from proforma.app.sources import ingest
 from proforma.app.sources.synthetic import SyntheticConfig, SyntheticSource
 from proforma.app.store.warehouse import Warehouse
-from proforma.contracts.panel import RuleSet
 from proforma.contracts.quarters import parse_quarter
+from proforma.contracts.rules import RuleSet
 from proforma.models.baselines import suite
 from proforma.models.baselines.base import Forecast
 

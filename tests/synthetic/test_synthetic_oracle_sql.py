@@ -11,6 +11,7 @@ import pytest
 
 import proforma.app.scoring  # noqa: F401
 from proforma import app
+from proforma.app.flows.build import BuildParams
 from proforma.app.flows.oracle import oracle_forecasts, submit_oracle
 from proforma.contracts.errors import UserError
 
@@ -59,6 +60,8 @@ def _panel(wh):
         ),
         mode="replace",
     )
+    # the standardization macros every build defines (the oracle applies them)
+    wh.run_step("build/110_standardize", BuildParams().variables(pinned=False))
 
 
 def _paths(wh):

@@ -38,7 +38,7 @@ from proforma.app.store.rules import current_rules
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 from proforma.contracts.forecasts import COLUMN_ALIASES as ALIASES
-from proforma.contracts.panel import RuleSet
+from proforma.contracts.rules import PACKAGE_BUILD
 
 N_HORIZONS = 20
 
@@ -247,10 +247,11 @@ def _load_bitmap(wh: Warehouse, path: Path, grid_rows: Path | None) -> dict[str,
 def _grid_rows(wh: Warehouse, mask: Path, grid_rows: Path | None) -> pa.Table:
     """(row_idx, gvkey, origin_q) of the bitmap's rows, in its order."""
     if grid_rows is None:
-        if current_rules(wh) is not RuleSet.published:
+        if not current_rules(wh).builds_like(PACKAGE_BUILD):
             raise UserError(
                 f"{mask.name} is a positional bitmap over the published package's test grid, "
-                "which only a `published` build has: rebuild with --rules published, or pass the "
+                "which only a build under the package's build rules has (`published`): rebuild "
+                "with --rules published, or pass the "
                 "mask's row index (--grid-rows)"
             )
         return wh.arrow(
