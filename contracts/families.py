@@ -1,5 +1,5 @@
-"""One definition per density family (docs/models.md, "Density families"; docs/scoring.md,
-"Adding a density family").
+"""One definition per density family (docs/models.md, "Density families" and "Adding a
+density family").
 
 A density forecast is a location mu (the file's `prediction`), a scale sigma (`sigma`)
 and the family that turns them into a distribution, with any shape parameter the family
@@ -158,9 +158,16 @@ def _laplace_cdf(z: Any) -> Any:
 
 _DF = "getvariable('df')"
 
-#: The Student-t CDF of |w| for a whole df from 2 to 100 in closed form (Abramowitz and
-#: Stegun 26.7.3-4; sql/eval/057's header), any other df through the Python UDF eval_t_cdf
-#: (scipy's stdtr: SQL has no incomplete beta function).
+# The Student-t CDF: for a whole df from 2 to 100, its closed form (Abramowitz and
+# Stegun 26.7.3-4; theta = atan(|w| / sqrt df), c = cos^2 theta = df / (df + w^2)):
+# A = 2 P(T <= |w|) - 1 is (2 / pi) (theta + sin theta cos theta p(c)) for an odd df and
+# sin theta p(c) for an even one, p the polynomial of floor(df / 2) terms whose
+# coefficients, in getvariable('t_series'), are the products of 2j / (2j + 1) (odd df) or
+# (2j - 1) / 2j (even df) for j <= k. It agrees with scipy's stdtr, the published
+# evaluator's, to 2e-15 and costs a tenth of a Python call. Any other df goes to the
+# Python UDF eval_t_cdf (stdtr itself: SQL has no incomplete beta function); df 1 too,
+# where stdtr strays from the exact 1/2 + atan(w) / pi by 1e-9 near 0 and parity keeps
+# stdtr's values.
 _T_SERIES = f"""CASE WHEN {_DF} = round({_DF}) AND {_DF} BETWEEN 2 AND 100
     THEN list_transform(
         range(0, CAST(floor({_DF} / 2) AS BIGINT)),
@@ -225,7 +232,7 @@ FAMILIES: dict[str, Family] = _registry(
     Family(
         name="laplace",
         label="Laplace",
-        description="sigma the standard deviation (scale b = sigma / sqrt 2)",
+        description="sigma the standard deviation; scale b = sigma / sqrt 2",
         single=SingleTerms(
             nll="ln(2 * s / sqrt(2)) + aw * sqrt(2)",
             cdf=(
@@ -250,7 +257,7 @@ FAMILIES: dict[str, Family] = _registry(
     Family(
         name="student_t",
         label="Student-t",
-        description="sigma the scale, with its degrees of freedom df",
+        description="sigma the scale; df its degrees of freedom",
         params=(
             Param(
                 "df",

@@ -3,7 +3,8 @@ submission file of docs/scoring.md).
 
 Models return Arrow batches in FORECAST_SCHEMA (a mean, an optional sigma, a mixture
 component) or QUANTILE_SCHEMA (one row per cell and quantile level); uploads are parquet
-files with the columns below. Both go through the same checks and scoring.
+files with the columns below. Both go through the same checks and scoring. What a
+sigma means, family by family, is contracts/families.py.
 """
 
 from __future__ import annotations

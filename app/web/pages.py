@@ -96,7 +96,7 @@ templates.env.globals["metrics"] = METRICS
 templates.env.globals["score_metrics"] = score_metrics
 #: The density families (contracts/families.py), read as a page renders: the upload
 #: forms' options and shape-parameter fields.
-templates.env.globals["families"] = families
+templates.env.globals["density_families"] = families
 
 
 def _render(request: Request, name: str, page: str, **context: Any) -> HTMLResponse:

@@ -57,7 +57,7 @@ class FormaConfig:
     # exponential moving average of the weights (models/forma/averaging.py); 0 = off,
     # the final weights are the model
     ema_decay: float = 0.0
-    family: str = families.DEFAULT_FAMILY  # a family with a loss in losses.py (laplace)
+    family: str = families.DEFAULT_FAMILY  # or laplace: a family with a loss in losses.py
     # curriculum: max horizon 4, 4, 8, 12, ... capped at max_horizon
     horizon_start: int = 4
     horizon_step: int = 4

@@ -1,4 +1,4 @@
-"""A toy density family enters through exactly the path of docs/scoring.md ("Adding a density
+"""A toy density family enters through exactly the path of docs/models.md ("Adding a density
 family"): one `Family` in contracts/families.py (here added to the registry for the test),
 its SQL terms with it. Nothing else changes: the upload form offers it, the door takes a
 file of it, the checks validate it, and its cells score by its terms (NLL, CRPS, PIT and
