@@ -20,6 +20,7 @@ from proforma.client.http import Http
 from proforma.client.jobs import follow
 from proforma.client.tables import from_lists, from_records
 from proforma.client.upload import RETRY_WAITS, new_key, post_file
+from proforma.contracts import families
 
 
 @dataclass
@@ -360,7 +361,7 @@ class Client:
         sidecar = out.with_name(f"{out.stem}.nll.json")
         sidecar.unlink(missing_ok=True)
         family = headers.get("x-forecast-family")
-        if "sigma" in _columns(out) and family in ("gaussian", "laplace", "student_t"):
+        if "sigma" in _columns(out) and family is not None and families.is_density(family):
             body: dict[str, Any] = {"family": family}
             if headers.get("x-forecast-df"):
                 body["df"] = float(headers["x-forecast-df"])

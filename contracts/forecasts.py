@@ -3,7 +3,8 @@ submission file of docs/scoring.md).
 
 Models return Arrow batches in FORECAST_SCHEMA (a mean, an optional sigma, a mixture
 component) or QUANTILE_SCHEMA (one row per cell and quantile level); uploads are parquet
-files with the columns below. Both go through the same checks and scoring.
+files with the columns below. Both go through the same checks and scoring. What a
+sigma means, family by family, is contracts/families.py.
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ FORECAST_SCHEMA = pa.schema(
     ]
 )
 
-#: The family of a quantile forecast and the column that carries its level.
-QUANTILE_FAMILY = "quantile"
+#: The column that carries a quantile forecast's level.
 LEVEL_COLUMN = "quantile_level"
 
 #: The batches a quantile forecaster returns: one row per (cell, level), mu the
@@ -39,11 +39,6 @@ QUANTILE_SCHEMA = pa.schema(
         pa.field("mu", pa.float64()),
     ]
 )
-
-#: Density families of a sigma (Gaussian sd, Laplace sd, Student-t scale).
-DENSITY_FAMILIES = ("gaussian", "laplace", "student_t")
-#: Every family a submission may declare.
-FAMILIES = (*DENSITY_FAMILIES, QUANTILE_FAMILY)
 
 #: What a model's `mu` is in: the benchmark's standardized space, or reported dollars.
 SPACES = ("standardized", "dollars")

@@ -12,9 +12,11 @@ and for a Laplace X with scale s / sqrt 2 (sd s), when a^2 s^2 / 2 < 1,
 
     E[sinh(a X + b)] = sinh(a m + b) / (1 - a^2 s^2 / 2)     (infinite otherwise).
 
+In general E[sinh(a X + b)] = E[exp(a (X - m))] sinh(a m + b) for a symmetric X, and
+each family of the registry gives that factor (contracts/families.py, `sinh_factor`).
 An equal-weight mixture's expectation is the mean of its components' (expectation is
 linear). Student-t predictive distributions have no finite mean in dollars (E[e^{aX}]
-diverges); `expected_dollars` returns NaN for them. The clip at +-6 of the standardized
+diverges); `expected_dollars` returns NaN for them (a family without a factor). The clip at +-6 of the standardized
 space is not applied: it bounds the truth, not the predictive distribution.
 """
 
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from proforma.contracts.forecasts import DENSITY_FAMILIES
+from proforma.contracts import families
 from proforma.models.standardization import destandardize
 
 
@@ -45,7 +47,7 @@ def expected_dollars(
     mu_t: np.ndarray | float,
     sigma_t: np.ndarray | float,
     *,
-    family: str = "gaussian",
+    family: str = families.DEFAULT_FAMILY,
     component_axis: int | None = None,
 ) -> np.ndarray:
     """E[z sinh(sigma_t X + mu_t) / k] for X with location `mu` and sd `sigma` (closed form).
@@ -54,7 +56,8 @@ def expected_dollars(
     (their expectations are averaged); None for a single distribution. Without a sigma
     (None or NaN) the forecast is a point and its dollars are the plug-in value.
     """
-    if family not in DENSITY_FAMILIES:
+    spec = families.FAMILIES.get(family)
+    if spec is None:
         raise ValueError(f"unknown family {family!r}")
     mu = np.asarray(mu, dtype=float)
     a = np.asarray(sigma_t, dtype=float)
@@ -63,11 +66,9 @@ def expected_dollars(
     if sigma is not None:
         s = np.asarray(sigma, dtype=float)
         spread = (a * s) ** 2 / 2.0
-        if family == "gaussian":
-            factor = np.exp(spread)
-        elif family == "laplace":
-            bounded = np.where(spread < 1.0, spread, 0.0)
-            factor = np.where(spread < 1.0, 1.0 / (1.0 - bounded), np.inf)
+        # the family's E[exp(a (X - mu))] (contracts/families.py: sinh_factor)
+        if spec.sinh_factor is not None:
+            factor = spec.sinh_factor(spread)
         else:
             factor = np.full_like(spread, np.nan)
         # a point forecast (no sigma on that cell) keeps its plug-in value

@@ -11,7 +11,7 @@ from typing import Any
 from proforma.app.read.errors import BadUpload
 from proforma.app.scoring.submissions import form
 from proforma.app.scoring.submissions.form import REQUIRED_COLUMNS, SubmissionMeta
-from proforma.contracts.forecasts import FAMILIES
+from proforma.contracts import families
 
 __all__ = ["REQUIRED_COLUMNS", "UPLOAD_SCHEMA", "SubmissionMeta", "check_parquet", "parse_meta"]
 
@@ -33,10 +33,16 @@ UPLOAD_SCHEMA = {
                         "name": {"type": "string", "description": "Model name (1-80 characters)"},
                         "description": {"type": "string"},
                         "code_url": {"type": "string", "description": "http(s) link to the code"},
-                        "family": {"type": "string", "enum": list(FAMILIES)},
+                        # the registry's families (contracts/families.py) as the app starts
+                        "family": {
+                            "type": "string",
+                            "enum": list(families.submission_families()),
+                            "description": families.describe(quantile=True),
+                        },
                         "df": {
                             "type": "number",
-                            "description": "Student-t degrees of freedom (> 1)",
+                            "description": "Degrees of freedom of "
+                            + " or ".join(families.families_with("df")),
                         },
                         "training_cutoff": {
                             "type": "string",

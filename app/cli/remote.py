@@ -15,11 +15,16 @@ import typer
 from rich.table import Table
 
 from proforma.app.cli.common import console, status_console, summary
+from proforma.contracts import families
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from proforma.client import Client
+
+#: The families a file may name, from the registry (contracts/families.py).
+_FAMILY_HELP = f"{families.describe(quantile=True)}."
+_DF_HELP = f"Degrees of freedom ({' or '.join(families.families_with('df'))})."
 
 remote_app = typer.Typer(
     help="A ProForma-20Q server from the terminal: check, submit, follow, read boards, "
@@ -171,8 +176,8 @@ def me(ctx: typer.Context) -> None:
 def check(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="The forecast parquet file.")],
-    family: str = typer.Option(None, "--family", help="gaussian, laplace, student_t, quantile."),
-    df: float = typer.Option(None, "--df", help="Student-t degrees of freedom."),
+    family: str = typer.Option(None, "--family", help=_FAMILY_HELP),
+    df: float = typer.Option(None, "--df", help=_DF_HELP),
 ) -> None:
     """Check a forecast file with the server's own checks, here (nothing is sent)."""
     from proforma.client import FileRefused
@@ -202,8 +207,8 @@ def submit(
     leakage_statement: str = typer.Option(
         None, "--leakage-statement", help="(benchmark) What the model saw of the test period."
     ),
-    family: str = typer.Option(None, "--family", help="gaussian, laplace, student_t, quantile."),
-    df: float = typer.Option(None, "--df", help="Student-t degrees of freedom."),
+    family: str = typer.Option(None, "--family", help=_FAMILY_HELP),
+    df: float = typer.Option(None, "--df", help=_DF_HELP),
     description: str = typer.Option("", "--description"),
     code_url: str = typer.Option("", "--code-url"),
     check: bool = typer.Option(True, "--check/--no-check", help="Check the file here first."),

@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 
 from proforma.app.cli.common import console, status_console, summary, writer
+from proforma.contracts import families
 from proforma.contracts.errors import UserError
 
 
@@ -201,10 +202,13 @@ def submit_command(
     name: str = typer.Option(..., "--name", help="Model name (one submission per name and round)."),
     family: str = typer.Option(
         None,
-        help="gaussian (default with sigma), laplace, student_t (with --df), point; a "
-        "quantile_level column makes a quantile grid, a component column a mixture.",
+        help=f"{families.describe(point=True)}; default with sigma "
+        f"{families.DEFAULT_FAMILY}; a quantile_level column makes a quantile grid, a "
+        "component column a mixture.",
     ),
-    df: float = typer.Option(None, "--df", help="Degrees of freedom of a student_t file."),
+    df: float = typer.Option(
+        None, "--df", help=f"Degrees of freedom ({' or '.join(families.families_with('df'))})."
+    ),
 ) -> None:
     """Submit forecasts to a round before its deadline."""
     from proforma.app.rounds import submit_file

@@ -20,6 +20,7 @@ from proforma.app.cli.common import (
     summary,
     writer,
 )
+from proforma.contracts import families
 from proforma.contracts.errors import UserError, ValidationError, WarehouseLocked
 
 if TYPE_CHECKING:
@@ -55,13 +56,16 @@ def submit_command(
         str | None,
         typer.Option(
             "--family",
-            help="Density family of sigma: gaussian, laplace, student_t (default: "
-            "the file's {stem}.nll.json sidecar, else gaussian); a file with a "
+            help=f"Density family of sigma: {families.describe()} (default: the file's "
+            f"{{stem}}.nll.json sidecar, else {families.DEFAULT_FAMILY}); a file with a "
             "quantile_level column is a quantile grid.",
         ),
     ] = None,
     df: Annotated[
-        float | None, typer.Option("--df", help="Degrees of freedom (student_t).")
+        float | None,
+        typer.Option(
+            "--df", help=f"Degrees of freedom ({' or '.join(families.families_with('df'))})."
+        ),
     ] = None,
     replace: Annotated[
         bool, typer.Option("--replace", help="Replace a submission of that name.")
@@ -88,7 +92,7 @@ def submit_command(
     path = Path(file)
     if family is None:
         declared = family_sidecar(path)
-        family, df = declared if declared else ("gaussian", df)
+        family, df = declared if declared else (families.DEFAULT_FAMILY, df)
         if declared:
             status_console.print(
                 f"family {family}" + (f" (df {df:g})" if df else "") + f" from {path.stem}.nll.json"

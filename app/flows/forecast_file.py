@@ -23,10 +23,9 @@ import pyarrow.parquet as pq
 from proforma.app.scoring.submissions.store import FILE_VIEW, forecast_relation
 from proforma.app.store.sqlfiles import sql_file
 from proforma.app.store.warehouse import Warehouse
+from proforma.contracts import families
 from proforma.contracts.errors import UserError
 
-#: The density families the published package reads from the sidecar.
-SIDECAR_FAMILIES = ("gaussian", "laplace", "student_t")
 _ROW_GROUP = 1_048_576
 
 
@@ -102,7 +101,8 @@ def write_forecast_file(wh: Warehouse, submission: int | str, out: Path) -> Writ
     side = out.with_name(f"{out.stem}.nll.json")
     side.unlink(missing_ok=True)  # a stale one would change the file's density family
     sidecar: Path | None = None
-    if record["has_sigma"] and record["family"] in SIDECAR_FAMILIES:
+    # every density family of the registry (the published package reads its own three)
+    if record["has_sigma"] and families.is_density(record["family"]):
         body: dict[str, Any] = {"family": record["family"]}
         if record["df"] is not None:
             body["df"] = float(record["df"])

@@ -199,14 +199,13 @@ def _score_cells(
 
 
 def _score_entry(wh: Warehouse, sub: dict[str, Any], params: dict[str, Any]) -> None:
-    from proforma.app.scoring.cells import cell_terms, rule_params
+    from proforma.app.scoring.cells import cell_terms, family_params, rule_params
     from proforma.contracts.rules import RuleSet
 
     one = {
         **params,
         "submission_id": int(sub["submission_id"]),
-        "family": sub["family"],
-        "df": sub["df"],
+        **family_params(sub),
         "has_sigma": True,  # a round's density families all carry a sigma
         **rule_params(RuleSet.parse(sub["rules"], "The round records")),
     }

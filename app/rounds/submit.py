@@ -5,8 +5,9 @@ whose keys are not the round's cells, are refused with one line and write nothin
 
 A file has the columns of a static submission (firm, target, origin, horizon, prediction,
 optional sigma, component and quantile_level; the aliases firm_id, quarter,
-forecast_horizon). Families, as the static scorer's: gaussian (a sigma, the default),
-laplace, student_t (with its df), point (no sigma column), mixtures of one density
+forecast_horizon). Families, as the static scorer's: the density families of
+contracts/families.py (a sigma; the registry's first is the default, a family with a
+shape parameter takes it: Student-t's df), point (no sigma column), mixtures of one density
 family (a component column: every cell carries the same components) and quantile grids
 (a quantile_level column: every cell carries the same grid, values non-decreasing in
 the level).
@@ -33,12 +34,10 @@ from proforma.app.scoring.submissions.uploads import (
     read_failure,
 )
 from proforma.app.store.warehouse import Warehouse
+from proforma.contracts import families
 from proforma.contracts.errors import UserError, ValidationError
-from proforma.contracts.forecasts import (
-    DENSITY_FAMILIES,
-    LEVEL_COLUMN,
-    QUANTILE_FAMILY,
-)
+from proforma.contracts.families import POINT_FAMILY, QUANTILE_FAMILY
+from proforma.contracts.forecasts import LEVEL_COLUMN
 from proforma.contracts.provenance import file_sha256, utcnow
 from proforma.contracts.quarters import quarter_label
 
@@ -61,8 +60,12 @@ class WrongRound(UserError):
     status_code = 422
 
 
-#: Families a round scores (sql/rounds/040-042): the static scorer's, and "point" (no sigma).
-ROUND_FAMILIES = (*DENSITY_FAMILIES, QUANTILE_FAMILY, "point")
+def round_families() -> tuple[str, ...]:
+    """Families a round scores (sql/rounds/040-042): the static scorer's, and point (no
+    sigma)."""
+    return (*families.submission_families(), POINT_FAMILY)
+
+
 #: Mixture components are 0..1023 (as in the static scorer).
 MAX_COMPONENTS = 1024
 _views = itertools.count()
@@ -109,18 +112,18 @@ def _round_family(family: str | None, opened: ForecastFile) -> str:
     if family == QUANTILE_FAMILY:
         raise UserError(f"A quantile submission needs a {LEVEL_COLUMN} column")
     if not opened.has_sigma:
-        if family in DENSITY_FAMILIES:
+        if families.is_density(family):
             raise UserError(
                 f"Family {family} needs a sigma column (the file has "
                 f"{', '.join(opened.columns.values())}); without one it would be scored as "
                 "a point forecast, so nothing was written"
             )
-        return "point"
-    if family == "point":
+        return POINT_FAMILY
+    if family == POINT_FAMILY:
         raise UserError(
             "A point submission has no sigma column: drop it, or give the file's density family"
         )
-    return family or "gaussian"
+    return family or families.DEFAULT_FAMILY
 
 
 def submit_file(
@@ -140,19 +143,23 @@ def submit_file(
     reader (proforma.app.scoring.submissions.uploads.open_forecast_file and its row
     checks: columns, aliases, types, time zones, ranges), then against the round (its
     origin, its cells, one row per cell). A file with a quantile_level column is a
-    quantile grid; a student_t file needs `df`; a file without sigma is a point forecast
+    quantile grid; a family with a shape parameter needs it (Student-t's `df`); a file
+    without sigma is a point forecast
     unless a density family is asked for, which is then refused."""
     now = now or utcnow()
     path = Path(path)
-    if family is not None and family not in ROUND_FAMILIES:
-        raise UserError(f"Rounds score the families {', '.join(ROUND_FAMILIES)} (got {family!r})")
-    if family == "point" and df is not None:
-        raise UserError("--df applies to family student_t only, not point")
+    known = round_families()
+    if family is not None and family not in known:
+        raise UserError(f"Rounds score the families {', '.join(known)} (got {family!r})")
+    if family == POINT_FAMILY and df is not None:
+        raise UserError("; ".join(families.param_problems(family, {"df": df}, option="--")))
     if not path.is_file():
         raise UserError(f"No such file: {path.name}")
     sha = file_sha256(path)
     rnd = _gate(wh, round_name, name, sha, now)
-    density = family if family in DENSITY_FAMILIES else "gaussian"
+    density = (
+        family if family is not None and families.is_density(family) else families.DEFAULT_FAMILY
+    )
     opened = open_forecast_file(wh, path, name, family=density, df=df, checksum=sha)
     view = f"round_in_{next(_views)}"
     try:
@@ -222,7 +229,7 @@ def submit_table(
         "horizon": table.column("horizon").cast(pa.int64()),
         "prediction": table.column("mu").cast(pa.float64()),
     }
-    if family not in ("point", QUANTILE_FAMILY):
+    if family not in (POINT_FAMILY, QUANTILE_FAMILY):
         columns["sigma"] = table.column("sigma").cast(pa.float64())
     if "level" in names and family == QUANTILE_FAMILY:
         columns[LEVEL_COLUMN] = table.column("level").cast(pa.float64())
@@ -282,7 +289,7 @@ def _store(
         )
     problems = []
     grid = grid or []
-    if not quantile and n_components > 1 and family == "point":
+    if not quantile and n_components > 1 and family == POINT_FAMILY:
         problems.append("a mixture (several components) needs a sigma per component")
     multi = quantile or n_components > 1
     if not problems:
@@ -354,7 +361,7 @@ def _store(
         wh.execute(
             f"""INSERT INTO {table}
                 SELECT ?, s.gvkey, i.item_id, s.horizon::TINYINT, {component}s.mu,
-                       {"NULL" if family in ("point", QUANTILE_FAMILY) else "s.sigma"}
+                       {"NULL" if family in (POINT_FAMILY, QUANTILE_FAMILY) else "s.sigma"}
                 FROM {view} s JOIN ref.items i ON i.item = s.target""",
             [sid],
         )

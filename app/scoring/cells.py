@@ -30,11 +30,10 @@ from proforma.app.store.columns import to_arrow, to_numpy
 from proforma.app.store.rules import build_rules
 from proforma.app.store.warehouse import IN_IDS, Warehouse, out_of_resources
 from proforma.contracts.errors import UserError
+from proforma.contracts.families import param_names
+from proforma.contracts.metrics import COVERAGE_LEVELS, coverage_bounds
 from proforma.contracts.provenance import utcnow
 from proforma.contracts.rules import RuleSet
-
-#: Central interval probabilities whose coverage is reported.
-COVERAGE_LEVELS = (0.50, 0.80, 0.90, 0.95)
 
 Progress = Callable[[str], None]
 
@@ -106,9 +105,9 @@ def quantile_grid_params(levels: list[float]) -> dict[str, Any]:
         "median_k": component(0.5),
     }
     for p in COVERAGE_LEVELS:
-        tag = f"{round(p * 100)}"
-        out[f"lo{tag}"] = component((1 - p) / 2)
-        out[f"hi{tag}"] = component((1 + p) / 2)
+        lo, hi = coverage_bounds(p)
+        out[f"lo{p}"] = component(lo)
+        out[f"hi{p}"] = component(hi)
     return out
 
 
@@ -152,12 +151,17 @@ def rule_params(rules: RuleSet) -> dict[str, Any]:
     return rules.variables()
 
 
+def family_params(sub: dict[str, Any]) -> dict[str, Any]:
+    """The SQL variables of a submission's family (054, 057): its name and its shape
+    parameters (every one the registry knows, NULL where the family has none)."""
+    return {"family": sub["family"], **{name: sub.get(name) for name in param_names()}}
+
+
 def single_params(sub: dict[str, Any], ctx: Context) -> dict[str, Any]:
     """The SQL variables of 057's per-cell terms for a single-forecast submission."""
     return {
         "submission_id": int(sub["submission_id"]),
-        "family": sub["family"],
-        "df": sub["df"],
+        **family_params(sub),
         **rule_params(ctx.rules),
     }
 
@@ -256,7 +260,9 @@ def cell_score_rows(wh: Warehouse, sid: int, split: str = "test") -> pa.Table:
     ctx = scoring_context(wh)
     register_functions(wh)
     stored = stored_file(wh, sid)
-    columns = "cell, r, NULL::DOUBLE AS r_abs, nll, crps, z, u, in50, in80, in90, in95"
+    columns = "cell, r, NULL::DOUBLE AS r_abs, nll, crps, z, u, " + ", ".join(
+        f"in{p}" for p in COVERAGE_LEVELS
+    )
     if stored is None:
         ensure_cell_scores(wh, [sid], ctx)
         return wh.arrow(

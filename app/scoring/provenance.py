@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from proforma.app.store import metric_sql
+from proforma.app.store import family_sql, metric_sql
 from proforma.app.store.sqlfiles import SQL_DIR, folder_checksum
 from proforma.app.store.warehouse import Warehouse
 
@@ -21,8 +21,9 @@ def eval_sql_version() -> str:
         for p in sorted((SQL_DIR / "eval").glob("*.sql"))
     )
     # the metric definitions fill the aggregate steps' slots: a new or changed metric is a
-    # new version (contracts/metrics.py)
-    return _eval_version((*stamp, metric_sql.fingerprint()))
+    # new version (contracts/metrics.py); so do the density families' terms
+    # (contracts/families.py)
+    return _eval_version((*stamp, metric_sql.fingerprint(), family_sql.fingerprint()))
 
 
 @functools.lru_cache(maxsize=8)

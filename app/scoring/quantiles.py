@@ -16,7 +16,8 @@ from typing import Any
 import pyarrow as pa
 
 from proforma.app.store.warehouse import Warehouse
-from proforma.contracts.forecasts import LEVEL_COLUMN, QUANTILE_FAMILY, QUANTILE_SCHEMA
+from proforma.contracts.families import QUANTILE_FAMILY
+from proforma.contracts.forecasts import LEVEL_COLUMN, QUANTILE_SCHEMA
 
 __all__ = ["FAMILY", "LEVEL_COLUMN", "MAX_LEVELS", "QUANTILE_SCHEMA"]
 

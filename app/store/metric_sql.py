@@ -17,6 +17,10 @@ Slots:
 - `metric_finish`: each metric from the sums (`sse / n AS mse, ...`);
 - `metric_columns`: the metric names (`r2, mse, ...`);
 - `metric_coverage_flags`: in{p} from the PIT u (`u BETWEEN 0.25 AND 0.75 AS in50, ...`);
+- `metric_coverage_names`: the in{p} column names as SQL strings (`'in50', ...`);
+- `metric_quantile_bounds`, `metric_quantile_coverage`: a quantile grid's quantiles at
+  each interval's levels (components getvariable('lo50'), ('hi50'), ...) and in{p} from
+  them (sql/eval/056);
 - `metric_pit_bin`: a cell's PIT bin from its u (NULL without u);
 - `metric_pit_columns`, `metric_pit_counts`, `metric_pit_zeros`, `metric_pit_sums`: the
   per-group PIT bin columns pit0.. with their types, counted from pit_bin, as constant 0
@@ -106,6 +110,22 @@ def _coverage_flags() -> str:
     return ", ".join(parts)
 
 
+def _coverage_names() -> str:
+    return ", ".join(f"'in{p}'" for p in COVERAGE_LEVELS)
+
+
+def _quantile_bounds() -> str:
+    return ", ".join(
+        f"any_value(q) FILTER (WHERE k = getvariable('{end}{p}')) AS {end}{p}"
+        for p in COVERAGE_LEVELS
+        for end in ("lo", "hi")
+    )
+
+
+def _quantile_coverage() -> str:
+    return ", ".join(f"lo{p} <= y AND y <= hi{p} AS in{p}" for p in COVERAGE_LEVELS)
+
+
 def _pit_bin() -> str:
     # least() skips NULLs: the CASE keeps a cell with no u out of the last bin
     return (
@@ -176,6 +196,9 @@ SLOTS = {
     "metric_columns": _columns,
     "metric_coverage_flags": _coverage_flags,
     "metric_coverage_columns": _coverage_columns,
+    "metric_coverage_names": _coverage_names,
+    "metric_quantile_bounds": _quantile_bounds,
+    "metric_quantile_coverage": _quantile_coverage,
     "metric_pit_bin": _pit_bin,
     "metric_pit_columns": _pit_columns,
     "metric_pit_counts": _pit_counts,

@@ -4,8 +4,10 @@ Values reach SQL as DuckDB session variables (`getvariable('name')`), so every f
 stays plain SQL that sqlglot and DuckDB parse as-is. Identifiers that must vary
 (rare) are written `{{ name }}` and are checked against a strict pattern. The per-metric
 lists of the aggregate steps are `{{ metric_... }}` slots, filled from the metric
-registry when a file is read (`proforma.app.store.metric_sql`): a step's text, its
-checksum and what runs are the filled text.
+registry when a file is read (`proforma.app.store.metric_sql`), and what differs by
+density family in the per-cell terms is `{{ family_... }}` slots, filled from the family
+registry (`proforma.app.store.family_sql`): a step's text, its checksum and what runs are
+the filled text.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from proforma.app.store import metric_sql
+from proforma.app.store import family_sql, metric_sql
 from proforma.contracts import ROOT
 from proforma.contracts.errors import UserError
 
@@ -182,8 +184,8 @@ def sql_file(name: str | Path) -> SqlFile:
 
 
 def _read(path: Path) -> SqlFile:
-    """A step as it runs: its metric slots filled from the registry."""
-    return SqlFile(path, metric_sql.expand(path.read_text()))
+    """A step as it runs: its family and metric slots filled from the registries."""
+    return SqlFile(path, metric_sql.expand(family_sql.expand(path.read_text())))
 
 
 def query_text(name: str | Path) -> str:

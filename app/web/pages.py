@@ -32,6 +32,7 @@ from proforma.app.scoring.cards import CardFilter, cards
 from proforma.app.scoring.leaderboard import provenance
 from proforma.app.store.warehouse import Warehouse
 from proforma.app.web import TEMPLATES_DIR
+from proforma.contracts import families
 from proforma.contracts.metrics import METRICS, Better, Metric, coverage_names
 
 router = APIRouter(include_in_schema=False)
@@ -93,6 +94,9 @@ templates.env.globals["fmt_metric"] = fmt_metric
 templates.env.globals["metrics"] = METRICS
 #: The scores among them (better lower or higher; not the calibration diagnostics).
 templates.env.globals["score_metrics"] = score_metrics
+#: The density families (contracts/families.py), read as a page renders: the upload
+#: forms' options and shape-parameter fields.
+templates.env.globals["density_families"] = families
 
 
 def _render(request: Request, name: str, page: str, **context: Any) -> HTMLResponse:

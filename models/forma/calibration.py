@@ -24,6 +24,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
+from proforma.contracts import families
+from proforma.contracts.errors import UserError
 from proforma.models.forma.batching import WindowStore
 
 LEVELS = (0.5, 0.8, 0.9, 0.95)
@@ -82,14 +84,12 @@ def realized_cells(store: WindowStore) -> dict[str, np.ndarray]:
     }
 
 
-def component_cdf(z: np.ndarray, family: str = "gaussian") -> np.ndarray:
-    """CDF of the standardized residual z = (y - mu) / sigma; Laplace with b = sigma / sqrt 2."""
-    from scipy.special import ndtr
-
-    if family == "laplace":
-        t = np.sqrt(2.0) * z
-        return np.where(t < 0, 0.5 * np.exp(np.minimum(t, 0)), 1 - 0.5 * np.exp(-np.maximum(t, 0)))
-    return ndtr(z)
+def component_cdf(z: np.ndarray, family: str = families.DEFAULT_FAMILY) -> np.ndarray:
+    """CDF of the standardized residual z = (y - mu) / sigma (the family registry's)."""
+    cdf = families.FAMILIES[family].standard_cdf
+    if cdf is None:
+        raise UserError(f"Family {family} has no standard CDF for the calibration")
+    return np.asarray(cdf(z))
 
 
 def central_coverage(

@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from proforma.contracts import families
+from proforma.contracts.errors import UserError
 from proforma.models import FORECAST_SCHEMA
 from proforma.models.forma.batching import (
     Batch,
@@ -164,21 +166,16 @@ def mixture_quantile(
     axis: int = 0,
     iters: int = 60,
 ) -> np.ndarray:
-    """Quantile p of the equal-weight mixture over `axis`, by bisection on its CDF."""
-    from scipy.special import ndtr
-
+    """Quantile p of the equal-weight mixture over `axis`, by bisection on its CDF (each
+    component's the family registry's, contracts/families.py)."""
+    standard = families.FAMILIES[family].standard_cdf
+    if standard is None:
+        raise UserError(f"Family {family} has no standard CDF for a mixture's quantile")
     mu = np.moveaxis(np.asarray(mu, float), axis, 0)
     sigma = np.moveaxis(np.asarray(sigma, float), axis, 0)
 
     def cdf(y: np.ndarray) -> np.ndarray:
-        z = (y - mu) / sigma
-        if family == "laplace":
-            b = sigma / np.sqrt(2.0)
-            z = (y - mu) / b
-            return np.where(
-                z < 0, 0.5 * np.exp(np.minimum(z, 0)), 1 - 0.5 * np.exp(-np.maximum(z, 0))
-            ).mean(0)
-        return ndtr(z).mean(0)
+        return np.asarray(standard((y - mu) / sigma)).mean(0)
 
     lo = (mu - 40 * sigma).min(0)
     hi = (mu + 40 * sigma).max(0)

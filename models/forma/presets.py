@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from proforma.contracts import families
 from proforma.contracts.errors import UserError
 from proforma.models.numerics import MATMUL_PRECISIONS
 
@@ -56,7 +57,7 @@ class FormaConfig:
     # exponential moving average of the weights (models/forma/averaging.py); 0 = off,
     # the final weights are the model
     ema_decay: float = 0.0
-    family: str = "gaussian"  # or "laplace"
+    family: str = families.DEFAULT_FAMILY  # or laplace: a family with a loss in losses.py
     # curriculum: max horizon 4, 4, 8, 12, ... capped at max_horizon
     horizon_start: int = 4
     horizon_step: int = 4
@@ -204,8 +205,12 @@ def preset(name: str, **overrides) -> FormaConfig:
             f"Unknown matmul_precision {cfg.matmul_precision!r}; use one of "
             f"{', '.join(MATMUL_PRECISIONS)}"
         )
-    if cfg.family not in ("gaussian", "laplace"):
-        raise UserError(f"Unknown family {cfg.family!r}; use gaussian or laplace")
+    # a family of the registry whose CDF the calibration reads (contracts/families.py);
+    # its loss is in losses.py
+    spec = families.FAMILIES.get(cfg.family)
+    if spec is None or spec.standard_cdf is None:
+        trained = [f.name for f in families.FAMILIES.values() if f.standard_cdf is not None]
+        raise UserError(f"Unknown family {cfg.family!r}; use {' or '.join(trained)}")
     return cfg
 
 

@@ -7,5 +7,5 @@
 INSERT INTO eval.cell_density_scores BY NAME
 SELECT getvariable('submission_id') AS submission_id,
        COLUMNS(lambda c: c IN ('cell', 'r', 'r_abs', 'nll', 'crps', 'z', 'u',
-                               'in50', 'in80', 'in90', 'in95'))
+                               {{ metric_coverage_names }}))
 FROM {{ terms }};

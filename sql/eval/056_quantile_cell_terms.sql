@@ -11,8 +11,9 @@
 --   r    = mean - actual, mean = q_1 tau_1 + sum of trapezoids + q_K (1 - tau_K);
 --   r_abs = median - actual (level getvariable('median_k'); NULL without level 0.5);
 --   u    = F(actual), the distribution's CDF (0 below q_1, 1 from q_K on);
---   in50..in95: q_lo <= actual <= q_hi for the levels (1 -+ p) / 2 (components
---          getvariable('lo50'), ('hi50'), ...; NULL when the grid lacks the pair).
+--   in{p}: q_lo <= actual <= q_hi for the levels (1 -+ p) / 2 of each coverage level p
+--          (components getvariable('lo50'), ('hi50'), ...; NULL when the grid lacks
+--          the pair; the levels are the metric registry's, filled into the slots).
 -- No NLL and no z: a quantile grid has no density.
 CREATE OR REPLACE TEMP VIEW quantile_cell_terms AS
 WITH levels AS (
@@ -60,14 +61,7 @@ per_cell AS (
         any_value(q) FILTER (WHERE k = 0) AS q_first,
         any_value(q) FILTER (WHERE k = getvariable('k_levels') - 1) AS q_last,
         max(u_inside) AS u_inside,
-        any_value(q) FILTER (WHERE k = getvariable('lo50')) AS lo50,
-        any_value(q) FILTER (WHERE k = getvariable('hi50')) AS hi50,
-        any_value(q) FILTER (WHERE k = getvariable('lo80')) AS lo80,
-        any_value(q) FILTER (WHERE k = getvariable('hi80')) AS hi80,
-        any_value(q) FILTER (WHERE k = getvariable('lo90')) AS lo90,
-        any_value(q) FILTER (WHERE k = getvariable('hi90')) AS hi90,
-        any_value(q) FILTER (WHERE k = getvariable('lo95')) AS lo95,
-        any_value(q) FILTER (WHERE k = getvariable('hi95')) AS hi95
+        {{ metric_quantile_bounds }}
     FROM terms
     GROUP BY cell
     HAVING count(*) = getvariable('k_levels') AND bool_and(isfinite(q))
@@ -78,8 +72,5 @@ SELECT
     median - y AS r_abs,
     crps,
     CASE WHEN y < q_first THEN 0.0 WHEN y >= q_last THEN 1.0 ELSE u_inside END AS u,
-    lo50 <= y AND y <= hi50 AS in50,
-    lo80 <= y AND y <= hi80 AS in80,
-    lo90 <= y AND y <= hi90 AS in90,
-    lo95 <= y AND y <= hi95 AS in95
+    {{ metric_quantile_coverage }}
 FROM per_cell;

@@ -8,7 +8,7 @@ INSERT INTO rounds.cell_scores BY NAME
 SELECT getvariable('submission_id') AS submission_id, c.gvkey, c.item_id, c.horizon,
        t.* EXCLUDE (cell)
 FROM (SELECT COLUMNS(lambda c: c IN ('cell', 'r', 'nll', 'crps', 'z', 'u',
-                                     'in50', 'in80', 'in90', 'in95')),
+                                     {{ metric_coverage_names }})),
              {{ r_abs }} AS r_abs
       FROM {{ terms }}) AS t
 JOIN round_cells AS c USING (cell);

@@ -20,6 +20,7 @@ from proforma.app.read.disclosure import disclosed_live, disclosed_round
 from proforma.app.read.errors import BadUpload
 from proforma.app.read.formats import clean
 from proforma.app.store.warehouse import Warehouse
+from proforma.contracts import families
 
 router = APIRouter(prefix="/rounds", tags=["rounds"])
 
@@ -72,7 +73,8 @@ async def submit(
 ) -> Any:
     """multipart/form-data: `file` (firm, target, origin, horizon, prediction[, sigma,
     component, quantile_level]), `name` (the model; one submission per name and round),
-    optional `family` (gaussian, laplace, student_t, quantile, point) and `df` (Student-t).
+    optional `family` (a density family of contracts/families.py, quantile or point;
+    docs/models.md, "Density families") and `df` (a family's degrees of freedom).
     The file comes in by the uploads' door (the same limits, daily count, file checks
     and job worker) and is checked by the static benchmark's reader. Late (403),
     duplicate or changed (409) and refused (422) submissions store nothing."""
@@ -127,17 +129,20 @@ def check_round_form(
     """What the form alone says against the round (before the file is queued): the round
     exists and takes files, the family and df are ones a round scores."""
     from proforma.app.rounds import get_round
-    from proforma.app.rounds.submit import ROUND_FAMILIES
+    from proforma.app.rounds.submit import round_families
 
     get_round(wh, round_name)  # 404 for an unknown round
-    if family is not None and family not in ROUND_FAMILIES:
-        raise BadUpload(f"Rounds score the families {', '.join(ROUND_FAMILIES)} (got {family!r})")
-    if family == "student_t":
+    known = round_families()
+    if family is not None and family not in known:
+        raise BadUpload(f"Rounds score the families {', '.join(known)} (got {family!r})")
+    spec = families.FAMILIES.get(family or "")
+    if spec is not None and spec.params:
         from proforma.app.scoring.submissions.checks import check_family
 
-        check_family(family, df)
+        check_family(family or "", df)
     elif df is not None:
-        raise BadUpload(f"`df` applies to family student_t only, not {family or 'the default'}")
+        owners = " or ".join(families.families_with("df"))
+        raise BadUpload(f"`df` applies only to family {owners}, not {family or 'the default'}")
 
 
 class NewRound(BaseModel):

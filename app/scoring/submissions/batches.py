@@ -29,6 +29,7 @@ from proforma.app.scoring.submissions.checks import (
 )
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError, ValidationError
+from proforma.contracts.families import DEFAULT_FAMILY
 from proforma.contracts.forecasts import FORECAST_SCHEMA as MODEL_FORECAST_SCHEMA
 from proforma.contracts.forecasts import SPACES
 
@@ -160,7 +161,7 @@ def ingest_forecasts(
     name: str,
     batches: Iterable[pa.RecordBatch] | pa.RecordBatchReader | pa.Table,
     *,
-    family: str = "gaussian",
+    family: str = DEFAULT_FAMILY,
     df: float | None = None,
     source: str = "model",
     metadata: dict | None = None,

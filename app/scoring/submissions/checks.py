@@ -15,8 +15,8 @@ from proforma.app.scoring import quantiles
 from proforma.app.scoring.cells import forget_cell_scores
 from proforma.app.scoring.provenance import current_build_id, to_json
 from proforma.app.store.warehouse import Warehouse
+from proforma.contracts import families
 from proforma.contracts.errors import UserError, ValidationError
-from proforma.contracts.forecasts import FAMILIES
 from proforma.contracts.provenance import utcnow
 
 MAX_EXAMPLES = 3
@@ -29,9 +29,6 @@ MAX_ABS_PREDICTION = 60
 SIGMA_MIN = 1.1754943508222875e-38
 SIGMA_MAX = 3.4028234663852886e38
 BAD_SIGMA = "sigma missing, not finite, or outside [1.2e-38, 3.4e38] (the 32-bit float range)"
-#: The largest Student-t df accepted: beyond it the t is the Gaussian to 1e-6, and
-#: log-gamma of a far larger df loses every digit of the density (or overflows).
-DF_MAX = 1e6
 HUGE_PREDICTION = (
     f"|prediction| > {MAX_ABS_PREDICTION}: predictions are standardized levels, clipped to "
     f"|x| <= 6; values this large are almost surely raw reported units (dollars). "
@@ -51,15 +48,15 @@ def new_problem(
 
 
 def check_family(family: str, df: float | None) -> None:
-    if family not in FAMILIES:
-        raise UserError(f"Unknown family {family!r}: use one of {', '.join(FAMILIES)}")
-    if family == "student_t":
-        # df > 1: the t's mean, and so its CRPS, exists only there (the upload form's
-        # rule; one rule for every door)
-        if df is None or not 1 < df <= DF_MAX:
-            raise UserError(f"family student_t needs --df NU with 1 < NU <= {DF_MAX:g}")
-    elif df is not None:
-        raise UserError(f"--df applies to family student_t only, not {family}")
+    """The family a submission names and its shape parameters (df), as the family registry
+    defines them (contracts/families.py): one rule for every door, and the only check of
+    a family name since eval.submissions has no CHECK on it (migration V0190)."""
+    if family not in families.submission_families():
+        known = ", ".join(families.submission_families())
+        raise UserError(f"Unknown family {family!r}: use one of {known}")
+    problems = families.param_problems(family, {"df": df}, option="--")
+    if problems:
+        raise UserError("; ".join(problems))
 
 
 def check_model_name(name: str) -> None:
@@ -104,6 +101,7 @@ def new_submission(
     checksum: str,
     metadata: dict | None,
 ) -> int:
+    check_family(family, df)
     sid = int(wh.scalar("SELECT nextval('eval.submission_id_seq')"))
     wh.execute(
         "INSERT INTO eval.submissions (submission_id, name, source, family, df, has_sigma, "

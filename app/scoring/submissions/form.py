@@ -15,10 +15,10 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticError
 
-from proforma.app.scoring.submissions.checks import DF_MAX
 from proforma.app.scoring.submissions.uploads import column_report
+from proforma.contracts import families
 from proforma.contracts.errors import UserError
-from proforma.contracts.forecasts import FAMILIES, SUBMISSION_COLUMNS, accepted_names
+from proforma.contracts.forecasts import SUBMISSION_COLUMNS, accepted_names
 from proforma.contracts.quarters import check_quarter_or_date
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.:+()\-]{0,79}$")
@@ -42,7 +42,7 @@ class SubmissionMeta(BaseModel):
     name: str
     description: str = Field(default="", max_length=4000)
     code_url: str = Field(default="", max_length=500)
-    family: str = "gaussian"
+    family: str = families.DEFAULT_FAMILY
     df: float | None = None
     training_cutoff: str
     leakage_statement: str = Field(min_length=1, max_length=4000)
@@ -74,9 +74,10 @@ class SubmissionMeta(BaseModel):
     @field_validator("family")
     @classmethod
     def _family(cls, v: str) -> str:
-        v = v.strip().lower().replace("-", "_") or "gaussian"
-        if v not in FAMILIES:
-            raise ValueError(f"must be {', '.join(FAMILIES[:-1])} or {FAMILIES[-1]}")
+        v = families.normalize(v)
+        known = families.submission_families()
+        if v not in known:
+            raise ValueError(f"must be {', '.join(known[:-1])} or {known[-1]}")
         return v
 
     @field_validator("training_cutoff")
@@ -98,12 +99,9 @@ class SubmissionMeta(BaseModel):
 
     @model_validator(mode="after")
     def _df(self) -> SubmissionMeta:
-        if self.family == "student_t" and (self.df is None or self.df <= 1):
-            raise ValueError("family student_t needs df > 1")
-        if self.df is not None and not self.df <= DF_MAX:
-            raise ValueError(f"df must be at most {DF_MAX:g} (beyond, use family gaussian)")
-        if self.family != "student_t" and self.df is not None:
-            raise ValueError("df applies only to family student_t")
+        problems = families.param_problems(self.family, {"df": self.df})
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
 

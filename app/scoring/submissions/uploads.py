@@ -32,6 +32,7 @@ from proforma.app.scoring.submissions.checks import (
 )
 from proforma.app.store.warehouse import Warehouse, out_of_resources
 from proforma.contracts.errors import UserError, ValidationError
+from proforma.contracts.families import DEFAULT_FAMILY
 from proforma.contracts.forecasts import COLUMN_ALIASES as ALIASES
 from proforma.contracts.forecasts import OPTIONAL_COLUMNS as OPTIONAL
 from proforma.contracts.forecasts import SUBMISSION_COLUMNS as REQUIRED
@@ -321,7 +322,7 @@ def open_forecast_file(
     path: str | Path,
     name: str,
     *,
-    family: str = "gaussian",
+    family: str = DEFAULT_FAMILY,
     df: float | None = None,
     checksum: str | None = None,
 ) -> ForecastFile:
@@ -340,7 +341,7 @@ def open_forecast_file(
     except (pa.ArrowException, OSError) as exc:
         raise _unreadable(name, path, _without_path(str(exc), path)) from None
     quantile = any(f.name.lower() == quantiles.LEVEL_COLUMN for f in schema)
-    if quantile and family in ("gaussian", quantiles.FAMILY) and df is None:
+    if quantile and family in (DEFAULT_FAMILY, quantiles.FAMILY) and df is None:
         family = quantiles.FAMILY
     elif quantile or family == quantiles.FAMILY:
         raise UserError(
@@ -398,7 +399,7 @@ def ingest_parquet(
     path: str | Path,
     name: str,
     *,
-    family: str = "gaussian",
+    family: str = DEFAULT_FAMILY,
     df: float | None = None,
     metadata: dict | None = None,
     source: str = "upload",
@@ -409,7 +410,7 @@ def ingest_parquet(
     Raises ValidationError (with `.problems`: every problem's count and example rows)
     and writes nothing when the file is not acceptable. Warnings (non-finite or huge
     predictions) are stored in eval.submissions.warnings. A file with a quantile_level
-    column is a quantile submission (family "quantile"; the default "gaussian" is taken
+    column is a quantile submission (family "quantile"; the default family is taken
     as unspecified).
     """
     path = Path(path)
@@ -547,7 +548,7 @@ def family_sidecar(path: str | Path) -> tuple[str, float | None] | None:
         return None
     try:
         meta = json.loads(side.read_text(encoding="utf-8"))
-        family = str(meta.get("family", "gaussian")).lower()
+        family = str(meta.get("family", DEFAULT_FAMILY)).lower()
         df = meta.get("df")
         df = None if df is None else float(df)
     except (ValueError, TypeError, AttributeError, OSError) as exc:
