@@ -48,6 +48,11 @@ def writer() -> Iterator[Warehouse]:
         wh.close()
 
 
+def note(text: str) -> None:
+    """A line about the run (a flow's progress, a note, a warning): stderr, as it is."""
+    status_console.print(text, highlight=False, soft_wrap=True, markup=False)
+
+
 def summary(text: str) -> None:
     """The one line every job ends with (on stderr)."""
     status_console.print(f"[bold green]done:[/] {text}", highlight=False, soft_wrap=True)

@@ -17,7 +17,7 @@ import pyarrow as pa
 import typer
 from rich.table import Table
 
-from proforma.app.cli.common import console, summary
+from proforma.app.cli.common import console, note, summary
 from proforma.app.flows import forma as flows
 from proforma.app.flows.forma import (
     identities_table,
@@ -153,7 +153,7 @@ def train_forma(
         ship=ship,
         jobs=jobs,
         keep_epochs=parse_epochs(keep_epochs),
-        log=console.print,
+        log=note,
         command="proforma " + " ".join(sys.argv[1:]),
     )
     trained = ", ".join(f"{s} loss {v:.3f}" for s, v in rep.final_losses.items())
@@ -215,7 +215,7 @@ def predict_forma(
             device=device,
             batch_size=batch_size,
             threads=threads,
-            log=console.print,
+            log=note,
         )
         summary(
             "forma: no validation origins held out: nothing to calibrate"
@@ -236,7 +236,7 @@ def predict_forma(
         calibrate=calibrate,
         threads=threads,
         jobs=jobs,
-        log=console.print,
+        log=note,
     )
     scored = ""
     if rep.score_run_id is not None:
