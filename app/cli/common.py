@@ -111,8 +111,8 @@ class RunningServer:
 
     def get(self, path: str, **params: Any) -> Any:
         """GET `path` (JSON) from the server; a failure is a UserError with its message."""
-        # urllib.request brings ssl and http.client: 20 ms of every start, for the
-        # commands that ask a running server only
+        # urllib.request brings ssl and http.client, which only the commands that ask a
+        # running server need, into every start (bench/start_imports.py)
         import urllib.error
         import urllib.parse
         import urllib.request

@@ -42,7 +42,8 @@ def _report_problems(exc: ValidationError) -> None:
 
 
 def submit_command(
-    # str, not Path: typer coerces a Path through pydantic, 0.3 s of every submit's start
+    # str, not Path: typer coerces a Path through pydantic, which every submit's start
+    # would import (bench/start_imports.py)
     file: Annotated[
         str,
         typer.Argument(

@@ -62,7 +62,7 @@ def scoring_context(wh: Warehouse) -> Context:
 
 def _t_cdf(x: pa.Array, nu: pa.Array) -> pa.Array:
     """Student-t CDF for the SQL UDF eval_t_cdf (SQL has no incomplete beta function)."""
-    from scipy import special  # here, not at the top: scipy costs every CLI start 0.1 s
+    from scipy import special  # here, not at the top: scipy would weigh on every CLI start
 
     xs = to_numpy(x).astype(float)
     ns = to_numpy(nu).astype(float)

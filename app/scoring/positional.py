@@ -246,8 +246,8 @@ def frame(
 #: over the grid span by span, each span whole (item, horizon, origin) groups, and the
 #: grid's pages a span read are released after it, so the memory a run holds does not
 #: grow with the panel (the upload's own layout aside). Each span is a statement of its
-#: own, and a smaller span costs time: a demo-sized density file's `score` took 0.4 s
-#: longer with spans of 2^21 positions, for 35 MB less memory.
+#: own, and a smaller span costs time for little memory (docs/scoring.md, "Figures
+#: behind the code's choices").
 SPAN = 1 << 22
 
 

@@ -302,7 +302,8 @@ def _write_run(
         if stored:
             _aggregate_by_position(wh, fp, ctx, stored, n)
         wh.run_step("eval/070_metrics", {"score_run_id": run_id})
-    # one statement for every candidate (one execute each cost 1-2 ms: 0.5 s at 500)
+    # one statement for every candidate: an execute each made a run's cost grow with the
+    # submissions (docs/scoring.md, "Figures behind the code's choices")
     got = [coverage[sid].predicted_cells for sid in candidates]
     wh.execute(
         "INSERT INTO eval.coverage SELECT ?, unnest(?::INTEGER[]), ?, unnest(?::BIGINT[]), "

@@ -51,9 +51,9 @@ def diebold_mariano(d: np.ndarray, h: int) -> tuple[float, float, float]:
         return mean, math.nan, math.nan
     stat *= math.sqrt(hln)
     # scipy.stats.t.sf(x, df) is special.stdtr(df, -x): the same value without the
-    # distribution object's per-call overhead (about 0.1 ms, once per pair, loss and
-    # horizon: a run tests a new submission against every other one)
-    from scipy import special  # here, not at the top: scipy costs every CLI start 0.1 s
+    # distribution object's per-call overhead (paid once per pair, loss and horizon: a
+    # run tests a new submission against every other one)
+    from scipy import special  # here, not at the top: scipy would weigh on every CLI start
 
     p = float(2 * special.stdtr(t - 1, -abs(stat)))
     return mean, stat, p
@@ -63,7 +63,7 @@ def diebold_mariano_rows(d: np.ndarray, h: int) -> tuple[np.ndarray, np.ndarray,
     """`diebold_mariano` of every row of d (pairs x periods, the same periods): (mean,
     statistic, p) arrays, NaN where the test is not defined. Row-wise the same arithmetic,
     vectorized over the pairs: a run tests a new submission against every other one."""
-    from scipy import special  # here, not at the top: scipy costs every CLI start 0.1 s
+    from scipy import special  # here, not at the top: scipy would weigh on every CLI start
 
     d = np.asarray(d, dtype=float)
     rows, t = d.shape
