@@ -100,7 +100,7 @@ class Scorer:
 
     def retire(self, wh: Warehouse, submission_id: int) -> None:
         """Take a failed upload's submission out of service (no active submission stays)."""
-        from proforma.app.scoring.submissions.registry import retire_submission
+        from proforma.app.scoring.submissions.current import retire_submission
 
         retire_submission(wh, submission_id)
 

@@ -363,7 +363,7 @@ def footprint_create(
 ) -> None:
     """Create a footprint: a predicate, an origin sample, or a frozen common sample."""
     from proforma.app.scoring import create_footprint, get_footprint
-    from proforma.app.scoring.submissions.registry import resolve_submissions
+    from proforma.app.scoring.submissions.current import resolve_submissions
 
     with writer() as wh:
         ids = resolve_submissions(wh, from_submissions) if from_submissions else None

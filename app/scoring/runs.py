@@ -39,7 +39,7 @@ from proforma.app.scoring.sample import (
     prepare_run_subs,
 )
 from proforma.app.scoring.significance import Group, Pair, run_dm_tests
-from proforma.app.scoring.submissions.registry import resolve_submissions
+from proforma.app.scoring.submissions.current import resolve_submissions
 from proforma.app.scoring.submissions.store import stored_file
 from proforma.app.store.warehouse import IN_IDS, Warehouse
 from proforma.contracts.errors import NothingToScore, UserError
