@@ -164,7 +164,7 @@ def _score(
                     f"No submission covers {min_coverage:.0%} of footprint "
                     f"{fp['name']}@{fp['version']}; name the submissions to score explicitly"
                 )
-        positional.grid(wh, fp["split"])  # made (if it must be) before the run's transaction
+        positional.cell_layout(wh, fp["split"])  # made (if it must be) before the run's transaction
         with wh.transaction():
             run_id = _write_run(
                 wh,
@@ -420,7 +420,7 @@ def _aggregate_by_position(
     """run_agg rows of the run's uploads kept in the store (067, 069 for a point file):
     their cells on the common sample (of `n` cells), met by position in the footprint
     split's grid."""
-    grid = positional.grid(wh, fp["split"])
+    grid = positional.cell_layout(wh, fp["split"])
     common = grid.relation_mask(wh, "common_cells", n)
     for sid, rec in stored.items():
         params = {**single_params(submission_row(wh, sid), ctx), **grid.keys_params()}

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from proforma.app.scoring import positional
+from proforma.app.scoring.cell_layout import relation_fingerprint
 from proforma.app.scoring.cells import Context, cell_score_rows, single_params, submission_row
 from proforma.app.scoring.footprints.store import (
     Footprint,
@@ -23,7 +24,6 @@ from proforma.app.scoring.footprints.store import (
     prepare_footprint,
     temp_kind,
 )
-from proforma.app.scoring.grid import relation_fingerprint
 from proforma.app.scoring.submissions.store import stored_file
 from proforma.app.store.columns import to_arrow, to_numpy
 from proforma.app.store.warehouse import IN_IDS, Warehouse
@@ -123,7 +123,7 @@ class _ByPosition:
 
     def coverage(self, sid: int, stored: dict[str, Any]) -> Coverage:
         wh, ctx = self.wh, self.ctx
-        grid = positional.grid(wh, self.split)
+        grid = positional.cell_layout(wh, self.split)
         if self._mask is None:
             self._mask = (grid.relation_mask(wh, "fp_cells", self.n_cells),)
         footprint = self._mask[0]
@@ -263,8 +263,8 @@ def common_sample(
     )
     if whole:
         wh.execute("CREATE TEMP VIEW common_cells AS FROM fp_cells")
-        if n_cells is not None and positional.has_grid(wh, split):
-            grid = positional.grid(wh, split)
+        if n_cells is not None and positional.has_cell_layout(wh, split):
+            grid = positional.cell_layout(wh, split)
             if n_cells == grid.n_scoreable:
                 return n_cells, grid.cells_fingerprint(wh, "common_cells")
     else:

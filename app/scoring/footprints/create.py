@@ -48,7 +48,7 @@ def create_footprint(
         # an upload kept in the store says it through the split's cell grid, made here if
         # it must be (outside the transaction below).
         ensure_cell_scores(wh, [int(s) for s in submissions], scoring_context(wh))
-        positional.grid(wh, split)
+        positional.cell_layout(wh, split)
     with wh.transaction():
         if submissions:
             fid = insert_footprint(
