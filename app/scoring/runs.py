@@ -419,19 +419,19 @@ def _aggregate_by_position(
 ) -> None:
     """run_agg rows of the run's uploads kept in the store (067, 069 for a point file):
     their cells on the common sample (of `n` cells), met by position in the footprint
-    split's grid."""
-    grid = positional.cell_layout(wh, fp["split"])
-    common = grid.relation_mask(wh, "common_cells", n)
+    split's layout."""
+    layout = positional.cell_layout(wh, fp["split"])
+    common = layout.relation_mask(wh, "common_cells", n)
     for sid, rec in stored.items():
-        params = {**single_params(submission_row(wh, sid), ctx), **grid.keys_params()}
-        dense = positional.dense_upload(wh, grid, rec, float32_sigma=params["float32_residuals"])
+        params = {**single_params(submission_row(wh, sid), ctx), **layout.keys_params()}
+        dense = positional.dense_upload(wh, layout, rec, float32_sigma=params["float32_residuals"])
         step = (
             "067_cell_aggregates_positional"
             if rec["sigma"]
             else "069_cell_aggregates_positional_point"
         )
         # span by span: the sums of a group are all in one span (positional.spans)
-        for _ in positional.span_terms(wh, grid, dense, params, common, with_row=True):
+        for _ in positional.span_terms(wh, layout, dense, params, common, with_row=True):
             wh.run_step(f"eval/{step}", params)
 
 
