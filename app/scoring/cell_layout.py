@@ -24,8 +24,10 @@ import os
 import secrets
 import shutil
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -361,56 +363,21 @@ def _write_dense(
     block_oq = (row_origin[block_first] - q0).astype(np.int16) if n_rows else block_rows[:0]
     tmp = folder.with_name(f".{folder.name}.{secrets.token_hex(6)}.tmp")
     tmp.mkdir(parents=True)  # the cache folder too, on first use
-    files = {}
-    for name, dtype in COLUMNS.items():
-        f = open(tmp / f"{name}.npy", "wb")  # noqa: SIM115 - closed below
-        header = {
-            "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
-            "fortran_order": False,
-            "shape": (size,),
-        }
-        np.lib.format.write_array_header_1_0(f, header)
-        files[name] = f
+    files = _npy_files(tmp, size)
     reader = wh.reader(
         "SELECT pos, actual, change FROM eval.grid_cells WHERE build_id = ? AND split = ? "
         "ORDER BY pos",
         [build_id, split],
         batch_size=READ_BATCH,
     )
-    batches = iter(reader)
-    left: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    cells = _SortedCells(iter(reader))
     try:
         for lo in range(0, size, chunk):
             hi = min(lo + chunk, size)
-            actual = np.full(hi - lo, np.nan)
-            change = np.full(hi - lo, np.nan)
-            # the cells of [lo, hi): what is left of the last batch, then new batches
-            while True:
-                if left is None:
-                    batch = next(batches, None)
-                    if batch is None:
-                        break
-                    left = (
-                        to_numpy(batch.column(0)),
-                        to_numpy(batch.column(1)),
-                        to_numpy(batch.column(2)),
-                    )
-                pos, act, chg = left
-                cut = int(np.searchsorted(pos, hi))
-                actual[pos[:cut] - lo] = act[:cut]
-                change[pos[:cut] - lo] = chg[:cut]
-                if cut < len(pos):
-                    left = (pos[cut:], act[cut:], chg[cut:])
-                    break
-                left = None
-            # slot and origin quarter of each position from its block (origin-major,
-            # then slot, then row): sh = (position - block start) // rows in the block
-            p = np.arange(lo, hi, dtype=np.int64)
-            block = np.searchsorted(block_pos, p, side="right") - 1
-            p -= block_pos[block]
-            p //= block_rows[block]
+            actual, change = cells.piece(lo, hi)
+            sh, block = _slots_and_blocks(lo, hi, block_pos, block_rows)
             for name, values in (
-                ("sh", p.astype(np.int16)),
+                ("sh", sh),
                 ("oq", block_oq[block]),
                 ("actual", actual),
                 ("change", change),
@@ -420,7 +387,7 @@ def _write_dense(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     finally:
-        for _ in batches:  # the connection takes other work once its result is read out
+        for _ in cells.batches:  # the connection takes other work once its result is read out
             pass
         for f in files.values():
             f.close()
@@ -429,6 +396,66 @@ def _write_dense(
     except OSError:  # another process made it first: keep theirs
         shutil.rmtree(tmp, ignore_errors=True)
     _prune(folder.parent, split)
+
+
+def _npy_files(folder: Path, size: int) -> dict[str, Any]:
+    """One open .npy file per dense column, its header written for `size` values."""
+    files = {}
+    for name, dtype in COLUMNS.items():
+        f = open(folder / f"{name}.npy", "wb")  # noqa: SIM115 - the caller closes them
+        header = {
+            "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+            "fortran_order": False,
+            "shape": (size,),
+        }
+        np.lib.format.write_array_header_1_0(f, header)
+        files[name] = f
+    return files
+
+
+class _SortedCells:
+    """The truth's cells as they stream in position order, handed out piece by piece."""
+
+    def __init__(self, batches: Iterator[Any]) -> None:
+        self.batches = batches
+        self.left: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def piece(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """(actual, change) at positions [lo, hi), NaN where no cell: what is left of the
+        last batch, then new batches."""
+        actual = np.full(hi - lo, np.nan)
+        change = np.full(hi - lo, np.nan)
+        while True:
+            if self.left is None:
+                batch = next(self.batches, None)
+                if batch is None:
+                    break
+                self.left = (
+                    to_numpy(batch.column(0)),
+                    to_numpy(batch.column(1)),
+                    to_numpy(batch.column(2)),
+                )
+            pos, act, chg = self.left
+            cut = int(np.searchsorted(pos, hi))
+            actual[pos[:cut] - lo] = act[:cut]
+            change[pos[:cut] - lo] = chg[:cut]
+            if cut < len(pos):
+                self.left = (pos[cut:], act[cut:], chg[cut:])
+                break
+            self.left = None
+        return actual, change
+
+
+def _slots_and_blocks(
+    lo: int, hi: int, block_pos: np.ndarray, block_rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(slot, block) of each position in [lo, hi): origin-major, then slot, then row, so
+    sh = (position - block start) // rows in the block."""
+    p = np.arange(lo, hi, dtype=np.int64)
+    block = np.searchsorted(block_pos, p, side="right") - 1
+    p -= block_pos[block]
+    p //= block_rows[block]
+    return p.astype(np.int16), block
 
 
 #: Layouts kept per split in the cache folder (the newest; an older build's is made again
