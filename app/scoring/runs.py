@@ -139,31 +139,13 @@ def _score(
     candidates = [s for s in resolve_submissions(wh, submissions) if s not in set(exclude)]
     started, t0 = utcnow(), time.perf_counter()
     ctx = scoring_context(wh)
-    register_functions(wh)
-    forget_stale_cell_scores(wh, ctx)
-    failed = failed_submissions(wh, ctx, candidates)
-    candidates = [s for s in candidates if s not in failed]
-    ensure_cell_scores(wh, candidates, ctx, recompute=full, progress=progress)
-    failed.update(failed_submissions(wh, ctx, candidates))
-    candidates = [s for s in candidates if s not in failed]
-    if not candidates:
-        raise NothingToScore(
-            "No submission left to score: "
-            + ("; ".join(f"submission {s} failed ({why})" for s, why in failed.items()) or "none")
-        )
+    candidates = _scored_candidates(wh, ctx, candidates, full=full, progress=progress)
     try:
         n_fp = prepare_footprint_cells(wh, fp)
         coverage = ensure_coverage(wh, fp["footprint_id"], candidates, ctx, n_fp)
         ids = candidates
         if submissions is None and len(candidates) > 1:
-            ids = [
-                s for s in candidates if n_fp and coverage[s].predicted_cells >= min_coverage * n_fp
-            ]
-            if not ids:
-                raise NothingToScore(
-                    f"No submission covers {min_coverage:.0%} of footprint "
-                    f"{fp['name']}@{fp['version']}; name the submissions to score explicitly"
-                )
+            ids = _covering(fp, candidates, coverage, n_fp, min_coverage)
         positional.cell_layout(wh, fp["split"])  # made (if it must be) before the run's transaction
         with wh.transaction():
             run_id = _write_run(
@@ -189,6 +171,55 @@ def _score(
             f"footprint {fp['name']}@{fp['version']}: score run {run_id}, "
             f"{time.perf_counter() - t0:.1f}s"
         )
+    _after_run(wh, run_id, ids, board=board, coherence=coherence)
+    return run_id
+
+
+def _scored_candidates(
+    wh: Warehouse,
+    ctx: Context,
+    candidates: list[int],
+    *,
+    full: bool,
+    progress: Progress | None,
+) -> list[int]:
+    """The candidates whose cell scores exist (made now where missing), less those that
+    failed in this scoring context; NothingToScore when none is left."""
+    register_functions(wh)
+    forget_stale_cell_scores(wh, ctx)
+    failed = failed_submissions(wh, ctx, candidates)
+    candidates = [s for s in candidates if s not in failed]
+    ensure_cell_scores(wh, candidates, ctx, recompute=full, progress=progress)
+    failed.update(failed_submissions(wh, ctx, candidates))
+    candidates = [s for s in candidates if s not in failed]
+    if not candidates:
+        raise NothingToScore(
+            "No submission left to score: "
+            + ("; ".join(f"submission {s} failed ({why})" for s, why in failed.items()) or "none")
+        )
+    return candidates
+
+
+def _covering(
+    fp: Footprint,
+    candidates: list[int],
+    coverage: dict[int, Coverage],
+    n_fp: int,
+    min_coverage: float,
+) -> list[int]:
+    """The candidates that predict at least `min_coverage` of the footprint (a board's
+    members); NothingToScore when none does."""
+    ids = [s for s in candidates if n_fp and coverage[s].predicted_cells >= min_coverage * n_fp]
+    if not ids:
+        raise NothingToScore(
+            f"No submission covers {min_coverage:.0%} of footprint "
+            f"{fp['name']}@{fp['version']}; name the submissions to score explicitly"
+        )
+    return ids
+
+
+def _after_run(wh: Warehouse, run_id: int, ids: list[int], *, board: bool, coherence: bool) -> None:
+    """A board run's rank uncertainty, and the members' identity checks."""
     if board:
         # a board shows how sure its ranking is (issue 49): seconds at demo scale
         from proforma.app.scoring.uncertainty import compute_board_uncertainty
@@ -198,7 +229,6 @@ def _score(
         from proforma.app.scoring.coherence import ensure_coherence
 
         ensure_coherence(wh, ids)
-    return run_id
 
 
 def refresh_board(wh: Warehouse, footprint: str = "full", progress: Progress | None = None) -> int:
