@@ -69,19 +69,22 @@ def duckdb_view(wh) -> tuple[float, float]:
 
 
 def _writer_at(rev: str):
-    """The grid's `_write_dense` as it was at git revision `rev` (for a before/after run)."""
+    """The cell layout's `_write_dense` as it was at git revision `rev` (for a before/after
+    run; the module was app/scoring/grid.py before it was app/scoring/cell_layout.py)."""
     import types
 
-    source = subprocess.run(
-        ["git", "show", f"{rev}:app/scoring/grid.py"],
-        cwd=Path(__file__).resolve().parent.parent,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    module = types.ModuleType(f"grid_at_{rev}")
+    root = Path(__file__).resolve().parent.parent
+    for path in ("app/scoring/cell_layout.py", "app/scoring/grid.py"):
+        shown = subprocess.run(
+            ["git", "show", f"{rev}:{path}"], check=False, cwd=root, capture_output=True, text=True
+        )
+        if shown.returncode == 0:
+            break
+    else:
+        raise SystemExit(f"no cell layout module at {rev}")
+    module = types.ModuleType(f"cell_layout_at_{rev}")
     sys.modules[module.__name__] = module  # its dataclasses look their module up
-    exec(compile(source, f"{rev}:app/scoring/grid.py", "exec"), module.__dict__)  # noqa: S102
+    exec(compile(shown.stdout, f"{rev}:{path}", "exec"), module.__dict__)  # noqa: S102
     return module._write_dense
 
 
@@ -89,7 +92,7 @@ def child(warehouse: Path, out: Path, rev: str | None) -> None:
     """Run the build as `proforma build` does, recording memory per step into `out`."""
     from proforma.app.flows.build import run_build
     from proforma.app.scoring.footprints.standard import ensure_standard_footprints
-    from proforma.app.scoring.positional import grid as cell_grid
+    from proforma.app.scoring.positional import cell_layout
     from proforma.app.store.settings import get_settings
     from proforma.app.store.warehouse import connect
 
@@ -124,17 +127,17 @@ def child(warehouse: Path, out: Path, rev: str | None) -> None:
     ensure_standard_footprints(wh)
     record("standard footprints")
     # the grid's two phases: eval/042 (SQL) and its rows, then its dense arrays
-    from proforma.app.scoring import grid as grid_module
+    from proforma.app.scoring import cell_layout as layout_module
 
-    write_dense = _writer_at(rev) if rev else grid_module._write_dense
+    write_dense = _writer_at(rev) if rev else layout_module._write_dense
 
     def timed_write_dense(*a, **k):
         record("grid: 042 + row arrays")
         write_dense(*a, **k)
         record("grid: dense arrays")
 
-    grid_module._write_dense = timed_write_dense
-    g = cell_grid(wh, "test")
+    layout_module._write_dense = timed_write_dense
+    g = cell_layout(wh, "test")
     record("grid: map")
     grid = {"rows": len(g.row_firm), "slots": g.n_slots, "cells": g.n_scoreable}
     wh.close()

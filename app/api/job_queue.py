@@ -28,6 +28,7 @@ import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +101,7 @@ class Scorer:
 
     def retire(self, wh: Warehouse, submission_id: int) -> None:
         """Take a failed upload's submission out of service (no active submission stays)."""
-        from proforma.app.scoring.submissions.registry import retire_submission
+        from proforma.app.scoring.submissions.current import retire_submission
 
         retire_submission(wh, submission_id)
 
@@ -509,54 +510,81 @@ class JobQueue:
         jobs = [j for j in (get_job(wh, i) for i in job_ids) if j and j["status"] == "scoring"]
         if not jobs:
             return
-        runs: dict[str, int] = {}
-        skipped: dict[str, Any] = {}
-        failures: list[dict[str, Any]] = []
-        blamed: dict[int, str] = {}  # submission -> why its footprint run failed
-        new = [int(j["submission_id"]) for j in jobs]
+        done = _ScoringPass(new=[int(j["submission_id"]) for j in jobs])
         for footprint in self.scorer.footprints(wh):
             # Only footprints a new submission enters are rescored: the others' boards
             # would not change (a footprint never scored yet is scored for its board).
             if self.scorer.has_run(wh, footprint):
-                shares = self.scorer.shares(wh, footprint, new)
-                if not any(v >= MIN_COVERAGE for v in shares.values()):
-                    skipped[footprint] = {
-                        sid: f"predicts {share:.1%} of its cells; a submission enters "
-                        f"a footprint's leaderboard from {MIN_COVERAGE:.0%}"
-                        for sid, share in shares.items()
-                    }
+                too_few = self._too_few_cells(wh, footprint, done.new)
+                if too_few is not None:
+                    done.skipped[footprint] = too_few
                     continue
-            try:
-                runs[footprint] = int(self.scorer.score(wh, footprint))
-            except NothingToScore as exc:
-                skipped[footprint] = str(exc)
-                with contextlib.suppress(UserError):
-                    self.scorer.score(wh, footprint, exclude=new)
-            except UserError:
-                raise
-            except duckdb.InterruptException:
-                raise
-            except Exception as exc:
-                if out_of_disk(exc) or isinstance(exc, duckdb.OutOfMemoryException):
-                    raise
-                log.error("footprint %s failed:\n%s", footprint, traceback.format_exc())
-                failures.append({"footprint": footprint, "error": _describe(exc)})
-                # The board keeps its other submissions: score it without the new ones;
-                # when that works, the new ones caused the failure.
-                try:
-                    runs[footprint] = int(self.scorer.score(wh, footprint, exclude=new))
-                except Exception:  # noqa: BLE001 - logged; the footprint stays as it was
-                    log.error("footprint %s failed again:\n%s", footprint, traceback.format_exc())
-                    skipped[footprint] = "this footprint could not be scored (operator's log)"
-                else:
-                    for sid in new:
-                        blamed.setdefault(sid, f"scoring on {footprint} failed ({_describe(exc)})")
-            else:
-                skipped.update(_left_out(wh, runs[footprint], footprint, jobs))
+            self._score_with_new(wh, footprint, jobs, done)
             for job in jobs:
-                set_job(wh, job["job_id"], score_runs=runs)
-        failed = {**blamed, **self.scorer.failures(wh, new)}
-        failures += [{"submission_id": sid, "error": why} for sid, why in failed.items()]
+                set_job(wh, job["job_id"], score_runs=done.runs)
+        failed = {**done.blamed, **self.scorer.failures(wh, done.new)}
+        done.failures += [{"submission_id": sid, "error": why} for sid, why in failed.items()]
+        self._fail_unscorable(wh, jobs, failed, done.runs)
+        jobs = [j for j in jobs if int(j["submission_id"]) not in failed]
+        self._passed(wh, done.failures, started)
+        if self.after_scoring is not None:
+            self.after_scoring(wh)
+        for job in jobs:
+            self._finish_scored(wh, job, done)
+
+    def _too_few_cells(self, wh: Warehouse, footprint: str, new: list[int]) -> dict | None:
+        """{submission: why} when no new submission covers enough of the footprint to
+        enter its board, else None."""
+        shares = self.scorer.shares(wh, footprint, new)
+        if any(v >= MIN_COVERAGE for v in shares.values()):
+            return None
+        return {
+            sid: f"predicts {share:.1%} of its cells; a submission enters "
+            f"a footprint's leaderboard from {MIN_COVERAGE:.0%}"
+            for sid, share in shares.items()
+        }
+
+    def _score_with_new(
+        self, wh: Warehouse, footprint: str, jobs: list[dict[str, Any]], done: _ScoringPass
+    ) -> None:
+        """Score one footprint with the new submissions; when that fails for a reason of
+        theirs, score it without them (its board keeps the others) and blame them."""
+        new = done.new
+        try:
+            done.runs[footprint] = int(self.scorer.score(wh, footprint))
+        except NothingToScore as exc:
+            done.skipped[footprint] = str(exc)
+            with contextlib.suppress(UserError):
+                self.scorer.score(wh, footprint, exclude=new)
+        except UserError:
+            raise
+        except duckdb.InterruptException:
+            raise
+        except Exception as exc:
+            if out_of_disk(exc) or isinstance(exc, duckdb.OutOfMemoryException):
+                raise
+            log.error("footprint %s failed:\n%s", footprint, traceback.format_exc())
+            done.failures.append({"footprint": footprint, "error": _describe(exc)})
+            # The board keeps its other submissions: score it without the new ones;
+            # when that works, the new ones caused the failure.
+            try:
+                done.runs[footprint] = int(self.scorer.score(wh, footprint, exclude=new))
+            except Exception:  # noqa: BLE001 - logged; the footprint stays as it was
+                log.error("footprint %s failed again:\n%s", footprint, traceback.format_exc())
+                done.skipped[footprint] = "this footprint could not be scored (operator's log)"
+            else:
+                for sid in new:
+                    done.blamed.setdefault(sid, f"scoring on {footprint} failed ({_describe(exc)})")
+        else:
+            done.skipped.update(_left_out(wh, done.runs[footprint], footprint, jobs))
+
+    def _fail_unscorable(
+        self,
+        wh: Warehouse,
+        jobs: list[dict[str, Any]],
+        failed: dict[int, str],
+        runs: dict[str, int],
+    ) -> None:
         for job in jobs:
             sid = int(job["submission_id"])
             if sid in failed:
@@ -568,31 +596,41 @@ class JobQueue:
                     f"upload it again.",
                     score_runs=runs,
                 )
-        jobs = [j for j in jobs if int(j["submission_id"]) not in failed]
-        self._passed(wh, failures, started)
-        if self.after_scoring is not None:
-            self.after_scoring(wh)
-        for job in jobs:
-            report = {**(job["report"] or {})}
-            mine = {
-                fp: why
-                for fp, why in skipped.items()
-                if not isinstance(why, dict) or job["submission_id"] in why
-            }
-            report["footprints_skipped"] = {
-                fp: (why[job["submission_id"]] if isinstance(why, dict) else why)
-                for fp, why in mine.items()
-            }
-            scored = ", ".join(fp for fp in runs if fp not in mine) or "none"
-            note = f" Not on {', '.join(mine)}: too few of its cells predicted." if mine else ""
-            self._finish(
-                wh,
-                job["job_id"],
-                "done",
-                score_runs=runs,
-                report=report,
-                message=f"Scored on {scored}.{note}",
-            )
+
+    def _finish_scored(self, wh: Warehouse, job: dict[str, Any], done: _ScoringPass) -> None:
+        """A scored job done: the footprints it is on, and why not on the others."""
+        report = {**(job["report"] or {})}
+        mine = {
+            fp: why
+            for fp, why in done.skipped.items()
+            if not isinstance(why, dict) or job["submission_id"] in why
+        }
+        report["footprints_skipped"] = {
+            fp: (why[job["submission_id"]] if isinstance(why, dict) else why)
+            for fp, why in mine.items()
+        }
+        scored = ", ".join(fp for fp in done.runs if fp not in mine) or "none"
+        note = f" Not on {', '.join(mine)}: too few of its cells predicted." if mine else ""
+        self._finish(
+            wh,
+            job["job_id"],
+            "done",
+            score_runs=done.runs,
+            report=report,
+            message=f"Scored on {scored}.{note}",
+        )
+
+
+@dataclass
+class _ScoringPass:
+    """What one scoring pass over the footprints found for the waiting jobs."""
+
+    new: list[int]  # the jobs' submissions
+    runs: dict[str, int] = field(default_factory=dict)  # footprint -> its run
+    #: footprint -> why it was left out (text), or {submission: why} for each new one
+    skipped: dict[str, Any] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    blamed: dict[int, str] = field(default_factory=dict)  # submission -> why its run failed
 
 
 def _describe(exc: BaseException) -> str:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import gc
 
 # The start-up's imports make some 45,000 objects, and the collector's passes over them
-# while they do cost 50-150 ms of every command: it waits until they are made, and
+# while they are made cost every command time (bench/start_imports.py measures it;
+# docs/scoring.md, "The start's lazy imports"): it waits until they are made, and
 # leaves them out of its later passes (gc.freeze at the end of this module). A program
 # that imports this module with the collector off finds it off after.
 _collecting = gc.isenabled()

@@ -104,7 +104,8 @@ def impute_command() -> None:
 
 
 def _progress() -> Progress:
-    # rich.progress is imported by the commands that show one (70 ms of every start)
+    # rich.progress is imported by the commands that show one, not by every start
+    # (bench/start_imports.py)
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,

@@ -11,7 +11,7 @@ from rich.table import Table
 from proforma.app.cli.common import console, status_console, summary, writer
 from proforma.app.flows.build import BuildParams, explain, run_build
 from proforma.app.scoring.footprints.standard import ensure_standard_footprints
-from proforma.app.scoring.positional import grid as cell_grid
+from proforma.app.scoring.positional import cell_layout
 from proforma.app.store.sqlfiles import sql_file
 from proforma.contracts.rules import DEFAULT_RULES, RuleSet
 
@@ -81,7 +81,7 @@ def build_command(
         # The test split's cell grid, so that the first upload's score pays only for the
         # upload too (docs/scoring.md, "Cells by position").
         with status_console.status("laying out the test split's cell grid"):
-            cell_grid(wh, "test")
+            cell_layout(wh, "test")
     table = Table(title=f"build {result.build_id}")
     for col in ("step", "seconds", "rows"):
         table.add_column(col)

@@ -48,6 +48,11 @@ def writer() -> Iterator[Warehouse]:
         wh.close()
 
 
+def note(text: str) -> None:
+    """A line about the run (a flow's progress, a note, a warning): stderr, as it is."""
+    status_console.print(text, highlight=False, soft_wrap=True, markup=False)
+
+
 def summary(text: str) -> None:
     """The one line every job ends with (on stderr)."""
     status_console.print(f"[bold green]done:[/] {text}", highlight=False, soft_wrap=True)
@@ -106,8 +111,8 @@ class RunningServer:
 
     def get(self, path: str, **params: Any) -> Any:
         """GET `path` (JSON) from the server; a failure is a UserError with its message."""
-        # urllib.request brings ssl and http.client: 20 ms of every start, for the
-        # commands that ask a running server only
+        # urllib.request brings ssl and http.client, which only the commands that ask a
+        # running server need, into every start (bench/start_imports.py)
         import urllib.error
         import urllib.parse
         import urllib.request

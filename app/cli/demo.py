@@ -29,9 +29,9 @@ from proforma.contracts.errors import UserError
 from proforma.models.baselines import suite
 
 #: The competitors the demo fits by default (demo preset: docs/baselines.md lists what it
-#: shrinks). On 2 cores the random forest and each chained-GBM arm take 8-9 minutes even
-#: at the demo preset, which would break the demo's 10-minute budget; `--competitors all`
-#: or `proforma run baselines --preset demo` adds them.
+#: shrinks). On 2 cores the random forest and each chained-GBM arm alone take most of the
+#: demo's time budget even at the demo preset (docs/forma.md, "The demo's stages");
+#: `--competitors all` or `proforma run baselines --preset demo` adds them.
 DEMO_COMPETITORS = suite.demo_names()
 #: One seed keeps the demo near its budget on 2 cores; the paper mixes seeds 60-64.
 FORMA_SEEDS = "60"
@@ -39,10 +39,10 @@ FORMA_SEEDS = "60"
 #: report's Forma forward passes within the demo's budget.
 REPORT_ORACLE_ORIGINS = 256
 #: Forma in the demo: the repository's `mid` checkpoint (seed 60 of `proforma train forma
-#: --preset mid --seeds 60,61 --jobs 2`, 18 minutes on 2 cores) when it was trained on
-#: this very panel (docs/forma.md, "Shipped checkpoint"); on any other panel a short run
-#: of `small` (8 x 768 origins, about a minute on 2 cores), since `mid`'s schedule would
-#: not fit the demo's 10 minutes.
+#: --preset mid --seeds 60,61 --jobs 2`) when it was trained on this very panel
+#: (docs/forma.md, "Shipped checkpoint"); on any other panel a short run of `small`
+#: (8 x 768 origins), since `mid`'s schedule would not fit the demo's time budget
+#: (docs/forma.md, "Presets" and "The demo's stages", have the times).
 FORMA_SHIPPED = [
     "train",
     "forma",

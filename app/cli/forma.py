@@ -1,7 +1,8 @@
 """`proforma train forma`, `proforma predict forma`, `proforma scenario`, `proforma forma ...`.
 
-Training and forecasting run in app/flows/forma.py (which the API can call too); this
-layer parses arguments and prints. models/forma never touches the database.
+Training and forecasting run in app/flows/forma.py, the scenario and the oracle experiment
+in app/flows/scenario.py (which the report and the API can call too); this layer parses
+arguments and prints. models/forma never touches the database.
 """
 
 from __future__ import annotations
@@ -16,12 +17,10 @@ import pyarrow as pa
 import typer
 from rich.table import Table
 
-from proforma.app.cli.common import console, summary
+from proforma.app.cli.common import console, note, summary
 from proforma.app.flows import forma as flows
 from proforma.app.flows.forma import (
     identities_table,
-    load_models,
-    load_store,
     read_only,
     resolve_device,
     tuple_reader,
@@ -154,7 +153,7 @@ def train_forma(
         ship=ship,
         jobs=jobs,
         keep_epochs=parse_epochs(keep_epochs),
-        log=console.print,
+        log=note,
         command="proforma " + " ".join(sys.argv[1:]),
     )
     trained = ", ".join(f"{s} loss {v:.3f}" for s, v in rep.final_losses.items())
@@ -216,7 +215,7 @@ def predict_forma(
             device=device,
             batch_size=batch_size,
             threads=threads,
-            log=console.print,
+            log=note,
         )
         summary(
             "forma: no validation origins held out: nothing to calibrate"
@@ -237,7 +236,7 @@ def predict_forma(
         calibrate=calibrate,
         threads=threads,
         jobs=jobs,
-        log=console.print,
+        log=note,
     )
     scored = ""
     if rep.score_run_id is not None:
@@ -371,34 +370,17 @@ def oracle_experiment(
     change-space R2 of the other cells vs. the unconditional forecast, by horizon and statement."""
     import pyarrow.parquet as pq
 
-    from proforma.models.forma.scenario import oracle_cells, oracle_summary
+    from proforma.app.flows.scenario import load_forma
+    from proforma.app.flows.scenario import oracle_experiment as run_oracle_experiment
 
     seed_list = parse_seeds(seeds)
     dev = resolve_device(device)
-    models, _ = load_models(preset, family, seed_list, dev)
+    models, _, _ = load_forma(preset, family, seed_list, dev)
     with read_only() as wh:
-        store = load_store(wh, ["test"], future=True)
-        item_id = wh.scalar("SELECT item_id FROM ref.items WHERE item = ? AND item_id > 0", [item])
-        stmt = dict(
-            wh.fetchall(
-                "SELECT i.item_id, CASE WHEN i.statement IN ('BS', 'IS', 'CF') THEN i.statement "
-                "ELSE coalesce(min(d.statement), i.statement) END "
-                "FROM ref.items i LEFT JOIN ref.identities d USING (item_id) GROUP BY i.item_id, i.statement"
-            )
+        _require_panel(wh)
+        table, _, n_origins = run_oracle_experiment(
+            wh, models, item=item, origins=origins, sample_seed=sample_seed, device=dev
         )
-    if item_id is None:
-        raise UserError(f"Unknown item {item!r}")
-    if not len(store):
-        raise UserError("No test origins in the panel")
-    if origins and origins < len(store):
-        pick = np.sort(
-            np.random.default_rng(sample_seed).choice(len(store), origins, replace=False)
-        )
-        store = store.take(pick)
-    cells = oracle_cells(models, store, int(item_id), device=dev, progress=True)
-    if not len(cells["actual"]):
-        raise UserError(f"No sampled origin has a realized {item} path")
-    table = oracle_summary(cells, stmt)
     view = Table(
         title=f"Oracle experiment: pin the realized {item} path ({len(seed_list)}-seed mixture)"
     )
@@ -420,7 +402,7 @@ def oracle_experiment(
         pq.write_table(table, out)
     top = table.to_pylist()[0]
     summary(
-        f"oracle {item}: {len(store):,} origins, {top['cells']:,} non-pinned cells; MAE "
+        f"oracle {item}: {n_origins:,} origins, {top['cells']:,} non-pinned cells; MAE "
         f"{top['mae_uncond']:.3f} -> {top['mae_cond']:.3f}, R2 {top['r2_uncond']:.1%} -> "
         f"{top['r2_cond']:.1%}" + (f"; written to {out}" if out else "")
     )

@@ -3,12 +3,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 from rich.table import Table
 
-from proforma.app.cli.common import console, summary, writer
+from proforma.app.cli.common import console, status_console, summary, writer
 from proforma.contracts.errors import UserError
 from proforma.contracts.quarters import parse_quarter
+
+if TYPE_CHECKING:  # rich.progress and the flow load with the commands that use them
+    from rich.progress import Progress
+
+    from proforma.app.flows.llm import LlmRunSummary
 
 
 def _money(value: float | None) -> str:
@@ -54,31 +61,13 @@ def run_llm_command(
 
     Answers are cached, so a rerun never pays twice and an interrupted run resumes.
     """
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
     from proforma.app.flows.llm import run_llm
     from proforma.models.llm.providers import make_provider
 
     llm = make_provider(
         provider, model, effort=effort, temperature=temperature, max_tokens=max_tokens
     )
-    with (
-        writer() as wh,
-        Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=False,
-        ) as bars,
-    ):
+    with writer() as wh, _progress_bars() as bars:
 
         def progress(label: str, total: int):
             task = bars.add_task(label, total=total)
@@ -95,6 +84,38 @@ def run_llm_command(
             score=score,
             progress=progress,
         )
+    _print_draws(result)
+    scored = f"; score run {result.score_run_id} on footprint llm" if result.score_run_id else ""
+    summary(
+        f"{result.provider}/{result.model} {result.arm}: {len(result.draws)} draw(s), cost "
+        f"{_money(result.cost())} (new calls {_money(result.cost(new_only=True))}, prices as "
+        f"of {result.prices_as_of or 'n/a'}){scored}"
+    )
+
+
+def _progress_bars() -> Progress:
+    """The calls' progress bars, on stderr with the other progress."""
+    from rich.progress import (  # only the commands that show bars import rich.progress
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=status_console,
+        transient=False,
+    )
+
+
+def _print_draws(result: LlmRunSummary) -> None:
+    """A line per draw (its submission, answers, tokens and cost) and, for several draws,
+    the decoding noise by horizon."""
     for d in result.draws:
         console.print(
             f"draw {d.draw}: submission {d.submission_id} {d.name!r}: {d.forecast_origins:,} of "
@@ -117,12 +138,6 @@ def run_llm_command(
                 str(r["horizon"]), f"{r['n_origins']:,}", f"{r['n_cells']:,}", f"{r['mean_sd']:.4f}"
             )
         console.print(table)
-    scored = f"; score run {result.score_run_id} on footprint llm" if result.score_run_id else ""
-    summary(
-        f"{result.provider}/{result.model} {result.arm}: {len(result.draws)} draw(s), cost "
-        f"{_money(result.cost())} (new calls {_money(result.cost(new_only=True))}, prices as "
-        f"of {result.prices_as_of or 'n/a'}){scored}"
-    )
 
 
 def prompt_command(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from proforma.app.cli.common import console, status_console, summary
+from proforma.app.cli.common import console, note, status_console, summary
 from proforma.contracts import families
 
 if TYPE_CHECKING:
@@ -122,10 +122,6 @@ def _progress() -> tuple[Any, Any]:
     return Closer(), on_progress
 
 
-def _say(text: str) -> None:
-    status_console.print(text, highlight=False, soft_wrap=True, markup=False)
-
-
 def _problems(exc: BaseException) -> None:
     problems = getattr(exc, "problems", None) or []
     if not problems:
@@ -189,7 +185,7 @@ def check(
             _problems(exc)
             raise
     for w in report.warnings:
-        _say(f"warning: {w['problem']} ({w['count']:,} rows)")
+        note(f"warning: {w['problem']} ({w['count']:,} rows)")
     summary(f"{file.name} passes the server's checks: {report.rows:,} rows, family {report.family}")
 
 
@@ -232,7 +228,7 @@ def submit(
                     family=family,
                     df=df,
                     check=check,
-                    on_event=_say,
+                    on_event=note,
                     on_progress=on_progress,
                     idempotency_key=key,
                 )
@@ -252,7 +248,7 @@ def submit(
                     code_url=code_url,
                     check=check,
                     wait=wait,
-                    on_event=_say,
+                    on_event=note,
                     on_progress=on_progress,
                     idempotency_key=key,
                 )
@@ -297,7 +293,7 @@ def _print_scores(done: Any) -> None:
 def job(ctx: typer.Context, job_id: int = typer.Argument(...)) -> None:
     """Follow a job to its end, telling its messages as they come."""
     with _client(ctx) as pf:
-        record = pf.follow(job_id, _say)
+        record = pf.follow(job_id, note)
     console.print_json(json.dumps(record, default=str))
 
 

@@ -327,7 +327,7 @@ def demo_round(
     if rnd["state"] == "open":
         run(["round", "close", DEMO_ROUND])
     if rnd["cells_resolved"]:
-        console.print(f"[dim]round {DEMO_ROUND}: resolved already, kept[/]")
+        status_console.print(f"[dim]round {DEMO_ROUND}: resolved already, kept[/]")
         return
     nxt = next_vintage_path()
     env = {**os.environ, "PROFORMA_WAREHOUSE": str(nxt)}

@@ -43,7 +43,8 @@ def _report_problems(exc: ValidationError) -> None:
 
 
 def submit_command(
-    # str, not Path: typer coerces a Path through pydantic, 0.3 s of every submit's start
+    # str, not Path: typer coerces a Path through pydantic, which every submit's start
+    # would import (bench/start_imports.py)
     file: Annotated[
         str,
         typer.Argument(
@@ -366,7 +367,7 @@ def footprint_create(
 ) -> None:
     """Create a footprint: a predicate, an origin sample, or a frozen common sample."""
     from proforma.app.scoring import create_footprint, get_footprint
-    from proforma.app.scoring.submissions.registry import resolve_submissions
+    from proforma.app.scoring.submissions.current import resolve_submissions
 
     with writer() as wh:
         ids = resolve_submissions(wh, from_submissions) if from_submissions else None

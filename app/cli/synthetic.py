@@ -8,7 +8,8 @@ from proforma.app.cli.common import console, status_console, summary, writer
 from proforma.contracts.quarters import parse_quarter
 
 # The simulator, its checks and the oracle are imported by the commands that use them:
-# every `proforma` command loads this module, and the simulator took 50 ms of each start.
+# every `proforma` command loads this module, and the simulator would weigh on each start
+# (bench/start_imports.py).
 
 
 def ingest_synthetic(

@@ -200,7 +200,7 @@ def score_suite(wh: Warehouse) -> dict[str, int]:
     only, joins `geert` but not `full`). The reference baselines are made first if missing.
     """
     from proforma.app.scoring import run_reference_baselines, score
-    from proforma.app.scoring.submissions.registry import active_submissions
+    from proforma.app.scoring.submissions.current import active_submissions
 
     run_reference_baselines(wh)
     ids = active_submissions(wh)

@@ -202,7 +202,8 @@ def count_rows(wh: Warehouse, table: str) -> dict[str, int]:
     elif "origin_q" in cols and wh.table_exists("panel.splits"):
         # a table keyed by origin without a stored split (panel.truth_cells): one count
         # per split over its origin_q range, bound as constants so the row groups' zone
-        # maps answer it (a GROUP BY over 913M rows costs ~5 CPU-s)
+        # maps answer it, where a GROUP BY would read every row (docs/scoring.md,
+        # "Figures behind the code's choices")
         for split, lo, hi in wh.fetchall(
             "SELECT split, first_q, last_q FROM panel.splits ORDER BY split"
         ):

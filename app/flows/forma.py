@@ -443,40 +443,18 @@ def train(
                 else ""
             )
         )
-        todo = []
-        shipped: dict[int, Path] = {}
-        for s in seeds:
-            path = checkpoint_path(preset, family, s)
-            if (use_shipped or shipped_only) and install_shipped(preset, family, s, signature, log):
-                report.checkpoints[s], report.shipped = path, [*report.shipped, s]
-                continue
-            if shipped_only:
-                log(f"seed {s}: no shipped checkpoint for this panel; not trained (--shipped-only)")
-                continue
-            if path.exists() and not resume:
-                raise UserError(
-                    f"{path} exists; pass --resume to continue it or delete it to retrain"
-                )
-            ck = _load_checkpoint_meta(path) if path.exists() else None
-            trained_on = ck.get("panel_signature") if ck else None
-            if ck and trained_on not in (None, signature):
-                # continuing weights of another panel would mix two panels in one model
-                log(
-                    f"{path} was trained on panel {trained_on}, this panel is {signature}: training afresh"
-                )
-                path.unlink()
-            elif ck and not _same_setup(ck, cfg, s):
-                # e.g. a models folder kept from before the preset changed: its weights belong
-                # to another model, so they are set aside (not deleted: they may be someone's
-                # long run with other options) and this one trains from the start
-                aside = path.with_name(f"{path.stem}.other-config-{int(time.time())}.pt")
-                path.rename(aside)
-                log(
-                    f"{path} was trained with another configuration of preset {preset} (an "
-                    f"earlier version of it, or other options): kept as {aside.name}, "
-                    f"training afresh"
-                )
-            todo.append(s)
+        todo = _seeds_to_train(
+            preset,
+            family,
+            seeds,
+            cfg,
+            signature,
+            report,
+            resume=resume,
+            use_shipped=use_shipped,
+            shipped_only=shipped_only,
+            log=log,
+        )
 
         def one_seed(s: int, progress: bool = True) -> tuple[float, int]:
             path = checkpoint_path(preset, family, s)
@@ -505,26 +483,105 @@ def train(
             results = _fit_in_processes(one_seed, todo, jobs, threads or 1)
         else:
             results = {s: one_seed(s) for s in todo}
-        for s in todo:
-            path = checkpoint_path(preset, family, s)
-            loss, parameters = results[s]
-            report.checkpoints[s], report.final_losses[s] = path, loss
-            log(f"seed {s}: {parameters:,} parameters, final loss {loss:.4f} -> {path}")
-            if ship:
-                dest = ship_checkpoint(path, shipped_path(preset, family, s))
-                shipped[s] = dest
-                log(f"seed {s}: shipped as {dest} ({dest.stat().st_size / 1e6:.2f} MB)")
+        shipped = _record_trained(preset, family, todo, results, report, ship=ship, log=log)
         report.seconds = time.perf_counter() - t0
         if shipped:
-            import resource
-
-            usage = [
-                resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-            ]
-            cpu = sum(u.ru_utime + u.ru_stime for u in usage)
-            record = write_training_record(shipped, command or "", report.seconds, cpu)
-            log(f"training record -> {record}")
+            _record_shipped(shipped, command, report.seconds, log)
         return report
+
+
+def _seeds_to_train(
+    preset: str,
+    family: str,
+    seeds: list[int],
+    cfg: Any,
+    signature: str,
+    report: TrainReport,
+    *,
+    resume: bool,
+    use_shipped: bool,
+    shipped_only: bool,
+    log: Log,
+) -> list[int]:
+    """The seeds that train: a shipped checkpoint of this panel is installed instead
+    (recorded in `report`) when asked for; an existing checkpoint is continued only with
+    `resume`, and only when it was trained on this panel with this configuration."""
+    todo = []
+    for s in seeds:
+        path = checkpoint_path(preset, family, s)
+        if (use_shipped or shipped_only) and install_shipped(preset, family, s, signature, log):
+            report.checkpoints[s], report.shipped = path, [*report.shipped, s]
+            continue
+        if shipped_only:
+            log(f"seed {s}: no shipped checkpoint for this panel; not trained (--shipped-only)")
+            continue
+        if path.exists() and not resume:
+            raise UserError(f"{path} exists; pass --resume to continue it or delete it to retrain")
+        _start_afresh_if_foreign(path, preset, cfg, s, signature, log)
+        todo.append(s)
+    return todo
+
+
+def _start_afresh_if_foreign(
+    path: Path, preset: str, cfg: Any, seed: int, signature: str, log: Log
+) -> None:
+    """A checkpoint of another panel is deleted, one of another configuration set aside:
+    the seed then trains from the start."""
+    ck = _load_checkpoint_meta(path) if path.exists() else None
+    trained_on = ck.get("panel_signature") if ck else None
+    if ck and trained_on not in (None, signature):
+        # continuing weights of another panel would mix two panels in one model
+        log(f"{path} was trained on panel {trained_on}, this panel is {signature}: training afresh")
+        path.unlink()
+    elif ck and not _same_setup(ck, cfg, seed):
+        # e.g. a models folder kept from before the preset changed: its weights belong
+        # to another model, so they are set aside (not deleted: they may be someone's
+        # long run with other options) and this one trains from the start
+        aside = path.with_name(f"{path.stem}.other-config-{int(time.time())}.pt")
+        path.rename(aside)
+        log(
+            f"{path} was trained with another configuration of preset {preset} (an "
+            f"earlier version of it, or other options): kept as {aside.name}, "
+            f"training afresh"
+        )
+
+
+def _record_trained(
+    preset: str,
+    family: str,
+    todo: list[int],
+    results: dict[int, tuple[float, int]],
+    report: TrainReport,
+    *,
+    ship: bool,
+    log: Log,
+) -> dict[int, Path]:
+    """The trained seeds into `report`; with `ship`, each copied to the shipped folder
+    (returned: seed -> shipped file)."""
+    shipped: dict[int, Path] = {}
+    for s in todo:
+        path = checkpoint_path(preset, family, s)
+        loss, parameters = results[s]
+        report.checkpoints[s], report.final_losses[s] = path, loss
+        log(f"seed {s}: {parameters:,} parameters, final loss {loss:.4f} -> {path}")
+        if ship:
+            dest = ship_checkpoint(path, shipped_path(preset, family, s))
+            shipped[s] = dest
+            log(f"seed {s}: shipped as {dest} ({dest.stat().st_size / 1e6:.2f} MB)")
+    return shipped
+
+
+def _record_shipped(
+    shipped: dict[int, Path], command: str | None, seconds: float, log: Log
+) -> None:
+    """The training record beside the shipped files: the command, its time and CPU
+    (this process's and its children's), the machine."""
+    import resource
+
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    cpu = sum(u.ru_utime + u.ru_stime for u in usage)
+    record = write_training_record(shipped, command or "", seconds, cpu)
+    log(f"training record -> {record}")
 
 
 # -- predict -------------------------------------------------------------------------
@@ -763,6 +820,70 @@ def ship_interval_calibration(
             return calibrate_intervals(wh, models, ckpts, family, dev, batch_size, log, ship=True)
 
 
+def _forecast_metadata(
+    preset: str,
+    family: str,
+    split: str,
+    seeds: list[int],
+    models: list[Any],
+    ckpts: list[tuple[Path, dict]],
+    device: str,
+    calibration: dict[str, Any] | None,
+    jobs: int,
+) -> dict[str, Any]:
+    """The submission's metadata: the preset, the seeds as components, the checkpoints'
+    hashes, panels and configuration, the numerics, the calibration."""
+    return {
+        "model": "forma",
+        "preset": preset,
+        "family": family,
+        "split": split,
+        "seeds": seeds,
+        "components": {str(k): s for k, s in enumerate(seeds)},
+        "parameters": int(ckpts[0][1]["parameters"]),
+        "checkpoints": {str(s): file_sha(p) for s, (p, _) in zip(seeds, ckpts)},
+        "panel_signatures": {str(s): ck.get("panel_signature") for s, (_, ck) in zip(seeds, ckpts)},
+        "config": ckpts[0][1]["config"],
+        # what the forecasts' matmuls computed in on this machine (and the
+        # checkpoints' own training record, seed by seed)
+        "numerics": numerics_record(models[0].matmul_precision, device),
+        "trained_numerics": {str(s): ck.get("numerics") for s, (_, ck) in zip(seeds, ckpts)},
+        "calibration": calibration or {"applied": False},
+        "forecast_processes": jobs if jobs > 1 and device == "cpu" else 1,
+    }
+
+
+def _forecast_split(
+    models: list[Any],
+    ckpts: list[tuple[Path, dict]],
+    store: Any,
+    stack: contextlib.ExitStack,
+    *,
+    device: str,
+    jobs: int,
+    threads: int,
+    batch_size: int,
+    progress: bool,
+) -> Iterator[pa.RecordBatch]:
+    """The forecasts' batches: in `jobs` processes on a CPU (spooled to a folder that
+    `stack` removes), else in this one."""
+    import tempfile
+
+    from proforma.models.forma.predict import predict as forecast
+
+    if jobs > 1 and device == "cpu":
+        spool = stack.enter_context(tempfile.TemporaryDirectory(prefix="forma-forecast-"))
+        return forecast_in_processes(
+            [p for p, _ in ckpts],
+            store,
+            jobs=jobs,
+            threads=threads or 1,
+            batch_size=batch_size,
+            folder=Path(spool),
+        )
+    return forecast(models, store, batch_size=batch_size, device=device, progress=progress)
+
+
 def predict(
     preset: str,
     seeds: list[int],
@@ -787,10 +908,7 @@ def predict(
     (models/forma/calibration.py); the factors go into the submission's metadata.
     `jobs` > 1 forecasts in that many processes of `threads` (default 1) threads each
     (forecast_in_processes): the same forecasts, the cores kept busy."""
-    import tempfile
-
     from proforma.models.forma.calibration import scaled
-    from proforma.models.forma.predict import predict as forecast
 
     with torch_threads(threads):
         dev = resolve_device(device)
@@ -812,42 +930,20 @@ def predict(
             store = load_store(wh, [split], future=False)
             if not len(store):
                 raise UserError(f"No {split} origins in the panel")
-            metadata = {
-                "model": "forma",
-                "preset": preset,
-                "family": family,
-                "split": split,
-                "seeds": seeds,
-                "components": {str(k): s for k, s in enumerate(seeds)},
-                "parameters": int(ckpts[0][1]["parameters"]),
-                "checkpoints": {str(s): file_sha(p) for s, (p, _) in zip(seeds, ckpts)},
-                "panel_signatures": {
-                    str(s): ck.get("panel_signature") for s, (_, ck) in zip(seeds, ckpts)
-                },
-                "config": ckpts[0][1]["config"],
-                # what the forecasts' matmuls computed in on this machine (and the
-                # checkpoints' own training record, seed by seed)
-                "numerics": numerics_record(models[0].matmul_precision, dev),
-                "trained_numerics": {
-                    str(s): ck.get("numerics") for s, (_, ck) in zip(seeds, ckpts)
-                },
-                "calibration": calibration or {"applied": False},
-                "forecast_processes": jobs if jobs > 1 and dev == "cpu" else 1,
-            }
-            if jobs > 1 and dev == "cpu":
-                spool = stack.enter_context(tempfile.TemporaryDirectory(prefix="forma-forecast-"))
-                forecasts = forecast_in_processes(
-                    [p for p, _ in ckpts],
-                    store,
-                    jobs=jobs,
-                    threads=threads or 1,
-                    batch_size=batch_size,
-                    folder=Path(spool),
-                )
-            else:
-                forecasts = forecast(
-                    models, store, batch_size=batch_size, device=dev, progress=progress
-                )
+            metadata = _forecast_metadata(
+                preset, family, split, seeds, models, ckpts, dev, calibration, jobs
+            )
+            forecasts = _forecast_split(
+                models,
+                ckpts,
+                store,
+                stack,
+                device=dev,
+                jobs=jobs,
+                threads=threads,
+                batch_size=batch_size,
+                progress=progress,
+            )
             if calibration:
                 forecasts = scaled(forecasts, calibration["scale_by_horizon"])
             # ingest_forecasts spools the generator in this thread: PyTorch never runs

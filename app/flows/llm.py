@@ -302,7 +302,7 @@ def score_llm_footprint(wh: Warehouse) -> int:
     `llm` out (the chained GBMs: 25 items only, as on the full footprint)."""
     from proforma.app.flows.baselines import joins
     from proforma.app.scoring import run_reference_baselines, score
-    from proforma.app.scoring.submissions.registry import active_submissions
+    from proforma.app.scoring.submissions.current import active_submissions
 
     run_reference_baselines(wh)
     repeated = dict(

@@ -147,8 +147,34 @@ def reconcile(
     """Project every statement of `submission` onto its enforceable identities and store
     the result as a derived submission; resumes an interrupted job of the same name."""
     from proforma.app import scoring
-    from proforma.models.progress import progress_bar
 
+    parent, name = _checked_job(wh, submission, weights, name)
+    identities = load_identities(wh)
+    t0 = time.perf_counter()
+    rid, resumed = _job(wh, parent["submission_id"], weights, name)
+    done = _project_quarters(wh, rid, parent, weights, identities, progress)
+    sid = _store(wh, rid, parent, weights, name, scoring)
+    totals = _finish_job(wh, rid, parent, sid)
+    return Reconciled(
+        rid,
+        sid,
+        name,
+        parent["submission_id"],
+        weights,
+        int(totals[0]),
+        len(done) if resumed else 0,
+        int(totals[1]),
+        int(totals[2]),
+        None if totals[3] is None else float(totals[3]),
+        time.perf_counter() - t0,
+    )
+
+
+def _checked_job(
+    wh: Warehouse, submission: int | str, weights: str, name: str | None
+) -> tuple[dict[str, Any], str]:
+    """(the parent submission, the derived submission's name), or a UserError saying
+    why the job cannot run."""
     if weights not in WEIGHTS:
         raise UserError(f"Unknown weights {weights!r}: use {' or '.join(WEIGHTS)}")
     wh.require_panel(*_NEEDS)
@@ -163,9 +189,22 @@ def reconcile(
     name = name or default_name(parent["name"], weights)
     if name == parent["name"]:
         raise UserError("The reconciled submission needs a name other than its parent's")
-    identities = load_identities(wh)
-    t0 = time.perf_counter()
-    rid, resumed = _job(wh, parent["submission_id"], weights, name)
+    return parent, name
+
+
+def _project_quarters(
+    wh: Warehouse,
+    rid: int,
+    parent: dict[str, Any],
+    weights: str,
+    identities: IdentitySet,
+    progress: bool,
+) -> set[int]:
+    """Project the parent's statements origin quarter by origin quarter, each quarter
+    one transaction (a resumed job skips those it finished); returns the quarters found
+    finished."""
+    from proforma.models.progress import progress_bar
+
     # the parent's rows: eval.forecasts, or its file in the upload store, read in place
     source = {"forecasts": forecast_relation(wh, parent["submission_id"])}
     wh.run_step(
@@ -188,36 +227,46 @@ def reconcile(
         for q in progress_bar(
             todo, desc=f"reconcile ({weights})", unit="quarter", disable=not progress, leave=False
         ):
-            started = time.perf_counter()
-            cells = wh.arrow(
-                "SELECT firm_id, horizon, item_id, v, dollar_sd FROM reconcile_points "
-                "WHERE origin_q = ? ORDER BY firm_id, horizon, item_id",
-                [q],
-            )
-            changed, statements, residual = reconcile_quarter(cells, weights, identities)
-            changed = changed.append_column(
-                "origin_q", pa.array(np.full(changed.num_rows, q), pa.int32())
-            )
-            changed = changed.append_column(
-                "reconcile_id", pa.array(np.full(changed.num_rows, rid), pa.int32())
-            )
-            with wh.transaction():
-                if changed.num_rows:
-                    wh.write_arrow("eval.reconcile_cells", changed)
-                wh.execute(
-                    "INSERT INTO eval.reconcile_quarters VALUES (?, ?, ?, ?, ?, ?)",
-                    [
-                        rid,
-                        q,
-                        statements,
-                        changed.num_rows,
-                        None if np.isnan(residual) else residual,
-                        time.perf_counter() - started,
-                    ],
-                )
+            _project_quarter(wh, rid, q, weights, identities)
     finally:
         wh.execute("DROP TABLE IF EXISTS reconcile_points")
-    sid = _store(wh, rid, parent, weights, name, scoring)
+    return done
+
+
+def _project_quarter(
+    wh: Warehouse, rid: int, q: int, weights: str, identities: IdentitySet
+) -> None:
+    """One origin quarter: its changed cells and its record, in one transaction."""
+    started = time.perf_counter()
+    cells = wh.arrow(
+        "SELECT firm_id, horizon, item_id, v, dollar_sd FROM reconcile_points "
+        "WHERE origin_q = ? ORDER BY firm_id, horizon, item_id",
+        [q],
+    )
+    changed, statements, residual = reconcile_quarter(cells, weights, identities)
+    changed = changed.append_column("origin_q", pa.array(np.full(changed.num_rows, q), pa.int32()))
+    changed = changed.append_column(
+        "reconcile_id", pa.array(np.full(changed.num_rows, rid), pa.int32())
+    )
+    with wh.transaction():
+        if changed.num_rows:
+            wh.write_arrow("eval.reconcile_cells", changed)
+        wh.execute(
+            "INSERT INTO eval.reconcile_quarters VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                rid,
+                q,
+                statements,
+                changed.num_rows,
+                None if np.isnan(residual) else residual,
+                time.perf_counter() - started,
+            ],
+        )
+
+
+def _finish_job(wh: Warehouse, rid: int, parent: dict[str, Any], sid: int) -> tuple:
+    """The job's totals and its projection's identity violation recorded, the job done
+    and its cells dropped; returns (quarters, statements, cells changed, max residual)."""
     totals = wh.one(
         "SELECT count(*), coalesce(sum(statements), 0), coalesce(sum(cells_changed), 0), "
         "max(max_residual) "
@@ -250,19 +299,7 @@ def reconcile(
             ],
         )
         wh.execute("DELETE FROM eval.reconcile_cells WHERE reconcile_id = ?", [rid])
-    return Reconciled(
-        rid,
-        sid,
-        name,
-        parent["submission_id"],
-        weights,
-        int(totals[0]),
-        len(done) if resumed else 0,
-        int(totals[1]),
-        int(totals[2]),
-        None if totals[3] is None else float(totals[3]),
-        time.perf_counter() - t0,
-    )
+    return totals
 
 
 def _store(

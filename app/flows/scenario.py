@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from proforma.app.store.settings import get_settings
+from proforma.app.flows.forma import load_store, run_dir
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
 
@@ -29,7 +29,7 @@ _SEED_FILE = re.compile(r"^seed(\d+)\.pt$")
 
 def checkpoint_dir(preset: str, family: str) -> Path:
     """Where `proforma train forma --preset P --family F` writes seed<N>.pt."""
-    return get_settings().models_dir / "forma" / f"{preset}-{family}"
+    return run_dir(preset, family)
 
 
 def available_seeds(preset: str, family: str) -> list[int]:
@@ -87,13 +87,7 @@ def load_forma(
 
 def window_store(wh: Warehouse, split: str, future: bool, **filters: Any):
     """The tuple windows of a split (optionally one firm / origin quarter) for Forma."""
-    from proforma.app.readers import views
-    from proforma.models.forma.batching import WindowStore
-
-    wh.require_panel("panel.origins")
-    # 1,000 origins per SQL chunk keeps the demo's test windows under 1 GB while loading
-    reader = views.tuple_windows(wh, split, future=future, chunk_origins=1000, **filters)
-    return WindowStore.from_batches(reader)
+    return load_store(wh, [split], future=future, **filters)
 
 
 def statement_classes(wh: Warehouse) -> dict[int, str]:

@@ -303,7 +303,7 @@ def submission_table(wh: Warehouse) -> pa.Table:
 def submission_record(wh: Warehouse, submission_id: int) -> dict[str, Any] | None:
     """The public record, with `stale`: why new score runs leave the submission out when
     it was made against an earlier panel (None when it is current)."""
-    from proforma.app.scoring.submissions.registry import stale_submissions
+    from proforma.app.scoring.submissions.current import stale_submissions
 
     table = wh.arrow(
         f"SELECT * FROM ({query_text('service/submission_records')}) AS s "

@@ -109,6 +109,16 @@ def _function_name(node: exp.Func) -> str:
 
 def check_sql(sql: str, schema: dict[str, dict[str, str]]) -> CheckedQuery:
     """Parse and check one public query against the snapshot's `schema` {table: {col: type}}."""
+    tree = _one_select(sql)
+    _check_functions(tree)
+    used = _public_tables(tree, schema)
+    _check_columns(tree, schema)
+    return CheckedQuery(tree.sql(dialect="duckdb"), tuple(sorted(used)))
+
+
+def _one_select(sql: str) -> exp.Query:
+    """The query's one SELECT statement, parsed; no INTO, command, PRAGMA, SET, COPY or
+    ATTACH inside it."""
     if not sql or not sql.strip():
         raise QueryRejected("The query is empty: send one SELECT statement.")
     if len(sql) > MAX_SQL_CHARS:
@@ -140,7 +150,11 @@ def check_sql(sql: str, schema: dict[str, dict[str, str]]) -> CheckedQuery:
         raise QueryRejected("SELECT ... INTO is not allowed: the snapshot is read-only.")
     for node in tree.find_all(exp.Command, exp.Pragma, exp.Set, exp.Copy, exp.Attach):
         raise QueryRejected(f"{node.key.upper()} is not allowed inside a query.")
+    return tree
 
+
+def _check_functions(tree: exp.Query) -> None:
+    """No function that reads files or the catalog, and no table function."""
     table_only, _ = _duckdb_functions()
     for fn in tree.find_all(exp.Func):
         name = _function_name(fn)
@@ -151,8 +165,11 @@ def check_sql(sql: str, schema: dict[str, dict[str, str]]) -> CheckedQuery:
         if isinstance(fn, exp.Anonymous) and name in table_only:
             raise QueryRejected(f"Table functions such as {name}() are not allowed.")
 
+
+def _public_tables(tree: exp.Query, schema: dict[str, dict[str, str]]) -> set[str]:
+    """The public tables the query reads (each reference resolved in its own scope); no
+    table function, qualified name or file path."""
     allowed = {t.lower() for t in schema}
-    used: set[str] = set()
     for tbl in tree.find_all(exp.Table):
         if not isinstance(tbl.this, exp.Identifier):
             what = tbl.this.sql(dialect="duckdb") if tbl.this is not None else "?"
@@ -165,6 +182,7 @@ def check_sql(sql: str, schema: dict[str, dict[str, str]]) -> CheckedQuery:
         if any(c in tbl.name for c in "/\\:") or "." in tbl.name or tbl.name.startswith("~"):
             raise QueryRejected(f"File paths are not allowed as tables: {tbl.name!r}.")
 
+    used: set[str] = set()
     # Resolve every table reference in its own scope: a CTE name counts only where it is
     # visible, so `WITH t AS (...)` in a subquery does not unlock a table `t` elsewhere.
     try:
@@ -181,7 +199,11 @@ def check_sql(sql: str, schema: dict[str, dict[str, str]]) -> CheckedQuery:
                         f"Unknown or non-public table {source.name!r}. Public tables: {listing}."
                     )
                 used.add(name)
+    return used
 
+
+def _check_columns(tree: exp.Query, schema: dict[str, dict[str, str]]) -> None:
+    """Every column the query names is one of the tables it reads."""
     try:
         qualify(
             tree.copy(),
@@ -198,7 +220,6 @@ def check_sql(sql: str, schema: dict[str, dict[str, str]]) -> CheckedQuery:
         raise QueryRejected(f"{message}.") from None
     except (sqlglot.errors.SqlglotError, RecursionError, KeyError, ValueError) as exc:
         raise QueryRejected(f"Cannot check the query's columns: {str(exc)[:200]}") from None
-    return CheckedQuery(tree.sql(dialect="duckdb"), tuple(sorted(used)))
 
 
 # -- the DuckDB side ---------------------------------------------------------------------

@@ -189,12 +189,13 @@ def enter_competitors(
 ) -> list[dict[str, Any]]:
     """Enter learned competitors of the suite (models/baselines/suite.py) into a round: each
     is fit on the train and val splits of the build the round was opened on, as its static
-    fit is, and forecasts the round's frozen origins through the registry's
+    fit is, and forecasts the round's frozen origins through the suite's
     forecast-at-origins entry point (`suite.forecast_at_origins`); its forecasts of the
     round's cells go through the same checks and storage as an upload (a mixture when it
     returns several components). A static run of the same preset on the same build has
-    left its finished fits in the registry: they are reused. Entries already in the round
-    are kept as they are; a round past its deadline is refused before anything is fit."""
+    left its finished fits in the fit cache (models/baselines/fit_cache.py): they are
+    reused. Entries already in the round are kept as they are; a round past its deadline
+    is refused before anything is fit."""
     from proforma.app.readers.imputed import build_imputed, current_imputation
     from proforma.app.store.settings import get_settings
     from proforma.models.baselines import suite

@@ -10,7 +10,7 @@ modules below never import this package's names themselves (no import circles):
 - run_reference_baselines(wh) -> list of submission ids
 - missing_reference_baselines(wh) -> names not yet made for the current build
 
-Where each job lives: submissions/ (checks, uploads, batches, registry), footprints/
+Where each job lives: submissions/ (checks, uploads, batches, current), footprints/
 (store, create, standard, llm, mask_import), cells.py (per-cell scores), sample.py
 (coverage and the common sample), runs.py (a score run), significance.py (DM tests),
 coherence.py (identity checks), leaderboard.py (ranking and exports), baselines.py (the

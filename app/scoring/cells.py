@@ -58,7 +58,7 @@ def scoring_context(wh: Warehouse) -> Context:
 
 def _t_cdf(x: pa.Array, nu: pa.Array) -> pa.Array:
     """Student-t CDF for the SQL UDF eval_t_cdf (SQL has no incomplete beta function)."""
-    from scipy import special  # here, not at the top: scipy costs every CLI start 0.1 s
+    from scipy import special  # here, not at the top: scipy would weigh on every CLI start
 
     xs = to_numpy(x).astype(float)
     ns = to_numpy(nu).astype(float)
@@ -214,7 +214,7 @@ def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
     register_functions(wh)
     started, t0 = utcnow(), time.perf_counter()
     # the grid and the upload's layout on it are made outside the transaction
-    grid = positional.grid(wh, "test") if stored is not None else None
+    grid = positional.cell_layout(wh, "test") if stored is not None else None
     params = single_params(sub, ctx)
     dense = (
         positional.dense_upload(wh, grid, stored, float32_sigma=params["float32_residuals"])
@@ -270,7 +270,7 @@ def cell_score_rows(wh: Warehouse, sid: int, split: str = "test") -> pa.Table:
             "ORDER BY cell",
             [sid],
         )
-    grid = positional.grid(wh, split)
+    grid = positional.cell_layout(wh, split)
     params = single_params(submission_row(wh, sid), ctx)
     dense = positional.dense_upload(wh, grid, stored, float32_sigma=params["float32_residuals"])
     with positional.terms(wh, positional.frame(grid, dense, with_pos=True), params) as (view, _):

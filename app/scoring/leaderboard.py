@@ -103,19 +103,48 @@ def leaderboard(
     among the submissions that are not uploads (docs/service.md, "The truth: threat
     model"; proforma.app.read.queries then noises or withholds an upload's numbers).
     """
+    _check_board_options(track, by)
+    run = score_run_id or board_run(wh, footprint)
+    if clean_after is not None:
+        return _slice_board(wh, run, track, by, clean_after, cards)
+    reference = None if against is None else reference_submission(wh, run, against)
+    spec = TRACKS[track]
+    columns, loss, level = list(spec.columns), spec.dm_loss, BY[by]
+    groups = _metric_groups(wh, run, track, level, columns, cards)
+    key = _rank_key(spec.metric, spec.ascending)
+    dm = _dm_tests_read(wh, run, loss, level, groups, key, reference, public) if loss else {}
+    out = [
+        row
+        for grp in sorted(groups, key=lambda g: (g is None, g))
+        for row in _ranked_rows(grp, groups[grp], level, columns, loss, key, reference, public, dm)
+    ]
+    uncertainty = _add_uncertainty(wh, run, track, out, public) if level == "global" else None
+    headline = [m for m in columns if m in UNCERTAINTY_METRICS] if level == "global" else []
+    add_clean_columns(wh, run, out, headline)
+    meta = _board_metadata(wh, run, track, level, reference, uncertainty)
+    table = pa.Table.from_pylist(out) if out else pa.table({"rank": pa.array([], pa.int64())})
+    return table.replace_schema_metadata(_metadata(meta))
+
+
+def _check_board_options(track: str, by: str | None) -> None:
     if track not in TRACKS:
         raise UserError(
             f"Unknown track {track!r}: use {', '.join(TRACK_NAMES[:-1])} or {TRACK_NAMES[-1]}"
         )
     if by not in BY:
         raise UserError(f"Unknown --by {by!r}: use horizon, item or statement")
-    run = score_run_id or board_run(wh, footprint)
-    if clean_after is not None:
-        return _slice_board(wh, run, track, by, clean_after, cards)
-    reference = None if against is None else reference_submission(wh, run, against)
-    spec = TRACKS[track]
-    columns, sort, ascending, loss = list(spec.columns), spec.metric, spec.ascending, spec.dm_loss
-    level = BY[by]
+
+
+def _metric_groups(
+    wh: Warehouse,
+    run: int,
+    track: str,
+    level: str,
+    columns: list[str],
+    cards: CardFilter | None,
+) -> dict[Any, list[dict]]:
+    """The run's metric rows at `level` of the entries the board shows, by group (None
+    for the global board)."""
     group = {
         "global": "NULL",
         "horizon": "m.horizon",
@@ -138,11 +167,15 @@ def leaderboard(
         [run, level],
     ).to_pylist()
     keep = shown(wh, sorted({int(r["submission_id"]) for r in rows}), cards)
-    rows = [r for r in rows if int(r["submission_id"]) in keep]
     groups: dict[Any, list[dict]] = {}
     for r in rows:
-        groups.setdefault(r["grp"], []).append(r)
-    out = []
+        if int(r["submission_id"]) in keep:
+            groups.setdefault(r["grp"], []).append(r)
+    return groups
+
+
+def _rank_key(sort: str, ascending: bool) -> Callable[[dict], float]:
+    """A row's sort key on the track's metric, best first; a missing value last."""
 
     def key(r: dict) -> float:
         v = r[sort]
@@ -150,71 +183,111 @@ def leaderboard(
             return math.inf
         return v if ascending else -v
 
-    dm: dict[tuple, tuple] = {}
-    if loss:
-        # only the tests against a group's leader (or the reference) are read: a run
-        # holds every pair, k^2 / 2 of them for k submissions
-        leaders = sorted(
-            {reference}
-            if reference is not None
-            else {
-                lead["submission_id"]
-                for g in groups.values()
-                if (lead := _leader(sorted(g, key=key), public)) is not None
-            }
-        )
-        for a, b, h, stat, p in wh.fetchall(
-            "SELECT submission_a, submission_b, horizon, dm_stat, p_value FROM eval.dm_tests "
-            "WHERE score_run_id = ? AND loss = ? "
-            "AND (list_contains(?, submission_a) OR list_contains(?, submission_b))",
-            [run, loss, leaders, leaders],
-        ):
-            dm[(a, b, h)] = (stat, p)
-        if level in ("global", "horizon"):
-            _missing_tests(wh, run, loss, level, groups, key, reference, dm, public)
+    return key
 
-    for grp in sorted(groups, key=lambda g: (g is None, g)):
-        ranked = sorted(groups[grp], key=key)
-        leader = (
-            next((r for r in ranked if r["submission_id"] == reference), None)
-            if reference is not None
-            else _leader(ranked, public)
+
+def _dm_tests_read(
+    wh: Warehouse,
+    run: int,
+    loss: str,
+    level: str,
+    groups: dict[Any, list[dict]],
+    key: Callable[[dict], float],
+    reference: int | None,
+    public: bool,
+) -> dict[tuple, tuple]:
+    """(submission_a, submission_b, horizon) -> (statistic, p) of the tests the board
+    shows: only those against a group's leader (or the reference) are read, since a run
+    holds every pair, k^2 / 2 of them for k submissions."""
+    leaders = sorted(
+        {reference}
+        if reference is not None
+        else {
+            lead["submission_id"]
+            for g in groups.values()
+            if (lead := _leader(sorted(g, key=key), public)) is not None
+        }
+    )
+    dm: dict[tuple, tuple] = {}
+    for a, b, h, stat, p in wh.fetchall(
+        "SELECT submission_a, submission_b, horizon, dm_stat, p_value FROM eval.dm_tests "
+        "WHERE score_run_id = ? AND loss = ? "
+        "AND (list_contains(?, submission_a) OR list_contains(?, submission_b))",
+        [run, loss, leaders, leaders],
+    ):
+        dm[(a, b, h)] = (stat, p)
+    if level in ("global", "horizon"):
+        _missing_tests(wh, run, loss, level, groups, key, reference, dm, public)
+    return dm
+
+
+def _ranked_rows(
+    grp: Any,
+    members: list[dict],
+    level: str,
+    columns: list[str],
+    loss: str | None,
+    key: Callable[[dict], float],
+    reference: int | None,
+    public: bool,
+    dm: dict[tuple, tuple],
+) -> list[dict[str, Any]]:
+    """One group's board rows, ranked, each with its test against the leader (or the
+    reference) on a track with a DM loss."""
+    ranked = sorted(members, key=key)
+    leader = (
+        next((r for r in ranked if r["submission_id"] == reference), None)
+        if reference is not None
+        else _leader(ranked, public)
+    )
+    out = []
+    for rank, r in enumerate(ranked, 1):
+        row: dict[str, Any] = {"rank": rank}
+        if level != "global":
+            row[level] = grp
+        row.update(
+            {k: r[k] for k in ("model", "submission_id", "source", "family", "n_components", "n")}
         )
-        for rank, r in enumerate(ranked, 1):
-            row: dict[str, Any] = {"rank": rank}
-            if level != "global":
-                row[level] = grp
-            row.update(
-                {
-                    k: r[k]
-                    for k in ("model", "submission_id", "source", "family", "n_components", "n")
-                }
-            )
-            row.update({c: r[c] for c in columns})
-            if loss:
+        row.update({c: r[c] for c in columns})
+        if loss:
+            stat, p = None, None
+            if leader is not None and r is not leader and level in ("global", "horizon"):
                 h = 0 if level != "horizon" else int(r["horizon"])
-                stat = p = None
-                if leader is not None and r is not leader and level in ("global", "horizon"):
-                    a, b = leader["submission_id"], r["submission_id"]
-                    if (a, b, h) in dm:
-                        stat, p = dm[(a, b, h)]
-                    elif (b, a, h) in dm:
-                        stat, p = dm[(b, a, h)]
-                        stat = None if stat is None else -stat
-                row["dm_vs_leader" if reference is None else "dm_vs_reference"] = stat
-                row["p_value"] = p
-                row["sig"] = dm_stars(p, stat is not None and stat > 0)
-            out.append(row)
-    uncertainty = _add_uncertainty(wh, run, track, out, public) if level == "global" else None
-    headline = [m for m in columns if m in UNCERTAINTY_METRICS] if level == "global" else []
-    add_clean_columns(wh, run, out, headline)
+                stat, p = _test_between(leader["submission_id"], r["submission_id"], h, dm)
+            row["dm_vs_leader" if reference is None else "dm_vs_reference"] = stat
+            row["p_value"] = p
+            row["sig"] = dm_stars(p, stat is not None and stat > 0)
+        out.append(row)
+    return out
+
+
+def _test_between(leader: int, other: int, h: int, dm: dict[tuple, tuple]) -> tuple:
+    """(statistic, p) of `other` against `leader` at horizon h (0: pooled), the statistic
+    > 0 when `other` is better; (None, None) without a test."""
+    if (leader, other, h) in dm:
+        return dm[(leader, other, h)]
+    if (other, leader, h) in dm:
+        stat, p = dm[(other, leader, h)]
+        return (None if stat is None else -stat), p
+    return None, None
+
+
+def _board_metadata(
+    wh: Warehouse,
+    run: int,
+    track: str,
+    level: str,
+    reference: int | None,
+    uncertainty: Any,
+) -> dict[str, Any]:
+    """The board's provenance: the run, its footprint and build, the DM reference."""
     run_row = wh.arrow(
         "SELECT footprint_name, footprint_version, n_cells, footprint_cells, build_id, "
         "eval_sql_version, finished_at FROM eval.score_runs WHERE score_run_id = ?",
         [run],
     ).to_pylist()[0]
     names = dict(wh.fetchall("SELECT submission_id, name FROM eval.submissions"))
-    meta = {
+    return {
         "score_run_id": run,
         "track": track,
         "by": level,
@@ -222,8 +295,6 @@ def leaderboard(
         **run_row,
         "uncertainty": uncertainty,
     }
-    table = pa.Table.from_pylist(out) if out else pa.table({"rank": pa.array([], pa.int64())})
-    return table.replace_schema_metadata(_metadata(meta))
 
 
 def _leader(ranked: list[dict], not_upload: bool) -> dict | None:

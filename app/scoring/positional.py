@@ -1,11 +1,11 @@
 """Scoring a stored upload by position: its cells meet the truth, the footprint and the
-common sample through the cell grid (proforma.app.scoring.grid), with no per-cell rows
-and no joins.
+common sample through the cell layout (proforma.app.scoring.cell_layout), with no
+per-cell rows and no joins.
 
 An upload kept in the upload store (a point file or a single-family density file) is
-laid out on the grid as dense arrays (mu and sigma at every position, NaN where it has
+laid out on the layout as dense arrays (mu and sigma at every position, NaN where it has
 none: `dense_upload`, kept in memory for the run's next steps). A run hands DuckDB one Arrow
-relation whose columns are the grid's arrays and the upload's, aligned by position, so
+relation whose columns are the layout's arrays and the upload's, aligned by position, so
 its rows already carry each cell's truth, change, slot and origin: 057 computes the
 per-cell terms over it (the same SQL as for forecasts in tables), 067 and 069 the run
 aggregates, and a footprint or a common sample other than the whole split is a boolean
@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from proforma.app.scoring.grid import Grid, grid_build_id, grid_for
+from proforma.app.scoring.cell_layout import CellLayout, layout_build_id, layout_for
 from proforma.app.store.columns import to_arrow, to_numpy
 from proforma.app.store.settings import get_settings
 from proforma.app.store.warehouse import Warehouse
@@ -38,14 +38,14 @@ from proforma.app.store.warehouse import Warehouse
 _names = itertools.count()
 _lock = threading.Lock()
 #: Grids of the score run in progress on a connection (pinned).
-_pins: dict[int, dict[str, Grid]] = {}
+_pins: dict[int, dict[str, CellLayout]] = {}
 #: Frames registered on a connection whose unregister waits for a rollback (release).
 _pending: dict[int, set[str]] = {}
 
 
 @dataclass(frozen=True)
 class Dense:
-    """An upload's forecasts at every position of one grid (NaN where it has none)."""
+    """An upload's forecasts at every position of one layout (NaN where it has none)."""
 
     mu: np.ndarray
     sigma: np.ndarray | None
@@ -54,35 +54,36 @@ class Dense:
 _dense: dict[tuple[Any, ...], Dense] = {}
 
 
-def grid(wh: Warehouse, split: str) -> Grid:
-    """The split's grid, its dense arrays in the cache folder (PROFORMA_CACHE_DIR); inside
+def cell_layout(wh: Warehouse, split: str) -> CellLayout:
+    """The split's layout, its dense arrays in the cache folder (PROFORMA_CACHE_DIR); inside
     `pinned`, the one the first call of the block checked."""
     with _lock:
         pins = _pins.get(id(wh.con))
         hit = pins.get(split) if pins is not None else None
     if hit is not None:
         return hit
-    found = grid_for(wh, split, Path(get_settings().cache_dir) / "grids")
+    # (the cache folder keeps the name it was made with: earlier releases' files stay usable)
+    found = layout_for(wh, split, Path(get_settings().cache_dir) / "grids")
     if pins is not None:
         with _lock:
             pins[split] = found
     return found
 
 
-def has_grid(wh: Warehouse, split: str) -> bool:
-    """Whether the split has a grid in the warehouse for the current build (one made for
+def has_cell_layout(wh: Warehouse, split: str) -> bool:
+    """Whether the split has a layout in the warehouse for the current build (one made for
     scoring; a split no upload was scored on has none, and making one is not free)."""
     return bool(
         wh.scalar(
             "SELECT count(*) FROM eval.grids WHERE build_id = ? AND split = ?",
-            [grid_build_id(wh), split],
+            [layout_build_id(wh), split],
         )
     )
 
 
 @contextlib.contextmanager
 def pinned(wh: Warehouse) -> Iterator[None]:
-    """One score run: the grid is checked against the truth once (a count of panel.truth,
+    """One score run: the layout is checked against the truth once (a count of panel.truth,
     a quarter of a second on the demo panel), not at each of its steps."""
     with _lock:
         outer = id(wh.con) in _pins
@@ -96,9 +97,9 @@ def pinned(wh: Warehouse) -> Iterator[None]:
 
 
 def dense_upload(
-    wh: Warehouse, g: Grid, rec: dict[str, Any], *, float32_sigma: bool = False
+    wh: Warehouse, g: CellLayout, rec: dict[str, Any], *, float32_sigma: bool = False
 ) -> Dense:
-    """The stored upload `rec` (from stored_file) laid out on grid `g`: its (cell, mu,
+    """The stored upload `rec` (from stored_file) laid out on layout `g`: its (cell, mu,
     sigma) file read, each cell's position computed and its values placed there (the
     last two layouts stay in memory for the run's next steps).
 
@@ -147,7 +148,7 @@ _FLOAT32_NORMAL = (float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).
 
 
 def _layout(
-    g: Grid, path: str, names: list[str], shares: list[range], narrow: bool
+    g: CellLayout, path: str, names: list[str], shares: list[range], narrow: bool
 ) -> dict[str, np.ndarray] | None:
     """The file's columns `names` at every position of `g` (NaN where it has no cell),
     its row groups shared out as `shares`, one thread each; sigma as 32-bit floats when
@@ -192,7 +193,7 @@ def _layout(
 
 
 def layout_workers() -> int:
-    """Threads that lay an upload out on the grid: DuckDB's thread setting (the
+    """Threads that lay an upload out on the layout: DuckDB's thread setting (the
     machine's cores when unset), at most 4."""
     configured = get_settings().threads
     return max(1, min(4, configured if configured else (os.cpu_count() or 1)))
@@ -207,7 +208,7 @@ def _shares(n: int, workers: int) -> list[range]:
 
 
 def frame(
-    g: Grid,
+    g: CellLayout,
     dense: Dense,
     keep: np.ndarray | None = None,
     *,
@@ -215,10 +216,10 @@ def frame(
     with_row: bool = False,
     span: tuple[int, int] | None = None,
 ) -> pa.Table:
-    """The grid's and the upload's columns side by side, one row per position (no copy
+    """The layout's and the upload's columns side by side, one row per position (no copy
     of the arrays), over the positions of `span` (lo, hi) or all: sh, oq, actual, y (the
     truth's change), mu, sigma, keep when a mask is given, pos (the position) when
-    with_pos and row (the grid row: firm and origin quarter) when with_row."""
+    with_pos and row (the layout row: firm and origin quarter) when with_row."""
     lo, hi = span if span is not None else (0, g.size)
     part = slice(lo, hi)
     columns: dict[str, Any] = {
@@ -242,17 +243,17 @@ def frame(
     return pa.table(columns)
 
 
-#: Positions a step reads at once (about 80 MB of the grid's arrays): a run's steps go
-#: over the grid span by span, each span whole (item, horizon, origin) groups, and the
-#: grid's pages a span read are released after it, so the memory a run holds does not
+#: Positions a step reads at once (about 80 MB of the layout's arrays): a run's steps go
+#: over the layout span by span, each span whole (item, horizon, origin) groups, and the
+#: layout's pages a span read are released after it, so the memory a run holds does not
 #: grow with the panel (the upload's own layout aside). Each span is a statement of its
-#: own, and a smaller span costs time: a demo-sized density file's `score` took 0.4 s
-#: longer with spans of 2^21 positions, for 35 MB less memory.
+#: own, and a smaller span costs time for little memory (docs/scoring.md, "Figures
+#: behind the code's choices").
 SPAN = 1 << 22
 
 
-def spans(g: Grid, size: int | None = None) -> Iterator[tuple[int, int]]:
-    """(lo, hi) ranges covering the grid in order, each of whole groups (a group is the
+def spans(g: CellLayout, size: int | None = None) -> Iterator[tuple[int, int]]:
+    """(lo, hi) ranges covering the layout in order, each of whole groups (a group is the
     k positions of one slot in an origin's block of k rows) and about `size` (SPAN)
     positions (one group at least)."""
     size = size or SPAN
@@ -270,8 +271,8 @@ def spans(g: Grid, size: int | None = None) -> Iterator[tuple[int, int]]:
         yield lo, hi
 
 
-def release_pages(g: Grid, span: tuple[int, int]) -> None:
-    """Drop the grid's memory-mapped pages of `span` from this process (they are the
+def release_pages(g: CellLayout, span: tuple[int, int]) -> None:
+    """Drop the layout's memory-mapped pages of `span` from this process (they are the
     cache folder's file pages: read again from the page cache should a step need them)."""
     lo, hi = span
     for values in (g.sh, g.oq, g.actual, g.change):
@@ -287,7 +288,7 @@ def release_pages(g: Grid, span: tuple[int, int]) -> None:
 
 def span_terms(
     wh: Warehouse,
-    g: Grid,
+    g: CellLayout,
     dense: Dense,
     params: dict[str, Any],
     keep: np.ndarray | None = None,
@@ -295,8 +296,8 @@ def span_terms(
     with_pos: bool = False,
     with_row: bool = False,
 ) -> Iterator[str]:
-    """`terms` over the grid span by span: yields 057's view once per span (read it
-    before asking for the next); the span's grid pages are released after it. One view
+    """`terms` over the layout span by span: yields 057's view once per span (read it
+    before asking for the next); the span's layout pages are released after it. One view
     serves every span: each span's frame replaces the last under the name the view
     reads (057 made once, not once a span: 15 to 30 ms each, a tenth of a demo's run)."""
     cut = list(spans(g))

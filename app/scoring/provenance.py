@@ -5,32 +5,43 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from proforma.app.store import family_sql, metric_sql
+from proforma.app.store.migrations import MIGRATIONS_DIR, macro_definitions
 from proforma.app.store.sqlfiles import SQL_DIR, folder_checksum
 from proforma.app.store.warehouse import Warehouse
 
 
 def eval_sql_version() -> str:
-    """One version string for every sql/eval step (normalized, order-sensitive)."""
+    """One version string for what scoring runs: every sql/eval step (normalized,
+    order-sensitive), the metric definitions that fill their slots, and the macros the
+    migrations define, which the steps call (eval.norm_cdf, eval.qs_piece, ...)."""
     stamp = tuple(
-        (p.name, p.stat().st_mtime_ns, p.stat().st_size)
-        for p in sorted((SQL_DIR / "eval").glob("*.sql"))
+        (p.parent.name, p.name, p.stat().st_mtime_ns, p.stat().st_size)
+        for folder in (SQL_DIR / "eval", MIGRATIONS_DIR)
+        for p in sorted(folder.glob("*.sql"))
     )
     # the metric definitions fill the aggregate steps' slots: a new or changed metric is a
     # new version (contracts/metrics.py); so do the density families' terms
     # (contracts/families.py)
-    return _eval_version((*stamp, metric_sql.fingerprint(), family_sql.fingerprint()))
+    return _eval_version(
+        (*stamp, metric_sql.fingerprint(), family_sql.fingerprint()), MIGRATIONS_DIR
+    )
 
 
 @functools.lru_cache(maxsize=8)
-def _eval_version(stamp: tuple) -> str:
-    # The files' checksums are memoized on disk (proforma.app.store.sqlfiles.checksum), so a new process
-    # reads 29 small files instead of parsing them.
-    return folder_checksum("eval")[:16]
+def _eval_version(stamp: tuple, migrations: Path) -> str:
+    # The files' checksums are memoized on disk (proforma.app.store.sqlfiles.checksum), so a
+    # new process reads the small files instead of parsing them; the macros are read as
+    # text, without a parser.
+    h = hashlib.sha256(folder_checksum("eval").encode())
+    for definition in macro_definitions(migrations):
+        h.update(b"\0" + definition.encode())
+    return h.hexdigest()[:16]
 
 
 def current_build(wh: Warehouse) -> dict[str, Any] | None:

@@ -37,7 +37,7 @@ def grid_of(levels: Iterable[Any]) -> list[float]:
 
 def batch_levels(batch: pa.RecordBatch) -> set[float]:
     """Distinct levels of one batch (collected while a model's batches stream past)."""
-    import pyarrow.compute as pc  # 75 ms to import, and no other scoring step needs it
+    import pyarrow.compute as pc  # slow to import, and no other scoring step needs it
 
     return {v for v in pc.unique(batch.column(LEVEL_COLUMN)).to_pylist() if v is not None}
 

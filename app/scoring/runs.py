@@ -39,7 +39,7 @@ from proforma.app.scoring.sample import (
     prepare_run_subs,
 )
 from proforma.app.scoring.significance import Group, Pair, run_dm_tests
-from proforma.app.scoring.submissions.registry import resolve_submissions
+from proforma.app.scoring.submissions.current import resolve_submissions
 from proforma.app.scoring.submissions.store import stored_file
 from proforma.app.store.warehouse import IN_IDS, Warehouse
 from proforma.contracts.errors import NothingToScore, UserError
@@ -139,32 +139,14 @@ def _score(
     candidates = [s for s in resolve_submissions(wh, submissions) if s not in set(exclude)]
     started, t0 = utcnow(), time.perf_counter()
     ctx = scoring_context(wh)
-    register_functions(wh)
-    forget_stale_cell_scores(wh, ctx)
-    failed = failed_submissions(wh, ctx, candidates)
-    candidates = [s for s in candidates if s not in failed]
-    ensure_cell_scores(wh, candidates, ctx, recompute=full, progress=progress)
-    failed.update(failed_submissions(wh, ctx, candidates))
-    candidates = [s for s in candidates if s not in failed]
-    if not candidates:
-        raise NothingToScore(
-            "No submission left to score: "
-            + ("; ".join(f"submission {s} failed ({why})" for s, why in failed.items()) or "none")
-        )
+    candidates = _scored_candidates(wh, ctx, candidates, full=full, progress=progress)
     try:
         n_fp = prepare_footprint_cells(wh, fp)
         coverage = ensure_coverage(wh, fp["footprint_id"], candidates, ctx, n_fp)
         ids = candidates
         if submissions is None and len(candidates) > 1:
-            ids = [
-                s for s in candidates if n_fp and coverage[s].predicted_cells >= min_coverage * n_fp
-            ]
-            if not ids:
-                raise NothingToScore(
-                    f"No submission covers {min_coverage:.0%} of footprint "
-                    f"{fp['name']}@{fp['version']}; name the submissions to score explicitly"
-                )
-        positional.grid(wh, fp["split"])  # made (if it must be) before the run's transaction
+            ids = _covering(fp, candidates, coverage, n_fp, min_coverage)
+        positional.cell_layout(wh, fp["split"])  # made (if it must be) before the run's transaction
         with wh.transaction():
             run_id = _write_run(
                 wh,
@@ -189,6 +171,55 @@ def _score(
             f"footprint {fp['name']}@{fp['version']}: score run {run_id}, "
             f"{time.perf_counter() - t0:.1f}s"
         )
+    _after_run(wh, run_id, ids, board=board, coherence=coherence)
+    return run_id
+
+
+def _scored_candidates(
+    wh: Warehouse,
+    ctx: Context,
+    candidates: list[int],
+    *,
+    full: bool,
+    progress: Progress | None,
+) -> list[int]:
+    """The candidates whose cell scores exist (made now where missing), less those that
+    failed in this scoring context; NothingToScore when none is left."""
+    register_functions(wh)
+    forget_stale_cell_scores(wh, ctx)
+    failed = failed_submissions(wh, ctx, candidates)
+    candidates = [s for s in candidates if s not in failed]
+    ensure_cell_scores(wh, candidates, ctx, recompute=full, progress=progress)
+    failed.update(failed_submissions(wh, ctx, candidates))
+    candidates = [s for s in candidates if s not in failed]
+    if not candidates:
+        raise NothingToScore(
+            "No submission left to score: "
+            + ("; ".join(f"submission {s} failed ({why})" for s, why in failed.items()) or "none")
+        )
+    return candidates
+
+
+def _covering(
+    fp: Footprint,
+    candidates: list[int],
+    coverage: dict[int, Coverage],
+    n_fp: int,
+    min_coverage: float,
+) -> list[int]:
+    """The candidates that predict at least `min_coverage` of the footprint (a board's
+    members); NothingToScore when none does."""
+    ids = [s for s in candidates if n_fp and coverage[s].predicted_cells >= min_coverage * n_fp]
+    if not ids:
+        raise NothingToScore(
+            f"No submission covers {min_coverage:.0%} of footprint "
+            f"{fp['name']}@{fp['version']}; name the submissions to score explicitly"
+        )
+    return ids
+
+
+def _after_run(wh: Warehouse, run_id: int, ids: list[int], *, board: bool, coherence: bool) -> None:
+    """A board run's rank uncertainty, and the members' identity checks."""
     if board:
         # a board shows how sure its ranking is (issue 49): seconds at demo scale
         from proforma.app.scoring.uncertainty import compute_board_uncertainty
@@ -198,7 +229,6 @@ def _score(
         from proforma.app.scoring.coherence import ensure_coherence
 
         ensure_coherence(wh, ids)
-    return run_id
 
 
 def refresh_board(wh: Warehouse, footprint: str = "full", progress: Progress | None = None) -> int:
@@ -262,14 +292,7 @@ def _write_run(
     `board`: its members are the footprint's whole current membership (eval.board_runs)."""
     run_id = int(wh.scalar("SELECT nextval('eval.score_run_id_seq')"))
     prepare_run_subs(wh, ids, {s: coverage[s].gaps_stored for s in ids})
-    n, fingerprint = common_sample(wh, fp["footprint_id"], fp["split"], n_fp)
-    if n == 0:
-        names = dict(wh.fetchall("SELECT submission_id, name FROM eval.submissions"))
-        detail = ", ".join(f"{names[s]}: {coverage[s].predicted_cells:,}" for s in ids)
-        raise NothingToScore(
-            f"The common sample is empty: footprint {fp['name']}@{fp['version']} has "
-            f"{n_fp:,} scoreable cells; cells predicted per submission: {detail}"
-        )
+    n, fingerprint = _common_sample(wh, fp, ids, coverage, n_fp)
     reused = {} if full else _reusable(wh, fp["footprint_id"], ctx, fingerprint, ids)
     wh.set_params({"score_run_id": run_id})
     # Reused results are referenced, not copied (068, eval.run_results): a run writes
@@ -279,30 +302,80 @@ def _write_run(
         wh.run_step("eval/068_reused_results")
     fresh = [s for s in ids if s not in reused]
     if fresh:
-        wh.set_params({"agg_ids": fresh})
-        wh.execute(
-            "CREATE OR REPLACE TEMP TABLE agg_subs AS SELECT r.submission_id, r.is_quantile, "
-            f"{POINT_ONLY} AS point_only FROM run_subs r "
-            "JOIN eval.submissions s USING (submission_id) "
-            "WHERE list_contains(getvariable('agg_ids'), r.submission_id)"
+        _aggregate_fresh(wh, fp, ctx, run_id, fresh, n)
+    _record_coverage(wh, run_id, candidates, coverage, n_fp)
+    groups = dm_groups(wh, run_id, ids, fresh)
+    if groups:
+        run_dm_tests(wh, run_id, sorted(ids), groups=groups)
+    _record_run(
+        wh,
+        run_id,
+        fp,
+        ctx,
+        ids,
+        n_fp,
+        n,
+        fingerprint,
+        reused,
+        started=started,
+        t0=t0,
+        board=board,
+    )
+    return run_id
+
+
+def _common_sample(
+    wh: Warehouse, fp: Footprint, ids: list[int], coverage: dict[int, Coverage], n_fp: int
+) -> tuple[int, str]:
+    """(cells, fingerprint) of the run's common sample; NothingToScore when it is empty,
+    with what each submission predicts."""
+    n, fingerprint = common_sample(wh, fp["footprint_id"], fp["split"], n_fp)
+    if n == 0:
+        names = dict(wh.fetchall("SELECT submission_id, name FROM eval.submissions"))
+        detail = ", ".join(f"{names[s]}: {coverage[s].predicted_cells:,}" for s in ids)
+        raise NothingToScore(
+            f"The common sample is empty: footprint {fp['name']}@{fp['version']} has "
+            f"{n_fp:,} scoreable cells; cells predicted per submission: {detail}"
         )
-        wh.run_step("eval/064_run_aggregates")
-        stored = {s: rec for s in fresh if (rec := stored_file(wh, s)) is not None}
-        kinds = {
-            bool(p)
-            for (p,) in wh.fetchall(
-                "SELECT DISTINCT point_only FROM agg_subs WHERE NOT list_contains(?, submission_id)",
-                [list(stored)],
-            )
-        }
-        if False in kinds:
-            wh.run_step("eval/065_cell_aggregates")
-        if True in kinds:
-            wh.run_step("eval/066_cell_aggregates_point")
-        if stored:
-            _aggregate_by_position(wh, fp, ctx, stored, n)
-        wh.run_step("eval/070_metrics", {"score_run_id": run_id})
-    # one statement for every candidate (one execute each cost 1-2 ms: 0.5 s at 500)
+    return n, fingerprint
+
+
+def _aggregate_fresh(
+    wh: Warehouse, fp: Footprint, ctx: Context, run_id: int, fresh: list[int], n: int
+) -> None:
+    """The run's sums and metrics of the submissions it does not reuse: stored cell
+    scores by their tables (065 with a density, 066 points only), uploads kept in the
+    store by position."""
+    wh.set_params({"agg_ids": fresh})
+    wh.execute(
+        "CREATE OR REPLACE TEMP TABLE agg_subs AS SELECT r.submission_id, r.is_quantile, "
+        f"{POINT_ONLY} AS point_only FROM run_subs r "
+        "JOIN eval.submissions s USING (submission_id) "
+        "WHERE list_contains(getvariable('agg_ids'), r.submission_id)"
+    )
+    wh.run_step("eval/064_run_aggregates")
+    stored = {s: rec for s in fresh if (rec := stored_file(wh, s)) is not None}
+    kinds = {
+        bool(p)
+        for (p,) in wh.fetchall(
+            "SELECT DISTINCT point_only FROM agg_subs WHERE NOT list_contains(?, submission_id)",
+            [list(stored)],
+        )
+    }
+    if False in kinds:
+        wh.run_step("eval/065_cell_aggregates")
+    if True in kinds:
+        wh.run_step("eval/066_cell_aggregates_point")
+    if stored:
+        _aggregate_by_position(wh, fp, ctx, stored, n)
+    wh.run_step("eval/070_metrics", {"score_run_id": run_id})
+
+
+def _record_coverage(
+    wh: Warehouse, run_id: int, candidates: list[int], coverage: dict[int, Coverage], n_fp: int
+) -> None:
+    # one statement for every candidate: an execute each made a run's cost grow with the
+    # submissions (docs/scoring.md, "Figures behind the code's choices")
     got = [coverage[sid].predicted_cells for sid in candidates]
     wh.execute(
         "INSERT INTO eval.coverage SELECT ?, unnest(?::INTEGER[]), ?, unnest(?::BIGINT[]), "
@@ -315,9 +388,25 @@ def _write_run(
             [g / n_fp if n_fp else None for g in got],
         ],
     )
-    groups = dm_groups(wh, run_id, ids, fresh)
-    if groups:
-        run_dm_tests(wh, run_id, sorted(ids), groups=groups)
+
+
+def _record_run(
+    wh: Warehouse,
+    run_id: int,
+    fp: Footprint,
+    ctx: Context,
+    ids: list[int],
+    n_fp: int,
+    n: int,
+    fingerprint: str,
+    reused: dict[int, int],
+    *,
+    started: Any,
+    t0: float,
+    board: bool,
+) -> None:
+    """The run's eval.score_runs row: its footprint, members, build, scoring-SQL
+    version, rule set, the submissions' checksums, its times, what it reused."""
     checksums = dict(
         wh.fetchall(
             "SELECT CAST(submission_id AS VARCHAR), checksum FROM eval.submissions "
@@ -353,7 +442,6 @@ def _write_run(
             board,
         ],
     )
-    return run_id
 
 
 def _aggregate_by_position(
@@ -361,19 +449,19 @@ def _aggregate_by_position(
 ) -> None:
     """run_agg rows of the run's uploads kept in the store (067, 069 for a point file):
     their cells on the common sample (of `n` cells), met by position in the footprint
-    split's grid."""
-    grid = positional.grid(wh, fp["split"])
-    common = grid.relation_mask(wh, "common_cells", n)
+    split's layout."""
+    layout = positional.cell_layout(wh, fp["split"])
+    common = layout.relation_mask(wh, "common_cells", n)
     for sid, rec in stored.items():
-        params = {**single_params(submission_row(wh, sid), ctx), **grid.keys_params()}
-        dense = positional.dense_upload(wh, grid, rec, float32_sigma=params["float32_residuals"])
+        params = {**single_params(submission_row(wh, sid), ctx), **layout.keys_params()}
+        dense = positional.dense_upload(wh, layout, rec, float32_sigma=params["float32_residuals"])
         step = (
             "067_cell_aggregates_positional"
             if rec["sigma"]
             else "069_cell_aggregates_positional_point"
         )
         # span by span: the sums of a group are all in one span (positional.spans)
-        for _ in positional.span_terms(wh, grid, dense, params, common, with_row=True):
+        for _ in positional.span_terms(wh, layout, dense, params, common, with_row=True):
             wh.run_step(f"eval/{step}", params)
 
 
@@ -406,11 +494,41 @@ def dm_groups(
             [members],
         )
     }
+    scored, hubs = _group_hubs(wh, run_id, members, inhouse)
+    every_hub = sorted(set().union(*hubs.values())) if hubs else []
+    counted = (
+        _hub_test_counts(wh, run_id, every_hub) if len(new) < len(members) and every_hub else {}
+    )
+    out: dict[Group, list[Pair]] = {}
+    for (loss, h), group_hubs in hubs.items():
+        want = _pairs_lacking(wh, run_id, loss, h, group_hubs, scored[(loss, h)], new, counted)
+        if want:
+            out[(loss, h)] = sorted(want)
+    return out
+
+
+#: The run's tests (the view eval.dm_tests): rows of its sources between two members,
+#: filtered by `{where}` over eval.dm_test_rows d; binds the run's id twice.
+_RUN_TESTS = (
+    "WITH src AS (SELECT from_run FROM eval.run_dm_sources WHERE score_run_id = ?), "
+    "mem AS (SELECT submission_id FROM eval.run_results WHERE score_run_id = ?), "
+    "t AS (SELECT d.submission_a, d.submission_b, d.loss, d.horizon "
+    "FROM src JOIN eval.dm_test_rows d ON d.score_run_id = src.from_run "
+    "WHERE {where} AND d.submission_a IN (SELECT submission_id FROM mem) "
+    "AND d.submission_b IN (SELECT submission_id FROM mem)) "
+)
+
+
+def _group_hubs(
+    wh: Warehouse, run_id: int, members: list[int], inhouse: set[int]
+) -> tuple[dict[Group, set[int]], dict[Group, set[int]]]:
+    """Per (loss, horizon) group: the members with the loss, and the hubs (the leaders,
+    every member tied at the lowest mean loss, and the in-house members)."""
     # This run's references first (eval.run_results, eval.run_dm_sources: a few hundred
     # rows), then the stored rows they point at: the views eval.metrics and eval.dm_tests
     # give the same rows, but the leaders and the hubs' test counts are reduced to one row
     # per group here, in SQL, instead of some 17,000 member rows read back at k = 500.
-    scored: dict[Group, set[int]] = {}  # the members with this loss, per group
+    scored: dict[Group, set[int]] = {}
     hubs: dict[Group, set[int]] = {}
     for loss, h, group_hubs, group_scored in wh.fetchall(
         "WITH refs AS (SELECT submission_id, from_run FROM eval.run_results "
@@ -435,59 +553,63 @@ def dm_groups(
         scored[group] = set(members) if group_scored is None else {int(s) for s in group_scored}
         if group_hubs:
             hubs[group] = {int(s) for s in group_hubs}
-    counted: dict[tuple[int, str, int], int] = {}
-    every_hub = sorted(set().union(*hubs.values())) if hubs else []
-    # the run's tests (the view eval.dm_tests): rows of its sources between two members
-    run_tests = (
-        "WITH src AS (SELECT from_run FROM eval.run_dm_sources WHERE score_run_id = ?), "
-        "mem AS (SELECT submission_id FROM eval.run_results WHERE score_run_id = ?), "
-        "t AS (SELECT d.submission_a, d.submission_b, d.loss, d.horizon "
-        "FROM src JOIN eval.dm_test_rows d ON d.score_run_id = src.from_run "
-        "WHERE {where} AND d.submission_a IN (SELECT submission_id FROM mem) "
-        "AND d.submission_b IN (SELECT submission_id FROM mem)) "
-    )
-    if len(new) < len(members) and every_hub:
-        counted = {
-            (int(x), str(loss), int(h)): int(n)
-            for x, loss, h, n in wh.fetchall(
-                run_tests.format(
-                    where="(list_contains(?, d.submission_a) OR list_contains(?, d.submission_b))"
+    return scored, hubs
+
+
+def _hub_test_counts(
+    wh: Warehouse, run_id: int, every_hub: list[int]
+) -> dict[tuple[int, str, int], int]:
+    """(hub, loss, horizon) -> the tests of that hub the run already shows."""
+    return {
+        (int(x), str(loss), int(h)): int(n)
+        for x, loss, h, n in wh.fetchall(
+            _RUN_TESTS.format(
+                where="(list_contains(?, d.submission_a) OR list_contains(?, d.submission_b))"
+            )
+            + "SELECT x, loss, horizon, count(*) FROM ("
+            "SELECT submission_a AS x, loss, horizon FROM t "
+            "WHERE list_contains(?, submission_a) UNION ALL "
+            "SELECT submission_b, loss, horizon FROM t "
+            "WHERE list_contains(?, submission_b)) GROUP BY ALL",
+            [run_id, run_id, every_hub, every_hub, every_hub, every_hub],
+        )
+    }
+
+
+def _pairs_lacking(
+    wh: Warehouse,
+    run_id: int,
+    loss: str,
+    h: int,
+    group_hubs: set[int],
+    group_members: set[int],
+    new: set[int],
+    counted: dict[tuple[int, str, int], int],
+) -> set[Pair]:
+    """One group's pairs with a hub that the run does not show yet: a fresh member's
+    pairs outright, a hub's pairs with the reused members when its count falls short."""
+    reused = [s for s in group_members if s not in new]
+    reused_set = set(reused)
+    want: set[Pair] = set()
+    for x in group_hubs:
+        others = [s for s in (new if x not in new else group_members) if s != x]
+        want.update((min(x, y), max(x, y)) for y in others if y in group_members)
+        partners = len(reused) - (x in reused_set)
+        if x in new or counted.get((x, loss, h), 0) >= partners:
+            continue
+        have = {
+            int(y)
+            for (y,) in wh.fetchall(
+                _RUN_TESTS.format(
+                    where="d.loss = ? AND d.horizon = ? AND ? IN (d.submission_a, d.submission_b)"
                 )
-                + "SELECT x, loss, horizon, count(*) FROM ("
-                "SELECT submission_a AS x, loss, horizon FROM t "
-                "WHERE list_contains(?, submission_a) UNION ALL "
-                "SELECT submission_b, loss, horizon FROM t "
-                "WHERE list_contains(?, submission_b)) GROUP BY ALL",
-                [run_id, run_id, every_hub, every_hub, every_hub, every_hub],
+                + "SELECT CASE WHEN submission_a = ? THEN submission_b ELSE submission_a END "
+                "FROM t",
+                [run_id, run_id, loss, h, x, x],
             )
         }
-    out: dict[Group, list[Pair]] = {}
-    for (loss, h), group_hubs in hubs.items():
-        group_members = scored[(loss, h)]
-        reused = [s for s in group_members if s not in new]
-        reused_set = set(reused)
-        want: set[Pair] = set()
-        for x in group_hubs:
-            others = [s for s in (new if x not in new else group_members) if s != x]
-            want.update((min(x, y), max(x, y)) for y in others if y in group_members)
-            partners = len(reused) - (x in reused_set)
-            if x in new or counted.get((x, loss, h), 0) >= partners:
-                continue
-            have = {
-                int(y)
-                for (y,) in wh.fetchall(
-                    run_tests.format(
-                        where="d.loss = ? AND d.horizon = ? AND ? IN (d.submission_a, d.submission_b)"
-                    )
-                    + "SELECT CASE WHEN submission_a = ? THEN submission_b ELSE submission_a END "
-                    "FROM t",
-                    [run_id, run_id, loss, h, x, x],
-                )
-            }
-            want.update((min(x, y), max(x, y)) for y in reused if y != x and y not in have)
-        if want:
-            out[(loss, h)] = sorted(want)
-    return out
+        want.update((min(x, y), max(x, y)) for y in reused if y != x and y not in have)
+    return want
 
 
 def _reusable(

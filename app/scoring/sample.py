@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from proforma.app.scoring import positional
+from proforma.app.scoring.cell_layout import relation_fingerprint
 from proforma.app.scoring.cells import Context, cell_score_rows, single_params, submission_row
 from proforma.app.scoring.footprints.store import (
     Footprint,
@@ -23,7 +24,6 @@ from proforma.app.scoring.footprints.store import (
     prepare_footprint,
     temp_kind,
 )
-from proforma.app.scoring.grid import relation_fingerprint
 from proforma.app.scoring.submissions.store import stored_file
 from proforma.app.store.columns import to_arrow, to_numpy
 from proforma.app.store.warehouse import IN_IDS, Warehouse
@@ -43,7 +43,7 @@ class Coverage:
 def prepare_footprint_cells(wh: Warehouse, fp: Footprint) -> int:
     """fp_cells: the footprint's scoreable truth cells (040), a view until a step that
     joins it asks for a table (`fp_cells_table`), so a run of uploads kept in the store on
-    a footprint that is its whole split never reads them (they are the grid's); returns
+    a footprint that is its whole split never reads them (they are the layout's); returns
     their number (recorded when the footprint was made from this build, else counted)."""
     n = prepare_footprint(wh, fp, recount=False)
     wh.execute("CREATE OR REPLACE TEMP VIEW fp_cells AS FROM fp_truth")
@@ -109,7 +109,7 @@ def ensure_coverage(
 
 class _ByPosition:
     """Coverage and gaps of uploads kept in the store, over the footprint split's cell
-    grid (the footprint's cells from fp_cells, as a mask made once per call)."""
+    layout (the footprint's cells from fp_cells, as a mask made once per call)."""
 
     def __init__(
         self, wh: Warehouse, footprint_id: int, ctx: Context, n_cells: int | None = None
@@ -123,13 +123,15 @@ class _ByPosition:
 
     def coverage(self, sid: int, stored: dict[str, Any]) -> Coverage:
         wh, ctx = self.wh, self.ctx
-        grid = positional.grid(wh, self.split)
+        layout = positional.cell_layout(wh, self.split)
         if self._mask is None:
-            self._mask = (grid.relation_mask(wh, "fp_cells", self.n_cells),)
+            self._mask = (layout.relation_mask(wh, "fp_cells", self.n_cells),)
         footprint = self._mask[0]
-        n_fp = grid.n_scoreable if footprint is None else int(np.count_nonzero(footprint))
+        n_fp = layout.n_scoreable if footprint is None else int(np.count_nonzero(footprint))
         params = single_params(submission_row(wh, sid), ctx)
-        dense = positional.dense_upload(wh, grid, stored, float32_sigma=params["float32_residuals"])
+        dense = positional.dense_upload(
+            wh, layout, stored, float32_sigma=params["float32_residuals"]
+        )
         # The whole test split is what its cell record counted (compute_cell_scores).
         counted = (
             wh.scalar(
@@ -145,7 +147,7 @@ class _ByPosition:
         else:
             predicted = sum(
                 int(wh.scalar(f"SELECT count(*) FROM {view}"))
-                for view in positional.span_terms(wh, grid, dense, params, footprint)
+                for view in positional.span_terms(wh, layout, dense, params, footprint)
             )
         # Gaps are kept when the upload predicts at least GAPS_MIN_SHARE of the footprint,
         # as 055 keeps those of forecasts in tables (a run's common sample is then the
@@ -159,14 +161,14 @@ class _ByPosition:
                 [
                     to_numpy(wh.arrow(f"SELECT pos FROM {view}")["pos"])
                     for view in positional.span_terms(
-                        wh, grid, dense, params, footprint, with_pos=True
+                        wh, layout, dense, params, footprint, with_pos=True
                     )
                 ]
                 or [np.zeros(0, dtype=np.int64)]
             )
-            gaps = ~np.isnan(grid.actual) if footprint is None else footprint.copy()
+            gaps = ~np.isnan(layout.actual) if footprint is None else footprint.copy()
             gaps[scored] = False
-            gap_cells = grid.cells(np.flatnonzero(gaps))
+            gap_cells = layout.cells(np.flatnonzero(gaps))
         cov = Coverage(n_fp, predicted, keep_gaps)
         with wh.transaction():
             for table in ("footprint_coverage", "sample_gaps"):
@@ -252,7 +254,7 @@ def common_sample(
     When every submission of the run has its gaps stored and none has a gap, the common
     sample is the whole footprint: common_cells is then a view of fp_cells instead of a
     copy of it (a copy of 10M cells cost 0.2-0.4 s of every such run), and when the
-    footprint is its whole split its fingerprint is the grid's (kept beside it), so the
+    footprint is its whole split its fingerprint is the layout's (kept beside it), so the
     run reads no truth for it."""
     drop_temp(wh, "common_cells")
     whole = footprint_id is not None and wh.scalar(
@@ -263,10 +265,10 @@ def common_sample(
     )
     if whole:
         wh.execute("CREATE TEMP VIEW common_cells AS FROM fp_cells")
-        if n_cells is not None and positional.has_grid(wh, split):
-            grid = positional.grid(wh, split)
-            if n_cells == grid.n_scoreable:
-                return n_cells, grid.cells_fingerprint(wh, "common_cells")
+        if n_cells is not None and positional.has_cell_layout(wh, split):
+            layout = positional.cell_layout(wh, split)
+            if n_cells == layout.n_scoreable:
+                return n_cells, layout.cells_fingerprint(wh, "common_cells")
     else:
         fp_cells_table(wh)
         _stored_cells(wh, split)

@@ -51,9 +51,9 @@ def diebold_mariano(d: np.ndarray, h: int) -> tuple[float, float, float]:
         return mean, math.nan, math.nan
     stat *= math.sqrt(hln)
     # scipy.stats.t.sf(x, df) is special.stdtr(df, -x): the same value without the
-    # distribution object's per-call overhead (about 0.1 ms, once per pair, loss and
-    # horizon: a run tests a new submission against every other one)
-    from scipy import special  # here, not at the top: scipy costs every CLI start 0.1 s
+    # distribution object's per-call overhead (paid once per pair, loss and horizon: a
+    # run tests a new submission against every other one)
+    from scipy import special  # here, not at the top: scipy would weigh on every CLI start
 
     p = float(2 * special.stdtr(t - 1, -abs(stat)))
     return mean, stat, p
@@ -63,7 +63,7 @@ def diebold_mariano_rows(d: np.ndarray, h: int) -> tuple[np.ndarray, np.ndarray,
     """`diebold_mariano` of every row of d (pairs x periods, the same periods): (mean,
     statistic, p) arrays, NaN where the test is not defined. Row-wise the same arithmetic,
     vectorized over the pairs: a run tests a new submission against every other one."""
-    from scipy import special  # here, not at the top: scipy costs every CLI start 0.1 s
+    from scipy import special  # here, not at the top: scipy would weigh on every CLI start
 
     d = np.asarray(d, dtype=float)
     rows, t = d.shape
@@ -141,14 +141,41 @@ def dm_test_rows(
     groups: Mapping[Group, Sequence[Pair]] | None = None,
 ) -> dict[str, list]:
     """The tests of `pairs` in every (loss, horizon) group, or of the pairs `groups` names
-    per group, as columns of eval.dm_test_rows; nothing written. The per-quarter sums are one dense array
-    (submission x horizon x quarter) and the pairs sharing their quarters are tested
-    together (`diebold_mariano_rows`)."""
+    per group, as columns of eval.dm_test_rows; nothing written. The per-quarter sums are
+    one dense array (submission x horizon x quarter) and the pairs sharing their quarters
+    are tested together (`diebold_mariano_rows`)."""
     out: dict[str, list] = {n: [] for n in _DM_COLUMNS}
     pairs = sorted(set(pairs))
     if not pairs:
         return out
     subs = np.array(sorted({s for pair in pairs for s in pair}))
+    found = _quarter_sums(wh, score_run_id, subs)
+    if found is None:
+        return out
+    sums, horizons = found
+    index = {p: i for i, p in enumerate(pairs)}
+    a_idx = np.searchsorted(subs, [a for a, _ in pairs])
+    b_idx = np.searchsorted(subs, [b for _, b in pairs])
+    everything = np.arange(len(pairs))
+    for hi in range(horizons.size + 1):
+        h = 0 if hi == 0 else int(horizons[hi - 1])
+        for loss, c in (("squared", 1), ("absolute", 2)):
+            if groups is None:
+                wanted = everything
+            elif groups.get((loss, h)):
+                wanted = np.array(sorted(index[p] for p in set(groups[(loss, h)])))
+            else:
+                continue
+            na, nb = sums[a_idx[wanted], hi], sums[b_idx[wanted], hi]
+            _test_group(out, score_run_id, pairs, wanted, na, nb, loss, c, h)
+    return out
+
+
+def _quarter_sums(
+    wh: Warehouse, score_run_id: int, subs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(sums[submission, h, quarter] -> (n, sum_sq, sum_abs), h index 0 pooling the
+    horizons; the horizons) of the run's quarter losses of `subs`; None without any."""
     t = wh.arrow(
         # the run's references of these submissions first, then their stored rows (the
         # view eval.quarter_losses gives the same rows)
@@ -160,7 +187,7 @@ def dm_test_rows(
         [score_run_id, [int(s) for s in subs]],
     )
     if not t.num_rows:
-        return out
+        return None
 
     def col(name: str) -> np.ndarray:
         return to_numpy(t[name]).astype(float)
@@ -173,52 +200,53 @@ def dm_test_rows(
         np.searchsorted(quarters, col("origin_q")),
     )
     values = np.stack([col("n"), col("sum_sq"), col("sum_abs")], axis=1)
-    # sums[sub, h, quarter] -> (n, sq, abs); h index 0 pools the horizons
     sums = np.zeros((subs.size, horizons.size + 1, quarters.size, 3))
     np.add.at(sums, where, values)
     np.add.at(sums, (where[0], np.zeros_like(where[1]), where[2]), values)
-    index = {p: i for i, p in enumerate(pairs)}
-    a_idx = np.searchsorted(subs, [a for a, _ in pairs])
-    b_idx = np.searchsorted(subs, [b for _, b in pairs])
-    everything = np.arange(len(pairs))
-    for hi in range(horizons.size + 1):
-        h = 0 if hi == 0 else int(horizons[hi - 1])
-        hh = POOLED_HORIZON if h == 0 else h
-        for loss, c in (("squared", 1), ("absolute", 2)):
-            if groups is None:
-                wanted = everything
-            elif groups.get((loss, h)):
-                wanted = np.array(sorted(index[p] for p in set(groups[(loss, h)])))
-            else:
-                continue
-            na, nb = sums[a_idx[wanted], hi], sums[b_idx[wanted], hi]
-            keep = (na[:, :, 0] > 0) & (nb[:, :, 0] > 0)
-            patterns, group = np.unique(keep, axis=0, return_inverse=True)
-            for g, cols in enumerate(patterns):
-                members = np.flatnonzero(group.reshape(-1) == g)
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    d = (
-                        na[members][:, cols, c] / na[members][:, cols, 0]
-                        - nb[members][:, cols, c] / nb[members][:, cols, 0]
-                    )
-                # a loss a submission does not have (all NaN) gets no test
-                has = ~np.isnan(d).all(axis=1) if d.shape[1] else np.ones(len(members), bool)
-                if not has.any():
-                    continue
-                mean, stat, p = diebold_mariano_rows(d[has], hh)
-                chosen = wanted[members[has]]
-                k = len(chosen)
-                out["score_run_id"] += [score_run_id] * k
-                out["submission_a"] += [pairs[i][0] for i in chosen]
-                out["submission_b"] += [pairs[i][1] for i in chosen]
-                out["loss"] += [loss] * k
-                out["horizon"] += [h] * k
-                out["n_quarters"] += [int(cols.sum())] * k
-                out["bandwidth"] += [hh - 1] * k
-                out["mean_diff"] += [_nan_none(x) for x in mean]
-                out["dm_stat"] += [_nan_none(x) for x in stat]
-                out["p_value"] += [_nan_none(x) for x in p]
-    return out
+    return sums, horizons
+
+
+def _test_group(
+    out: dict[str, list],
+    score_run_id: int,
+    pairs: Sequence[Pair],
+    wanted: np.ndarray,
+    na: np.ndarray,
+    nb: np.ndarray,
+    loss: str,
+    c: int,
+    h: int,
+) -> None:
+    """Test the `wanted` pairs of one (loss, horizon) group into `out`: `na`, `nb` the
+    two sides' (pair, quarter, sum) arrays, `c` the loss's sum; the pairs sharing their
+    quarters are tested together."""
+    hh = POOLED_HORIZON if h == 0 else h
+    keep = (na[:, :, 0] > 0) & (nb[:, :, 0] > 0)
+    patterns, group = np.unique(keep, axis=0, return_inverse=True)
+    for g, cols in enumerate(patterns):
+        members = np.flatnonzero(group.reshape(-1) == g)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            d = (
+                na[members][:, cols, c] / na[members][:, cols, 0]
+                - nb[members][:, cols, c] / nb[members][:, cols, 0]
+            )
+        # a loss a submission does not have (all NaN) gets no test
+        has = ~np.isnan(d).all(axis=1) if d.shape[1] else np.ones(len(members), bool)
+        if not has.any():
+            continue
+        mean, stat, p = diebold_mariano_rows(d[has], hh)
+        chosen = wanted[members[has]]
+        k = len(chosen)
+        out["score_run_id"] += [score_run_id] * k
+        out["submission_a"] += [pairs[i][0] for i in chosen]
+        out["submission_b"] += [pairs[i][1] for i in chosen]
+        out["loss"] += [loss] * k
+        out["horizon"] += [h] * k
+        out["n_quarters"] += [int(cols.sum())] * k
+        out["bandwidth"] += [hh - 1] * k
+        out["mean_diff"] += [_nan_none(x) for x in mean]
+        out["dm_stat"] += [_nan_none(x) for x in stat]
+        out["p_value"] += [_nan_none(x) for x in p]
 
 
 #: eval.dm_test_rows' columns, in order, and their types.

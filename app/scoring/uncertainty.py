@@ -63,6 +63,34 @@ def compute_board_uncertainty(
     kept: `proforma score --full` recomputes them)."""
     cfg = settings or BootstrapSettings()
     t0 = time.perf_counter()
+    found = _cluster_rows(wh, score_run_id)
+    if found is None:
+        return False
+    rows, members = found
+    names = cluster_sums()
+    sums = _bootstrap_sums(rows, members, names, cfg)
+    boot = finish(wh, sums.reps.reshape(-1, len(names)), names)
+    point = finish(wh, sums.full, names)
+    intervals = _metric_intervals(boot, point, members, cfg)
+    sets = _rank_sets(wh, members, names, sums, boot, cfg)
+    _store(wh, score_run_id, cfg, intervals, sets, sums, started=t0)
+    return True
+
+
+@dataclass
+class _BootstrapSums:
+    """(M, B, K) replicate sums and the full sample's (M, K), M members in id order, K
+    cluster sums; the clusters' counts."""
+
+    reps: np.ndarray
+    full: np.ndarray
+    firms: int
+    quarters: int
+
+
+def _cluster_rows(wh: Warehouse, score_run_id: int) -> tuple[pa.Table, list[int]] | None:
+    """The run's per-(member, firm, origin quarter) sums and its members in id order;
+    None when a member has none."""
     rows = wh.arrow(
         f"SELECT submission_id, firm_id, origin_q, {', '.join(cluster_sums())} "
         "FROM eval.cluster_losses WHERE score_run_id = ?",
@@ -79,16 +107,21 @@ def compute_board_uncertainty(
     ]
     present = set(rows["submission_id"].to_pylist()) if rows.num_rows else set()
     if not members or any(m not in present for m in members):
-        return False
-    members.sort()
+        return None
+    return rows, sorted(members)
+
+
+def _bootstrap_sums(
+    rows: pa.Table, members: list[int], names: tuple[str, ...], cfg: BootstrapSettings
+) -> _BootstrapSums:
+    """Every member's sums over the two-way bootstrap's draws and over the full sample."""
     firms, firm_ix = np.unique(to_numpy(rows["firm_id"]), return_inverse=True)
     quarters, quarter_ix = np.unique(to_numpy(rows["origin_q"]), return_inverse=True)
     member_ix = np.searchsorted(members, to_numpy(rows["submission_id"]))
-    names = cluster_sums()
     values = np.column_stack([np.nan_to_num(to_numpy(rows[n]).astype(np.float64)) for n in names])
     draws = two_way_draws(len(firms), len(quarters), cfg.replications, cfg.block_size, cfg.seed)
-    # (M, B, K) replicate sums and the full sample's (M, K), one member's (F, T, K)
-    # clusters at a time (a board of hundreds never holds all of them at once)
+    # one member's (F, T, K) clusters at a time (a board of hundreds never holds all of
+    # them at once)
     reps = np.empty((len(members), cfg.replications, len(names)))
     full = np.empty((len(members), len(names)))
     order = np.argsort(member_ix, kind="stable")
@@ -99,15 +132,38 @@ def compute_board_uncertainty(
         sums[firm_ix[mine], quarter_ix[mine]] = values[mine]
         reps[m] = replicate_sums(sums, draws)
         full[m] = sums.sum(axis=(0, 1))
-    boot = finish(wh, reps.reshape(-1, len(names)), names)
-    point = finish(wh, full, names)
-    B = cfg.replications
+    return _BootstrapSums(reps, full, len(firms), len(quarters))
+
+
+def _metric_intervals(
+    boot: dict[str, np.ndarray],
+    point: dict[str, np.ndarray],
+    members: list[int],
+    cfg: BootstrapSettings,
+) -> list[tuple]:
+    """(member, metric, estimate, lower, upper) of every finite headline metric."""
     intervals = []
     for metric in UNCERTAINTY_METRICS:
-        lo, hi = percentile_interval(boot[metric].reshape(len(members), B).T, cfg.ci_level)
+        lo, hi = percentile_interval(
+            boot[metric].reshape(len(members), cfg.replications).T, cfg.ci_level
+        )
         for j, sid in enumerate(members):
             if np.isfinite(point[metric][j]):
                 intervals.append((sid, metric, point[metric][j], lo[j], hi[j]))
+    return intervals
+
+
+def _rank_sets(
+    wh: Warehouse,
+    members: list[int],
+    names: tuple[str, ...],
+    sums: _BootstrapSums,
+    boot: dict[str, np.ndarray],
+    cfg: BootstrapSettings,
+) -> list[tuple]:
+    """(track, member, P(best), MCS p-value, in the set, scope) per track's entrant, for
+    the whole board ('all') and among the entries that are not uploads ('public')."""
+    full, reps, B = sums.full, sums.reps, cfg.replications
     uploads = {
         int(r[0])
         for r in wh.fetchall(
@@ -148,6 +204,21 @@ def compute_board_uncertainty(
                         scope,
                     )
                 )
+    return sets
+
+
+def _store(
+    wh: Warehouse,
+    score_run_id: int,
+    cfg: BootstrapSettings,
+    intervals: list[tuple],
+    sets: list[tuple],
+    sums: _BootstrapSums,
+    *,
+    started: float,
+) -> None:
+    """The run's intervals, rank sets and bootstrap record, replacing any, in one
+    transaction."""
     with wh.transaction():
         for table in ("uncertainty_runs", "metric_intervals", "rank_sets"):
             wh.execute(f"DELETE FROM eval.{table} WHERE score_run_id = ?", [score_run_id])
@@ -178,13 +249,12 @@ def compute_board_uncertainty(
                 cfg.ci_level,
                 cfg.mcs_alpha,
                 cfg.mcs_statistic,
-                len(firms),
-                len(quarters),
-                time.perf_counter() - t0,
+                sums.firms,
+                sums.quarters,
+                time.perf_counter() - started,
                 utcnow(),
             ],
         )
-    return True
 
 
 def _floats(values: list[Any]) -> list[float | None]:

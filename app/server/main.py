@@ -16,7 +16,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +132,33 @@ def create_app(
     """The service over the warehouse in `settings` (default: the environment's)."""
     settings = settings or get_settings()
     metrics = ServiceMetrics()
+    app = FastAPI(
+        title="ProForma-20Q benchmark service",
+        version=__version__,
+        description=(
+            "Upload long-horizon financial-statement forecasts (parquet), follow their "
+            "validation and scoring, read leaderboards by footprint and track, and query "
+            "the public snapshot of aggregate scores with read-only SQL."
+        ),
+        lifespan=_lifespan(settings, metrics, scorer, start_jobs),
+        openapi_url=f"{API_PREFIX}/openapi.json",
+        docs_url=None,  # Swagger UI loads from a CDN; /api/docs renders the schema locally
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.metrics = metrics
+    _observe_requests(app, metrics)
+    _answer_errors(app)
+    _include_routes(app)
+    return app
+
+
+def _lifespan(
+    settings: Settings, metrics: ServiceMetrics, scorer: Scorer | None, start_jobs: bool
+) -> Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]]:
+    """The server's life: the warehouse opened and prepared, the upload folder swept,
+    the job worker started (or one publication made without it), the server's key
+    written; all of it undone at the end."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -165,21 +192,11 @@ def create_app(
             _remove_server_key(settings, getattr(app.state, "server_key", None))
             wh.close()
 
-    app = FastAPI(
-        title="ProForma-20Q benchmark service",
-        version=__version__,
-        description=(
-            "Upload long-horizon financial-statement forecasts (parquet), follow their "
-            "validation and scoring, read leaderboards by footprint and track, and query "
-            "the public snapshot of aggregate scores with read-only SQL."
-        ),
-        lifespan=lifespan,
-        openapi_url=f"{API_PREFIX}/openapi.json",
-        docs_url=None,  # Swagger UI loads from a CDN; /api/docs renders the schema locally
-        redoc_url=None,
-    )
-    app.state.settings = settings
-    app.state.metrics = metrics
+    return lifespan
+
+
+def _observe_requests(app: FastAPI, metrics: ServiceMetrics) -> None:
+    """Request ids, access lines and measures on every request; /metrics serves them."""
 
     @app.middleware("http")
     async def observe(request: Request, call_next: Any) -> Any:
@@ -226,6 +243,10 @@ def create_app(
             cursor.close()
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
+
+def _answer_errors(app: FastAPI) -> None:
+    """Errors as one JSON body: {"detail": ..., "problems": [...]}."""
+
     @app.exception_handler(UserError)
     async def user_error(request: Request, exc: UserError) -> JSONResponse:
         status = http_status(exc)
@@ -254,6 +275,9 @@ def create_app(
             headers=getattr(exc, "headers", None),
         )
 
+
+def _include_routes(app: FastAPI) -> None:
+    """The API's routers under API_PREFIX, the pages and the static files."""
     for module in (
         health,
         users,
@@ -271,4 +295,4 @@ def create_app(
     app.include_router(web_report.router)
     app.include_router(web_rounds.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    return app
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

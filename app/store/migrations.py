@@ -17,13 +17,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from proforma.app.store.migration_checksums import accepted, text_checksum
+from proforma.app.store.migration_checksums import accepted, normalize_text, text_checksum
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts import ROOT
 from proforma.contracts.errors import MigrationError
 
 MIGRATIONS_DIR = ROOT / "migrations"
 _FILE = re.compile(r"^V(\d{4})__([a-z0-9_]+)\.sql$")
+#: One statement of normalized text: a run of quoted text or anything but a semicolon.
+_STATEMENT = re.compile(r"(?:'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|[^;'\"])+")
+_MACRO = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP(?:ORARY)?\s+)?MACRO\b", re.IGNORECASE)
 
 _LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -74,6 +77,23 @@ def discover(folder: Path = MIGRATIONS_DIR) -> list[Migration]:
     dupes = {v for v in versions if versions.count(v) > 1}
     if dupes:
         raise MigrationError(f"Two migrations share version(s) {sorted(dupes)}")
+    return found
+
+
+def macro_definitions(folder: Path = MIGRATIONS_DIR) -> list[str]:
+    """Every macro the migrations create or replace, in the order they run: each
+    statement's text without comments and with whitespace normalized (as checksummed).
+
+    The scoring SQL calls these macros (eval.norm_cdf, eval.qs_piece, qord, ...), so they
+    are part of what a scoring-SQL version stands for
+    (proforma.app.scoring.provenance.eval_sql_version): a migration that replaces one
+    moves the version, one that only adds tables does not.
+    """
+    found: list[str] = []
+    for m in discover(folder):
+        for statement in _STATEMENT.findall(normalize_text(m.sql)):
+            if _MACRO.match(statement.strip()):
+                found.append(statement.strip())
     return found
 
 

@@ -41,8 +41,8 @@ PANEL_TABLES = ("panel.truth", "panel.firms")
 
 #: A filter on ids passed as ONE list parameter (`f"submission_id {IN_IDS}"`, [ids]): a
 #: hash join of the unnested list. `list_contains(?, submission_id)` scans the whole list
-#: for every row it filters, which made a run's look-ups of its k members O(k^2): 12-16
-#: ms against 3-4 ms a call at 500 submissions (docs/service.md, session 15).
+#: for every row it filters, which made a run's look-ups of its k members O(k^2)
+#: (docs/service.md, session 15, has the figures).
 IN_IDS = "IN (SELECT unnest(?::INTEGER[]))"
 
 

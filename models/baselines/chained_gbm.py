@@ -38,9 +38,9 @@ import numpy as np
 from proforma.models.baselines.base import Forecast
 from proforma.models.baselines.data import N_HORIZONS, TabularData, item_names
 from proforma.models.baselines.fanout import FanOut, Tracker
+from proforma.models.baselines.fit_cache import FitCache
 from proforma.models.baselines.grid import data_fingerprint as _fingerprint
 from proforma.models.baselines.presets import GBM_PAPER
-from proforma.models.baselines.registry import Registry
 
 #: The paper's chain, verbatim ("(+x)" items included; those outside the 78 drop out).
 CHAIN_SPEC: tuple[tuple[str, ...], ...] = (
@@ -269,7 +269,7 @@ def fit_predict(
     train: TabularData,
     val: TabularData,
     test: TabularData,
-    registry_root: Any,
+    cache_root: Any,
     arm: str = "l1",
     spec: dict[str, Any] | None = None,
     *,
@@ -294,24 +294,24 @@ def fit_predict(
     steps = [s for s in steps if s]
     config = {"arm": arm, "spec": spec, "steps": steps, "horizons": list(horizons), "seed": seed}
     model = f"gbm-{arm}"
-    registry = Registry(registry_root, model, config, _fingerprint(train, val, test))
-    todo = [(h, arm, spec, steps, seed) for h in horizons if not registry.has("chain", f"h{h}")]
+    fits = FitCache(cache_root, model, config, _fingerprint(train, val, test))
+    todo = [(h, arm, spec, steps, seed) for h in horizons if not fits.has("chain", f"h{h}")]
     advance = tracker.stage(f"{model}: chains", len(horizons))
     advance(len(horizons) - len(todo))
     fan.map(
         chain_task,
         todo,
         {"X_tr": train.X, "Y_tr": train.Y, "X_va": val.X, "Y_va": val.Y, "X_test": test.X},
-        on_result=lambda t, r: registry.save("chain", f"h{t[0]}", r),
+        on_result=lambda t, r: fits.save("chain", f"h{t[0]}", r),
         progress=advance,
     )
     mu = np.full((test.n, len(train.items), N_HORIZONS), np.nan, dtype=np.float32)
     chosen = {}
     for h in horizons:
-        r = registry.load("chain", f"h{h}")
+        r = fits.load("chain", f"h{h}")
         mu[:, :, h - 1] = r["pred"]
         chosen[h] = {
             train.items[i]: {k: v for k, v in c.items() if k != "model"}
             for i, c in r["chosen"].items()
         }
-    return Forecast(test, [(mu, None)], {"chosen": chosen, "run": str(registry.dir)})
+    return Forecast(test, [(mu, None)], {"chosen": chosen, "run": str(fits.dir)})

@@ -3,7 +3,7 @@
 The per-(item, horizon) fits of the elastic net and random forest (1,560 each) and the
 per-horizon GBM chains are independent tasks over shared, read-only arrays. `fan_out`
 runs `fn(task, **shared)` for every task and hands each result to `on_result` as soon as
-it finishes (the registry saves it there, which makes a run resumable).
+it finishes (the fit cache saves it there, which makes a run resumable).
 
 - engine="joblib" (default): loky worker processes; joblib memory-maps the large shared
   numpy arrays so each worker reads them without a copy.

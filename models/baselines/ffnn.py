@@ -24,9 +24,9 @@ from torch import nn
 from proforma.models.baselines.base import Forecast
 from proforma.models.baselines.data import N_HORIZONS, TabularData
 from proforma.models.baselines.fanout import Tracker
+from proforma.models.baselines.fit_cache import FitCache
 from proforma.models.baselines.grid import data_fingerprint as _fingerprint
 from proforma.models.baselines.presets import FFNN_PAPER
-from proforma.models.baselines.registry import Registry
 
 VARIANTS = ("linear", "large")
 BETA = 0.5
@@ -127,7 +127,7 @@ def fit_predict(
     train: TabularData,
     val: TabularData,
     test: TabularData,
-    registry_root: Any,
+    cache_root: Any,
     variant: str = "linear",
     spec: dict[str, Any] | None = None,
     *,
@@ -142,19 +142,19 @@ def fit_predict(
     n_items = len(fit.items)
     Y = fit.Y.reshape(fit.n, n_items * N_HORIZONS)
     model = f"ffnn-{variant}"
-    registry = Registry(
-        registry_root, model, {"variant": variant, "spec": spec}, _fingerprint(train, val, test)
+    fits = FitCache(
+        cache_root, model, {"variant": variant, "spec": spec}, _fingerprint(train, val, test)
     )
     seeds = list(spec["seeds"])
     advance = tracker.stage(f"{model}: epochs", len(seeds) * spec["epochs"])
     components: list[tuple[np.ndarray, np.ndarray | None]] = []
     for seed in seeds:
-        if registry.has("seed", f"s{seed}"):
+        if fits.has("seed", f"s{seed}"):
             advance(spec["epochs"])
         else:
             state = train_one(variant, fit.X, Y, seed, spec, advance)
-            registry.save("seed", f"s{seed}", state)
-        mu, sigma = predict_one(variant, registry.load("seed", f"s{seed}"), test.X, Y.shape[1])
+            fits.save("seed", f"s{seed}", state)
+        mu, sigma = predict_one(variant, fits.load("seed", f"s{seed}"), test.X, Y.shape[1])
         components.append(
             (mu.reshape(test.n, n_items, N_HORIZONS), sigma.reshape(test.n, n_items, N_HORIZONS))
         )
@@ -164,7 +164,7 @@ def fit_predict(
         {
             "seeds": seeds,
             "rows": fit.n,
-            "run": str(registry.dir),
+            "run": str(fits.dir),
             "parameters": n_parameters(FFNN(variant)),
         },
     )

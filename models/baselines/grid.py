@@ -10,7 +10,7 @@ specifications"; docs/baselines.md, "Models"):
    predict the test split.
 
 Rows with a missing target or any missing feature are dropped per fit. Both stages
-fan out (fanout.FanOut) and every finished fit lands in the registry, so a rerun
+fan out (fanout.FanOut) and every finished fit lands in the fit cache (fit_cache.py), so a rerun
 skips it. Builders are plain module-level functions `build(params) -> estimator`
 (picklable for joblib and Dask).
 """
@@ -25,7 +25,7 @@ import numpy as np
 
 from proforma.models.baselines.data import N_HORIZONS, TabularData
 from proforma.models.baselines.fanout import FanOut, Tracker
-from proforma.models.baselines.registry import Registry
+from proforma.models.baselines.fit_cache import FitCache
 
 Builder = Callable[[dict[str, Any]], Any]
 GridPoints = Callable[[dict[str, Any], str], list[dict[str, Any]]]
@@ -185,7 +185,7 @@ def run_pairwise(
     train: TabularData,
     val: TabularData,
     test: TabularData,
-    registry: Registry,
+    fits: FitCache,
     fan: FanOut | None = None,
     tracker: Tracker | None = None,
     keep_state: Callable[[Any], Any] | None = None,
@@ -206,7 +206,7 @@ def run_pairwise(
         (h, g, params, ref, build, cfg.max_rows, cfg.seed)
         for h in cfg.horizons
         for g, params in enumerate(cfg.grid)
-        if not registry.has("select", f"h{h}_g{g}")
+        if not fits.has("select", f"h{h}_g{g}")
     ]
     advance = tracker.stage(f"{model}: select", len(cfg.horizons) * len(cfg.grid))
     advance(len(cfg.horizons) * len(cfg.grid) - len(sel_tasks))
@@ -222,12 +222,10 @@ def run_pairwise(
             "fit_complete": _complete(train.X, None),
             "val_complete": _complete(val.X, None),
         },
-        lambda t, r: registry.save("select", f"h{t[0]}_g{t[1]}", r),
+        lambda t, r: fits.save("select", f"h{t[0]}_g{t[1]}", r),
         advance,
     )
-    scores = [
-        registry.load("select", f"h{h}_g{g}") for h in cfg.horizons for g in range(len(cfg.grid))
-    ]
+    scores = [fits.load("select", f"h{h}_g{g}") for h in cfg.horizons for g in range(len(cfg.grid))]
     selection = select_per_horizon(scores, cfg.grid)
 
     # 2. refit on train + validation, predict test
@@ -236,7 +234,7 @@ def run_pairwise(
         (i, h, selection[h]["params"], build, keep_state, cfg.max_rows, cfg.seed)
         for i in item_index
         for h in cfg.horizons
-        if not registry.has("fit", f"{train.items[i]}_h{h}")
+        if not fits.has("fit", f"{train.items[i]}_h{h}")
     ]
     total = len(item_index) * len(cfg.horizons)
     advance = tracker.stage(f"{model}: refit", total)
@@ -252,18 +250,18 @@ def run_pairwise(
             "fit_complete": _complete(fit.X, None),
             "test_complete": _complete(test.X, None),
         },
-        lambda t, r: registry.save("fit", f"{train.items[t[0]]}_h{t[1]}", r),
+        lambda t, r: fits.save("fit", f"{train.items[t[0]]}_h{t[1]}", r),
         advance,
     )
     mu = np.full((test.n, len(train.items), N_HORIZONS), np.nan, dtype=np.float32)
     for i in item_index:
         for h in cfg.horizons:
-            mu[:, i, h - 1] = registry.load("fit", f"{train.items[i]}_h{h}")["pred"]
+            mu[:, i, h - 1] = fits.load("fit", f"{train.items[i]}_h{h}")["pred"]
     return mu, selection
 
 
 def data_fingerprint(*parts: TabularData) -> str:
-    """Identifies the data a registry run was fit on (a rebuilt panel starts a new run)."""
+    """Identifies the data a fit cache run was fit on (a rebuilt panel starts a new run)."""
     return "-".join(p.fingerprint() for p in parts)
 
 
@@ -275,7 +273,7 @@ def select_refit_forecast(
     train: TabularData,
     val: TabularData,
     test: TabularData,
-    registry_root: Any,
+    cache_root: Any,
     *,
     items: tuple[str, ...] | None = None,
     horizons: tuple[int, ...] | None = None,
@@ -290,11 +288,11 @@ def select_refit_forecast(
     cfg = PairwiseConfig(grid=grid, items=items, max_rows=spec.get("max_rows"))
     if horizons:
         cfg.horizons = tuple(horizons)
-    registry = Registry(registry_root, model, cfg.describe(), data_fingerprint(train, val, test))
+    fits = FitCache(cache_root, model, cfg.describe(), data_fingerprint(train, val, test))
     mu, selection = run_pairwise(
-        model, build, cfg, train, val, test, registry, fan, tracker, keep_state
+        model, build, cfg, train, val, test, fits, fan, tracker, keep_state
     )
-    return Forecast(test, [(mu, None)], {"selection": selection, "run": str(registry.dir)})
+    return Forecast(test, [(mu, None)], {"selection": selection, "run": str(fits.dir)})
 
 
 def cuml_available() -> bool:
@@ -305,7 +303,7 @@ def cuml_available() -> bool:
 
 @dataclass
 class GridModel:
-    """A per-(item, horizon) model under this protocol: its name (the registry folder),
+    """A per-(item, horizon) model under this protocol: its name (its fit cache folder),
     the builder of one grid point's estimator, the grid a spec spans, the paper's spec
     (used when none is given) and what of a fitted estimator is kept on disk."""
 
@@ -320,7 +318,7 @@ class GridModel:
         train: TabularData,
         val: TabularData,
         test: TabularData,
-        registry_root: Any,
+        cache_root: Any,
         spec: dict[str, Any] | None = None,
         *,
         items: tuple[str, ...] | None = None,
@@ -341,7 +339,7 @@ class GridModel:
             train,
             val,
             test,
-            registry_root,
+            cache_root,
             items=items,
             horizons=horizons,
             fan=fan,

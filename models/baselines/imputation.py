@@ -59,8 +59,8 @@ def one_blas_thread() -> threadpool_limits:
 
 
 #: From this many columns on, the top k eigenpairs come from ARPACK's Lanczos iteration:
-#: at the tabular view's 937 columns it takes about 2 ms where LAPACK's subset driver
-#: takes 36 ms (one core), and it was most of the imputation's time.
+#: at the tabular view's 937 columns it is many times faster than LAPACK's subset driver,
+#: which was most of the imputation's time (docs/baselines.md has the figures).
 ITERATIVE_FROM = 200
 
 

@@ -1,7 +1,7 @@
 """The competitor suite: one `ModelSpec` per learned competitor (docs/models.md).
 
 A spec is everything the rest of the project knows about a model: its one name (the
-`--which` choice, the submission's name, its registry folder and its key in a preset),
+`--which` choice, the submission's name, its fit cache folder and its key in a preset),
 the forecast family its submission declares, its configuration per preset, the
 footprints it is scored on, the view it reads, whether `proforma demo` fits it by
 default, and how it fits and forecasts. The CLI's choices, the competitor flow
@@ -87,7 +87,7 @@ def forecast_at_origins(spec: ModelSpec, request: FitRequest, origins: TabularDa
     A spec with its own `at_origins` answers. Otherwise, when every origin is a row of
     the request's test split (a round's origins are the last quarter of the test split
     of the build it opens on), the model's static fit on the request forecasts them: a
-    model that keeps its finished fits in the registry (every model of the suite) then
+    model that keeps its finished fits in the fit cache (every model of the suite) then
     reuses the static run's fits instead of fitting again. Else `fit` gets the origins
     as its test split."""
     from proforma.models.baselines.base import Forecast

@@ -151,8 +151,8 @@ PRESETS: dict[str, FormaConfig] = {
     # With the seasonal lag, as `small`: on its full schedule (seed 60) it lifted the
     # test sample's R2 from 0.371 to 0.381 and the oracle origins' from 0.370 to 0.395.
     # 12 epochs of 2,816 origins: two seeds side by side (`--jobs 2`, one thread each)
-    # train in 18 minutes on 2 cores, inside the 20-minute budget of the demo machine
-    # (4,096 per epoch took that long for one seed on two threads). 1,536 validation
+    # train inside the time budget of the 2-core demo machine, where 4,096 per epoch
+    # took as long for one seed on two threads (docs/forma.md, "Presets", has the times). 1,536 validation
     # origins (whole firms) are held out to check, and if need be widen, the intervals
     # (models/forma/calibration.py).
     "mid": FormaConfig(

@@ -8,7 +8,7 @@ import numpy as np
 
 from proforma.models.baselines import chained_gbm
 from proforma.models.baselines.chained_gbm import chain_items, chain_steps, design
-from proforma.models.baselines.registry import Registry
+from proforma.models.baselines.fit_cache import FitCache
 
 CHAIN = ("revtq", "cogsq", "rectq", "invtq")
 SPEC = {
@@ -120,7 +120,7 @@ def test_shared_bins_mask_later_items_and_keep_the_cascade(panel_factory, tmp_pa
     real = np.nan_to_num(test.Y[:, rev, 0], nan=0.0)
     assert np.mean((mu[:, cogs] - mu[:, rev]) ** 2) < 0.2 * np.mean((mu[:, cogs] - real) ** 2)
 
-    record = Registry(tmp_path, "gbm-l2", {}, "unused")
+    record = FitCache(tmp_path, "gbm-l2", {}, "unused")
     record.dir = Path(fc.info["run"])
     chain = record.load("chain", "h1")
     p = train.X.shape[1]

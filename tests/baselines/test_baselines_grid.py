@@ -10,8 +10,8 @@ import pytest
 
 from proforma.models.baselines import elastic_net, random_forest
 from proforma.models.baselines.fanout import FanOut
+from proforma.models.baselines.fit_cache import FitCache
 from proforma.models.baselines.grid import PairwiseConfig, run_pairwise, select_per_horizon
-from proforma.models.baselines.registry import Registry
 
 
 class ConstantModel:
@@ -63,7 +63,7 @@ def test_grid_winner_is_validation_winner_and_shared_across_items(panel, tmp_pat
     target_mean = float(np.nanmean(val.target("niq", h)))
     grid = [{"c": target_mean + 5.0}, {"c": target_mean}, {"c": target_mean - 2.0}]
     cfg = PairwiseConfig(grid=grid, items=("niq", "revtq"), horizons=(h,))
-    reg = Registry(tmp_path, "const", cfg.describe() | {"n": 1}, "x")
+    reg = FitCache(tmp_path, "const", cfg.describe() | {"n": 1}, "x")
     mu, sel = run_pairwise("const", build_constant, cfg, train, val, test, reg, FanOut("serial"))
     assert sel[h]["params"] == {"c": target_mean}
     # Both items use niq's winner at h (shared), not their own best constant.
@@ -78,7 +78,7 @@ def test_refit_uses_train_plus_validation(panel, tmp_path) -> None:
     train, val, test = panel["train"], panel["val"], panel["test"]
     val.Y = val.Y + 10.0  # make train and validation targets easy to tell apart
     cfg = PairwiseConfig(grid=[{"c": None}], items=("revtq",), horizons=(1, 2))
-    reg = Registry(tmp_path, "mean", cfg.describe(), "y")
+    reg = FitCache(tmp_path, "mean", cfg.describe(), "y")
     mu, _ = run_pairwise("mean", build_constant, cfg, train, val, test, reg, FanOut("serial"))
     i = train.items.index("revtq")
     for h in (1, 2):
@@ -145,7 +145,7 @@ def test_random_forest_grid(panel, tmp_path) -> None:
         train, val, test, tmp_path, spec, items=("niq", "atq"), horizons=(2,), backend="sklearn"
     )
     # The chosen depth is the one with the lower validation MSE recorded on disk.
-    run = Registry(tmp_path, "rf", {}, "unused")
+    run = FitCache(tmp_path, "rf", {}, "unused")
     run.dir = Path(fc.info["run"])
     scores = {g: run.load("select", f"h2_g{g}")["mse"] for g in (0, 1)}
     best = min(scores, key=scores.__getitem__)

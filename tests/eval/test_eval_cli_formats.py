@@ -98,3 +98,22 @@ def test_a_real_process_redirected_to_a_file_gets_valid_json(scored, tmp_path) -
     )
     assert bad.returncode == 2 and bad.stdout == ""
     assert "error:" in bad.stderr and "nowhere" in bad.stderr
+
+
+def test_a_submission_warning_goes_to_stderr_and_stdout_stays_empty(settings, wh, tmp_path):
+    """The README's promise, on a command that warns: `proforma submit` of a file with a
+    mistyped column stores it, warns on stderr and prints nothing on stdout."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from scoring_fixtures import good_columns
+
+    make_panel(wh)
+    wh.close()
+    cols = {**good_columns(), "sigme": [0.5] * 40}
+    path = tmp_path / "typo.parquet"
+    pq.write_table(pa.table(cols), path)
+    result = CliRunner().invoke(app, ["submit", str(path), "--name", "typo"])
+    assert result.exit_code == 0, result.output
+    assert "warning:" in result.stderr and "did you mean 'sigma'?" in result.stderr
+    assert "done:" in result.stderr
+    assert result.stdout == ""

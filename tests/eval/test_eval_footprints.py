@@ -198,7 +198,7 @@ def stale_wh(tmp_path_factory):
 
 
 def test_submissions_of_another_panel_are_not_scored(stale_wh):
-    from proforma.app.scoring.submissions.registry import active_submissions, stale_submissions
+    from proforma.app.scoring.submissions.current import active_submissions, stale_submissions
 
     wh = stale_wh
 

@@ -10,7 +10,7 @@ import pytest
 
 from proforma.app.scoring import provenance
 from proforma.app.store import sqlfiles
-from proforma.app.store.migrations import migrate, status
+from proforma.app.store.migrations import macro_definitions, migrate, status
 from proforma.app.store.settings import get_settings
 from proforma.app.store.sqlfiles import checksum, folder_checksum, normalize_sql
 
@@ -80,14 +80,46 @@ def test_the_memo_keeps_the_newest_entries(fresh_memo, monkeypatch):
 
 
 def test_the_eval_version_follows_every_edit(eval_dir):
-    parsed = folder_checksum("eval")[:16]
-    assert provenance.eval_sql_version() == parsed
+    parsed = provenance.eval_sql_version()
     step = eval_dir / "070_metrics.sql"
     step.write_text(step.read_text().replace("\n", "\n\n", 1))  # layout only
     assert provenance.eval_sql_version() == parsed
+    before = folder_checksum("eval")
     step.write_text(step.read_text() + "\nSELECT 1;\n")
-    edited = provenance.eval_sql_version()
-    assert edited == folder_checksum("eval")[:16] != parsed
+    assert folder_checksum("eval") != before
+    assert provenance.eval_sql_version() != parsed
+
+
+@pytest.fixture
+def migrations_dir(fresh_memo, tmp_path, monkeypatch):
+    """A copy of migrations/ that the test may edit and add to."""
+    folder = tmp_path / "migrations"
+    shutil.copytree(provenance.MIGRATIONS_DIR, folder)
+    monkeypatch.setattr(provenance, "MIGRATIONS_DIR", folder)
+    return folder
+
+
+def test_the_migrations_macros_are_part_of_the_eval_version(migrations_dir):
+    """The scoring steps call macros that migrations define (V0030, V0065, V0131): a
+    migration that replaces one is a new scoring-SQL version; other DDL, comments and
+    layout are not."""
+    shipped = provenance.eval_sql_version()
+    assert any("eval.qs_piece" in d for d in macro_definitions(migrations_dir))
+    (migrations_dir / "V9998__unrelated.sql").write_text(
+        "-- a CREATE MACRO in a comment is no macro\nCREATE TABLE eval.x (a INTEGER);\n"
+    )
+    assert provenance.eval_sql_version() == shipped
+    (migrations_dir / "V9999__pdf.sql").write_text(
+        "CREATE OR REPLACE MACRO eval.norm_pdf(x) AS exp(-x * x / 2) / sqrt(2 * pi()) + 0;\n"
+    )
+    replaced = provenance.eval_sql_version()
+    assert replaced != shipped
+    (migrations_dir / "V9999__pdf.sql").unlink()
+    assert provenance.eval_sql_version() == shipped
+    # an edited definition (which `migrate` refuses for an applied file) also moves it
+    v0065 = migrations_dir / "V0065__incremental_scoring.sql"
+    v0065.write_text(v0065.read_text().replace("(u1 - u0) / 6", "(u1 - u0) / 7"))
+    assert provenance.eval_sql_version() not in (shipped, replaced)
 
 
 def test_a_new_process_versions_eval_sql_without_parsing(eval_dir, fresh_memo, monkeypatch):

@@ -266,7 +266,7 @@ def test_a_run_on_the_whole_split_takes_its_sample_fingerprint_from_the_grid(wh,
 
     sid = scoring.ingest_parquet(wh, _file(wh, tmp_path / "whole.parquet", 11), "whole split")
     with positional.pinned(wh):
-        grid = positional.grid(wh, "test")
+        grid = positional.cell_layout(wh, "test")
     assert grid.folder is not None
     for kept in grid.folder.glob("cells_fingerprint*"):
         kept.unlink()
@@ -311,8 +311,8 @@ def test_scores_span_by_span_equal_scores_at_once(wh, tmp_path, monkeypatch, sig
 
     whole = results(scoring.score(wh, "full", [sid], coherence=False, full=True))
     positional._dense.clear()
-    monkeypatch.setattr(positional, "SPAN", positional.grid(wh, "test").size // 6)
-    spans = len(list(positional.spans(positional.grid(wh, "test"))))
+    monkeypatch.setattr(positional, "SPAN", positional.cell_layout(wh, "test").size // 6)
+    spans = len(list(positional.spans(positional.cell_layout(wh, "test"))))
     assert spans >= 5
     by_span = results(scoring.score(wh, "full", [sid], coherence=False, full=True))
     assert len(by_span) == len(whole) > 0
@@ -347,7 +347,7 @@ def test_the_layout_on_several_threads_is_the_layout_on_one(wh, tmp_path, monkey
         positional._dense.clear()
         monkeypatch.setattr(positional, "layout_workers", lambda n=workers: n)
         with positional.pinned(wh):
-            layouts.append(positional.dense_upload(wh, positional.grid(wh, "test"), rec))
+            layouts.append(positional.dense_upload(wh, positional.cell_layout(wh, "test"), rec))
     one = layouts[0]
     assert np.isfinite(one.mu).sum() > 1000 and np.isnan(one.mu).any()
     for other in layouts[1:]:
@@ -397,7 +397,7 @@ def test_a_float32_sigma_layout_gives_the_published_terms_of_a_float64_one(wh, t
     assert rec is not None
     terms = []
     with positional.pinned(wh):
-        grid = positional.grid(wh, "test")
+        grid = positional.cell_layout(wh, "test")
         for narrow in (True, False):
             positional._dense.clear()
             dense = positional.dense_upload(wh, grid, rec, float32_sigma=narrow)
@@ -418,7 +418,7 @@ def test_a_float32_sigma_layout_gives_the_published_terms_of_a_float64_one(wh, t
     table = pq.read_table(rec["path"])
     sigma = table["sigma"].to_numpy().copy()
     with positional.pinned(wh):
-        placed = positional.grid(wh, "test").positions(table["cell"].to_numpy()) >= 0
+        placed = positional.cell_layout(wh, "test").positions(table["cell"].to_numpy()) >= 0
     sigma[np.flatnonzero(placed)[0]] = 1e39
     poisoned = tmp_path / "poisoned.parquet"
     at = table.schema.get_field_index("sigma")
@@ -426,7 +426,10 @@ def test_a_float32_sigma_layout_gives_the_published_terms_of_a_float64_one(wh, t
     positional._dense.clear()
     with positional.pinned(wh):
         wide = positional.dense_upload(
-            wh, positional.grid(wh, "test"), {**rec, "path": str(poisoned)}, float32_sigma=True
+            wh,
+            positional.cell_layout(wh, "test"),
+            {**rec, "path": str(poisoned)},
+            float32_sigma=True,
         )
     assert wide.sigma is not None and wide.sigma.dtype == np.float64
     assert np.nanmax(wide.sigma) == 1e39

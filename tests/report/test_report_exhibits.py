@@ -192,3 +192,32 @@ def test_reconcile_command_refuses_variance_weights_without_sigma(built):
     assert isinstance(res.exception, UserError) and "has no sigma" in str(res.exception)
     with connect(read_only=True) as wh:
         assert wh.fetchall("SELECT count(*) FROM eval.submissions") == before
+
+
+def test_the_oracle_command_runs_the_scenario_flow(built, tmp_path, monkeypatch):
+    """`proforma forma oracle-experiment` and the report's Figure 2 are one experiment:
+    the command calls app/flows/scenario.py and prints and writes what it returns."""
+    import pyarrow.parquet as pq
+
+    from proforma.app.flows import scenario
+
+    asked: list[dict] = []
+    returned: list[pa.Table] = []
+    real = scenario.oracle_experiment
+
+    def spy(wh, models, **kwargs):
+        asked.append(kwargs)
+        returned.append(real(wh, models, **kwargs)[0])
+        return returned[-1], None, kwargs["origins"]
+
+    monkeypatch.setattr(scenario, "oracle_experiment", spy)
+    out = tmp_path / "oracle.parquet"
+    res = CliRunner().invoke(
+        cli_app,
+        ["forma", "oracle-experiment", "--seeds", "60", "--origins", "5", "--device", "cpu"]
+        + ["--sample-seed", "2", "--out", str(out)],
+    )
+    assert res.exit_code == 0, res.output
+    assert asked == [{"item": "revtq", "origins": 5, "sample_seed": 2, "device": "cpu"}]
+    assert pq.read_table(out).equals(returned[0])
+    assert "oracle revtq: 5 origins" in res.output

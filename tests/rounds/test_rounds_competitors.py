@@ -1,4 +1,4 @@
-"""The learned competitors enter a round through the registry's forecast-at-origins entry
+"""The learned competitors enter a round through the suite's forecast-at-origins entry
 point (`suite.forecast_at_origins`): fit on the train and val splits of the build the
 round was opened on, forecasting the round's frozen origins. Nothing they read depends on
 a quarter after the round's open."""
@@ -80,7 +80,7 @@ def test_competitors_enter_from_data_known_at_the_open(
     assert enet["name"] == "enet (demo)" and enet["family"] == "point"
     assert 0 < enet["rows"] <= 2 * len(frozen)
     # the static run of the same preset on the same build reuses the round's fits (and
-    # the other way round): one registry run, no new fit
+    # the other way round): one fit cache run, no new fit
     runs = list((settings.models_dir / "baselines" / "enet").iterdir())
     fits = sorted(p.name for p in runs[0].rglob("*.joblib"))
     run_baselines(wh, ["enet"], "demo", score=False, items=("revtq",), horizons=(1, 2))

@@ -45,10 +45,10 @@ def create_footprint(
         raise UserError("A footprint is frozen from submissions or from an origin sample, not both")
     if submissions:
         # Stored cell scores say which cells each submission predicts (own transactions);
-        # an upload kept in the store says it through the split's cell grid, made here if
+        # an upload kept in the store says it through the split's cell layout, made here if
         # it must be (outside the transaction below).
         ensure_cell_scores(wh, [int(s) for s in submissions], scoring_context(wh))
-        positional.grid(wh, split)
+        positional.cell_layout(wh, split)
     with wh.transaction():
         if submissions:
             fid = insert_footprint(

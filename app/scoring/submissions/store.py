@@ -84,7 +84,8 @@ def write_upload(wh: Warehouse, checksum: str, build_id: int | None, *, sigma: b
         # (a 10M-row density file: 100 against 53 MB). Arrow's writer, fed by DuckDB's
         # stream of the rows, not DuckDB's COPY: without a dictionary attempt on columns
         # of distinct doubles and with statistics for the key only, it writes the same
-        # file for a third less CPU (0.5 s of a 15.7M-row upload). Groups of ROW_GROUP
+        # file for a third less CPU (docs/scoring.md, "Figures behind the code's
+        # choices"). Groups of ROW_GROUP
         # rows, as COPY wrote them: a scoring's layout reads one group at a time.
         # (the reader closed whatever happens: a result left open on the connection
         # would fail the rollback and the explanation that follow a failed write)

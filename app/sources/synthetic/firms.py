@@ -309,17 +309,10 @@ def gvkeys(n: int) -> np.ndarray:
 
 
 def draw_firms(cfg: SyntheticConfig, rng: np.random.Generator) -> Traits:
-    """All static traits of cfg.firms firms."""
+    """All static traits of cfg.firms firms (the draws in a fixed order: each step below
+    takes its draws from `rng` after the previous one's)."""
     n = cfg.firms
-    sec_w = np.array([s["w"] for s in SECTORS])
-    sector = rng.choice(len(SECTORS), size=n, p=sec_w / sec_w.sum())
-    sic = np.empty(n, dtype=np.int64)
-    for k, s in enumerate(SECTORS):
-        idx = np.flatnonzero(sector == k)
-        lo = np.array([r[0] for r in s["sic"]])
-        hi = np.array([r[1] for r in s["sic"]])
-        which = rng.choice(len(lo), size=idx.size, p=(hi - lo + 1) / (hi - lo + 1).sum())
-        sic[idx] = lo[which] + (rng.random(idx.size) * (hi[which] - lo[which] + 1)).astype(np.int64)
+    sector, sic = _industries(n, rng)
     major = sic // 100  # 2-digit SIC major group: industry of the dynamics
 
     # Industry (major group) parameters: sector centre plus a per-group deviation.
@@ -329,6 +322,38 @@ def draw_firms(cfg: SyntheticConfig, rng: np.random.Generator) -> Traits:
     peak = np.array([s["peak"] for s in SECTORS])[sector]
 
     tr: Traits = {"sector": sector, "sic": sic, "major": major}
+    _operations(tr, n, rng, sec, ind_dev, major)
+    tr["season"] = _seasonality(sec, ind_dev, major, peak)
+    _balance_sheet(tr, n, rng, sec)
+    _life_span(tr, cfg, n, rng)
+    return tr
+
+
+def _industries(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(sector, SIC code) of each firm: sectors by weight, a SIC range of the sector by
+    its width, a code within it."""
+    sec_w = np.array([s["w"] for s in SECTORS])
+    sector = rng.choice(len(SECTORS), size=n, p=sec_w / sec_w.sum())
+    sic = np.empty(n, dtype=np.int64)
+    for k, s in enumerate(SECTORS):
+        idx = np.flatnonzero(sector == k)
+        lo = np.array([r[0] for r in s["sic"]])
+        hi = np.array([r[1] for r in s["sic"]])
+        which = rng.choice(len(lo), size=idx.size, p=(hi - lo + 1) / (hi - lo + 1).sum())
+        sic[idx] = lo[which] + (rng.random(idx.size) * (hi[which] - lo[which] + 1)).astype(np.int64)
+    return sector, sic
+
+
+def _operations(
+    tr: Traits,
+    n: int,
+    rng: np.random.Generator,
+    sec: dict[str, np.ndarray],
+    ind_dev: dict[str, np.ndarray],
+    major: np.ndarray,
+) -> None:
+    """Margins, cost ratios, working capital, capital intensity, leverage, growth and
+    their reversion speeds and volatilities."""
     tr["ind_gm"] = np.clip(sec["gm"] + 0.04 * ind_dev["gm"][major], 0.05, 0.9)
     tr["gm_bar"] = np.clip(tr["ind_gm"] + 0.06 * rng.standard_normal(n), 0.03, 0.92)
     tr["sga_bar"] = np.clip(sec["sga"] * np.exp(0.3 * rng.standard_normal(n)), 0.01, 0.8)
@@ -358,15 +383,26 @@ def draw_firms(cfg: SyntheticConfig, rng: np.random.Generator) -> Traits:
     tr["sig_gm"] = 0.008 * vol
     tr["sig_sga"] = 0.006 * vol
     tr["sig_e"] = 0.05 * vol
-    # Seasonality: log factors per calendar quarter; peak quarter shifted per industry.
+
+
+def _seasonality(
+    sec: dict[str, np.ndarray], ind_dev: dict[str, np.ndarray], major: np.ndarray, peak: np.ndarray
+) -> np.ndarray:
+    """Log factors per calendar quarter; peak quarter shifted per industry."""
     amp = sec["amp"] * np.exp(0.2 * ind_dev["phase"][major])
     qs = np.arange(4)
     shape = np.cos(2 * np.pi * (qs[None, :] - peak[:, None]) / 4) + 0.3 * np.cos(
         np.pi * (qs[None, :] - peak[:, None])
     )
     shape -= shape.mean(axis=1, keepdims=True)
-    tr["season"] = amp[:, None] * shape
-    # Balance-sheet ratios and policies.
+    return amp[:, None] * shape
+
+
+def _balance_sheet(
+    tr: Traits, n: int, rng: np.random.Generator, sec: dict[str, np.ndarray]
+) -> None:
+    """Balance-sheet ratios and policies (payout, leverage, debt, taxes, investment) and
+    the size at entry."""
     tr["aco_r"] = 0.05 * np.exp(0.4 * rng.standard_normal(n))
     tr["lco_r"] = 0.15 * np.exp(0.4 * rng.standard_normal(n))
     has_dr = rng.random(n) < np.clip(sec["dr"] * 6, 0, 0.8)
@@ -388,7 +424,7 @@ def draw_firms(cfg: SyntheticConfig, rng: np.random.Generator) -> Traits:
     tr["nci"] = (rng.random(n) < 0.25) * 0.05 * rng.random(n)
     tr["has_pref"] = rng.random(n) < 0.12
     tr["fx"] = (rng.random(n) < 0.45) * np.exp(0.5 * rng.standard_normal(n))
-    tr["stk"] = 0.04 * np.exp(0.6 * rng.standard_normal(n)) * (1 + 2 * has_rd)
+    tr["stk"] = 0.04 * np.exp(0.6 * rng.standard_normal(n)) * (1 + 2 * tr["has_rd"])
     tr["dep"] = 0.03 * np.exp(0.25 * rng.standard_normal(n))
     tr["amort"] = 0.025 * np.exp(0.3 * rng.standard_normal(n))
     tr["acq_p"] = 0.012 * np.exp(0.8 * rng.standard_normal(n))
@@ -397,6 +433,9 @@ def draw_firms(cfg: SyntheticConfig, rng: np.random.Generator) -> Traits:
     # Size: log annual revenue in $ millions at entry.
     tr["s0"] = 4.6 + 1.9 * rng.standard_normal(n)
 
+
+def _life_span(tr: Traits, cfg: SyntheticConfig, n: int, rng: np.random.Generator) -> None:
+    """Entry and exit quarters, fiscal year ends, missing SIC and CCM links."""
     # Life span. 22% of firms exist when the panel starts; entries peak in the 1980s-90s.
     q0, q1 = cfg.q_start, cfg.q_end
     quarters = np.arange(q0, q1 + 1)
@@ -423,4 +462,3 @@ def draw_firms(cfg: SyntheticConfig, rng: np.random.Generator) -> Traits:
     # Missing SIC (no co_industry record at all) and CCM links.
     tr["sic_missing"] = rng.random(n) < 0.05
     tr["linked"] = rng.random(n) < 0.62
-    return tr

@@ -1,14 +1,17 @@
-"""The cell grid: a split's truth laid out by position, so that cells meet by index.
+"""The cell layout: a split's truth laid out by position, so that cells meet by index.
+
+(Its tables keep the name they were made with: eval.grids, eval.grid_rows,
+eval.grid_cells.)
 
 A forecast kept in the upload store meets its truth, its footprint and a run's common
-sample through the grid instead of hash joins on the packed cell key (docs/scoring.md,
-"Cells by position"). sql/eval/042 defines the grid (eval.grid_rows, eval.grid_cells:
+sample through the layout instead of hash joins on the packed cell key (docs/scoring.md,
+"Cells by position"). sql/eval/042 defines the layout (eval.grid_rows, eval.grid_cells:
 V0112): the split's eligible origins numbered in (origin, firm) order, one slot per
 target item and horizon (sh = item slot * 20 + horizon - 1), and the truth of each
 scoreable cell at its position: origin-major, then slot, then firm (the rows of one
 origin quarter are a block of k rows from row b; a cell lies at b * slots + sh * k +
 row - b), so each (item, horizon, origin quarter) group is one contiguous range. This
-module keeps the grid as dense arrays (one value per position) in a cache folder beside
+module keeps the layout as dense arrays (one value per position) in a cache folder beside
 the upload store, mapped into memory by every process that scores, and maps packed cell
 keys to positions and back: integer arithmetic and one lookup in a (firm, quarter)
 table, no hashing.
@@ -21,8 +24,10 @@ import os
 import secrets
 import shutil
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -32,15 +37,15 @@ from proforma.app.store.warehouse import Warehouse
 
 #: Horizons per item slot.
 HORIZONS = 20
-#: The layout's version, part of the grid's fingerprint (a warehouse's grid of another
-#: layout is made again) and of its cache folder's name. 2: origin-major (1: row-major).
+#: The format's version, part of the layout's fingerprint (a warehouse's layout in another
+#: format is made again) and of its cache folder's name. 2: origin-major (1: row-major).
 FORMAT = 2
 #: The dense columns kept per position, and their types.
 COLUMNS = {"sh": np.int16, "oq": np.int16, "actual": np.float64, "change": np.float64}
 
 
 @dataclass(frozen=True)
-class Grid:
+class CellLayout:
     """One split's cells by position, with the truth of its scoreable cells."""
 
     build_id: int
@@ -70,7 +75,7 @@ class Grid:
 
     def positions(self, cell: np.ndarray) -> np.ndarray:
         """The position of each packed cell key (eval.cell_key); -1 where the cell is not
-        in the grid."""
+        in the layout."""
         cell = np.asarray(cell, dtype=np.int64)
         if not self.row_base.size:
             return np.full(cell.shape, -1, dtype=np.int64)
@@ -111,7 +116,7 @@ class Grid:
         return ((firm * 16384 + origin) * 128 + item) * 32 + h + 1
 
     def rows(self, lo: int, hi: int) -> np.ndarray:
-        """The grid row (a firm and origin quarter, eval.grid_rows) of each position in
+        """The layout row (a firm and origin quarter, eval.grid_rows) of each position in
         [lo, hi): within an origin quarter's block the rows cycle slot by slot."""
         pos = np.arange(lo, hi, dtype=np.int64)
         block = np.searchsorted(self.block_first * self.n_slots, pos, side="right") - 1
@@ -122,7 +127,7 @@ class Grid:
         return pos.astype(np.int32)
 
     def mask(self, cell: np.ndarray) -> np.ndarray:
-        """A boolean array over the positions, true at these cells' (those in the grid)."""
+        """A boolean array over the positions, true at these cells' (those in the layout)."""
         out = np.zeros(self.size, dtype=bool)
         pos = self.positions(cell)
         out[pos[pos >= 0]] = True
@@ -144,7 +149,7 @@ class Grid:
     def cells_fingerprint(self, wh: Warehouse, relation: str) -> str:
         """The sample fingerprint (`relation_fingerprint`) of every scoreable cell of the
         split, given `relation`, a relation holding exactly those cells: computed from it
-        once and kept in the grid's cache folder (the cells are fixed by the folder's
+        once and kept in the layout's cache folder (the cells are fixed by the folder's
         truth and layout; DuckDB's version is in the file's name, its hash being DuckDB's)."""
         import duckdb
 
@@ -157,7 +162,7 @@ class Grid:
             return path.read_text(encoding="ascii").strip()
         n, found = relation_fingerprint(wh, relation)
         if n != self.n_scoreable:
-            raise ValueError(f"{relation} holds {n} cells, not the grid's {self.n_scoreable}")
+            raise ValueError(f"{relation} holds {n} cells, not the layout's {self.n_scoreable}")
         if path is not None:
             tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
             tmp.write_text(found, encoding="ascii")
@@ -166,7 +171,7 @@ class Grid:
 
     def keys_params(self) -> dict[str, object]:
         """SQL variables that turn (sh, oq) back into item_id, horizon and origin_q, and a
-        frame's `row` into its firm and origin quarter (eval.grid_rows of this grid)."""
+        frame's `row` into its firm and origin quarter (eval.grid_rows of this layout)."""
         return {
             "grid_slot_items": [int(i) for i in self.slot_item],
             "grid_q0": self.q0,
@@ -181,18 +186,18 @@ def relation_fingerprint(wh: Warehouse, relation: str) -> tuple[int, str]:
     return int(n), f"{int(n)}:{int(digest):016x}"
 
 
-def grid_build_id(wh: Warehouse) -> int:
-    """The build a grid of the current build is filed under (-1: none)."""
+def layout_build_id(wh: Warehouse) -> int:
+    """The build a layout of the current build is filed under (-1: none)."""
     build = current_build_id(wh)
     return -1 if build is None else int(build)
 
 
-_cache: dict[tuple[str, int, str], tuple[int, Grid]] = {}
+_cache: dict[tuple[str, int, str], tuple[int, CellLayout]] = {}
 _lock = threading.Lock()
 
 
 def truth_fingerprint(wh: Warehouse, split: str) -> str:
-    """Count and an order-free hash of the split's scoreable truth: a grid made from
+    """Count and an order-free hash of the split's scoreable truth: a layout made from
     other truth (a new build, a truth changed in place) is made again."""
     n, digest = wh.one(
         "SELECT count(*), coalesce(bit_xor(hash(firm_id, origin_q, item_id, horizon, actual, "
@@ -210,16 +215,16 @@ def truth_rows(wh: Warehouse) -> int:
     return int(wh.scalar(f"SELECT count(*) FROM {source}"))
 
 
-def grid_for(wh: Warehouse, split: str, cache_root: Path) -> Grid:
-    """The split's grid for the current build and truth: made (042) when the warehouse
+def layout_for(wh: Warehouse, split: str, cache_root: Path) -> CellLayout:
+    """The split's layout for the current build and truth: made (042) when the warehouse
     has none for this truth, its dense arrays written under `cache_root` (shared by
     warehouses of the same truth and layout) when missing, mapped once per process.
 
-    A grid of the current build is taken while the truth has the rows it was made from
+    A layout of the current build is taken while the truth has the rows it was made from
     (`truth_rows`: a statistic, no scan); a new build, or a truth with other rows, has its truth
-    fingerprinted and the grid made again when the fingerprint differs. (A truth whose
+    fingerprinted and the layout made again when the fingerprint differs. (A truth whose
     values are changed in place under the same build, which no flow does, is not seen.)"""
-    build_id = grid_build_id(wh)
+    build_id = layout_build_id(wh)
     rows = truth_rows(wh)
     key = (str(wh.path), build_id, split)
     with _lock:
@@ -232,7 +237,7 @@ def grid_for(wh: Warehouse, split: str, cache_root: Path) -> Grid:
     )
     n_items = int(wh.scalar("SELECT count(*) FROM ref.items WHERE is_target"))
     n_slots = n_items * HORIZONS
-    # a grid of another layout (an older FORMAT) is made again like one of other truth
+    # a layout in another format (an older FORMAT) is made again like one of other truth
     if stored is None or int(stored[1]) != rows or not str(stored[0]).endswith(f":g{FORMAT}"):
         fingerprint = truth_fingerprint(wh, split)
         if stored is None or stored[0] != fingerprint:
@@ -248,19 +253,19 @@ def grid_for(wh: Warehouse, split: str, cache_root: Path) -> Grid:
                     },
                 )
         else:
-            # the same truth, its rows counted another way when the grid was made (an
+            # the same truth, its rows counted another way when the layout was made (an
             # older release counted the view): record this count, so it is not checked again
             wh.execute(
                 "UPDATE eval.grids SET truth_rows = ? WHERE build_id = ? AND split = ?",
                 [rows, build_id, split],
             )
-    grid = _load(wh, build_id, split, n_slots, cache_root)
+    layout = _load(wh, build_id, split, n_slots, cache_root)
     with _lock:
-        _cache[key] = (rows, grid)
-    return grid
+        _cache[key] = (rows, layout)
+    return layout
 
 
-def _load(wh: Warehouse, build_id: int, split: str, n_slots: int, cache_root: Path) -> Grid:
+def _load(wh: Warehouse, build_id: int, split: str, n_slots: int, cache_root: Path) -> CellLayout:
     fingerprint, n_scoreable = wh.one(
         "SELECT fingerprint, n_cells FROM eval.grids WHERE build_id = ? AND split = ?",
         [build_id, split],
@@ -297,7 +302,7 @@ def _load(wh: Warehouse, build_id: int, split: str, n_slots: int, cache_root: Pa
     if not all((folder / f"{name}.npy").is_file() for name in COLUMNS):
         _write_dense(wh, build_id, split, n_rows, n_slots, row_origin, q0, block_rows, folder)
     arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in COLUMNS}
-    return Grid(
+    return CellLayout(
         build_id,
         split,
         str(fingerprint),
@@ -322,7 +327,7 @@ def _load(wh: Warehouse, build_id: int, split: str, n_slots: int, cache_root: Pa
 
 
 #: Positions laid out per piece when the dense arrays are written (about 50 bytes each
-#: in flight: the arrays' 20 plus the arithmetic's), so writing a grid holds some 50 MB
+#: in flight: the arrays' 20 plus the arithmetic's), so writing a layout holds some 50 MB
 #: whatever the panel's size, instead of every array whole (about 45 bytes a position:
 #: 1.4 GB at 2,000 firms, 20 GB at 30,000).
 WRITE_CHUNK = 1 << 20
@@ -342,8 +347,8 @@ def _write_dense(
     folder: Path,
     chunk: int | None = None,
 ) -> None:
-    """The grid's dense arrays from eval.grid_cells, written beside each other and
-    renamed into place (a reader never sees half a grid).
+    """The layout's dense arrays from eval.grid_cells, written beside each other and
+    renamed into place (a reader never sees half a layout).
 
     Written piece by piece in position order (`chunk` positions at a time): the cells
     stream from DuckDB sorted by position (DuckDB's sort keeps to its memory limit and
@@ -358,56 +363,21 @@ def _write_dense(
     block_oq = (row_origin[block_first] - q0).astype(np.int16) if n_rows else block_rows[:0]
     tmp = folder.with_name(f".{folder.name}.{secrets.token_hex(6)}.tmp")
     tmp.mkdir(parents=True)  # the cache folder too, on first use
-    files = {}
-    for name, dtype in COLUMNS.items():
-        f = open(tmp / f"{name}.npy", "wb")  # noqa: SIM115 - closed below
-        header = {
-            "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
-            "fortran_order": False,
-            "shape": (size,),
-        }
-        np.lib.format.write_array_header_1_0(f, header)
-        files[name] = f
+    files = _npy_files(tmp, size)
     reader = wh.reader(
         "SELECT pos, actual, change FROM eval.grid_cells WHERE build_id = ? AND split = ? "
         "ORDER BY pos",
         [build_id, split],
         batch_size=READ_BATCH,
     )
-    batches = iter(reader)
-    left: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    cells = _SortedCells(iter(reader))
     try:
         for lo in range(0, size, chunk):
             hi = min(lo + chunk, size)
-            actual = np.full(hi - lo, np.nan)
-            change = np.full(hi - lo, np.nan)
-            # the cells of [lo, hi): what is left of the last batch, then new batches
-            while True:
-                if left is None:
-                    batch = next(batches, None)
-                    if batch is None:
-                        break
-                    left = (
-                        to_numpy(batch.column(0)),
-                        to_numpy(batch.column(1)),
-                        to_numpy(batch.column(2)),
-                    )
-                pos, act, chg = left
-                cut = int(np.searchsorted(pos, hi))
-                actual[pos[:cut] - lo] = act[:cut]
-                change[pos[:cut] - lo] = chg[:cut]
-                if cut < len(pos):
-                    left = (pos[cut:], act[cut:], chg[cut:])
-                    break
-                left = None
-            # slot and origin quarter of each position from its block (origin-major,
-            # then slot, then row): sh = (position - block start) // rows in the block
-            p = np.arange(lo, hi, dtype=np.int64)
-            block = np.searchsorted(block_pos, p, side="right") - 1
-            p -= block_pos[block]
-            p //= block_rows[block]
+            actual, change = cells.piece(lo, hi)
+            sh, block = _slots_and_blocks(lo, hi, block_pos, block_rows)
             for name, values in (
-                ("sh", p.astype(np.int16)),
+                ("sh", sh),
                 ("oq", block_oq[block]),
                 ("actual", actual),
                 ("change", change),
@@ -417,7 +387,7 @@ def _write_dense(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     finally:
-        for _ in batches:  # the connection takes other work once its result is read out
+        for _ in cells.batches:  # the connection takes other work once its result is read out
             pass
         for f in files.values():
             f.close()
@@ -428,17 +398,77 @@ def _write_dense(
     _prune(folder.parent, split)
 
 
-#: Grids kept per split in the cache folder (the newest; an older build's is made again
+def _npy_files(folder: Path, size: int) -> dict[str, Any]:
+    """One open .npy file per dense column, its header written for `size` values."""
+    files = {}
+    for name, dtype in COLUMNS.items():
+        f = open(folder / f"{name}.npy", "wb")  # noqa: SIM115 - the caller closes them
+        header = {
+            "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+            "fortran_order": False,
+            "shape": (size,),
+        }
+        np.lib.format.write_array_header_1_0(f, header)
+        files[name] = f
+    return files
+
+
+class _SortedCells:
+    """The truth's cells as they stream in position order, handed out piece by piece."""
+
+    def __init__(self, batches: Iterator[Any]) -> None:
+        self.batches = batches
+        self.left: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def piece(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """(actual, change) at positions [lo, hi), NaN where no cell: what is left of the
+        last batch, then new batches."""
+        actual = np.full(hi - lo, np.nan)
+        change = np.full(hi - lo, np.nan)
+        while True:
+            if self.left is None:
+                batch = next(self.batches, None)
+                if batch is None:
+                    break
+                self.left = (
+                    to_numpy(batch.column(0)),
+                    to_numpy(batch.column(1)),
+                    to_numpy(batch.column(2)),
+                )
+            pos, act, chg = self.left
+            cut = int(np.searchsorted(pos, hi))
+            actual[pos[:cut] - lo] = act[:cut]
+            change[pos[:cut] - lo] = chg[:cut]
+            if cut < len(pos):
+                self.left = (pos[cut:], act[cut:], chg[cut:])
+                break
+            self.left = None
+        return actual, change
+
+
+def _slots_and_blocks(
+    lo: int, hi: int, block_pos: np.ndarray, block_rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(slot, block) of each position in [lo, hi): origin-major, then slot, then row, so
+    sh = (position - block start) // rows in the block."""
+    p = np.arange(lo, hi, dtype=np.int64)
+    block = np.searchsorted(block_pos, p, side="right") - 1
+    p -= block_pos[block]
+    p //= block_rows[block]
+    return p.astype(np.int16), block
+
+
+#: Layouts kept per split in the cache folder (the newest; an older build's is made again
 #: from its warehouse's eval.grid_cells should it be scored again).
 KEEP = 2
 
 
 def _prune(root: Path, split: str) -> None:
-    """Bound the cache: a build of 30,000 firms lays out gigabytes per grid."""
-    grids = sorted(
+    """Bound the cache: a build of 30,000 firms lays out gigabytes per layout."""
+    layouts = sorted(
         (f for f in root.glob(f"v*-{split}-*") if f.is_dir()),
         key=lambda f: f.stat().st_mtime,
         reverse=True,
     )
-    for old in grids[KEEP:]:
+    for old in layouts[KEEP:]:
         shutil.rmtree(old, ignore_errors=True)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scoring_fixtures import make_panel, module_warehouse
 
-from proforma.app.scoring import grid as grid_module
-from proforma.app.scoring.grid import Grid, grid_for
+from proforma.app.scoring import cell_layout as layout_module
+from proforma.app.scoring.cell_layout import CellLayout, layout_for
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +28,7 @@ def _truth(wh, split: str = "test"):
 
 
 def test_every_scoreable_cell_has_its_truth_at_its_position(wh, tmp_path) -> None:
-    grid = grid_for(wh, "test", tmp_path)
+    grid = layout_for(wh, "test", tmp_path)
     truth = _truth(wh)
     pos = grid.positions(truth["cell"].to_numpy())
     assert (pos >= 0).all() and len(np.unique(pos)) == truth.num_rows
@@ -44,7 +44,7 @@ def test_every_scoreable_cell_has_its_truth_at_its_position(wh, tmp_path) -> Non
 
 
 def test_cells_outside_the_grid_have_no_position(wh, tmp_path) -> None:
-    grid = grid_for(wh, "test", tmp_path)
+    grid = layout_for(wh, "test", tmp_path)
     cell = _truth(wh)["cell"].to_numpy()[:3]
     other_split = _truth(wh, "val")["cell"].to_numpy()[:3]
     horizon_21 = cell - (cell & 31) + 21
@@ -56,7 +56,7 @@ def test_cells_outside_the_grid_have_no_position(wh, tmp_path) -> None:
 
 def test_the_grid_is_made_again_when_the_truth_changes(tmp_path_factory, tmp_path) -> None:
     wh = module_warehouse(tmp_path_factory, "grid_changes")
-    before = grid_for(wh, "test", tmp_path)
+    before = layout_for(wh, "test", tmp_path)
     cell, actual = wh.fetchone(
         "SELECT eval.cell_key(firm_id, origin_q, item_id, horizon), actual FROM panel.truth "
         "WHERE split = 'test' AND isfinite(actual) AND isfinite(baseline) ORDER BY ALL LIMIT 1"
@@ -65,7 +65,7 @@ def test_the_grid_is_made_again_when_the_truth_changes(tmp_path_factory, tmp_pat
         "DELETE FROM panel.truth WHERE eval.cell_key(firm_id, origin_q, item_id, horizon) = ?",
         [cell],
     )
-    after = grid_for(wh, "test", tmp_path)
+    after = layout_for(wh, "test", tmp_path)
     assert after is not before and after.fingerprint != before.fingerprint
     assert after.n_scoreable == before.n_scoreable - 1
     assert np.isnan(after.actual[after.positions(np.array([cell]))[0]])
@@ -79,30 +79,30 @@ def test_a_grid_counted_another_way_is_recounted_not_remade(tmp_path_factory, tm
     whose recorded count differs (an older release counted the view panel.truth) is
     fingerprinted once, kept when its truth is the same, and its count recorded."""
     wh = module_warehouse(tmp_path_factory, "grid_recount")
-    before = grid_for(wh, "test", tmp_path)
-    rows = grid_module.truth_rows(wh)
+    before = layout_for(wh, "test", tmp_path)
+    rows = layout_module.truth_rows(wh)
     made = wh.fetchone("SELECT made_at, truth_rows FROM eval.grids WHERE split = 'test'")
     assert made is not None and made[1] == rows
     wh.execute("UPDATE eval.grids SET truth_rows = truth_rows + 5 WHERE split = 'test'")
-    grid_module._cache.clear()
-    after = grid_for(wh, "test", tmp_path)
+    layout_module._cache.clear()
+    after = layout_for(wh, "test", tmp_path)
     assert after.fingerprint == before.fingerprint
     assert wh.fetchone("SELECT made_at, truth_rows FROM eval.grids WHERE split = 'test'") == made
 
 
 def test_the_cache_keeps_the_newest_grids_of_a_split(tmp_path_factory, tmp_path) -> None:
-    for seed in range(grid_module.KEEP + 2):
+    for seed in range(layout_module.KEEP + 2):
         wh = module_warehouse(tmp_path_factory, f"grid_cache{seed}")
         make_panel(wh, seed=seed + 1)
-        assert isinstance(grid_for(wh, "test", tmp_path), Grid)
-    assert len(list(tmp_path.glob("v*-test-*"))) == grid_module.KEEP
+        assert isinstance(layout_for(wh, "test", tmp_path), CellLayout)
+    assert len(list(tmp_path.glob("v*-test-*"))) == layout_module.KEEP
     assert not list(tmp_path.glob(".*tmp"))
 
 
 def test_each_group_is_one_contiguous_range(wh, tmp_path) -> None:
     """Origin-major, then slot, then firm: the (origin quarter, slot) keys never decrease
     along the positions, so a run's aggregate by group reads runs of equal keys."""
-    grid = grid_for(wh, "test", tmp_path)
+    grid = layout_for(wh, "test", tmp_path)
     key = np.asarray(grid.oq, dtype=np.int64) * grid.n_slots + np.asarray(grid.sh)
     assert (np.diff(key) >= 0).all()
     # and every group is as long as its origin's block: one position per firm there
@@ -112,12 +112,12 @@ def test_each_group_is_one_contiguous_range(wh, tmp_path) -> None:
 
 def test_a_grid_of_an_older_layout_is_made_again(tmp_path_factory, tmp_path) -> None:
     wh = module_warehouse(tmp_path_factory, "grid_layout")
-    grid_for(wh, "test", tmp_path)
+    layout_for(wh, "test", tmp_path)
     # as a warehouse whose grid an earlier release (row-major positions) made
     wh.execute("UPDATE eval.grids SET fingerprint = split_part(fingerprint, ':g', 1)")
-    grid_module._cache.clear()
-    again = grid_for(wh, "test", tmp_path)
-    assert again.fingerprint.endswith(f":g{grid_module.FORMAT}")
+    layout_module._cache.clear()
+    again = layout_for(wh, "test", tmp_path)
+    assert again.fingerprint.endswith(f":g{layout_module.FORMAT}")
     truth = _truth(wh)
     pos = again.positions(truth["cell"].to_numpy())
     np.testing.assert_array_equal(again.actual[pos], truth["actual"].to_numpy().astype(float))
@@ -127,7 +127,7 @@ def test_a_grid_of_an_older_layout_is_made_again(tmp_path_factory, tmp_path) -> 
 def test_spans_cover_the_grid_in_whole_groups(wh, tmp_path, size) -> None:
     from proforma.app.scoring.positional import spans
 
-    grid = grid_for(wh, "test", tmp_path)
+    grid = layout_for(wh, "test", tmp_path)
     found = list(spans(grid, size))
     assert found[0][0] == 0 and found[-1][1] == grid.size
     assert all(a[1] == b[0] for a, b in itertools.pairwise(found))

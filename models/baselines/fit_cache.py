@@ -31,7 +31,7 @@ def run_key(model: str, config: dict[str, Any], fingerprint: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-class Registry:
+class FitCache:
     """The finished fits of one model run."""
 
     def __init__(self, root: Path, model: str, config: dict[str, Any], fingerprint: str):

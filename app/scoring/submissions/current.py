@@ -1,5 +1,6 @@
-"""Which stored submissions a score run may use: current ones (not retired, with rows,
-made against the current panel), by id or name, and why the others are stale."""
+"""The current submissions: which stored submissions a score run may use (not retired,
+with rows, made against the current panel), by id or name, why the others are stale, and
+retiring one."""
 
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scoring_fixtures import module_warehouse
 
-from proforma.app.scoring import grid as grid_module
-from proforma.app.scoring.grid import COLUMNS, grid_for
+from proforma.app.scoring import cell_layout as layout_module
+from proforma.app.scoring.cell_layout import COLUMNS, layout_for
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +42,12 @@ def whole_arrays(wh, grid) -> dict[str, np.ndarray]:
 )
 def test_pieces_write_the_whole_arrays_files(wh, tmp_path, monkeypatch, chunk, batch) -> None:
     if batch:  # batches of cells that end inside a piece, or span several
-        monkeypatch.setattr(grid_module, "READ_BATCH", batch)
-    grid = grid_for(wh, "test", tmp_path / "made")
+        monkeypatch.setattr(layout_module, "READ_BATCH", batch)
+    grid = layout_for(wh, "test", tmp_path / "made")
     expected = whole_arrays(wh, grid)
     assert grid.n_scoreable and np.count_nonzero(~np.isnan(expected["actual"])) == grid.n_scoreable
     folder = tmp_path / "written"
-    grid_module._write_dense(
+    layout_module._write_dense(
         wh,
         grid.build_id,
         grid.split,
