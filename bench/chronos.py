@@ -64,7 +64,7 @@ def synthetic_contexts(n: int, seed: int = 0) -> list[OriginContext]:
 
 
 def warehouse_contexts(path: str, n: int) -> list[OriginContext]:
-    from proforma.app.readers.views import raw_windows
+    from proforma.app.model_inputs.views import raw_windows
     from proforma.app.store.warehouse import connect
 
     out: list[OriginContext] = []

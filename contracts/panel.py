@@ -12,7 +12,7 @@ SPLITS = ("train", "val", "test")
 HORIZONS = range(1, 21)
 
 
-#: One record per origin of the tuple view (proforma.app.readers.views.tuple_windows, read by Forma): the
+#: One record per origin of the tuple view (proforma.app.model_inputs.views.tuple_windows, read by Forma): the
 #: firm's reported tuples (quarter relative to the origin, item, standardized value).
 TUPLE_WINDOW_SCHEMA = pa.schema(
     [

@@ -37,7 +37,7 @@ import sys
 from pathlib import Path
 
 #: old module (dotted, under proforma.app) -> new module. The rooms are named for their
-#: layer: store (the warehouse layer), readers (sources and readers), flows, read (what
+#: layer: store (the warehouse layer), model_inputs (what models read), flows, read (what
 #: the API and the pages both read), server (the one process that mounts both).
 MOVES: dict[str, str] = {
     # warehouse layer
@@ -46,9 +46,9 @@ MOVES: dict[str, str] = {
     "migrations": "store.migrations",
     "reference": "store.reference",
     "settings": "store.settings",
-    # sources and readers
-    "views": "readers.views",
-    "imputed": "readers.imputed",
+    # what models read
+    "views": "model_inputs.views",
+    "imputed": "model_inputs.imputed",
     # flows
     "build": "flows.build",
     "export": "flows.export",
@@ -71,7 +71,7 @@ REMOVED_FILES = ("app/errors.py",)
 #: Packages the moves need (each gets an __init__.py with its docstring).
 ROOMS: dict[str, str] = {
     "store": '"""The warehouse layer: connection, SQL files, migrations, reference data, settings."""\n',
-    "readers": '"""Sources and readers: the Arrow readers models use and the imputed tabular view."""\n',
+    "model_inputs": '"""What models read: the Arrow views of the panel and the imputed tabular view."""\n',
     "read": '"""The read layer the API and the pages share: queries, public snapshot, formats, errors."""\n',
     "server": '"""The service process: mounts the API (app/api) and the pages (app/web)."""\n',
 }

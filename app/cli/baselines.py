@@ -93,7 +93,7 @@ def baselines_command(
 
 def impute_command() -> None:
     """(Re)compute the tabular imputation: local-XS 10-factor fills of the view per quarter."""
-    from proforma.app.readers.imputed import build_imputed
+    from proforma.app.model_inputs.imputed import build_imputed
 
     with writer() as wh, _progress() as progress:
         r = build_imputed(wh, tracker=RichTracker(progress))

@@ -2,7 +2,7 @@
 
 Every competitor is a spec of the suite (models/baselines/suite.py, docs/models.md). It
 makes sure the factor-imputed tabular view is current when a chosen model reads it
-(app/readers/imputed.py), hands each model numpy arrays built from its view's Arrow batches, writes the returned forecasts
+(app/model_inputs/imputed.py), hands each model numpy arrays built from its view's Arrow batches, writes the returned forecasts
 through `proforma.app.scoring.ingest_forecasts` and scores them. Models never open the database.
 Finished fits are kept under settings.models_dir/baselines, so an interrupted run
 resumes where it stopped.
@@ -39,7 +39,7 @@ def load_splits(
     wh: Warehouse, data: str = "tabular_imputed", batch_size: int = 8192
 ) -> dict[str, TabularData]:
     """A view's three splits as numpy arrays (`data`: one of suite.DATA)."""
-    from proforma.app.readers.views import tabular_reader
+    from proforma.app.model_inputs.views import tabular_reader
 
     imputed = {"tabular_imputed": True, "tabular": False}[data]
     name = "imputed tabular view" if imputed else "tabular view"
@@ -96,7 +96,7 @@ def run_baselines(
     horizons: tuple[int, ...] | None = None,
 ) -> list[CompetitorRun]:
     """Fit the chosen competitors, ingest their forecasts and score them; one record per model."""
-    from proforma.app.readers.imputed import build_imputed, current_imputation
+    from proforma.app.model_inputs.imputed import build_imputed, current_imputation
     from proforma.app.scoring.provenance import current_build_id
 
     tracker = tracker or Tracker()

@@ -2,7 +2,7 @@
 
 1. The origin plan: every test origin, or an origin-sample footprint's (e.g. `llm`), from
    sql/models/chronos_origins.sql, in (origin_q, firm_id) order, cut into chunks.
-2. Per chunk not yet in the cache: the origins' raw windows (proforma.app.readers.views.raw_windows),
+2. Per chunk not yet in the cache: the origins' raw windows (proforma.app.model_inputs.views.raw_windows),
    their contexts and Chronos-2 quantiles (proforma.models.chronos), the realized cells kept
    (sql/models/chronos_realized_cells.sql), spooled to
    settings.cache_dir/chronos/<run key>/ so an interrupted run continues where it stopped.
@@ -120,7 +120,7 @@ def _forecast_chunks(
     show_progress: bool,
 ) -> dict[str, Any]:
     """Forecast every chunk of the plan that the cache lacks; returns timing figures."""
-    from proforma.app.readers.views import raw_windows
+    from proforma.app.model_inputs.views import raw_windows
     from proforma.models.progress import progress_bar
 
     size = options.chunk_origins

@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from proforma.app.readers.views import tabular_reader
+from proforma.app.model_inputs.views import tabular_reader
 from proforma.app.store.reference import release_item_order
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
@@ -274,7 +274,7 @@ def export(
     if not tag or "/" in tag or tag.startswith("."):
         raise UserError(f"Not a dataset tag: {tag!r}")
     if imputed:
-        from proforma.app.readers.imputed import build_imputed, current_imputation
+        from proforma.app.model_inputs.imputed import build_imputed, current_imputation
 
         if current_imputation(wh) is None:
             build_imputed(wh)

@@ -3,7 +3,7 @@ checkpoint of the default synthetic panel (docs/forma.md, "Shipped checkpoint").
 
 The CLI (app/cli/forma.py) parses arguments and prints; everything here takes plain
 values, reports progress through `log`, and returns a summary. Models never open the
-database: this layer reads `proforma.app.readers.views.tuple_windows` as Arrow and writes forecasts
+database: this layer reads `proforma.app.model_inputs.views.tuple_windows` as Arrow and writes forecasts
 through `proforma.app.scoring.ingest_forecasts`.
 """
 
@@ -94,10 +94,10 @@ def require_panel(wh: Warehouse) -> None:
 
 def _views():
     try:
-        from proforma.app.readers import views
+        from proforma.app.model_inputs import views
     except ImportError as exc:
         raise UserError(
-            "proforma.app.readers.views is missing: the panel build (issue 'build') is not installed"
+            "proforma.app.model_inputs.views is missing: the panel build (issue 'build') is not installed"
         ) from exc
     return views
 
@@ -105,7 +105,7 @@ def _views():
 def tuple_reader(
     wh: Warehouse, split: str, batch_size: int = 2048, future: bool = True, **filters
 ) -> pa.RecordBatchReader:
-    """proforma.app.readers.views.tuple_windows, passing firm/origin filters when the view supports them."""
+    """proforma.app.model_inputs.views.tuple_windows, passing firm/origin filters when the view supports them."""
     fn = _views().tuple_windows
     accepted = inspect.signature(fn).parameters
     kwargs = {k: v for k, v in filters.items() if k in accepted}

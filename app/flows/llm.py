@@ -1,7 +1,7 @@
 """`proforma run llm`: the LLM panel's flow, below the CLI so the service can call it.
 
 Reads the `llm` footprint's origins (sql/llm/010) and their reported histories
-(proforma.app.readers.views.raw_windows), has proforma.models.llm forecast them, writes one submission per
+(proforma.app.model_inputs.views.raw_windows), has proforma.models.llm forecast them, writes one submission per
 (model, arm, draw) through `ingest_forecasts(..., space="dollars")` (the warehouse
 standardizes them exactly like the truth), records every call in llm.calls, summarizes
 the decoding noise of repeated draws (sql/llm/020) into llm.noise, and scores the main
@@ -105,8 +105,8 @@ def run_origins(
 
 
 def origin_histories(wh: Warehouse, origins: pa.Table) -> list[OriginHistory]:
-    """Each origin's reported 12-quarter history (proforma.app.readers.views.raw_windows), in `origins` order."""
-    from proforma.app.readers.views import raw_windows
+    """Each origin's reported 12-quarter history (proforma.app.model_inputs.views.raw_windows), in `origins` order."""
+    from proforma.app.model_inputs.views import raw_windows
 
     names = dict(wh.fetchall("SELECT item_id, item FROM ref.items"))
     industry = {

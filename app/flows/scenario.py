@@ -3,7 +3,7 @@ Forma's checkpoints that exist, a conditional statement forecast in dollars, and
 oracle experiment (the paper's "Scenario Analysis by Conditioning"; docs/report.md).
 
 The model side is models/forma/scenario.py; this module opens nothing itself: callers
-hand it the warehouse, and it hands the model Arrow windows (proforma.app.readers.views.tuple_windows)
+hand it the warehouse, and it hands the model Arrow windows (proforma.app.model_inputs.views.tuple_windows)
 and the origin's standardization parameters as arrays. Dollars shown are expected
 dollars by the closed form (models/dollars.py); interval bounds are the mixture's
 quantiles carried through the monotone map.

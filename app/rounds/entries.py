@@ -196,7 +196,7 @@ def enter_competitors(
     left its finished fits in the fit cache (models/baselines/fit_cache.py): they are
     reused. Entries already in the round are kept as they are; a round past its deadline
     is refused before anything is fit."""
-    from proforma.app.readers.imputed import build_imputed, current_imputation
+    from proforma.app.model_inputs.imputed import build_imputed, current_imputation
     from proforma.app.store.settings import get_settings
     from proforma.models.baselines import suite
     from proforma.models.baselines.fanout import FanOut, Tracker

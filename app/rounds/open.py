@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from proforma.app.flows.export import export_id_maps
-from proforma.app.readers.views import feature_columns, item_names, tabular_reader
+from proforma.app.model_inputs.views import feature_columns, item_names, tabular_reader
 from proforma.app.rounds.store import HORIZONS, get_round
 from proforma.app.store.rules import current_rules
 from proforma.app.store.warehouse import Warehouse

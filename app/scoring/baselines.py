@@ -213,7 +213,7 @@ def lowered_memory_limit(wh: Warehouse, limit_bytes: int | None) -> Iterator[Non
 
 def _ensure_imputed(wh: Warehouse) -> None:
     """The published seasonal random walk reads the imputed tabular view of this build."""
-    from proforma.app.readers.imputed import build_imputed, current_imputation
+    from proforma.app.model_inputs.imputed import build_imputed, current_imputation
 
     if current_imputation(wh) is None:
         build_imputed(wh)

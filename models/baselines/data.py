@@ -1,7 +1,7 @@
 """The tabular view as numpy arrays: what every tabular competitor fits on.
 
 Models never open the warehouse. The orchestration layer hands them the Arrow record
-batches of `proforma.app.readers.views.tabular_reader` (docs/contracts.md); this module turns those
+batches of `proforma.app.model_inputs.views.tabular_reader` (docs/contracts.md); this module turns those
 batches into one float32 feature matrix (NaN = missing) and one target cube
 `Y[row, item, horizon-1]`, and turns predictions back into the forecast Arrow schema.
 """

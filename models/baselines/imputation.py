@@ -16,7 +16,7 @@ quarter at a time on the observed cells, filling only the missing ones. For one 
 
 Which columns enter (the tabular levels and year-over-year changes plus scale_level_0,
 never the industry dummies) and in which order is the caller's business
-(app/readers/imputed.py); quarters with fewer than K + 1 rows are not imputed there. Observed
+(app/model_inputs/imputed.py); quarters with fewer than K + 1 rows are not imputed there. Observed
 cells are never modified: the output equals the input wherever the input is finite.
 """
 

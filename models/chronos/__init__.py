@@ -3,7 +3,7 @@
 Per origin the firm's raw reported values on a contiguous quarter grid (up to 12 quarters
 through the origin, gaps missing) go to the `chronos-forecasting` package's Chronos-2
 pipeline as ONE multivariate group; it returns 21 quantiles per item and horizon 1..20.
-The arm reads `proforma.app.readers.views.raw_windows` batches and returns Arrow batches in
+The arm reads `proforma.app.model_inputs.views.raw_windows` batches and returns Arrow batches in
 QUANTILE_SCHEMA; it never opens the warehouse (docs/baselines.md, "Chronos-2").
 """
 

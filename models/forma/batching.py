@@ -1,6 +1,6 @@
 """Arrow tuple windows -> examples -> padded tensors.
 
-Input: record batches of `proforma.app.readers.views.tuple_windows` (docs/contracts.md): `firm_id int32,
+Input: record batches of `proforma.app.model_inputs.views.tuple_windows` (docs/contracts.md): `firm_id int32,
 origin_q int32, split string, ff48 int16` and parallel lists `rel_q list<int8>,
 item_id list<int16>, x list<float32>` (history rel_q -11..0 including the scale token,
 item 0 at rel_q 0; with `future`, realized unpurged tuples at rel_q 1..20).

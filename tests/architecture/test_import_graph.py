@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("read", ("app.read",)),
     ("flows", ("app.flows", "app.report", "app.rounds")),
     ("scoring", ("app.scoring",)),
-    ("sources and readers", ("app.sources", "app.readers")),
+    ("sources and model inputs", ("app.sources", "app.model_inputs")),
     ("warehouse", ("app.store", "app")),
     ("models", ("models",)),
     ("contracts", ("contracts",)),
@@ -210,7 +210,7 @@ def test_the_table_is_the_documented_one() -> None:
     section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line]
     documented = [
-        (cells[0], tuple(re.findall(r"`app/([a-z]+)/`|`(models|contracts|client)/`", cells[1])))
+        (cells[0], tuple(re.findall(r"`app/([a-z_]+)/`|`(models|contracts|client)/`", cells[1])))
         for cells in ([c.strip() for c in row.strip("|").split("|")] for row in rows[1:])
     ]
     names = [layer for layer, _ in documented]

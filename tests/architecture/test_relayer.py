@@ -23,7 +23,7 @@ import proforma.app.settings as settings_module
 
 PATCH = "proforma.app.api.main.publish"
 """
-EXPECTED = """from proforma.app.readers import views
+EXPECTED = """from proforma.app.model_inputs import views
 from proforma.app.read import queries
 from proforma.app.read.errors import NotFound
 from proforma.contracts.errors import UserError
@@ -66,11 +66,11 @@ def test_moves_and_rewrites_once(tmp_path: Path) -> None:
     assert (root / "app/store/warehouse.py").read_text() == "X = 1\n"
     for gone in ("app/warehouse.py", "app/views.py", "app/errors.py", "app/api/main.py"):
         assert not (root / gone).exists(), gone
-    for room in ("store", "readers", "read", "server"):
+    for room in ("store", "model_inputs", "read", "server"):
         assert (root / "app" / room / "__init__.py").exists()
     assert (root / "tests/test_x.py").read_text() == EXPECTED
     assert (root / "docs/page.md").read_text() == (
-        "See `app/readers/views.py`, app/server/main.py and `app/flows/warehouse.py`.\n"
+        "See `app/model_inputs/views.py`, app/server/main.py and `app/flows/warehouse.py`.\n"
     )
     assert (root / "migrations/V0001__x.sql").read_text() == "-- made by app/build.py\n"
     # A second run (the replay over a merged tree that holds nothing old) changes nothing.

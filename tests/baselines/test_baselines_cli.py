@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 
 from proforma.app.cli import app as cli_app
 from proforma.app.flows.baselines import parse_which, run_baselines
-from proforma.app.readers.imputed import build_imputed, current_imputation
-from proforma.app.readers.views import feature_matrices, tabular_reader
+from proforma.app.model_inputs.imputed import build_imputed, current_imputation
+from proforma.app.model_inputs.views import feature_matrices, tabular_reader
 from proforma.contracts.errors import UserError
 from proforma.models.baselines.data import from_batches
 

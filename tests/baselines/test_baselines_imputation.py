@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from proforma.app.readers.imputed import _quarter_slices, quarter_fills
+from proforma.app.model_inputs.imputed import _quarter_slices, quarter_fills
 from proforma.app.store.reference import imputation_columns
 from proforma.models.baselines.data import to_table
 from proforma.models.baselines.imputation import ImputationConfig, impute_by_quarter, impute_matrix
@@ -112,7 +112,7 @@ def test_quarter_fills_are_the_imputed_gaps(panel) -> None:
     """One quarter's fills: exactly its gaps among the imputation columns (release order,
     scale_level_0, no industry dummies), each the local-XS value, indexed by the feature's
     position in the view; a quarter of fewer than 11 rows gives none."""
-    from proforma.app.readers.views import feature_columns
+    from proforma.app.model_inputs.views import feature_columns
 
     train = panel["train"]
     q = np.unique(train.origin_q)[0]

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from proforma.app.flows.build import BuildParams, fallback_warning, run_build
-from proforma.app.readers.views import tabular_reader
+from proforma.app.model_inputs.views import tabular_reader
 from proforma.contracts.rules import PUBLISHED, RuleSet
 from tests.build.conftest import insert_fundq, qdate
 from tests.build.test_build_k_stats import brute_force_k

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from proforma.app.flows.build import run_build
-from proforma.app.readers.views import raw_windows, tabular_reader, tuple_windows
+from proforma.app.model_inputs.views import raw_windows, tabular_reader, tuple_windows
 from proforma.contracts.errors import UserError
 from proforma.contracts.rules import RuleSet
 from tests.build.conftest import insert_fundq, qdate

@@ -10,7 +10,7 @@ import math
 import pytest
 
 from proforma.app.flows.build import BuildParams, run_build
-from proforma.app.readers.views import tabular_reader, tuple_windows
+from proforma.app.model_inputs.views import tabular_reader, tuple_windows
 from proforma.contracts.rules import RuleSet
 from tests.build.conftest import insert_fundq, qdate
 from tests.conftest import temp_settings

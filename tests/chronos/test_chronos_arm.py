@@ -11,7 +11,7 @@ import pytest
 
 from proforma.app import scoring
 from proforma.app.flows.chronos import ChronosOptions, origin_plan, run_chronos
-from proforma.app.readers.views import raw_windows
+from proforma.app.model_inputs.views import raw_windows
 from proforma.app.store.settings import get_settings
 from proforma.contracts.errors import UserError
 from proforma.models.chronos import CELL_SCHEMA, HORIZONS, QUANTILE_LEVELS, QUANTILE_SCHEMA

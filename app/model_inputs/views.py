@@ -327,7 +327,7 @@ def tabular_reader(
     Columns: firm_id int32, origin_q int32, split, the 985 features and the 1,560
     targets (float32; NULL when missing, not present at the origin, or purged).
     `columns` keeps only those columns (keys always come first). `imputed=True` lays the
-    factor imputation's filled cells (panel.tabular_imputed_cells, app/readers/imputed.py) over
+    factor imputation's filled cells (panel.tabular_imputed_cells, app/model_inputs/imputed.py) over
     the view's gaps.
     """
     _check(wh, split)

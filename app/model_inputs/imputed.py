@@ -12,10 +12,10 @@ are never changed, so only the filled cells are stored:
     panel.tabular_imputed_cells(firm_id INTEGER, origin_q INTEGER, feature SMALLINT, value FLOAT)
 
 `feature` is the column's index in the tabular view's feature order
-(proforma.app.readers.views.feature_columns), and proforma.app.readers.views.tabular_reader(..., imputed=True) lays these
+(proforma.app.model_inputs.views.feature_columns), and proforma.app.model_inputs.views.tabular_reader(..., imputed=True) lays these
 cells over the view. (A second copy of the 2,545-column view cost more to write than the
 imputation itself, and 3 GB.) Quarters are read in whole-quarter chunks as dense matrices
-(proforma.app.readers.views.feature_matrices: the view's Arrow columns and the way back to numpy took a
+(proforma.app.model_inputs.views.feature_matrices: the view's Arrow columns and the way back to numpy took a
 third of the run); two quarters are imputed at a time (LAPACK and BLAS release the GIL),
 and the fills of each chunk are appended in one write.
 """
@@ -113,7 +113,7 @@ def build_imputed(
     workers: int = 2,
 ) -> Imputation:
     """(Re)write panel.tabular_imputed_cells from the tabular view; all or nothing."""
-    from proforma.app.readers.views import feature_columns, feature_matrices, item_names
+    from proforma.app.model_inputs.views import feature_columns, feature_matrices, item_names
 
     config = config or ImputationConfig()
     tracker = tracker or Tracker()

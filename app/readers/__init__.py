@@ -1,1 +1,0 @@
-"""Sources and readers: the Arrow readers models use and the imputed tabular view."""
