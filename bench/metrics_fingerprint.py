@@ -3,7 +3,7 @@
     .venv/bin/python bench/metrics_fingerprint.py [--save FILE] [--compare FILE]
 
 Scores eight submissions of every kind (point, Gaussian, Laplace, Student-t, a
-two-component mixture, a quantile grid, a density upload and a point upload) on the
+two-component mixture, a quantile forecast, a density upload and a point upload) on the
 tiny panel of tests/eval/scoring_fixtures.py with one thread and a fixed disclosure key,
 publishes the snapshot, and prints a SHA-256 of eval.metrics, eval.quarter_losses,
 eval.pit and the published metrics and leaderboard (rows in full, floats by repr). Used

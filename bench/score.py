@@ -1,7 +1,7 @@
 """Benchmark: ingest and score a synthetic N-row submission (default 50M rows).
 
     .venv/bin/python bench/score.py --rows 50000000 [--dir /tmp/bench_score] [--memory 3GB]
-    .venv/bin/python bench/score.py --rows 21000000 --levels 21   # a quantile grid
+    .venv/bin/python bench/score.py --rows 21000000 --levels 21   # a quantile forecast
 
 A synthetic panel (panel.firms, panel.truth) and a submission parquet (gvkey strings,
 item names, dates, horizons, predictions, sigma) are generated with DuckDB in a child
@@ -9,7 +9,7 @@ process, so the measured process starts clean. Then ingest_parquet (validation i
 integer coding, duplicate check) and score (common sample, all metrics at every level,
 PIT, DM quarter means) run in this process. Prints rows/second per stage and end to
 end, and peak resident memory (sampled every 50 ms, and the kernel's high-water mark).
-With --levels K the submission is a quantile grid (K rows per cell: the Chronos-2 grid
+With --levels K the submission is a quantile forecast (K rows per cell: the Chronos-2 grid
 for K = 21, else K evenly spaced levels), --rows rows in all.
 """
 
@@ -185,7 +185,7 @@ def main() -> None:
     ap.add_argument("--memory", default="3GB", help="DuckDB memory_limit")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--keep", action="store_true", help="reuse an existing generated folder")
-    ap.add_argument("--levels", type=int, default=0, help="a quantile grid of this many levels")
+    ap.add_argument("--levels", type=int, default=0, help="a quantile forecast of this many levels")
     ap.add_argument("--generate-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     folder = args.dir
@@ -260,7 +260,7 @@ def main() -> None:
     total = results["ingest"] + results["score"]
     total_cpu = cpu["ingest"] + cpu["score"]
     gb = 1024**3
-    kind = f"quantile grid of {args.levels} levels" if args.levels else "mean and sigma"
+    kind = f"quantile forecast of {args.levels} levels" if args.levels else "mean and sigma"
     print(
         f"submission ({kind}): {n:,} rows, {size / gb:.2f} GiB parquet; scored on {cells:,} cells "
         f"(R2 {r2:.4f}); threads {args.threads}, DuckDB memory_limit {args.memory}"

@@ -6,7 +6,7 @@ horizons, components, levels, sigma, predictions) and its repeated keys (019, 03
 031), run in DuckDB in memory on a warehouse made by the server's migrations and
 reference data, its firms the server's own (GET /reference/keys). A file that passes is
 not refused for any of these reasons; what needs the panel's values (whether any cell
-can ever be scored, a quantile grid's cells checked level by level, a round's own cells)
+can ever be scored, a quantile forecast's cells checked level by level, a round's own cells)
 is the server's to say."""
 
 from __future__ import annotations

@@ -295,7 +295,7 @@ def density_families() -> tuple[str, ...]:
 
 
 def submission_families() -> tuple[str, ...]:
-    """Every family a submission may declare: the densities and the quantile grid."""
+    """Every family a submission may declare: the densities and the quantile forecast."""
     return (*FAMILIES, QUANTILE_FAMILY)
 
 
@@ -355,7 +355,7 @@ def param_problems(family: str, values: dict[str, float | None], option: str = "
 
 def describe(*, quantile: bool = False, point: bool = False) -> str:
     """The families for a help text: "gaussian (sigma the standard deviation), ...";
-    the quantile grid and a round's point family where they apply."""
+    the quantile forecast and a round's point family where they apply."""
     parts = [f"{f.name} ({f.description})" for f in FAMILIES.values()]
     if quantile:
         parts.append(f"{QUANTILE_FAMILY} (a {QUANTILE_FAMILY}_level column)")

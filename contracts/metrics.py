@@ -43,10 +43,10 @@ def coverage_bounds(p: int) -> tuple[float, float]:
 
 
 #: What one cell offers the sums: y = actual - baseline (the truth's change), r the point
-#: residual (point - actual), r_abs the absolute track's residual (a quantile grid's
+#: residual (point - actual), r_abs the absolute track's residual (a quantile forecast's
 #: median - actual; r otherwise), the density terms nll, crps, z = r / sigma, the PIT
 #: u = F(actual) and in{p} (the actual inside the central p% interval). A density term is
-#: NULL where the cell has none (a point forecast, a quantile grid's NLL).
+#: NULL where the cell has none (a point forecast, a quantile forecast's NLL).
 CELL_INPUTS: tuple[str, ...] = (
     "y",
     "r",
@@ -194,7 +194,7 @@ def _coverage(p: int) -> Metric:
         label=f"cov {p}%",
         description=(
             f"Coverage of the central {p}% interval: the share of cells with a density "
-            f"whose actual lies in it (PIT u in [{lo}, {hi}]; a quantile grid's levels "
+            f"whose actual lies in it (PIT u in [{lo}, {hi}]; a quantile forecast's levels "
             f"{lo} and {hi})."
         ),
         better=Better.target,
@@ -251,7 +251,7 @@ METRICS: dict[str, Metric] = _registry(
         name="mae",
         label="MAE",
         description=(
-            "Mean absolute error of the median (a quantile grid's level 0.5, the point "
+            "Mean absolute error of the median (a quantile forecast's level 0.5, the point "
             "forecast otherwise), over the cells that have one."
         ),
         better=Better.lower,

@@ -203,7 +203,7 @@ def submit_command(
     family: str = typer.Option(
         None,
         help=f"{families.describe(point=True)}; default with sigma "
-        f"{families.DEFAULT_FAMILY}; a quantile_level column makes a quantile grid, a "
+        f"{families.DEFAULT_FAMILY}; a quantile_level column makes a quantile forecast, a "
         "component column a mixture.",
     ),
     df: float = typer.Option(

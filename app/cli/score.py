@@ -59,7 +59,7 @@ def submit_command(
             "--family",
             help=f"Density family of sigma: {families.describe()} (default: the file's "
             f"{{stem}}.nll.json sidecar, else {families.DEFAULT_FAMILY}); a file with a "
-            "quantile_level column is a quantile grid.",
+            "quantile_level column is a quantile forecast.",
         ),
     ] = None,
     df: Annotated[

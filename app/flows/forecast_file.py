@@ -6,7 +6,7 @@ The file is the published package's (SUBMISSION.md): firm, target, origin (quart
 timestamp), horizon, prediction (standardized level, the doubles this service scored),
 and sigma for a density forecast, with the family declared beside it in `{stem}.nll.json` ({"family", "df"}),
 which the package's `evaluate` and this project's `submit` both read. A mixture keeps its
-`component` column and a quantile grid its `quantile_level` column: the forms this
+`component` column and a quantile forecast its `quantile_level` column: the forms this
 service reads (docs/scoring.md) that the package has no place for. The rows come from
 wherever the submission keeps them (eval.forecasts or its stored upload file), through
 sql/export/020_forecast_file.sql, streamed to disk."""
@@ -32,7 +32,7 @@ _ROW_GROUP = 1_048_576
 @dataclass(frozen=True)
 class WrittenForecasts:
     path: Path
-    #: the family sidecar beside it, or None (a point forecast, a quantile grid)
+    #: the family sidecar beside it, or None (a point forecast, a quantile forecast)
     sidecar: Path | None
     rows: int
     submission_id: int

@@ -159,7 +159,7 @@ def _score_cells(
     """Score every entry's resolved cells it has no score for yet (this resolution's, and
     any an earlier one failed on), one entry at a time and each in its own transaction,
     with the static scorer's per-cell terms (sql/eval/057 single, 054 mixture, 056
-    quantile grid) over the entry's forecasts of those cells (sql/rounds/040), under its
+    quantile forecast) over the entry's forecasts of those cells (sql/rounds/040), under its
     round's rule set, into rounds.cell_scores (041). An entry that fails is rolled back,
     recorded in rounds.entry_failures and returned; the others go on."""
     from proforma.app.scoring.cells import register_functions
@@ -210,7 +210,7 @@ def _score_entry(wh: Warehouse, sub: dict[str, Any], params: dict[str, Any]) -> 
         **rule_params(RuleSet.parse(sub["rules"], "The round records")),
     }
     terms, one = cell_terms(wh, sub, one, "round_forecast_cells", step="rounds/040_cell_scores")
-    # the absolute track: a quantile grid's median residual, else the residual
+    # the absolute track: a quantile forecast's median residual, else the residual
     r_abs = "r_abs" if sub["family"] == "quantile" else "r"
     wh.run_step(
         "rounds/041_cell_scores_insert",
@@ -428,7 +428,7 @@ def live_leaderboard(wh: Warehouse) -> list[dict[str, Any]]:
     """Models ranked across rounds by MSE: every metric of each model's resolved cells in
     every round it entered, pooled (sql/rounds/055, from the metric definitions: R2 over
     the pooled cells with the truth-only denominator of those cells, the MAE from the
-    median of a quantile grid), the rounds entered, and a Diebold-Mariano test
+    median of a quantile forecast), the rounds entered, and a Diebold-Mariano test
     of squared loss against the leader (the best model that entered no round by upload)
     over the rounds both entered (one mean loss
     differential per round, on the cells both scored; bandwidth 0, needs two rounds)."""

@@ -8,7 +8,7 @@ optional sigma, component and quantile_level; the aliases firm_id, quarter,
 forecast_horizon). Families, as the static scorer's: the density families of
 contracts/families.py (a sigma; the registry's first is the default, a family with a
 shape parameter takes it: Student-t's df), point (no sigma column), mixtures of one density
-family (a component column: every cell carries the same components) and quantile grids
+family (a component column: every cell carries the same components) and quantile forecasts
 (a quantile_level column: every cell carries the same grid, values non-decreasing in
 the level).
 """
@@ -99,13 +99,13 @@ def _gate(wh: Warehouse, round_name: str, name: str, sha256: str, now: dt.dateti
 
 
 def _round_family(family: str | None, opened: ForecastFile) -> str:
-    """The family a round scores the opened file as: its quantile grid, a density (with
+    """The family a round scores the opened file as: its quantile forecast, a density (with
     sigma), or point (no sigma column). A family asked for that the file's columns
     contradict is refused, never silently changed."""
     if opened.quantile:
         if family not in (None, QUANTILE_FAMILY):
             raise UserError(
-                f"A file with a {LEVEL_COLUMN} column is a quantile grid (family "
+                f"A file with a {LEVEL_COLUMN} column is a quantile forecast (family "
                 f"{QUANTILE_FAMILY}), not {family}"
             )
         return QUANTILE_FAMILY
@@ -143,7 +143,7 @@ def submit_file(
     reader (proforma.app.scoring.submissions.uploads.open_forecast_file and its row
     checks: columns, aliases, types, time zones, ranges), then against the round (its
     origin, its cells, one row per cell). A file with a quantile_level column is a
-    quantile grid; a family with a shape parameter needs it (Student-t's `df`); a file
+    quantile forecast; a family with a shape parameter needs it (Student-t's `df`); a file
     without sigma is a point forecast
     unless a density family is asked for, which is then refused."""
     now = now or utcnow()
@@ -212,7 +212,7 @@ def submit_table(
     now: dt.datetime | None = None,
 ) -> dict[str, Any]:
     """Enter forecasts made here (columns gvkey, target, origin_q, horizon, mu, sigma;
-    optional component, a mixture's member, and level, a quantile grid's level): they
+    optional component, a mixture's member, and level, a quantile forecast's level): they
     are written as a submission file and go through submit_file, the door every
     researcher's file takes."""
     import tempfile
@@ -264,7 +264,7 @@ def _store(
     now: dt.datetime,
     grid: list[float] | None = None,
 ) -> dict[str, Any]:
-    """Store the rows of temp table `view` in the round. A quantile grid's `grid` is the
+    """Store the rows of temp table `view` in the round. A quantile forecast's `grid` is the
     file's, as the static reader settled and checked it (its rows' components are their
     levels' places in it already)."""
     quantile = family == QUANTILE_FAMILY

@@ -1,9 +1,9 @@
 """Per-cell scores, computed once per submission and scoring context, then stored.
 
 A cell's own scores (residual, NLL, CRPS, z, PIT u, interval hits; for mixtures and
-quantile grids the combined values) depend on the submission and the truth only, not on
+quantile forecasts the combined values) depend on the submission and the truth only, not on
 the footprint or the other submissions. They are computed by sql/eval/050 from the
-per-cell terms (057 single forecasts, 054 mixtures, 056 quantile grids) into
+per-cell terms (057 single forecasts, 054 mixtures, 056 quantile forecasts) into
 eval.cell_scores, and eval.cell_score_sets
 records the context they belong to: the build (the truth), the scoring-SQL version and
 the build's rule set. Score runs read them; a new context computes them again.
@@ -88,8 +88,8 @@ def register_functions(wh: Warehouse) -> None:
     wh.functions.add("eval_t_cdf")
 
 
-def quantile_grid_params(levels: list[float]) -> dict[str, Any]:
-    """SQL variables of a quantile grid: its levels, size, the median's component and the
+def quantile_level_params(levels: list[float]) -> dict[str, Any]:
+    """SQL variables of a quantile forecast: its levels, size, the median's component and the
     components of each central interval's pair ((1 - p) / 2 and (1 + p) / 2), or None
     where the grid lacks them."""
 
@@ -112,7 +112,7 @@ def quantile_grid_params(levels: list[float]) -> dict[str, Any]:
 
 
 #: Submissions (eval.submissions s) whose cell scores are eval.cell_point_scores (053):
-#: one component, no sigma, not a quantile grid; all others are in
+#: one component, no sigma, not a quantile forecast; all others are in
 #: eval.cell_density_scores (050). Routing and aggregation (064-066) both use this.
 POINT_ONLY = "(NOT s.has_sigma AND s.family <> 'quantile' AND s.n_components = 1)"
 
@@ -186,12 +186,12 @@ def cell_terms(
 ) -> tuple[str, dict[str, Any]]:
     """Make `cells` with `step` (a view of the submission's forecasts met with the truth)
     and the per-cell terms over it for the submission's kind (057, 054, 056): the terms
-    view's name, and `params` with what the terms read besides (a quantile grid's levels),
+    view's name, and `params` with what the terms read besides (a quantile forecast's levels),
     for the step that reads the view. The static scorer and the rounds share the terms
     this way."""
     kind = terms_kind(sub["family"], int(sub["n_components"] or 1))
     if kind == "quantile":
-        params = {**params, **quantile_grid_params(list(sub["quantile_levels"] or []))}
+        params = {**params, **quantile_level_params(list(sub["quantile_levels"] or []))}
     wh.run_step(step, params)
     terms_step, view = TERMS[kind]
     wh.run_step(terms_step, params, identifiers={"cells": cells})

@@ -22,7 +22,7 @@ from proforma.contracts.quarters import quarter_label
 from proforma.contracts.tracks import TRACK_NAMES, TRACKS
 
 #: SQL over eval.submissions s: the submission has a forecast distribution (a sigma, or a
-#: quantile grid: CRPS and coverage, no NLL).
+#: quantile forecast: CRPS and coverage, no NLL).
 HAS_DENSITY = "(s.has_sigma OR s.family = 'quantile')"
 BY = {None: "global", "horizon": "horizon", "item": "item", "statement": "statement"}
 RESULT_TABLES = (

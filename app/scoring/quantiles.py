@@ -43,9 +43,9 @@ def batch_levels(batch: pa.RecordBatch) -> set[float]:
 
 
 def component_sql(level: str) -> str:
-    """SQL of a row's component: its level's place in getvariable('quantile_grid') (NULL
+    """SQL of a row's component: its level's place in getvariable('file_quantile_levels') (NULL
     for a level outside the grid, which the checks report)."""
-    return f"CAST(list_position(getvariable('quantile_grid'), {level}) - 1 AS SMALLINT)"
+    return f"CAST(list_position(getvariable('file_quantile_levels'), {level}) - 1 AS SMALLINT)"
 
 
 #: Levels of one grid closer than this are one level written twice (0.5 and 0.5 + 1e-12
@@ -62,7 +62,7 @@ def grid_problems(grid: list[float]) -> list[str]:
         pairs = ", ".join(f"{a!r} and {b!r}" for a, b in close[:3])
         return [
             (
-                f"degenerate quantile grid: levels {pairs} differ by less than "
+                f"degenerate quantile forecast: levels {pairs} differ by less than "
                 f"{MIN_LEVEL_GAP:g}; write each level once, with the same value in every cell"
             )
         ]

@@ -110,7 +110,7 @@ def run_dm_tests(
     sample); `pairs` lists the pairs to test instead; `groups` names, per (loss, horizon),
     the pairs to test in that group only (a run tests a new submission against each
     group's leader, not against every other one). A loss that a submission does not have
-    (the absolute loss of a quantile grid without a median) gets no test."""
+    (the absolute loss of a quantile forecast without a median) gets no test."""
     if groups is None:
         if pairs is None:
             skip = skip or set()

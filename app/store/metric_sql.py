@@ -18,7 +18,7 @@ Slots:
 - `metric_columns`: the metric names (`r2, mse, ...`);
 - `metric_coverage_flags`: in{p} from the PIT u (`u BETWEEN 0.25 AND 0.75 AS in50, ...`);
 - `metric_coverage_names`: the in{p} column names as SQL strings (`'in50', ...`);
-- `metric_quantile_bounds`, `metric_quantile_coverage`: a quantile grid's quantiles at
+- `metric_quantile_bounds`, `metric_quantile_coverage`: a quantile forecast's quantiles at
   each interval's levels (components getvariable('lo50'), ('hi50'), ...) and in{p} from
   them (sql/eval/056);
 - `metric_pit_bin`: a cell's PIT bin from its u (NULL without u);

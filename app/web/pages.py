@@ -128,7 +128,7 @@ def _columns(names: list[str], types: dict[str, str], metric: str) -> list[dict[
             "name": c,
             "label": _label(c),
             "text": types.get(c) == "string",
-            # a metric a submission does not have (a quantile grid's NLL)
+            # a metric a submission does not have (a quantile forecast's NLL)
             "dash": c in METRICS,
         }
         if c == metric and "sig" in names:

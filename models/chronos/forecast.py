@@ -2,7 +2,7 @@
 
 Each origin is one task of the pipeline (its items one multivariate group; no
 cross-learning between origins). The pipeline returns, per origin, its model's native
-quantile grid for every series of the group; we keep the targets (items reported at the
+quantile forecast for every series of the group; we keep the targets (items reported at the
 origin) and the 21 benchmark levels. Chronos-2's quantile heads are trained jointly but
 not constrained to be ordered, so a forecast's quantiles can cross; they are sorted per
 cell (the monotone rearrangement, which never increases the quantile loss), so every

@@ -2,7 +2,7 @@
 
 `save_checkpoint` writes a folder that `load_pipeline` (and the chronos-forecasting
 package itself) loads like the public amazon/chronos-2: same model class, same native
-quantile grid, patch size and pipeline class; only the width, depth and weights differ.
+quantile forecast, patch size and pipeline class; only the width, depth and weights differ.
 `FULL_SIZE` has the public checkpoint's parameter count (119.5M; its model card says
 120M), so the bench measures the real model's arithmetic without its weights.
 """

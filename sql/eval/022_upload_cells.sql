@@ -1,6 +1,6 @@
 -- The temp view upload_cells: the rows of a file kept in the upload store (019's view
 -- `submission_keyed`: a point file, or a single-family density file with a sigma; no
--- component column, not a quantile grid) as the store keeps them: the packed cell key
+-- component column, not a quantile forecast) as the store keeps them: the packed cell key
 -- (eval.cell_key; NULL where a key is null or invalid, which 034 counts), mu and sigma.
 -- The store writes them to its file in ONE streaming pass over the upload (no staging
 -- table); 034 checks that file, and a decoding view of it (store.STAGED: 020's columns,

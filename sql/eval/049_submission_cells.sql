@@ -3,7 +3,7 @@
 -- of their cell (panel.truth cells of finite actual and baseline, origins
 -- getvariable('first_q')..('last_q'), the submission's range, so the truth scan skips
 -- other row groups): the input of the per-cell terms (057 single, 054 mixture, 056
--- quantile grid) and of 050's insert. A file kept in the upload store meets its truth by
+-- quantile forecast) and of 050's insert. A file kept in the upload store meets its truth by
 -- position instead (proforma.app.scoring.grid).
 CREATE OR REPLACE TEMP VIEW submission_cells AS
 WITH truth AS (

@@ -1,5 +1,5 @@
 -- Per-cell scores of ONE point-only submission (getvariable('submission_id'): one
--- component, no sigma, not a quantile grid) into eval.cell_point_scores: the residual
+-- component, no sigma, not a quantile forecast) into eval.cell_point_scores: the residual
 -- r = mu - actual of every cell with a finite mu and a panel.truth cell with finite actual
 -- and baseline (origins getvariable('first_q')..('last_q'), the submission's range). The
 -- same cells and residuals as 050 gives a single forecast without sigma (published rules:

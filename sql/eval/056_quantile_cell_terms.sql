@@ -14,7 +14,7 @@
 --   in{p}: q_lo <= actual <= q_hi for the levels (1 -+ p) / 2 of each coverage level p
 --          (components getvariable('lo50'), ('hi50'), ...; NULL when the grid lacks
 --          the pair; the levels are the metric registry's, filled into the slots).
--- No NLL and no z: a quantile grid has no density.
+-- No NLL and no z: a quantile forecast has no density.
 CREATE OR REPLACE TEMP VIEW quantile_cell_terms AS
 WITH levels AS (
     SELECT f.cell, CAST(f.actual AS DOUBLE) AS y, f.component AS k, f.mu AS q,

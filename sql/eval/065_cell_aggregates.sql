@@ -1,10 +1,10 @@
 -- run_agg rows (064) of the score run's submissions that are not point-only (temp table
--- agg_subs, point_only false: a sigma, a quantile grid or several components), from their
+-- agg_subs, point_only false: a sigma, a quantile forecast or several components), from their
 -- eval.cell_density_scores on the common sample (common_cells): per (submission, item,
 -- horizon, origin quarter), every sum of the metric registry (contracts/metrics.py, the
 -- slot metric_cell_sums: the point sums, each density term's sum and count over the cells
 -- that have it, the absolute track over the cells with an absolute-track residual, a
--- quantile grid's median's, the residual r otherwise) and the 20 PIT bin counts as
+-- quantile forecast's median's, the residual r otherwise) and the 20 PIT bin counts as
 -- columns (one hash aggregate with few groups). A cell without a PIT value (no usable
 -- density) is in no bin.
 INSERT INTO run_agg

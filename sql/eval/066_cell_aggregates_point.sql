@@ -1,5 +1,5 @@
 -- run_agg rows (064) of the score run's point-only submissions (agg_subs, point_only: one
--- component, no sigma, not a quantile grid), from their eval.cell_point_scores on the
+-- component, no sigma, not a quantile forecast), from their eval.cell_point_scores on the
 -- common sample: they have no density terms, so only the registry's point sums are
 -- aggregated and the density sums are constants (0 counts, NULL sums: the slot
 -- metric_point_sums). The rows 065 would give them, at about half its cost (its

@@ -7,7 +7,7 @@
 -- writer downcasts to float32, which moves a density score wherever sigma is small, and
 -- reads a double the same), then `sigma`
 -- where the submission carries one (getvariable('has_sigma')), and where it has several
--- members per cell `component` (a mixture) or `quantile_level` (a quantile grid:
+-- members per cell `component` (a mixture) or `quantile_level` (a quantile forecast:
 -- component k is level k + 1 of getvariable('quantile_levels')). The caller keeps the
 -- columns that apply. Rows come in (firm, target, origin, horizon, component) order.
 SELECT

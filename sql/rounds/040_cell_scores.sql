@@ -2,13 +2,13 @@
 -- score for yet: those this resolution resolved, and those an earlier resolution could
 -- not score for it (its failure was isolated there), as the static scorer's per-cell
 -- terms read them
--- (sql/eval/057 single, 054 mixture, 056 quantile grid: the same terms and rules; the
+-- (sql/eval/057 single, 054 mixture, 056 quantile forecast: the same terms and rules; the
 -- round's rule set, rounds.rounds.rules, sets their variables):
 -- * temp table round_cells: each resolved cell of finite actual and baseline with a
 --   cell number of this resolution (the terms key cells by one integer);
 -- * temp view round_forecast_cells: the submission's forecasts of those cells as
 --   (cell, actual, component, mu, sigma), from rounds.forecasts (a single forecast,
---   component 0) or rounds.forecast_components (a mixture or a quantile grid).
+--   component 0) or rounds.forecast_components (a mixture or a quantile forecast).
 CREATE OR REPLACE TEMP TABLE round_cells AS
 SELECT row_number() OVER (ORDER BY t.gvkey, t.item_id, t.horizon) AS cell,
        t.gvkey, t.item_id, t.horizon, t.actual::DOUBLE AS actual

@@ -5,7 +5,7 @@
 -- globally (horizon NULL) and per horizon, the sums and metrics of sql/eval/065 and 070,
 -- as contracts/metrics.py defines them (slots metric_cell_sums and metric_finish) over
 -- each cell's inputs as sql/rounds/040-042 stored them: y = actual - baseline (in double),
--- r, r_abs (a quantile grid's median residual, r otherwise), the density terms and in{p}
+-- r, r_abs (a quantile forecast's median residual, r otherwise), the density terms and in{p}
 -- (slot metric_coverage_columns: the PIT u in the central p interval, or a grid's level
 -- pair around the actual). R2 = 1 - SSE / (sum y^2 - (sum y)^2 / n + 1e-12), NaN when the
 -- truth has no variance (<= 1e-15); MAE, MSE; each density mean (NLL, CRPS, z2 = mean

@@ -1,7 +1,7 @@
 """Files that used to get an internal error or a silent choice (issue 34, item 5): duplicate
 and ambiguous column names are refused, unknown columns are warned about with a close
 match, a time-zone-aware origin belongs to its local date's quarter, and a degenerate
-quantile grid is refused."""
+quantile forecast is refused."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def test_unknown_time_zone_is_refused(wh, tmp_path):
         scoring.ingest_parquet(wh, path, "mars")
 
 
-def test_degenerate_quantile_grid_is_refused(wh, tmp_path):
+def test_degenerate_quantile_levels_are_refused(wh, tmp_path):
     cols = good_columns(20)
     rows = {k: v * 3 for k, v in cols.items()}
     rows["quantile_level"] = [0.1] * 20 + [0.5] * 20 + [0.5 + 1e-12] * 20
@@ -136,5 +136,5 @@ def test_degenerate_quantile_grid_is_refused(wh, tmp_path):
     before = _count(wh)
     with pytest.raises(ValidationError) as info:
         scoring.ingest_parquet(wh, path, "degenerate")
-    assert "degenerate quantile grid: levels 0.5 and 0.500000000001" in str(info.value)
+    assert "degenerate quantile forecast: levels 0.5 and 0.500000000001" in str(info.value)
     assert _count(wh) == before

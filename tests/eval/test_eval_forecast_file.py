@@ -1,6 +1,6 @@
 """A submission's forecasts written as the published submission file (issue 52,
 app/flows/forecast_file.py): an in-house density model (with its family sidecar), a
-mixture, a quantile grid and an upload kept in the upload store, each read back in by the
+mixture, a quantile forecast and an upload kept in the upload store, each read back in by the
 one reader into the same forecasts; `proforma export --submission`; bad requests."""
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def test_in_house_forecasts_come_out_and_go_back_in(
     )
 
 
-def test_a_stored_upload_and_a_quantile_grid(wh: Warehouse, tmp_path: Path) -> None:
+def test_a_stored_upload_and_a_quantile_forecast(wh: Warehouse, tmp_path: Path) -> None:
     point = pq.read_table(write_forecast_file(wh, "house-t", tmp_path / "t.parquet").path)
     point = point.drop_columns(["sigma"])
     pq.write_table(point, tmp_path / "point.parquet")

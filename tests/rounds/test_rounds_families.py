@@ -41,7 +41,7 @@ def _oracle(wh: Warehouse, round_id: int) -> dict[str, np.ndarray]:
 
 
 def _files(wh: Warehouse, round_id: int, folder: Path) -> dict[str, tuple[Path, dict]]:
-    """A Student-t file, a two-component Gaussian mixture and a quantile grid, all made
+    """A Student-t file, a two-component Gaussian mixture and a quantile forecast, all made
     from the oracle's entry."""
     o = _oracle(wh, round_id)
     n = len(o["mu"])
@@ -193,7 +193,7 @@ def test_new_families_score_as_static(wh: Warehouse, tmp_path: Path, rules: str)
     assert not math.isnan(board["t5"]["crps"]) and board["q"]["nll"] is None
 
     # The absolute track and the coverages from the cells' r_abs and interval flags
-    # (a quantile grid's MAE is its median's, its coverage its level pairs'), on the
+    # (a quantile forecast's MAE is its median's, its coverage its level pairs'), on the
     # round's common sample
     def cell_means(sids: list[int]) -> dict[str, list[Any]]:
         return {
@@ -246,7 +246,7 @@ def test_malformed_family_files_are_refused(wh: Warehouse, tmp_path: Path) -> No
     with pytest.raises(UserError, match="student_t needs --df"):
         submit_file(wh, rnd["name"], path, "t", family="student_t")
     path, _ = files["q"]
-    with pytest.raises(UserError, match="quantile grid"):
+    with pytest.raises(UserError, match="quantile forecast"):
         submit_file(wh, rnd["name"], path, "q", family="gaussian")
     grid = pq.read_table(path)
     # a cell that lacks one level

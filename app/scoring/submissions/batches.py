@@ -113,7 +113,7 @@ def _conform(
 def _forecast_rows(view: str, space: str, quantile: bool = False) -> str:
     """SELECT of eval.forecast_rows from the registered view; dollars are standardized
     with the origin's parameters (a forecast for a non-origin gets a NULL mu: left out).
-    The standardization is monotone, so a quantile grid stays a quantile grid; a quantile
+    The standardization is monotone, so a quantile forecast stays a quantile forecast; a quantile
     row's component is its level's place in the grid."""
     component = quantiles.component_sql("f.quantile_level") if quantile else "f.component"
     sigma = "CAST(NULL AS DOUBLE)" if quantile else "f.sigma"
@@ -191,7 +191,7 @@ def ingest_forecasts(
     errors: list[ValidationError] = []
     quantile = family == quantiles.FAMILY
     levels: set[float] | None = set() if quantile else None
-    # A quantile grid must be known before the rows are stored, so its batches are always
+    # A quantile forecast must be known before the rows are stored, so its batches are always
     # spooled (their levels are collected on the way).
     in_memory = not quantile and isinstance(batches, (pa.Table, pa.RecordBatch, list, tuple))
     reader, has_sigma = _conform(batches, hasher, name, errors, levels)
@@ -213,7 +213,7 @@ def ingest_forecasts(
             if found:
                 problems = [new_problem(text, 0) for text in found]
                 raise ValidationError(rejection_summary(name, problems), problems)
-            wh.set_params({"quantile_grid": grid})
+            wh.set_params({"file_quantile_levels": grid})
         stack.enter_context(wh.registered(view, reader))
         with wh.transaction():
             claim_name(wh, name, replace)

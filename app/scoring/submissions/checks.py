@@ -2,7 +2,7 @@
 (proforma.app.scoring.submissions.uploads), a model's batches (.batches) or a reference baseline.
 
 A submission row is claimed and its rows inserted inside the caller's transaction; the
-integer-level checks (sql/eval/030_forecast_checks.sql, 032 for quantile grids, 035 for
+integer-level checks (sql/eval/030_forecast_checks.sql, 032 for quantile forecasts, 035 for
 usability) then either finish its record or raise a ValidationError carrying every
 problem with its count and example rows, and the caller rolls everything back.
 """

@@ -2,7 +2,7 @@
 content-addressed parquet file, scanned in place by DuckDB for scoring and rescoring.
 
 A point file (no sigma) or a single-family density file (a sigma; no component column,
-not a quantile grid) is validated as before (019 codes its keys, 033 or 030, and 035
+not a quantile forecast) is validated as before (019 codes its keys, 033 or 030, and 035
 check them) but its rows are staged in a temporary table, not inserted into
 eval.forecast_points or eval.forecast_rows: once valid they are written to
 `{store}/{sha256}.b{build_id}.parquet` (the upload's checksum, its identity, and the

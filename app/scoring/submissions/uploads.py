@@ -131,7 +131,7 @@ def column_report(names: list[str]) -> tuple[list[str], list[str]]:
 
 def _schema_view(path: Path, schema: pa.Schema, quantile: bool) -> tuple[str, list[dict]]:
     """SQL of the temp view `submission_in` over the file, or the schema's problems. A
-    quantile file's component is its level's place in getvariable('quantile_grid')."""
+    quantile file's component is its level's place in getvariable('file_quantile_levels')."""
     found, _ = column_report(schema.names)
     if found:
         return "", [new_problem(text, 0) for text in found]
@@ -421,7 +421,7 @@ def ingest_parquet(
         opened.has_sigma,
         opened.checksum,
     )
-    # A file of one forecast per cell (no component column, not a quantile grid: a point
+    # A file of one forecast per cell (no component column, not a quantile forecast: a point
     # file, or a single-family density file with a sigma) is written to the upload store
     # as it is read (022), its file checked (034) and kept under its checksum, scanned in
     # place for scoring (proforma.app.scoring.submissions.store); mixtures and quantile
@@ -484,7 +484,7 @@ def ingest_parquet(
 
 
 def _file_grid(wh: Warehouse, name: str) -> list[float]:
-    """A quantile file's grid (its distinct valid levels), set as getvariable('quantile_grid')."""
+    """A quantile file's grid (its distinct valid levels), set as getvariable('file_quantile_levels')."""
     levels = [
         r[0]
         for r in wh.fetchall(
@@ -498,7 +498,7 @@ def _file_grid(wh: Warehouse, name: str) -> list[float]:
     if found:
         problems = [new_problem(text, 0) for text in found]
         raise ValidationError(rejection_summary(name, problems), problems)
-    wh.set_params({"quantile_grid": grid})
+    wh.set_params({"file_quantile_levels": grid})
     return grid
 
 
@@ -526,7 +526,7 @@ def _row_problems(wh: Warehouse, quantile: bool) -> list[dict]:
 def _explain(wh: Warehouse, name: str, found: ValidationError, quantile: bool) -> ValidationError:
     """The file-level report (010, with example rows) for a rejected upload."""
     problems = _row_problems(wh, quantile)
-    # Problems only the integer-level checks see (duplicates, a cell's quantile grid) are kept.
+    # Problems only the integer-level checks see (duplicates, a cell's quantile forecast) are kept.
     keep = ("duplicate key", "cell without every level", "quantile values decrease")
     problems += [p for p in found.problems if p["problem"].startswith(keep)]
     if not any(p["severity"] == "error" for p in problems):
