@@ -268,7 +268,36 @@ def _store(
     file's, as the static reader settled and checked it (its rows' components are their
     levels' places in it already)."""
     quantile = family == QUANTILE_FAMILY
-    rid = rnd["round_id"]
+    grid = grid or []
+    total, n_components = _count_in_round(wh, rnd, view)
+    problems = _cell_problems(wh, rnd, view, family, n_components, grid)
+    if problems:
+        raise ValidationError(
+            "Submission refused, nothing was written: " + "; ".join(problems),
+            [{"problem": p} for p in problems],
+        )
+    width = len(grid) if quantile else n_components
+    row = [rnd["round_id"], name, kind, family, sha, total, now, json.dumps(metadata or {}), df]
+    sid = _insert_submission(
+        wh, view, family, row + [width, grid or None], quantile or n_components > 1
+    )
+    return {
+        "submission_id": sid,
+        "round": rnd["name"],
+        "name": name,
+        "kind": kind,
+        "family": family,
+        "df": df,
+        "components": len(grid) if quantile else int(n_components),
+        "sha256": sha,
+        "rows": int(total),
+        "received_at": now,
+    }
+
+
+def _count_in_round(wh: Warehouse, rnd: dict[str, Any], view: str) -> tuple[int, int]:
+    """The rows of `view` and its distinct components, refusing a file with no row or with
+    rows from another origin than the round's."""
     # Keys, ranges, sigmas, components and levels were checked by the static reader's
     # row checks (submit_file); what is left is the round's own: its origin, its cells.
     total, wrong_origin, origins, n_components = wh.one(
@@ -287,56 +316,83 @@ def _store(
             f"but round {rnd['name']!r} freezes origin {quarter_label(rnd['origin_q'])}; "
             "nothing was written"
         )
+    return total, n_components
+
+
+def _cell_problems(
+    wh: Warehouse,
+    rnd: dict[str, Any],
+    view: str,
+    family: str,
+    n_components: int,
+    grid: list[float],
+) -> list[str]:
+    """What keeps `view` out of the round, in the order a submitter fixes it: a point mixture,
+    then duplicate keys and rows outside the round's cells, then (for several rows a cell)
+    cells without every component or level and quantile values that decrease."""
+    quantile = family == QUANTILE_FAMILY
     problems = []
-    grid = grid or []
     if not quantile and n_components > 1 and family == POINT_FAMILY:
         problems.append("a mixture (several components) needs a sigma per component")
     multi = quantile or n_components > 1
     if not problems:
-        key = "gvkey, target, horizon" + (", component" if multi else "")
-        dup, foreign = wh.one(
-            f"""SELECT
-                  (SELECT count(*) FROM (SELECT {key} FROM {view}
-                                         GROUP BY ALL HAVING count(*) > 1)),
-                  (SELECT count(*) FROM {view} s JOIN ref.items i ON i.item = s.target
-                   WHERE NOT EXISTS (SELECT 1 FROM rounds.baselines b WHERE b.round_id = ?
-                                     AND b.gvkey = s.gvkey AND b.item_id = i.item_id))""",
-            [rid],
-        )
-        if dup:
-            problems.append(f"{dup:,} duplicate ({key.replace('gvkey', 'firm')}) key(s)")
-        if foreign:
-            problems.append(
-                f"{foreign:,} row(s) for a firm or item that is not a cell of round "
-                f"{rnd['name']!r} (its cells: cells__{rnd['name']}.parquet among its inputs)"
-            )
+        problems += _key_problems(wh, rnd, view, multi)
     if not problems and multi:
-        width = len(grid) if quantile else n_components
-        incomplete, decreasing = wh.one(
-            f"""SELECT
-                  (SELECT count(*) FROM (SELECT gvkey, target, horizon FROM {view}
-                                         GROUP BY ALL HAVING count(*) <> ?)),
-                  (SELECT count(DISTINCT (gvkey, target, horizon)) FROM (
-                      SELECT gvkey, target, horizon, mu, lag(mu) OVER (
-                          PARTITION BY gvkey, target, horizon ORDER BY component) AS below
-                      FROM {view}) WHERE {"TRUE" if quantile else "FALSE"}
-                        AND isfinite(mu) AND isfinite(below) AND mu < below)""",
-            [width],
+        problems += _shape_problems(wh, view, quantile, len(grid) if quantile else n_components)
+    return problems
+
+
+def _key_problems(wh: Warehouse, rnd: dict[str, Any], view: str, multi: bool) -> list[str]:
+    """Duplicate keys in `view` and rows for a firm or item that is not a cell of the round."""
+    problems = []
+    key = "gvkey, target, horizon" + (", component" if multi else "")
+    dup, foreign = wh.one(
+        f"""SELECT
+              (SELECT count(*) FROM (SELECT {key} FROM {view}
+                                     GROUP BY ALL HAVING count(*) > 1)),
+              (SELECT count(*) FROM {view} s JOIN ref.items i ON i.item = s.target
+               WHERE NOT EXISTS (SELECT 1 FROM rounds.baselines b WHERE b.round_id = ?
+                                 AND b.gvkey = s.gvkey AND b.item_id = i.item_id))""",
+        [rnd["round_id"]],
+    )
+    if dup:
+        problems.append(f"{dup:,} duplicate ({key.replace('gvkey', 'firm')}) key(s)")
+    if foreign:
+        problems.append(
+            f"{foreign:,} row(s) for a firm or item that is not a cell of round "
+            f"{rnd['name']!r} (its cells: cells__{rnd['name']}.parquet among its inputs)"
         )
-        if incomplete:
-            what = (
-                f"every level of the grid ({len(grid)})" if quantile else f"all {width} components"
-            )
-            problems.append(f"{incomplete:,} cell(s) without {what}: every cell needs the same")
-        if decreasing:
-            problems.append(
-                f"{decreasing:,} cell(s) whose quantile values decrease as the level rises"
-            )
-    if problems:
-        raise ValidationError(
-            "Submission refused, nothing was written: " + "; ".join(problems),
-            [{"problem": p} for p in problems],
-        )
+    return problems
+
+
+def _shape_problems(wh: Warehouse, view: str, quantile: bool, width: int) -> list[str]:
+    """Cells of a mixture or quantile forecast without all `width` rows, and (quantile only)
+    cells whose values decrease as the level rises."""
+    problems = []
+    incomplete, decreasing = wh.one(
+        f"""SELECT
+              (SELECT count(*) FROM (SELECT gvkey, target, horizon FROM {view}
+                                     GROUP BY ALL HAVING count(*) <> ?)),
+              (SELECT count(DISTINCT (gvkey, target, horizon)) FROM (
+                  SELECT gvkey, target, horizon, mu, lag(mu) OVER (
+                      PARTITION BY gvkey, target, horizon ORDER BY component) AS below
+                  FROM {view}) WHERE {"TRUE" if quantile else "FALSE"}
+                    AND isfinite(mu) AND isfinite(below) AND mu < below)""",
+        [width],
+    )
+    if incomplete:
+        what = f"every level of the grid ({width})" if quantile else f"all {width} components"
+        problems.append(f"{incomplete:,} cell(s) without {what}: every cell needs the same")
+    if decreasing:
+        problems.append(f"{decreasing:,} cell(s) whose quantile values decrease as the level rises")
+    return problems
+
+
+def _insert_submission(
+    wh: Warehouse, view: str, family: str, submission: list[Any], multi: bool
+) -> int:
+    """Insert the submission's row (`submission`: the rounds.submissions columns in order)
+    and its forecasts, one transaction; returns the new submission_id."""
     table = "rounds.forecast_components" if multi else "rounds.forecasts"
     component = "s.component::SMALLINT, " if multi else ""
     with wh.transaction():
@@ -344,19 +400,7 @@ def _store(
             "INSERT INTO rounds.submissions (round_id, name, kind, family, sha256, rows, "
             "received_at, metadata, df, n_components, quantile_levels) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING submission_id",
-            [
-                rid,
-                name,
-                kind,
-                family,
-                sha,
-                total,
-                now,
-                json.dumps(metadata or {}),
-                df,
-                len(grid) if quantile else n_components,
-                grid or None,
-            ],
+            submission,
         )
         wh.execute(
             f"""INSERT INTO {table}
@@ -365,15 +409,4 @@ def _store(
                 FROM {view} s JOIN ref.items i ON i.item = s.target""",
             [sid],
         )
-    return {
-        "submission_id": sid,
-        "round": rnd["name"],
-        "name": name,
-        "kind": kind,
-        "family": family,
-        "df": df,
-        "components": len(grid) if quantile else int(n_components),
-        "sha256": sha,
-        "rows": int(total),
-        "received_at": now,
-    }
+    return sid
