@@ -158,6 +158,36 @@ def check_and_finish(
         "points": "upload_points" if staged else "eval.forecast_points",
         "forecasts": "upload_points" if staged else "eval.forecasts",
     }
+    row = _checks_row(wh, sid, tables, points=points, staged=staged)
+    problems = _row_problems(wh, sid, row, tables, grid)
+    grid_warnings: list[dict] = []
+    if grid is not None:
+        errors, grid_notes = quantiles.check_rows(wh, sid, grid)
+        problems += [new_problem(text, n, ex) for text, n, ex in errors]
+        grid_warnings = [new_problem(text, n, ex, blocking=False) for text, n, ex in grid_notes]
+    if problems:
+        raise ValidationError(rejection_summary(name, problems), problems)
+    usable = _usable_or_refuse(wh, sid, name, row, tables)
+    warnings = list(file_warnings or [])
+    if not file_warnings and row["non_finite_prediction_n"]:
+        warnings.append(
+            new_problem(
+                "prediction is null, NaN or infinite (cell left out)",
+                row["non_finite_prediction_n"],
+                [decode_key(wh, k, grid) for k in usable["non_finite_ex"] or []],
+                blocking=False,
+            )
+        )
+    warnings += grid_warnings + list(notes or [])
+    _finish(wh, sid, row, grid, warnings)
+    return row
+
+
+def _checks_row(
+    wh: Warehouse, sid: int, tables: dict[str, str], *, points: bool, staged: bool
+) -> dict[str, Any]:
+    """The checks' row of counts and examples: 034 over a staged file (030 over its keyed
+    rows when it has null keys), 033 over point rows, else 030."""
     if staged:
         row = wh.query_step(
             "eval/034_stored_upload_checks", identifiers={"stored": "upload_file"}
@@ -177,6 +207,14 @@ def check_and_finish(
         row = wh.query_step(
             "eval/030_forecast_checks", {"submission_id": sid}, identifiers=tables
         ).to_pylist()[0]
+    return row
+
+
+def _row_problems(
+    wh: Warehouse, sid: int, row: dict[str, Any], tables: dict[str, str], grid: list[float] | None
+) -> list[dict]:
+    """The blocking problems the checks' row counts: no rows, bad keys, sigmas missing on
+    some rows, duplicate keys (031 finds examples) and huge predictions."""
     problems: list[dict] = []
     if row["n_rows"] == 0:
         problems.append(new_problem("no rows: the submission is empty", 0))
@@ -215,13 +253,15 @@ def check_and_finish(
                 [f"prediction={v:g}" for v in row["huge_prediction_ex"]],
             )
         )
-    grid_warnings: list[dict] = []
-    if grid is not None:
-        errors, grid_notes = quantiles.check_rows(wh, sid, grid)
-        problems += [new_problem(text, n, ex) for text, n, ex in errors]
-        grid_warnings = [new_problem(text, n, ex, blocking=False) for text, n, ex in grid_notes]
-    if problems:
-        raise ValidationError(rejection_summary(name, problems), problems)
+    return problems
+
+
+def _usable_or_refuse(
+    wh: Warehouse, sid: int, name: str, row: dict[str, Any], tables: dict[str, str]
+) -> dict[str, Any]:
+    """035's usable-cell counts when they are needed (no usable cell found at once, or
+    non-finite predictions to report), refusing a submission no cell of which can be
+    scored; empty otherwise."""
     # the common case, a usable cell found at once (036), skips 035's read of every row
     usable: dict[str, Any] = {}
     found = wh.query_step(
@@ -234,17 +274,13 @@ def check_and_finish(
         unusable = _unusable(wh, usable, row["n_rows"])
         if unusable:
             raise ValidationError(rejection_summary(name, unusable), unusable)
-    warnings = list(file_warnings or [])
-    if not file_warnings and row["non_finite_prediction_n"]:
-        warnings.append(
-            new_problem(
-                "prediction is null, NaN or infinite (cell left out)",
-                row["non_finite_prediction_n"],
-                [decode_key(wh, k, grid) for k in usable["non_finite_ex"] or []],
-                blocking=False,
-            )
-        )
-    warnings += grid_warnings + list(notes or [])
+    return usable
+
+
+def _finish(
+    wh: Warehouse, sid: int, row: dict[str, Any], grid: list[float] | None, warnings: list[dict]
+) -> None:
+    """Record the accepted submission's counts, components, sigma and warnings."""
     n_components = len(grid) if grid is not None else int(row["n_components"])
     wh.execute(
         "UPDATE eval.submissions SET rows = ?, cells = ?, n_components = ?, "
@@ -259,7 +295,6 @@ def check_and_finish(
             sid,
         ],
     )
-    return row
 
 
 def _unusable(wh: Warehouse, usable: dict, n_rows: int) -> list[dict]:

@@ -136,6 +136,38 @@ def _schema_view(path: Path, schema: pa.Schema, quantile: bool) -> tuple[str, li
     if found:
         return "", [new_problem(text, 0) for text in found]
     by_lower = _columns(schema)
+    types = {c: schema.field(by_lower[c]).type for c in by_lower}
+    problems = _schema_problems(schema, by_lower, types, quantile)
+    if problems:
+        return "", problems
+    q = {c: _quote(by_lower[c]) for c in by_lower}
+    origin_expr, problems = _origin_sql(q["origin"], _value_type(types["origin"]))
+    if problems:
+        return "", problems
+    return _view_sql(path, q, origin_expr, quantile), problems
+
+
+#: What each column's Arrow type must be: a test of the type and the expectation in words.
+_EXPECTED_TYPES = {
+    "firm": (_is_str, "a string gvkey such as '001004'"),
+    "target": (_is_str, "a string item name such as 'revtq'"),
+    "origin": (
+        lambda t: pa.types.is_date(t) or pa.types.is_timestamp(t) or _is_str(t),
+        "a date, timestamp or quarter string such as '2015Q1'",
+    ),
+    "horizon": (_is_num, "an integer 1..20"),
+    "prediction": (_is_num, "a number (standardized level)"),
+    "sigma": (_is_num, "a positive number"),
+    "component": (_is_int, "an integer mixture member id"),
+    quantiles.LEVEL_COLUMN: (_is_num, "a number in (0, 1)"),
+}
+
+
+def _schema_problems(
+    schema: pa.Schema, by_lower: dict[str, str], types: dict[str, pa.DataType], quantile: bool
+) -> list[dict]:
+    """The schema's problems: missing columns, columns of the wrong type, and a quantile
+    file's sigma or component column."""
     problems = []
     missing = [
         c
@@ -151,21 +183,7 @@ def _schema_view(path: Path, schema: pa.Schema, quantile: bool) -> tuple[str, li
                 0,
             )
         )
-    types = {c: schema.field(by_lower[c]).type for c in by_lower}
-    expect = {
-        "firm": (_is_str, "a string gvkey such as '001004'"),
-        "target": (_is_str, "a string item name such as 'revtq'"),
-        "origin": (
-            lambda t: pa.types.is_date(t) or pa.types.is_timestamp(t) or _is_str(t),
-            "a date, timestamp or quarter string such as '2015Q1'",
-        ),
-        "horizon": (_is_num, "an integer 1..20"),
-        "prediction": (_is_num, "a number (standardized level)"),
-        "sigma": (_is_num, "a positive number"),
-        "component": (_is_int, "an integer mixture member id"),
-        quantiles.LEVEL_COLUMN: (_is_num, "a number in (0, 1)"),
-    }
-    for col, (ok, what) in expect.items():
+    for col, (ok, what) in _EXPECTED_TYPES.items():
         if col in types and not ok(types[col]):
             problems.append(
                 new_problem(
@@ -183,28 +201,34 @@ def _schema_view(path: Path, schema: pa.Schema, quantile: bool) -> tuple[str, li
                     0,
                 )
             )
-    if problems:
-        return "", problems
-    q = {c: _quote(by_lower[c]) for c in by_lower}
-    origin_t = _value_type(types["origin"])
+    return problems
+
+
+def _origin_sql(column: str, origin_t: pa.DataType) -> tuple[str, list[dict]]:
+    """The SQL of the quarter ordinal of the origin `column` (quoted), by its type: a date,
+    a timestamp (a zoned one read in its zone's local time) or quarter text; or the problem
+    of a time zone DuckDB does not know."""
     if pa.types.is_date(origin_t):
-        origin_expr = f"qord({q['origin']})"
-    elif pa.types.is_timestamp(origin_t) and origin_t.tz:
-        local = _local_time(q["origin"], origin_t.tz)
+        return f"qord({column})", []
+    if pa.types.is_timestamp(origin_t) and origin_t.tz:
+        local = _local_time(column, origin_t.tz)
         if local is None:
-            problems.append(
+            return "", [
                 new_problem(
                     f"origin's time zone {origin_t.tz!r} is unknown: use a zone name such as "
                     f"'America/New_York', an offset such as '+05:00', or plain dates",
                     0,
                 )
-            )
-            return "", problems
-        origin_expr = f"qord(CAST({local} AS DATE))"
-    elif pa.types.is_timestamp(origin_t):
-        origin_expr = f"qord(CAST({q['origin']} AS DATE))"
-    else:
-        origin_expr = f"eval.origin_from_text(CAST({q['origin']} AS VARCHAR))"
+            ]
+        return f"qord(CAST({local} AS DATE))", []
+    if pa.types.is_timestamp(origin_t):
+        return f"qord(CAST({column} AS DATE))", []
+    return f"eval.origin_from_text(CAST({column} AS VARCHAR))", []
+
+
+def _view_sql(path: Path, q: dict[str, str], origin_expr: str, quantile: bool) -> str:
+    """CREATE of the temp view `submission_in`: the file's columns (`q`: each canonical
+    name's quoted column) under their canonical names and types, origin as `origin_expr`."""
     sigma = f"CAST({q['sigma']} AS DOUBLE)" if "sigma" in q else "CAST(NULL AS DOUBLE)"
     component = f"CAST({q['component']} AS BIGINT)" if "component" in q else "CAST(0 AS BIGINT)"
     level = "CAST(NULL AS DOUBLE)"
@@ -212,7 +236,7 @@ def _schema_view(path: Path, schema: pa.Schema, quantile: bool) -> tuple[str, li
         level = f"CAST({q[quantiles.LEVEL_COLUMN]} AS DOUBLE)"
         component = f"CAST({quantiles.component_sql(level)} AS BIGINT)"
     literal = "'" + str(path).replace("'", "''") + "'"
-    sql = f"""
+    return f"""
         CREATE OR REPLACE TEMP VIEW submission_in AS
         SELECT
             file_row_number AS row_nr,
@@ -227,7 +251,6 @@ def _schema_view(path: Path, schema: pa.Schema, quantile: bool) -> tuple[str, li
             {level} AS quantile_level
         FROM read_parquet({literal}, file_row_number = true)
     """
-    return sql, problems
 
 
 def _local_time(column: str, tz: str) -> str | None:
@@ -415,72 +438,77 @@ def ingest_parquet(
     """
     path = Path(path)
     opened = open_forecast_file(wh, path, name, family=family, df=df)
-    family, quantile, has_sigma, checksum = (
-        opened.family,
-        opened.quantile,
-        opened.has_sigma,
-        opened.checksum,
-    )
     # A file of one forecast per cell (no component column, not a quantile forecast: a point
     # file, or a single-family density file with a sigma) is written to the upload store
     # as it is read (022), its file checked (034) and kept under its checksum, scanned in
     # place for scoring (proforma.app.scoring.submissions.store); mixtures and quantile
     # grids are inserted (020).
-    stored = opened.one_row_per_cell
-    points = stored and not has_sigma
-    written = None
+    pending: list[Path] = []
     try:
-        grid = opened.grid
         # Happy path: ONE streaming pass stores integer-keyed rows (invalid keys as NULL)
         # and 030 or 034 checks them; any problem rolls back and 010 explains the file.
         try:
             with wh.transaction():
-                claim_name(wh, name, replace)
-                sid = new_submission(
-                    wh, name, source, family, opened.df, has_sigma, checksum, metadata
-                )
-                wh.run_step("eval/019_submission_keyed")
-                if stored:
-                    build_id = wh.scalar(
-                        "SELECT build_id FROM eval.submissions WHERE submission_id = ?", [sid]
-                    )
-                    wh.run_step("eval/022_upload_cells", {"submission_id": sid})
-                    written = store.write_upload(wh, checksum, build_id, sigma=has_sigma)
-                    store.stage(wh, sid, written)
-                else:
-                    wh.run_step("eval/020_submission_insert", {"submission_id": sid})
-                checked = check_and_finish(
-                    wh, sid, name, None, grid, points=points, staged=stored, notes=opened.notes
-                )
-                if stored and written is not None:
-                    store.keep(
-                        wh,
-                        sid,
-                        written,
-                        checksum,
-                        build_id,
-                        checked["first_origin_q"],
-                        checked["last_origin_q"],
-                    )
-                    written = None
+                sid = _insert_checked(wh, opened, name, source, metadata, replace, pending)
         except ValidationError as found:
-            raise _explain(wh, name, found, quantile) from None
+            raise _explain(wh, name, found, opened.quantile) from None
     except duckdb.Error as exc:
         if out_of_resources(exc):
             raise  # the machine's limits, not the file: the callers say so (nothing written)
         raise _unreadable(name, path, _without_path(str(exc), path)) from None
     finally:
-        store.discard(written)
-        for view in (
-            store.STAGED,
-            "upload_file",
-            "upload_rows",
-            "upload_cells",
-            "submission_keyed",
-        ):
-            wh.execute(f"DROP VIEW IF EXISTS {view}")
+        store.discard(pending[0] if pending else None)
+        _drop_upload_views(wh)
         close_forecast_file(wh)
     return sid
+
+
+def _insert_checked(
+    wh: Warehouse,
+    opened: ForecastFile,
+    name: str,
+    source: str,
+    metadata: dict | None,
+    replace: bool,
+    pending: list[Path],
+) -> int:
+    """In the caller's transaction: claim the name, store the file's keyed rows (written to
+    the upload store, or inserted), check them (raising on a problem) and keep a written
+    file; returns the submission_id. A written file not kept (yet) is in `pending`, for
+    the caller to discard after the rollback."""
+    has_sigma, checksum = opened.has_sigma, opened.checksum
+    stored = opened.one_row_per_cell
+    claim_name(wh, name, replace)
+    sid = new_submission(wh, name, source, opened.family, opened.df, has_sigma, checksum, metadata)
+    wh.run_step("eval/019_submission_keyed")
+    if stored:
+        build_id = wh.scalar("SELECT build_id FROM eval.submissions WHERE submission_id = ?", [sid])
+        wh.run_step("eval/022_upload_cells", {"submission_id": sid})
+        pending.append(store.write_upload(wh, checksum, build_id, sigma=has_sigma))
+        store.stage(wh, sid, pending[0])
+    else:
+        wh.run_step("eval/020_submission_insert", {"submission_id": sid})
+    checked = check_and_finish(
+        wh,
+        sid,
+        name,
+        None,
+        opened.grid,
+        points=stored and not has_sigma,
+        staged=stored,
+        notes=opened.notes,
+    )
+    if stored and pending:
+        first, last = checked["first_origin_q"], checked["last_origin_q"]
+        store.keep(wh, sid, pending[0], checksum, build_id, first, last)
+        pending.clear()
+    return sid
+
+
+def _drop_upload_views(wh: Warehouse) -> None:
+    """Drop the views an ingest leaves, whatever its outcome."""
+    for view in (store.STAGED, "upload_file", "upload_rows", "upload_cells", "submission_keyed"):
+        wh.execute(f"DROP VIEW IF EXISTS {view}")
 
 
 def _file_grid(wh: Warehouse, name: str) -> list[float]:
