@@ -234,34 +234,8 @@ def load_pinned_stats(wh: Warehouse, path: Path) -> int:
     if not path.exists():
         raise UserError(f"No statistics file at {path}")
     src = str(path)
-    try:
-        cols = {
-            r[0]: r[1]
-            for r in wh.fetchall(
-                "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(?))",
-                [src],
-            )
-        }
-    except Exception as exc:  # noqa: BLE001 - any read failure is the user's file
-        raise UserError(f"Cannot read {path} as parquet: {str(exc).splitlines()[0]}") from None
-    missing = [c for c in ("quarter", "feature", "mu", "sigma", "k") if c not in cols]
-    if missing:
-        raise UserError(
-            f"{path.name} lacks column(s) {', '.join(missing)} "
-            "(expected quarter, feature, mu, sigma, k)"
-        )
-    qtype = cols["quarter"].upper()
-    if "DATE" in qtype or "TIMESTAMP" in qtype:
-        qexpr = "qord(CAST(quarter AS DATE))"
-    elif "INT" in qtype:
-        qexpr = "quarter"
-    elif qtype == "VARCHAR":
-        qexpr = (
-            "CAST(split_part(quarter, 'Q', 1) AS INTEGER) * 4 "
-            "+ CAST(split_part(quarter, 'Q', 2) AS INTEGER) - 1"
-        )
-    else:
-        raise UserError(f"{path.name}: column quarter has type {qtype}; use a date or 'YYYYQn'")
+    cols = _pinned_columns(wh, path)
+    qexpr = _pinned_quarter_sql(path, cols["quarter"].upper())
     try:
         wh.execute(
             f"""CREATE OR REPLACE TEMP TABLE pinned_raw AS
@@ -273,6 +247,57 @@ def load_pinned_stats(wh: Warehouse, path: Path) -> int:
         )
     except Exception as exc:  # noqa: BLE001
         raise UserError(f"{path.name}: {str(exc).splitlines()[0]}") from None
+    problems = _pinned_problems(wh)
+    if problems:
+        wh.execute("DROP TABLE pinned_raw")
+        raise UserError(f"Bad statistics file {path.name}: " + "; ".join(problems))
+    wh.execute(
+        f"INSERT INTO {PINNED_TABLE} SELECT p.q, i.item_id, p.mu, p.sigma, p.k "
+        "FROM pinned_raw AS p JOIN ref.items AS i ON i.item = p.feature"
+    )
+    wh.execute("DROP TABLE pinned_raw")
+    return int(wh.scalar(f"SELECT count(*) FROM {PINNED_TABLE}"))
+
+
+def _pinned_columns(wh: Warehouse, path: Path) -> dict[str, str]:
+    """The statistics file's column types by name, refusing an unreadable file or one
+    without the five columns."""
+    try:
+        cols = {
+            r[0]: r[1]
+            for r in wh.fetchall(
+                "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(?))",
+                [str(path)],
+            )
+        }
+    except Exception as exc:  # noqa: BLE001 - any read failure is the user's file
+        raise UserError(f"Cannot read {path} as parquet: {str(exc).splitlines()[0]}") from None
+    missing = [c for c in ("quarter", "feature", "mu", "sigma", "k") if c not in cols]
+    if missing:
+        raise UserError(
+            f"{path.name} lacks column(s) {', '.join(missing)} "
+            "(expected quarter, feature, mu, sigma, k)"
+        )
+    return cols
+
+
+def _pinned_quarter_sql(path: Path, qtype: str) -> str:
+    """The SQL of the quarter ordinal of the file's quarter column, by its type `qtype`."""
+    if "DATE" in qtype or "TIMESTAMP" in qtype:
+        return "qord(CAST(quarter AS DATE))"
+    if "INT" in qtype:
+        return "quarter"
+    if qtype == "VARCHAR":
+        return (
+            "CAST(split_part(quarter, 'Q', 1) AS INTEGER) * 4 "
+            "+ CAST(split_part(quarter, 'Q', 2) AS INTEGER) - 1"
+        )
+    raise UserError(f"{path.name}: column quarter has type {qtype}; use a date or 'YYYYQn'")
+
+
+def _pinned_problems(wh: Warehouse) -> list[str]:
+    """What is wrong with temp table pinned_raw: unknown or absent features, bad values,
+    duplicate (feature, quarter) pairs, features with more than one k."""
     problems = []
     unknown = [
         r[0]
@@ -313,15 +338,7 @@ def load_pinned_stats(wh: Warehouse, path: Path) -> int:
     )
     if multi_k:
         problems.append(f"{multi_k} feature(s) with more than one k")
-    if problems:
-        wh.execute("DROP TABLE pinned_raw")
-        raise UserError(f"Bad statistics file {path.name}: " + "; ".join(problems))
-    wh.execute(
-        f"INSERT INTO {PINNED_TABLE} SELECT p.q, i.item_id, p.mu, p.sigma, p.k "
-        "FROM pinned_raw AS p JOIN ref.items AS i ON i.item = p.feature"
-    )
-    wh.execute("DROP TABLE pinned_raw")
-    return int(wh.scalar(f"SELECT count(*) FROM {PINNED_TABLE}"))
+    return problems
 
 
 # -- the build ----------------------------------------------------------------------------
@@ -340,67 +357,19 @@ def run_build(
     params = params or BuildParams()
     pinned = str(reg_stats) != "estimate"
     stats_path = Path(reg_stats) if pinned else None
-    if not wh.table_exists("raw.fundq") or not wh.table_exists("meta.builds"):
-        raise UserError("The warehouse is not migrated: run `proforma migrate` first.")
-    if not wh.scalar("SELECT count(*) FROM raw.fundq"):
-        raise UserError("raw.fundq is empty: ingest a source first (`proforma ingest ...`).")
+    _require_raw(wh)
     steps = plan()
     variables = params.variables(pinned)
     recorded = {**variables, "reg_stats": str(reg_stats)}
-    stats_sum = file_sha256(stats_path) if stats_path and stats_path.exists() else None
-    ingest_id = wh.scalar("SELECT max(ingest_id) FROM raw.ingests")
-    started = utcnow()
     t0 = time.perf_counter()
-    build_id = int(
-        wh.scalar(
-            "INSERT INTO meta.builds (status, sql_checksum, parameters, reg_stats, reg_stats_checksum, "
-            "raw_ingest_id, started_at) VALUES ('running', ?, ?, ?, ?, ?, ?) RETURNING build_id",
-            [
-                folder_checksum(BUILD_FOLDER),
-                json.dumps(recorded),
-                str(reg_stats),
-                stats_sum,
-                ingest_id,
-                started,
-            ],
-        )
-    )
-    results: list[StepResult] = []
+    build_id = _record_start(wh, reg_stats, stats_path, recorded)
     try:
         with wh.transaction():
             _ensure_pinned_table(wh)
             if stats_path is not None:
                 load_pinned_stats(wh, stats_path)
             wh.set_params(variables)
-            for i, step in enumerate(steps, 1):
-                if on_step:
-                    on_step(i, len(steps), step, "start")
-                s0 = time.perf_counter()
-                try:
-                    wh.run_step(step)
-                except UserError:
-                    raise
-                except Exception as exc:
-                    raise UserError(
-                        f"Build step {step.path.name} failed: {str(exc).splitlines()[0]}"
-                    ) from exc
-                rows = {t: count_rows(wh, t) for t in created_tables(step)}
-                elapsed = time.perf_counter() - s0
-                results.append(StepResult(i, step.name, step.checksum, step.purpose, rows, elapsed))
-                wh.execute(
-                    "INSERT INTO meta.build_steps VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        build_id,
-                        i,
-                        step.name,
-                        step.checksum,
-                        step.purpose,
-                        json.dumps(rows),
-                        elapsed,
-                    ],
-                )
-                if on_step:
-                    on_step(i, len(steps), step, "done")
+            results = _run_steps(wh, build_id, steps, on_step)
             counts = {t: r for s in results for t, r in s.rows.items() if t.startswith("panel.")}
             fallbacks = k_fallbacks(wh)
             recorded["k_fallbacks"] = fallbacks
@@ -432,3 +401,68 @@ def run_build(
         fallbacks,
         params.k_lo,
     )
+
+
+def _require_raw(wh: Warehouse) -> None:
+    """Refuse to build a warehouse that is not migrated or has no raw rows."""
+    if not wh.table_exists("raw.fundq") or not wh.table_exists("meta.builds"):
+        raise UserError("The warehouse is not migrated: run `proforma migrate` first.")
+    if not wh.scalar("SELECT count(*) FROM raw.fundq"):
+        raise UserError("raw.fundq is empty: ingest a source first (`proforma ingest ...`).")
+
+
+def _record_start(
+    wh: Warehouse, reg_stats: str | Path, stats_path: Path | None, recorded: dict[str, Any]
+) -> int:
+    """Record a running build (its SQL's checksum, parameters, pinned statistics and raw
+    ingest) in meta.builds; returns its build_id."""
+    stats_sum = file_sha256(stats_path) if stats_path and stats_path.exists() else None
+    ingest_id = wh.scalar("SELECT max(ingest_id) FROM raw.ingests")
+    started = utcnow()
+    return int(
+        wh.scalar(
+            "INSERT INTO meta.builds (status, sql_checksum, parameters, reg_stats, reg_stats_checksum, "
+            "raw_ingest_id, started_at) VALUES ('running', ?, ?, ?, ?, ?, ?) RETURNING build_id",
+            [
+                folder_checksum(BUILD_FOLDER),
+                json.dumps(recorded),
+                str(reg_stats),
+                stats_sum,
+                ingest_id,
+                started,
+            ],
+        )
+    )
+
+
+def _run_steps(
+    wh: Warehouse,
+    build_id: int,
+    steps: list[SqlFile],
+    on_step: Callable[[int, int, SqlFile, str], None] | None,
+) -> list[StepResult]:
+    """Run the build's steps in order, recording each one's row counts and time in
+    meta.build_steps; a step's failure is a UserError naming it."""
+    results: list[StepResult] = []
+    for i, step in enumerate(steps, 1):
+        if on_step:
+            on_step(i, len(steps), step, "start")
+        s0 = time.perf_counter()
+        try:
+            wh.run_step(step)
+        except UserError:
+            raise
+        except Exception as exc:
+            raise UserError(
+                f"Build step {step.path.name} failed: {str(exc).splitlines()[0]}"
+            ) from exc
+        rows = {t: count_rows(wh, t) for t in created_tables(step)}
+        elapsed = time.perf_counter() - s0
+        results.append(StepResult(i, step.name, step.checksum, step.purpose, rows, elapsed))
+        wh.execute(
+            "INSERT INTO meta.build_steps VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [build_id, i, step.name, step.checksum, step.purpose, json.dumps(rows), elapsed],
+        )
+        if on_step:
+            on_step(i, len(steps), step, "done")
+    return results
