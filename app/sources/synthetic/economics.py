@@ -456,50 +456,46 @@ def _balance(
     tr: Traits, st: State, rng: np.random.Generator, v: dict[str, np.ndarray]
 ) -> dict[str, np.ndarray]:
     """Financing, with cash as the balancing item, and the balance sheet."""
+    before, a_nc, cash_pre = _before_financing(tr, st, v)
+    financing = _financing(tr, st, rng, v, a_nc, cash_pre)
+    return {**before, **financing, **_closing_sheet(tr, st, rng, v, before, financing, a_nc)}
+
+
+def _before_financing(
+    tr: Traits, st: State, v: dict[str, np.ndarray]
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """The items financing does not move (deferred taxes, other current and other assets),
+    the non-cash assets and the cash the balance sheet would hold before any financing."""
+    ppent = v["ppent"]
+    txditc = tr["dt_r"] * ppent
+    aco = tr["aco_r"] * v["rev"] + v["sti"]
+    ao = v["intan"] + v["invlt"] + v["aoo"]
+    a_nc = v["rect"] + v["invt"] + aco + ppent + ao
+    l_nd = v["ap"] + v["lco"] + v["txp"] + txditc + v["lo"]
+    seq_pre = v["cstk"] + v["caps"] + v["re"] - v["tstk"] + v["pstk"]
+    cash_pre = l_nd + st["debt"] + v["mib"] + seq_pre - a_nc
+    return {"txditc": txditc, "aco": aco, "ao": ao}, a_nc, cash_pre
+
+
+def _financing(
+    tr: Traits,
+    st: State,
+    rng: np.random.Generator,
+    v: dict[str, np.ndarray],
+    a_nc: np.ndarray,
+    cash_pre: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """Debt towards its target leverage and cash towards its target (seasoned equity when
+    borrowing is tight), its split into current and long-term debt, and the financing flow."""
     n = st["s"].size
     z = rng.standard_normal
-    u = rng.random
-    aoo = v["aoo"]
-    ap = v["ap"]
-    at_prev = v["at_prev"]
-    caps = v["caps"]
-    cstk = v["cstk"]
-    dvq = v["dvq"]
-    fiao = v["fiao"]
-    intan = v["intan"]
-    invlt = v["invlt"]
-    invt = v["invt"]
-    ivncf = v["ivncf"]
-    lco = v["lco"]
-    lo = v["lo"]
-    mib = v["mib"]
-    ppent = v["ppent"]
-    prstkc = v["prstkc"]
-    pstk = v["pstk"]
-    re = v["re"]
-    rect = v["rect"]
-    rev = v["rev"]
-    spi = v["spi"]
-    sstk_small = v["sstk_small"]
-    sti = v["sti"]
-    stkco = v["stkco"]
-    tstk = v["tstk"]
-    txbcof = v["txbcof"]
-    txp = v["txp"]
-    txditc = tr["dt_r"] * ppent
-    aco = tr["aco_r"] * rev + sti
-    ao = intan + invlt + aoo
-    a_nc = rect + invt + aco + ppent + ao
-    l_nd = ap + lco + txp + txditc + lo
-    seq_pre = cstk + caps + re - tstk + pstk
-    cash_pre = l_nd + st["debt"] + mib + seq_pre - a_nc
     cash_target = tr["cash_bar"] * (a_nc + np.maximum(st["cash"], 0))
     debt_target = tr["lev_bar"] * (a_nc + cash_target)
     cash_gap = cash_target - cash_pre
     lev_pre = st["debt"] / np.maximum(a_nc + np.maximum(cash_pre, 0), 1e-6)
     tight = lev_pre > tr["lev_bar"] + 0.15
     # Seasoned equity when borrowing is tight and cash is short.
-    seo = tight & (cash_gap > 0) & (u(n) < 0.3)
+    seo = tight & (cash_gap > 0) & (rng.random(n) < 0.3)
     sstk_big = seo * 0.8 * cash_gap
     d_debt = tr["k_lev"] * (debt_target - st["debt"]) + np.where(
         cash_gap > 0, 0.6, 0.3
@@ -507,9 +503,9 @@ def _balance(
     floor = 0.01 * a_nc - (cash_pre + d_debt + sstk_big)
     d_debt = d_debt + np.maximum(floor, 0)  # revolver keeps cash positive
     debt = np.maximum(st["debt"] + d_debt, 0.0)
-    cstk = cstk + 0.01 * sstk_big
-    caps = caps + 0.99 * sstk_big
-    sstk = sstk_small + sstk_big
+    cstk = v["cstk"] + 0.01 * sstk_big
+    caps = v["caps"] + 0.99 * sstk_big
+    sstk = v["sstk_small"] + sstk_big
     dlc = np.clip(tr["cur_share"] * debt * np.exp(0.1 * z(n)), 0, debt)
     dltt = debt - dlc
     dlcch = dlc - st["dlc"]
@@ -517,23 +513,8 @@ def _balance(
     dltis = (dltt - st["dltt"]) + dltr
     dltr = dltr - np.minimum(dltis, 0)
     dltis = np.maximum(dltis, 0)
-    fincf = sstk + dltis + dlcch + fiao + txbcof - prstkc - dltr - dvq
-    ceq = cstk + caps + re - tstk
-    seq = ceq + pstk
-    lt = ap + lco + dlc + txp + dltt + txditc + lo
-    cash = lt + mib + seq - a_nc  # the balancing item
-    exre = tr["fx"] * st["cash"] * 0.02 * z(n)
-    oancf = (cash - st["cash"]) - ivncf - fincf - exre
-    fopo = stkco - spi + (txditc - st["txditc"])
-    acominc = st["acominc"] + exre + 0.002 * tr["fx"] * at_prev * z(n)
-    act = cash + invt + rect + aco
-    anc = ppent + ao
-    at = act + anc
-    lct = ap + dlc + txp + lco
+    fincf = sstk + dltis + dlcch + v["fiao"] + v["txbcof"] - v["prstkc"] - dltr - v["dvq"]
     return {
-        "txditc": txditc,
-        "aco": aco,
-        "ao": ao,
         "debt": debt,
         "cstk": cstk,
         "caps": caps,
@@ -544,6 +525,38 @@ def _balance(
         "dltr": dltr,
         "dltis": dltis,
         "fincf": fincf,
+    }
+
+
+def _closing_sheet(
+    tr: Traits,
+    st: State,
+    rng: np.random.Generator,
+    v: dict[str, np.ndarray],
+    before: dict[str, np.ndarray],
+    financing: dict[str, np.ndarray],
+    a_nc: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """The balance sheet after financing, cash its balancing item, and the operating flow
+    that cash implies (with exchange-rate effects and other comprehensive income)."""
+    n = st["s"].size
+    z = rng.standard_normal
+    ap, lco, txp, re, tstk = v["ap"], v["lco"], v["txp"], v["re"], v["tstk"]
+    txditc, aco = before["txditc"], before["aco"]
+    dlc, dltt = financing["dlc"], financing["dltt"]
+    ceq = financing["cstk"] + financing["caps"] + re - tstk
+    seq = ceq + v["pstk"]
+    lt = ap + lco + dlc + txp + dltt + txditc + v["lo"]
+    cash = lt + v["mib"] + seq - a_nc  # the balancing item
+    exre = tr["fx"] * st["cash"] * 0.02 * z(n)
+    oancf = (cash - st["cash"]) - v["ivncf"] - financing["fincf"] - exre
+    fopo = v["stkco"] - v["spi"] + (txditc - st["txditc"])
+    acominc = st["acominc"] + exre + 0.002 * tr["fx"] * v["at_prev"] * z(n)
+    act = cash + v["invt"] + v["rect"] + aco
+    anc = v["ppent"] + before["ao"]
+    at = act + anc
+    lct = ap + dlc + txp + lco
+    return {
         "ceq": ceq,
         "seq": seq,
         "lt": lt,
