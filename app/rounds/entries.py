@@ -201,22 +201,11 @@ def enter_competitors(
     from proforma.models.baselines import suite
     from proforma.models.baselines.fanout import FanOut, Tracker
 
-    rnd = get_round(wh, round_name)
-    if utcnow() >= rnd["deadline"]:
-        raise RoundClosed(
-            f"Round {round_name!r} closed at {rnd['deadline']:%Y-%m-%d %H:%M:%S} UTC: no entry "
-            "is fit for it"
-        )
+    rnd = _open_round(wh, round_name)
     specs = [suite.get(m) for m in which]
     configs = suite.preset(preset)
     _round_build(wh, rnd, ", ".join(s.name for s in specs) or "competitors")
-    have = {
-        r[0]
-        for r in wh.fetchall(
-            "SELECT name FROM rounds.submissions WHERE round_id = ?", [rnd["round_id"]]
-        )
-    }
-    specs = [s for s in specs if competitor_name(s.name, preset) not in have]
+    specs = _not_entered(wh, rnd, specs, preset)
     tracker = tracker or Tracker()
     if any(s.data == "tabular_imputed" for s in specs) and current_imputation(wh) is None:
         build_imputed(wh, tracker=tracker)
@@ -238,29 +227,63 @@ def enter_competitors(
             horizons,
         )
         forecast = suite.forecast_at_origins(spec, request, data["origins"])
-        table = _round_rows(wh, rnd, forecast)
-        if table.num_rows == 0:
-            raise UserError(f"{spec.name} made no forecast for round {round_name!r}")
-        # a model without sigmas (the elastic net, the random forest) enters as points
-        family = spec.family if table.column("sigma").null_count < table.num_rows else "point"
-        entered.append(
-            submit_table(
-                wh,
-                round_name,
-                competitor_name(spec.name, preset),
-                table,
-                kind="model",
-                family=family,
-                metadata={
-                    "model": spec.name,
-                    "preset": preset,
-                    "config": configs[spec.name],
-                    "build_id": rnd["build_id"],
-                    "registry_run": forecast.info.get("run"),
-                },
-            )
-        )
+        entered.append(_enter(wh, rnd, round_name, spec, preset, configs[spec.name], forecast))
     return entered
+
+
+def _open_round(wh: Warehouse, round_name: str) -> dict[str, Any]:
+    """The round, refused when its deadline has passed (before anything is fit)."""
+    rnd = get_round(wh, round_name)
+    if utcnow() >= rnd["deadline"]:
+        raise RoundClosed(
+            f"Round {round_name!r} closed at {rnd['deadline']:%Y-%m-%d %H:%M:%S} UTC: no entry "
+            "is fit for it"
+        )
+    return rnd
+
+
+def _not_entered(wh: Warehouse, rnd: dict[str, Any], specs: list, preset: str) -> list:
+    """The competitors of `specs` whose entry (under this preset's name) the round lacks."""
+    have = {
+        r[0]
+        for r in wh.fetchall(
+            "SELECT name FROM rounds.submissions WHERE round_id = ?", [rnd["round_id"]]
+        )
+    }
+    return [s for s in specs if competitor_name(s.name, preset) not in have]
+
+
+def _enter(
+    wh: Warehouse,
+    rnd: dict[str, Any],
+    round_name: str,
+    spec: Any,
+    preset: str,
+    config: dict[str, Any],
+    forecast: Any,
+) -> dict[str, Any]:
+    """Submit one competitor's forecast of the round's cells to the round as a model entry;
+    a competitor without sigmas enters as points."""
+    table = _round_rows(wh, rnd, forecast)
+    if table.num_rows == 0:
+        raise UserError(f"{spec.name} made no forecast for round {round_name!r}")
+    # a model without sigmas (the elastic net, the random forest) enters as points
+    family = spec.family if table.column("sigma").null_count < table.num_rows else "point"
+    return submit_table(
+        wh,
+        round_name,
+        competitor_name(spec.name, preset),
+        table,
+        kind="model",
+        family=family,
+        metadata={
+            "model": spec.name,
+            "preset": preset,
+            "config": config,
+            "build_id": rnd["build_id"],
+            "registry_run": forecast.info.get("run"),
+        },
+    )
 
 
 def _round_rows(wh: Warehouse, rnd: dict[str, Any], forecast: Any) -> pa.Table:
