@@ -323,6 +323,21 @@ class ParquetSource(Source):
     def validate(self) -> None:
         """Check every file; raise one ValidationError for the first problem found."""
         con = self._connection()
+        self._validate_panel(con)
+        if self.industry is not None:
+            self._validate_industry(con, self.industry)
+        if self.links is not None:
+            self._validate_links(con, self.links)
+        elif not self.has_permno:
+            self.notes.append(
+                "the panel has no permno column and no --links file was given: raw.ccm_link "
+                "is empty, so every firm is kept whole by the link-window trim"
+            )
+        self._validated = True
+
+    def _validate_panel(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Check the panel file: its keys, items and industry code, their types, ranges and
+        finiteness, one row per key; note which optional columns it has."""
         panel = self._panel = _File(con, self.path, "panel", "panel")
         self.has_fyr = "fyr" in panel.types
         self.has_permno = "permno" in panel.types
@@ -356,55 +371,53 @@ class ParquetSource(Source):
                 panel.check_number(code, integral=True, lo=0, hi=2_147_483_647)
         panel.check_unique(list(FUNDQ_ROW_KEY))
 
-        if self.industry is not None:
-            ind = _File(con, self.industry, "industry", "industry")
-            ind.require(["gvkey", "datadate", "sich"], "industry")
-            self.industry_has_naicsh = "naicsh" in ind.types
-            ind.check_gvkey()
-            ind.check_date("datadate")
-            ind.check_finite(["sich", "naicsh"])
-            for code in ("sich", "naicsh"):
-                if code in ind.types:
-                    ind.check_number(code, integral=True, lo=0, hi=2_147_483_647)
-            ind.check_unique(["gvkey", "datadate"])
-        if self.links is not None:
-            lk = _File(con, self.links, "links", "links")
-            lk.require(
-                ["gvkey", "lpermno", "linktype", "linkprim", "linkdt", "linkenddt"],
-                "link",
-                "The link file has crsp.ccmxpf_lnkhist's columns.",
+    def _validate_industry(self, con: duckdb.DuckDBPyConnection, path: Path) -> None:
+        """Check the industry file: keys, codes, one row per (gvkey, datadate)."""
+        ind = _File(con, path, "industry", "industry")
+        ind.require(["gvkey", "datadate", "sich"], "industry")
+        self.industry_has_naicsh = "naicsh" in ind.types
+        ind.check_gvkey()
+        ind.check_date("datadate")
+        ind.check_finite(["sich", "naicsh"])
+        for code in ("sich", "naicsh"):
+            if code in ind.types:
+                ind.check_number(code, integral=True, lo=0, hi=2_147_483_647)
+        ind.check_unique(["gvkey", "datadate"])
+
+    def _validate_links(self, con: duckdb.DuckDBPyConnection, path: Path) -> None:
+        """Check the link file (crsp.ccmxpf_lnkhist's columns, their types, link windows
+        that do not end before they start) and note the rows its link filter drops."""
+        lk = _File(con, path, "links", "links")
+        lk.require(
+            ["gvkey", "lpermno", "linktype", "linkprim", "linkdt", "linkenddt"],
+            "link",
+            "The link file has crsp.ccmxpf_lnkhist's columns.",
+        )
+        lk.check_gvkey()
+        lk.check_finite(["lpermno"])
+        lk.check_number("lpermno", integral=True, lo=0, hi=2_147_483_647)
+        lk.check_date("linkdt")
+        lk.check_date("linkenddt", nullable=True)  # null: the link is still active
+        for col in ("linktype", "linkprim"):
+            if lk.kind(col) != "text":
+                lk.fail(col, f"has type {lk.types[col]}, not text", "true", ["gvkey", col])
+        lk.fail_if(
+            "linkenddt",
+            "is before linkdt",
+            "linkenddt < linkdt",
+            ["gvkey", "lpermno", "linkdt"],
+        )
+        kept, total = one_row(
+            con.execute(
+                f"SELECT count(*) FILTER (WHERE linktype IN {LINKTYPES} AND linkprim IN "
+                f"{LINKPRIMS}), count(*) FROM links"
             )
-            lk.check_gvkey()
-            lk.check_finite(["lpermno"])
-            lk.check_number("lpermno", integral=True, lo=0, hi=2_147_483_647)
-            lk.check_date("linkdt")
-            lk.check_date("linkenddt", nullable=True)  # null: the link is still active
-            for col in ("linktype", "linkprim"):
-                if lk.kind(col) != "text":
-                    lk.fail(col, f"has type {lk.types[col]}, not text", "true", ["gvkey", col])
-            lk.fail_if(
-                "linkenddt",
-                "is before linkdt",
-                "linkenddt < linkdt",
-                ["gvkey", "lpermno", "linkdt"],
-            )
-            kept, total = one_row(
-                con.execute(
-                    f"SELECT count(*) FILTER (WHERE linktype IN {LINKTYPES} AND linkprim IN "
-                    f"{LINKPRIMS}), count(*) FROM links"
-                )
-            )
-            if kept < total:
-                self.notes.append(
-                    f"{total - kept:,} of {total:,} link rows dropped (only link types "
-                    f"LU/LC with primary flags P/C are used)"
-                )
-        elif not self.has_permno:
+        )
+        if kept < total:
             self.notes.append(
-                "the panel has no permno column and no --links file was given: raw.ccm_link "
-                "is empty, so every firm is kept whole by the link-window trim"
+                f"{total - kept:,} of {total:,} link rows dropped (only link types "
+                f"LU/LC with primary flags P/C are used)"
             )
-        self._validated = True
 
     # -- the raw tables -------------------------------------------------------------------
     def tables(self) -> RawTables:
