@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -140,22 +141,13 @@ def _forecast_chunks(
     figures = {"computed_origins": 0, "forecast_s": 0.0}
 
     def flush(index: int, contexts: list[OriginContext]) -> None:
-        t0 = time.perf_counter()
-        table, stats = chronos_forecast.forecast_origins(
-            pipeline, contexts, batch_size=options.batch_size
-        )
-        figures["forecast_s"] += time.perf_counter() - t0
         # The plan is in origin_q order: a chunk's quarters run from its first to its last row.
         lo, hi = (
             int(quarters[index * size]),
             int(quarters[min((index + 1) * size, plan.num_rows) - 1]),
         )
-        with wh.registered("__chronos_forecasts", table) as view:
-            kept = wh.query_step(
-                "models/chronos_realized_cells",
-                {"lo_q": lo, "hi_q": hi},
-                identifiers={"forecasts": view},
-            )
+        kept, stats, seconds = _forecast_realized(wh, pipeline, contexts, options, lo, hi)
+        figures["forecast_s"] += seconds
         cache.write(index, kept, stats.as_dict())
         n = int((chunk_of == index).sum())
         figures["computed_origins"] += n
@@ -163,26 +155,11 @@ def _forecast_chunks(
 
     try:
         if pending:
-            contexts: list[OriginContext] = []
-            current = pending[0]
             windows = raw_windows(
                 wh, "test", batch_size=size, origins=plan.filter(pa.array(pending_rows))
             )
-            for batch in windows:
-                at = np.searchsorted(
-                    keys,
-                    _origin_keys(
-                        batch.column("firm_id").to_numpy(), batch.column("origin_q").to_numpy()
-                    ),
-                )
-                for ctx, index in zip(
-                    contexts_from_batch(batch), chunk_of[at].tolist(), strict=True
-                ):
-                    if index != current:
-                        flush(current, contexts)
-                        current, contexts = index, []
-                    contexts.append(ctx)
-            flush(current, contexts)
+            for index, contexts in _contexts_by_chunk(windows, keys, chunk_of, pending[0]):
+                flush(index, contexts)
             # Chunks whose origins reported nothing in their windows never appeared.
             for index in sorted(set(pending) - cache.done()):
                 flush(index, [])
@@ -191,11 +168,56 @@ def _forecast_chunks(
     return figures
 
 
+def _forecast_realized(
+    wh: Warehouse,
+    pipeline: Any,
+    contexts: list[OriginContext],
+    options: ChronosOptions,
+    lo: int,
+    hi: int,
+) -> tuple[Any, Any, float]:
+    """Forecast the origins' contexts and keep the forecasts that fall on realized truth
+    cells of origins `lo`..`hi`: the kept rows, the forecast's statistics and its seconds."""
+    t0 = time.perf_counter()
+    table, stats = chronos_forecast.forecast_origins(
+        pipeline, contexts, batch_size=options.batch_size
+    )
+    seconds = time.perf_counter() - t0
+    with wh.registered("__chronos_forecasts", table) as view:
+        kept = wh.query_step(
+            "models/chronos_realized_cells",
+            {"lo_q": lo, "hi_q": hi},
+            identifiers={"forecasts": view},
+        )
+    return kept, stats, seconds
+
+
+def _contexts_by_chunk(
+    windows: Iterable[pa.RecordBatch], keys: np.ndarray, chunk_of: np.ndarray, first: int
+) -> Iterator[tuple[int, list[OriginContext]]]:
+    """The windows' origin contexts grouped by their chunk of the plan, chunk by chunk in
+    the windows' (the plan's) order; the first chunk, `first`, comes even when none of its
+    origins has a window."""
+    contexts: list[OriginContext] = []
+    current = first
+    for batch in windows:
+        at = np.searchsorted(
+            keys,
+            _origin_keys(batch.column("firm_id").to_numpy(), batch.column("origin_q").to_numpy()),
+        )
+        for ctx, index in zip(contexts_from_batch(batch), chunk_of[at].tolist(), strict=True):
+            if index != current:
+                yield current, contexts
+                current, contexts = index, []
+            contexts.append(ctx)
+    yield current, contexts
+
+
 def run_chronos(
     wh: Warehouse, options: ChronosOptions, *, show_progress: bool = True
 ) -> dict[str, Any]:
     """Forecast, spool, ingest one quantile submission and score it; a summary dict."""
-    from proforma.models.chronos.loading import describe, load_pipeline, model_signature
+    from proforma.models.chronos.loading import load_pipeline, model_signature
 
     if options.batch_size < 1 or options.chunk_origins < 1:
         raise UserError("--batch-size and --chunk-origins must be at least 1")
@@ -203,23 +225,7 @@ def run_chronos(
     plan, fp = origin_plan(wh, options.footprint)
     pipeline = load_pipeline(options.model, options.device, options.dtype)
     signature = model_signature(pipeline)
-    key_parts = {
-        "arm": ARM_VERSION,
-        "model": signature,
-        "panel": panel_signature(wh),
-        "plan": _plan_digest(plan),
-        "chunk_origins": options.chunk_origins,
-        "dtype": str(pipeline.model.dtype),
-        "levels": QUANTILE_LEVELS,
-        "history": HISTORY,
-        "horizons": HORIZONS,
-    }
-    key = run_key(key_parts)
-    cache = ChunkCache(
-        get_settings().cache_dir / "chronos",
-        key,
-        manifest={**key_parts, "checkpoint": options.model},
-    )
+    key, cache = _run_cache(wh, options, pipeline, signature, plan)
     cached_before = len(cache.done())
     figures = _forecast_chunks(wh, pipeline, plan, cache, options, show_progress)
     stats = cache.stats()
@@ -227,24 +233,7 @@ def run_chronos(
     if cells == 0:
         raise UserError("No Chronos-2 forecast falls on a realized truth cell: nothing to write")
     name = options.name or (f"{NAME} ({fp['name']})" if fp else NAME)
-    metadata = {
-        "model": NAME,
-        "checkpoint": options.model,
-        "model_signature": signature,
-        **{k: v for k, v in describe(pipeline).items() if k != "device"},
-        "zero_shot": True,
-        "context": f"reported values, up to {HISTORY} quarters through the "
-        "origin on a contiguous grid, gaps missing, one multivariate group per origin",
-        "targets": "items reported at the origin",
-        "quantile_levels": list(QUANTILE_LEVELS),
-        "horizons": HORIZONS,
-        "footprint": fp["name"] if fp else None,
-        "run_key": key,
-        "arm_version": ARM_VERSION,
-        "stats": stats,
-        "packages": _versions(),
-        "device": options.device,
-    }
+    metadata = _submission_metadata(options, pipeline, signature, fp, key, stats)
     from proforma.app import scoring
 
     submission_id = scoring.ingest_forecasts(
@@ -276,3 +265,61 @@ def run_chronos(
             runs[fp["name"]] = scoring.score(wh, fp["name"], baselines=False)
         result["score_runs"] = runs
     return result
+
+
+def _run_cache(
+    wh: Warehouse, options: ChronosOptions, pipeline: Any, signature: str, plan: pa.Table
+) -> tuple[str, ChunkCache]:
+    """The run's key (everything that changes its forecasts: the arm's version, the model,
+    the panel, the plan, the chunking, the dtype, the levels, history and horizons) and
+    the chunk cache under it."""
+    key_parts = {
+        "arm": ARM_VERSION,
+        "model": signature,
+        "panel": panel_signature(wh),
+        "plan": _plan_digest(plan),
+        "chunk_origins": options.chunk_origins,
+        "dtype": str(pipeline.model.dtype),
+        "levels": QUANTILE_LEVELS,
+        "history": HISTORY,
+        "horizons": HORIZONS,
+    }
+    key = run_key(key_parts)
+    cache = ChunkCache(
+        get_settings().cache_dir / "chronos",
+        key,
+        manifest={**key_parts, "checkpoint": options.model},
+    )
+    return key, cache
+
+
+def _submission_metadata(
+    options: ChronosOptions,
+    pipeline: Any,
+    signature: str,
+    fp: Footprint | None,
+    key: str,
+    stats: dict[str, Any],
+) -> dict[str, Any]:
+    """The submission's metadata: the model and its checkpoint, how its context is made,
+    the run's key and statistics, the packages and the device."""
+    from proforma.models.chronos.loading import describe
+
+    return {
+        "model": NAME,
+        "checkpoint": options.model,
+        "model_signature": signature,
+        **{k: v for k, v in describe(pipeline).items() if k != "device"},
+        "zero_shot": True,
+        "context": f"reported values, up to {HISTORY} quarters through the "
+        "origin on a contiguous grid, gaps missing, one multivariate group per origin",
+        "targets": "items reported at the origin",
+        "quantile_levels": list(QUANTILE_LEVELS),
+        "horizons": HORIZONS,
+        "footprint": fp["name"] if fp else None,
+        "run_key": key,
+        "arm_version": ARM_VERSION,
+        "stats": stats,
+        "packages": _versions(),
+        "device": options.device,
+    }
