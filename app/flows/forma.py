@@ -419,75 +419,111 @@ def train(
     `seed{N}.epoch{E}.pt`: one run then gives a learning curve (bench/forma_curve.py
     --checkpoints). With `ship`, the record of the run (`command`, time, machine, the
     files' SHA-256) is written beside the shipped files (TRAINING_RECORD)."""
-    from proforma.models.forma.masking import Identities
     from proforma.models.forma.presets import preset as get_preset
-    from proforma.models.forma.train import fit
 
     cfg = get_preset(preset, family=family, **(overrides or {}))
     with torch_threads(threads):
         dev = resolve_device(device)
         t0 = time.perf_counter()
-        with read_only() as wh:
-            store = load_store(wh, ["train", "val"], future=True)
-            ids = Identities.from_arrow(identities_table(wh))
-        signature = panel_signature(store)
-        report = TrainReport(cfg.name, family, len(store), signature, 0.0)
-        store, held_out = hold_out_for_calibration(store, cfg.calibration_origins)
-        log(
-            f"forma: {len(store):,} train+val origins, {len(store.rel_q):,} tuples, panel {signature}; "
-            f"preset {cfg.name}, {cfg.epochs} epochs x {cfg.origins_per_epoch or len(store):,} origins, "
-            f"family {family}, device {dev}"
-            + (
-                f"; {len(held_out['firm_id']):,} val origins held out to calibrate"
-                if held_out
-                else ""
-            )
-        )
+        store, ids, held_out, report = _training_windows(cfg, family, dev, log)
         todo = _seeds_to_train(
             preset,
             family,
             seeds,
             cfg,
-            signature,
+            report.signature,
             report,
             resume=resume,
             use_shipped=use_shipped,
             shipped_only=shipped_only,
             log=log,
         )
-
-        def one_seed(s: int, progress: bool = True) -> tuple[float, int]:
-            path = checkpoint_path(preset, family, s)
-
-            def keep(row: dict, _model: object) -> None:
-                if row["epoch"] in keep_epochs:
-                    shutil.copyfile(path, kept_path(preset, family, s, row["epoch"]))
-
-            res = fit(
-                store,
-                ids,
-                cfg,
-                seed=s,
-                checkpoint=checkpoint_path(preset, family, s),
-                resume=resume,
-                device=dev,
-                log=log,
-                workers=workers,
-                extra={"panel_signature": signature, "calibration_holdout": held_out},
-                progress=progress,
-                on_epoch=keep if keep_epochs else None,
-            )
-            return res.final_loss, res.parameters
-
-        if jobs > 1 and len(todo) > 1:
-            results = _fit_in_processes(one_seed, todo, jobs, threads or 1)
-        else:
-            results = {s: one_seed(s) for s in todo}
+        extra = {"panel_signature": report.signature, "calibration_holdout": held_out}
+        one_seed = _seed_fitter(
+            store, ids, cfg, preset, family, dev, extra, resume, workers, keep_epochs, log
+        )
+        results = _fit_seeds(one_seed, todo, jobs, threads)
         shipped = _record_trained(preset, family, todo, results, report, ship=ship, log=log)
         report.seconds = time.perf_counter() - t0
         if shipped:
             _record_shipped(shipped, command, report.seconds, log)
         return report
+
+
+def _training_windows(
+    cfg: Any, family: str, dev: Any, log: Log
+) -> tuple[Any, Any, dict, TrainReport]:
+    """The train + validation windows (less the validation origins held out to calibrate,
+    also returned), the firms' identities and the run's report, the run described in the
+    log."""
+    from proforma.models.forma.masking import Identities
+
+    with read_only() as wh:
+        store = load_store(wh, ["train", "val"], future=True)
+        ids = Identities.from_arrow(identities_table(wh))
+    signature = panel_signature(store)
+    report = TrainReport(cfg.name, family, len(store), signature, 0.0)
+    store, held_out = hold_out_for_calibration(store, cfg.calibration_origins)
+    log(
+        f"forma: {len(store):,} train+val origins, {len(store.rel_q):,} tuples, panel {signature}; "
+        f"preset {cfg.name}, {cfg.epochs} epochs x {cfg.origins_per_epoch or len(store):,} origins, "
+        f"family {family}, device {dev}"
+        + (f"; {len(held_out['firm_id']):,} val origins held out to calibrate" if held_out else "")
+    )
+    return store, ids, held_out, report
+
+
+def _seed_fitter(
+    store: Any,
+    ids: Any,
+    cfg: Any,
+    preset: str,
+    family: str,
+    dev: Any,
+    extra: dict[str, Any],
+    resume: bool,
+    workers: int,
+    keep_epochs: tuple[int, ...],
+    log: Log,
+) -> Callable[..., tuple[float, int]]:
+    """The function that trains one seed to its checkpoint (returning its final loss and
+    parameter count), leaving a copy of the checkpoint after each epoch in `keep_epochs`."""
+    from proforma.models.forma.train import fit
+
+    def one_seed(s: int, progress: bool = True) -> tuple[float, int]:
+        path = checkpoint_path(preset, family, s)
+
+        def keep(row: dict, _model: object) -> None:
+            if row["epoch"] in keep_epochs:
+                shutil.copyfile(path, kept_path(preset, family, s, row["epoch"]))
+
+        res = fit(
+            store,
+            ids,
+            cfg,
+            seed=s,
+            checkpoint=checkpoint_path(preset, family, s),
+            resume=resume,
+            device=dev,
+            log=log,
+            workers=workers,
+            extra=extra,
+            progress=progress,
+            on_epoch=keep if keep_epochs else None,
+        )
+        return res.final_loss, res.parameters
+
+    return one_seed
+
+
+def _fit_seeds(
+    one_seed: Callable[..., tuple[float, int]], todo: list[int], jobs: int, threads: int
+) -> dict[int, tuple[float, int]]:
+    """Train the seeds to train: side by side in `jobs` processes when there are several,
+    else one after the other here."""
+    if jobs > 1 and len(todo) > 1:
+        return _fit_in_processes(one_seed, todo, jobs, threads or 1)
+    return {s: one_seed(s) for s in todo}
 
 
 def _seeds_to_train(
@@ -858,22 +894,24 @@ def _forecast_split(
     ckpts: list[tuple[Path, dict]],
     store: Any,
     stack: contextlib.ExitStack,
-    *,
     device: str,
     jobs: int,
     threads: int,
     batch_size: int,
     progress: bool,
+    calibration: dict[str, Any] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The forecasts' batches: in `jobs` processes on a CPU (spooled to a folder that
-    `stack` removes), else in this one."""
+    `stack` removes), else in this one; with a `calibration`, their sigmas scaled by its
+    factors per horizon."""
     import tempfile
 
+    from proforma.models.forma.calibration import scaled
     from proforma.models.forma.predict import predict as forecast
 
     if jobs > 1 and device == "cpu":
         spool = stack.enter_context(tempfile.TemporaryDirectory(prefix="forma-forecast-"))
-        return forecast_in_processes(
+        forecasts = forecast_in_processes(
             [p for p, _ in ckpts],
             store,
             jobs=jobs,
@@ -881,7 +919,11 @@ def _forecast_split(
             batch_size=batch_size,
             folder=Path(spool),
         )
-    return forecast(models, store, batch_size=batch_size, device=device, progress=progress)
+    else:
+        forecasts = forecast(models, store, batch_size=batch_size, device=device, progress=progress)
+    if calibration:
+        forecasts = scaled(forecasts, calibration["scale_by_horizon"])
+    return forecasts
 
 
 def predict(
@@ -908,53 +950,29 @@ def predict(
     (models/forma/calibration.py); the factors go into the submission's metadata.
     `jobs` > 1 forecasts in that many processes of `threads` (default 1) threads each
     (forecast_in_processes): the same forecasts, the cores kept busy."""
-    from proforma.models.forma.calibration import scaled
-
     with torch_threads(threads):
         dev = resolve_device(device)
         models, ckpts = load_models(preset, family, seeds, dev)
         name = name or f"forma-{preset}-{family}"
         t0 = time.perf_counter()
-        try:
-            from proforma.app import scoring
-        except ImportError as exc:
-            raise UserError(
-                "proforma.app.scoring is missing: scoring (issue 'scoring') is not installed"
-            ) from exc
+        scoring = _scoring_package()
         with writer() as wh, contextlib.ExitStack() as stack:
             calibration = (
                 calibrate_intervals(wh, models, ckpts, family, dev, batch_size, log)
                 if calibrate
                 else None
             )
-            store = load_store(wh, [split], future=False)
-            if not len(store):
-                raise UserError(f"No {split} origins in the panel")
+            store = _split_windows(wh, split)
             metadata = _forecast_metadata(
                 preset, family, split, seeds, models, ckpts, dev, calibration, jobs
             )
             forecasts = _forecast_split(
-                models,
-                ckpts,
-                store,
-                stack,
-                device=dev,
-                jobs=jobs,
-                threads=threads,
-                batch_size=batch_size,
-                progress=progress,
+                models, ckpts, store, stack, dev, jobs, threads, batch_size, progress, calibration
             )
-            if calibration:
-                forecasts = scaled(forecasts, calibration["scale_by_horizon"])
             # ingest_forecasts spools the generator in this thread: PyTorch never runs
             # inside DuckDB's scan threads.
             sub_id = scoring.ingest_forecasts(
-                wh,
-                name,
-                forecasts,
-                family=family,
-                source="model",
-                metadata=metadata,
+                wh, name, forecasts, family=family, source="model", metadata=metadata
             )
             report = PredictReport(sub_id, name, len(store), 0.0)
             # scoring runs DuckDB up to its memory limit in this same process: give the windows,
@@ -967,3 +985,23 @@ def predict(
                 report.board = scoring.leaderboard(wh, score_run_id=report.score_run_id).to_pylist()
         report.seconds = time.perf_counter() - t0
         return report
+
+
+def _scoring_package() -> Any:
+    """proforma.app.scoring, or a UserError saying it is not installed."""
+    try:
+        from proforma.app import scoring
+    except ImportError as exc:
+        raise UserError(
+            "proforma.app.scoring is missing: scoring (issue 'scoring') is not installed"
+        ) from exc
+    return scoring
+
+
+def _split_windows(wh: Warehouse, split: str) -> Any:
+    """The windows of every origin of `split`, future hidden; a split without origins is
+    refused."""
+    store = load_store(wh, [split], future=False)
+    if not len(store):
+        raise UserError(f"No {split} origins in the panel")
+    return store
