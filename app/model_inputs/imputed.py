@@ -113,18 +113,12 @@ def build_imputed(
     workers: int = 2,
 ) -> Imputation:
     """(Re)write panel.tabular_imputed_cells from the tabular view; all or nothing."""
-    from proforma.app.model_inputs.views import feature_columns, feature_matrices, item_names
-
     config = config or ImputationConfig()
     tracker = tracker or Tracker()
     if not wh.table_exists("meta.imputations"):
         raise UserError("The warehouse lacks meta.imputations: run `proforma migrate` first.")
     build_id = _latest_build(wh)
-    feature_index = {c: j for j, c in enumerate(feature_columns(item_names(wh)))}
-    # the imputation's columns, in its order, as indices into the view's feature matrix
-    features = np.array(
-        [feature_index[c] for c in imputation_columns() if c in feature_index], dtype=np.int16
-    )
+    features = _imputation_features(wh)
     t0 = time.perf_counter()
     rows = quarters = filled = 0
     reader_wh = wh.cursor()
@@ -138,45 +132,16 @@ def build_imputed(
     try:
         with one_blas_thread(), ThreadPoolExecutor(max(1, workers)) as pool:
             for split in SPLITS:
-                advance = tracker.stage(f"impute {split}", 0)
-                # a few quarters in flight; their fills are written in quarter order
-                pending: deque = deque()
-                batch = _FillBatch(wh, advance)
-                for keys, feats in feature_matrices(reader_wh, split, chunk_origins=READ_ORIGINS):
-                    firm_id = keys.column("firm_id").to_numpy()
-                    origin_q = keys.column("origin_q").to_numpy()
-                    for q in _quarter_slices(origin_q):
-                        # float64, column-major: the layout the factor model was tuned on
-                        X = np.asfortranarray(feats[q][:, features], dtype=np.float64)
-                        rows += X.shape[0]
-                        quarters += 1
-                        pending.append(
-                            pool.submit(quarter_fills, firm_id[q], origin_q[q], X, config, features)
-                        )
-                        while len(pending) > 2 * max(1, workers):
-                            batch.add(pending.popleft().result())
-                while pending:
-                    batch.add(pending.popleft().result())
-                filled += batch.close()
+                split_rows, split_quarters, split_filled = _impute_split(
+                    wh, reader_wh, pool, split, features, config, tracker, workers
+                )
+                rows += split_rows
+                quarters += split_quarters
+                filled += split_filled
         if not rows:
             raise UserError("The tabular view is empty: run `proforma build` first.")
         elapsed = time.perf_counter() - t0
-        with wh.transaction():
-            wh.execute(f"DROP TABLE IF EXISTS {TABLE}")
-            wh.execute(f"ALTER TABLE {STAGING} RENAME TO {TABLE.split('.')[1]}")
-            wh.execute(
-                "INSERT INTO meta.imputations (build_id, config, rows, quarters, cells_filled, "
-                "elapsed_s, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    build_id,
-                    json.dumps(dataclasses.asdict(config)),
-                    rows,
-                    quarters,
-                    filled,
-                    elapsed,
-                    utcnow(),
-                ],
-            )
+        _swap_in(wh, build_id, config, rows, quarters, filled, elapsed)
     finally:
         reader_wh.close()
         wh.execute(f"DROP TABLE IF EXISTS {STAGING}")
@@ -189,6 +154,80 @@ def build_imputed(
         "cells_filled": filled,
         "elapsed_s": elapsed,
     }
+
+
+def _swap_in(
+    wh: Warehouse,
+    build_id: int | None,
+    config: ImputationConfig,
+    rows: int,
+    quarters: int,
+    filled: int,
+    elapsed: float,
+) -> None:
+    """In one short transaction, put the staging table in the imputed cells' place and
+    record the imputation in meta.imputations."""
+    with wh.transaction():
+        wh.execute(f"DROP TABLE IF EXISTS {TABLE}")
+        wh.execute(f"ALTER TABLE {STAGING} RENAME TO {TABLE.split('.')[1]}")
+        wh.execute(
+            "INSERT INTO meta.imputations (build_id, config, rows, quarters, cells_filled, "
+            "elapsed_s, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                build_id,
+                json.dumps(dataclasses.asdict(config)),
+                rows,
+                quarters,
+                filled,
+                elapsed,
+                utcnow(),
+            ],
+        )
+
+
+def _imputation_features(wh: Warehouse) -> np.ndarray:
+    """The imputation's columns, in its order, as indices into the view's feature matrix."""
+    from proforma.app.model_inputs.views import feature_columns, item_names
+
+    feature_index = {c: j for j, c in enumerate(feature_columns(item_names(wh)))}
+    return np.array(
+        [feature_index[c] for c in imputation_columns() if c in feature_index], dtype=np.int16
+    )
+
+
+def _impute_split(
+    wh: Warehouse,
+    reader_wh: Warehouse,
+    pool: ThreadPoolExecutor,
+    split: str,
+    features: np.ndarray,
+    config: ImputationConfig,
+    tracker: Tracker,
+    workers: int,
+) -> tuple[int, int, int]:
+    """Impute a split quarter by quarter in the pool, appending the fills to the staging
+    table in quarter order; returns its rows, quarters and cells filled."""
+    from proforma.app.model_inputs.views import feature_matrices
+
+    rows = quarters = 0
+    advance = tracker.stage(f"impute {split}", 0)
+    # a few quarters in flight; their fills are written in quarter order
+    pending: deque = deque()
+    batch = _FillBatch(wh, advance)
+    for keys, feats in feature_matrices(reader_wh, split, chunk_origins=READ_ORIGINS):
+        firm_id = keys.column("firm_id").to_numpy()
+        origin_q = keys.column("origin_q").to_numpy()
+        for q in _quarter_slices(origin_q):
+            # float64, column-major: the layout the factor model was tuned on
+            X = np.asfortranarray(feats[q][:, features], dtype=np.float64)
+            rows += X.shape[0]
+            quarters += 1
+            pending.append(pool.submit(quarter_fills, firm_id[q], origin_q[q], X, config, features))
+            while len(pending) > 2 * max(1, workers):
+                batch.add(pending.popleft().result())
+    while pending:
+        batch.add(pending.popleft().result())
+    return rows, quarters, batch.close()
 
 
 class _FillBatch:

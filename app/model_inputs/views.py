@@ -334,13 +334,7 @@ def tabular_reader(
     items = item_names(wh)
     schema = tabular_schema(items)
     if columns is not None:
-        unknown = [c for c in columns if schema.get_field_index(c) < 0]
-        if unknown:
-            raise UserError(f"Unknown tabular column(s): {', '.join(unknown[:5])}")
-        keep = ["firm_id", "origin_q", "split"] + [
-            c for c in columns if c not in ("firm_id", "origin_q", "split")
-        ]
-        schema = pa.schema([schema.field(c) for c in keep])
+        schema = _selected(schema, columns)
     if imputed and not wh.table_exists("panel.tabular_imputed_cells"):
         raise UserError(
             "No imputed tabular view (panel.tabular_imputed_cells): run `proforma run impute` "
@@ -362,31 +356,65 @@ def tabular_reader(
             n = keys.num_rows
             targ = np.full((n, n_targ if wants_targets else 0), np.nan, dtype=np.float32)
             if wants_targets:
-                t = wh.arrow(
-                    number + "SELECT o.r, t.item_id, t.horizon, t.actual "
-                    f"FROM panel.tabular_target_rows({int(lo)}, {int(hi)}) AS t "
-                    "JOIN o USING (firm_id, origin_q)",
-                    [split],
-                )
-                tr = t.column("r").to_numpy()
-                tcol = (t.column("item_id").to_numpy().astype(np.int64) - 1) * N_HORIZONS + (
-                    t.column("horizon").to_numpy().astype(np.int64) - 1
-                )
-                targ[tr, tcol] = t.column("actual").to_numpy()
-            arrays = []
-            for field in schema:
-                name = field.name
-                if name == "firm_id":
-                    arrays.append(keys.column("firm_id").combine_chunks())
-                elif name == "origin_q":
-                    arrays.append(keys.column("origin_q").combine_chunks())
-                elif name == "split":
-                    arrays.append(pa.array([split] * n, pa.string()))
-                else:
-                    j = position[name] - 3
-                    col = feats[:, j] if j < n_feat else targ[:, j - n_feat]
-                    arrays.append(pa.array(col, pa.float32(), from_pandas=True))
-            batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
+                _fill_targets(wh, split, number, lo, hi, targ)
+            batch = _tabular_batch(schema, split, keys, feats, targ, position, n_feat)
             yield from _rebatch(iter([batch]), batch_size)
 
     return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+def _tabular_batch(
+    schema: pa.Schema,
+    split: str,
+    keys: pa.Table,
+    feats: np.ndarray,
+    targ: np.ndarray,
+    position: dict[str, int],
+    n_feat: int,
+) -> pa.RecordBatch:
+    """A block's rows in `schema`: its keys, the split's name, and each feature or target
+    column (`position`: its place among the keys, features and targets) as float32."""
+    n = keys.num_rows
+    arrays = []
+    for field in schema:
+        name = field.name
+        if name == "firm_id":
+            arrays.append(keys.column("firm_id").combine_chunks())
+        elif name == "origin_q":
+            arrays.append(keys.column("origin_q").combine_chunks())
+        elif name == "split":
+            arrays.append(pa.array([split] * n, pa.string()))
+        else:
+            j = position[name] - 3
+            col = feats[:, j] if j < n_feat else targ[:, j - n_feat]
+            arrays.append(pa.array(col, pa.float32(), from_pandas=True))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _selected(schema: pa.Schema, columns: list[str]) -> pa.Schema:
+    """The tabular schema cut to `columns`, the keys first; an unknown column is refused."""
+    unknown = [c for c in columns if schema.get_field_index(c) < 0]
+    if unknown:
+        raise UserError(f"Unknown tabular column(s): {', '.join(unknown[:5])}")
+    keep = ["firm_id", "origin_q", "split"] + [
+        c for c in columns if c not in ("firm_id", "origin_q", "split")
+    ]
+    return pa.schema([schema.field(c) for c in keep])
+
+
+def _fill_targets(
+    wh: Warehouse, split: str, number: str, lo: int, hi: int, targ: np.ndarray
+) -> None:
+    """Write the block's realized targets into `targ` (a row per origin of the block,
+    numbered by `number`'s CTE o; a column per item and horizon)."""
+    t = wh.arrow(
+        number + "SELECT o.r, t.item_id, t.horizon, t.actual "
+        f"FROM panel.tabular_target_rows({int(lo)}, {int(hi)}) AS t "
+        "JOIN o USING (firm_id, origin_q)",
+        [split],
+    )
+    tr = t.column("r").to_numpy()
+    tcol = (t.column("item_id").to_numpy().astype(np.int64) - 1) * N_HORIZONS + (
+        t.column("horizon").to_numpy().astype(np.int64) - 1
+    )
+    targ[tr, tcol] = t.column("actual").to_numpy()
