@@ -96,23 +96,11 @@ def run_baselines(
     horizons: tuple[int, ...] | None = None,
 ) -> list[CompetitorRun]:
     """Fit the chosen competitors, ingest their forecasts and score them; one record per model."""
-    from proforma.app.model_inputs.imputed import build_imputed, current_imputation
-    from proforma.app.scoring.provenance import current_build_id
-
     tracker = tracker or Tracker()
     specs = [suite.get(m) for m in which]
     configs = suite.preset(preset_name)
     fan = FanOut(engine, n_jobs, scheduler=scheduler)
-    imputation_id = None
-    if any(s.data == "tabular_imputed" for s in specs):
-        imputation_id = None if reimpute else current_imputation(wh)
-        if imputation_id is None:
-            imputation_id = build_imputed(wh, tracker=tracker)["imputation_id"]
-        build_id = wh.scalar(
-            "SELECT build_id FROM meta.imputations WHERE imputation_id = ?", [imputation_id]
-        )
-    else:
-        build_id = current_build_id(wh)
+    imputation_id, build_id = _inputs_of(wh, specs, reimpute, tracker)
     views = {s.data: load_splits(wh, s.data) for s in specs}
     root = get_settings().models_dir / "baselines"
     results: list[CompetitorRun] = []
@@ -131,23 +119,7 @@ def run_baselines(
             "registry_run": forecast.info.get("run"),
         }
         submission_id = _ingest(wh, spec, preset_name, forecast, metadata)
-        info = {k: v for k, v in forecast.info.items() if k != "run"}
-        wh.execute(
-            "INSERT INTO meta.baseline_runs (model, preset, build_id, imputation_id, registry_run, config, "
-            "info, fit_s, submission_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                model,
-                preset_name,
-                build_id,
-                imputation_id,
-                forecast.info.get("run", ""),
-                json.dumps(config, default=str),
-                json.dumps(info, default=str),
-                fit_s,
-                submission_id,
-                utcnow(),
-            ],
-        )
+        _record_run(wh, forecast, metadata, fit_s, submission_id)
         row: CompetitorRun = {
             "model": model,
             "fit_s": fit_s,
@@ -163,6 +135,50 @@ def run_baselines(
         for r in results:
             r["score_runs"] = runs
     return results
+
+
+def _inputs_of(
+    wh: Warehouse, specs: list, reimpute: bool, tracker: Tracker
+) -> tuple[int | None, int | None]:
+    """The imputation the competitors read, if any reads one (made when there is none, or
+    anew with `reimpute`), and the build their inputs come from."""
+    from proforma.app.model_inputs.imputed import build_imputed, current_imputation
+    from proforma.app.scoring.provenance import current_build_id
+
+    imputation_id = None
+    if any(s.data == "tabular_imputed" for s in specs):
+        imputation_id = None if reimpute else current_imputation(wh)
+        if imputation_id is None:
+            imputation_id = build_imputed(wh, tracker=tracker)["imputation_id"]
+        build_id = wh.scalar(
+            "SELECT build_id FROM meta.imputations WHERE imputation_id = ?", [imputation_id]
+        )
+    else:
+        build_id = current_build_id(wh)
+    return imputation_id, build_id
+
+
+def _record_run(
+    wh: Warehouse, forecast: Any, metadata: dict[str, Any], fit_s: float, submission_id: int
+) -> None:
+    """Record a competitor's run in meta.baseline_runs (`metadata`: its submission's)."""
+    info = {k: v for k, v in forecast.info.items() if k != "run"}
+    wh.execute(
+        "INSERT INTO meta.baseline_runs (model, preset, build_id, imputation_id, registry_run, config, "
+        "info, fit_s, submission_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            metadata["model"],
+            metadata["preset"],
+            metadata["build_id"],
+            metadata["imputation_id"],
+            forecast.info.get("run", ""),
+            json.dumps(metadata["config"], default=str),
+            json.dumps(info, default=str),
+            fit_s,
+            submission_id,
+            utcnow(),
+        ],
+    )
 
 
 def _ingest(

@@ -78,18 +78,8 @@ def headline(
     runs: list[Run], subs: dict[int, Submission], against: Submission | None
 ) -> tuple[list[TablePart], list[str]]:
     """Panels A (R2, squared loss DM), B (MAE, absolute loss DM), C (density scores)."""
-    refs_a = {
-        r.score_run_id: against
-        if against is not None and against.submission_id in r.submission_ids
-        else forma_reference(r, subs, "gaussian")
-        for r in runs
-    }
-    refs_b = {
-        r.score_run_id: against
-        if against is not None and against.submission_id in r.submission_ids
-        else forma_reference(r, subs, "laplace")
-        for r in runs
-    }
+    refs_a = _references(runs, subs, against, "gaussian")
+    refs_b = _references(runs, subs, against, "laplace")
     order, n_first = _order(runs, subs, refs_a[runs[0].score_run_id])
     labels = [footprint_label(r) for r in runs]
     parts = []
@@ -97,58 +87,7 @@ def headline(
         ("Panel A: squared-error track, change-space R² (conditional means)", "squared", refs_a),
         ("Panel B: absolute-error track, MAE (medians)", "absolute", refs_b),
     ):
-        # the track's ranking metric, its direction and its DM loss (contracts/tracks.py)
-        spec = TRACKS[track]
-        metric, loss, higher = spec.metric, spec.dm_loss or track, not spec.ascending
-        values = {
-            (sid, r.score_run_id): r.metric(sid, metric) if sid in r.submission_ids else None
-            for sid in order
-            for r in runs
-        }
-        best = {
-            r.score_run_id: best_in_column([values[(s, r.score_run_id)] for s in order], higher)
-            for r in runs
-        }
-        reference_ids = {
-            ref.submission_id for ref in (refs[r.score_run_id] for r in runs) if ref is not None
-        }
-        rows, data = [], []
-        for i, sid in enumerate(order):
-            row = [Cell(subs[sid].name, bold=sid in reference_ids)]
-            for run in runs:
-                v = values[(sid, run.score_run_id)]
-                ref = refs[run.score_run_id]
-                stat = p = None
-                mark = ""
-                if v is not None and ref is not None and ref.submission_id != sid:
-                    stat, p = run.compare(ref.submission_id, sid, loss)
-                    mark = dm_mark(stat, p)
-                p_best, in_mcs = run.rank_sets.get((track, sid), (None, None))
-                lo, hi = run.intervals.get((sid, metric), (None, None))
-                if in_mcs:
-                    mark += "°"
-                row.append(Cell(fmt(v), bold=best[run.score_run_id] == i, mark=mark))
-                if v is not None:
-                    data.append(
-                        {
-                            "footprint": run.footprint,
-                            "footprint_version": run.version,
-                            "score_run_id": run.score_run_id,
-                            "model": subs[sid].name,
-                            "submission_id": sid,
-                            "metric": metric,
-                            "value": v,
-                            "dm_reference": None if ref is None else ref.name,
-                            "dm_stat": stat,
-                            "p_value": p,
-                            "mark": mark,
-                            "ci_lo": lo,
-                            "ci_hi": hi,
-                            "p_best": p_best,
-                            "in_mcs": in_mcs,
-                        }
-                    )
-            rows.append(row)
+        rows, data = _track_rows(runs, subs, order, track, refs)
         parts.append(TablePart(panel, ["Model", *labels], rows, data, rules_after={n_first - 1}))
     parts.append(_density_panel(runs, subs, order))
     named = {r.name for r in list(refs_a.values()) + list(refs_b.values()) if r is not None}
@@ -157,6 +96,96 @@ def headline(
     if any(r.rank_sets for r in runs):
         notes.append(MCS_NOTE)
     return parts, notes
+
+
+def _references(
+    runs: list[Run], subs: dict[int, Submission], against: Submission | None, family: str
+) -> dict[int, Submission | None]:
+    """Each run's DM reference: `against` where the run scored it, else Forma of `family`."""
+    return {
+        r.score_run_id: against
+        if against is not None and against.submission_id in r.submission_ids
+        else forma_reference(r, subs, family)
+        for r in runs
+    }
+
+
+def _track_rows(
+    runs: list[Run],
+    subs: dict[int, Submission],
+    order: list[int],
+    track: str,
+    refs: dict[int, Submission | None],
+) -> tuple[list[list[Cell]], list[dict[str, Any]]]:
+    """A track's panel: a row per model (its metric in each run, the column's best in bold,
+    DM and model-confidence-set marks) and a data record per value."""
+    # the track's ranking metric, its direction and its DM loss (contracts/tracks.py)
+    spec = TRACKS[track]
+    metric, loss, higher = spec.metric, spec.dm_loss or track, not spec.ascending
+    values = {
+        (sid, r.score_run_id): r.metric(sid, metric) if sid in r.submission_ids else None
+        for sid in order
+        for r in runs
+    }
+    best = {
+        r.score_run_id: best_in_column([values[(s, r.score_run_id)] for s in order], higher)
+        for r in runs
+    }
+    reference_ids = {
+        ref.submission_id for ref in (refs[r.score_run_id] for r in runs) if ref is not None
+    }
+    rows, data = [], []
+    for i, sid in enumerate(order):
+        row = [Cell(subs[sid].name, bold=sid in reference_ids)]
+        for run in runs:
+            v = values[(sid, run.score_run_id)]
+            ref = refs[run.score_run_id]
+            mark, record = _value_record(run, subs[sid].name, sid, v, ref, track, metric, loss)
+            row.append(Cell(fmt(v), bold=best[run.score_run_id] == i, mark=mark))
+            if v is not None:
+                data.append(record)
+        rows.append(row)
+    return rows, data
+
+
+def _value_record(
+    run: Run,
+    model: str,
+    sid: int,
+    v: float | None,
+    ref: Submission | None,
+    track: str,
+    metric: str,
+    loss: str,
+) -> tuple[str, dict[str, Any]]:
+    """A model's value in a run: its mark (DM stars against the reference, ° in the model
+    confidence set) and its data record (with the DM test, the interval, the rank set's)."""
+    stat = p = None
+    mark = ""
+    if v is not None and ref is not None and ref.submission_id != sid:
+        stat, p = run.compare(ref.submission_id, sid, loss)
+        mark = dm_mark(stat, p)
+    p_best, in_mcs = run.rank_sets.get((track, sid), (None, None))
+    lo, hi = run.intervals.get((sid, metric), (None, None))
+    if in_mcs:
+        mark += "°"
+    return mark, {
+        "footprint": run.footprint,
+        "footprint_version": run.version,
+        "score_run_id": run.score_run_id,
+        "model": model,
+        "submission_id": sid,
+        "metric": metric,
+        "value": v,
+        "dm_reference": None if ref is None else ref.name,
+        "dm_stat": stat,
+        "p_value": p,
+        "mark": mark,
+        "ci_lo": lo,
+        "ci_hi": hi,
+        "p_best": p_best,
+        "in_mcs": in_mcs,
+    }
 
 
 #: Panel C's metrics (the paper's Table 1); labels, directions and nominal levels are the
