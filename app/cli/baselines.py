@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from proforma.app.cli.common import status_console, summary, writer
+from proforma.app.cli.common import progress_bars, status_console, summary, writer
 from proforma.app.flows.baselines import parse_which, run_baselines
 from proforma.contracts.errors import UserError
 from proforma.models.baselines import suite
@@ -70,7 +70,7 @@ def baselines_command(
         notes = {suite.get(m).demo_note: m for m in reversed(models)}
         for note, m in reversed(notes.items()):
             status_console.print(f"[dim]demo preset, {m}: {note}[/]", highlight=False)
-    with torch_threads(threads if uses_torch else 0), writer() as wh, _progress() as progress:
+    with torch_threads(threads if uses_torch else 0), writer() as wh, progress_bars() as progress:
         results = run_baselines(
             wh,
             models,
@@ -95,30 +95,9 @@ def impute_command() -> None:
     """(Re)compute the tabular imputation: local-XS 10-factor fills of the view per quarter."""
     from proforma.app.model_inputs.imputed import build_imputed
 
-    with writer() as wh, _progress() as progress:
+    with writer() as wh, progress_bars() as progress:
         r = build_imputed(wh, tracker=RichTracker(progress))
     summary(
         f"imputed {r['cells_filled']:,} cells in {r['rows']:,} rows over {r['quarters']} quarters "
         f"in {r['elapsed_s']:.1f}s (imputation {r['imputation_id']})"
-    )
-
-
-def _progress() -> Progress:
-    # rich.progress is imported by the commands that show one, not by every start
-    # (bench/start_imports.py)
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=status_console,
-        transient=False,
     )

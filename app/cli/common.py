@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -20,6 +20,9 @@ from proforma.app.flows.warehouse import prepare
 from proforma.app.store.settings import Settings, get_settings
 from proforma.app.store.warehouse import Warehouse, connect
 from proforma.contracts.errors import UserError, WarehouseLocked
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 
 def _data_width() -> int | None:
@@ -158,3 +161,25 @@ def running_server(locked: WarehouseLocked) -> RunningServer:
     if not _alive(pid) or (holder is not None and int(holder.group(1)) != pid):
         raise locked from None
     return RunningServer(pid, url, settings.warehouse)
+
+
+def progress_bars() -> Progress:
+    """Progress bars of a long command (a description, a bar, done of total, the time),
+    on stderr with the other progress. rich.progress is imported by the commands that
+    show bars, not by every start (bench/start_imports.py)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=status_console,
+        transient=False,
+    )

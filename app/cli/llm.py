@@ -8,13 +8,11 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from proforma.app.cli.common import console, status_console, summary, writer
+from proforma.app.cli.common import console, progress_bars, summary, writer
 from proforma.contracts.errors import UserError
 from proforma.contracts.quarters import parse_quarter
 
 if TYPE_CHECKING:  # rich.progress and the flow load with the commands that use them
-    from rich.progress import Progress
-
     from proforma.app.flows.llm import LlmRunSummary
 
 
@@ -67,7 +65,7 @@ def run_llm_command(
     llm = make_provider(
         provider, model, effort=effort, temperature=temperature, max_tokens=max_tokens
     )
-    with writer() as wh, _progress_bars() as bars:
+    with writer() as wh, progress_bars() as bars:
 
         def progress(label: str, total: int):
             task = bars.add_task(label, total=total)
@@ -90,26 +88,6 @@ def run_llm_command(
         f"{result.provider}/{result.model} {result.arm}: {len(result.draws)} draw(s), cost "
         f"{_money(result.cost())} (new calls {_money(result.cost(new_only=True))}, prices as "
         f"of {result.prices_as_of or 'n/a'}){scored}"
-    )
-
-
-def _progress_bars() -> Progress:
-    """The calls' progress bars, on stderr with the other progress."""
-    from rich.progress import (  # only the commands that show bars import rich.progress
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=status_console,
-        transient=False,
     )
 
 

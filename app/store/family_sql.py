@@ -27,13 +27,10 @@ Slots of 054 (mixtures):
 
 from __future__ import annotations
 
-import hashlib
-import re
-
+from proforma.app.store import slot_fill
 from proforma.contracts import families as registry
 from proforma.contracts.families import Helper
 
-_SLOT = re.compile(r"\{\{\s*(family_[a-z_]+)\s*\}\}")
 _FAMILY = "getvariable('family')"
 #: The columns the single view computes itself: a helper may not take their names.
 _SINGLE_OWN = ("s", "w", "aw", "r", "nll", "crps", "z", "u")
@@ -155,21 +152,9 @@ SLOTS = {
 
 def expand(text: str) -> str:
     """`text` with its family slots filled from the registry (other text unchanged)."""
-    if "family_" not in text:
-        return text
-
-    def fill(m: re.Match) -> str:
-        key = m.group(1)
-        if key not in SLOTS:
-            raise KeyError(f"unknown family slot {{{{ {key} }}}}; known: {', '.join(SLOTS)}")
-        return SLOTS[key]()
-
-    return _SLOT.sub(fill, text)
+    return slot_fill.expand(text, "family", SLOTS)
 
 
 def fingerprint() -> str:
     """A digest of every slot's text: changes whenever a family's definition does."""
-    h = hashlib.sha256()
-    for key, make in SLOTS.items():
-        h.update(f"{key}\0{make()}\0".encode())
-    return h.hexdigest()[:16]
+    return slot_fill.fingerprint(SLOTS)

@@ -33,13 +33,9 @@ Slots:
 
 from __future__ import annotations
 
-import hashlib
-import re
-
+from proforma.app.store import slot_fill
 from proforma.contracts import metrics as registry
 from proforma.contracts.metrics import COVERAGE_LEVELS, PIT_BINS, Disclosure, coverage_bounds
-
-_SLOT = re.compile(r"\{\{\s*(metric_[a-z_]+)\s*\}\}")
 
 
 def _columns_of(names: tuple[str, ...]) -> str:
@@ -214,21 +210,9 @@ SLOTS = {
 
 def expand(text: str) -> str:
     """`text` with its metric slots filled from the registry (other text unchanged)."""
-    if "metric_" not in text:
-        return text
-
-    def fill(m: re.Match) -> str:
-        key = m.group(1)
-        if key not in SLOTS:
-            raise KeyError(f"unknown metric slot {{{{ {key} }}}}; known: {', '.join(SLOTS)}")
-        return SLOTS[key]()
-
-    return _SLOT.sub(fill, text)
+    return slot_fill.expand(text, "metric", SLOTS)
 
 
 def fingerprint() -> str:
     """A digest of every slot's text: changes whenever a definition does."""
-    h = hashlib.sha256()
-    for key, make in SLOTS.items():
-        h.update(f"{key}\0{make()}\0".encode())
-    return h.hexdigest()[:16]
+    return slot_fill.fingerprint(SLOTS)
