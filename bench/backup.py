@@ -24,17 +24,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from proforma.app.store.settings import paths_under
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _env(folder: Path) -> dict[str, str]:
     return {
-        "PROFORMA_WAREHOUSE": str(folder / "warehouse.duckdb"),
-        "PROFORMA_UPLOAD_DIR": str(folder / "uploads"),
-        "PROFORMA_PUBLIC_SNAPSHOT": str(folder / "public.duckdb"),
-        "PROFORMA_CACHE_DIR": str(folder / "cache"),
-        "PROFORMA_TEMP_DIRECTORY": str(folder / "tmp"),
-        "PROFORMA_MODELS_DIR": str(folder / "models"),
+        **paths_under(folder),
         "PROFORMA_THREADS": os.environ.get("PROFORMA_THREADS", "2"),
         "PROFORMA_MEMORY_LIMIT": os.environ.get("PROFORMA_MEMORY_LIMIT", "3GB"),
     }

@@ -272,7 +272,9 @@ def wait_healthy(base: str, compose: Compose, timeout_s: float, verify: str | bo
     raise TimeoutError(f"no healthy service at {base} after {timeout_s:.0f}s")
 
 
-def screenshot(url: str, out: Path) -> None:
+def screenshot(url: str, out: Path, window: str = "1400,1700", budget_ms: int = 15000) -> None:
+    """A headless-Chromium picture of `url` (a `window` of width,height pixels, the page
+    given `budget_ms` of virtual time to draw its charts); bench/demo_screenshots.py too."""
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as profile:
         run(
@@ -283,8 +285,8 @@ def screenshot(url: str, out: Path) -> None:
                 "--disable-gpu",
                 "--hide-scrollbars",
                 f"--user-data-dir={profile}",
-                "--window-size=1400,1700",
-                "--virtual-time-budget=15000",
+                f"--window-size={window}",
+                f"--virtual-time-budget={budget_ms}",
                 f"--screenshot={out}",
                 url,
             ],

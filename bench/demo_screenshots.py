@@ -26,6 +26,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from compose_check import screenshot
 from demo_stages import ROOT, demo_env
 
 #: What each page must show: (path, names that must appear in its HTML, image).
@@ -61,27 +62,6 @@ def missing_names(html: str, names: tuple[str, ...]) -> list[str]:
     return [n for n in names if n not in escaped]
 
 
-def screenshot(url: str, out: Path) -> None:
-    with tempfile.TemporaryDirectory() as profile:
-        subprocess.run(
-            [
-                "chromium",
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--hide-scrollbars",
-                f"--user-data-dir={profile}",
-                "--window-size=1400,1500",
-                "--virtual-time-budget=10000",
-                f"--screenshot={out}",
-                url,
-            ],
-            check=True,
-            capture_output=True,
-            timeout=180,
-        )
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workdir", type=Path, required=True)
@@ -112,7 +92,7 @@ def main() -> int:
             taken = []
             for path, _, image in PAGES:
                 shot = Path(shots) / image
-                screenshot(base + path, shot)
+                screenshot(base + path, shot, window="1400,1500", budget_ms=10000)
                 taken.append((shot, args.out / image))
             for shot, dest in taken:
                 shutil.copyfile(shot, dest)

@@ -22,20 +22,14 @@ import sys
 import time
 from pathlib import Path
 
+from proforma.app.store.settings import paths_under
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def demo_env(work: Path) -> dict[str, str]:
     """Every path the demo writes, inside `work` (bench/demo_screenshots.py serves it)."""
-    return {
-        "PROFORMA_WAREHOUSE": str(work / "warehouse.duckdb"),
-        "PROFORMA_MODELS_DIR": str(work / "models"),
-        "PROFORMA_REPORT_DIR": str(work / "report"),
-        "PROFORMA_UPLOAD_DIR": str(work / "uploads"),
-        "PROFORMA_CACHE_DIR": str(work / "cache"),
-        "PROFORMA_TEMP_DIRECTORY": str(work / "tmp"),
-        "PROFORMA_PUBLIC_SNAPSHOT": str(work / "public.duckdb"),
-    }
+    return paths_under(work)
 
 
 def load() -> str:

@@ -108,6 +108,22 @@ class Settings:
             setattr(self, field.name, value)
 
 
+#: The folder every default path of the service lies in.
+DATA_DIR = Path("data")
+
+
+def paths_under(folder: Path) -> dict[str, str]:
+    """The PROFORMA_ variables that move every path the service keeps under data/ by
+    default (the warehouse, its temp and cache folders, models, report, uploads, the
+    public snapshot) into `folder`, each under its default name: a throwaway service for
+    a bench or a test."""
+    return {
+        PREFIX + f.name.upper(): str(folder / f.default.relative_to(DATA_DIR))
+        for f in dataclasses.fields(Settings)
+        if isinstance(f.default, Path) and f.default.is_relative_to(DATA_DIR)
+    }
+
+
 @lru_cache(maxsize=1)
 def _hints() -> dict[str, Any]:
     return typing.get_type_hints(Settings)

@@ -23,6 +23,7 @@ from proforma.app.api.auth import add_user
 from proforma.app.flows.warehouse import prepare
 from proforma.app.rounds import open_round
 from proforma.app.scoring.submissions.uploads import ingest_parquet
+from proforma.app.store.settings import paths_under
 from proforma.app.store.warehouse import Warehouse, connect
 from tests.conftest import temp_settings
 from tests.rounds.rounds_helpers import grow
@@ -50,13 +51,7 @@ def server_env(folder: Path) -> dict[str, str]:
     """The server's settings: everything under `folder`, small limits."""
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith("PROFORMA_")},
-        "PROFORMA_WAREHOUSE": str(folder / "warehouse.duckdb"),
-        "PROFORMA_TEMP_DIRECTORY": str(folder / "tmp"),
-        "PROFORMA_CACHE_DIR": str(folder / "cache"),
-        "PROFORMA_MODELS_DIR": str(folder / "models"),
-        "PROFORMA_UPLOAD_DIR": str(folder / "uploads"),
-        "PROFORMA_PUBLIC_SNAPSHOT": str(folder / "public.duckdb"),
-        "PROFORMA_REPORT_DIR": str(folder / "report"),
+        **paths_under(folder),
         "PROFORMA_MEMORY_LIMIT": "1GB",
         "PROFORMA_THREADS": "2",
         "PROFORMA_UPLOADS_PER_DAY": "6",

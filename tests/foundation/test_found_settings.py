@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from proforma.app.store.settings import Settings, get_settings
+from proforma.app.store.settings import DATA_DIR, Settings, get_settings, paths_under
 from proforma.contracts.errors import UserError
 
 
@@ -93,3 +93,18 @@ def test_a_bad_setting_is_one_line_from_the_cli(clean_env: Path) -> None:
     assert "PROFORMA_THREADS: 'many' is not an integer" in done.stderr
     assert "Traceback" not in done.stderr
     get_settings.cache_clear()
+
+
+def test_paths_under_moves_every_default_data_path_into_the_folder(
+    clean_env: Path, monkeypatch
+) -> None:
+    folder = clean_env / "elsewhere"
+    for name, value in paths_under(folder).items():
+        monkeypatch.setenv(name, value)
+    settings = Settings()
+    moved = []
+    for field in dataclasses.fields(Settings):
+        if isinstance(field.default, Path) and field.default.is_relative_to(DATA_DIR):
+            assert getattr(settings, field.name) == folder / field.default.relative_to(DATA_DIR)
+            moved.append(field.name)
+    assert {"warehouse", "temp_directory", "cache_dir", "public_snapshot"} <= set(moved)
