@@ -15,6 +15,7 @@ shows a page the code no longer makes. Needs the `chromium` package.
 from __future__ import annotations
 
 import argparse
+import html
 import os
 import shutil
 import subprocess
@@ -56,10 +57,10 @@ def wait_healthy(base: str, timeout_s: float = 120) -> None:
     raise TimeoutError(f"no server at {base} after {timeout_s:.0f}s")
 
 
-def missing_names(html: str, names: tuple[str, ...]) -> list[str]:
-    """The names a page's HTML does not hold (HTML-escaped as Jinja writes them)."""
-    escaped = html.replace("&amp;", "&").replace("&#39;", "'").replace("&#34;", '"')
-    return [n for n in names if n not in escaped]
+def missing_names(page: str, names: tuple[str, ...]) -> list[str]:
+    """The names a page's HTML does not hold (its text unescaped, as a reader sees it)."""
+    text = html.unescape(page)
+    return [n for n in names if n not in text]
 
 
 def main() -> int:
@@ -82,8 +83,7 @@ def main() -> int:
     try:
         wait_healthy(base)
         for path, names, _ in PAGES:
-            html = httpx.get(base + path, timeout=60).text
-            lost = missing_names(html, names)
+            lost = missing_names(httpx.get(base + path, timeout=60).text, names)
             if lost:
                 print(f"{path}: the page does not name {', '.join(lost)}", file=sys.stderr)
                 return 1
