@@ -180,7 +180,13 @@ def predict_forma(
         "", "--name", help="Submission name (default forma-<preset>-<family>)."
     ),
     device: str = DEVICE_OPT,
-    batch_size: int = typer.Option(64, "--batch-size", help="Origins per forward pass."),
+    batch_size: int = typer.Option(
+        0,
+        "--batch-size",
+        min=0,
+        help="Origins per forward pass (0: 8 on a CPU, where small batches stay in the "
+        "caches; 64 on a GPU).",
+    ),
     score: bool = typer.Option(True, "--score/--no-score", help="Score the forecasts right away."),
     calibrate: bool = typer.Option(
         True,

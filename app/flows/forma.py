@@ -793,7 +793,7 @@ def forecast_in_processes(
     *,
     jobs: int,
     threads: int = 1,
-    batch_size: int = 64,
+    batch_size: int = 0,
     folder: Path,
 ) -> Iterator[pa.RecordBatch]:
     """The forecasts of every origin of `store`, made by `jobs` spawned processes of
@@ -842,7 +842,7 @@ def ship_interval_calibration(
     family: str = "gaussian",
     *,
     device: str = "auto",
-    batch_size: int = 64,
+    batch_size: int = 0,
     threads: int = 0,
     log: Log = _quiet,
 ) -> dict | None:
@@ -934,7 +934,7 @@ def predict(
     split: str = "test",
     name: str = "",
     device: str = "auto",
-    batch_size: int = 64,
+    batch_size: int = 0,
     score: bool = True,
     calibrate: bool = True,
     threads: int = 0,
@@ -951,7 +951,10 @@ def predict(
     `jobs` > 1 forecasts in that many processes of `threads` (default 1) threads each
     (forecast_in_processes): the same forecasts, the cores kept busy."""
     with torch_threads(threads):
+        from proforma.models.forma.predict import default_batch_size
+
         dev = resolve_device(device)
+        batch_size = batch_size or default_batch_size(dev)
         models, ckpts = load_models(preset, family, seeds, dev)
         name = name or f"forma-{preset}-{family}"
         t0 = time.perf_counter()
@@ -963,9 +966,13 @@ def predict(
                 else None
             )
             store = _split_windows(wh, split)
-            metadata = _forecast_metadata(
-                preset, family, split, seeds, models, ckpts, dev, calibration, jobs
-            )
+            metadata = {
+                **_forecast_metadata(
+                    preset, family, split, seeds, models, ckpts, dev, calibration, jobs
+                ),
+                # the forecasts move with it at float32 rounding (padding differs)
+                "batch_size": batch_size,
+            }
             forecasts = _forecast_split(
                 models, ckpts, store, stack, dev, jobs, threads, batch_size, progress, calibration
             )

@@ -195,7 +195,7 @@ def calibrate(
     truth: WindowStore,
     family: str = "gaussian",
     *,
-    batch_size: int = 64,
+    batch_size: int | None = None,
     device: str = "cpu",
     max_horizon: int = 20,
     widen_only: bool = True,

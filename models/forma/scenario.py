@@ -27,7 +27,12 @@ import pyarrow as pa
 
 from proforma.models.forma.batching import WindowStore, build_example, collate
 from proforma.models.forma.network import Forma
-from proforma.models.forma.predict import mixture_moments, mixture_quantile, run_batch
+from proforma.models.forma.predict import (
+    default_batch_size,
+    mixture_moments,
+    mixture_quantile,
+    run_batch,
+)
 from proforma.models.standardization import destandardize, standardize
 
 LEVELS = (0.5, 0.8, 0.9, 0.95)
@@ -215,7 +220,7 @@ def oracle_cells(
     pin_item: int,
     *,
     max_horizon: int = 20,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     device: str = "cpu",
     account_map: np.ndarray | None = None,
     last_q: dict[str, int] | None = None,
@@ -225,6 +230,7 @@ def oracle_cells(
     actual, baseline (x_t), unconditional and conditional mixture point forecasts."""
     from proforma.models.progress import progress_bar
 
+    batch_size = batch_size or default_batch_size(device)
     if account_map is None:
         account_map = np.arange(models[0].embed.account.num_embeddings, dtype=np.int64)
     keep: dict[str, list[float]] = {
