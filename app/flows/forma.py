@@ -787,7 +787,37 @@ def _forecast_part(
             writer.write_batch(batch)
 
 
-def forecast_in_processes(
+@dataclass
+class ForecastProcesses:
+    """Spawned forecasting processes at work (start_forecast_processes); `batches` waits
+    for them and yields their forecasts part by part."""
+
+    procs: list[Any]
+    outs: list[Path]
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        for proc in self.procs:
+            proc.join()
+        failed = [p.name for p in self.procs if p.exitcode != 0]
+        if failed:
+            raise UserError(
+                f"Forma forecasting failed in process(es) {', '.join(failed)} (see the log "
+                "above); run with --jobs 1 to see the error in this process"
+            )
+        for out in self.outs:
+            with pa.OSFile(str(out), "rb") as source, pa.ipc.open_stream(source) as reader:
+                yield from reader
+
+    def stop(self) -> None:
+        """End processes still at work (a caller that gives up on their forecasts)."""
+        for proc in self.procs:
+            if proc.is_alive():
+                proc.terminate()
+        for proc in self.procs:
+            proc.join()
+
+
+def start_forecast_processes(
     checkpoints: list[Path],
     store: Any,
     *,
@@ -795,13 +825,13 @@ def forecast_in_processes(
     threads: int = 1,
     batch_size: int = 0,
     folder: Path,
-) -> Iterator[pa.RecordBatch]:
-    """The forecasts of every origin of `store`, made by `jobs` spawned processes of
-    `threads` PyTorch threads each, on contiguous parts of the origins; yielded part by
-    part once all are done. On a CPU, processes side by side keep the cores busy where
-    one process's threads wait on each other (most of all on a machine shared with other
-    work); spawned, not forked, so the parent's PyTorch and DuckDB threads are not
-    copied into them."""
+) -> ForecastProcesses:
+    """Start `jobs` spawned processes of `threads` PyTorch threads each, forecasting
+    contiguous parts of the origins of `store` into `folder`; returns at once. On a CPU,
+    processes side by side keep the cores busy where one process's threads wait on each
+    other (most of all on a machine shared with other work); spawned, not forked, so the
+    parent's PyTorch and DuckDB threads are not copied into them. The processes never
+    open the warehouse, so others may use it meanwhile."""
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
@@ -823,17 +853,23 @@ def forecast_in_processes(
         )
     for proc in procs:
         proc.start()
-    for proc in procs:
-        proc.join()
-    failed = [p.name for p in procs if p.exitcode != 0]
-    if failed:
-        raise UserError(
-            f"Forma forecasting failed in process(es) {', '.join(failed)} (see the log "
-            "above); run with --jobs 1 to see the error in this process"
-        )
-    for out in outs:
-        with pa.OSFile(str(out), "rb") as source, pa.ipc.open_stream(source) as reader:
-            yield from reader
+    return ForecastProcesses(procs, outs)
+
+
+def forecast_in_processes(
+    checkpoints: list[Path],
+    store: Any,
+    *,
+    jobs: int,
+    threads: int = 1,
+    batch_size: int = 0,
+    folder: Path,
+) -> Iterator[pa.RecordBatch]:
+    """The forecasts of every origin of `store`, made by start_forecast_processes; yielded
+    part by part once all are done."""
+    yield from start_forecast_processes(
+        checkpoints, store, jobs=jobs, threads=threads, batch_size=batch_size, folder=folder
+    ).batches()
 
 
 def ship_interval_calibration(
@@ -889,41 +925,167 @@ def _forecast_metadata(
     }
 
 
-def _forecast_split(
-    models: list[Any],
-    ckpts: list[tuple[Path, dict]],
-    store: Any,
-    stack: contextlib.ExitStack,
-    device: str,
-    jobs: int,
-    threads: int,
-    batch_size: int,
-    progress: bool,
-    calibration: dict[str, Any] | None = None,
-) -> Iterator[pa.RecordBatch]:
-    """The forecasts' batches: in `jobs` processes on a CPU (spooled to a folder that
-    `stack` removes), else in this one; with a `calibration`, their sigmas scaled by its
-    factors per horizon."""
+@dataclass
+class PendingForecast:
+    """A split's forecasts, started (start_predict) and not yet stored (finish_predict).
+    On a CPU with `jobs` > 1 the forecasting processes work meanwhile without the
+    warehouse; otherwise the forecasts are made in this process when finished."""
+
+    name: str
+    family: str
+    split: str
+    origins: int
+    metadata: dict[str, Any]
+    calibration: dict[str, Any] | None
+    started: float
+    threads: int
+    batch_size: int
+    device: str
+    progress: bool
+    #: the spawned processes and their spool folder (removed when finished)
+    processes: ForecastProcesses | None = None
+    spool: Any = None
+    #: what this process forecasts with when there are no processes
+    models: list[Any] = field(default_factory=list)
+    store: Any = None
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """The forecasts' batches, with a calibration their sigmas scaled by its factors
+        per horizon."""
+        from proforma.models.forma.calibration import scaled
+        from proforma.models.forma.predict import predict as forecast
+
+        if self.processes is not None:
+            forecasts = self.processes.batches()
+        else:
+            forecasts = forecast(
+                self.models,
+                self.store,
+                batch_size=self.batch_size,
+                device=self.device,
+                progress=self.progress,
+            )
+        if self.calibration:
+            forecasts = scaled(forecasts, self.calibration["scale_by_horizon"])
+        return forecasts
+
+    def close(self) -> None:
+        """Stop the processes if they still work and remove their spool."""
+        if self.processes is not None:
+            self.processes.stop()
+        if self.spool is not None:
+            self.spool.cleanup()
+            self.spool = None
+        self.models, self.store = [], None
+
+
+def start_predict(
+    preset: str,
+    seeds: list[int],
+    family: str = "gaussian",
+    *,
+    split: str = "test",
+    name: str = "",
+    device: str = "auto",
+    batch_size: int = 0,
+    calibrate: bool = True,
+    threads: int = 0,
+    jobs: int = 1,
+    progress: bool = True,
+    log: Log = _quiet,
+) -> PendingForecast:
+    """The first half of `predict`: the calibration, the split's windows and the
+    submission's metadata read from the warehouse, which is closed again; on a CPU with
+    `jobs` > 1 the forecasting processes started on them. The warehouse is free until
+    finish_predict, so other work can use it while the processes forecast."""
     import tempfile
 
-    from proforma.models.forma.calibration import scaled
-    from proforma.models.forma.predict import predict as forecast
+    from proforma.models.forma.predict import default_batch_size
 
-    if jobs > 1 and device == "cpu":
-        spool = stack.enter_context(tempfile.TemporaryDirectory(prefix="forma-forecast-"))
-        forecasts = forecast_in_processes(
-            [p for p, _ in ckpts],
-            store,
-            jobs=jobs,
-            threads=threads or 1,
-            batch_size=batch_size,
-            folder=Path(spool),
+    with torch_threads(threads):
+        dev = resolve_device(device)
+        batch_size = batch_size or default_batch_size(dev)
+        models, ckpts = load_models(preset, family, seeds, dev)
+        t0 = time.perf_counter()
+        with writer() as wh:
+            calibration = (
+                calibrate_intervals(wh, models, ckpts, family, dev, batch_size, log)
+                if calibrate
+                else None
+            )
+            store = _split_windows(wh, split)
+        metadata = {
+            **_forecast_metadata(
+                preset, family, split, seeds, models, ckpts, dev, calibration, jobs
+            ),
+            # the forecasts move with it at float32 rounding (padding differs)
+            "batch_size": batch_size,
+        }
+        pending = PendingForecast(
+            name or f"forma-{preset}-{family}",
+            family,
+            split,
+            len(store),
+            metadata,
+            calibration,
+            t0,
+            threads,
+            batch_size,
+            dev,
+            progress,
         )
-    else:
-        forecasts = forecast(models, store, batch_size=batch_size, device=device, progress=progress)
-    if calibration:
-        forecasts = scaled(forecasts, calibration["scale_by_horizon"])
-    return forecasts
+        if not (jobs > 1 and dev == "cpu"):
+            pending.models, pending.store = models, store
+            return pending
+        pending.spool = tempfile.TemporaryDirectory(prefix="forma-forecast-")
+        try:
+            pending.processes = start_forecast_processes(
+                [p for p, _ in ckpts],
+                store,
+                jobs=jobs,
+                threads=threads or 1,
+                batch_size=batch_size,
+                folder=Path(pending.spool.name),
+            )
+        except BaseException:
+            pending.close()
+            raise
+        # the processes hold their parts: the windows and networks go back here
+        del store, models, ckpts
+        release_memory()
+        return pending
+
+
+def finish_predict(pending: PendingForecast, *, score: bool = True) -> PredictReport:
+    """The second half of `predict`: the forecasts (waited for, or made here) written as
+    one submission through the common forecast path and, with `score`, every current
+    submission scored on the full footprint."""
+    scoring = _scoring_package()
+    try:
+        with torch_threads(pending.threads), writer() as wh:
+            # ingest_forecasts spools the generator in this thread: PyTorch never runs
+            # inside DuckDB's scan threads.
+            sub_id = scoring.ingest_forecasts(
+                wh,
+                pending.name,
+                pending.batches(),
+                family=pending.family,
+                source="model",
+                metadata=pending.metadata,
+            )
+            report = PredictReport(sub_id, pending.name, pending.origins, 0.0)
+            # scoring runs DuckDB up to its memory limit in this same process: give the
+            # windows, the networks and their freed heap back first, so the peak is the
+            # larger of the two phases, not their sum
+            pending.close()
+            release_memory()
+            if score:
+                report.score_run_id = scoring.score(wh)
+                report.board = scoring.leaderboard(wh, score_run_id=report.score_run_id).to_pylist()
+    finally:
+        pending.close()
+    report.seconds = time.perf_counter() - pending.started
+    return report
 
 
 def predict(
@@ -949,49 +1111,23 @@ def predict(
     mixture's central intervals cover those origins' realized cells at least nominally
     (models/forma/calibration.py); the factors go into the submission's metadata.
     `jobs` > 1 forecasts in that many processes of `threads` (default 1) threads each
-    (forecast_in_processes): the same forecasts, the cores kept busy."""
-    with torch_threads(threads):
-        from proforma.models.forma.predict import default_batch_size
-
-        dev = resolve_device(device)
-        batch_size = batch_size or default_batch_size(dev)
-        models, ckpts = load_models(preset, family, seeds, dev)
-        name = name or f"forma-{preset}-{family}"
-        t0 = time.perf_counter()
-        scoring = _scoring_package()
-        with writer() as wh, contextlib.ExitStack() as stack:
-            calibration = (
-                calibrate_intervals(wh, models, ckpts, family, dev, batch_size, log)
-                if calibrate
-                else None
-            )
-            store = _split_windows(wh, split)
-            metadata = {
-                **_forecast_metadata(
-                    preset, family, split, seeds, models, ckpts, dev, calibration, jobs
-                ),
-                # the forecasts move with it at float32 rounding (padding differs)
-                "batch_size": batch_size,
-            }
-            forecasts = _forecast_split(
-                models, ckpts, store, stack, dev, jobs, threads, batch_size, progress, calibration
-            )
-            # ingest_forecasts spools the generator in this thread: PyTorch never runs
-            # inside DuckDB's scan threads.
-            sub_id = scoring.ingest_forecasts(
-                wh, name, forecasts, family=family, source="model", metadata=metadata
-            )
-            report = PredictReport(sub_id, name, len(store), 0.0)
-            # scoring runs DuckDB up to its memory limit in this same process: give the windows,
-            # the networks and their freed heap back first, so the peak is the larger of the two
-            # phases, not their sum
-            del store, models, ckpts
-            release_memory()
-            if score:
-                report.score_run_id = scoring.score(wh)
-                report.board = scoring.leaderboard(wh, score_run_id=report.score_run_id).to_pylist()
-        report.seconds = time.perf_counter() - t0
-        return report
+    (start_forecast_processes): the same forecasts, the cores kept busy. `batch_size` 0
+    takes the device's default (models/forma/predict.default_batch_size)."""
+    pending = start_predict(
+        preset,
+        seeds,
+        family,
+        split=split,
+        name=name,
+        device=device,
+        batch_size=batch_size,
+        calibrate=calibrate,
+        threads=threads,
+        jobs=jobs,
+        progress=progress,
+        log=log,
+    )
+    return finish_predict(pending, score=score)
 
 
 def _scoring_package() -> Any:

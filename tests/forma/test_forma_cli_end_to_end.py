@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 
 from tiny_synthetic import build_tiny_synthetic
@@ -217,3 +219,50 @@ def test_seeds_trained_side_by_side_equal_seeds_trained_in_turn(
     assert not torch.equal(
         weights["side"][0]["mu_head.2.bias"], weights["side"][1]["mu_head.2.bias"]
     )
+
+
+def test_the_warehouse_is_free_while_the_forecast_processes_work(
+    wh, settings, monkeypatch, tmp_path
+) -> None:
+    """start_predict reads what it needs and closes the warehouse: another writer (the
+    demo's next stage) uses it while the processes forecast, and finish_predict stores
+    the same forecasts as one pass in this process."""
+    from proforma.app.flows import forma as flows
+    from proforma.app.store.settings import get_settings
+    from proforma.app.store.warehouse import connect
+
+    monkeypatch.setenv("PROFORMA_MODELS_DIR", str(tmp_path / "models"))
+    get_settings.cache_clear()
+    build_tiny_synthetic(wh, firms=8, start=2000, end=2012, seed=5)
+    wh.close()
+    train = ["train", "forma", "--preset", "small", "--seeds", "62", "--epochs", "1"]
+    res = CliRunner().invoke(cli_app, [*train, "--origins-per-epoch", "8", "--threads", "1"])
+    assert res.exit_code == 0, res.output
+
+    pending = flows.start_predict(
+        "small", [62], name="in processes", jobs=2, threads=1, progress=False
+    )
+    assert pending.processes is not None and pending.store is None
+    # another process writes while the forecasts are made (DuckDB locks the file against
+    # other processes, not against this one's connections)
+    write = "import duckdb, sys; duckdb.connect(sys.argv[1]).execute('CREATE TABLE meanwhile AS SELECT 1 AS x')"
+    subprocess.run([sys.executable, "-c", write, str(settings.warehouse)], check=True)
+    beside = flows.finish_predict(pending, score=False)
+    alone = flows.predict("small", [62], name="in this process", score=False, progress=False)
+    assert pending.spool is None and beside.origins == alone.origins > 0
+
+    with connect(read_only=True) as con:
+        assert con.scalar("SELECT x FROM main.meanwhile") == 1
+        pair = con.arrow(
+            "SELECT a.mu AS a_mu, b.mu AS b_mu, a.sigma AS a_sigma, b.sigma AS b_sigma "
+            "FROM eval.forecasts a JOIN eval.forecasts b USING (firm_id, origin_q, item_id, "
+            "horizon, component) WHERE a.submission_id = ? AND b.submission_id = ?",
+            [beside.submission_id, alone.submission_id],
+        )
+        rows = con.scalar(
+            "SELECT count(*) FROM eval.forecasts WHERE submission_id = ?", [alone.submission_id]
+        )
+    assert pair.num_rows == rows > 0
+    for col in ("mu", "sigma"):
+        a, b = pair[f"a_{col}"].to_numpy(), pair[f"b_{col}"].to_numpy()
+        assert abs(a - b).max() < 1e-5, col  # float32 rounding: other batches, other padding
