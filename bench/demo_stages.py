@@ -81,11 +81,12 @@ def main() -> None:
         sys.exit(1)
     table = json.loads(stages.read_text())
     width = max(len(r["stage"]) for r in table["stages"])
-    print(f"{'stage':<{width}}  {'wall s':>7}  {'CPU s':>7}")
+    print(f"{'stage':<{width}}  {'start s':>7}  {'wall s':>7}  {'CPU s':>7}")
     for r in table["stages"]:
-        print(f"{r['stage']:<{width}}  {r['wall_s']:>7.0f}  {r['cpu_s']:>7.0f}")
+        start = f"{r['start_s']:>7.0f}" if "start_s" in r else " " * 7
+        print(f"{r['stage']:<{width}}  {start}  {r['wall_s']:>7.0f}  {r['cpu_s']:>7.0f}")
     cpu = sum(r["cpu_s"] for r in table["stages"])
-    print(f"{'total':<{width}}  {table['total_wall_s']:>7.0f}  {cpu:>7.0f}")
+    print(f"{'total':<{width}}  {'':>7}  {table['total_wall_s']:>7.0f}  {cpu:>7.0f}")
     sys.exit(rc)
 
 

@@ -18,11 +18,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from proforma.app.cli import rounds
-from proforma.app.cli.common import console, summary
+from proforma.app.cli.common import console, note, summary
 from proforma.app.store.settings import get_settings
 from proforma.app.store.warehouse import Warehouse, connect
 from proforma.contracts.errors import UserError
@@ -98,6 +99,11 @@ class Stage:
     #: the command, or a function giving it when it depends on an earlier stage
     args: list[str] | Callable[[], list[str]]
     done: Callable[[Warehouse], bool]
+    #: Forma's forecasts: the command's first half runs in this process, and its
+    #: forecasting processes work beside the stages that follow (start_forma_forecasts)
+    background: bool = False
+    #: reads Forma's forecasts, so they are stored before it runs
+    after_forecasts: bool = False
 
     def command(self) -> list[str]:
         return self.args() if callable(self.args) else self.args
@@ -152,7 +158,70 @@ def _reconciled(wh: Warehouse, weights: str) -> bool:
     )
 
 
+#: Forma's forecasts in the demo: two processes of one thread keep both cores busy, and a
+#: machine shared with other work slows them in proportion (bench/demo_stages.py --busy).
+FORECAST_JOBS, FORECAST_THREADS = 2, 1
+
+
+def forma_forecasts_command() -> list[str]:
+    """`proforma predict forma` as the demo runs it (start_forma_forecasts and
+    finish_forma_forecasts run its two halves)."""
+    return [
+        "predict",
+        "forma",
+        "--preset",
+        forma_preset(),
+        "--seeds",
+        FORMA_SEEDS,
+        "--no-score",
+        "--jobs",
+        str(FORECAST_JOBS),
+        "--threads",
+        str(FORECAST_THREADS),
+    ]
+
+
+def start_forma_forecasts(clock: StageClock, stage: Stage) -> Any:
+    """The first half of the stage's `proforma predict forma`, in this process
+    (flows.start_predict): the windows read and the warehouse closed again, the
+    forecasting processes started. They work while the next stages run; the
+    PendingForecast returned is finished by finish_forma_forecasts."""
+    from proforma.app.flows import forma as flows
+
+    console.print(
+        f"[bold cyan]$ proforma {' '.join(stage.command())}[/] (started here; its "
+        f"{FORECAST_JOBS} forecasting processes work beside the next stages)",
+        highlight=False,
+    )
+    with clock.stage(f"{stage.title}: windows read, processes started"):
+        return flows.start_predict(
+            forma_preset(),
+            [int(FORMA_SEEDS)],
+            jobs=FORECAST_JOBS,
+            threads=FORECAST_THREADS,
+            progress=False,
+            log=note,
+        )
+
+
+def finish_forma_forecasts(clock: StageClock, stage: Stage, pending: Any) -> None:
+    """The second half: wait for the forecasting processes and store their forecasts
+    (flows.finish_predict, unscored as `--no-score`); their CPU time is counted here,
+    when they are waited for."""
+    from proforma.app.flows import forma as flows
+
+    with clock.stage(f"{stage.title}: processes waited for, forecasts stored"):
+        rep = flows.finish_predict(pending, score=False)
+    summary(
+        f"Forma {forma_preset()} seeds {FORMA_SEEDS} forecast {rep.origins:,} test origins in "
+        f"{rep.seconds:.0f}s -> submission {rep.submission_id} '{rep.name}'"
+    )
+
+
 def stages(firms: int | None, competitors: tuple[str, ...] = DEMO_COMPETITORS) -> list[Stage]:
+    """The demo's stages in order. Forma's forecasts, the longest, start as soon as its
+    checkpoint is there and work beside the reference baselines, the oracle and the
+    competitors; the reconciliations wait for them."""
     ingest = ["ingest", "synthetic", "--scale", "demo"] + (["--firms", str(firms)] if firms else [])
     return [
         Stage(
@@ -161,6 +230,22 @@ def stages(firms: int | None, competitors: tuple[str, ...] = DEMO_COMPETITORS) -
             lambda wh: _rows(wh, "SELECT count(*) FROM raw.ingests WHERE source = 'synthetic'") > 0,
         ),
         Stage("benchmark build", ["build"], lambda wh: _latest_build(wh) > 0),
+        Stage(
+            "Forma: the shipped mid checkpoint, if trained on this panel",
+            FORMA_SHIPPED,
+            lambda wh: forma_preset() == "mid" or _has_model(wh, "forma-%"),
+        ),
+        Stage(
+            "Forma training (small preset, short run)",
+            FORMA_TRAIN,
+            lambda wh: forma_preset() == "mid" or _has_model(wh, "forma-small%"),
+        ),
+        Stage(
+            "Forma forecasts",
+            forma_forecasts_command,
+            lambda wh: _has_model(wh, f"forma-{forma_preset()}%"),
+            background=True,
+        ),
         Stage(
             "reference baselines",
             ["baselines", "reference"],
@@ -182,40 +267,12 @@ def stages(firms: int | None, competitors: tuple[str, ...] = DEMO_COMPETITORS) -
             ],
             lambda wh: all(_has_model(wh, f"{m} (demo)") for m in competitors),
         ),
-        Stage(
-            "Forma: the shipped mid checkpoint, if trained on this panel",
-            FORMA_SHIPPED,
-            lambda wh: forma_preset() == "mid" or _has_model(wh, "forma-%"),
-        ),
-        Stage(
-            "Forma training (small preset, short run)",
-            FORMA_TRAIN,
-            lambda wh: forma_preset() == "mid" or _has_model(wh, "forma-small%"),
-        ),
-        Stage(
-            "Forma forecasts",
-            lambda: [
-                "predict",
-                "forma",
-                "--preset",
-                forma_preset(),
-                "--seeds",
-                FORMA_SEEDS,
-                "--no-score",
-                # two processes of one thread: the cores stay busy, and a machine shared
-                # with other work slows them in proportion (bench/demo_stages.py --busy)
-                "--jobs",
-                "2",
-                "--threads",
-                "1",
-            ],
-            lambda wh: _has_model(wh, f"forma-{forma_preset()}%"),
-        ),
         *(
             Stage(
                 f"reconciliation ({w} weights)",
                 functools.partial(lambda w: ["reconcile", forma_submission(), "--weights", w], w),
                 functools.partial(_reconciled, weights=w),
+                after_forecasts=True,
             )
             for w in ("variance", "equal")
         ),
@@ -322,14 +379,17 @@ class StageTime:
     title: str
     wall: float = 0.0
     cpu: float = 0.0
+    #: seconds from the demo's start (stages overlap Forma's forecasting processes)
+    start: float = 0.0
 
 
 class StageClock:
     """Wall and CPU seconds of each stage the demo ran (its child processes' CPU and its
     own), for the closing table (docs/forma.md, "The demo's stages")."""
 
-    def __init__(self) -> None:
+    def __init__(self, origin: float | None = None) -> None:
         self.rows: list[StageTime] = []
+        self.origin = time.perf_counter() if origin is None else origin
 
     @staticmethod
     def _cpu() -> float:
@@ -343,8 +403,8 @@ class StageClock:
 
     @contextlib.contextmanager
     def stage(self, title: str) -> Iterator[StageTime]:
-        row = StageTime(title)
         started, cpu = time.perf_counter(), self._cpu()
+        row = StageTime(title, start=started - self.origin)
         try:
             yield row
         finally:
@@ -356,7 +416,12 @@ class StageClock:
         import json
 
         rows = [
-            {"stage": r.title, "wall_s": round(r.wall, 1), "cpu_s": round(r.cpu, 1)}
+            {
+                "stage": r.title,
+                "start_s": round(r.start, 1),
+                "wall_s": round(r.wall, 1),
+                "cpu_s": round(r.cpu, 1),
+            }
             for r in self.rows
         ]
         path.write_text(json.dumps({"stages": rows, "total_wall_s": round(total, 1)}, indent=2))
@@ -364,11 +429,72 @@ class StageClock:
     def print_table(self, total: float) -> None:
         from rich.table import Table
 
-        table = Table("stage", "wall s", "CPU s", title="demo stages (this run)")
+        table = Table("stage", "start s", "wall s", "CPU s", title="demo stages (this run)")
         for row in self.rows:
-            table.add_row(row.title, f"{row.wall:.0f}", f"{row.cpu:.0f}")
-        table.add_row("total", f"{total:.0f}", f"{sum(r.cpu for r in self.rows):.0f}")
+            table.add_row(row.title, f"{row.start:.0f}", f"{row.wall:.0f}", f"{row.cpu:.0f}")
+        table.add_row("total", "", f"{total:.0f}", f"{sum(r.cpu for r in self.rows):.0f}")
         console.print(table)
+
+
+def _run_stage(clock: StageClock, stage: Stage) -> None:
+    with clock.stage(stage.title) as row:
+        _run(stage.command())
+    # ru_maxrss of children is the largest child so far (KiB on Linux), not this stage's.
+    console.print(
+        f"[dim]{stage.title}: {row.wall:.0f}s, {row.cpu:.0f} CPU-s, "
+        f"peak RSS so far {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20:.1f} GiB[/]",
+        highlight=False,
+    )
+
+
+def _beside_forecasts(clock: StageClock, firms: int | None, competitors: tuple[str, ...]) -> None:
+    """What needs no Forma forecasts and fills the cores while they are made: the round
+    opened, entered and closed with the next vintage built, and the cell scores and
+    identity checks of every submission so far (scoring.score_ahead)."""
+    from proforma.app import scoring
+
+    with clock.stage("prospective round: opened, entered, closed; next vintage built"):
+        rounds.demo_round(_run, firms, forma_preset(), competitors, resolve=False)
+    with clock.stage("scoring ahead (cell scores, identity checks)"), connect() as wh:
+        scoring.score_ahead(wh)
+
+
+def run_stages(
+    clock: StageClock, plan: list[Stage], firms: int | None, competitors: tuple[str, ...]
+) -> None:
+    """The stages in order, a stage already done skipped. A background stage (Forma's
+    forecasts) starts its processes and the next stages run beside them; before the first
+    stage that reads its forecasts (or at the end) the work that needs none is done too
+    (_beside_forecasts), then the forecasts are waited for and stored."""
+    pending: Any = None
+    waiting: Stage | None = None
+    beside = False
+
+    def catch_up() -> None:
+        nonlocal pending, beside
+        if not beside:
+            _beside_forecasts(clock, firms, competitors)
+            beside = True
+        if pending is not None and waiting is not None:
+            finish_forma_forecasts(clock, waiting, pending)
+            pending = None
+
+    try:
+        for stage in plan:
+            if stage.after_forecasts:
+                catch_up()
+            with connect() as wh:
+                done = stage.done(wh)
+            if done:
+                console.print(f"[dim]{stage.title}: already done, skipped[/]")
+            elif stage.background:
+                pending, waiting = start_forma_forecasts(clock, stage), stage
+            else:
+                _run_stage(clock, stage)
+        catch_up()
+    finally:
+        if pending is not None:  # a stage failed: the forecasting processes stop with it
+            pending.close()
 
 
 def demo_command(
@@ -409,23 +535,13 @@ def demo_command(
             f"{', '.join(suite.names())} or 'all'"
         )
     t0 = time.perf_counter()
-    clock = StageClock()
+    clock = StageClock(t0)
     with clock.stage("set-up (migrate)"):
         _run(["migrate"])
-    for stage in stages(firms, chosen):
-        with connect() as wh:
-            done = stage.done(wh)
-        if done:
-            console.print(f"[dim]{stage.title}: already done, skipped[/]")
-            continue
-        with clock.stage(stage.title) as row:
-            _run(stage.command())
-        # ru_maxrss of children is the largest child so far (KiB on Linux), not this stage's.
-        console.print(
-            f"[dim]{stage.title}: {row.wall:.0f}s, {row.cpu:.0f} CPU-s, "
-            f"peak RSS so far {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20:.1f} GiB[/]",
-            highlight=False,
-        )
+    # the learned competitors the demo fit enter its round (those scored on the full
+    # footprint: a model of a few items would shrink the round's common sample)
+    full = tuple(c for c in chosen if "full" in suite.get(c).footprints)
+    run_stages(clock, stages(firms, chosen), firms, full)
     with clock.stage("scoring the footprints"), connect() as wh:
         from proforma.app import scoring
 
@@ -442,11 +558,9 @@ def demo_command(
     else:
         with clock.stage("report"):
             _run(["report", "--oracle-origins", str(REPORT_ORACLE_ORIGINS)])
-    # a prospective round on the panel's last quarter, resolved by its next vintage
-    # the learned competitors the demo fit enter its round (those scored on the full
-    # footprint: a model of a few items would shrink the round's common sample)
-    full = tuple(c for c in chosen if "full" in suite.get(c).footprints)
-    with clock.stage("prospective round"):
+    # the prospective round, opened and closed beside Forma's forecasts, resolved by the
+    # next vintage
+    with clock.stage("prospective round: resolved"):
         rounds.demo_round(_run, firms, forma_preset(), full)
     clock.print_table(time.perf_counter() - t0)
     clock.write_json(settings.warehouse.with_name("demo_stages.json"), time.perf_counter() - t0)

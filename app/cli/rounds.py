@@ -287,14 +287,16 @@ def demo_round(
     firms: int | None,
     forma_preset: str | None = None,
     competitors: tuple[str, ...] = (),
+    *,
+    resolve: bool = True,
 ) -> None:
     """The demo's round: open it at the panel's last quarter (2024Q4) with its entries,
     close it (the demo plays the deadline), grow the panel by four quarters in the next
-    vintage's warehouse and resolve the round from it: served partly resolved (horizons
-    1-4). Forma enters with the demo's checkpoint of `forma_preset` when given, and the
-    learned `competitors` the demo fit (demo preset) enter refit on the same build. `run(args,
-    env=None)` runs one `proforma` command in a child process. Each step is skipped when
-    its result is there."""
+    vintage's warehouse and, with `resolve`, resolve the round from it: served partly
+    resolved (horizons 1-4). Forma enters with the demo's checkpoint of `forma_preset`
+    when given, and the learned `competitors` the demo fit (demo preset) enter refit on
+    the same build. `run(args, env=None)` runs one `proforma` command in a child process.
+    Each step is skipped when its result is there."""
     import os
 
     from proforma.app.rounds.store import get_round, has_rounds, round_submissions
@@ -330,11 +332,28 @@ def demo_round(
         status_console.print(f"[dim]round {DEMO_ROUND}: resolved already, kept[/]")
         return
     nxt = next_vintage_path()
-    env = {**os.environ, "PROFORMA_WAREHOUSE": str(nxt)}
-    ingest = ["ingest", "synthetic", "--scale", "demo", "--through", DEMO_THROUGH]
-    run(ingest + (["--firms", str(firms)] if firms else []), env=env)
-    run(["build"], env=env)
-    run(["round", "resolve", "--panel", str(nxt)])
+    if not _built(nxt):
+        env = {**os.environ, "PROFORMA_WAREHOUSE": str(nxt)}
+        nxt.unlink(missing_ok=True)  # an ingest or build stopped half-way starts afresh
+        nxt.with_name(nxt.name + ".wal").unlink(missing_ok=True)
+        ingest = ["ingest", "synthetic", "--scale", "demo", "--through", DEMO_THROUGH]
+        run(ingest + (["--firms", str(firms)] if firms else []), env=env)
+        run(["build"], env=env)
+    if resolve:
+        run(["round", "resolve", "--panel", str(nxt)])
+
+
+def _built(path: Path) -> bool:
+    """The warehouse at `path` holds a succeeded build."""
+    from proforma.app.store.warehouse import connect
+
+    if not path.is_file():
+        return False
+    try:
+        with connect(path=path, read_only=True) as wh:
+            return bool(wh.scalar("SELECT count(*) FROM meta.builds WHERE status = 'succeeded'"))
+    except Exception:  # noqa: BLE001 - no build tables yet means "not built"
+        return False
 
 
 def forget_demo_round() -> None:

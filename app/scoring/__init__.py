@@ -6,6 +6,7 @@ modules below never import this package's names themselves (no import circles):
 - ingest_forecasts(wh, name, batches, *, family, df, source, metadata) -> submission_id
 - ingest_parquet(wh, path, name, *, family, df, metadata) -> submission_id
 - score(wh, footprint="full", submissions=None) -> score_run_id
+- score_ahead(wh, footprint="full", submissions=None) -> the submissions prepared
 - leaderboard(wh, footprint="full", track="squared", by=None) -> pyarrow.Table
 - run_reference_baselines(wh) -> list of submission ids
 - missing_reference_baselines(wh) -> names not yet made for the current build
@@ -23,7 +24,7 @@ from proforma.app.scoring.footprints.create import create_footprint
 from proforma.app.scoring.footprints.standard import ensure_standard_footprints
 from proforma.app.scoring.footprints.store import get_footprint, list_footprints, validate_predicate
 from proforma.app.scoring.leaderboard import export_table, leaderboard, table_to_text
-from proforma.app.scoring.runs import run_summary, score
+from proforma.app.scoring.runs import run_summary, score, score_ahead
 from proforma.app.scoring.significance import diebold_mariano, newey_west_variance
 from proforma.app.scoring.submissions.batches import ingest_forecasts
 from proforma.app.scoring.submissions.uploads import ingest_parquet
@@ -45,6 +46,7 @@ __all__ = [
     "run_reference_baselines",
     "run_summary",
     "score",
+    "score_ahead",
     "table_to_text",
     "validate_predicate",
 ]

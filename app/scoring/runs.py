@@ -257,6 +257,23 @@ def footprint_shares(wh: Warehouse, footprint: str, submission_ids: list[int]) -
         return _footprint_shares(wh, footprint, submission_ids)
 
 
+def score_ahead(
+    wh: Warehouse, footprint: str = "full", submissions: Sequence[int | str] | None = None
+) -> list[int]:
+    """What a later run of `footprint` reuses, made now without a run: the cell scores
+    and the footprint coverage of the submissions (default: every current one) and their
+    identity checks. A caller that waits for one more submission (the demo, while Forma
+    forecasts) scores the others meanwhile, and the run then only adds the newcomer.
+    Returns the submissions prepared (a submission whose scoring failed is left out, as
+    a run leaves it out)."""
+    from proforma.app.scoring.coherence import ensure_coherence
+
+    ids = resolve_submissions(wh, submissions)
+    shares = footprint_shares(wh, footprint, ids)
+    ensure_coherence(wh, list(shares))
+    return list(shares)
+
+
 def _footprint_shares(wh: Warehouse, footprint: str, submission_ids: list[int]) -> dict[int, float]:
     wh.require_panel("panel.truth", "panel.firms")
     ensure_standard_footprints(wh)

@@ -19,12 +19,18 @@ def test_unknown_competitor_is_one_clear_error(settings) -> None:
 
 def test_stages_on_an_empty_warehouse_are_all_pending(wh) -> None:
     plan = stages(None)
-    assert [s.title for s in plan][:4] == [
+    assert [s.title for s in plan][:8] == [
         "synthetic panel",
         "benchmark build",
+        "Forma: the shipped mid checkpoint, if trained on this panel",
+        "Forma training (small preset, short run)",
+        "Forma forecasts",
         "reference baselines",
         "oracle",
+        "competitors (demo preset)",
     ]
+    assert [s.title for s in plan if s.background] == ["Forma forecasts"]
+    assert all(s.after_forecasts for s in plan[8:]) and not any(s.after_forecasts for s in plan[:8])
     assert not any(stage.done(wh) for stage in plan)
     fit = next(s for s in plan if s.title.startswith("competitors"))
     args = fit.command()
@@ -158,3 +164,52 @@ def test_the_stage_clock_counts_children_and_failed_stages(capsys) -> None:
     clock.print_table(busy.wall + failed.wall)
     out = capsys.readouterr().out
     assert "a child that computes" in out and "total" in out
+
+
+def test_the_stages_run_beside_formas_forecasts_and_wait_for_them(wh, monkeypatch) -> None:
+    """Forma's forecasts start, the stages after run while they work, the round and the
+    scores ahead come before the wait, and the reconciliations after it; a stage that fails
+    stops the forecasting processes."""
+    import pytest
+
+    from proforma.app.cli import demo
+
+    wh.close()
+    events: list[str] = []
+
+    class Pending:
+        def close(self) -> None:
+            events.append("processes stopped")
+
+    monkeypatch.setattr(demo, "_run_stage", lambda clock, stage: events.append(stage.title))
+    monkeypatch.setattr(
+        demo, "start_forma_forecasts", lambda clock, stage: events.append("start") or Pending()
+    )
+    monkeypatch.setattr(
+        demo, "finish_forma_forecasts", lambda clock, stage, pending: events.append("wait")
+    )
+    monkeypatch.setattr(
+        demo, "_beside_forecasts", lambda clock, firms, competitors: events.append("beside")
+    )
+    plan = stages(None)
+    demo.run_stages(demo.StageClock(), plan, None, ())
+    titles = [s.title for s in plan]
+    assert events == [
+        *titles[:4],
+        "start",
+        *titles[5:8],
+        "beside",
+        "wait",
+        *titles[8:],
+    ]
+
+    events.clear()
+
+    def fail(clock, stage):
+        raise RuntimeError(f"{stage.title} failed")
+
+    monkeypatch.setattr(demo, "_run_stage", fail)
+    later = [s for s in plan if s.title in ("Forma forecasts", "oracle")]
+    with pytest.raises(RuntimeError, match="oracle failed"):
+        demo.run_stages(demo.StageClock(), later, None, ())
+    assert events == ["start", "processes stopped"]

@@ -265,3 +265,37 @@ def test_a_run_references_reused_results_without_copying_them(wh):
     assert {(a, b) for a, b, *_ in got} == {(a, b) for a in ids for b in ids if a < b}
     assert all(r[-1] == 1 for r in got)
     _assert_same_results(wh, third, scoring.score(wh, "full", ids, coherence=False, full=True))
+
+
+def test_scoring_ahead_leaves_the_run_only_the_newcomer(tmp_path_factory):
+    """score_ahead stores the cell scores and coverage of the current submissions without
+    a run; the run that follows, after one more submission, computes only the newcomer's
+    cells, and its results equal a full re-score."""
+    wh = module_warehouse(tmp_path_factory, "ahead")
+    try:
+        cells = truth_cells(wh)
+        actual = cells["actual"].to_numpy()
+        rng = np.random.default_rng(9)
+        early = [
+            scoring.ingest_forecasts(
+                wh,
+                name,
+                forecasts_from(cells, actual + rng.normal(0, 0.3, actual.size), sigma),
+            )
+            for name, sigma in (("gauss", rng.uniform(0.2, 0.6, actual.size)), ("points", None))
+        ]
+        assert sorted(scoring.score_ahead(wh)) == sorted(early)
+        assert not wh.scalar("SELECT count(*) FROM eval.score_runs")
+        prepared = _computed_at(wh)
+        assert set(prepared) == set(early)
+        assert wh.scalar("SELECT count(DISTINCT submission_id) FROM eval.footprint_coverage") == 2
+
+        late = scoring.ingest_forecasts(wh, "late", forecasts_from(cells, actual + 0.1))
+        run = scoring.score(wh, "full", coherence=False, baselines=False)
+        assert {s: t for s, t in _computed_at(wh).items() if s in prepared} == prepared
+        assert set(_computed_at(wh)) == {*early, late}
+        _assert_same_results(
+            wh, run, scoring.score(wh, "full", coherence=False, baselines=False, full=True)
+        )
+    finally:
+        wh.close()

@@ -31,8 +31,15 @@ def test_demo_round(wh: Warehouse, settings: Settings, probe: Any) -> None:
         get_settings.cache_clear()
         assert result.exit_code == 0, result.output
 
+    # the demo opens, enters and closes the round and builds the next vintage beside
+    # Forma's forecasts, and resolves it at the end
+    demo_round(run, 30, competitors=("probe",), resolve=False)
+    assert next_vintage_path().is_file() and ["round", "resolve"] not in [c[:2] for c in calls]
+    with connect(settings) as w:
+        assert get_round(w, "demo")["state"] == "closed"
+    prepared = len(calls)
     demo_round(run, 30, competitors=("probe",))
-    assert next_vintage_path().is_file()
+    assert [c[:2] for c in calls[prepared:]] == [["round", "resolve"]]  # nothing redone
     with connect(settings) as w:
         rnd = get_round(w, "demo")
         assert rnd["origin"] == "2024Q4" and rnd["state"] == "resolving"
