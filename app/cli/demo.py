@@ -34,6 +34,8 @@ from proforma.models.baselines import suite
 #: demo's time budget even at the demo preset (docs/forma.md, "The demo's stages");
 #: `--competitors all` or `proforma run baselines --preset demo` adds them.
 DEMO_COMPETITORS = suite.demo_names()
+#: The paper's footprints the demo scores (and, last, the oracle's origins).
+SCORED_FOOTPRINTS = ("full", "geert", "llm")
 #: One seed keeps the demo near its budget on 2 cores; the paper mixes seeds 60-64.
 FORMA_SEEDS = "60"
 #: Figure 2's oracle experiment in the demo: a third of the paper's 768 origins keeps the
@@ -355,7 +357,7 @@ def score_footprints(wh: Warehouse) -> dict[str, int]:
             highlight=False,
         )
 
-    for footprint in ("full", "geert", "llm"):
+    for footprint in SCORED_FOOTPRINTS:
         score_one(footprint)
     oracle = wh.scalar(
         "SELECT max(submission_id) FROM eval.submissions WHERE name = 'oracle' "
@@ -455,8 +457,9 @@ def _beside_forecasts(clock: StageClock, firms: int | None, competitors: tuple[s
 
     with clock.stage("prospective round: opened, entered, closed; next vintage built"):
         rounds.demo_round(_run, firms, forma_preset(), competitors, resolve=False)
-    with clock.stage("scoring ahead (cell scores, identity checks)"), connect() as wh:
-        scoring.score_ahead(wh)
+    with clock.stage("scoring ahead (cell scores, coverage, identity checks)"), connect() as wh:
+        for footprint in SCORED_FOOTPRINTS:
+            scoring.score_ahead(wh, footprint)
 
 
 def run_stages(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +33,8 @@ from proforma.models.forma.predict import (
     mixture_moments,
     mixture_quantile,
     run_batch,
+    run_slots,
+    slot_index,
 )
 from proforma.models.standardization import destandardize, standardize
 
@@ -214,6 +217,18 @@ def r2_changes(actual: np.ndarray, baseline: np.ndarray, pred: np.ndarray) -> fl
     return 1.0 - float((r**2).sum()) / (den + 1e-12)
 
 
+def _slot_means(models: Sequence[Forma], batch: Any, device: str) -> np.ndarray:
+    """The seeds' mean mu at every hidden slot of the batch, [B, T] (NaN elsewhere): only
+    the slots go through the last layer and the heads (run_slots), as in predict."""
+    index, valid = slot_index(batch)
+    rows = np.nonzero(valid)[0]
+    out = np.full(tuple(batch.slot.shape), np.nan)
+    out[rows, index[valid]] = np.stack(
+        [run_slots(m, batch, index, device)[0][valid] for m in models]
+    ).mean(0)
+    return out
+
+
 def oracle_cells(
     models: Sequence[Forma],
     store: WindowStore,
@@ -266,8 +281,7 @@ def oracle_cells(
         if not plain:
             continue
         bu, bc = collate(plain, account_map), collate(pinned, account_map)
-        mu_u = np.stack([run_batch(m, bu, device)[0] for m in models]).mean(0)
-        mu_c = np.stack([run_batch(m, bc, device)[0] for m in models]).mean(0)
+        mu_u, mu_c = _slot_means(models, bu, device), _slot_means(models, bc, device)
         for r, (ex_u, ex_c, (real, base)) in enumerate(zip(plain, pinned, targets)):
             # grid order is identical in both examples (pins on the grid only unhide slots)
             n = len(ex_u.item_id)
