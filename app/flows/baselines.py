@@ -50,6 +50,12 @@ def load_splits(
     return out
 
 
+def load_views(wh: Warehouse, specs: list) -> dict[str, dict[str, TabularData]]:
+    """The splits of each view the competitors read, each view read once however many
+    competitors share it (every competitor of the suite reads the imputed tabular view)."""
+    return {data: load_splits(wh, data) for data in dict.fromkeys(s.data for s in specs)}
+
+
 def fit_model(
     spec: suite.ModelSpec,
     data: dict[str, TabularData],
@@ -101,7 +107,7 @@ def run_baselines(
     configs = suite.preset(preset_name)
     fan = FanOut(engine, n_jobs, scheduler=scheduler)
     imputation_id, build_id = _inputs_of(wh, specs, reimpute, tracker)
-    views = {s.data: load_splits(wh, s.data) for s in specs}
+    views = load_views(wh, specs)
     root = get_settings().models_dir / "baselines"
     results: list[CompetitorRun] = []
     for spec in specs:

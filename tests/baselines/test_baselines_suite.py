@@ -5,6 +5,7 @@ footprints."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -108,3 +109,20 @@ def test_a_toy_model_enters_through_its_spec(toy: suite.ModelSpec, wh, settings)
     suite.unregister("train-mean")
     res = CliRunner().invoke(cli_app, ["run", "baselines", "--which", "train-mean"])
     assert res.exit_code != 0 and "Unknown model" in str(res.exception or res.output)
+
+
+def test_a_view_the_competitors_share_is_read_once(monkeypatch) -> None:
+    """Every competitor reads the imputed tabular view: a run of three reads it once (it
+    read it once per competitor, 11 s each at demo scale)."""
+    from proforma.app.flows import baselines as flow
+    from proforma.models.baselines import suite
+
+    reads: list[str] = []
+    monkeypatch.setattr(flow, "load_splits", lambda wh, data: reads.append(data) or {"x": data})
+    specs = [suite.get(m) for m in ("enet", "ffnn-linear", "ffnn-large")]
+    assert {s.data for s in specs} == {"tabular_imputed"}
+    views = flow.load_views(None, specs)
+    assert reads == ["tabular_imputed"] and views == {"tabular_imputed": {"x": "tabular_imputed"}}
+    two = [*specs, dataclasses.replace(specs[0], data="tabular")]
+    reads.clear()
+    assert list(flow.load_views(None, two)) == ["tabular_imputed", "tabular"] == reads
