@@ -457,9 +457,10 @@ def _beside_forecasts(clock: StageClock, firms: int | None, competitors: tuple[s
 
     with clock.stage("prospective round: opened, entered, closed; next vintage built"):
         rounds.demo_round(_run, firms, forma_preset(), competitors, resolve=False)
-    with clock.stage("scoring ahead (cell scores, coverage, identity checks)"), connect() as wh:
-        for footprint in SCORED_FOOTPRINTS:
-            scoring.score_ahead(wh, footprint)
+    # (the full footprint only: the coverage of the others costs more here than it saves
+    # their runs, which are aggregation)
+    with clock.stage("scoring ahead (cell scores, identity checks)"), connect() as wh:
+        scoring.score_ahead(wh, "full")
 
 
 def run_stages(
