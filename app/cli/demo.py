@@ -451,8 +451,9 @@ def _run_stage(clock: StageClock, stage: Stage) -> None:
 
 def _beside_forecasts(clock: StageClock, firms: int | None, competitors: tuple[str, ...]) -> None:
     """What needs no Forma forecasts and fills the cores while they are made: the round
-    opened, entered and closed with the next vintage built, and the cell scores and
-    identity checks of every submission so far (scoring.score_ahead)."""
+    opened, entered and closed with the next vintage built, the cell scores and identity
+    checks of every submission so far (scoring.score_ahead), and the oracle experiment
+    of the report's Figure 2 (kept in the cache folder, where the report finds it)."""
     from proforma.app import scoring
 
     with clock.stage("prospective round: opened, entered, closed; next vintage built"):
@@ -461,6 +462,9 @@ def _beside_forecasts(clock: StageClock, firms: int | None, competitors: tuple[s
     # their runs, which are aggregation)
     with clock.stage("scoring ahead (cell scores, identity checks)"), connect() as wh:
         scoring.score_ahead(wh, "full")
+    oracle = ["forma", "oracle-experiment", "--preset", forma_preset(), "--seeds", FORMA_SEEDS]
+    with clock.stage("Figure 2's oracle experiment, kept for the report"):
+        _run([*oracle, "--origins", str(REPORT_ORACLE_ORIGINS), "--device", "cpu"])
 
 
 def run_stages(

@@ -256,12 +256,54 @@ def oracle_experiment(
     """Pin the realized path of `item` on a seeded sample of test origins and compare the
     other cells with the unconditional forecast: (summary by overall / horizon /
     statement, breakdown by statement x horizon: cells, MAE and R2 both ways and their
-    changes; origins used)."""
-    from proforma.models.forma.scenario import oracle_breakdown, oracle_cells, oracle_summary
+    changes; origins used). The cells are kept in the cache folder under a key of
+    everything they depend on (_oracle_key), so the same experiment again only
+    aggregates."""
+    from proforma.models.forma.scenario import oracle_breakdown, oracle_summary
 
     item_id = wh.scalar("SELECT item_id FROM ref.items WHERE item = ? AND item_id > 0", [item])
     if item_id is None:
         raise UserError(f"Unknown item {item!r}")
+    key = _oracle_key(wh, models, int(item_id), origins, sample_seed, device)
+    cached = oracle_cache_dir() / f"{key}.npz"
+    if cached.is_file():
+        with np.load(cached) as saved:
+            cells = {k: saved[k] for k in saved.files if k != "n_origins"}
+            n_origins = int(saved["n_origins"])
+    else:
+        cells, n_origins = _oracle_cells(
+            wh, models, int(item_id), origins, sample_seed, device, progress
+        )
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(".part.npz")
+        arrays: dict[str, Any] = {"n_origins": np.asarray(n_origins), **cells}
+        np.savez(partial, **arrays)
+        partial.replace(cached)
+    if not len(cells["actual"]):
+        raise UserError(f"No sampled origin has a realized {item} path")
+    classes = statement_classes(wh)
+    return oracle_summary(cells, classes), oracle_breakdown(cells, classes), n_origins
+
+
+def oracle_cache_dir() -> Path:
+    """Where oracle experiments are kept (the cache folder): `make demo` runs its
+    report's experiment beside Forma's forecasts, and the report finds it there."""
+    from proforma.app.store.settings import get_settings
+
+    return get_settings().cache_dir / "oracle_experiment"
+
+
+def _oracle_cells(
+    wh: Warehouse,
+    models: Sequence[Any],
+    item_id: int,
+    origins: int,
+    sample_seed: int,
+    device: str,
+    progress: bool,
+) -> tuple[dict[str, np.ndarray], int]:
+    from proforma.models.forma.scenario import oracle_cells
+
     store = window_store(wh, "test", future=True)
     if not len(store):
         raise UserError("No test origins in the panel")
@@ -270,8 +312,51 @@ def oracle_experiment(
             np.random.default_rng(sample_seed).choice(len(store), origins, replace=False)
         )
         store = store.take(pick)
-    cells = oracle_cells(models, store, int(item_id), device=device, progress=progress)
-    if not len(cells["actual"]):
-        raise UserError(f"No sampled origin has a realized {item} path")
-    classes = statement_classes(wh)
-    return oracle_summary(cells, classes), oracle_breakdown(cells, classes), len(store)
+    return oracle_cells(models, store, item_id, device=device, progress=progress), len(store)
+
+
+def _oracle_key(
+    wh: Warehouse,
+    models: Sequence[Any],
+    item_id: int,
+    origins: int,
+    sample_seed: int,
+    device: str,
+) -> str:
+    """What an oracle experiment's cells depend on: the networks' weights and settings,
+    the panel (this warehouse's latest build), the pinned item, the origin sample and
+    the device with its batch size (float32 rounding)."""
+    import hashlib
+    import json
+
+    from proforma.app.scoring.provenance import current_build
+    from proforma.models.forma.predict import default_batch_size
+
+    digest = hashlib.sha256()
+    for model in models:
+        for name, tensor in sorted(model.state_dict().items()):
+            digest.update(name.encode())
+            digest.update(tensor.detach().cpu().numpy().tobytes())
+        # the model's own settings (lookback, anchor, precision...); not its train/eval mode
+        flags = {
+            k: v
+            for k, v in vars(model).items()
+            if isinstance(v, (bool, int, float, str)) and k != "training"
+        }
+        digest.update(json.dumps(flags, sort_keys=True).encode())
+    build = current_build(wh) or {}
+    digest.update(
+        json.dumps(
+            {
+                "warehouse": str(wh.path),
+                "build": [build.get("build_id"), str(build.get("finished_at"))],
+                "item_id": item_id,
+                "origins": origins,
+                "sample_seed": sample_seed,
+                "device": device,
+                "batch_size": default_batch_size(device),
+            },
+            sort_keys=True,
+        ).encode()
+    )
+    return digest.hexdigest()[:24]

@@ -70,6 +70,7 @@ def built(tmp_path_factory):
     env = {
         "PROFORMA_WAREHOUSE": folder / "wh.duckdb",
         "PROFORMA_TEMP_DIRECTORY": folder / "tmp",
+        "PROFORMA_CACHE_DIR": folder / "cache",
         "PROFORMA_MODELS_DIR": folder / "models",
         "PROFORMA_REPORT_DIR": folder / "report",
         "PROFORMA_THREADS": "2",
@@ -221,3 +222,37 @@ def test_the_oracle_command_runs_the_scenario_flow(built, tmp_path, monkeypatch)
     assert asked == [{"item": "revtq", "origins": 5, "sample_seed": 2, "device": "cpu"}]
     assert pq.read_table(out).equals(returned[0])
     assert "oracle revtq: 5 origins" in res.output
+
+
+def test_an_oracle_experiment_is_kept_and_found_again(built, monkeypatch):
+    """The demo runs its report's oracle experiment beside Forma's forecasts: the same
+    experiment again (the report's Figure 2) reads the kept cells, the same tables; another
+    sample, other weights or another build computes afresh."""
+    import torch
+
+    from proforma.app.flows import scenario
+    from proforma.models.forma import scenario as model_scenario
+
+    computed: list[int] = []
+    real = model_scenario.oracle_cells
+
+    def counted(*args, **kwargs):
+        computed.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(model_scenario, "oracle_cells", counted)
+    models, _, _ = scenario.load_forma("small", "gaussian", [60])
+    kept = built.cache_dir / "oracle_experiment"
+    before = set(kept.glob("*.npz"))  # the module's other tests ran experiments too
+    with connect(read_only=True) as wh:
+        first = scenario.oracle_experiment(wh, models, origins=6, sample_seed=4, progress=False)
+        again = scenario.oracle_experiment(wh, models, origins=6, sample_seed=4, progress=False)
+        assert len(computed) == 1
+        assert again[0].equals(first[0]) and again[1].equals(first[1]) and again[2] == first[2]
+        scenario.oracle_experiment(wh, models, origins=6, sample_seed=5, progress=False)
+        assert len(computed) == 2
+        with torch.no_grad():
+            next(models[0].parameters()).add_(1e-3)
+        scenario.oracle_experiment(wh, models, origins=6, sample_seed=4, progress=False)
+        assert len(computed) == 3
+    assert len(set(kept.glob("*.npz")) - before) == 3
