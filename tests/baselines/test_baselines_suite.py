@@ -118,11 +118,16 @@ def test_a_view_the_competitors_share_is_read_once(monkeypatch) -> None:
     from proforma.models.baselines import suite
 
     reads: list[str] = []
-    monkeypatch.setattr(flow, "load_splits", lambda wh, data: reads.append(data) or {"x": data})
+
+    def read(wh: Any, data: str) -> dict[str, Any]:
+        reads.append(data)
+        return {"x": data}
+
+    monkeypatch.setattr(flow, "load_splits", read)
     specs = [suite.get(m) for m in ("enet", "ffnn-linear", "ffnn-large")]
     assert {s.data for s in specs} == {"tabular_imputed"}
-    views = flow.load_views(None, specs)
+    views: dict[str, Any] = flow.load_views(Any, specs)  # type: ignore[arg-type]
     assert reads == ["tabular_imputed"] and views == {"tabular_imputed": {"x": "tabular_imputed"}}
     two = [*specs, dataclasses.replace(specs[0], data="tabular")]
     reads.clear()
-    assert list(flow.load_views(None, two)) == ["tabular_imputed", "tabular"] == reads
+    assert list(flow.load_views(Any, two)) == ["tabular_imputed", "tabular"] == reads  # type: ignore[arg-type]

@@ -182,9 +182,12 @@ def test_the_stages_run_beside_formas_forecasts_and_wait_for_them(wh, monkeypatc
             events.append("processes stopped")
 
     monkeypatch.setattr(demo, "_run_stage", lambda clock, stage: events.append(stage.title))
-    monkeypatch.setattr(
-        demo, "start_forma_forecasts", lambda clock, stage: events.append("start") or Pending()
-    )
+
+    def start(clock, stage) -> Pending:
+        events.append("start")
+        return Pending()
+
+    monkeypatch.setattr(demo, "start_forma_forecasts", start)
     monkeypatch.setattr(
         demo, "finish_forma_forecasts", lambda clock, stage, pending: events.append("wait")
     )
