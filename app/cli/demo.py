@@ -473,17 +473,17 @@ def run_stages(
     """The stages in order, a stage already done skipped. A background stage (Forma's
     forecasts) starts its processes and the next stages run beside them; before the first
     stage that reads its forecasts (or at the end) the work that needs none is done too
-    (_beside_forecasts), then the forecasts are waited for and stored."""
+    (_beside_forecasts), then the forecasts are waited for and stored. With the forecasts
+    there already, nothing runs beside."""
     pending: Any = None
     waiting: Stage | None = None
-    beside = False
 
     def catch_up() -> None:
-        nonlocal pending, beside
-        if not beside:
-            _beside_forecasts(clock, firms, competitors)
-            beside = True
+        # only while the processes work: otherwise the round comes whole at the end and
+        # the runs make their own cell scores, so a second `make demo` serves at once
+        nonlocal pending
         if pending is not None and waiting is not None:
+            _beside_forecasts(clock, firms, competitors)
             finish_forma_forecasts(clock, waiting, pending)
             pending = None
 

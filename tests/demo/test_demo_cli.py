@@ -206,6 +206,11 @@ def test_the_stages_run_beside_formas_forecasts_and_wait_for_them(wh, monkeypatc
         *titles[8:],
     ]
 
+    events.clear()  # Forma's forecasts there already: nothing runs beside, nothing waits
+    no_forma = [s for s in plan if not s.background]
+    demo.run_stages(demo.StageClock(), no_forma, None, ())
+    assert events == [s.title for s in no_forma]
+
     events.clear()
 
     def fail(clock, stage):
