@@ -475,17 +475,17 @@ def run_stages(
     stage that reads its forecasts (or at the end) the work that needs none is done too
     (_beside_forecasts), then the forecasts are waited for and stored. With the forecasts
     there already, nothing runs beside."""
-    pending: Any = None
-    waiting: Stage | None = None
+    #: the background stage whose processes work, and its PendingForecast
+    working: tuple[Stage, Any] | None = None
 
     def catch_up() -> None:
         # only while the processes work: otherwise the round comes whole at the end and
         # the runs make their own cell scores, so a second `make demo` serves at once
-        nonlocal pending
-        if pending is not None and waiting is not None:
+        nonlocal working
+        if working is not None:
             _beside_forecasts(clock, firms, competitors)
-            finish_forma_forecasts(clock, waiting, pending)
-            pending = None
+            finish_forma_forecasts(clock, *working)
+            working = None
 
     try:
         for stage in plan:
@@ -496,13 +496,13 @@ def run_stages(
             if done:
                 console.print(f"[dim]{stage.title}: already done, skipped[/]")
             elif stage.background:
-                pending, waiting = start_forma_forecasts(clock, stage), stage
+                working = (stage, start_forma_forecasts(clock, stage))
             else:
                 _run_stage(clock, stage)
         catch_up()
     finally:
-        if pending is not None:  # a stage failed: the forecasting processes stop with it
-            pending.close()
+        if working is not None:  # a stage failed: the forecasting processes stop with it
+            working[1].close()
 
 
 def demo_command(

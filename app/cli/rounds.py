@@ -345,14 +345,15 @@ def demo_round(
 
 def _built(path: Path) -> bool:
     """The warehouse at `path` holds a succeeded build."""
+    from proforma.app.scoring.provenance import current_build_id
     from proforma.app.store.warehouse import connect
 
     if not path.is_file():
         return False
     try:
         with connect(path=path, read_only=True) as wh:
-            return bool(wh.scalar("SELECT count(*) FROM meta.builds WHERE status = 'succeeded'"))
-    except Exception:  # noqa: BLE001 - no build tables yet means "not built"
+            return current_build_id(wh) is not None
+    except Exception:  # noqa: BLE001 - a file an ingest left half-written is "not built"
         return False
 
 

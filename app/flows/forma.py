@@ -856,22 +856,6 @@ def start_forecast_processes(
     return ForecastProcesses(procs, outs)
 
 
-def forecast_in_processes(
-    checkpoints: list[Path],
-    store: Any,
-    *,
-    jobs: int,
-    threads: int = 1,
-    batch_size: int = 0,
-    folder: Path,
-) -> Iterator[pa.RecordBatch]:
-    """The forecasts of every origin of `store`, made by start_forecast_processes; yielded
-    part by part once all are done."""
-    yield from start_forecast_processes(
-        checkpoints, store, jobs=jobs, threads=threads, batch_size=batch_size, folder=folder
-    ).batches()
-
-
 def ship_interval_calibration(
     preset: str,
     seeds: list[int],
@@ -933,7 +917,6 @@ class PendingForecast:
 
     name: str
     family: str
-    split: str
     origins: int
     metadata: dict[str, Any]
     calibration: dict[str, Any] | None
@@ -1024,7 +1007,6 @@ def start_predict(
         pending = PendingForecast(
             name or f"forma-{preset}-{family}",
             family,
-            split,
             len(store),
             metadata,
             calibration,

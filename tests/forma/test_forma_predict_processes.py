@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from proforma.app.flows.forma import forecast_in_processes
+from proforma.app.flows.forma import start_forecast_processes
 from proforma.contracts.errors import UserError
 from proforma.models import FORECAST_SCHEMA
 from proforma.models.forma.batching import SPLIT_LAST_Q, WindowStore
@@ -46,9 +46,9 @@ def test_processes_forecast_what_one_process_does(tmp_path: Path) -> None:
     one = _sorted(pa.Table.from_batches(list(predict(models, store, batch_size=4))))
     many = pa.Table.from_batches(
         list(
-            forecast_in_processes(
+            start_forecast_processes(
                 checkpoints, store, jobs=2, batch_size=4, folder=tmp_path / "spool"
-            )
+            ).batches()
         ),
         schema=FORECAST_SCHEMA,
     )
@@ -66,7 +66,11 @@ def test_processes_forecast_what_one_process_does(tmp_path: Path) -> None:
 def test_a_failing_process_is_one_clear_error(tmp_path: Path) -> None:
     store = WindowStore.from_batches([make_windows(4, seed=1, split="test", future=False)])
     try:
-        list(forecast_in_processes([tmp_path / "missing.pt"], store, jobs=2, folder=tmp_path))
+        list(
+            start_forecast_processes(
+                [tmp_path / "missing.pt"], store, jobs=2, folder=tmp_path
+            ).batches()
+        )
     except UserError as exc:
         assert "--jobs 1" in str(exc)
     else:
