@@ -209,7 +209,20 @@ def _score_entry(wh: Warehouse, sub: dict[str, Any], params: dict[str, Any]) -> 
         "has_sigma": True,  # a round's density families all carry a sigma
         **rule_params(RuleSet.parse(sub["rules"], "The round records")),
     }
-    terms, one = cell_terms(wh, sub, one, "round_forecast_cells", step="rounds/040_cell_scores")
+    # a mixture's components are in rounds.forecast_components (a single forecast's in
+    # rounds.forecasts, as component 0)
+    first_component = wh.scalar(
+        "SELECT min(component) FROM rounds.forecast_components WHERE submission_id = ?",
+        [int(sub["submission_id"])],
+    )
+    terms, one = cell_terms(
+        wh,
+        sub,
+        one,
+        "round_forecast_cells",
+        step="rounds/040_cell_scores",
+        first_component=first_component,
+    )
     # the absolute track: a quantile forecast's median residual, else the residual
     r_abs = "r_abs" if sub["family"] == "quantile" else "r"
     wh.run_step(

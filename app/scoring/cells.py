@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
-import numpy as np
 import pyarrow as pa
 from duckdb.func import PythonUDFType
 from duckdb.sqltypes import DOUBLE
@@ -57,12 +56,14 @@ def scoring_context(wh: Warehouse) -> Context:
 
 
 def _t_cdf(x: pa.Array, nu: pa.Array) -> pa.Array:
-    """Student-t CDF for the SQL UDF eval_t_cdf (SQL has no incomplete beta function)."""
+    """Student-t CDF for the SQL UDF eval_t_cdf (SQL has no incomplete beta function).
+    NaN in, NaN out: DuckDB takes no NULL from a UDF of default null handling, and a
+    mixture component with a non-finite mu (its cell is never scored) has a NaN w."""
     from scipy import special  # here, not at the top: scipy would weigh on every CLI start
 
     xs = to_numpy(x).astype(float)
     ns = to_numpy(nu).astype(float)
-    return to_arrow(special.stdtr(ns, xs), mask=np.isnan(xs) | np.isnan(ns))
+    return to_arrow(special.stdtr(ns, xs))
 
 
 def register_functions(wh: Warehouse) -> None:
@@ -171,25 +172,40 @@ def single_params(sub: dict[str, Any], ctx: Context) -> dict[str, Any]:
 TERMS = {
     "single": ("eval/057_single_cell_terms", "single_cell_terms"),
     "mixture": ("eval/054_mixture_cell_terms", "mixture_cell_terms"),
+    "pair": ("eval/054_mixture_cell_terms", "mixture_pair_cell_terms"),
     "quantile": ("eval/056_quantile_cell_terms", "quantile_cell_terms"),
 }
 
 
-def terms_kind(family: str, n_components: int) -> str:
+def terms_kind(family: str, n_components: int, first_component: int | None = None) -> str:
+    """Which per-cell terms score a submission: a two-component mixture whose first
+    component is known takes the pair terms (054's one-join form), any other mixture the
+    general ones."""
     if family == "quantile":
         return "quantile"
+    if n_components == 2 and first_component is not None:
+        return "pair"
     return "mixture" if n_components > 1 else "single"
 
 
 def cell_terms(
-    wh: Warehouse, sub: dict[str, Any], params: dict[str, Any], cells: str, *, step: str
+    wh: Warehouse,
+    sub: dict[str, Any],
+    params: dict[str, Any],
+    cells: str,
+    *,
+    step: str,
+    first_component: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Make `cells` with `step` (a view of the submission's forecasts met with the truth)
     and the per-cell terms over it for the submission's kind (057, 054, 056): the terms
     view's name, and `params` with what the terms read besides (a quantile forecast's levels),
     for the step that reads the view. The static scorer and the rounds share the terms
-    this way."""
-    kind = terms_kind(sub["family"], int(sub["n_components"] or 1))
+    this way. `first_component`: the lowest component number of a mixture's forecasts
+    (a two-component mixture is then scored by the pair terms)."""
+    kind = terms_kind(sub["family"], int(sub["n_components"] or 1), first_component)
+    if kind == "pair":
+        params = {**params, "first_component": first_component}
     if kind == "quantile":
         params = {**params, **quantile_level_params(list(sub["quantile_levels"] or []))}
     wh.run_step(step, params)
@@ -202,6 +218,7 @@ def drop_cell_terms(wh: Warehouse) -> None:
     """Drop whichever per-cell terms view `cell_terms` made on this connection."""
     for _, view in TERMS.values():
         wh.execute(f"DROP VIEW IF EXISTS {view}")
+    wh.execute("DROP VIEW IF EXISTS mixture_components")
 
 
 def compute_cell_scores(wh: Warehouse, sid: int, ctx: Context) -> int:
@@ -286,8 +303,8 @@ def _insert_cell_scores(
     """Per-cell rows of a submission whose forecasts are in eval.forecasts (050-053);
     returns (cells, cells with density terms)."""
     sid = int(sub["submission_id"])
-    first_q, last_q = wh.one(
-        "SELECT coalesce(min(origin_q), 0), coalesce(max(origin_q), -1) "
+    first_q, last_q, first_component = wh.one(
+        "SELECT coalesce(min(origin_q), 0), coalesce(max(origin_q), -1), min(component) "
         "FROM eval.forecasts WHERE submission_id = ?",
         [sid],
     )
@@ -300,7 +317,14 @@ def _insert_cell_scores(
     if sub["point_only"]:
         wh.run_step("eval/053_cell_scores_point", params)
     else:
-        terms, params = cell_terms(wh, sub, params, CELL_VIEW, step="eval/049_submission_cells")
+        terms, params = cell_terms(
+            wh,
+            sub,
+            params,
+            CELL_VIEW,
+            step="eval/049_submission_cells",
+            first_component=first_component,
+        )
         wh.run_step("eval/050_cell_scores", params, identifiers={"terms": terms})
     cells, density = wh.one(
         "SELECT count(*), count(u) FROM eval.cell_scores WHERE submission_id = ?", [sid]

@@ -175,19 +175,19 @@ def _cdf1(family, df, m, s, x):
 
 
 @pytest.mark.parametrize("family", ["gaussian", "laplace"])
-def test_mixture_metrics_match_exact_and_monte_carlo(wh, family):
+@pytest.mark.parametrize("k", [2, 3])  # 054's pair terms and its general ones
+def test_mixture_metrics_match_exact_and_monte_carlo(wh, family, k):
     if "small" not in {r[0] for r in wh.fetchall("SELECT name FROM eval.footprints")}:
         scoring.create_footprint(wh, "small", predicate=SMALL)
     cells = _small_cells(wh)
     rng = np.random.default_rng(3)
     actual = cells["actual"].to_numpy()
-    k = 3
     mus = actual[None, :] + rng.normal(0, 0.4, (k, actual.size))
     sds = rng.uniform(0.2, 0.7, (k, actual.size))
     sds[1, :5] = sds[0, :5] * (1 + 1e-7)  # nearly equal scales (the Laplace limit branch)
     batches = [forecasts_from(cells, mus[j], sds[j], component=j) for j in range(k)]
     table = pa.concat_tables(batches)
-    sid = scoring.ingest_forecasts(wh, f"mixture {family}", table, family=family)
+    sid = scoring.ingest_forecasts(wh, f"mixture {family} of {k}", table, family=family)
     assert (
         wh.scalar("SELECT n_components FROM eval.submissions WHERE submission_id = ?", [sid]) == k
     )
