@@ -26,7 +26,7 @@ Slots:
   per-group PIT bin columns pit0.. with their types, counted from pit_bin, as constant 0
   (point forecasts, and rows whose bins are counted per submission) and summed up;
 - `metric_public`: each metric as the snapshot publishes it (an upload's noised or withheld);
-- `metric_cluster_columns`, `metric_cluster_sums`, `metric_cluster_point_sums`,
+- `metric_cluster_columns`, `metric_cluster_point_sums`,
   `metric_cluster_names`: the same for the sums kept per (firm, origin quarter) for the
   bootstrap (`registry.cluster_sums()`, eval.cluster_loss_rows);
 """
@@ -72,10 +72,6 @@ def _point_sums() -> str:
 
 def _cluster_columns() -> str:
     return _columns_of(tuple(registry.cluster_sums()))
-
-
-def _cluster_sums() -> str:
-    return _sums_of(tuple(registry.cluster_sums()))
 
 
 def _cluster_point_sums() -> str:
@@ -202,7 +198,6 @@ SLOTS = {
     "metric_pit_sums": _pit_sums,
     "metric_public": _public,
     "metric_cluster_columns": _cluster_columns,
-    "metric_cluster_sums": _cluster_sums,
     "metric_cluster_point_sums": _cluster_point_sums,
     "metric_cluster_names": _cluster_names,
 }

@@ -124,11 +124,6 @@ def test_each_metric_finishes_from_its_own_sums() -> None:
 # -- the steps ------------------------------------------------------------------------------
 
 
-def _cluster_sums_match(got: dict[str, exp.Expression], step: str) -> None:
-    for name in cluster_sums():
-        assert got[name] == _parse(SUMS[name].sql), f"{step}: cluster sum {name}"
-
-
 def test_run_agg_columns_are_the_sums() -> None:
     create, clusters, pit = _statements("eval/064_run_aggregates")
     assert [c.name for c in pit.this.expressions] == ["submission_id", "bin", "n"]
@@ -148,17 +143,26 @@ def test_run_agg_columns_are_the_sums() -> None:
 
 
 def test_cell_aggregates_follow_the_sums() -> None:
-    insert, clusters = _statements("eval/065_cell_aggregates")
-    select = insert.expression
+    """065 and 066 sum the stored cell scores in one pass (grouping sets) by group, by
+    (firm, origin quarter) for the bootstrap's clusters and (065) by PIT bin, then fill
+    run_agg, run_clusters and run_pit from it."""
+    create, insert, clusters, pit, drop = _statements("eval/065_cell_aggregates")
+    select = create.expression
     _sums_match(_projections(select), "065")
-    _cluster_sums_match(_projections(clusters.expression), "065")
     # the cells: the stored score columns (c.*) with r_abs replaced, and y
     named = {a.alias for a in _source(select).find_all(exp.Alias)}
     assert {"y", "r_abs"} <= named, "065 gives the cells no y or r_abs"
-    # the point-only step: point sums as defined, density sums constant
-    insert, clusters = _statements("eval/066_cell_aggregates_point")
+    assert insert.this.sql("duckdb") == "run_agg"
     assert clusters.this.sql("duckdb") == "run_clusters"
-    select = insert.expression
+    assert [c.name for c in clusters.expression.expressions][3:] == list(cluster_sums())
+    assert pit.this.sql("duckdb") == "run_pit"
+    assert isinstance(drop, exp.Drop)
+    # the point-only step: point sums as defined, density sums constant
+    create, insert, clusters, drop = _statements("eval/066_cell_aggregates_point")
+    assert insert.this.sql("duckdb") == "run_agg"
+    assert clusters.this.sql("duckdb") == "run_clusters"
+    assert [c.name for c in clusters.expression.expressions][3:] == list(cluster_sums())
+    select = create.expression
     got = _projections(select)
     assert set(_projections(_source(select))) >= set(POINT_INPUTS)
     for name in used_sums():
