@@ -12,13 +12,21 @@ _NEEDS = ("panel.origins", "panel.origin_params", "panel.item_k")
 def compute_coherence(wh: Warehouse, submission_id: int, split: str = "test") -> int:
     """(Re)compute eval.coherence rows of a submission; returns identity instances scored."""
     version = eval_sql_version()
+    components = wh.scalar(
+        "SELECT n_components FROM eval.submissions WHERE submission_id = ?", [submission_id]
+    )
     source = forecast_relation(wh, submission_id)  # a stored upload: its file, in place
     try:
         with wh.transaction():
             wh.execute("DELETE FROM eval.coherence WHERE submission_id = ?", [submission_id])
             wh.run_step(
                 "eval/080_coherence",
-                {"submission_id": submission_id, "split": split, "eval_sql_version": version},
+                {
+                    "submission_id": submission_id,
+                    "split": split,
+                    "eval_sql_version": version,
+                    "components": int(components or 1),
+                },
                 identifiers={"forecasts": source},
             )
     finally:

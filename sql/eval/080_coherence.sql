@@ -8,9 +8,17 @@
 -- |sum_j s_j v_j| / sum_j |v_j|; median (and mean) by identity and overall ('ALL').
 INSERT INTO eval.coherence
 WITH points AS (
+    -- a single forecast's mu as it is; a mixture's mean, one group per cell (the group-by
+    -- is half the step's time, so a single forecast skips it: getvariable('components')
+    -- is a constant, and the branch it rules out is never run)
+    SELECT firm_id, origin_q, item_id, horizon, mu AS x
+    FROM {{ forecasts }}
+    WHERE getvariable('components') = 1
+      AND submission_id = getvariable('submission_id') AND isfinite(mu)
+    UNION ALL
     SELECT firm_id, origin_q, item_id, horizon, avg(mu) AS x
     FROM {{ forecasts }}
-    WHERE submission_id = getvariable('submission_id')
+    WHERE getvariable('components') > 1 AND submission_id = getvariable('submission_id')
     GROUP BY ALL
     HAVING bool_and(isfinite(mu))
 ),

@@ -6,6 +6,7 @@ import dataclasses
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 import pytest
 from scoring_fixtures import forecasts_from, module_warehouse, truth_cells
 
@@ -454,3 +455,39 @@ def test_reference_baselines_bounded_memory_falls_back(tmp_path_factory, monkeyp
     assert seen[-1] == before and _limit(wh) == before
     assert _all_forecasts(wh) == fits
     wh.close()
+
+
+def test_coherence_of_a_mixture_is_that_of_its_mean(wh):
+    """080 reads a single forecast's mu as it is and averages a mixture's components: a
+    two-component mixture around the truth scores as the truth does; a cell whose mu is
+    not finite (in any component) leaves every identity instance it is a member of."""
+    cells = truth_cells(wh)
+    actual = cells["actual"].to_numpy()
+    single = scoring.ingest_forecasts(wh, "truth, single", forecasts_from(cells, actual))
+    spread = np.linspace(0.25, 0.5, actual.size)
+    mixture = scoring.ingest_forecasts(
+        wh,
+        "truth, two components",
+        pa.concat_tables(
+            [
+                forecasts_from(cells, actual + spread, component=0),
+                forecasts_from(cells, actual - spread, component=1),
+            ]
+        ),
+    )
+    holed = actual.copy()
+    holed[0] = np.nan
+    gap = scoring.ingest_forecasts(wh, "truth, one hole", forecasts_from(cells, holed))
+    n_single, n_mixture, n_gap = (compute_coherence(wh, s) for s in (single, mixture, gap))
+    assert n_mixture == n_single > n_gap > 0
+
+    def shares(sid: int) -> dict:
+        return dict(
+            wh.fetchall(
+                "SELECT identity, mean_violation FROM eval.coherence WHERE submission_id = ?",
+                [sid],
+            )
+        )
+
+    want = shares(single)
+    assert shares(mixture) == pytest.approx(want, rel=1e-9, abs=1e-15)
