@@ -25,7 +25,7 @@ CREATE OR REPLACE TEMP TABLE run_clusters (
 );
 
 -- PIT bin counts per submission, from steps that count them over a whole submission
--- (067) rather than per (item, horizon, origin quarter) as run_agg's pit columns; 070
+-- (065, 067) rather than per (item, horizon, origin quarter) as run_agg's pit columns; 070
 -- adds both.
 CREATE OR REPLACE TEMP TABLE run_pit (
     submission_id INTEGER,

@@ -55,7 +55,7 @@ WITH per_sub AS (
     GROUP BY submission_id
 ),
 bins AS (
-    -- run_agg's per-group counts and run_pit's per-submission counts (067)
+    -- run_agg's per-group counts and run_pit's per-submission counts (065, 067)
     SELECT submission_id, bin, sum(n) AS n
     FROM (SELECT submission_id, CAST(b AS TINYINT) AS bin, counts[b + 1] AS n
           FROM per_sub, range(20) t(b)
