@@ -25,6 +25,7 @@ from proforma.app.scoring.submissions.store import FILE_VIEW, forecast_relation
 from proforma.app.store.sqlfiles import sql_file
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
+from proforma.models.numerics import one_blas_thread
 
 _NEEDS = ("panel.origins", "panel.origin_params", "panel.item_k")
 
@@ -103,6 +104,12 @@ def _job(wh: Warehouse, parent_id: int, weights: str, name: str) -> tuple[int, b
         [rid, parent_id, weights, name],
     )
     return rid, False
+
+
+def _parent_params(parent: dict[str, Any]) -> dict[str, Any]:
+    """The SQL variables that name the parent to the steps: its id, and its number of
+    components (a single forecast's points are its rows, a mixture's are averaged)."""
+    return {"parent_id": parent["submission_id"], "components": int(parent["n_components"] or 1)}
 
 
 def reconcile_quarter(
@@ -207,9 +214,7 @@ def _project_quarters(
 
     # the parent's rows: eval.forecasts, or its file in the upload store, read in place
     source = {"forecasts": forecast_relation(wh, parent["submission_id"])}
-    wh.run_step(
-        "reconcile/010_statement_cells", {"parent_id": parent["submission_id"]}, identifiers=source
-    )
+    wh.run_step("reconcile/010_statement_cells", _parent_params(parent), identifiers=source)
     try:
         done = {
             q
@@ -224,10 +229,15 @@ def _project_quarters(
             )
         ]
         todo = [q for q in quarters if q not in done]
-        for q in progress_bar(
-            todo, desc=f"reconcile ({weights})", unit="quarter", disable=not progress, leave=False
-        ):
-            _project_quarter(wh, rid, q, weights, identities)
+        with one_blas_thread():  # many small matrices: threaded BLAS only spins
+            for q in progress_bar(
+                todo,
+                desc=f"reconcile ({weights})",
+                unit="quarter",
+                disable=not progress,
+                leave=False,
+            ):
+                _project_quarter(wh, rid, q, weights, identities)
     finally:
         wh.execute("DROP TABLE IF EXISTS reconcile_points")
     return done
@@ -277,7 +287,7 @@ def _finish_job(wh: Warehouse, rid: int, parent: dict[str, Any], sid: int) -> tu
     source = {"forecasts": forecast_relation(wh, parent["submission_id"])}
     violation = wh.query_step(
         "reconcile/030_projection_violation",
-        {"parent_id": parent["submission_id"], "reconcile_id": rid, "split": "test"},
+        {**_parent_params(parent), "reconcile_id": rid, "split": "test"},
         identifiers=source,
     ).to_pylist()[0]
     wh.execute(f"DROP VIEW IF EXISTS {FILE_VIEW}")
@@ -316,7 +326,7 @@ def _store(
     }
     cursor = wh.cursor()  # its own result stream: ingest runs statements on wh meanwhile
     try:
-        cursor.set_params({"parent_id": parent["submission_id"], "reconcile_id": rid})
+        cursor.set_params({**_parent_params(parent), "reconcile_id": rid})
         # (a temp view is the cursor's own: the parent's relation is made on it)
         source = forecast_relation(cursor, parent["submission_id"])
         reader = cursor.reader(

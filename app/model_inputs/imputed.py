@@ -40,7 +40,8 @@ from proforma.contracts.errors import UserError
 from proforma.contracts.panel import SPLITS
 from proforma.contracts.provenance import utcnow
 from proforma.models.baselines.fanout import Tracker
-from proforma.models.baselines.imputation import ImputationConfig, impute_matrix, one_blas_thread
+from proforma.models.baselines.imputation import ImputationConfig, impute_matrix
+from proforma.models.numerics import one_blas_thread
 
 TABLE = "panel.tabular_imputed_cells"
 STAGING = "panel.tabular_imputed_cells_staging"

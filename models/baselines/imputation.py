@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg
-from threadpoolctl import threadpool_limits
+
+from proforma.models.numerics import one_blas_thread
 
 
 @dataclass(frozen=True)
@@ -45,17 +46,9 @@ class ImputationConfig:
 def impute_matrix(X: np.ndarray, config: ImputationConfig | None = None) -> np.ndarray:
     """Fill the NaN cells of one cross-section X (rows = firms, columns = characteristics).
 
-    Callers imputing many quarters run them under one_blas_thread() (and, if they like,
-    on several threads of their own)."""
+    Callers imputing many quarters run them under models.numerics.one_blas_thread() (and,
+    if they like, on several threads of their own)."""
     return _local_xs(np.asarray(X, dtype=np.float64), config or ImputationConfig())
-
-
-def one_blas_thread() -> threadpool_limits:
-    """A context with BLAS on one thread: a quarter's matrices are small (at most a few
-    thousand x ~940), where threaded BLAS gains little and, on a loaded machine, loses
-    10-30x to contention. Entered once per run, not per quarter: the limit is global to
-    the process, so threads entering and leaving it would undo each other's."""
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 #: From this many columns on, the top k eigenpairs come from ARPACK's Lanczos iteration:

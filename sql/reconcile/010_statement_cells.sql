@@ -14,11 +14,21 @@
 -- batch is a range scan.
 CREATE OR REPLACE TEMP TABLE reconcile_points AS
 WITH points AS (
+    -- a single forecast's mu and sigma as they are; a mixture's mean and moment-matched
+    -- sd, one group per cell (getvariable('components') is a constant: the branch it
+    -- rules out never runs, and a single forecast skips the group-by, as in 080)
+    SELECT firm_id, origin_q, item_id, horizon, mu AS x, sqrt(sigma * sigma) AS s
+    FROM {{ forecasts }}
+    WHERE getvariable('components') = 1
+      AND submission_id = getvariable('parent_id') AND isfinite(mu)
+      AND item_id IN (SELECT item_id FROM ref.identities)
+    UNION ALL
     SELECT firm_id, origin_q, item_id, horizon,
            avg(mu) AS x,
            sqrt(avg(sigma * sigma) + var_pop(mu)) AS s
     FROM {{ forecasts }}
-    WHERE submission_id = getvariable('parent_id')
+    WHERE getvariable('components') > 1
+      AND submission_id = getvariable('parent_id')
       AND item_id IN (SELECT item_id FROM ref.identities)
     GROUP BY ALL
     HAVING bool_and(isfinite(mu))

@@ -8,9 +8,15 @@
 -- point forecast (mean of its components), bit for bit. No sigma: a reconciled
 -- statement is a point forecast.
 WITH points AS (
+    -- a single forecast's mu as it is, a mixture's mean (as in 010)
+    SELECT firm_id, origin_q, item_id, horizon, mu AS x
+    FROM {{ forecasts }}
+    WHERE getvariable('components') = 1
+      AND submission_id = getvariable('parent_id') AND isfinite(mu)
+    UNION ALL
     SELECT firm_id, origin_q, item_id, horizon, avg(mu) AS x
     FROM {{ forecasts }}
-    WHERE submission_id = getvariable('parent_id')
+    WHERE getvariable('components') > 1 AND submission_id = getvariable('parent_id')
     GROUP BY ALL
     HAVING bool_and(isfinite(mu))
 ),

@@ -8,9 +8,16 @@
 -- identity) whose members are all forecast, |sum_j s_j v_j| / sum_j |v_j|, as in
 -- sql/eval/080_coherence.sql. One row: instances, median and largest share.
 WITH points AS (
+    -- a single forecast's mu as it is, a mixture's mean (as in 010)
+    SELECT firm_id, origin_q, item_id, horizon, mu AS x
+    FROM {{ forecasts }}
+    WHERE getvariable('components') = 1
+      AND submission_id = getvariable('parent_id') AND isfinite(mu)
+      AND item_id IN (SELECT item_id FROM ref.identities)
+    UNION ALL
     SELECT firm_id, origin_q, item_id, horizon, avg(mu) AS x
     FROM {{ forecasts }}
-    WHERE submission_id = getvariable('parent_id')
+    WHERE getvariable('components') > 1 AND submission_id = getvariable('parent_id')
       AND item_id IN (SELECT item_id FROM ref.identities)
     GROUP BY ALL
     HAVING bool_and(isfinite(mu))
