@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 from typer.testing import CliRunner
 
-from proforma.app.cli import app
+from proforma.app.cli import app, demo
 from proforma.app.cli.demo import DEMO_COMPETITORS, stages
 from proforma.contracts.errors import UserError
 from proforma.models.baselines.suite import names
@@ -221,3 +223,16 @@ def test_the_stages_run_beside_formas_forecasts_and_wait_for_them(wh, monkeypatc
     with pytest.raises(RuntimeError, match="oracle failed"):
         demo.run_stages(demo.StageClock(), later, None, ())
     assert events == ["start", "processes stopped"]
+
+
+def test_the_demos_commands_run_blas_on_one_thread(monkeypatch) -> None:
+    """Two jobs share the cores throughout the demo: each child's BLAS gets one thread,
+    whatever environment it is given (the next vintage's build gets its own)."""
+    seen: list[dict[str, str]] = []
+    monkeypatch.setattr(demo.subprocess, "call", lambda cmd, env: seen.append(env) or 0)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "8")
+    demo._run(["migrate"])
+    demo._run(["build"], env={"PROFORMA_WAREHOUSE": "/elsewhere.duckdb"})
+    assert [e["OPENBLAS_NUM_THREADS"] for e in seen] == ["1", "1"]
+    assert seen[0]["PATH"] == os.environ["PATH"]
+    assert seen[1]["PROFORMA_WAREHOUSE"] == "/elsewhere.duckdb"
