@@ -59,7 +59,7 @@ def main() -> None:
     steps: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     run_step = store.Warehouse.run_step
 
-    def timed(self, step, params=None, identifiers=None):  # type: ignore[no-untyped-def]
+    def timed(self, step, params=None, identifiers=None):
         wall, cpu = time.perf_counter(), _cpu()
         try:
             return run_step(self, step, params, identifiers)

@@ -229,7 +229,12 @@ def test_the_demos_commands_run_blas_on_one_thread(monkeypatch) -> None:
     """Two jobs share the cores throughout the demo: each child's BLAS gets one thread,
     whatever environment it is given (the next vintage's build gets its own)."""
     seen: list[dict[str, str]] = []
-    monkeypatch.setattr(demo.subprocess, "call", lambda cmd, env: seen.append(env) or 0)
+
+    def call(cmd: list[str], env: dict[str, str]) -> int:
+        seen.append(env)
+        return 0
+
+    monkeypatch.setattr(demo.subprocess, "call", call)
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "8")
     demo._run(["migrate"])
     demo._run(["build"], env={"PROFORMA_WAREHOUSE": "/elsewhere.duckdb"})

@@ -3,6 +3,8 @@ rows, no per-cell aggregate); they give the general terms' scores on every kind 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -36,7 +38,7 @@ def _cells(seed: int, components: tuple[int, int]) -> pa.Table:
     keep = np.ones((2, n), bool)
     keep[0, 40:50] = False  # cells with the second component only
     keep[1, 50:60] = False  # ... with the first only
-    rows = {"cell": [], "actual": [], "component": [], "mu": [], "sigma": []}
+    rows: dict[str, list[Any]] = {k: [] for k in ("cell", "actual", "component", "mu", "sigma")}
     for k, component in enumerate(components):
         idx = np.flatnonzero(keep[k])
         rows["cell"].append(idx.astype(np.int64) * 7 + 3)
