@@ -98,15 +98,42 @@ def _put_back(torch: Any, before: dict[str, Any]) -> None:
     )
 
 
+def _blas_threads() -> dict[str, int] | None:
+    """The threads of each BLAS library loaded (None until threadpoolctl is imported: only
+    code that imports it limits them, models.numerics.one_blas_thread)."""
+    import sys
+
+    threadpoolctl = sys.modules.get("threadpoolctl")
+    if threadpoolctl is None:
+        return None
+    return {
+        str(lib["filepath"]): int(lib["num_threads"])
+        for lib in threadpoolctl.threadpool_info()
+        if lib["user_api"] == "blas"
+    }
+
+
 @pytest.fixture(autouse=True)
 def _no_process_state_left_behind(request: pytest.FixtureRequest) -> Iterator[None]:
     """Fails the test that leaves PyTorch's process-wide settings (threads, float32 matmul
-    precision, default dtype, grad mode, ...) changed, and puts them back, so that what one
-    test sets never decides another's numbers: the suite passes in any order."""
+    precision, default dtype, grad mode, ...) or the BLAS libraries' threads changed, and
+    puts PyTorch's back, so that what one test sets never decides another's numbers or
+    speed: the suite passes in any order."""
     import sys
 
+    blas = _blas_threads()
     before = _torch_state()
     yield
+    blas_after = _blas_threads()
+    if blas is not None and blas_after is not None:
+        left = [(p, n, blas_after[p]) for p, n in blas.items() if blas_after.get(p, n) != n]
+        if left:
+            pytest.fail(
+                f"{request.node.nodeid} left BLAS threads changed: "
+                + "; ".join(f"{p} {b} -> {a}" for p, b, a in left)
+                + " (use proforma.models.numerics.one_blas_thread as a context)",
+                pytrace=False,
+            )
     after = _torch_state()
     if after is None:
         return

@@ -23,6 +23,7 @@ from proforma.models.numerics import (
     effective_matmul,
     float32_matmul,
     numerics_record,
+    one_blas_thread,
     torch_threads,
 )
 from tests.forma.conftest import TINY, TOY_IDENTITIES, make_windows
@@ -118,3 +119,24 @@ def test_the_cpu_presets_compute_in_float32_on_every_cpu():
     assert record["float32_matmul_in"] == "float32" and record["torch"] == torch.__version__
     with pytest.raises(UserError, match="matmul_precision"):
         preset("small", matmul_precision="bf16")
+
+
+def test_one_blas_thread_limits_blas_and_puts_it_back() -> None:
+    """The reconciliation and the demo run BLAS on one thread inside the context; leaving
+    it restores every BLAS library's threads (the suite's fixture checks every test)."""
+    from threadpoolctl import threadpool_info
+
+    np.ones((64, 64)) @ np.ones((64, 64))  # BLAS loaded
+
+    def threads() -> dict[str, int]:
+        return {
+            str(lib["filepath"]): int(lib["num_threads"])
+            for lib in threadpool_info()
+            if lib["user_api"] == "blas"
+        }
+
+    before = threads()
+    assert before
+    with one_blas_thread():
+        assert set(threads().values()) == {1}
+    assert threads() == before
