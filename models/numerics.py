@@ -109,7 +109,6 @@ def torch_threads(threads: int) -> Iterator[None]:
             torch.set_num_threads(before)
 
 
-@functools.cache
 def one_blas_thread() -> Any:
     """A context with BLAS (numpy's, scipy's) on one thread. Work made of many small
     matrices (a quarter's imputation, a batch of statements' projections) gains nothing
@@ -123,6 +122,7 @@ def one_blas_thread() -> Any:
     return threadpool_limits(limits=1, user_api="blas")
 
 
+@functools.cache
 def cpu_has_bf16_matmul() -> bool:
     """Whether float32 matmuls run in bfloat16 on this CPU under "medium": measured, not
     read from the CPU's flags. oneDNN reports bfloat16 support on CPUs with AVX512-BF16
