@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from proforma.app.flows.projection import WEIGHTS, IdentitySet, reconcile_statements
-from proforma.app.scoring.submissions.store import FILE_VIEW, forecast_relation
+from proforma.app.scoring.submissions.store import drop_relations, point_relation
 from proforma.app.store.sqlfiles import sql_file
 from proforma.app.store.warehouse import Warehouse
 from proforma.contracts.errors import UserError
@@ -104,12 +104,6 @@ def _job(wh: Warehouse, parent_id: int, weights: str, name: str) -> tuple[int, b
         [rid, parent_id, weights, name],
     )
     return rid, False
-
-
-def _parent_params(parent: dict[str, Any]) -> dict[str, Any]:
-    """The SQL variables that name the parent to the steps: its id, and its number of
-    components (a single forecast's points are its rows, a mixture's are averaged)."""
-    return {"parent_id": parent["submission_id"], "components": int(parent["n_components"] or 1)}
 
 
 def reconcile_quarter(
@@ -212,9 +206,9 @@ def _project_quarters(
     finished."""
     from proforma.models.progress import progress_bar
 
-    # the parent's rows: eval.forecasts, or its file in the upload store, read in place
-    source = {"forecasts": forecast_relation(wh, parent["submission_id"])}
-    wh.run_step("reconcile/010_statement_cells", _parent_params(parent), identifiers=source)
+    # the parent's points, from eval.forecasts or its file in the upload store, read in place
+    points = {"points": point_relation(wh, parent["submission_id"])}
+    wh.run_step("reconcile/010_statement_cells", identifiers=points)
     try:
         done = {
             q
@@ -284,13 +278,13 @@ def _finish_job(wh: Warehouse, rid: int, parent: dict[str, Any], sid: int) -> tu
         [rid],
     )
     # (made again: storing the derived submission may have used the view's name)
-    source = {"forecasts": forecast_relation(wh, parent["submission_id"])}
+    points = {"points": point_relation(wh, parent["submission_id"])}
     violation = wh.query_step(
         "reconcile/030_projection_violation",
-        {**_parent_params(parent), "reconcile_id": rid, "split": "test"},
-        identifiers=source,
+        {"reconcile_id": rid, "split": "test"},
+        identifiers=points,
     ).to_pylist()[0]
-    wh.execute(f"DROP VIEW IF EXISTS {FILE_VIEW}")
+    drop_relations(wh)
     with wh.transaction():
         wh.execute(
             "UPDATE eval.reconciliations SET status = 'done', submission_id = ?, "
@@ -326,11 +320,11 @@ def _store(
     }
     cursor = wh.cursor()  # its own result stream: ingest runs statements on wh meanwhile
     try:
-        cursor.set_params({**_parent_params(parent), "reconcile_id": rid})
-        # (a temp view is the cursor's own: the parent's relation is made on it)
-        source = forecast_relation(cursor, parent["submission_id"])
+        cursor.set_params({"reconcile_id": rid})
+        # (a temp view is the cursor's own: the parent's points are made on it)
+        points = point_relation(cursor, parent["submission_id"])
         reader = cursor.reader(
-            sql_file("reconcile/020_derived_forecasts").render({"forecasts": source})
+            sql_file("reconcile/020_derived_forecasts").render({"points": points})
         )
         return scoring.ingest_forecasts(
             wh, name, reader, family="gaussian", source="model", metadata=metadata

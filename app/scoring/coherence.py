@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from proforma.app.scoring.provenance import eval_sql_version
-from proforma.app.scoring.submissions.store import FILE_VIEW, forecast_relation
+from proforma.app.scoring.submissions.store import drop_relations, point_relation
 from proforma.app.store.warehouse import IN_IDS, Warehouse
 
 _NEEDS = ("panel.origins", "panel.origin_params", "panel.item_k")
@@ -12,25 +12,17 @@ _NEEDS = ("panel.origins", "panel.origin_params", "panel.item_k")
 def compute_coherence(wh: Warehouse, submission_id: int, split: str = "test") -> int:
     """(Re)compute eval.coherence rows of a submission; returns identity instances scored."""
     version = eval_sql_version()
-    components = wh.scalar(
-        "SELECT n_components FROM eval.submissions WHERE submission_id = ?", [submission_id]
-    )
-    source = forecast_relation(wh, submission_id)  # a stored upload: its file, in place
+    points = point_relation(wh, submission_id)  # a stored upload: its file, in place
     try:
         with wh.transaction():
             wh.execute("DELETE FROM eval.coherence WHERE submission_id = ?", [submission_id])
             wh.run_step(
                 "eval/080_coherence",
-                {
-                    "submission_id": submission_id,
-                    "split": split,
-                    "eval_sql_version": version,
-                    "components": int(components or 1),
-                },
-                identifiers={"forecasts": source},
+                {"submission_id": submission_id, "split": split, "eval_sql_version": version},
+                identifiers={"points": points},
             )
     finally:
-        wh.execute(f"DROP VIEW IF EXISTS {FILE_VIEW}")
+        drop_relations(wh)
     return int(
         wh.scalar(
             "SELECT coalesce(max(n_instances), 0) FROM eval.coherence "

@@ -1,26 +1,14 @@
 -- Coherence of submission getvariable('submission_id') into eval.coherence, from
--- the identifier forecasts (eval.forecasts, or the temp view over its stored upload
--- file): its point
--- forecasts (mean of mixture components) on origins of split getvariable('split'),
+-- the identifier points (079's view of the submission's point forecast per cell): its
+-- point forecasts on origins of split getvariable('split'),
 -- de-standardized with the ORIGIN's frozen parameters, v = z_t sinh(x sigma_t
 -- + mu_t) / k (panel.pf_destandardize; panel.origins, panel.origin_params, panel.item_k); for every identity
 -- instance (firm, origin, horizon, identity) whose members are all forecast, the share
 -- |sum_j s_j v_j| / sum_j |v_j|; median (and mean) by identity and overall ('ALL').
 INSERT INTO eval.coherence
 WITH points AS (
-    -- a single forecast's mu as it is; a mixture's mean, one group per cell (the group-by
-    -- is half the step's time, so a single forecast skips it: getvariable('components')
-    -- is a constant, and the branch it rules out is never run)
-    SELECT firm_id, origin_q, item_id, horizon, mu AS x
-    FROM {{ forecasts }}
-    WHERE getvariable('components') = 1
-      AND submission_id = getvariable('submission_id') AND isfinite(mu)
-    UNION ALL
-    SELECT firm_id, origin_q, item_id, horizon, avg(mu) AS x
-    FROM {{ forecasts }}
-    WHERE getvariable('components') > 1 AND submission_id = getvariable('submission_id')
-    GROUP BY ALL
-    HAVING bool_and(isfinite(mu))
+    -- each cell's point forecast (079)
+    SELECT firm_id, origin_q, item_id, horizon, x FROM {{ points }}
 ),
 dollars AS (
     SELECT p.firm_id, p.origin_q, p.item_id, p.horizon,

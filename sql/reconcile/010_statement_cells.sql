@@ -1,6 +1,5 @@
 -- Statement cells to reconcile: the temp table reconcile_points from the identifier
--- forecasts (eval.forecasts, or the view over a stored upload's file;
--- submission getvariable('parent_id')), panel.origins, panel.origin_params,
+-- points (sql/eval/079's view of the parent's point forecast and sd per cell), panel.origins, panel.origin_params,
 -- panel.item_k and ref.identities. One row per forecast cell (firm, origin, horizon,
 -- item) of an item that belongs to some identity: the point forecast x (mean of the
 -- mixture components; a cell with a non-finite component is left out, as in scoring),
@@ -14,24 +13,10 @@
 -- batch is a range scan.
 CREATE OR REPLACE TEMP TABLE reconcile_points AS
 WITH points AS (
-    -- a single forecast's mu and sigma as they are; a mixture's mean and moment-matched
-    -- sd, one group per cell (getvariable('components') is a constant: the branch it
-    -- rules out never runs, and a single forecast skips the group-by, as in 080)
-    SELECT firm_id, origin_q, item_id, horizon, mu AS x, sqrt(sigma * sigma) AS s
-    FROM {{ forecasts }}
-    WHERE getvariable('components') = 1
-      AND submission_id = getvariable('parent_id') AND isfinite(mu)
-      AND item_id IN (SELECT item_id FROM ref.identities)
-    UNION ALL
-    SELECT firm_id, origin_q, item_id, horizon,
-           avg(mu) AS x,
-           sqrt(avg(sigma * sigma) + var_pop(mu)) AS s
-    FROM {{ forecasts }}
-    WHERE getvariable('components') > 1
-      AND submission_id = getvariable('parent_id')
-      AND item_id IN (SELECT item_id FROM ref.identities)
-    GROUP BY ALL
-    HAVING bool_and(isfinite(mu))
+    -- each cell's point forecast and its sd (sql/eval/079), the identities' items only
+    SELECT firm_id, origin_q, item_id, horizon, x, s
+    FROM {{ points }}
+    WHERE item_id IN (SELECT item_id FROM ref.identities)
 )
 SELECT p.origin_q, p.firm_id, p.horizon, p.item_id,
        panel.pf_destandardize(p.x, k.k, o.z, op.mu, op.sigma) AS v,

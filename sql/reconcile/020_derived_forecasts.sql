@@ -1,6 +1,5 @@
--- The derived (reconciled) submission's forecasts, from the identifier forecasts
--- (eval.forecasts, or the view over a stored upload's file; the parent,
--- getvariable('parent_id')), eval.reconcile_cells (job getvariable('reconcile_id')),
+-- The derived (reconciled) submission's forecasts, from the identifier points
+-- (sql/eval/079's view of the parent's point forecast per cell), eval.reconcile_cells (job getvariable('reconcile_id')),
 -- panel.origins, panel.origin_params and panel.item_k: one single forecast per cell the
 -- parent predicts finitely. A cell the projection changed gets its reconciled value
 -- standardized exactly like the truth (panel.pf_standardize with the ORIGIN's deflator
@@ -8,17 +7,8 @@
 -- point forecast (mean of its components), bit for bit. No sigma: a reconciled
 -- statement is a point forecast.
 WITH points AS (
-    -- a single forecast's mu as it is, a mixture's mean (as in 010)
-    SELECT firm_id, origin_q, item_id, horizon, mu AS x
-    FROM {{ forecasts }}
-    WHERE getvariable('components') = 1
-      AND submission_id = getvariable('parent_id') AND isfinite(mu)
-    UNION ALL
-    SELECT firm_id, origin_q, item_id, horizon, avg(mu) AS x
-    FROM {{ forecasts }}
-    WHERE getvariable('components') > 1 AND submission_id = getvariable('parent_id')
-    GROUP BY ALL
-    HAVING bool_and(isfinite(mu))
+    -- each cell's point forecast (sql/eval/079)
+    SELECT firm_id, origin_q, item_id, horizon, x FROM {{ points }}
 ),
 changed AS (
     SELECT r.firm_id, r.origin_q, r.item_id, r.horizon,

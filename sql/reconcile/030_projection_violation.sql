@@ -1,6 +1,5 @@
 -- Identity violation of a reconciliation's dollar statements, from the identifier
--- forecasts (eval.forecasts, or the view over a stored upload's file; the parent,
--- getvariable('parent_id')), eval.reconcile_cells (job getvariable('reconcile_id')),
+-- points (sql/eval/079's view of the parent's point forecast per cell), eval.reconcile_cells (job getvariable('reconcile_id')),
 -- panel.origins, panel.origin_params, panel.item_k and ref.identities, on origins of
 -- split getvariable('split'): every cell in reported units (the reconciled value where
 -- the projection changed it, else the parent's point taken to dollars with
@@ -8,19 +7,10 @@
 -- identity) whose members are all forecast, |sum_j s_j v_j| / sum_j |v_j|, as in
 -- sql/eval/080_coherence.sql. One row: instances, median and largest share.
 WITH points AS (
-    -- a single forecast's mu as it is, a mixture's mean (as in 010)
-    SELECT firm_id, origin_q, item_id, horizon, mu AS x
-    FROM {{ forecasts }}
-    WHERE getvariable('components') = 1
-      AND submission_id = getvariable('parent_id') AND isfinite(mu)
-      AND item_id IN (SELECT item_id FROM ref.identities)
-    UNION ALL
-    SELECT firm_id, origin_q, item_id, horizon, avg(mu) AS x
-    FROM {{ forecasts }}
-    WHERE getvariable('components') > 1 AND submission_id = getvariable('parent_id')
-      AND item_id IN (SELECT item_id FROM ref.identities)
-    GROUP BY ALL
-    HAVING bool_and(isfinite(mu))
+    -- each cell's point forecast (sql/eval/079), the identities' items only
+    SELECT firm_id, origin_q, item_id, horizon, x
+    FROM {{ points }}
+    WHERE item_id IN (SELECT item_id FROM ref.identities)
 ),
 dollars AS (
     SELECT p.firm_id, p.origin_q, p.item_id, p.horizon,

@@ -47,6 +47,8 @@ ROW_GROUP = 122_880
 STAGED = "upload_points"
 #: The temp view `forecast_relation` makes over a stored file.
 FILE_VIEW = "stored_forecasts"
+#: The temp view `point_relation` makes: one submission's point forecast per cell (079).
+POINTS_VIEW = "submission_points"
 #: 049's temp view: one submission's (cell, mu, sigma, actual) from eval.forecasts.
 CELL_VIEW = "submission_cells"
 
@@ -286,3 +288,25 @@ def forecast_relation(wh: Warehouse, sid: int) -> str:
         )
     )
     return FILE_VIEW
+
+
+def point_relation(wh: Warehouse, sid: int) -> str:
+    """The temp view of submission `sid`'s point forecast and its sd per cell
+    (sql/eval/079: a single forecast's rows as they are, a mixture's averaged), over its
+    forecast rows wherever they are kept; `drop_relations` drops it."""
+    components = wh.scalar(
+        "SELECT n_components FROM eval.submissions WHERE submission_id = ?", [sid]
+    )
+    wh.run_step(
+        "eval/079_submission_points",
+        {"points_id": sid, "points_components": int(components or 1)},
+        identifiers={"forecasts": forecast_relation(wh, sid)},
+    )
+    return POINTS_VIEW
+
+
+def drop_relations(wh: Warehouse) -> None:
+    """Drop the temp views `point_relation` and `forecast_relation` made on this
+    connection."""
+    wh.execute(f"DROP VIEW IF EXISTS {POINTS_VIEW}")
+    wh.execute(f"DROP VIEW IF EXISTS {FILE_VIEW}")
